@@ -1,0 +1,208 @@
+// Package etcdschema is the one place that spells Berth's etcd keys and owns
+// the JSON value types stored under them. No other package formats a key by
+// hand: they ask a Keys value for it, so the layout can change in one place
+// and docs/etcd-keys.md can be checked against it.
+package etcdschema
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DefaultPrefix is where Berth keeps everything when config says nothing.
+const DefaultPrefix = "/berth"
+
+// Keys builds and parses keys under one deployment's prefix.
+type Keys struct {
+	prefix string
+}
+
+// New returns the key builder for prefix ("" means DefaultPrefix). The
+// prefix is normalised to start with "/" and not end with one.
+func New(prefix string) Keys {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if !strings.HasPrefix(prefix, "/") {
+		prefix = "/" + prefix
+	}
+	return Keys{prefix: strings.TrimRight(prefix, "/")}
+}
+
+// Prefix is the deployment's root, e.g. "/berth".
+func (k Keys) Prefix() string { return k.prefix }
+
+// All is the prefix that holds every Berth key (for dumps and wipes).
+func (k Keys) All() string { return k.prefix + "/" }
+
+func (k Keys) join(parts ...string) string {
+	return k.prefix + "/" + strings.Join(parts, "/")
+}
+
+// ---- placement -------------------------------------------------------------
+
+// Provider is the record of one resource provider: its tree position,
+// inventories, traits, aggregates and usages, with its generation.
+func (k Keys) Provider(uuid string) string { return k.join("placement", "providers", uuid) }
+
+// Providers is the prefix of every provider record.
+func (k Keys) Providers() string { return k.join("placement", "providers") + "/" }
+
+// ProviderName reserves a provider name (value: the provider's uuid).
+func (k Keys) ProviderName(name string) string { return k.join("placement", "names", name) }
+
+// ProviderNames is the prefix of every name reservation.
+func (k Keys) ProviderNames() string { return k.join("placement", "names") + "/" }
+
+// Consumer is one consumer's allocations and generation.
+func (k Keys) Consumer(uuid string) string { return k.join("placement", "consumers", uuid) }
+
+// Consumers is the prefix of every consumer record.
+func (k Keys) Consumers() string { return k.join("placement", "consumers") + "/" }
+
+// CustomTrait records a CUSTOM_* trait that was created.
+func (k Keys) CustomTrait(name string) string { return k.join("placement", "traits", name) }
+
+// CustomTraits is the prefix of every custom trait.
+func (k Keys) CustomTraits() string { return k.join("placement", "traits") + "/" }
+
+// CustomResourceClass records a CUSTOM_* resource class that was created.
+func (k Keys) CustomResourceClass(name string) string {
+	return k.join("placement", "classes", name)
+}
+
+// CustomResourceClasses is the prefix of every custom resource class.
+func (k Keys) CustomResourceClasses() string { return k.join("placement", "classes") + "/" }
+
+// ---- hosts -----------------------------------------------------------------
+
+// HostsPrefix holds every per-host key.
+func (k Keys) HostsPrefix() string { return k.join("hosts") + "/" }
+
+// HostPrefix holds one host's keys.
+func (k Keys) HostPrefix(host string) string { return k.join("hosts", host) + "/" }
+
+// Service is the host's service record.
+func (k Keys) Service(host string) string { return k.join("hosts", host, "service") }
+
+// Alive is bound to the agent's lease: when it is gone, the host is down.
+func (k Keys) Alive(host string) string { return k.join("hosts", host, "alive") }
+
+// HostInstance is the instance info an agent reports for the scheduler.
+func (k Keys) HostInstance(host, uuid string) string {
+	return k.join("hosts", host, "instances", uuid)
+}
+
+// HostInstances is the prefix of one host's instance info.
+func (k Keys) HostInstances(host string) string { return k.join("hosts", host, "instances") + "/" }
+
+// HostSync is the agent's periodic list of its instance uuids.
+func (k Keys) HostSync(host string) string { return k.join("hosts", host, "sync") }
+
+// Build is a build or delete cast to a host.
+func (k Keys) Build(host, uuid string) string { return k.join("hosts", host, "builds", uuid) }
+
+// Builds is the prefix an agent watches for work.
+func (k Keys) Builds(host string) string { return k.join("hosts", host, "builds") + "/" }
+
+// ---- API level -------------------------------------------------------------
+
+// Flavor is a flavor record, by name.
+func (k Keys) Flavor(name string) string { return k.join("flavors", name) }
+
+// Flavors is the prefix of every flavor.
+func (k Keys) Flavors() string { return k.join("flavors") + "/" }
+
+// BuildRequest is a requested server before a cell is chosen.
+func (k Keys) BuildRequest(uuid string) string { return k.join("build_requests", uuid) }
+
+// BuildRequests is the prefix superconductors watch.
+func (k Keys) BuildRequests() string { return k.join("build_requests") + "/" }
+
+// BuildRequestLease marks the superconductor working on a BuildRequest; it
+// is bound to that superconductor's lease.
+func (k Keys) BuildRequestLease(uuid string) string { return k.join("leases", "build_requests", uuid) }
+
+// InstanceMapping says which cell holds an instance (empty until scheduled).
+func (k Keys) InstanceMapping(uuid string) string { return k.join("instance_mappings", uuid) }
+
+// InstanceMappings is the prefix of every instance mapping.
+func (k Keys) InstanceMappings() string { return k.join("instance_mappings") + "/" }
+
+// Alternates is the remaining Selection list for an instance.
+func (k Keys) Alternates(uuid string) string { return k.join("alternates", uuid) }
+
+// AlternatesPrefix is the prefix of every alternates list.
+func (k Keys) AlternatesPrefix() string { return k.join("alternates") + "/" }
+
+// ---- cells -----------------------------------------------------------------
+
+// Cell is a cell record.
+func (k Keys) Cell(cell string) string { return k.join("cells", cell) }
+
+// CellsPrefix is the prefix of cell records and everything in cells. Cell
+// records are the keys directly under it with no further slash.
+func (k Keys) CellsPrefix() string { return k.join("cells") + "/" }
+
+// HostMapping maps a host to its cell.
+func (k Keys) HostMapping(host string) string { return k.join("host_mappings", host) }
+
+// HostMappings is the prefix of every host mapping.
+func (k Keys) HostMappings() string { return k.join("host_mappings") + "/" }
+
+// CellInstance is the instance record inside its cell.
+func (k Keys) CellInstance(cell, uuid string) string {
+	return k.join("cells", cell, "instances", uuid)
+}
+
+// CellInstances is the prefix of one cell's instance records.
+func (k Keys) CellInstances(cell string) string { return k.join("cells", cell, "instances") + "/" }
+
+// Retry is a reschedule work item filed for a cell's conductors.
+func (k Keys) Retry(cell, uuid string) string { return k.join("cells", cell, "retries", uuid) }
+
+// Retries is the prefix a cell's conductors watch.
+func (k Keys) Retries(cell string) string { return k.join("cells", cell, "retries") + "/" }
+
+// RetryLease marks the conductor holding a retry; bound to its lease.
+func (k Keys) RetryLease(cell, uuid string) string { return k.join("cells", cell, "leases", uuid) }
+
+// ---- coordination ----------------------------------------------------------
+
+// Election is the prefix for a role's leader election.
+func (k Keys) Election(role string) string { return k.join("elections", role) }
+
+// Member is a lease-bound registration of one running server role.
+func (k Keys) Member(role, id string) string { return k.join("members", role, id) }
+
+// Members is the prefix of one role's registrations.
+func (k Keys) Members(role string) string { return k.join("members", role) + "/" }
+
+// ---- parsing ---------------------------------------------------------------
+
+// LastSegment returns the part of key after the last "/" when key starts
+// with prefix, e.g. the uuid of a key under Builds(host).
+func LastSegment(key, prefix string) (string, bool) {
+	if !strings.HasPrefix(key, prefix) {
+		return "", false
+	}
+	rest := key[len(prefix):]
+	if rest == "" || strings.Contains(rest, "/") {
+		return "", false
+	}
+	return rest, true
+}
+
+// ParseHostKey splits a key under HostsPrefix into host and the rest
+// ("service", "alive", "instances/<uuid>", "builds/<uuid>", "sync").
+func (k Keys) ParseHostKey(key string) (host, rest string, err error) {
+	p := k.HostsPrefix()
+	if !strings.HasPrefix(key, p) {
+		return "", "", fmt.Errorf("key %q is not under %s", key, p)
+	}
+	host, rest, ok := strings.Cut(key[len(p):], "/")
+	if !ok || host == "" || rest == "" {
+		return "", "", fmt.Errorf("key %q is not a host key", key)
+	}
+	return host, rest, nil
+}

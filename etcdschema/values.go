@@ -1,0 +1,353 @@
+package etcdschema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Every value stored by Berth carries a "version" field. Decode refuses a
+// value whose version is missing or newer than this build understands, with
+// an error naming the key, so a mixed-version deployment never silently
+// misreads a record. Bump a type's version when its meaning changes, and
+// teach Decode's caller to upgrade older versions.
+const (
+	ServiceVersion         = 1
+	AliveVersion           = 1
+	InstanceInfoVersion    = 1
+	HostSyncVersion        = 1
+	BuildVersion           = 1
+	FlavorVersion          = 1
+	BuildRequestVersion    = 1
+	InstanceMappingVersion = 1
+	InstanceVersion        = 1
+	CellVersion            = 1
+	HostMappingVersion     = 1
+	AlternatesVersion      = 1
+	RetryVersion           = 1
+	LeaseVersion           = 1
+	MemberVersion          = 1
+)
+
+// Versioned is implemented by every value type.
+type Versioned interface {
+	// SchemaVersion is the version this build writes for the type.
+	SchemaVersion() int
+	storedVersion() int
+	setVersion(int)
+}
+
+// header is embedded by every value type.
+type header struct {
+	Version int `json:"version"`
+}
+
+func (h *header) storedVersion() int { return h.Version }
+func (h *header) setVersion(v int)   { h.Version = v }
+
+// ErrUnsupportedVersion is wrapped by Decode for versions it cannot read.
+var ErrUnsupportedVersion = errors.New("unsupported value version")
+
+// Encode stamps v with its current version and marshals it.
+func Encode(v Versioned) ([]byte, error) {
+	v.setVersion(v.SchemaVersion())
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", v, err)
+	}
+	return b, nil
+}
+
+// MustEncode is Encode for values that cannot fail to marshal (plain
+// structs of strings, numbers, maps and slices).
+func MustEncode(v Versioned) string {
+	b, err := Encode(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// Decode unmarshals the value stored at key into v and checks its version.
+func Decode(key string, data []byte, v Versioned) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %s: %w", key, err)
+	}
+	got := v.storedVersion()
+	if got < 1 || got > v.SchemaVersion() {
+		return fmt.Errorf("decode %s: version %d (this build reads 1..%d): %w",
+			key, got, v.SchemaVersion(), ErrUnsupportedVersion)
+	}
+	return nil
+}
+
+// ---- hosts -----------------------------------------------------------------
+
+// Service is a compute host's service record (Nova's services table row).
+// The agent writes everything but the Disabled*/ForcedDown fields, which the
+// API owns; both write with a compare on the key's mod revision.
+type Service struct {
+	header
+	Host           string    `json:"host"`
+	Cell           string    `json:"cell"`
+	ProviderUUID   string    `json:"provider_uuid"`
+	Disabled       bool      `json:"disabled"`
+	DisabledReason string    `json:"disabled_reason,omitempty"`
+	ForcedDown     bool      `json:"forced_down"`
+	AgentVersion   string    `json:"agent_version"`
+	FailedBuilds   int       `json:"failed_builds"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+func (*Service) SchemaVersion() int { return ServiceVersion }
+
+// Alive is written under the agent's lease.
+type Alive struct {
+	header
+	Host    string    `json:"host"`
+	LeaseID int64     `json:"lease_id"`
+	Since   time.Time `json:"since"`
+}
+
+func (*Alive) SchemaVersion() int { return AliveVersion }
+
+// InstanceInfo is what an agent tells every scheduler about one instance on
+// its host (seed isolate-scheduler-db).
+type InstanceInfo struct {
+	header
+	UUID      string    `json:"uuid"`
+	Host      string    `json:"host"`
+	FlavorID  string    `json:"flavor_id"`
+	Flavor    string    `json:"flavor"`
+	State     string    `json:"state"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func (*InstanceInfo) SchemaVersion() int { return InstanceInfoVersion }
+
+// HostSync is the agent's periodic list of every instance uuid on its host.
+type HostSync struct {
+	header
+	Host  string    `json:"host"`
+	UUIDs []string  `json:"uuids"`
+	At    time.Time `json:"at"`
+}
+
+func (*HostSync) SchemaVersion() int { return HostSyncVersion }
+
+// Build operations cast to a host.
+const (
+	OpBuild  = "build"
+	OpDelete = "delete"
+)
+
+// Build is work cast to a host's agent.
+type Build struct {
+	header
+	Op           string    `json:"op"`
+	InstanceUUID string    `json:"instance_uuid"`
+	Name         string    `json:"name"`
+	Cell         string    `json:"cell"`
+	Flavor       Flavor    `json:"flavor"`
+	ProjectID    string    `json:"project_id"`
+	UserID       string    `json:"user_id"`
+	Attempt      int       `json:"attempt"`
+	RequestID    string    `json:"request_id,omitempty"`
+	CastAt       time.Time `json:"cast_at"`
+}
+
+func (*Build) SchemaVersion() int { return BuildVersion }
+
+// ---- API level -------------------------------------------------------------
+
+// Flavor is Nova's flavor: sizes plus extra specs.
+type Flavor struct {
+	header
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	VCPUs       int               `json:"vcpus"`
+	RAMMB       int               `json:"ram"`
+	DiskGB      int               `json:"disk"`
+	EphemeralGB int               `json:"ephemeral"`
+	SwapMB      int               `json:"swap"`
+	ExtraSpecs  map[string]string `json:"extra_specs,omitempty"`
+}
+
+func (*Flavor) SchemaVersion() int { return FlavorVersion }
+
+// SchedulerHints are Nova's os:scheduler_hints that Berth understands.
+type SchedulerHints struct {
+	SameHost      []string `json:"same_host,omitempty"`
+	DifferentHost []string `json:"different_host,omitempty"`
+	Group         string   `json:"group,omitempty"`
+}
+
+// BuildRequest is a server the user asked for, before it has a cell.
+type BuildRequest struct {
+	header
+	InstanceUUID     string         `json:"instance_uuid"`
+	Name             string         `json:"name"`
+	ReservationID    string         `json:"reservation_id"`
+	Index            int            `json:"index"`
+	Count            int            `json:"count"`
+	Flavor           Flavor         `json:"flavor"`
+	ProjectID        string         `json:"project_id"`
+	UserID           string         `json:"user_id"`
+	AvailabilityZone string         `json:"availability_zone,omitempty"`
+	Hints            SchedulerHints `json:"scheduler_hints,omitempty"`
+	RequestID        string         `json:"request_id,omitempty"`
+	CreatedAt        time.Time      `json:"created_at"`
+}
+
+func (*BuildRequest) SchemaVersion() int { return BuildRequestVersion }
+
+// Cell0 is where instances that could not be scheduled are buried, as in
+// Nova: they have no host and exist only to show the user the fault.
+const Cell0 = "cell0"
+
+// InstanceMapping tells the API which cell holds an instance.
+type InstanceMapping struct {
+	header
+	InstanceUUID string    `json:"instance_uuid"`
+	Cell         string    `json:"cell"`
+	ProjectID    string    `json:"project_id"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+func (*InstanceMapping) SchemaVersion() int { return InstanceMappingVersion }
+
+// Nova's server status words.
+const (
+	StatusBuild   = "BUILD"
+	StatusActive  = "ACTIVE"
+	StatusError   = "ERROR"
+	StatusDeleted = "DELETED"
+)
+
+// Task states shown beside BUILD.
+const (
+	TaskScheduling = "scheduling"
+	TaskSpawning   = "spawning"
+	TaskDeleting   = "deleting"
+)
+
+// Fault explains why an instance is in ERROR.
+type Fault struct {
+	Code    int       `json:"code"`
+	Message string    `json:"message"`
+	Details string    `json:"details,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// Instance is the record of an instance inside its cell.
+type Instance struct {
+	header
+	UUID             string    `json:"uuid"`
+	Name             string    `json:"name"`
+	Status           string    `json:"status"`
+	TaskState        string    `json:"task_state,omitempty"`
+	Host             string    `json:"host,omitempty"`
+	Node             string    `json:"node,omitempty"`
+	Cell             string    `json:"cell"`
+	Flavor           Flavor    `json:"flavor"`
+	ProjectID        string    `json:"project_id"`
+	UserID           string    `json:"user_id"`
+	AvailabilityZone string    `json:"availability_zone,omitempty"`
+	Fault            *Fault    `json:"fault,omitempty"`
+	Attempts         int       `json:"attempts"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
+}
+
+func (*Instance) SchemaVersion() int { return InstanceVersion }
+
+// ---- cells -----------------------------------------------------------------
+
+// Cell is a cell record.
+type Cell struct {
+	header
+	Name      string    `json:"name"`
+	UUID      string    `json:"uuid"`
+	Disabled  bool      `json:"disabled"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (*Cell) SchemaVersion() int { return CellVersion }
+
+// HostMapping maps a host to the cell it belongs to.
+type HostMapping struct {
+	header
+	Host      string    `json:"host"`
+	Cell      string    `json:"cell"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (*HostMapping) SchemaVersion() int { return HostMappingVersion }
+
+// Selection is Nova's Selection object: one candidate destination.
+type Selection struct {
+	ComputeNodeUUID          string         `json:"compute_node_uuid"`
+	ServiceHost              string         `json:"service_host"`
+	Nodename                 string         `json:"nodename"`
+	Cell                     string         `json:"cell_uuid"`
+	Limits                   map[string]any `json:"limits,omitempty"`
+	AllocationRequest        string         `json:"allocation_request,omitempty"`
+	AllocationRequestVersion string         `json:"allocation_request_version,omitempty"`
+	AvailabilityZone         string         `json:"availability_zone,omitempty"`
+}
+
+// Attempt records one build try and how it ended.
+type Attempt struct {
+	Host   string    `json:"host"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// Alternates is the remaining Selection list for an instance plus the
+// attempts made so far (seed return-alternate-hosts, etcd alternative).
+type Alternates struct {
+	header
+	InstanceUUID string      `json:"instance_uuid"`
+	Cell         string      `json:"cell"`
+	MaxAttempts  int         `json:"max_attempts"`
+	Remaining    []Selection `json:"remaining"`
+	Attempts     []Attempt   `json:"attempts"`
+}
+
+func (*Alternates) SchemaVersion() int { return AlternatesVersion }
+
+// Retry is a reschedule work item for a cell's conductors.
+type Retry struct {
+	header
+	InstanceUUID string    `json:"instance_uuid"`
+	Cell         string    `json:"cell"`
+	FailedHost   string    `json:"failed_host"`
+	Reason       string    `json:"reason"`
+	Build        Build     `json:"build"`
+	FiledAt      time.Time `json:"filed_at"`
+}
+
+func (*Retry) SchemaVersion() int { return RetryVersion }
+
+// Lease names the holder of a leased work item.
+type Lease struct {
+	header
+	Holder  string    `json:"holder"`
+	LeaseID int64     `json:"lease_id"`
+	Since   time.Time `json:"since"`
+}
+
+func (*Lease) SchemaVersion() int { return LeaseVersion }
+
+// Member is a running server role's registration.
+type Member struct {
+	header
+	Role    string    `json:"role"`
+	ID      string    `json:"id"`
+	URL     string    `json:"url,omitempty"`
+	Started time.Time `json:"started"`
+}
+
+func (*Member) SchemaVersion() int { return MemberVersion }

@@ -1,0 +1,135 @@
+// Package embedetcd runs a single-member etcd inside a Berth process, for
+// `berth dev`, an all-in-one server and tests. It always runs with periodic
+// auto-compaction: Berth writes claims at thousands per second, and etcd
+// refuses writes once its backend reaches its quota.
+package embedetcd
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.uber.org/zap"
+)
+
+// Config says where the member keeps its data and listens.
+type Config struct {
+	Name      string // member name; "berth" when empty
+	DataDir   string
+	ClientURL string // e.g. http://127.0.0.1:2379
+	PeerURL   string // e.g. http://127.0.0.1:2380
+	// AutoCompactionRetention keeps this much history; 0 means 5m.
+	AutoCompactionRetention time.Duration
+	// QuotaBackendBytes is the backend size limit; 0 means etcd's default.
+	QuotaBackendBytes int64
+	// StartTimeout bounds how long Start waits for the member; 0 means 60s.
+	StartTimeout time.Duration
+	// LogLevel is etcd's own zap level ("error" when empty: etcd is chatty).
+	LogLevel string
+}
+
+// Server is a running embedded member.
+type Server struct {
+	etcd   *embed.Etcd
+	client *clientv3.Client
+	url    string
+}
+
+// Start starts the member and waits until it serves.
+func Start(cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, fmt.Errorf("embedded etcd: data_dir is required")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded etcd: create data dir: %w", err)
+	}
+	ec := embed.NewConfig()
+	ec.Name = cfg.Name
+	if ec.Name == "" {
+		ec.Name = "berth"
+	}
+	ec.Dir = cfg.DataDir
+	cu, err := url.Parse(cfg.ClientURL)
+	if err != nil || cu.Host == "" {
+		return nil, fmt.Errorf("embedded etcd: client_url %q is not a URL like http://127.0.0.1:2379", cfg.ClientURL)
+	}
+	pu, err := url.Parse(cfg.PeerURL)
+	if err != nil || pu.Host == "" {
+		return nil, fmt.Errorf("embedded etcd: peer_url %q is not a URL like http://127.0.0.1:2380", cfg.PeerURL)
+	}
+	ec.ListenClientUrls = []url.URL{*cu}
+	ec.AdvertiseClientUrls = []url.URL{*cu}
+	ec.ListenPeerUrls = []url.URL{*pu}
+	ec.AdvertisePeerUrls = []url.URL{*pu}
+	ec.InitialCluster = fmt.Sprintf("%s=%s", ec.Name, pu.String())
+	ec.AutoCompactionMode = "periodic"
+	retention := cfg.AutoCompactionRetention
+	if retention <= 0 {
+		retention = 5 * time.Minute
+	}
+	ec.AutoCompactionRetention = retention.String()
+	if cfg.QuotaBackendBytes > 0 {
+		ec.QuotaBackendBytes = cfg.QuotaBackendBytes
+	}
+	ec.LogLevel = cfg.LogLevel
+	if ec.LogLevel == "" {
+		ec.LogLevel = "error"
+	}
+	ec.Logger = "zap"
+	ec.LogOutputs = []string{"stderr"}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	if ec.LogLevel == "debug" || ec.LogLevel == "info" {
+		ec.ZapLoggerBuilder = nil // let etcd build its own stderr logger
+	}
+
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd: start in %s: %w", cfg.DataDir, err)
+	}
+	timeout := cfg.StartTimeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(timeout):
+		e.Server.Stop()
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd: not ready after %s", timeout)
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+	return &Server{etcd: e, client: v3client.New(e.Server), url: cu.String()}, nil
+}
+
+// Client is an in-process client: no gRPC over loopback, which the design
+// measured 1.5-2x faster than a networked client.
+func (s *Server) Client() *clientv3.Client { return s.client }
+
+// ClientURL is the URL other processes (and etcdctl) use.
+func (s *Server) ClientURL() string { return s.url }
+
+// Err reports a fatal member error.
+func (s *Server) Err() <-chan error { return s.etcd.Err() }
+
+// Close stops the member and waits for it.
+func (s *Server) Close() {
+	if s == nil {
+		return
+	}
+	s.client.Close()
+	s.etcd.Close()
+	<-s.etcd.Server.StopNotify()
+}
+
+// Ping checks the member answers a linearizable read.
+func (s *Server) Ping(ctx context.Context) error {
+	_, err := s.client.Get(ctx, "health")
+	return err
+}

@@ -1,0 +1,113 @@
+// Package placement is Berth's resource-provider service: the OpenStack
+// Placement REST API on etcd, an in-memory watch-fed index that answers
+// allocation-candidate queries, and the claim transactions.
+//
+// This file is the in-process contract used by the scheduler, conductors and
+// agents. Field names follow the Placement API so the HTTP layer can reuse
+// them.
+package placement
+
+import "errors"
+
+// Standard resource classes the scheduler and agents talk about most.
+const (
+	VCPU     = "VCPU"
+	MemoryMB = "MEMORY_MB"
+	DiskGB   = "DISK_GB"
+)
+
+// TraitComputeStatusDisabled is set on a disabled host's root provider
+// (seed pre-filter-disabled-computes).
+const TraitComputeStatusDisabled = "COMPUTE_STATUS_DISABLED"
+
+// RequestGroup is one (optionally suffixed) request group of an
+// allocation-candidates query.
+type RequestGroup struct {
+	// Suffix is "" for the unsuffixed group, else the granular suffix.
+	Suffix string
+	// Resources maps resource class to the amount asked for.
+	Resources map[string]int64
+	// Required traits: every one must be present.
+	Required []string
+	// RequiredAny is the 1.39 "in:" form: each inner list needs one of its traits.
+	RequiredAny [][]string
+	// Forbidden traits: none may be present.
+	Forbidden []string
+	// MemberOf: each inner list is an any-of set of aggregates; all lists must match.
+	MemberOf [][]string
+	// ForbiddenAggregates: the provider may be in none of these.
+	ForbiddenAggregates []string
+	// InTree limits the search to the tree holding this provider.
+	InTree string
+}
+
+// CandidateQuery is a whole GET /allocation_candidates request.
+type CandidateQuery struct {
+	Groups      []RequestGroup
+	GroupPolicy string // "", "none" or "isolate"
+	// Limit caps the allocation requests returned; 0 means no limit.
+	Limit         int
+	RootRequired  []string
+	RootForbidden []string
+	SameSubtree   [][]string
+}
+
+// ProviderAllocation is the resources one consumer holds on one provider.
+type ProviderAllocation struct {
+	Resources map[string]int64 `json:"resources"`
+}
+
+// AllocationRequest is one way to satisfy a query.
+type AllocationRequest struct {
+	Allocations map[string]ProviderAllocation `json:"allocations"`
+	Mappings    map[string][]string           `json:"mappings,omitempty"`
+}
+
+// ResourceSummary is a provider's capacity and usage of one class.
+type ResourceSummary struct {
+	Capacity int64 `json:"capacity"`
+	Used     int64 `json:"used"`
+}
+
+// ProviderSummary describes a provider named in the candidates.
+type ProviderSummary struct {
+	Resources          map[string]ResourceSummary `json:"resources"`
+	Traits             []string                   `json:"traits,omitempty"`
+	ParentProviderUUID string                     `json:"parent_provider_uuid,omitempty"`
+	RootProviderUUID   string                     `json:"root_provider_uuid,omitempty"`
+}
+
+// Candidates is the answer to a CandidateQuery.
+type Candidates struct {
+	AllocationRequests []AllocationRequest
+	ProviderSummaries  map[string]ProviderSummary
+}
+
+// AllocationWrite replaces one consumer's allocations (PUT /allocations/{c}).
+// An empty Allocations map removes them.
+type AllocationWrite struct {
+	Allocations  map[string]ProviderAllocation
+	ProjectID    string
+	UserID       string
+	ConsumerType string
+	// ConsumerGeneration nil means the consumer must not exist yet.
+	ConsumerGeneration *int64
+}
+
+// Errors returned by the in-process API; the HTTP layer maps them to status
+// codes and Placement error codes.
+var (
+	// ErrConcurrentUpdate: a provider or consumer changed under the write
+	// (409 placement.concurrent_update).
+	ErrConcurrentUpdate = errors.New("placement: concurrent update")
+	// ErrConsumerGenerationConflict: the caller's consumer generation is stale
+	// (409 placement.concurrent_update, "consumer generation conflict").
+	ErrConsumerGenerationConflict = errors.New("placement: consumer generation conflict")
+	// ErrInsufficientCapacity: the amounts do not fit, or break min/max/step
+	// (409 placement.undefined_code).
+	ErrInsufficientCapacity = errors.New("placement: insufficient capacity")
+	// ErrProviderNotFound: an allocation names a provider that does not exist.
+	ErrProviderNotFound = errors.New("placement: resource provider not found")
+	// ErrNotFound: the thing asked for does not exist.
+	ErrNotFound = errors.New("placement: not found")
+)
