@@ -1,0 +1,200 @@
+// Package configs decodes Berth's HCL configuration files into typed
+// structs, one block per role, and reports every mistake as an HCL
+// diagnostic with the file:line:col of the offending attribute or block.
+//
+// A file may hold blocks for several roles; each command asks only for what
+// it runs with Config.Require. Every option is documented in the example
+// files under configs/examples, and every default lives in defaults.go.
+package configs
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Config is one decoded file with defaults applied. Etcd and Log are always
+// usable; a nil role block means the file does not enable that role.
+type Config struct {
+	// Filename is the file the config came from ("" for Defaults()); errors
+	// from Require name it.
+	Filename string
+
+	Etcd Etcd
+	Log  Log
+
+	API            *API
+	Placement      *Placement
+	Scheduler      *Scheduler
+	Superconductor *Superconductor
+	Conductor      *Conductor
+	Agent          *Agent
+}
+
+// Etcd says how to reach the shared state: an external cluster (Endpoints)
+// or, when Embedded is non-nil, a single-member etcd started in-process.
+type Etcd struct {
+	Prefix      string // every Berth key lives under it, e.g. "/berth"
+	DialTimeout time.Duration
+	Endpoints   []string // external cluster; empty when Embedded is set
+	Username    string
+	Password    string
+	TLS         *TLS // nil: no client certificates or private CA
+
+	// Embedded, when non-nil, tells the caller to start embedded etcd
+	// (internal/embedetcd) and use its in-process client.
+	Embedded *Embedded
+
+	declRange hcl.Range
+}
+
+// TLS names the PEM files for talking to an external etcd cluster.
+type TLS struct {
+	CAFile   string // private CA; "" trusts the system roots
+	CertFile string // client certificate; set together with KeyFile
+	KeyFile  string
+}
+
+// Embedded configures the in-process etcd member.
+type Embedded struct {
+	DataDir                 string
+	ClientURL               string
+	PeerURL                 string
+	Name                    string
+	AutoCompactionRetention time.Duration
+	QuotaBackendBytes       int64
+}
+
+// Log configures the process logger (see internal/logging).
+type Log struct {
+	Level  string // trace, debug, info, warn or error
+	Format string // text or json
+}
+
+// API is the compute API role.
+type API struct {
+	Bind string // host:port
+
+	declRange hcl.Range
+}
+
+// Placement is the Placement API role.
+type Placement struct {
+	Bind string // host:port
+	Auth string // AuthNoAuth or AuthTokens
+	// Tokens are the accepted X-Auth-Token values in AuthTokens mode, in
+	// file order; no two share a Token.
+	Tokens []Token
+
+	declRange hcl.Range
+}
+
+// Token is one static API token and the identity it stands for.
+type Token struct {
+	Token     string
+	Roles     []string
+	ProjectID string
+	UserID    string
+}
+
+// Scheduler is the scheduler role; the field names follow Nova's
+// [filter_scheduler] options.
+type Scheduler struct {
+	Bind                        string // host:port of select_destinations
+	MaxAttempts                 int    // 1 + alternates per instance
+	HostSubsetSize              int
+	MaxPlacementResults         int
+	ShuffleBestSameWeighedHosts bool
+	TrackInstanceChanges        bool
+	EnabledFilters              []string // in the order they run
+	MaxHostsToWeigh             int      // 0 weighs every host that passed the filters
+	ElectionTTL                 time.Duration
+	Weights                     Weights
+
+	declRange           hcl.Range
+	enabledFiltersRange *hcl.Range // nil when the filters are the defaults
+	filename            string
+}
+
+// Weights are the weigher multipliers; a negative multiplier turns a
+// preference into an aversion, 0 disables the weigher.
+type Weights struct {
+	RAM              float64
+	CPU              float64
+	Disk             float64
+	IOOps            float64
+	BuildFailure     float64
+	SoftAffinity     float64
+	SoftAntiAffinity float64
+	NumInstances     float64
+}
+
+// Superconductor is the role that turns build requests into builds.
+type Superconductor struct {
+	Workers int
+
+	declRange hcl.Range
+}
+
+// Conductor is a cell conductor.
+type Conductor struct {
+	Cell     string
+	Workers  int
+	LeaseTTL time.Duration
+
+	declRange hcl.Range
+}
+
+// Agent is the per-compute-host agent.
+type Agent struct {
+	Host                 string
+	Cell                 string
+	Driver               string // DriverFake or DriverProcess
+	ReportInterval       time.Duration
+	ServiceDownTime      time.Duration
+	MaxConcurrentBuilds  int
+	TrackInstanceChanges bool
+	InstanceSyncInterval time.Duration
+	Inventory            Inventory
+	Fake                 FakeDriver
+
+	declRange hcl.Range
+}
+
+// Inventory is what the agent reports to Placement. A zero size (VCPUs,
+// MemoryMB, DiskGB) means "detect from the host"; the agent does that.
+type Inventory struct {
+	VCPUs                int64
+	MemoryMB             int64
+	DiskGB               int64
+	ReservedHostMemoryMB int64
+	ReservedHostDiskGB   int64
+	ReservedHostCPUs     int64
+	CPUAllocationRatio   float64
+	RAMAllocationRatio   float64
+	DiskAllocationRatio  float64
+}
+
+// FakeDriver tunes the fake driver, which builds nothing and is used by
+// `berth dev` and the e2e tests to exercise scheduling and retries.
+type FakeDriver struct {
+	BuildTime         time.Duration
+	FailureRate       float64 // 0..1, chance that a build fails
+	Fail              bool    // every build fails
+	FailReschedulable bool    // failures ask for a reschedule rather than ERROR
+}
+
+// Enumerated values accepted in the config.
+const (
+	AuthNoAuth = "noauth"
+	AuthTokens = "tokens"
+
+	DriverFake    = "fake"
+	DriverProcess = "process"
+
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+)
+
+// LogLevels are the accepted log levels, most verbose first.
+var LogLevels = []string{"trace", "debug", "info", "warn", "error"}

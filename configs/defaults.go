@@ -1,0 +1,130 @@
+package configs
+
+import (
+	"time"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// DevCell is the cell `berth dev` puts its conductor and simulated agents
+// in. It is not a default for files: a conductor or agent in the wrong cell
+// would build nothing and say nothing, so those must name their cell.
+const DevCell = "cell1"
+
+// Defaults is the one place every default lives. It is the configuration
+// `berth dev` runs with when given no file: every role enabled on loopback
+// with an embedded etcd. Decoding a file takes every value the file leaves
+// unset from here; role blocks the file omits stay nil (role not enabled).
+//
+// Agent.Host and the cells are left empty on purpose (see DevCell), and the
+// inventory sizes are zero, which means "detect from the host".
+func Defaults() *Config {
+	return &Config{
+		Etcd: Etcd{
+			Prefix:      etcdschema.DefaultPrefix,
+			DialTimeout: 5 * time.Second,
+			// With no endpoints Berth runs its own single-member etcd:
+			// the design's try-it-now default.
+			Embedded: &Embedded{
+				// Relative, so that `berth dev` works for any user; a
+				// packaged server sets an absolute path.
+				DataDir:   "berth-data/etcd",
+				ClientURL: "http://127.0.0.1:2379",
+				PeerURL:   "http://127.0.0.1:2380",
+				Name:      "berth",
+				// Short retention keeps the backend small at thousands of
+				// claims a second; Berth never reads old revisions.
+				AutoCompactionRetention: 5 * time.Minute,
+				// 8 GiB is etcd's suggested maximum; its 2 GiB default
+				// fills quickly between compactions under claim load.
+				QuotaBackendBytes: 8 << 30,
+			},
+		},
+		Log: Log{Level: "info", Format: LogFormatText},
+		API: &API{Bind: "127.0.0.1:8774"}, // Nova's compute API port
+		Placement: &Placement{
+			Bind: "127.0.0.1:8778", // Placement's usual port
+			Auth: AuthNoAuth,
+		},
+		Scheduler: &Scheduler{
+			Bind:                        "127.0.0.1:8775",
+			MaxAttempts:                 3,
+			HostSubsetSize:              1,
+			MaxPlacementResults:         1000,
+			ShuffleBestSameWeighedHosts: false,
+			TrackInstanceChanges:        true,
+			EnabledFilters: []string{
+				"ComputeFilter",
+				"SameHostFilter",
+				"DifferentHostFilter",
+				"ServerGroupAntiAffinityFilter",
+				"ServerGroupAffinityFilter",
+			},
+			MaxHostsToWeigh: 0,
+			ElectionTTL:     10 * time.Second,
+			// Nova's multipliers: spread by free RAM/CPU/disk, avoid busy
+			// and recently failing hosts.
+			Weights: Weights{
+				RAM:              1.0,
+				CPU:              1.0,
+				Disk:             1.0,
+				IOOps:            -1.0,
+				BuildFailure:     1000000.0,
+				SoftAffinity:     1.0,
+				SoftAntiAffinity: 1.0,
+				NumInstances:     0.0,
+			},
+		},
+		Superconductor: &Superconductor{Workers: 4},
+		Conductor: &Conductor{
+			Workers:  4,
+			LeaseTTL: 15 * time.Second,
+		},
+		Agent: &Agent{
+			Driver:               DriverFake,
+			ReportInterval:       10 * time.Second,
+			ServiceDownTime:      60 * time.Second,
+			MaxConcurrentBuilds:  10,
+			TrackInstanceChanges: true,
+			InstanceSyncInterval: 120 * time.Second,
+			Inventory: Inventory{
+				ReservedHostMemoryMB: 512,
+				CPUAllocationRatio:   4.0,
+				RAMAllocationRatio:   1.0,
+				DiskAllocationRatio:  1.0,
+			},
+			Fake: FakeDriver{FailReschedulable: true},
+		},
+	}
+}
+
+// EnableAllRoles gives every role block the file omitted its default, and
+// an empty conductor or agent cell DevCell: `berth dev` runs every role in
+// one process whatever its file enables.
+func (c *Config) EnableAllRoles() {
+	d := Defaults()
+	if c.API == nil {
+		c.API = d.API
+	}
+	if c.Placement == nil {
+		c.Placement = d.Placement
+	}
+	if c.Scheduler == nil {
+		c.Scheduler = d.Scheduler
+	}
+	if c.Superconductor == nil {
+		c.Superconductor = d.Superconductor
+	}
+	if c.Conductor == nil {
+		c.Conductor = d.Conductor
+	}
+	if c.Agent == nil {
+		c.Agent = d.Agent
+	}
+	if c.Conductor.Cell == "" {
+		c.Conductor.Cell = DevCell
+	}
+	if c.Agent.Cell == "" {
+		c.Agent.Cell = DevCell
+	}
+}

@@ -1,0 +1,75 @@
+# berth agent — one per compute host.
+#
+#   berth agent -config agent.hcl
+#
+# The agent registers its host, reports inventory to Placement and its
+# instances to the schedulers, and builds what conductors send it.
+# Check this file: berth config validate agent.hcl
+
+# An agent must join the control plane's etcd cluster (embedded etcd is
+# refused). With thousands of agents, point endpoints at an etcd gRPC
+# proxy. See server.hcl for every etcd option.
+etcd {
+  prefix       = "/berth"
+  dial_timeout = "5s"
+  endpoints    = ["http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.3:2379"]
+}
+
+log {
+  level  = "info" # trace | debug | info | warn | error
+  format = "text" # text | json
+}
+
+agent {
+  # The compute host's name, unique in the deployment. Required; it is
+  # part of etcd keys, so letters, digits, ".", "_", "-" only.
+  host = "compute-1"
+
+  # The cell this host belongs to. Required.
+  cell = "cell1"
+
+  # How instances are built: "fake" (nothing is run; see the fake block)
+  # or "process" (each instance is a local process). Default "fake".
+  driver = "process"
+
+  # How often the agent refreshes its service record and inventory (default "10s").
+  report_interval = "10s"
+
+  # A host whose agent has not reported for this long is down: it is the
+  # TTL of the host's liveness lease. Must exceed report_interval. Default "60s".
+  service_down_time = "60s"
+
+  # Builds run at once; more wait their turn (at least 1, default 10).
+  max_concurrent_builds = 10
+
+  # Report each instance change to the schedulers' caches (default true).
+  # Must match the schedulers' track_instance_changes.
+  track_instance_changes = true
+
+  # How often the agent writes its full instance list so schedulers can
+  # repair a cache that missed a change (default "120s").
+  instance_sync_interval = "120s"
+
+  # What the host offers to Placement. vcpus, memory_mb and disk_gb left
+  # out (or 0) are detected from the host; everything else has the default
+  # shown. Capacity = (total - reserved) * allocation_ratio.
+  inventory {
+    vcpus                   = 16
+    memory_mb               = 65536
+    disk_gb                 = 1000
+    reserved_host_memory_mb = 512 # kept for the host itself (default 512)
+    reserved_host_disk_gb   = 0
+    reserved_host_cpus      = 0
+    cpu_allocation_ratio    = 4.0 # overcommit vCPUs 4:1 (default 4.0); must be > 0
+    ram_allocation_ratio    = 1.0 # no RAM overcommit (default 1.0)
+    disk_allocation_ratio   = 1.0
+  }
+
+  # Settings of the fake driver, used only when driver = "fake".
+  fake {
+    build_time         = "0s"  # how long a build pretends to take
+    failure_rate       = 0.0   # probability (0..1) that a build fails
+    fail               = false # every build fails
+    fail_reschedulable = true  # failures ask for a retry on an alternate host rather than ERROR
+  }
+}

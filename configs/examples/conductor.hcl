@@ -1,0 +1,36 @@
+# berth conductor — the conductor of one cell.
+#
+#   berth conductor -config conductor.hcl
+#
+# A cell conductor takes reschedule work for its cell: when a build fails
+# on a host, it claims the next alternate host and casts the build there.
+# Run several per cell for availability; each work item is leased by one.
+# Check this file: berth config validate conductor.hcl
+
+# A conductor must join the control plane's etcd cluster (embedded etcd is
+# refused: it would be a cluster of its own). See server.hcl for every etcd
+# option: prefix, dial_timeout, endpoints, username, password, tls.
+etcd {
+  # Must match the servers' prefix.
+  prefix    = "/berth"
+  endpoints = ["http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.3:2379"]
+}
+
+log {
+  # trace | debug | info | warn | error
+  level = "info"
+  # text | json
+  format = "text"
+}
+
+conductor {
+  # The cell this conductor serves. Required; letters, digits, ".", "_", "-".
+  cell = "cell1"
+
+  # Retries handled concurrently by this process (at least 1, default 4).
+  workers = 4
+
+  # TTL of the lease on a work item, in whole seconds (default "15s"). If
+  # this conductor dies, another takes its work after at most this long.
+  lease_ttl = "15s"
+}

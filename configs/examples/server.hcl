@@ -1,0 +1,154 @@
+# berth server — control-plane roles against an external etcd cluster.
+#
+#   berth server -config server.hcl
+#
+# A server runs every role whose block appears below (api, placement,
+# scheduler, superconductor) and none whose block is absent, so the same
+# binary can run them together or split across machines. Servers are
+# active-active: start as many as you like against the same etcd.
+# Check a file without starting anything: berth config validate server.hcl
+
+# Where Berth keeps its shared state.
+etcd {
+  # Every Berth key lives under this prefix (default "/berth"). Two Berth
+  # deployments can share one etcd cluster with different prefixes.
+  prefix = "/berth"
+
+  # How long to wait for the first connection (Go duration, default "5s").
+  dial_timeout = "5s"
+
+  # Client URLs of an external etcd cluster (3 or 5 members). Setting
+  # endpoints means "do not start embedded etcd"; endpoints and an embedded
+  # block cannot both be set.
+  #
+  # An external cluster must be run with auto-compaction, e.g.
+  #   --auto-compaction-mode=periodic --auto-compaction-retention=5m
+  # and a raised --quota-backend-bytes (8589934592): Berth writes claims at
+  # thousands per second and etcd refuses writes once it reaches its quota.
+  endpoints = [
+    "https://10.0.0.1:2379",
+    "https://10.0.0.2:2379",
+    "https://10.0.0.3:2379",
+  ]
+
+  # etcd user and password when the cluster has auth enabled; leave both
+  # out otherwise. A password without a username is an error.
+  # username = "berth"
+  # password = "change-me"
+
+  # Client TLS for https:// endpoints. Files are read when the process
+  # starts (not by `berth config validate`). Omit the block to use the
+  # system's CA roots and no client certificate.
+  tls {
+    # PEM CA bundle that signed the etcd servers' certificates ("" = system roots).
+    ca_file = "/etc/berth/etcd-ca.pem"
+    # Client certificate and key, for clusters with --client-cert-auth; set both or neither.
+    cert_file = "/etc/berth/etcd-client.pem"
+    key_file  = "/etc/berth/etcd-client-key.pem"
+  }
+}
+
+# Process logging.
+log {
+  # trace | debug | info | warn | error (default "info").
+  level = "info"
+  # text (human) | json (one object a line, for log shippers). Default "text".
+  format = "json"
+}
+
+# The compute API (servers, services, hosts). Remove the block to not run it here.
+api {
+  # host:port to listen on (default "127.0.0.1:8774"); ":8774" listens everywhere.
+  bind = "0.0.0.0:8774"
+}
+
+# The Placement API, compatible with the osc-placement CLI.
+placement {
+  # host:port to listen on (default "127.0.0.1:8778").
+  bind = "0.0.0.0:8778"
+
+  # noauth: every request is accepted, with the roles of an admin (default).
+  # tokens: a request must carry X-Auth-Token equal to one token block's label.
+  auth = "tokens"
+
+  # One block per accepted token; the label is the secret itself. Tokens
+  # are only allowed with auth = "tokens", and no two may share a label.
+  token "s3cr3t-admin-token" {
+    # Roles the token holder has (Placement's policy wants "admin" for most calls).
+    roles = ["admin"]
+    # Identity recorded on consumers created with this token.
+    project_id = "admin"
+    user_id    = "admin"
+  }
+  token "s3cr3t-service-token" {
+    roles      = ["admin", "service"]
+    project_id = "service"
+    user_id    = "berth"
+  }
+}
+
+# The scheduler: answers select_destinations. Option names follow Nova's
+# [filter_scheduler] section.
+scheduler {
+  # host:port of the HTTP select_destinations endpoint (default "127.0.0.1:8775").
+  bind = "0.0.0.0:8775"
+
+  # Hosts tried per instance: the first choice plus max_attempts - 1
+  # alternates from the same cell, used for retries without asking the
+  # scheduler again. At least 1; default 3.
+  max_attempts = 3
+
+  # The host is picked at random among this many best-weighed hosts, so
+  # that concurrent schedulers do not all race for the same one. At least
+  # 1; default 1.
+  host_subset_size = 1
+
+  # Most allocation candidates asked of Placement per request (default 1000).
+  max_placement_results = 1000
+
+  # Shuffle hosts that weigh exactly the same, spreading load among equals (default false).
+  shuffle_best_same_weighed_hosts = false
+
+  # Keep a per-host instance cache fed by agents (needed by the affinity
+  # and same/different host filters). false reads instances from etcd per
+  # request instead. Default true.
+  track_instance_changes = true
+
+  # Filters in the order they run; cheap ones first. An unknown name stops
+  # the scheduler at start-up. Default: the five below.
+  enabled_filters = [
+    "ComputeFilter",
+    "SameHostFilter",
+    "DifferentHostFilter",
+    "ServerGroupAntiAffinityFilter",
+    "ServerGroupAffinityFilter",
+  ]
+
+  # Weigh at most this many hosts that passed the filters; 0 weighs them all (default 0).
+  max_hosts_to_weigh = 0
+
+  # TTL of the leader-election lease, in whole seconds (default "10s").
+  # The leader runs the singleton duties (down hosts, orphan clean-up); a
+  # dead leader is replaced after at most this long.
+  election_ttl = "10s"
+
+  # Weigher multipliers; a negative one turns a preference into an
+  # aversion and 0 switches the weigher off. Each defaults to the value shown.
+  weights {
+    ram                = 1.0       # prefer hosts with more free RAM (spread)
+    cpu                = 1.0       # prefer hosts with more free vCPUs
+    disk               = 1.0       # prefer hosts with more free disk
+    io_ops             = -1.0      # avoid hosts with many builds in flight
+    build_failure      = 1000000.0 # avoid hosts whose recent builds failed
+    soft_affinity      = 1.0       # soft-affinity server groups: pack
+    soft_anti_affinity = 1.0       # soft-anti-affinity server groups: spread
+    num_instances      = 0.0       # >0 prefers hosts with fewer instances
+  }
+}
+
+# The superconductor: leases build requests, asks a scheduler, hands the
+# build to the chosen host's cell.
+superconductor {
+  # Build requests handled concurrently by this process (at least 1, default 4).
+  workers = 4
+}
