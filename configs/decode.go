@@ -38,7 +38,7 @@ func Parse(src []byte, filename string) (*Config, error) {
 	// from zero, so that "max_attempts = 0" is an error rather than a
 	// default, and the blocks keep their bodies for source ranges.
 	var raw rawFile
-	diags = append(diags, gohcl.DecodeBody(f.Body, nil, &raw)...)
+	diags = append(diags, nameTypeErrors(f.Body, gohcl.DecodeBody(f.Body, nil, &raw))...)
 	if diags.HasErrors() {
 		// Checking values of a body that failed to decode would report
 		// the same mistake twice.
@@ -51,6 +51,47 @@ func Parse(src []byte, filename string) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// nameTypeErrors adds the attribute's name to gohcl's type errors, which
+// say only "a number is required": the position alone makes the reader
+// count columns.
+func nameTypeErrors(body hcl.Body, diags hcl.Diagnostics) hcl.Diagnostics {
+	type named struct {
+		path string
+		expr hcl.Range
+	}
+	var attrs []named
+	var walk func(b *hclsyntax.Body, path string)
+	walk = func(b *hclsyntax.Body, path string) {
+		for name, a := range b.Attributes {
+			attrs = append(attrs, named{path + name, a.Expr.Range()})
+		}
+		for _, blk := range b.Blocks {
+			walk(blk.Body, path+blk.Type+".")
+		}
+	}
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return diags
+	}
+	walk(sb, "")
+	for _, d := range diags {
+		if d.Summary != "Unsuitable value type" || d.Subject == nil {
+			continue
+		}
+		for _, a := range attrs {
+			if a.expr.ContainsPos(d.Subject.Start) {
+				d.Detail = fmt.Sprintf("%s: %s.", a.path, strings.TrimPrefix(d.Detail, "Unsuitable value: "))
+				// Point at the whole value, as this package's own
+				// diagnostics do, not inside its quotes.
+				r := a.expr
+				d.Subject = &r
+				break
+			}
+		}
+	}
+	return diags
 }
 
 // ---- the raw shape gohcl decodes into ---------------------------------
@@ -118,11 +159,11 @@ type rawPlacement struct {
 }
 
 type rawToken struct {
-	Token      string    `hcl:"token,label"`
+	Token      string    `hcl:"secret,label"` // "secret" is what HCL's missing-label error calls it
 	Roles      *[]string `hcl:"roles"`
 	ProjectID  *string   `hcl:"project_id"`
 	UserID     *string   `hcl:"user_id"`
-	LabelRange hcl.Range `hcl:"token,label_range"`
+	LabelRange hcl.Range `hcl:"secret,label_range"`
 	DefRange   hcl.Range `hcl:",def_range"`
 }
 
@@ -286,8 +327,8 @@ func (d *decoder) etcd(r *rawEtcd) Etcd {
 		d.diags = append(d.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Both embedded and endpoints",
-			Detail: fmt.Sprintf("endpoints (%s) name an external cluster and embedded starts a new one; keep one of them.",
-				attrRange(r.Body, "endpoints")),
+			Detail: fmt.Sprintf("endpoints (line %d) name an external cluster and embedded starts a new one; keep one of them.",
+				attrRange(r.Body, "endpoints").Start.Line),
 			Subject: r.Embedded.DefRange.Ptr(),
 		})
 	case r.Embedded != nil:
@@ -508,7 +549,11 @@ func (d *decoder) agent(r *rawAgent) *Agent {
 // detected size (0) is checked by the agent.
 func (d *decoder) reservedFits(b hcl.Body, rname string, reserved int64, tname string, total int64) {
 	if total > 0 && reserved >= total {
-		d.bad(b, rname, "Reservation too large",
+		at := rname
+		if sb, ok := b.(*hclsyntax.Body); ok && sb.Attributes[rname] == nil {
+			at = tname // the reservation is the default; the size is the news
+		}
+		d.bad(b, at, "Reservation too large",
 			fmt.Sprintf("%s (%d) must be less than %s (%d): Placement rejects an inventory with nothing left to allocate.", rname, reserved, tname, total))
 	}
 }
