@@ -50,6 +50,9 @@ type CandidateQuery struct {
 	RootRequired  []string
 	RootForbidden []string
 	SameSubtree   [][]string
+	// NotNestedAware asks for the answer of microversions before 1.29:
+	// no allocation request uses two providers of one tree.
+	NotNestedAware bool
 }
 
 // ProviderAllocation is the resources one consumer holds on one provider.

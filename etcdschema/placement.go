@@ -1,0 +1,128 @@
+package etcdschema
+
+import "time"
+
+// Versions of placement's stored values (see values.go for the rules).
+const (
+	ProviderVersion            = 1
+	ConsumerVersion            = 1
+	CustomTraitVersion         = 1
+	CustomResourceClassVersion = 1
+	ProviderNameVersion        = 1
+)
+
+// Inventory is one resource class of a provider's inventory, with the
+// Placement API's field names so the HTTP layer can reuse it.
+type Inventory struct {
+	Total           int64   `json:"total"`
+	Reserved        int64   `json:"reserved"`
+	MinUnit         int64   `json:"min_unit"`
+	MaxUnit         int64   `json:"max_unit"`
+	StepSize        int64   `json:"step_size"`
+	AllocationRatio float64 `json:"allocation_ratio"`
+}
+
+// Capacity is Placement's rule: int((total - reserved) * allocation_ratio).
+// The float conversion mirrors Placement's SQL so figures match exactly.
+func (i Inventory) Capacity() int64 {
+	return int64(float64(i.Total-i.Reserved) * i.AllocationRatio)
+}
+
+// Provider is a resource provider record stored at Keys.Provider(uuid). The
+// usages live here, not under the consumers, so that a claim is one
+// transaction comparing each touched provider's mod revision; Generation is
+// bumped by every write so it doubles as Placement's provider generation.
+type Provider struct {
+	header
+	UUID               string               `json:"uuid"`
+	Name               string               `json:"name"`
+	Generation         int64                `json:"generation"`
+	ParentProviderUUID string               `json:"parent_provider_uuid,omitempty"`
+	RootProviderUUID   string               `json:"root_provider_uuid"`
+	Inventories        map[string]Inventory `json:"inventories"`
+	Traits             []string             `json:"traits"`
+	Aggregates         []string             `json:"aggregates"`
+	Usages             map[string]int64     `json:"usages"`
+	CreatedAt          time.Time            `json:"created_at"`
+	UpdatedAt          time.Time            `json:"updated_at"`
+}
+
+func (*Provider) SchemaVersion() int { return ProviderVersion }
+
+// Clone returns a deep copy, so a caller may mutate it without touching a
+// value shared with an index or another goroutine.
+func (p *Provider) Clone() *Provider {
+	c := *p
+	c.Inventories = make(map[string]Inventory, len(p.Inventories))
+	for k, v := range p.Inventories {
+		c.Inventories[k] = v
+	}
+	c.Traits = append([]string(nil), p.Traits...)
+	c.Aggregates = append([]string(nil), p.Aggregates...)
+	c.Usages = make(map[string]int64, len(p.Usages))
+	for k, v := range p.Usages {
+		c.Usages[k] = v
+	}
+	return &c
+}
+
+// ConsumerAllocation is what one consumer holds on one provider.
+type ConsumerAllocation struct {
+	Resources map[string]int64 `json:"resources"`
+}
+
+// Consumer is a consumer's allocations, stored at Keys.Consumer(uuid). A
+// consumer with no allocations is deleted, as Placement does.
+type Consumer struct {
+	header
+	UUID         string                        `json:"uuid"`
+	Generation   int64                         `json:"generation"`
+	ProjectID    string                        `json:"project_id"`
+	UserID       string                        `json:"user_id"`
+	ConsumerType string                        `json:"consumer_type,omitempty"`
+	Allocations  map[string]ConsumerAllocation `json:"allocations"`
+	CreatedAt    time.Time                     `json:"created_at"`
+	UpdatedAt    time.Time                     `json:"updated_at"`
+}
+
+func (*Consumer) SchemaVersion() int { return ConsumerVersion }
+
+// Clone returns a deep copy.
+func (c *Consumer) Clone() *Consumer {
+	n := *c
+	n.Allocations = make(map[string]ConsumerAllocation, len(c.Allocations))
+	for rp, a := range c.Allocations {
+		r := make(map[string]int64, len(a.Resources))
+		for k, v := range a.Resources {
+			r[k] = v
+		}
+		n.Allocations[rp] = ConsumerAllocation{Resources: r}
+	}
+	return &n
+}
+
+// CustomTrait is stored at Keys.CustomTrait(name) for a created CUSTOM_* trait.
+type CustomTrait struct {
+	header
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (*CustomTrait) SchemaVersion() int { return CustomTraitVersion }
+
+// CustomResourceClass is stored at Keys.CustomResourceClass(name).
+type CustomResourceClass struct {
+	header
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (*CustomResourceClass) SchemaVersion() int { return CustomResourceClassVersion }
+
+// ProviderName reserves a provider name, stored at Keys.ProviderName(name).
+type ProviderName struct {
+	header
+	UUID string `json:"uuid"`
+}
+
+func (*ProviderName) SchemaVersion() int { return ProviderNameVersion }

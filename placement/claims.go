@@ -1,0 +1,387 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// PutAllocations replaces consumer's allocations in one etcd transaction
+// (PUT /allocations/{consumer}). See writeAllocations for the rules.
+func (s *Service) PutAllocations(ctx context.Context, consumer string, w AllocationWrite) error {
+	_, err := s.writeAllocations(ctx, map[string]AllocationWrite{consumer: w}, ClaimOptions{}, false)
+	return err
+}
+
+// PutAllocationsMulti replaces several consumers' allocations in one
+// transaction: all or nothing (POST /allocations, multi-instance claims).
+func (s *Service) PutAllocationsMulti(ctx context.Context, writes map[string]AllocationWrite) error {
+	_, err := s.writeAllocations(ctx, writes, ClaimOptions{}, false)
+	return err
+}
+
+// PutAllocationsWithOptions is PutAllocationsMulti with options; it returns
+// the etcd revision of the write.
+func (s *Service) PutAllocationsWithOptions(ctx context.Context, writes map[string]AllocationWrite, opts ClaimOptions) (int64, error) {
+	return s.writeAllocations(ctx, writes, opts, false)
+}
+
+// DeleteAllocations removes every allocation of consumer and frees the
+// usages atomically, whatever the consumer's generation; ErrNotFound when
+// the consumer has none.
+func (s *Service) DeleteAllocations(ctx context.Context, consumer string) error {
+	_, err := s.deleteAllocations(ctx, consumer)
+	return err
+}
+
+func (s *Service) deleteAllocations(ctx context.Context, consumer string) (int64, error) {
+	return s.writeAllocations(ctx, map[string]AllocationWrite{consumer: {}},
+		ClaimOptions{IgnoreConsumerGeneration: true}, true)
+}
+
+// GetAllocations returns the consumer's record read from etcd, or
+// ErrNotFound when it holds no allocations.
+func (s *Service) GetAllocations(ctx context.Context, consumer string) (*etcdschema.Consumer, error) {
+	key := s.keys.Consumer(consumer)
+	resp, err := s.cli.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read allocations of %s: %w", consumer, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, fmt.Errorf("allocations of %s: %w", consumer, ErrNotFound)
+	}
+	c := &etcdschema.Consumer{}
+	if err := etcdschema.Decode(key, resp.Kvs[0].Value, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// claimRead is what one attempt of a write read from etcd.
+type claimRead struct {
+	consumers    map[string]*etcdschema.Consumer // nil value: absent
+	consumerRevs map[string]int64
+	providers    map[string]*storedProvider // nil value: absent
+}
+
+// writeAllocations is Placement's _set_allocations over etcd: for each
+// consumer, drop its old allocations, check min/max/step and capacity of
+// the new ones, bump every touched provider's and consumer's generation,
+// and delete consumers left with nothing — all in one transaction that
+// compares every record it read. A lost race is re-read and retried
+// retryCount times, then ErrConcurrentUpdate.
+func (s *Service) writeAllocations(ctx context.Context, writes map[string]AllocationWrite, opts ClaimOptions, mustExist bool) (int64, error) {
+	if len(writes) == 0 {
+		return 0, nil
+	}
+	consumers := make([]string, 0, len(writes))
+	for c, w := range writes {
+		consumers = append(consumers, c)
+		for rp, a := range w.Allocations {
+			for rc, n := range a.Resources {
+				if n < 1 {
+					return 0, fmt.Errorf("allocation of %d %s on %s for %s: amounts must be at least 1: %w", n, rc, rp, c, ErrInvalid)
+				}
+			}
+		}
+	}
+	sort.Strings(consumers)
+	what := consumers[0]
+	if len(consumers) > 1 {
+		what = fmt.Sprintf("%d consumers", len(consumers))
+	}
+	for attempt := 0; attempt <= s.retryCount; attempt++ {
+		rd, err := s.readForClaim(ctx, consumers, writes)
+		if err != nil {
+			return 0, fmt.Errorf("claim %s: %w", what, err)
+		}
+		cmps, ops, err := s.planClaim(rd, consumers, writes, opts, mustExist)
+		if err != nil {
+			return 0, fmt.Errorf("claim %s: %w", what, err)
+		}
+		if len(cmps) > maxTxnOps || len(ops) > maxTxnOps {
+			return 0, fmt.Errorf("claim %s: %d compares and %d writes, etcd allows %d each: %w",
+				what, len(cmps), len(ops), maxTxnOps, ErrTooManyOps)
+		}
+		resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			return 0, fmt.Errorf("claim %s: %w", what, err)
+		}
+		if resp.Succeeded {
+			return resp.Header.Revision, nil
+		}
+		s.log.Debug("claim lost a race, retrying", "consumer", what, "attempt", attempt+1)
+	}
+	return 0, fmt.Errorf("claim %s: gave up after %d retries: %w", what, s.retryCount, ErrConcurrentUpdate)
+}
+
+// readForClaim reads the consumers and every provider their old and new
+// allocations touch, each group at one revision.
+func (s *Service) readForClaim(ctx context.Context, consumers []string, writes map[string]AllocationWrite) (*claimRead, error) {
+	rd := &claimRead{
+		consumers:    map[string]*etcdschema.Consumer{},
+		consumerRevs: map[string]int64{},
+		providers:    map[string]*storedProvider{},
+	}
+	want := map[string]struct{}{}
+	for _, c := range consumers {
+		for rp := range writes[c].Allocations {
+			want[rp] = struct{}{}
+		}
+	}
+	// First round: consumers plus the providers of the new allocations,
+	// which is everything for a first claim.
+	ops := make([]clientv3.Op, 0, len(consumers)+len(want))
+	for _, c := range consumers {
+		ops = append(ops, clientv3.OpGet(s.keys.Consumer(c)))
+	}
+	first := sortedKeys(want)
+	for _, rp := range first {
+		ops = append(ops, clientv3.OpGet(s.keys.Provider(rp)))
+	}
+	resps, err := s.readMany(ctx, ops)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range consumers {
+		kvs := resps[i].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			rd.consumers[c] = nil
+			continue
+		}
+		rec := &etcdschema.Consumer{}
+		if err := etcdschema.Decode(string(kvs[0].Key), kvs[0].Value, rec); err != nil {
+			return nil, err
+		}
+		rd.consumers[c] = rec
+		rd.consumerRevs[c] = kvs[0].ModRevision
+	}
+	if err := s.decodeProviders(rd, first, resps[len(consumers):]); err != nil {
+		return nil, err
+	}
+	// Second round: providers only the old allocations name.
+	var more []string
+	for _, c := range consumers {
+		if rec := rd.consumers[c]; rec != nil {
+			for rp := range rec.Allocations {
+				if _, ok := rd.providers[rp]; !ok {
+					rd.providers[rp] = nil
+					more = append(more, rp)
+				}
+			}
+		}
+	}
+	if len(more) > 0 {
+		sort.Strings(more)
+		ops = ops[:0]
+		for _, rp := range more {
+			ops = append(ops, clientv3.OpGet(s.keys.Provider(rp)))
+		}
+		resps, err := s.readMany(ctx, ops)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.decodeProviders(rd, more, resps); err != nil {
+			return nil, err
+		}
+	}
+	return rd, nil
+}
+
+func (s *Service) decodeProviders(rd *claimRead, uuids []string, resps []*etcdResponseOp) error {
+	for i, rp := range uuids {
+		kvs := resps[i].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			rd.providers[rp] = nil
+			continue
+		}
+		p := &etcdschema.Provider{}
+		if err := etcdschema.Decode(string(kvs[0].Key), kvs[0].Value, p); err != nil {
+			return err
+		}
+		normalizeProvider(p)
+		rd.providers[rp] = &storedProvider{p: p, modRev: kvs[0].ModRevision}
+	}
+	return nil
+}
+
+// planClaim checks the writes against what was read and returns the
+// transaction's compares and operations.
+func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string]AllocationWrite, opts ClaimOptions, mustExist bool) ([]clientv3.Cmp, []clientv3.Op, error) {
+	now := s.now()
+	// Usages before and after, per provider touched.
+	after := map[string]map[string]int64{}
+	usage := func(rp string) map[string]int64 {
+		u := after[rp]
+		if u == nil {
+			u = map[string]int64{}
+			if sp := rd.providers[rp]; sp != nil {
+				for rc, n := range sp.p.Usages {
+					u[rc] = n
+				}
+			}
+			after[rp] = u
+		}
+		return u
+	}
+	var cmps []clientv3.Cmp
+	var ops []clientv3.Op
+	for _, c := range consumers {
+		w := writes[c]
+		old := rd.consumers[c]
+		if mustExist && old == nil {
+			return nil, nil, fmt.Errorf("no allocations for consumer %s: %w", c, ErrNotFound)
+		}
+		if !opts.IgnoreConsumerGeneration {
+			switch {
+			case w.ConsumerGeneration == nil && old != nil:
+				return nil, nil, fmt.Errorf("consumer %s exists at generation %d but the caller expected a new consumer: %w",
+					c, old.Generation, ErrConsumerGenerationConflict)
+			case w.ConsumerGeneration != nil && old == nil:
+				return nil, nil, fmt.Errorf("consumer %s does not exist but the caller expected generation %d: %w",
+					c, *w.ConsumerGeneration, ErrConsumerGenerationConflict)
+			case w.ConsumerGeneration != nil && *w.ConsumerGeneration != old.Generation:
+				return nil, nil, fmt.Errorf("consumer %s is at generation %d, the caller expected %d: %w",
+					c, old.Generation, *w.ConsumerGeneration, ErrConsumerGenerationConflict)
+			}
+		}
+		if old != nil {
+			for rp, a := range old.Allocations {
+				u := usage(rp)
+				for rc, n := range a.Resources {
+					u[rc] -= n
+				}
+			}
+		}
+		for rp, a := range w.Allocations {
+			sp := rd.providers[rp]
+			if sp == nil {
+				return nil, nil, fmt.Errorf("allocation for consumer %s names provider %s: %w", c, rp, ErrProviderNotFound)
+			}
+			u := usage(rp)
+			for rc, n := range a.Resources {
+				inv, ok := sp.p.Inventories[rc]
+				if !ok {
+					return nil, nil, fmt.Errorf("inventory for %s on resource provider %s invalid: %w", rc, rp, ErrInsufficientCapacity)
+				}
+				if n < inv.MinUnit || n > inv.MaxUnit || (inv.StepSize > 1 && n%inv.StepSize != 0) {
+					return nil, nil, fmt.Errorf("unable to allocate %d %s on %s: min_unit %d, max_unit %d, step_size %d: %w",
+						n, rc, rp, inv.MinUnit, inv.MaxUnit, inv.StepSize, ErrInsufficientCapacity)
+				}
+				u[rc] += n
+			}
+		}
+		ck := s.keys.Consumer(c)
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(ck), "=", rd.consumerRevs[c]))
+		if len(w.Allocations) == 0 {
+			if old != nil {
+				ops = append(ops, clientv3.OpDelete(ck))
+			}
+			continue
+		}
+		rec := &etcdschema.Consumer{
+			UUID: c, Generation: 1, ProjectID: w.ProjectID, UserID: w.UserID,
+			ConsumerType: w.ConsumerType, CreatedAt: now, UpdatedAt: now,
+			Allocations: make(map[string]etcdschema.ConsumerAllocation, len(w.Allocations)),
+		}
+		if old != nil {
+			rec.Generation = old.Generation + 1
+			rec.CreatedAt = old.CreatedAt
+			if rec.ConsumerType == "" {
+				rec.ConsumerType = old.ConsumerType
+			}
+			if rec.ProjectID == "" {
+				rec.ProjectID = old.ProjectID
+			}
+			if rec.UserID == "" {
+				rec.UserID = old.UserID
+			}
+		}
+		for rp, a := range w.Allocations {
+			r := make(map[string]int64, len(a.Resources))
+			for rc, n := range a.Resources {
+				r[rc] = n
+			}
+			rec.Allocations[rp] = etcdschema.ConsumerAllocation{Resources: r}
+		}
+		val, err := etcdschema.Encode(rec)
+		if err != nil {
+			return nil, nil, err
+		}
+		ops = append(ops, clientv3.OpPut(ck, string(val)))
+	}
+	for _, rp := range sortedKeys(after) {
+		sp := rd.providers[rp]
+		if sp == nil {
+			continue // an old allocation on a provider since deleted
+		}
+		u := after[rp]
+		for rc, n := range u {
+			before := sp.p.Usages[rc]
+			if n == before {
+				continue
+			}
+			inv, ok := sp.p.Inventories[rc]
+			if !ok {
+				if n > before {
+					return nil, nil, fmt.Errorf("inventory for %s on resource provider %s invalid: %w", rc, rp, ErrInsufficientCapacity)
+				}
+				continue
+			}
+			// Going over capacity is refused only when it makes usage
+			// worse: a provider whose inventory shrank under its usage
+			// can still have allocations moved or reduced.
+			if capy := inv.Capacity(); n > capy && n > before {
+				return nil, nil, fmt.Errorf("unable to allocate %d %s on resource provider %s: %d used of capacity %d: %w",
+					n-before, rc, rp, before, capy, ErrInsufficientCapacity)
+			}
+		}
+		next := sp.p.Clone()
+		for rc, n := range u {
+			if n <= 0 {
+				delete(next.Usages, rc)
+			} else {
+				next.Usages[rc] = n
+			}
+		}
+		next.Generation++
+		next.UpdatedAt = now
+		val, err := etcdschema.Encode(next)
+		if err != nil {
+			return nil, nil, err
+		}
+		pk := s.keys.Provider(rp)
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(pk), "=", sp.modRev))
+		ops = append(ops, clientv3.OpPut(pk, string(val)))
+	}
+	return cmps, ops, nil
+}
+
+// readMany runs several reads in one transaction, so they see one
+// revision. Reads beyond etcd's per-transaction limit are split.
+func (s *Service) readMany(ctx context.Context, ops []clientv3.Op) ([]*etcdResponseOp, error) {
+	out := make([]*etcdResponseOp, 0, len(ops))
+	for start := 0; start < len(ops); start += maxTxnOps {
+		end := min(start+maxTxnOps, len(ops))
+		resp, err := s.cli.Txn(ctx).Then(ops[start:end]...).Commit()
+		if err != nil {
+			return nil, fmt.Errorf("read: %w", err)
+		}
+		out = append(out, resp.Responses...)
+	}
+	return out, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+

@@ -1,0 +1,125 @@
+package placement
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+func TestPutAllocationsRules(t *testing.T) {
+	s, _ := newStarted(t)
+	ctx := testCtx(t)
+	stepped := etcdschema.Inventory{Total: 16, MinUnit: 2, MaxUnit: 8, StepSize: 2, AllocationRatio: 1}
+	mkProvider(t, s, "rp", "", map[string]etcdschema.Inventory{
+		VCPU:     {Total: 4, Reserved: 1, MinUnit: 1, MaxUnit: 4, StepSize: 1, AllocationRatio: 2}, // capacity 6
+		MemoryMB: stepped,
+	})
+	cases := []struct {
+		desc     string
+		consumer string
+		w        AllocationWrite
+		want     error
+	}{
+		{"fits", "c1", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 4})}, nil},
+		{"over capacity", "c2", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 3})}, ErrInsufficientCapacity},
+		{"exactly the rest", "c2", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 2})}, nil},
+		{"below min_unit", "c3", AllocationWrite{Allocations: alloc("rp", map[string]int64{MemoryMB: 1})}, ErrInsufficientCapacity},
+		{"above max_unit", "c3", AllocationWrite{Allocations: alloc("rp", map[string]int64{MemoryMB: 10})}, ErrInsufficientCapacity},
+		{"off step", "c3", AllocationWrite{Allocations: alloc("rp", map[string]int64{MemoryMB: 3})}, ErrInsufficientCapacity},
+		{"on step", "c3", AllocationWrite{Allocations: alloc("rp", map[string]int64{MemoryMB: 4})}, nil},
+		{"no such class", "c4", AllocationWrite{Allocations: alloc("rp", map[string]int64{DiskGB: 1})}, ErrInsufficientCapacity},
+		{"no such provider", "c4", AllocationWrite{Allocations: alloc("nope", map[string]int64{VCPU: 1})}, ErrProviderNotFound},
+		{"existing consumer without generation", "c1", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 1})}, ErrConsumerGenerationConflict},
+		{"stale generation", "c1", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 1}), ConsumerGeneration: gen(7)}, ErrConsumerGenerationConflict},
+		{"generation for a new consumer", "c9", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 1}), ConsumerGeneration: gen(1)}, ErrConsumerGenerationConflict},
+		{"replace own allocation", "c1", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 3}), ConsumerGeneration: gen(1)}, nil},
+		{"zero amount", "c5", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 0})}, ErrInvalid},
+	}
+	for _, tc := range cases {
+		err := s.PutAllocations(ctx, tc.consumer, tc.w)
+		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("%s: got %v, want %v", tc.desc, err, tc.want)
+		}
+	}
+	p, _ := s.Provider(ctx, "rp")
+	if p.Usages[VCPU] != 5 || p.Usages[MemoryMB] != 4 {
+		t.Fatalf("usages %v, want VCPU 5 MEMORY_MB 4", p.Usages)
+	}
+	c, err := s.GetAllocations(ctx, "c1")
+	if err != nil || c.Generation != 2 || c.Allocations["rp"].Resources[VCPU] != 3 {
+		t.Fatalf("c1: %+v %v", c, err)
+	}
+	// An empty write removes the consumer and frees its usage.
+	if err := s.PutAllocations(ctx, "c1", AllocationWrite{ConsumerGeneration: gen(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetAllocations(ctx, "c1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("c1 after wipe: %v", err)
+	}
+	if err := s.DeleteAllocations(ctx, "c2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteAllocations(ctx, "c2"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	p, _ = s.Provider(ctx, "rp")
+	if p.Usages[VCPU] != 0 || p.Usages[MemoryMB] != 4 {
+		t.Fatalf("usages after frees %v", p.Usages)
+	}
+}
+
+func TestOverCapacityAllowedWhenNotWorse(t *testing.T) {
+	s, _ := newStarted(t)
+	ctx := testCtx(t)
+	mkProvider(t, s, "rp", "", map[string]etcdschema.Inventory{VCPU: inv(8)})
+	if err := s.PutAllocations(ctx, "c", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 8})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateProvider(ctx, "rp", func(p *etcdschema.Provider) error {
+		i := p.Inventories[VCPU]
+		i.Total = 4
+		p.Inventories[VCPU] = i
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Shrinking an allocation on an over-committed provider is allowed.
+	if err := s.PutAllocations(ctx, "c", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 6}), ConsumerGeneration: gen(1)}); err != nil {
+		t.Fatalf("shrink: %v", err)
+	}
+	if err := s.PutAllocations(ctx, "d", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 1})}); !errors.Is(err, ErrInsufficientCapacity) {
+		t.Fatalf("grow: %v", err)
+	}
+}
+
+func TestPutAllocationsMultiIsAtomic(t *testing.T) {
+	s, _ := newStarted(t)
+	ctx := testCtx(t)
+	mkProvider(t, s, "rp", "", map[string]etcdschema.Inventory{VCPU: inv(4)})
+	err := s.PutAllocationsMulti(ctx, map[string]AllocationWrite{
+		"a": {Allocations: alloc("rp", map[string]int64{VCPU: 2})},
+		"b": {Allocations: alloc("rp", map[string]int64{VCPU: 3})},
+	})
+	if !errors.Is(err, ErrInsufficientCapacity) {
+		t.Fatalf("together over capacity: %v", err)
+	}
+	if err := s.PutAllocationsMulti(ctx, map[string]AllocationWrite{
+		"a": {Allocations: alloc("rp", map[string]int64{VCPU: 2})},
+		"b": {Allocations: alloc("rp", map[string]int64{VCPU: 2})},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := s.Provider(ctx, "rp")
+	if p.Usages[VCPU] != 4 || p.Generation != 2 {
+		t.Fatalf("usage %v gen %d", p.Usages, p.Generation)
+	}
+	many := map[string]AllocationWrite{}
+	for i := 0; i <= maxTxnOps; i++ {
+		many[fmt.Sprintf("m%03d", i)] = AllocationWrite{}
+	}
+	if err := s.PutAllocationsMulti(ctx, many); !errors.Is(err, ErrTooManyOps) {
+		t.Fatalf("too many: %v", err)
+	}
+}

@@ -1,0 +1,33 @@
+package placement
+
+import "errors"
+
+// Errors added beside the contract in types.go; the HTTP layer maps each to
+// a status and a Placement error code.
+var (
+	// ErrDuplicateName: another provider already has the name (409).
+	ErrDuplicateName = errors.New("placement: duplicate resource provider name")
+	// ErrDuplicateUUID: a provider with the uuid already exists (409).
+	ErrDuplicateUUID = errors.New("placement: duplicate resource provider uuid")
+	// ErrGenerationConflict: the caller's provider generation is stale (409
+	// placement.concurrent_update).
+	ErrGenerationConflict = errors.New("placement: resource provider generation conflict")
+	// ErrProviderInUse: the provider still has allocations (409
+	// placement.resource_provider.inuse).
+	ErrProviderInUse = errors.New("placement: resource provider in use")
+	// ErrProviderHasChildren: a parent cannot be deleted (409
+	// placement.resource_provider.cannot_delete_parent).
+	ErrProviderHasChildren = errors.New("placement: resource provider has children")
+	// ErrInventoryInUse: removing an allocated class's inventory (409
+	// placement.inventory.inuse).
+	ErrInventoryInUse = errors.New("placement: inventory in use")
+	// ErrInvalid: the request breaks a rule (400).
+	ErrInvalid = errors.New("placement: invalid request")
+	// ErrTooManyOps: the write would need more operations than etcd allows
+	// in one transaction.
+	ErrTooManyOps = errors.New("placement: too many operations for one etcd transaction")
+)
+
+// maxTxnOps is etcd's default --max-txn-ops: the most compares, and the
+// most operations, one transaction may hold.
+const maxTxnOps = 128

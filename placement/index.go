@@ -1,0 +1,430 @@
+package placement
+
+import (
+	"fmt"
+	"math/bits"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// TraitSharesViaAggregate marks a provider whose inventory is shared with
+// every tree in its aggregates (os-traits MISC_SHARES_VIA_AGGREGATE).
+const TraitSharesViaAggregate = "MISC_SHARES_VIA_AGGREGATE"
+
+// index is the in-memory, watch-fed copy of every provider and consumer.
+// Candidate searches read it under the read lock; the watch goroutine is
+// the only writer apart from a full re-list, which swaps the whole state.
+type index struct {
+	mu sync.RWMutex
+	st *indexState
+	// revCh is closed and replaced whenever st.rev advances.
+	revCh chan struct{}
+}
+
+func newIndex() *index {
+	return &index{st: newIndexState(), revCh: make(chan struct{})}
+}
+
+// revWait returns a channel closed at the next revision change and the
+// revision applied now.
+func (ix *index) revWait() (<-chan struct{}, int64) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.revCh, ix.st.rev
+}
+
+func (ix *index) install(st *indexState) {
+	ix.mu.Lock()
+	ix.st = st
+	close(ix.revCh)
+	ix.revCh = make(chan struct{})
+	ix.mu.Unlock()
+}
+
+func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.Keys, log hclog.Logger) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	st := ix.st
+	for _, ev := range evs {
+		key := string(ev.Kv.Key)
+		var err error
+		switch {
+		case strings.HasPrefix(key, keys.Providers()):
+			if eventIsDelete(ev.Type) {
+				if uuid, ok := etcdschema.LastSegment(key, keys.Providers()); ok {
+					st.removeProvider(uuid)
+				}
+			} else {
+				err = st.applyProvider(key, ev.Kv.Value, ev.Kv.ModRevision)
+			}
+		case strings.HasPrefix(key, keys.Consumers()):
+			if eventIsDelete(ev.Type) {
+				if uuid, ok := etcdschema.LastSegment(key, keys.Consumers()); ok {
+					st.removeConsumer(uuid)
+				}
+			} else {
+				err = st.applyConsumer(key, ev.Kv.Value, ev.Kv.ModRevision)
+			}
+		}
+		if err != nil {
+			log.Error("skipping unreadable placement record", "key", key, "error", err)
+		}
+	}
+	if rev > st.rev {
+		st.rev = rev
+		close(ix.revCh)
+		ix.revCh = make(chan struct{})
+	}
+}
+
+// bitset is a dense set of provider slots.
+type bitset []uint64
+
+func (b bitset) has(i int32) bool {
+	w := int(i >> 6)
+	return w < len(b) && b[w]&(1<<(uint(i)&63)) != 0
+}
+
+func (b *bitset) set(i int32) {
+	w := int(i >> 6)
+	for len(*b) <= w {
+		*b = append(*b, 0)
+	}
+	(*b)[w] |= 1 << (uint(i) & 63)
+}
+
+func (b bitset) clear(i int32) {
+	w := int(i >> 6)
+	if w < len(b) {
+		b[w] &^= 1 << (uint(i) & 63)
+	}
+}
+
+func (b bitset) count() int {
+	n := 0
+	for _, w := range b {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// classCol holds one resource class for every provider slot, in compact
+// arrays so the candidate loop touches a few cache lines per provider.
+// capacity < 0 means the slot has no inventory of the class.
+type classCol struct {
+	capacity []int64
+	used     []int64
+	minUnit  []int64
+	maxUnit  []int64
+	step     []int64
+}
+
+func (c *classCol) grow(n int) {
+	for len(c.capacity) < n {
+		c.capacity = append(c.capacity, -1)
+		c.used = append(c.used, 0)
+		c.minUnit = append(c.minUnit, 0)
+		c.maxUnit = append(c.maxUnit, 0)
+		c.step = append(c.step, 0)
+	}
+}
+
+// fits is Placement's per-provider condition for amount a.
+func (c *classCol) fits(slot int32, a int64) bool {
+	capy := c.capacity[slot]
+	if capy < 0 || c.used[slot]+a > capy {
+		return false
+	}
+	if a < c.minUnit[slot] || a > c.maxUnit[slot] {
+		return false
+	}
+	st := c.step[slot]
+	return st <= 1 || a%st == 0
+}
+
+type rpEntry struct {
+	slot   int32
+	p      *etcdschema.Provider // never mutated once indexed
+	modRev int64
+	traits []int32
+	aggs   []int32
+}
+
+type consumerEntry struct {
+	c      *etcdschema.Consumer
+	modRev int64
+}
+
+// indexState is everything the index knows at one revision.
+type indexState struct {
+	rev       int64
+	providers map[string]*rpEntry
+	slots     []*rpEntry
+	free      []int32
+
+	classIDs map[string]int32
+	cols     []*classCol
+
+	traitIDs  map[string]int32
+	traitBits []bitset
+	aggIDs    map[string]int32
+	aggBits   []bitset
+
+	// trees maps a root uuid to the slots in its tree.
+	trees map[string]map[int32]struct{}
+	// children maps a parent uuid to its direct children's uuids.
+	children map[string]map[string]struct{}
+	sharing  bitset
+
+	consumers   map[string]*consumerEntry
+	rpConsumers map[string]map[string]struct{}
+}
+
+func newIndexState() *indexState {
+	return &indexState{
+		providers:   map[string]*rpEntry{},
+		classIDs:    map[string]int32{},
+		traitIDs:    map[string]int32{},
+		aggIDs:      map[string]int32{},
+		trees:       map[string]map[int32]struct{}{},
+		children:    map[string]map[string]struct{}{},
+		consumers:   map[string]*consumerEntry{},
+		rpConsumers: map[string]map[string]struct{}{},
+	}
+}
+
+func (st *indexState) classID(rc string, create bool) (int32, bool) {
+	if id, ok := st.classIDs[rc]; ok {
+		return id, true
+	}
+	if !create {
+		return -1, false
+	}
+	id := int32(len(st.cols))
+	st.classIDs[rc] = id
+	c := &classCol{}
+	c.grow(len(st.slots))
+	st.cols = append(st.cols, c)
+	return id, true
+}
+
+func (st *indexState) traitID(t string, create bool) (int32, bool) {
+	if id, ok := st.traitIDs[t]; ok {
+		return id, true
+	}
+	if !create {
+		return -1, false
+	}
+	id := int32(len(st.traitBits))
+	st.traitIDs[t] = id
+	st.traitBits = append(st.traitBits, nil)
+	return id, true
+}
+
+func (st *indexState) aggID(a string, create bool) (int32, bool) {
+	if id, ok := st.aggIDs[a]; ok {
+		return id, true
+	}
+	if !create {
+		return -1, false
+	}
+	id := int32(len(st.aggBits))
+	st.aggIDs[a] = id
+	st.aggBits = append(st.aggBits, nil)
+	return id, true
+}
+
+func (st *indexState) applyProvider(key string, val []byte, modRev int64) error {
+	p := &etcdschema.Provider{}
+	if err := etcdschema.Decode(key, val, p); err != nil {
+		return err
+	}
+	if p.UUID == "" {
+		return fmt.Errorf("provider at %s has no uuid", key)
+	}
+	if p.RootProviderUUID == "" {
+		p.RootProviderUUID = p.UUID
+	}
+	e, ok := st.providers[p.UUID]
+	if ok {
+		st.unlink(e)
+	} else {
+		e = &rpEntry{}
+		if n := len(st.free); n > 0 {
+			e.slot = st.free[n-1]
+			st.free = st.free[:n-1]
+			st.slots[e.slot] = e
+		} else {
+			e.slot = int32(len(st.slots))
+			st.slots = append(st.slots, e)
+			for _, c := range st.cols {
+				c.grow(len(st.slots))
+			}
+		}
+		st.providers[p.UUID] = e
+	}
+	e.p = p
+	e.modRev = modRev
+	st.link(e)
+	return nil
+}
+
+func (st *indexState) removeProvider(uuid string) {
+	e, ok := st.providers[uuid]
+	if !ok {
+		return
+	}
+	st.unlink(e)
+	delete(st.providers, uuid)
+	st.slots[e.slot] = nil
+	st.free = append(st.free, e.slot)
+}
+
+// link records e's classes, traits, aggregates and tree position.
+func (st *indexState) link(e *rpEntry) {
+	p := e.p
+	for rc, inv := range p.Inventories {
+		id, _ := st.classID(rc, true)
+		c := st.cols[id]
+		c.capacity[e.slot] = inv.Capacity()
+		c.used[e.slot] = p.Usages[rc]
+		c.minUnit[e.slot] = inv.MinUnit
+		c.maxUnit[e.slot] = inv.MaxUnit
+		c.step[e.slot] = inv.StepSize
+	}
+	e.traits = e.traits[:0]
+	for _, t := range p.Traits {
+		id, _ := st.traitID(t, true)
+		st.traitBits[id].set(e.slot)
+		e.traits = append(e.traits, id)
+		if t == TraitSharesViaAggregate {
+			st.sharing.set(e.slot)
+		}
+	}
+	e.aggs = e.aggs[:0]
+	for _, a := range p.Aggregates {
+		id, _ := st.aggID(a, true)
+		st.aggBits[id].set(e.slot)
+		e.aggs = append(e.aggs, id)
+	}
+	tree := st.trees[p.RootProviderUUID]
+	if tree == nil {
+		tree = map[int32]struct{}{}
+		st.trees[p.RootProviderUUID] = tree
+	}
+	tree[e.slot] = struct{}{}
+	if p.ParentProviderUUID != "" {
+		ch := st.children[p.ParentProviderUUID]
+		if ch == nil {
+			ch = map[string]struct{}{}
+			st.children[p.ParentProviderUUID] = ch
+		}
+		ch[p.UUID] = struct{}{}
+	}
+}
+
+// unlink undoes link before e is replaced or removed.
+func (st *indexState) unlink(e *rpEntry) {
+	p := e.p
+	for rc := range p.Inventories {
+		if id, ok := st.classID(rc, false); ok {
+			st.cols[id].capacity[e.slot] = -1
+			st.cols[id].used[e.slot] = 0
+		}
+	}
+	for _, id := range e.traits {
+		st.traitBits[id].clear(e.slot)
+	}
+	st.sharing.clear(e.slot)
+	for _, id := range e.aggs {
+		st.aggBits[id].clear(e.slot)
+	}
+	if tree := st.trees[p.RootProviderUUID]; tree != nil {
+		delete(tree, e.slot)
+		if len(tree) == 0 {
+			delete(st.trees, p.RootProviderUUID)
+		}
+	}
+	if p.ParentProviderUUID != "" {
+		if ch := st.children[p.ParentProviderUUID]; ch != nil {
+			delete(ch, p.UUID)
+			if len(ch) == 0 {
+				delete(st.children, p.ParentProviderUUID)
+			}
+		}
+	}
+}
+
+func (st *indexState) applyConsumer(key string, val []byte, modRev int64) error {
+	c := &etcdschema.Consumer{}
+	if err := etcdschema.Decode(key, val, c); err != nil {
+		return err
+	}
+	if old, ok := st.consumers[c.UUID]; ok {
+		st.unlinkConsumer(old.c)
+	}
+	st.consumers[c.UUID] = &consumerEntry{c: c, modRev: modRev}
+	for rp := range c.Allocations {
+		m := st.rpConsumers[rp]
+		if m == nil {
+			m = map[string]struct{}{}
+			st.rpConsumers[rp] = m
+		}
+		m[c.UUID] = struct{}{}
+	}
+	return nil
+}
+
+func (st *indexState) removeConsumer(uuid string) {
+	if old, ok := st.consumers[uuid]; ok {
+		st.unlinkConsumer(old.c)
+		delete(st.consumers, uuid)
+	}
+}
+
+func (st *indexState) unlinkConsumer(c *etcdschema.Consumer) {
+	for rp := range c.Allocations {
+		if m := st.rpConsumers[rp]; m != nil {
+			delete(m, c.UUID)
+			if len(m) == 0 {
+				delete(st.rpConsumers, rp)
+			}
+		}
+	}
+}
+
+// hasTrait reports whether the provider in slot has trait t.
+func (st *indexState) hasTrait(slot int32, t string) bool {
+	id, ok := st.traitIDs[t]
+	return ok && st.traitBits[id].has(slot)
+}
+
+// inAgg reports whether the provider in slot is in aggregate a.
+func (st *indexState) inAgg(slot int32, a string) bool {
+	id, ok := st.aggIDs[a]
+	return ok && st.aggBits[id].has(slot)
+}
+
+// treeSlots returns the slots of a tree in slot order, so answers are
+// deterministic.
+func (st *indexState) treeSlots(root string) []int32 {
+	t := st.trees[root]
+	out := make([]int32, 0, len(t))
+	for s := range t {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// allSingletons says whether no tree has more than one provider, which
+// lets the candidate search take its fast path.
+func (st *indexState) allSingletons() bool {
+	return len(st.trees) == len(st.providers)
+}

@@ -1,0 +1,82 @@
+package placement
+
+import "sort"
+
+// render turns allocation requests into the contract's Candidates, with a
+// summary of every provider in the trees they draw from (only the providers
+// used when the pre-1.29 nested exclusion applied, as Placement does).
+func (st *indexState) render(areqs []*areq, onlyUsed bool) *Candidates {
+	out := &Candidates{
+		AllocationRequests: make([]AllocationRequest, 0, len(areqs)),
+		ProviderSummaries:  map[string]ProviderSummary{},
+	}
+	names := st.classNames()
+	roots := map[int32]bool{}
+	used := map[int32]bool{}
+	for _, a := range areqs {
+		ar := AllocationRequest{
+			Allocations: make(map[string]ProviderAllocation, 1),
+			Mappings:    make(map[string][]string, 1),
+		}
+		for _, r := range a.res {
+			e := st.slots[r.slot]
+			pa, ok := ar.Allocations[e.p.UUID]
+			if !ok {
+				pa = ProviderAllocation{Resources: make(map[string]int64, len(a.res))}
+				ar.Allocations[e.p.UUID] = pa
+			}
+			pa.Resources[names[r.rc]] += r.amount
+			roots[st.rootSlot(e)] = true
+			used[r.slot] = true
+		}
+		for _, m := range a.mappings {
+			ar.Mappings[m.suffix] = append(ar.Mappings[m.suffix], st.slots[m.slot].p.UUID)
+		}
+		for _, v := range ar.Mappings {
+			sort.Strings(v)
+		}
+		out.AllocationRequests = append(out.AllocationRequests, ar)
+	}
+	addSummary := func(slot int32) {
+		e := st.slots[slot]
+		if e == nil {
+			return
+		}
+		ps := ProviderSummary{
+			Resources:          make(map[string]ResourceSummary, len(e.p.Inventories)),
+			Traits:             e.p.Traits,
+			ParentProviderUUID: e.p.ParentProviderUUID,
+			RootProviderUUID:   e.p.RootProviderUUID,
+		}
+		for rc, inv := range e.p.Inventories {
+			ps.Resources[rc] = ResourceSummary{Capacity: inv.Capacity(), Used: e.p.Usages[rc]}
+		}
+		out.ProviderSummaries[e.p.UUID] = ps
+	}
+	if onlyUsed {
+		for slot := range used {
+			addSummary(slot)
+		}
+		return out
+	}
+	for root := range roots {
+		re := st.slots[root]
+		if tree := st.trees[re.p.RootProviderUUID]; len(tree) > 1 {
+			for slot := range tree {
+				addSummary(slot)
+			}
+		} else {
+			addSummary(root)
+		}
+	}
+	return out
+}
+
+// classNames maps class ids back to names.
+func (st *indexState) classNames() []string {
+	out := make([]string, len(st.cols))
+	for name, id := range st.classIDs {
+		out[id] = name
+	}
+	return out
+}

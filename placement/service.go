@@ -1,0 +1,135 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// allocationConflictRetryCount is Placement's allocation_conflict_retry_count:
+// how often a claim that lost a race on a provider generation is re-read and
+// retried before the caller sees ErrConcurrentUpdate.
+const allocationConflictRetryCount = 10
+
+// Service is placement: the etcd store, the watch-fed in-memory index used
+// for candidate searches, and the claim transactions. One Service may run in
+// many processes at once; etcd transactions settle every race.
+type Service struct {
+	cli  *clientv3.Client
+	keys etcdschema.Keys
+	log  hclog.Logger
+	idx  *index
+	now  func() time.Time
+
+	// RetryCount overrides allocationConflictRetryCount (tests).
+	retryCount int
+
+	progressMu  sync.Mutex
+	progressCtx context.Context
+
+	handlerOnce sync.Once
+	handler     http.Handler
+	opts        HandlerOptions
+}
+
+// New returns a Service on cli. Call Start before AllocationCandidates.
+func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *Service {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Service{
+		cli:        cli,
+		keys:       keys,
+		log:        log.Named("placement"),
+		idx:        newIndex(),
+		now:        func() time.Time { return time.Now().UTC() },
+		retryCount: allocationConflictRetryCount,
+	}
+}
+
+// Start loads every provider and consumer into the index and then follows
+// etcd from that revision. It returns once the first load is done; the
+// watch runs until ctx is done.
+func (s *Service) Start(ctx context.Context) error {
+	rev, err := s.load(ctx)
+	if err != nil {
+		return fmt.Errorf("placement start: %w", err)
+	}
+	go s.follow(ctx, rev)
+	return nil
+}
+
+// WaitForRevision returns once the index has applied etcd revision rev.
+// Revisions written outside placement's prefix produce no watch events, so
+// while waiting it asks etcd for progress notifications, which carry the
+// store revision once the watch has caught up.
+func (s *Service) WaitForRevision(ctx context.Context, rev int64) error {
+	var tick *time.Timer
+	defer func() {
+		if tick != nil {
+			tick.Stop()
+		}
+	}()
+	for {
+		ch, cur := s.idx.revWait()
+		if cur >= rev {
+			return nil
+		}
+		s.requestProgress()
+		if tick == nil {
+			tick = time.NewTimer(100 * time.Millisecond)
+		} else {
+			tick.Reset(100 * time.Millisecond)
+		}
+		select {
+		case <-ch:
+		case <-tick.C: // a progress request can race the watch (re)start
+		case <-ctx.Done():
+			return fmt.Errorf("wait for placement index revision %d (at %d): %w", rev, cur, ctx.Err())
+		}
+	}
+}
+
+func (s *Service) setProgressCtx(ctx context.Context) {
+	s.progressMu.Lock()
+	s.progressCtx = ctx
+	s.progressMu.Unlock()
+}
+
+// requestProgress asks for a progress notification on the watch stream; it
+// must use the watch's own context, as etcd picks the stream by its metadata.
+func (s *Service) requestProgress() {
+	s.progressMu.Lock()
+	ctx := s.progressCtx
+	s.progressMu.Unlock()
+	if ctx == nil || ctx.Err() != nil {
+		return
+	}
+	if err := s.cli.RequestProgress(ctx); err != nil && ctx.Err() == nil {
+		s.log.Debug("watch progress request failed", "error", err)
+	}
+}
+
+// syncIndex makes the index at least as new as etcd is now, so a read from
+// it sees every write that finished before the call (read-your-writes
+// across placement servers).
+func (s *Service) syncIndex(ctx context.Context) error {
+	resp, err := s.cli.Get(ctx, s.keys.PlacementPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return fmt.Errorf("read etcd revision: %w", err)
+	}
+	return s.WaitForRevision(ctx, resp.Header.Revision)
+}
+
+// IndexRevision is the etcd revision the index has applied.
+func (s *Service) IndexRevision() int64 {
+	_, rev := s.idx.revWait()
+	return rev
+}
