@@ -42,11 +42,8 @@ func TestExamples(t *testing.T) {
 			if err := cfg.Require(role); err != nil {
 				t.Errorf("Require(%q): %v", role, err)
 			}
-			if cfg.Scheduler != nil {
-				if err := cfg.Scheduler.CheckFilters(Defaults().Scheduler.EnabledFilters); err != nil {
-					t.Errorf("CheckFilters: %v", err)
-				}
-			}
+			// The filter names are checked by the scheduler's tests: the
+			// registry lives there, and this package cannot import it.
 		})
 	}
 }

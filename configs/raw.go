@@ -1,0 +1,154 @@
+package configs
+
+import "github.com/hashicorp/hcl/v2"
+
+// The raw shape gohcl decodes into: every attribute a pointer so unset is
+// told from zero, every block keeps its body and range for diagnostics.
+
+type rawFile struct {
+	Etcd           *rawEtcd           `hcl:"etcd,block"`
+	Log            *rawLog            `hcl:"log,block"`
+	API            *rawAPI            `hcl:"api,block"`
+	Placement      *rawPlacement      `hcl:"placement,block"`
+	Scheduler      *rawScheduler      `hcl:"scheduler,block"`
+	Superconductor *rawSuperconductor `hcl:"superconductor,block"`
+	Conductor      *rawConductor      `hcl:"conductor,block"`
+	Agent          *rawAgent          `hcl:"agent,block"`
+}
+
+type rawEtcd struct {
+	Prefix      *string      `hcl:"prefix"`
+	DialTimeout *string      `hcl:"dial_timeout"`
+	Endpoints   *[]string    `hcl:"endpoints"`
+	Username    *string      `hcl:"username"`
+	Password    *string      `hcl:"password"`
+	TLS         *rawTLS      `hcl:"tls,block"`
+	Embedded    *rawEmbedded `hcl:"embedded,block"`
+	DefRange    hcl.Range    `hcl:",def_range"`
+	Body        hcl.Body     `hcl:",body"`
+}
+
+type rawTLS struct {
+	CAFile   *string   `hcl:"ca_file"`
+	CertFile *string   `hcl:"cert_file"`
+	KeyFile  *string   `hcl:"key_file"`
+	DefRange hcl.Range `hcl:",def_range"`
+	Body     hcl.Body  `hcl:",body"`
+}
+
+type rawEmbedded struct {
+	DataDir                 *string   `hcl:"data_dir"`
+	ClientURL               *string   `hcl:"client_url"`
+	PeerURL                 *string   `hcl:"peer_url"`
+	Name                    *string   `hcl:"name"`
+	AutoCompactionRetention *string   `hcl:"auto_compaction_retention"`
+	QuotaBackendBytes       *int64    `hcl:"quota_backend_bytes"`
+	DefRange                hcl.Range `hcl:",def_range"`
+	Body                    hcl.Body  `hcl:",body"`
+}
+
+type rawLog struct {
+	Level  *string  `hcl:"level"`
+	Format *string  `hcl:"format"`
+	Body   hcl.Body `hcl:",body"`
+}
+
+type rawAPI struct {
+	Bind     *string   `hcl:"bind"`
+	DefRange hcl.Range `hcl:",def_range"`
+	Body     hcl.Body  `hcl:",body"`
+}
+
+type rawPlacement struct {
+	Bind     *string    `hcl:"bind"`
+	Auth     *string    `hcl:"auth"`
+	Tokens   []rawToken `hcl:"token,block"`
+	DefRange hcl.Range  `hcl:",def_range"`
+	Body     hcl.Body   `hcl:",body"`
+}
+
+type rawToken struct {
+	Token      string    `hcl:"secret,label"` // "secret" is what HCL's missing-label error calls it
+	Roles      *[]string `hcl:"roles"`
+	ProjectID  *string   `hcl:"project_id"`
+	UserID     *string   `hcl:"user_id"`
+	LabelRange hcl.Range `hcl:"secret,label_range"`
+	DefRange   hcl.Range `hcl:",def_range"`
+}
+
+type rawScheduler struct {
+	Bind                        *string     `hcl:"bind"`
+	MaxAttempts                 *int64      `hcl:"max_attempts"`
+	HostSubsetSize              *int64      `hcl:"host_subset_size"`
+	MaxPlacementResults         *int64      `hcl:"max_placement_results"`
+	ShuffleBestSameWeighedHosts *bool       `hcl:"shuffle_best_same_weighed_hosts"`
+	TrackInstanceChanges        *bool       `hcl:"track_instance_changes"`
+	EnabledFilters              *[]string   `hcl:"enabled_filters"`
+	MaxHostsToWeigh             *int64      `hcl:"max_hosts_to_weigh"`
+	ElectionTTL                 *string     `hcl:"election_ttl"`
+	Weights                     *rawWeights `hcl:"weights,block"`
+	DefRange                    hcl.Range   `hcl:",def_range"`
+	Body                        hcl.Body    `hcl:",body"`
+}
+
+type rawWeights struct {
+	RAM              *float64 `hcl:"ram"`
+	CPU              *float64 `hcl:"cpu"`
+	Disk             *float64 `hcl:"disk"`
+	IOOps            *float64 `hcl:"io_ops"`
+	BuildFailure     *float64 `hcl:"build_failure"`
+	SoftAffinity     *float64 `hcl:"soft_affinity"`
+	SoftAntiAffinity *float64 `hcl:"soft_anti_affinity"`
+	NumInstances     *float64 `hcl:"num_instances"`
+}
+
+type rawSuperconductor struct {
+	Workers  *int64    `hcl:"workers"`
+	DefRange hcl.Range `hcl:",def_range"`
+	Body     hcl.Body  `hcl:",body"`
+}
+
+type rawConductor struct {
+	Cell     *string   `hcl:"cell"`
+	Workers  *int64    `hcl:"workers"`
+	LeaseTTL *string   `hcl:"lease_ttl"`
+	DefRange hcl.Range `hcl:",def_range"`
+	Body     hcl.Body  `hcl:",body"`
+}
+
+type rawAgent struct {
+	Host                 *string       `hcl:"host"`
+	Cell                 *string       `hcl:"cell"`
+	Driver               *string       `hcl:"driver"`
+	ReportInterval       *string       `hcl:"report_interval"`
+	ServiceDownTime      *string       `hcl:"service_down_time"`
+	MaxConcurrentBuilds  *int64        `hcl:"max_concurrent_builds"`
+	TrackInstanceChanges *bool         `hcl:"track_instance_changes"`
+	InstanceSyncInterval *string       `hcl:"instance_sync_interval"`
+	Inventory            *rawInventory `hcl:"inventory,block"`
+	Fake                 *rawFake      `hcl:"fake,block"`
+	DefRange             hcl.Range     `hcl:",def_range"`
+	Body                 hcl.Body      `hcl:",body"`
+}
+
+type rawInventory struct {
+	VCPUs                *int64    `hcl:"vcpus"`
+	MemoryMB             *int64    `hcl:"memory_mb"`
+	DiskGB               *int64    `hcl:"disk_gb"`
+	ReservedHostMemoryMB *int64    `hcl:"reserved_host_memory_mb"`
+	ReservedHostDiskGB   *int64    `hcl:"reserved_host_disk_gb"`
+	ReservedHostCPUs     *int64    `hcl:"reserved_host_cpus"`
+	CPUAllocationRatio   *float64  `hcl:"cpu_allocation_ratio"`
+	RAMAllocationRatio   *float64  `hcl:"ram_allocation_ratio"`
+	DiskAllocationRatio  *float64  `hcl:"disk_allocation_ratio"`
+	DefRange             hcl.Range `hcl:",def_range"`
+	Body                 hcl.Body  `hcl:",body"`
+}
+
+type rawFake struct {
+	BuildTime         *string  `hcl:"build_time"`
+	FailureRate       *float64 `hcl:"failure_rate"`
+	Fail              *bool    `hcl:"fail"`
+	FailReschedulable *bool    `hcl:"fail_reschedulable"`
+	Body              hcl.Body `hcl:",body"`
+}
