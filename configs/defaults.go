@@ -57,8 +57,8 @@ func Defaults() *Config {
 				"ComputeFilter",
 				"SameHostFilter",
 				"DifferentHostFilter",
-				"ServerGroupAntiAffinityFilter",
-				"ServerGroupAffinityFilter",
+				// Nova also enables the server-group filters by default;
+				// Berth adds them with server groups (issue 4).
 			},
 			MaxHostsToWeigh: 0,
 			ElectionTTL:     10 * time.Second,

@@ -206,3 +206,9 @@ func (k Keys) ParseHostKey(key string) (host, rest string, err error) {
 	}
 	return host, rest, nil
 }
+
+// BuildRequestLeases is the prefix of every build-request lease.
+func (k Keys) BuildRequestLeases() string { return k.join("leases", "build_requests") + "/" }
+
+// RetryLeases is the prefix of one cell's retry leases.
+func (k Keys) RetryLeases(cell string) string { return k.join("cells", cell, "leases") + "/" }

@@ -115,13 +115,12 @@ scheduler {
   track_instance_changes = true
 
   # Filters in the order they run; cheap ones first. An unknown name stops
-  # the scheduler at start-up. Default: the five below.
+  # the scheduler at start-up. Default: the three below (the server-group
+  # filters join them when server groups land).
   enabled_filters = [
     "ComputeFilter",
     "SameHostFilter",
     "DifferentHostFilter",
-    "ServerGroupAntiAffinityFilter",
-    "ServerGroupAffinityFilter",
   ]
 
   # Weigh at most this many hosts that passed the filters; 0 weighs them all (default 0).

@@ -1,0 +1,172 @@
+// Package agent is Berth's per-host compute service: it registers the host
+// and its compute node resource provider, keeps a liveness lease, builds and
+// deletes what conductors cast to its host prefix through a driver, reports
+// instance info for the schedulers (seed isolate-scheduler-db), files
+// reschedules for its cell's conductors (seed return-alternate-hosts), and
+// keeps the COMPUTE_STATUS_DISABLED trait in step with its service record
+// (seed pre-filter-disabled-computes).
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/informer"
+)
+
+// Version is the agent version written into its service record.
+const Version = "0.1.0"
+
+// providerNamespace derives a host's compute node provider uuid from its
+// name, so a re-registered host (new disk, lost state) keeps its provider.
+var providerNamespace = uuid.MustParse("6f1f7c59-6a1a-4d57-9c66-5d1c0b8e2f10")
+
+// ProviderUUIDForHost is the compute node provider uuid of host.
+func ProviderUUIDForHost(host string) string {
+	return uuid.NewSHA1(providerNamespace, []byte(host)).String()
+}
+
+// Placement is what an agent needs of the placement service.
+type Placement interface {
+	EnsureProvider(ctx context.Context, uuid, name, parentUUID string) error
+	UpdateProvider(ctx context.Context, uuid string, mutate func(p *etcdschema.Provider) error) error
+	DeleteAllocations(ctx context.Context, consumer string) error
+}
+
+// Inventory is the host's reportable capacity; zero sizes are detected.
+type Inventory struct {
+	VCPUs, MemoryMB, DiskGB                                     int64
+	ReservedHostCPUs, ReservedHostMemoryMB, ReservedHostDiskGB  int64
+	CPUAllocationRatio, RAMAllocationRatio, DiskAllocationRatio float64
+}
+
+// Config is an agent's settings, from the HCL agent block.
+type Config struct {
+	Host                 string
+	Cell                 string
+	ReportInterval       time.Duration
+	ServiceDownTime      time.Duration
+	ProviderSyncInterval time.Duration
+	MaxConcurrentBuilds  int
+	TrackInstanceChanges bool
+	InstanceSyncInterval time.Duration
+	Inventory            Inventory
+	// DataDir is where disk size is detected when not configured.
+	DataDir string
+}
+
+// Agent is one host's compute service.
+type Agent struct {
+	cfg       Config
+	cli       *clientv3.Client
+	keys      etcdschema.Keys
+	placement Placement
+	driver    Driver
+	log       hclog.Logger
+	provider  string
+
+	builds   *informer.Informer
+	work     chan string
+	mu       sync.Mutex
+	pending  map[string]informer.Event // latest cast per instance, not yet worked
+	inFlight map[string]bool
+	sem      chan struct{}
+	wg       sync.WaitGroup
+	wake     chan struct{}
+}
+
+// New builds an agent; Run starts it.
+func New(cfg Config, cli *clientv3.Client, keys etcdschema.Keys, p Placement, d Driver, log hclog.Logger) (*Agent, error) {
+	if cfg.Host == "" || cfg.Cell == "" {
+		return nil, fmt.Errorf("agent: host and cell are required")
+	}
+	if cfg.ReportInterval <= 0 {
+		cfg.ReportInterval = 10 * time.Second
+	}
+	if cfg.ServiceDownTime <= cfg.ReportInterval {
+		// Nova forces service_down_time to 2.5 x report_interval when it is
+		// not longer than the interval: one late beat must not mean down.
+		cfg.ServiceDownTime = cfg.ReportInterval * 5 / 2
+	}
+	if cfg.ProviderSyncInterval <= 0 {
+		cfg.ProviderSyncInterval = 60 * time.Second
+	}
+	if cfg.InstanceSyncInterval <= 0 {
+		cfg.InstanceSyncInterval = 120 * time.Second
+	}
+	if cfg.MaxConcurrentBuilds <= 0 {
+		cfg.MaxConcurrentBuilds = 10
+	}
+	a := &Agent{cfg: cfg, cli: cli, keys: keys, placement: p, driver: d,
+		log: log.With("host", cfg.Host, "cell", cfg.Cell), provider: ProviderUUIDForHost(cfg.Host),
+		pending: map[string]informer.Event{}, inFlight: map[string]bool{},
+		sem: make(chan struct{}, cfg.MaxConcurrentBuilds), wake: make(chan struct{}, 1)}
+	a.builds = informer.New(cli, keys.Builds(cfg.Host), buildsHandler{a}, a.log)
+	return a, nil
+}
+
+// ProviderUUID is the host's compute node provider.
+func (a *Agent) ProviderUUID() string { return a.provider }
+
+// Run registers the host and serves it until ctx ends; then it stops
+// taking work, lets running builds finish, and revokes its liveness lease
+// so the host reads down at once instead of after service_down_time.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.register(ctx); err != nil {
+		return err
+	}
+	lease, err := a.startLiveness(ctx)
+	if err != nil {
+		return err
+	}
+	go a.builds.Run(ctx)
+	go a.dispatch(ctx)
+	go a.periodic(ctx)
+	a.log.Info("agent running", "provider", a.provider)
+	<-ctx.Done()
+	a.wg.Wait()
+	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := a.cli.Revoke(rctx, lease.get()); err != nil {
+		a.log.Debug("revoke liveness lease", "error", err)
+	}
+	return nil
+}
+
+// WaitSynced blocks until the agent has read its pending builds once.
+func (a *Agent) WaitSynced(ctx context.Context) error { return a.builds.WaitSynced(ctx) }
+
+// periodic runs the provider sync (update_available_resource) and the
+// instance uuid sync for the schedulers.
+func (a *Agent) periodic(ctx context.Context) {
+	prov := time.NewTicker(a.cfg.ProviderSyncInterval)
+	sync := time.NewTicker(a.cfg.InstanceSyncInterval)
+	defer prov.Stop()
+	defer sync.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-prov.C:
+			if err := a.syncProvider(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("provider sync failed", "error", err)
+			}
+			if err := a.ensureHostMapping(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("host mapping failed", "error", err)
+			}
+		case <-sync.C:
+			if a.cfg.TrackInstanceChanges {
+				if err := a.syncInstances(ctx); err != nil && ctx.Err() == nil {
+					a.log.Warn("instance sync failed", "error", err)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,291 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/informer"
+	"github.com/berth-project/berth/placement"
+)
+
+// buildsHandler feeds casts under the host's builds prefix to the agent.
+// A cast stays in etcd until the agent's final transaction for it deletes
+// it, so a restarted agent finds its unfinished work on its first list.
+type buildsHandler struct{ a *Agent }
+
+func (h buildsHandler) Reset(kvs []informer.Event, _ int64) {
+	for _, kv := range kvs {
+		h.a.offer(kv)
+	}
+}
+
+func (h buildsHandler) Apply(evs []informer.Event) {
+	for _, ev := range evs {
+		if !ev.Deleted {
+			h.a.offer(ev)
+		}
+	}
+}
+
+// offer records the latest cast for an instance. Casts for one instance
+// are worked one at a time, newest last: a delete cast overwrites a build
+// cast at the same key, and the build's final transaction, which compares
+// the cast's revision, then does nothing.
+func (a *Agent) offer(ev informer.Event) {
+	id, ok := etcdschema.LastSegment(ev.Key, a.keys.Builds(a.cfg.Host))
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	if cur, ok := a.pending[id]; ok && cur.Revision >= ev.Revision {
+		a.mu.Unlock()
+		return
+	}
+	a.pending[id] = ev
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch starts work for pending casts, at most max_concurrent_builds at
+// once and one per instance.
+func (a *Agent) dispatch(ctx context.Context) {
+	for {
+		a.mu.Lock()
+		var next []informer.Event
+		for id, ev := range a.pending {
+			if !a.inFlight[id] {
+				next = append(next, ev)
+				delete(a.pending, id)
+				a.inFlight[id] = true
+			}
+		}
+		a.mu.Unlock()
+		for _, ev := range next {
+			select {
+			case a.sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			a.wg.Add(1)
+			go func(ev informer.Event) {
+				defer a.wg.Done()
+				defer func() { <-a.sem }()
+				a.work1(ctx, ev)
+				id, _ := etcdschema.LastSegment(ev.Key, a.keys.Builds(a.cfg.Host))
+				a.mu.Lock()
+				delete(a.inFlight, id)
+				a.mu.Unlock()
+				select { // a newer cast may be waiting for this one
+				case a.wake <- struct{}{}:
+				default:
+				}
+			}(ev)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.wake:
+		}
+	}
+}
+
+func (a *Agent) work1(ctx context.Context, ev informer.Event) {
+	var b etcdschema.Build
+	if err := etcdschema.Decode(ev.Key, ev.Value, &b); err != nil {
+		a.log.Error("unreadable cast left in place for an operator", "key", ev.Key, "error", err)
+		return
+	}
+	log := a.log.With("instance", b.InstanceUUID, "op", b.Op, "request_id", b.RequestID)
+	var err error
+	for try := 0; ; try++ {
+		switch b.Op {
+		case etcdschema.OpBuild:
+			err = a.build(ctx, ev, &b)
+		case etcdschema.OpDelete:
+			err = a.destroy(ctx, ev, &b)
+		default:
+			log.Error("unknown cast op left in place for an operator")
+			return
+		}
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		// etcd hiccups: retry with back-off; the cast is still in etcd, so a
+		// restart would pick it up too.
+		log.Warn("cast failed, retrying", "error", err, "try", try)
+		select {
+		case <-time.After(min(time.Duration(1<<min(try, 6))*100*time.Millisecond, 5*time.Second)):
+		case <-ctx.Done():
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		log.Error("cast failed", "error", err)
+	}
+}
+
+// build spawns the instance and records the outcome in one transaction
+// that also ends the cast.
+func (a *Agent) build(ctx context.Context, ev informer.Event, b *etcdschema.Build) error {
+	k := a.keys
+	instKey := k.CellInstance(b.Cell, b.InstanceUUID)
+	inst, instRev, err := a.readInstance(ctx, instKey)
+	if err != nil {
+		return err
+	}
+	if inst == nil {
+		// Deleted before we got to it: nothing to build, free any claim.
+		if err := a.freeClaim(ctx, b.InstanceUUID); err != nil {
+			return err
+		}
+		return a.endCast(ctx, ev, nil)
+	}
+	if inst.Status == etcdschema.StatusActive && inst.Host == a.cfg.Host {
+		return a.endCast(ctx, ev, nil) // built before a restart; only the cast was left
+	}
+	// Spawning runs without the caller's cancellation: a build that started
+	// finishes (or fails) even when the agent is asked to stop, so its
+	// outcome is recorded rather than left half done.
+	spawnErr := a.driver.Spawn(context.WithoutCancel(ctx), b)
+	now := time.Now().UTC()
+	if spawnErr == nil {
+		inst.Status, inst.TaskState, inst.Fault, inst.UpdatedAt = etcdschema.StatusActive, "", nil, now
+		ops := []clientv3.Op{clientv3.OpPut(instKey, etcdschema.MustEncode(inst))}
+		if a.cfg.TrackInstanceChanges {
+			info := &etcdschema.InstanceInfo{UUID: b.InstanceUUID, Host: a.cfg.Host, FlavorID: b.Flavor.ID,
+				Flavor: b.Flavor.Name, State: "active", UpdatedAt: now}
+			ops = append(ops, clientv3.OpPut(k.HostInstance(a.cfg.Host, b.InstanceUUID), etcdschema.MustEncode(info)))
+		}
+		ok, err := a.endCastIf(ctx, ev, instKey, instRev, ops)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			// A newer cast (a delete) replaced this one while we built; it is
+			// worked next and destroys what we made.
+			a.log.Info("build outcome superseded by a newer cast", "instance", b.InstanceUUID)
+			return nil
+		}
+		a.log.Info("instance active", "instance", b.InstanceUUID, "attempt", b.Attempt)
+		a.noteBuildResult(ctx, true)
+		return nil
+	}
+
+	be := asBuildError(spawnErr)
+	a.noteBuildResult(ctx, false)
+	_ = a.driver.Destroy(context.WithoutCancel(ctx), b.InstanceUUID)
+	// Free our claim first: a retry claims the alternate's resources, and a
+	// final failure must leave nothing allocated. Freeing is idempotent, so
+	// a crash before the transaction below just repeats it.
+	if err := a.freeClaim(ctx, b.InstanceUUID); err != nil {
+		return err
+	}
+	if be.Reschedulable {
+		retry := &etcdschema.Retry{InstanceUUID: b.InstanceUUID, Cell: b.Cell, FailedHost: a.cfg.Host,
+			Reason: be.Reason, Build: *b, FiledAt: now}
+		inst.Status, inst.TaskState, inst.Host, inst.Node, inst.UpdatedAt =
+			etcdschema.StatusBuild, etcdschema.TaskScheduling, "", "", now
+		ok, err := a.endCastIf(ctx, ev, instKey, instRev, []clientv3.Op{
+			clientv3.OpPut(instKey, etcdschema.MustEncode(inst)),
+			clientv3.OpPut(k.Retry(b.Cell, b.InstanceUUID), etcdschema.MustEncode(retry)),
+		})
+		if err != nil || !ok {
+			return err
+		}
+		a.log.Info("build failed, filed a reschedule", "instance", b.InstanceUUID, "reason", be.Reason)
+		return nil
+	}
+	inst.Status, inst.TaskState, inst.UpdatedAt = etcdschema.StatusError, "", now
+	inst.Fault = &etcdschema.Fault{Code: 500, Message: be.Reason, Created: now}
+	_, err = a.endCastIf(ctx, ev, instKey, instRev, []clientv3.Op{clientv3.OpPut(instKey, etcdschema.MustEncode(inst))})
+	a.log.Warn("build failed, not reschedulable", "instance", b.InstanceUUID, "reason", be.Reason)
+	return err
+}
+
+// destroy deletes the instance: driver, claim, then every record, in one
+// transaction that ends the cast.
+func (a *Agent) destroy(ctx context.Context, ev informer.Event, b *etcdschema.Build) error {
+	k := a.keys
+	if err := a.driver.Destroy(ctx, b.InstanceUUID); err != nil {
+		return fmt.Errorf("destroy %s: %w", b.InstanceUUID, err)
+	}
+	if err := a.freeClaim(ctx, b.InstanceUUID); err != nil {
+		return err
+	}
+	_, err := a.endCastIf(ctx, ev, "", 0, []clientv3.Op{
+		clientv3.OpDelete(k.CellInstance(b.Cell, b.InstanceUUID)),
+		clientv3.OpDelete(k.InstanceMapping(b.InstanceUUID)),
+		clientv3.OpDelete(k.HostInstance(a.cfg.Host, b.InstanceUUID)),
+		clientv3.OpDelete(k.Alternates(b.InstanceUUID)),
+		clientv3.OpDelete(k.Retry(b.Cell, b.InstanceUUID)),
+	})
+	if err == nil {
+		a.log.Info("instance deleted", "instance", b.InstanceUUID)
+	}
+	return err
+}
+
+func (a *Agent) freeClaim(ctx context.Context, uuid string) error {
+	if err := a.placement.DeleteAllocations(ctx, uuid); err != nil && !errors.Is(err, placement.ErrNotFound) {
+		return fmt.Errorf("free allocations of %s: %w", uuid, err)
+	}
+	return nil
+}
+
+func (a *Agent) readInstance(ctx context.Context, key string) (*etcdschema.Instance, int64, error) {
+	resp, err := a.cli.Get(ctx, key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, 0, nil
+	}
+	var inst etcdschema.Instance
+	if err := etcdschema.Decode(key, resp.Kvs[0].Value, &inst); err != nil {
+		return nil, 0, err
+	}
+	return &inst, resp.Kvs[0].ModRevision, nil
+}
+
+func (a *Agent) endCast(ctx context.Context, ev informer.Event, ops []clientv3.Op) error {
+	_, err := a.endCastIf(ctx, ev, "", 0, ops)
+	return err
+}
+
+// endCastIf applies ops and deletes the cast, if the cast is the one we
+// worked (not replaced by a newer one) and, when instKey is set, the
+// instance record is unchanged since we read it.
+func (a *Agent) endCastIf(ctx context.Context, ev informer.Event, instKey string, instRev int64, ops []clientv3.Op) (bool, error) {
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ev.Key), "=", ev.Revision)}
+	if instKey != "" {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(instKey), "=", instRev))
+	}
+	resp, err := a.cli.Txn(context.WithoutCancel(ctx)).If(cmps...).
+		Then(append(ops, clientv3.OpDelete(ev.Key))...).Commit()
+	if err != nil {
+		return false, fmt.Errorf("record outcome of %s: %w", ev.Key, err)
+	}
+	return resp.Succeeded, nil
+}
+
+// noteBuildResult keeps the failed_builds count the BuildFailure weigher
+// reads: +1 per failure, back to 0 on success; written only on change.
+func (a *Agent) noteBuildResult(ctx context.Context, ok bool) {
+	err := a.updateService(context.WithoutCancel(ctx), func(s *etcdschema.Service) {
+		if ok {
+			s.FailedBuilds = 0
+		} else {
+			s.FailedBuilds++
+		}
+	})
+	if err != nil {
+		a.log.Warn("could not record build result", "error", err)
+	}
+}

@@ -1,0 +1,83 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// FakeConfig makes the fake driver slow or unreliable on purpose, for labs
+// and tests: builds take BuildTime, fail with probability FailureRate, or
+// always when Fail is set.
+type FakeConfig struct {
+	BuildTime   time.Duration
+	FailureRate float64
+	Fail        bool
+	// FailReschedulable makes failures reschedulable (the default in labs:
+	// they exercise the retry path); false makes them final.
+	FailReschedulable bool
+}
+
+// FakeDriver "runs" instances as entries in memory.
+type FakeDriver struct {
+	host string
+	cfg  FakeConfig
+	mu   sync.Mutex
+	run  map[string]bool
+}
+
+var _ Driver = (*FakeDriver)(nil)
+
+func init() {
+	RegisterDriver("fake", func(host string, cfg DriverConfig) (Driver, error) {
+		return NewFakeDriver(host, cfg.Fake), nil
+	})
+}
+
+// NewFakeDriver returns a fake driver for host.
+func NewFakeDriver(host string, cfg FakeConfig) *FakeDriver {
+	return &FakeDriver{host: host, cfg: cfg, run: map[string]bool{}}
+}
+
+func (d *FakeDriver) Spawn(ctx context.Context, b *etcdschema.Build) error {
+	if d.cfg.BuildTime > 0 {
+		t := time.NewTimer(d.cfg.BuildTime)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if d.cfg.Fail || (d.cfg.FailureRate > 0 && rand.Float64() < d.cfg.FailureRate) {
+		return &BuildError{Reschedulable: d.cfg.FailReschedulable,
+			Reason: fmt.Sprintf("fake driver on %s failed the build (configured to fail)", d.host)}
+	}
+	d.mu.Lock()
+	d.run[b.InstanceUUID] = true
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *FakeDriver) Destroy(_ context.Context, uuid string) error {
+	d.mu.Lock()
+	delete(d.run, uuid)
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *FakeDriver) List(context.Context) ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.run))
+	for u := range d.run {
+		out = append(out, u)
+	}
+	sort.Strings(out)
+	return out, nil
+}

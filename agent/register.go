@@ -1,0 +1,252 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/placement"
+)
+
+// register writes the service record (keeping the fields the API owns),
+// creates the compute node provider and reports its inventory, and maps
+// the host to its cell when the cell is known.
+func (a *Agent) register(ctx context.Context) error {
+	if err := a.updateService(ctx, func(s *etcdschema.Service) {
+		s.Cell = a.cfg.Cell
+		s.ProviderUUID = a.provider
+		s.AgentVersion = Version
+	}); err != nil {
+		return err
+	}
+	if err := a.placement.EnsureProvider(ctx, a.provider, a.cfg.Host, ""); err != nil {
+		return fmt.Errorf("agent %s: ensure provider: %w", a.cfg.Host, err)
+	}
+	if err := a.syncProvider(ctx); err != nil {
+		return err
+	}
+	if err := a.ensureHostMapping(ctx); err != nil {
+		a.log.Warn("host not mapped to a cell yet", "error", err)
+	}
+	return nil
+}
+
+// updateService read-modify-writes the service record with a compare on
+// its mod revision: the API writes the disabled fields of the same record.
+func (a *Agent) updateService(ctx context.Context, mutate func(s *etcdschema.Service)) error {
+	key := a.keys.Service(a.cfg.Host)
+	for try := 0; try < 20; try++ {
+		resp, err := a.cli.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("agent %s: read service: %w", a.cfg.Host, err)
+		}
+		now := time.Now().UTC()
+		s := etcdschema.Service{Host: a.cfg.Host, CreatedAt: now}
+		var rev int64
+		if len(resp.Kvs) == 1 {
+			if err := etcdschema.Decode(key, resp.Kvs[0].Value, &s); err != nil {
+				return fmt.Errorf("agent %s: %w", a.cfg.Host, err)
+			}
+			rev = resp.Kvs[0].ModRevision
+		}
+		before := s
+		mutate(&s)
+		if rev != 0 && s == before {
+			return nil // nothing to write
+		}
+		s.UpdatedAt = now
+		t, err := a.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+			Then(clientv3.OpPut(key, etcdschema.MustEncode(&s))).Commit()
+		if err != nil {
+			return fmt.Errorf("agent %s: write service: %w", a.cfg.Host, err)
+		}
+		if t.Succeeded {
+			return nil
+		}
+	}
+	return fmt.Errorf("agent %s: service record kept changing under us", a.cfg.Host)
+}
+
+// service reads the current service record.
+func (a *Agent) service(ctx context.Context) (etcdschema.Service, error) {
+	key := a.keys.Service(a.cfg.Host)
+	resp, err := a.cli.Get(ctx, key)
+	if err != nil {
+		return etcdschema.Service{}, fmt.Errorf("agent %s: read service: %w", a.cfg.Host, err)
+	}
+	var s etcdschema.Service
+	if len(resp.Kvs) == 0 {
+		return s, fmt.Errorf("agent %s: no service record", a.cfg.Host)
+	}
+	return s, etcdschema.Decode(key, resp.Kvs[0].Value, &s)
+}
+
+// inventories computes what the host reports, detecting sizes not set.
+func (a *Agent) inventories() (map[string]etcdschema.Inventory, error) {
+	inv := a.cfg.Inventory
+	var err error
+	if inv.VCPUs == 0 {
+		inv.VCPUs = detectVCPUs()
+	}
+	if inv.MemoryMB == 0 {
+		if inv.MemoryMB, err = detectMemoryMB(); err != nil {
+			return nil, err
+		}
+	}
+	if inv.DiskGB == 0 {
+		dir := a.cfg.DataDir
+		if dir == "" {
+			dir = "/"
+		}
+		if inv.DiskGB, err = detectDiskGB(dir); err != nil {
+			return nil, err
+		}
+	}
+	ratio := func(r, def float64) float64 {
+		if r <= 0 {
+			return def
+		}
+		return r
+	}
+	mk := func(total, reserved int64, r float64) etcdschema.Inventory {
+		return etcdschema.Inventory{Total: total, Reserved: reserved, MinUnit: 1, MaxUnit: total,
+			StepSize: 1, AllocationRatio: r}
+	}
+	out := map[string]etcdschema.Inventory{
+		placement.VCPU:     mk(inv.VCPUs, inv.ReservedHostCPUs, ratio(inv.CPUAllocationRatio, 4.0)),
+		placement.MemoryMB: mk(inv.MemoryMB, inv.ReservedHostMemoryMB, ratio(inv.RAMAllocationRatio, 1.0)),
+	}
+	if inv.DiskGB > 0 {
+		out[placement.DiskGB] = mk(inv.DiskGB, inv.ReservedHostDiskGB, ratio(inv.DiskAllocationRatio, 1.0))
+	}
+	return out, nil
+}
+
+// syncProvider is update_provider_tree: it reports inventory and sets or
+// clears COMPUTE_STATUS_DISABLED from the service record. It writes only
+// when something differs, so the periodic run costs one read when idle.
+func (a *Agent) syncProvider(ctx context.Context) error {
+	inv, err := a.inventories()
+	if err != nil {
+		return err
+	}
+	svc, err := a.service(ctx)
+	if err != nil {
+		return err
+	}
+	return a.placement.UpdateProvider(ctx, a.provider, func(p *etcdschema.Provider) error {
+		p.Inventories = inv
+		has := slices.Contains(p.Traits, placement.TraitComputeStatusDisabled)
+		switch {
+		case svc.Disabled && !has:
+			p.Traits = append(p.Traits, placement.TraitComputeStatusDisabled)
+		case !svc.Disabled && has:
+			p.Traits = slices.DeleteFunc(p.Traits, func(t string) bool { return t == placement.TraitComputeStatusDisabled })
+		}
+		return nil
+	})
+}
+
+// ensureHostMapping maps the host to its cell when the cell exists and the
+// host is not mapped yet (Nova's discover_hosts for one host).
+func (a *Agent) ensureHostMapping(ctx context.Context) error {
+	k := a.keys
+	m := &etcdschema.HostMapping{Host: a.cfg.Host, Cell: a.cfg.Cell, CreatedAt: time.Now().UTC()}
+	resp, err := a.cli.Txn(ctx).If(
+		clientv3.Compare(clientv3.CreateRevision(k.Cell(a.cfg.Cell)), ">", 0),
+		clientv3.Compare(clientv3.CreateRevision(k.HostMapping(a.cfg.Host)), "=", 0),
+	).Then(clientv3.OpPut(k.HostMapping(a.cfg.Host), etcdschema.MustEncode(m))).
+		Else(clientv3.OpGet(k.Cell(a.cfg.Cell))).Commit()
+	if err != nil {
+		return fmt.Errorf("map host %s to cell %s: %w", a.cfg.Host, a.cfg.Cell, err)
+	}
+	if !resp.Succeeded && len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+		return fmt.Errorf("cell %s is not known yet (start its conductor or create it)", a.cfg.Cell)
+	}
+	return nil
+}
+
+// leaseRef holds the current liveness lease; it changes if etcd loses it.
+type leaseRef struct {
+	mu sync.Mutex
+	id clientv3.LeaseID
+}
+
+func (l *leaseRef) get() clientv3.LeaseID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.id
+}
+
+// startLiveness grants a lease of service_down_time, writes the alive key
+// under it and keeps it alive every report_interval. If the lease is lost
+// (etcd unreachable past the TTL) a new one is granted when etcd returns.
+func (a *Agent) startLiveness(ctx context.Context) (*leaseRef, error) {
+	ref := &leaseRef{}
+	if err := a.grantAlive(ctx, ref); err != nil {
+		return nil, err
+	}
+	go func() {
+		t := time.NewTicker(a.cfg.ReportInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			_, err := a.cli.KeepAliveOnce(ctx, ref.get())
+			if err == nil || ctx.Err() != nil {
+				continue
+			}
+			a.log.Warn("liveness lease lost, re-registering", "error", err)
+			if err := a.grantAlive(ctx, ref); err != nil && ctx.Err() == nil {
+				a.log.Warn("could not renew liveness", "error", err)
+			}
+		}
+	}()
+	return ref, nil
+}
+
+func (a *Agent) grantAlive(ctx context.Context, ref *leaseRef) error {
+	ttl := int64(a.cfg.ServiceDownTime / time.Second)
+	if ttl < 1 {
+		ttl = 1
+	}
+	lease, err := a.cli.Grant(ctx, ttl)
+	if err != nil {
+		return fmt.Errorf("agent %s: grant liveness lease: %w", a.cfg.Host, err)
+	}
+	alive := &etcdschema.Alive{Host: a.cfg.Host, LeaseID: int64(lease.ID), Since: time.Now().UTC()}
+	if _, err := a.cli.Put(ctx, a.keys.Alive(a.cfg.Host), etcdschema.MustEncode(alive), clientv3.WithLease(lease.ID)); err != nil {
+		return fmt.Errorf("agent %s: write alive key: %w", a.cfg.Host, err)
+	}
+	ref.mu.Lock()
+	ref.id = lease.ID
+	ref.mu.Unlock()
+	return nil
+}
+
+// syncInstances writes the periodic uuid list the schedulers reconcile
+// against (sync_instance_info).
+func (a *Agent) syncInstances(ctx context.Context) error {
+	resp, err := a.cli.Get(ctx, a.keys.HostInstances(a.cfg.Host), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return fmt.Errorf("agent %s: list instance info: %w", a.cfg.Host, err)
+	}
+	s := &etcdschema.HostSync{Host: a.cfg.Host, At: time.Now().UTC(), UUIDs: []string{}}
+	for _, kv := range resp.Kvs {
+		if u, ok := etcdschema.LastSegment(string(kv.Key), a.keys.HostInstances(a.cfg.Host)); ok {
+			s.UUIDs = append(s.UUIDs, u)
+		}
+	}
+	if _, err := a.cli.Put(ctx, a.keys.HostSync(a.cfg.Host), etcdschema.MustEncode(s)); err != nil {
+		return fmt.Errorf("agent %s: write instance sync: %w", a.cfg.Host, err)
+	}
+	return nil
+}

@@ -1,0 +1,301 @@
+// Package api is Berth's compute API: servers and flavors over HTTP+JSON,
+// shaped after Nova's, writing BuildRequests for the superconductors and
+// reading instances from their cells.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/placement"
+)
+
+// MaxCount is the most servers one request may ask for.
+const MaxCount = 1000
+
+// Allocations is what the API needs of placement: freeing an instance that
+// never reached a host.
+type Allocations interface {
+	DeleteAllocations(ctx context.Context, consumer string) error
+}
+
+// Server is the compute API.
+type Server struct {
+	cli       *clientv3.Client
+	keys      etcdschema.Keys
+	placement Allocations
+	log       hclog.Logger
+	router    *mux.Router
+}
+
+// New builds the API handler.
+func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Logger) *Server {
+	s := &Server{cli: cli, keys: keys, placement: p, log: log, router: mux.NewRouter()}
+	r := s.router
+	r.HandleFunc("/", s.versions).Methods(http.MethodGet)
+	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	r.HandleFunc("/v1/servers", s.createServers).Methods(http.MethodPost)
+	r.HandleFunc("/v1/servers", s.listServers).Methods(http.MethodGet)
+	r.HandleFunc("/v1/servers/detail", s.listServers).Methods(http.MethodGet)
+	r.HandleFunc("/v1/servers/{id}", s.showServer).Methods(http.MethodGet)
+	r.HandleFunc("/v1/servers/{id}", s.deleteServer).Methods(http.MethodDelete)
+	r.HandleFunc("/v1/flavors", s.listFlavors).Methods(http.MethodGet)
+	r.HandleFunc("/v1/flavors/{name}", s.showFlavor).Methods(http.MethodGet)
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, "The resource could not be found.")
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, "The method is not allowed for this resource.")
+	})
+	return s
+}
+
+// ServeHTTP stamps each request with an id, as OpenStack services do.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rid := "req-" + uuid.NewString()
+	w.Header().Set("X-Openstack-Request-Id", rid)
+	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, rid))
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	s.router.ServeHTTP(sw, r)
+	s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
+		"request_id", rid, "elapsed", time.Since(start))
+}
+
+type requestIDKey struct{}
+
+func requestID(ctx context.Context) string {
+	v, _ := ctx.Value(requestIDKey{}).(string)
+	return v
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (s *Server) versions(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"versions": []map[string]any{{
+		"id": "v1", "status": "CURRENT", "links": []map[string]string{{"rel": "self", "href": "/v1/"}},
+	}}})
+}
+
+// createRequest accepts Nova's wrapped form ({"server": {...},
+// "os:scheduler_hints": {...}}) and the flat form the Berth CLI sends.
+type createRequest struct {
+	Server *createBody `json:"server"`
+	createBody
+	OSHints *etcdschema.SchedulerHints `json:"os:scheduler_hints"`
+}
+
+type createBody struct {
+	Name             string                     `json:"name"`
+	Flavor           string                     `json:"flavor"`
+	FlavorRef        string                     `json:"flavorRef"`
+	Count            *int                       `json:"count"`
+	MinCount         *int                       `json:"min_count"`
+	MaxCount         *int                       `json:"max_count"`
+	AvailabilityZone string                     `json:"availability_zone"`
+	Hints            *etcdschema.SchedulerHints `json:"scheduler_hints"`
+}
+
+func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var req createRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("Malformed request body: %v", err))
+		return
+	}
+	body := req.createBody
+	if req.Server != nil {
+		body = *req.Server
+	}
+	hints := etcdschema.SchedulerHints{}
+	if body.Hints != nil {
+		hints = *body.Hints
+	}
+	if req.OSHints != nil {
+		hints = *req.OSHints
+	}
+	flavorName := body.Flavor
+	if flavorName == "" {
+		flavorName = body.FlavorRef
+	}
+	count := 1
+	switch {
+	case body.Count != nil:
+		count = *body.Count
+	case body.MaxCount != nil:
+		count = *body.MaxCount
+	case body.MinCount != nil:
+		count = *body.MinCount
+	}
+	switch {
+	case body.Name == "" || len(body.Name) > 255:
+		writeError(w, http.StatusBadRequest, "Invalid input: 'name' must be 1 to 255 characters.")
+		return
+	case flavorName == "":
+		writeError(w, http.StatusBadRequest, "Invalid input: 'flavor' (or 'flavorRef') is required.")
+		return
+	case count < 1 || count > MaxCount:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("Invalid input: 'count' must be between 1 and %d.", MaxCount))
+		return
+	}
+	flavor, err := s.findFlavor(ctx, flavorName)
+	if err != nil {
+		s.writeStoreError(w, err, fmt.Sprintf("Flavor %s could not be found.", flavorName))
+		return
+	}
+	project, user := identity(r)
+	rid := requestID(ctx)
+	resID := "r-" + uuid.NewString()[:8]
+	now := time.Now().UTC()
+	brs := make([]*etcdschema.BuildRequest, count)
+	for i := range brs {
+		name := body.Name
+		if count > 1 {
+			name = fmt.Sprintf("%s-%d", body.Name, i+1) // Nova's multi-create naming
+		}
+		brs[i] = &etcdschema.BuildRequest{InstanceUUID: uuid.NewString(), Name: name, ReservationID: resID,
+			Index: i, Count: count, Flavor: *flavor, ProjectID: project, UserID: user,
+			AvailabilityZone: body.AvailabilityZone, Hints: hints, RequestID: rid, CreatedAt: now}
+	}
+	// Two keys a server; a reservation goes in as few transactions as etcd
+	// allows, so the superconductor sees whole multi-instance requests.
+	const perTxn = 64
+	for start := 0; start < count; start += perTxn {
+		end := min(start+perTxn, count)
+		var ops []clientv3.Op
+		for _, br := range brs[start:end] {
+			m := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, ProjectID: project, CreatedAt: now}
+			ops = append(ops,
+				clientv3.OpPut(s.keys.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(m)),
+				clientv3.OpPut(s.keys.BuildRequest(br.InstanceUUID), etcdschema.MustEncode(br)))
+		}
+		if _, err := s.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			s.log.Error("store build requests", "request_id", rid, "error", err)
+			writeError(w, http.StatusServiceUnavailable, "Could not store the build requests; try again.")
+			return
+		}
+	}
+	out := make([]map[string]string, count)
+	for i, br := range brs {
+		out[i] = map[string]string{"id": br.InstanceUUID, "name": br.Name}
+	}
+	s.log.Info("servers requested", "request_id", rid, "count", count, "flavor", flavor.Name, "reservation", resID)
+	writeJSON(w, http.StatusAccepted, map[string]any{"reservation_id": resID, "server": out[0], "servers": out})
+}
+
+// identity reads the caller's project and user. Keystone is out of scope;
+// the headers let multi-tenant tests and tools say who they are.
+func identity(r *http.Request) (project, user string) {
+	project = r.Header.Get("X-Project-Id")
+	user = r.Header.Get("X-User-Id")
+	if project == "" {
+		project = "default"
+	}
+	if user == "" {
+		user = "admin"
+	}
+	return project, user
+}
+
+func (s *Server) findFlavor(ctx context.Context, name string) (*etcdschema.Flavor, error) {
+	key := s.keys.Flavor(name)
+	resp, err := s.cli.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read flavor %s: %w", name, err)
+	}
+	if len(resp.Kvs) == 0 {
+		// Accept the flavor id too, as Nova's flavorRef does.
+		all, err := s.cli.Get(ctx, s.keys.Flavors(), clientv3.WithPrefix())
+		if err != nil {
+			return nil, fmt.Errorf("list flavors: %w", err)
+		}
+		for _, kv := range all.Kvs {
+			var f etcdschema.Flavor
+			if etcdschema.Decode(string(kv.Key), kv.Value, &f) == nil && f.ID == name {
+				return &f, nil
+			}
+		}
+		return nil, errNotFound
+	}
+	var f etcdschema.Flavor
+	if err := etcdschema.Decode(key, resp.Kvs[0].Value, &f); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+var errNotFound = errors.New("not found")
+
+func (s *Server) writeStoreError(w http.ResponseWriter, err error, notFound string) {
+	if errors.Is(err, errNotFound) {
+		writeError(w, http.StatusNotFound, notFound)
+		return
+	}
+	s.log.Error("store error", "error", err)
+	writeError(w, http.StatusServiceUnavailable, "The state store could not be read; try again.")
+}
+
+func (s *Server) listFlavors(w http.ResponseWriter, r *http.Request) {
+	resp, err := s.cli.Get(r.Context(), s.keys.Flavors(), clientv3.WithPrefix())
+	if err != nil {
+		s.writeStoreError(w, err, "")
+		return
+	}
+	out := []etcdschema.Flavor{}
+	for _, kv := range resp.Kvs {
+		var f etcdschema.Flavor
+		if err := etcdschema.Decode(string(kv.Key), kv.Value, &f); err != nil {
+			s.log.Warn("skipping unreadable flavor", "error", err)
+			continue
+		}
+		out = append(out, f)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"flavors": out})
+}
+
+func (s *Server) showFlavor(w http.ResponseWriter, r *http.Request) {
+	name := mux.Vars(r)["name"]
+	f, err := s.findFlavor(r.Context(), name)
+	if err != nil {
+		s.writeStoreError(w, err, fmt.Sprintf("Flavor %s could not be found.", name))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"flavor": f})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers in Nova's error shape: {"<kind>": {"code", "message"}}.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	kind := map[int]string{400: "badRequest", 404: "itemNotFound", 405: "methodNotAllowed",
+		409: "conflictingRequest", 503: "serviceUnavailable"}[status]
+	if kind == "" {
+		kind = "computeFault"
+	}
+	writeJSON(w, status, map[string]any{kind: map[string]any{"code": status, "message": msg}})
+}
+
+var _ = placement.ErrNotFound

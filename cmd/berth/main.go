@@ -1,0 +1,74 @@
+// Command berth is Berth's one binary: `berth dev` runs everything in one
+// process, `berth server|conductor|agent -config F` run the roles as
+// separate processes, and `berth <noun> <verb>` is the CLI.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `berth: a cloud scheduling control plane (Nova scheduler, Placement and cells v2 on etcd)
+
+Run:
+  berth dev [flags]               everything in one process, embedded etcd, simulated hosts
+  berth server -config FILE       api, placement, scheduler, superconductor roles (as the file enables)
+  berth conductor -config FILE    a cell conductor
+  berth agent -config FILE        a compute host agent
+
+CLI (finds the API with --api or BERTH_API, default http://127.0.0.1:8774):
+  berth server create --flavor NAME [--count N] [--name NAME] [--wait]
+  berth server list
+  berth server show ID
+  berth server delete ID [--wait]
+
+Config:
+  berth config validate FILE...   check config files without starting anything
+
+Run 'berth COMMAND -h' for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "dev":
+		return cmdDev(rest, stdout, stderr)
+	case "server":
+		if len(rest) > 0 && isServerVerb(rest[0]) {
+			return cmdServerCLI(rest, stdout, stderr)
+		}
+		return cmdServerRole(rest, stdout, stderr)
+	case "conductor":
+		return cmdConductor(rest, stdout, stderr)
+	case "agent":
+		return cmdAgent(rest, stdout, stderr)
+	case "config":
+		return cmdConfig(rest, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "berth: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}
+
+func cmdConfig(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 2 || args[0] != "validate" {
+		fmt.Fprintln(stderr, "usage: berth config validate FILE...")
+		return 2
+	}
+	if !configsValidate(args[1:], stdout) {
+		return 1
+	}
+	return 0
+}

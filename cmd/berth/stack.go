@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/agent"
+	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/conductor"
+	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/embedetcd"
+	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/scheduler"
+)
+
+// stack is the set of roles one berth process runs, sharing one etcd
+// client and one placement service.
+type stack struct {
+	cfg    *configs.Config
+	log    hclog.Logger
+	keys   etcdschema.Keys
+	cli    *clientv3.Client
+	etcd   *embedetcd.Server // when this process embeds etcd
+	ownCli bool
+
+	placement *placement.Service
+	hosts     *scheduler.HostManager
+	sched     *scheduler.Scheduler
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	servers []*http.Server
+	errs    chan error
+	// Endpoints lists what the process serves, for the banner.
+	Endpoints [][2]string
+}
+
+// connect starts embedded etcd or dials the configured cluster.
+func connect(cfg *configs.Config, log hclog.Logger) (*stack, error) {
+	s := &stack{cfg: cfg, log: log, keys: etcdschema.New(cfg.Etcd.Prefix), errs: make(chan error, 16)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if cfg.Etcd.Embedded != nil {
+		srv, err := embedetcd.Start(cfg.Etcd.Embedded.EmbedConfig())
+		if err != nil {
+			return nil, err
+		}
+		s.etcd, s.cli = srv, srv.Client()
+		s.Endpoints = append(s.Endpoints, [2]string{"etcd", srv.ClientURL()})
+		return s, nil
+	}
+	cc, err := cfg.Etcd.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cli, err := clientv3.New(cc)
+	if err != nil {
+		return nil, fmt.Errorf("etcd client for %v: %w", cc.Endpoints, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.DialTimeout+5*time.Second)
+	defer cancel()
+	if _, err := cli.Get(ctx, s.keys.Cell("health-check")); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("etcd at %v is not reachable: %w", cc.Endpoints, err)
+	}
+	s.cli, s.ownCli = cli, true
+	return s, nil
+}
+
+// go runs a role until the stack stops; a role that fails stops the process.
+func (s *stack) run(name string, f func(ctx context.Context) error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := f(s.ctx); err != nil && s.ctx.Err() == nil {
+			s.errs <- fmt.Errorf("%s: %w", name, err)
+		}
+	}()
+}
+
+// startPlacement loads the placement index (needed by the API, the
+// scheduler and the Placement HTTP API).
+func (s *stack) startPlacement(ctx context.Context) error {
+	if s.placement != nil {
+		return nil
+	}
+	s.placement = placement.New(s.cli, s.keys, s.log)
+	loaded := make(chan error, 1)
+	s.run("placement", func(ctx context.Context) error {
+		err := s.placement.Start(ctx)
+		loaded <- err
+		if err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
+	})
+	select {
+	case err := <-loaded:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *stack) serve(name, bind string, h http.Handler) error {
+	ln, err := net.Listen("tcp", bind)
+	if err != nil {
+		return fmt.Errorf("%s: listen on %s: %w", name, bind, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s.servers = append(s.servers, srv)
+	s.Endpoints = append(s.Endpoints, [2]string{name, "http://" + ln.Addr().String()})
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.errs <- fmt.Errorf("%s: %w", name, err)
+		}
+	}()
+	return nil
+}
+
+// startServerRoles starts the roles of `berth server` its config enables.
+func (s *stack) startServerRoles(ctx context.Context) error {
+	cfg := s.cfg
+	if err := s.startPlacement(ctx); err != nil {
+		return err
+	}
+	if cfg.Placement != nil {
+		if err := s.serve("placement", cfg.Placement.Bind, s.placement.Handler()); err != nil {
+			return err
+		}
+	}
+	if cfg.Scheduler != nil {
+		s.hosts = scheduler.NewHostManager(s.cli, s.keys, s.log.Named("scheduler").Named("hosts"))
+		go s.hosts.Run(s.ctx)
+		if err := cfg.Scheduler.CheckFilters(scheduler.FilterNames()); err != nil {
+			return err
+		}
+		sc, err := schedulerConfig(cfg.Scheduler, s.log)
+		if err != nil {
+			return err
+		}
+		if s.sched, err = scheduler.New(sc, s.placement, s.hosts, s.log.Named("scheduler")); err != nil {
+			return err
+		}
+		if err := s.hosts.WaitSynced(ctx); err != nil {
+			return err
+		}
+	}
+	if cfg.Superconductor != nil {
+		if s.sched == nil {
+			return fmt.Errorf("superconductor: needs a scheduler role in the same process (remote schedulers come with issue 4)")
+		}
+		maxAttempts := 3
+		if cfg.Scheduler != nil {
+			maxAttempts = cfg.Scheduler.MaxAttempts
+		}
+		sup := conductor.NewSuperconductor(conductor.SuperconductorConfig{
+			Client: s.cli, Keys: s.keys, Scheduler: s.sched, Placement: s.placement,
+			Holder: holderID("superconductor"), Workers: cfg.Superconductor.Workers, LeaseTTL: 10 * time.Second,
+			MaxAttempts: maxAttempts, Log: s.log.Named("superconductor"),
+		})
+		s.run("superconductor", sup.Run)
+		if err := sup.WaitSynced(ctx); err != nil {
+			return err
+		}
+	}
+	if cfg.API != nil {
+		if err := api.EnsureFlavors(ctx, s.cli, s.keys, api.DefaultFlavors()); err != nil {
+			return err
+		}
+		if err := s.serve("compute API", cfg.API.Bind, api.New(s.cli, s.keys, s.placement, s.log.Named("api"))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// schedulerConfig maps the HCL scheduler block to the scheduler's config.
+func schedulerConfig(c *configs.Scheduler, log hclog.Logger) (scheduler.Config, error) {
+	sc := scheduler.Config{
+		MaxAttempts: c.MaxAttempts, HostSubsetSize: c.HostSubsetSize,
+		MaxPlacementResults: c.MaxPlacementResults, ShuffleBestSameWeighedHosts: c.ShuffleBestSameWeighedHosts,
+		EnabledFilters: c.EnabledFilters, Weights: map[string]float64{},
+	}
+	known := map[string]bool{}
+	for _, n := range scheduler.WeigherNames() {
+		known[n] = true
+	}
+	for name, m := range map[string]float64{
+		"ram": c.Weights.RAM, "cpu": c.Weights.CPU, "disk": c.Weights.Disk, "io_ops": c.Weights.IOOps,
+		"build_failure": c.Weights.BuildFailure, "soft_affinity": c.Weights.SoftAffinity,
+		"soft_anti_affinity": c.Weights.SoftAntiAffinity, "num_instances": c.Weights.NumInstances,
+	} {
+		if m == 0 {
+			continue
+		}
+		if !known[name] {
+			log.Warn("weigher not implemented in this build; its multiplier is ignored", "weigher", name, "multiplier", m)
+			continue
+		}
+		sc.Weights[name] = m
+	}
+	return sc, nil
+}
+
+// startConductor runs a cell conductor and records its cell.
+func (s *stack) startConductor(ctx context.Context, c *configs.Conductor) error {
+	if err := conductor.EnsureCell(ctx, s.cli, s.keys, c.Cell, uuid.NewString()); err != nil {
+		return err
+	}
+	if err := s.startPlacement(ctx); err != nil {
+		return err
+	}
+	cc := conductor.NewCellConductor(conductor.CellConductorConfig{
+		Client: s.cli, Keys: s.keys, Cell: c.Cell, Placement: s.placement, Holder: holderID("conductor-" + c.Cell),
+		Workers: c.Workers, LeaseTTL: c.LeaseTTL, Log: s.log.Named("conductor"),
+	})
+	s.run("conductor "+c.Cell, cc.Run)
+	return cc.WaitSynced(ctx)
+}
+
+// startAgent runs one host's agent with the given driver.
+func (s *stack) startAgent(ctx context.Context, a *configs.Agent, dataDir string) error {
+	if s.placement == nil {
+		// Agents only write: they need placement's store, not its index.
+		s.placement = placement.New(s.cli, s.keys, s.log)
+	}
+	drv, err := agent.NewDriver(a.Driver, a.Host, agent.DriverConfig{Fake: agent.FakeConfig{
+		BuildTime: a.Fake.BuildTime, FailureRate: a.Fake.FailureRate, Fail: a.Fake.Fail,
+		FailReschedulable: a.Fake.FailReschedulable,
+	}})
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", a.Host, err)
+	}
+	inv := a.Inventory
+	ag, err := agent.New(agent.Config{
+		Host: a.Host, Cell: a.Cell, ReportInterval: a.ReportInterval, ServiceDownTime: a.ServiceDownTime,
+		MaxConcurrentBuilds: a.MaxConcurrentBuilds, TrackInstanceChanges: a.TrackInstanceChanges,
+		InstanceSyncInterval: a.InstanceSyncInterval, DataDir: dataDir,
+		Inventory: agent.Inventory{VCPUs: inv.VCPUs, MemoryMB: inv.MemoryMB, DiskGB: inv.DiskGB,
+			ReservedHostCPUs: inv.ReservedHostCPUs, ReservedHostMemoryMB: inv.ReservedHostMemoryMB,
+			ReservedHostDiskGB: inv.ReservedHostDiskGB, CPUAllocationRatio: inv.CPUAllocationRatio,
+			RAMAllocationRatio: inv.RAMAllocationRatio, DiskAllocationRatio: inv.DiskAllocationRatio},
+	}, s.cli, s.keys, s.placement, drv, s.log.Named("agent").With("host", a.Host))
+	if err != nil {
+		return err
+	}
+	s.run("agent "+a.Host, ag.Run)
+	return nil
+}
+
+// wait blocks until a signal or a role's failure, then stops everything.
+func (s *stack) wait(sig <-chan os.Signal) error {
+	var err error
+	select {
+	case got := <-sig:
+		s.log.Info("shutting down", "signal", got.String())
+	case err = <-s.errs:
+		s.log.Error("role failed, shutting down", "error", err)
+	}
+	s.stop()
+	return err
+}
+
+// stop shuts down in dependency order: stop taking requests, stop the
+// roles (agents finish running builds, queues revoke their leases), then
+// etcd.
+func (s *stack) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, srv := range s.servers {
+		_ = srv.Shutdown(ctx)
+	}
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		s.log.Warn("roles did not stop within 30s")
+	}
+	if s.ownCli {
+		s.cli.Close()
+	}
+	if s.etcd != nil {
+		s.etcd.Close()
+	}
+}
+
+func holderID(role string) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s@%s/%d/%s", role, host, os.Getpid(), uuid.NewString()[:8])
+}

@@ -1,0 +1,212 @@
+package conductor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/placement"
+)
+
+// CellConductorConfig configures a cell conductor.
+type CellConductorConfig struct {
+	Client    *clientv3.Client
+	Keys      etcdschema.Keys
+	Cell      string
+	Placement Allocations
+	Holder    string
+	Workers   int
+	LeaseTTL  time.Duration
+	Log       hclog.Logger
+}
+
+// CellConductor retries failed builds inside its cell on the stored
+// alternates, never calling back to the scheduler or superconductor.
+type CellConductor struct {
+	cfg   CellConductorConfig
+	queue *Queue
+	log   hclog.Logger
+}
+
+// NewCellConductor builds one; Run starts it.
+func NewCellConductor(cfg CellConductorConfig) *CellConductor {
+	c := &CellConductor{cfg: cfg, log: cfg.Log.With("cell", cfg.Cell)}
+	k := cfg.Keys
+	c.queue = NewQueue(QueueConfig{
+		Client: cfg.Client, ItemPrefix: k.Retries(cfg.Cell), LeasePrefix: k.RetryLeases(cfg.Cell),
+		LeaseKey: func(id string) string { return k.RetryLease(cfg.Cell, id) }, Holder: cfg.Holder,
+		LeaseTTL: cfg.LeaseTTL, Workers: cfg.Workers, Process: c.process, Log: c.log,
+	})
+	return c
+}
+
+// EnsureCell records the cell this conductor serves, so agents of the cell
+// can map their hosts to it. It never overwrites an existing record.
+func EnsureCell(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, cell, uuid string) error {
+	rec := &etcdschema.Cell{Name: cell, UUID: uuid, CreatedAt: time.Now().UTC()}
+	_, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(keys.Cell(cell)), "=", 0)).
+		Then(clientv3.OpPut(keys.Cell(cell), etcdschema.MustEncode(rec))).Commit()
+	if err != nil {
+		return fmt.Errorf("ensure cell %s: %w", cell, err)
+	}
+	return nil
+}
+
+// Run works the cell's retries until ctx ends.
+func (c *CellConductor) Run(ctx context.Context) error { return c.queue.Run(ctx) }
+
+// WaitSynced blocks until the queue has loaded.
+func (c *CellConductor) WaitSynced(ctx context.Context) error { return c.queue.WaitSynced(ctx) }
+
+func (c *CellConductor) process(ctx context.Context, it Item) error {
+	k := c.cfg.Keys
+	var retry etcdschema.Retry
+	if err := etcdschema.Decode(it.Key, it.Value, &retry); err != nil {
+		c.log.Error("dropping unreadable retry", "key", it.Key, "error", err)
+		return c.finish(ctx, it, nil)
+	}
+	uuid := retry.InstanceUUID
+	log := c.log.With("instance", uuid)
+	resp, err := c.cfg.Client.Txn(ctx).Then(
+		clientv3.OpGet(k.CellInstance(c.cfg.Cell, uuid)), clientv3.OpGet(k.Alternates(uuid))).Commit()
+	if err != nil {
+		return fmt.Errorf("read instance %s: %w", uuid, err)
+	}
+	instKVs := resp.Responses[0].GetResponseRange().Kvs
+	altKVs := resp.Responses[1].GetResponseRange().Kvs
+	if len(instKVs) == 0 {
+		log.Info("instance deleted before its retry, dropping the retry")
+		return c.finish(ctx, it, nil)
+	}
+	var inst etcdschema.Instance
+	if err := etcdschema.Decode(string(instKVs[0].Key), instKVs[0].Value, &inst); err != nil {
+		return fmt.Errorf("retry %s: %w", uuid, err)
+	}
+	instRev := instKVs[0].ModRevision
+	alts := etcdschema.Alternates{InstanceUUID: uuid, Cell: c.cfg.Cell, MaxAttempts: 1}
+	var altRev int64
+	if len(altKVs) == 1 {
+		if err := etcdschema.Decode(string(altKVs[0].Key), altKVs[0].Value, &alts); err != nil {
+			return fmt.Errorf("retry %s: %w", uuid, err)
+		}
+		altRev = altKVs[0].ModRevision
+	}
+	// Record the failed attempt's reason.
+	if n := len(alts.Attempts); n > 0 && alts.Attempts[n-1].Host == retry.FailedHost && alts.Attempts[n-1].Reason == "" {
+		alts.Attempts[n-1].Reason = retry.Reason
+	} else {
+		alts.Attempts = append(alts.Attempts, etcdschema.Attempt{Host: retry.FailedHost, Reason: retry.Reason, At: retry.FiledAt})
+	}
+
+	for len(alts.Remaining) > 0 && len(alts.Attempts) < max(alts.MaxAttempts, 1) {
+		sel := alts.Remaining[0]
+		alts.Remaining = alts.Remaining[1:]
+		var ar placement.AllocationRequest
+		if err := json.Unmarshal([]byte(sel.AllocationRequest), &ar); err != nil || len(ar.Allocations) == 0 {
+			log.Warn("alternate has no usable allocation request, discarding it", "host", sel.ServiceHost)
+			continue
+		}
+		err := c.cfg.Placement.PutAllocations(ctx, uuid, placement.AllocationWrite{
+			Allocations: ar.Allocations, ProjectID: inst.ProjectID, UserID: inst.UserID,
+		})
+		if err != nil {
+			if errors.Is(err, placement.ErrInsufficientCapacity) || errors.Is(err, placement.ErrConcurrentUpdate) ||
+				errors.Is(err, placement.ErrProviderNotFound) || errors.Is(err, placement.ErrConsumerGenerationConflict) {
+				log.Info("alternate no longer fits, discarding it", "host", sel.ServiceHost, "error", err)
+				continue
+			}
+			return fmt.Errorf("claim alternate %s for %s: %w", sel.ServiceHost, uuid, err)
+		}
+		now := time.Now().UTC()
+		alts.Attempts = append(alts.Attempts, etcdschema.Attempt{Host: sel.ServiceHost, At: now})
+		inst.Host, inst.Node = sel.ServiceHost, sel.Nodename
+		inst.Status, inst.TaskState = etcdschema.StatusBuild, etcdschema.TaskSpawning
+		inst.Attempts = len(alts.Attempts)
+		inst.UpdatedAt = now
+		build := retry.Build
+		build.Op = etcdschema.OpBuild
+		build.Attempt = inst.Attempts
+		build.CastAt = now
+		ok, err := c.commit(ctx, it, instRev, altRev, []clientv3.Op{
+			clientv3.OpPut(k.CellInstance(c.cfg.Cell, uuid), etcdschema.MustEncode(&inst)),
+			clientv3.OpPut(k.Alternates(uuid), etcdschema.MustEncode(&alts)),
+			clientv3.OpPut(k.Build(sel.ServiceHost, uuid), etcdschema.MustEncode(&build)),
+		})
+		if err != nil || !ok {
+			// The instance or its alternates changed under us (deleted, most
+			// likely): our claim must not outlive this attempt.
+			if derr := c.cfg.Placement.DeleteAllocations(context.WithoutCancel(ctx), uuid); derr != nil &&
+				!errors.Is(derr, placement.ErrNotFound) {
+				log.Error("could not free claim after a failed retry hand-off", "error", derr)
+			}
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("retry %s: instance or alternates changed during the hand-off", uuid)
+		}
+		log.Info("rescheduled on alternate", "host", sel.ServiceHost, "attempt", inst.Attempts,
+			"failed_host", retry.FailedHost, "reason", retry.Reason)
+		return nil
+	}
+
+	// Nothing left to try: ERROR with every attempt's reason.
+	now := time.Now().UTC()
+	var reasons []string
+	for _, a := range alts.Attempts {
+		reasons = append(reasons, fmt.Sprintf("%s: %s", a.Host, a.Reason))
+	}
+	msg := fmt.Sprintf("Exceeded maximum number of retries. Exhausted all hosts available for retrying build failures for instance %s.", uuid)
+	inst.Status, inst.TaskState, inst.Host, inst.Node = etcdschema.StatusError, "", "", ""
+	inst.Fault = &etcdschema.Fault{Code: 500, Message: msg, Details: strings.Join(reasons, "; "), Created: now}
+	inst.UpdatedAt = now
+	ok, err := c.commit(ctx, it, instRev, altRev, []clientv3.Op{
+		clientv3.OpPut(k.CellInstance(c.cfg.Cell, uuid), etcdschema.MustEncode(&inst)),
+		clientv3.OpPut(k.Alternates(uuid), etcdschema.MustEncode(&alts)),
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("retry %s: instance changed while marking it ERROR", uuid)
+	}
+	log.Warn("build failed on every host", "attempts", len(alts.Attempts), "reasons", inst.Fault.Details)
+	return nil
+}
+
+// commit applies ops and finishes the item, if we still hold it and neither
+// the instance nor its alternates changed since we read them.
+func (c *CellConductor) commit(ctx context.Context, it Item, instRev, altRev int64, ops []clientv3.Op) (bool, error) {
+	k := c.cfg.Keys
+	held, err := c.queue.StillHeld(ctx, it)
+	if err != nil {
+		return false, err
+	}
+	uuid := it.ID
+	resp, err := c.cfg.Client.Txn(ctx).If(held,
+		clientv3.Compare(clientv3.ModRevision(k.CellInstance(c.cfg.Cell, uuid)), "=", instRev),
+		clientv3.Compare(clientv3.ModRevision(k.Alternates(uuid)), "=", altRev),
+	).Then(append(ops, FinishOps(it)...)...).Commit()
+	if err != nil {
+		return false, fmt.Errorf("retry %s: commit: %w", uuid, err)
+	}
+	return resp.Succeeded, nil
+}
+
+func (c *CellConductor) finish(ctx context.Context, it Item, ops []clientv3.Op) error {
+	held, err := c.queue.StillHeld(ctx, it)
+	if err != nil {
+		return err
+	}
+	_, err = c.cfg.Client.Txn(ctx).If(held).Then(append(ops, FinishOps(it)...)...).Commit()
+	if err != nil {
+		return fmt.Errorf("finish retry %s: %w", it.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,9 @@
+// Package conductor runs the work that moves a server from request to host:
+// the superconductor, which leases BuildRequests, asks a scheduler for
+// destinations and hands each instance to its cell and host in one etcd
+// transaction (seed cells-scheduling-interaction); and the cell conductor,
+// which leases reschedule work items inside one cell and retries a failed
+// build on the next stored alternate without asking the scheduler again
+// (seed return-alternate-hosts). Both share Queue, a leased work queue, so
+// a process killed between any two steps leaves work another finishes.
+package conductor

@@ -1,0 +1,444 @@
+package conductor
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/informer"
+)
+
+// Item is one work item read from etcd.
+type Item struct {
+	ID       string
+	Key      string
+	Value    []byte
+	ModRev   int64
+	LeaseKey string
+}
+
+// ProcessFunc does one item's work. It must finish the item by deleting its
+// key and lease key in its final transaction (see FinishOps); returning an
+// error hands the item back for another try.
+type ProcessFunc func(ctx context.Context, it Item) error
+
+// Queue is a leased work queue over an etcd prefix: any number of processes
+// run one over the same prefix, each item is worked by one holder at a time
+// (a lease key created only when absent and bound to the holder's session),
+// and when a holder dies its session lease expires, the lease key vanishes
+// and the item is picked up by another.
+type Queue struct {
+	cli         *clientv3.Client
+	itemPrefix  string
+	leasePrefix string
+	leaseKey    func(id string) string
+	holder      string
+	ttl         int
+	workers     int
+	process     ProcessFunc
+	deferFn     func(it Item, all []Item) bool
+	log         hclog.Logger
+
+	mu      sync.Mutex
+	items   map[string]Item // pending items by id
+	leased  map[string]bool // ids whose lease key exists (anyone's)
+	queued  map[string]bool
+	inFlite map[string]bool
+	defered map[string]bool
+	work    chan string
+
+	sessMu  sync.Mutex
+	session *concurrency.Session
+
+	itemsInf, leasesInf *informer.Informer
+}
+
+// QueueConfig configures a Queue.
+type QueueConfig struct {
+	Client      *clientv3.Client
+	ItemPrefix  string
+	LeasePrefix string
+	LeaseKey    func(id string) string
+	Holder      string // who we are, written into lease keys
+	LeaseTTL    time.Duration
+	Workers     int
+	Process     ProcessFunc
+	// Defer, when set, may leave an item for another item's holder to
+	// gather (a multi-instance request's siblings); deferred items are
+	// offered again whenever an item finishes.
+	Defer func(it Item, all []Item) bool
+	Log   hclog.Logger
+}
+
+// NewQueue builds a queue; Run starts it.
+func NewQueue(c QueueConfig) *Queue {
+	ttl := int(c.LeaseTTL / time.Second)
+	if ttl < 2 {
+		ttl = 2
+	}
+	if c.Workers < 1 {
+		c.Workers = 1
+	}
+	q := &Queue{
+		cli: c.Client, itemPrefix: c.ItemPrefix, leasePrefix: c.LeasePrefix, leaseKey: c.LeaseKey,
+		holder: c.Holder, ttl: ttl, workers: c.Workers, process: c.Process, deferFn: c.Defer, log: c.Log,
+		items: map[string]Item{}, leased: map[string]bool{}, queued: map[string]bool{},
+		inFlite: map[string]bool{}, defered: map[string]bool{}, work: make(chan string, 1024),
+	}
+	q.itemsInf = informer.New(c.Client, c.ItemPrefix, itemHandler{q}, c.Log)
+	q.leasesInf = informer.New(c.Client, c.LeasePrefix, leaseHandler{q}, c.Log)
+	return q
+}
+
+// Run works the queue until ctx ends, then revokes its session so its
+// leases are handed back at once rather than after the TTL.
+func (q *Queue) Run(ctx context.Context) error {
+	if _, err := q.currentSession(ctx); err != nil {
+		return err
+	}
+	go q.leasesInf.Run(ctx)
+	go q.itemsInf.Run(ctx)
+	var wg sync.WaitGroup
+	for i := 0; i < q.workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q.worker(ctx)
+		}()
+	}
+	// Periodic sweep: an item whose try failed, or whose lease holder died
+	// while we were re-listing, is offered again.
+	go func() {
+		t := time.NewTicker(time.Duration(q.ttl) * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				q.mu.Lock()
+				for id := range q.items {
+					q.enqueueLocked(id)
+				}
+				q.mu.Unlock()
+			}
+		}
+	}()
+	wg.Wait()
+	q.sessMu.Lock()
+	if q.session != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, _ = q.cli.Revoke(rctx, q.session.Lease())
+		cancel()
+		q.session.Close()
+	}
+	q.sessMu.Unlock()
+	return nil
+}
+
+// WaitSynced blocks until the queue has read its items and leases once.
+func (q *Queue) WaitSynced(ctx context.Context) error {
+	if err := q.leasesInf.WaitSynced(ctx); err != nil {
+		return err
+	}
+	return q.itemsInf.WaitSynced(ctx)
+}
+
+// currentSession returns a live session, making a new one after the old
+// lease was lost (etcd unreachable for longer than the TTL).
+func (q *Queue) currentSession(ctx context.Context) (*concurrency.Session, error) {
+	q.sessMu.Lock()
+	defer q.sessMu.Unlock()
+	if q.session != nil {
+		select {
+		case <-q.session.Done():
+			q.log.Warn("queue session lost, starting a new one", "prefix", q.itemPrefix)
+			q.session = nil
+		default:
+			return q.session, nil
+		}
+	}
+	s, err := concurrency.NewSession(q.cli, concurrency.WithTTL(q.ttl), concurrency.WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: new session: %w", q.itemPrefix, err)
+	}
+	q.session = s
+	return s, nil
+}
+
+// LeaseID is the lease the queue's lease keys are bound to.
+func (q *Queue) LeaseID(ctx context.Context) (clientv3.LeaseID, error) {
+	s, err := q.currentSession(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return s.Lease(), nil
+}
+
+// Pending returns the items not leased by anyone, for callers that gather
+// related items (a multi-instance request) into one piece of work.
+func (q *Queue) Pending() []Item {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]Item, 0, len(q.items))
+	for id, it := range q.items {
+		if !q.leased[id] && !q.inFlite[id] {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// TryAcquire leases item id for this holder. ok is false when the item is
+// gone or someone else holds it.
+func (q *Queue) TryAcquire(ctx context.Context, id string) (Item, bool, error) {
+	q.mu.Lock()
+	it, exists := q.items[id]
+	busy := q.inFlite[id]
+	if exists && !busy {
+		q.inFlite[id] = true
+	}
+	q.mu.Unlock()
+	if !exists || busy {
+		return Item{}, false, nil
+	}
+	ok, cur, err := q.acquire(ctx, it)
+	if err != nil || !ok {
+		q.mu.Lock()
+		delete(q.inFlite, id)
+		q.mu.Unlock()
+		return Item{}, false, err
+	}
+	return cur, true, nil
+}
+
+// Release gives up an acquired item without finishing it.
+func (q *Queue) Release(ctx context.Context, it Item) {
+	q.mu.Lock()
+	delete(q.inFlite, it.ID)
+	q.mu.Unlock()
+	leaseID, err := q.LeaseID(ctx)
+	if err != nil {
+		return
+	}
+	// Only delete the lease key while it is still ours.
+	_, _ = q.cli.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(it.LeaseKey), "=", leaseID)).
+		Then(clientv3.OpDelete(it.LeaseKey)).Commit()
+}
+
+// Done marks an acquired item as finished by this process (its final
+// transaction deleted it).
+func (q *Queue) Done(it Item) {
+	q.mu.Lock()
+	delete(q.inFlite, it.ID)
+	q.mu.Unlock()
+}
+
+// FinishOps are the operations that end an item; callers append them to
+// their final transaction.
+func FinishOps(it Item) []clientv3.Op {
+	return []clientv3.Op{clientv3.OpDelete(it.Key), clientv3.OpDelete(it.LeaseKey)}
+}
+
+// StillHeld is the comparison that keeps a final transaction from acting
+// on an item we no longer hold (our lease expired and another took it).
+func (q *Queue) StillHeld(ctx context.Context, it Item) (clientv3.Cmp, error) {
+	leaseID, err := q.LeaseID(ctx)
+	if err != nil {
+		return clientv3.Cmp{}, err
+	}
+	return clientv3.Compare(clientv3.LeaseValue(it.LeaseKey), "=", leaseID), nil
+}
+
+func (q *Queue) acquire(ctx context.Context, it Item) (bool, Item, error) {
+	sess, err := q.currentSession(ctx)
+	if err != nil {
+		return false, it, err
+	}
+	val := etcdschema.MustEncode(&etcdschema.Lease{Holder: q.holder, LeaseID: int64(sess.Lease()), Since: time.Now().UTC()})
+	resp, err := q.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(it.LeaseKey), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(it.Key), ">", 0)).
+		Then(clientv3.OpPut(it.LeaseKey, val, clientv3.WithLease(sess.Lease())), clientv3.OpGet(it.Key)).
+		Commit()
+	if err != nil {
+		return false, it, fmt.Errorf("lease %s: %w", it.Key, err)
+	}
+	if !resp.Succeeded {
+		return false, it, nil
+	}
+	kvs := resp.Responses[1].GetResponseRange().Kvs
+	if len(kvs) == 1 { // the freshest value, read in the same transaction
+		it.Value = kvs[0].Value
+		it.ModRev = kvs[0].ModRevision
+	}
+	return true, it, nil
+}
+
+func (q *Queue) worker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-q.work:
+			if q.deferred(id) {
+				continue
+			}
+			it, ok, err := q.TryAcquire(ctx, id)
+			if err != nil {
+				if ctx.Err() == nil {
+					q.log.Warn("acquire failed", "item", id, "error", err)
+				}
+				continue
+			}
+			if !ok {
+				continue
+			}
+			if err := q.process(ctx, it); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				q.log.Warn("work item failed, handing it back", "item", id, "error", err)
+				q.Release(context.WithoutCancel(ctx), it)
+				// A short, jittered pause before the sweep offers it again.
+				sleep(ctx, time.Duration(100+rand.IntN(400))*time.Millisecond)
+				q.mu.Lock()
+				q.enqueueLocked(id)
+				q.mu.Unlock()
+				continue
+			}
+			q.Done(it)
+		}
+	}
+}
+
+// deferred asks the Defer hook, without touching etcd, whether id should
+// wait for another item's holder.
+func (q *Queue) deferred(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.queued, id)
+	it, ok := q.items[id]
+	if !ok || q.deferFn == nil {
+		return false
+	}
+	all := make([]Item, 0, len(q.items))
+	for _, x := range q.items {
+		all = append(all, x)
+	}
+	if q.deferFn(it, all) {
+		q.defered[id] = true
+		return true
+	}
+	return false
+}
+
+func (q *Queue) enqueueLocked(id string) {
+	if q.queued[id] || q.leased[id] || q.inFlite[id] {
+		return
+	}
+	if _, ok := q.items[id]; !ok {
+		return
+	}
+	select {
+	case q.work <- id:
+		q.queued[id] = true
+	default: // full: the periodic sweep will offer it again
+	}
+}
+
+type itemHandler struct{ q *Queue }
+
+func (h itemHandler) Reset(kvs []informer.Event, _ int64) {
+	q := h.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.items = map[string]Item{}
+	for _, kv := range kvs {
+		h.putLocked(kv)
+	}
+}
+
+func (h itemHandler) Apply(evs []informer.Event) {
+	q := h.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, ev := range evs {
+		id, ok := etcdschema.LastSegment(ev.Key, q.itemPrefix)
+		if !ok {
+			continue
+		}
+		if ev.Deleted {
+			delete(q.items, id)
+			delete(q.defered, id)
+			// An item finished: whatever waited for it may go now.
+			for d := range q.defered {
+				delete(q.defered, d)
+				q.enqueueLocked(d)
+			}
+			continue
+		}
+		h.putLocked(ev)
+	}
+}
+
+func (h itemHandler) putLocked(ev informer.Event) {
+	q := h.q
+	id, ok := etcdschema.LastSegment(ev.Key, q.itemPrefix)
+	if !ok {
+		return
+	}
+	q.items[id] = Item{ID: id, Key: ev.Key, Value: ev.Value, ModRev: ev.Revision, LeaseKey: q.leaseKey(id)}
+	q.enqueueLocked(id)
+}
+
+type leaseHandler struct{ q *Queue }
+
+func (h leaseHandler) Reset(kvs []informer.Event, _ int64) {
+	q := h.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.leased = map[string]bool{}
+	for _, kv := range kvs {
+		if id, ok := etcdschema.LastSegment(kv.Key, q.leasePrefix); ok {
+			q.leased[id] = true
+		}
+	}
+	for id := range q.items {
+		q.enqueueLocked(id)
+	}
+}
+
+func (h leaseHandler) Apply(evs []informer.Event) {
+	q := h.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, ev := range evs {
+		id, ok := etcdschema.LastSegment(ev.Key, q.leasePrefix)
+		if !ok {
+			continue
+		}
+		if ev.Deleted {
+			delete(q.leased, id)
+			q.enqueueLocked(id) // its holder finished or died; offer it if it is still there
+		} else {
+			q.leased[id] = true
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,278 @@
+package conductor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/scheduler"
+)
+
+// Selector is a scheduler: in-process, or a client of a remote one.
+type Selector interface {
+	SelectDestinations(ctx context.Context, spec *scheduler.RequestSpec) ([][]etcdschema.Selection, error)
+}
+
+// Allocations is what conductors need of placement.
+type Allocations interface {
+	PutAllocations(ctx context.Context, consumer string, w placement.AllocationWrite) error
+	DeleteAllocations(ctx context.Context, consumer string) error
+}
+
+// SuperconductorConfig configures a superconductor.
+type SuperconductorConfig struct {
+	Client      *clientv3.Client
+	Keys        etcdschema.Keys
+	Scheduler   Selector
+	Placement   Allocations
+	Holder      string
+	Workers     int
+	LeaseTTL    time.Duration
+	MaxAttempts int
+	Log         hclog.Logger
+}
+
+// Superconductor turns BuildRequests into instances in cells.
+type Superconductor struct {
+	cfg   SuperconductorConfig
+	queue *Queue
+	log   hclog.Logger
+}
+
+// NewSuperconductor builds one; Run starts it.
+func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
+	s := &Superconductor{cfg: cfg, log: cfg.Log}
+	s.queue = NewQueue(QueueConfig{
+		Client: cfg.Client, ItemPrefix: cfg.Keys.BuildRequests(), LeasePrefix: cfg.Keys.BuildRequestLeases(),
+		LeaseKey: cfg.Keys.BuildRequestLease, Holder: cfg.Holder, LeaseTTL: cfg.LeaseTTL,
+		Workers: cfg.Workers, Process: s.process, Defer: leadsElsewhere, Log: cfg.Log,
+	})
+	return s
+}
+
+// leadsElsewhere defers a BuildRequest while a lower-index sibling of the
+// same reservation exists: that sibling's holder gathers the whole request
+// and schedules it as one, as Nova's multi-create does (all or nothing,
+// each pick seeing the previous ones).
+func leadsElsewhere(it Item, all []Item) bool {
+	var br etcdschema.BuildRequest
+	if etcdschema.Decode(it.Key, it.Value, &br) != nil || br.Count < 2 || br.Index == 0 {
+		return false
+	}
+	for _, o := range all {
+		if o.ID == it.ID {
+			continue
+		}
+		var sib etcdschema.BuildRequest
+		if etcdschema.Decode(o.Key, o.Value, &sib) == nil && sib.ReservationID == br.ReservationID && sib.Index < br.Index {
+			return true
+		}
+	}
+	return false
+}
+
+// Run works BuildRequests until ctx ends.
+func (s *Superconductor) Run(ctx context.Context) error { return s.queue.Run(ctx) }
+
+// WaitSynced blocks until the queue has loaded.
+func (s *Superconductor) WaitSynced(ctx context.Context) error { return s.queue.WaitSynced(ctx) }
+
+type leasedRequest struct {
+	item Item
+	br   etcdschema.BuildRequest
+}
+
+func (s *Superconductor) process(ctx context.Context, it Item) error {
+	var br etcdschema.BuildRequest
+	if err := etcdschema.Decode(it.Key, it.Value, &br); err != nil {
+		// An unreadable request can never be built: bury it so the user sees
+		// why instead of it sitting in BUILD forever.
+		return s.bury(ctx, []leasedRequest{{item: it, br: etcdschema.BuildRequest{InstanceUUID: it.ID}}},
+			fmt.Sprintf("Build request could not be read: %v", err))
+	}
+	group := []leasedRequest{{item: it, br: br}}
+	if br.Count > 1 {
+		group = append(group, s.gatherSiblings(ctx, br)...)
+		sort.Slice(group, func(a, b int) bool { return group[a].br.Index < group[b].br.Index })
+	}
+	err := s.schedule(ctx, group)
+	if err != nil {
+		// Hand back the siblings too; the worker releases the first item.
+		for _, g := range group[1:] {
+			s.queue.Release(context.WithoutCancel(ctx), g.item)
+		}
+		return err
+	}
+	for _, g := range group[1:] {
+		s.queue.Done(g.item)
+	}
+	return nil
+}
+
+// gatherSiblings leases the other pending BuildRequests of the same
+// reservation, so a multi-instance request is scheduled as one.
+func (s *Superconductor) gatherSiblings(ctx context.Context, br etcdschema.BuildRequest) []leasedRequest {
+	var out []leasedRequest
+	for _, p := range s.queue.Pending() {
+		if p.ID == br.InstanceUUID {
+			continue
+		}
+		var sib etcdschema.BuildRequest
+		if etcdschema.Decode(p.Key, p.Value, &sib) != nil || sib.ReservationID != br.ReservationID {
+			continue
+		}
+		got, ok, err := s.queue.TryAcquire(ctx, p.ID)
+		if err != nil || !ok {
+			continue
+		}
+		if etcdschema.Decode(got.Key, got.Value, &sib) != nil {
+			s.queue.Release(ctx, got)
+			continue
+		}
+		out = append(out, leasedRequest{item: got, br: sib})
+	}
+	return out
+}
+
+func (s *Superconductor) schedule(ctx context.Context, group []leasedRequest) error {
+	first := group[0].br
+	log := s.log.With("request_id", first.RequestID, "reservation", first.ReservationID)
+	spec := &scheduler.RequestSpec{
+		Flavor: first.Flavor, ProjectID: first.ProjectID, UserID: first.UserID,
+		AvailabilityZone: first.AvailabilityZone, Hints: first.Hints, RequestID: first.RequestID,
+	}
+	for _, g := range group {
+		spec.InstanceUUIDs = append(spec.InstanceUUIDs, g.br.InstanceUUID)
+		// A superconductor that died after claiming but before the hand-off
+		// left a claim behind; we hold the request now, so it is stale.
+		if err := s.cfg.Placement.DeleteAllocations(ctx, g.br.InstanceUUID); err != nil &&
+			!errors.Is(err, placement.ErrNotFound) {
+			return fmt.Errorf("free stale claim of %s: %w", g.br.InstanceUUID, err)
+		}
+	}
+	sels, err := s.cfg.Scheduler.SelectDestinations(ctx, spec)
+	var nvh *scheduler.NoValidHostError
+	if errors.As(err, &nvh) {
+		log.Info("no valid host, burying in cell0", "instances", len(group), "reason", nvh.Error())
+		return s.bury(ctx, group, nvh.Error())
+	}
+	if err != nil {
+		return fmt.Errorf("select destinations for %d instance(s): %w", len(group), err)
+	}
+	var firstErr error
+	for i, g := range group {
+		if err := s.handOff(ctx, g, sels[i]); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+// handOff creates the instance in its cell, stores the alternates, casts
+// the build to the host and deletes the BuildRequest: one transaction, so
+// either all of it happened or none did and another holder starts over.
+func (s *Superconductor) handOff(ctx context.Context, g leasedRequest, sels []etcdschema.Selection) error {
+	k := s.cfg.Keys
+	br := g.br
+	chosen := sels[0]
+	now := time.Now().UTC()
+	inst := &etcdschema.Instance{
+		UUID: br.InstanceUUID, Name: br.Name, Status: etcdschema.StatusBuild,
+		TaskState: etcdschema.TaskSpawning, Host: chosen.ServiceHost, Node: chosen.Nodename,
+		Cell: chosen.Cell, Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
+		AvailabilityZone: chosen.AvailabilityZone, Attempts: 1, CreatedAt: br.CreatedAt, UpdatedAt: now,
+	}
+	mapping := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, Cell: chosen.Cell,
+		ProjectID: br.ProjectID, CreatedAt: br.CreatedAt}
+	alts := &etcdschema.Alternates{InstanceUUID: br.InstanceUUID, Cell: chosen.Cell,
+		MaxAttempts: s.cfg.MaxAttempts, Remaining: sels[1:],
+		Attempts: []etcdschema.Attempt{{Host: chosen.ServiceHost, At: now}}}
+	build := &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: br.InstanceUUID, Name: br.Name,
+		Cell: chosen.Cell, Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
+		Attempt: 1, RequestID: br.RequestID, CastAt: now}
+	held, err := s.queue.StillHeld(ctx, g.item)
+	if err != nil {
+		return err
+	}
+	ops := []clientv3.Op{
+		clientv3.OpPut(k.CellInstance(chosen.Cell, br.InstanceUUID), etcdschema.MustEncode(inst)),
+		clientv3.OpPut(k.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(mapping)),
+		clientv3.OpPut(k.Alternates(br.InstanceUUID), etcdschema.MustEncode(alts)),
+		clientv3.OpPut(k.Build(chosen.ServiceHost, br.InstanceUUID), etcdschema.MustEncode(build)),
+	}
+	ops = append(ops, FinishOps(g.item)...)
+	resp, err := s.cfg.Client.Txn(ctx).
+		If(held, clientv3.Compare(clientv3.ModRevision(g.item.Key), "=", g.item.ModRev),
+			clientv3.Compare(clientv3.CreateRevision(k.InstanceMapping(br.InstanceUUID)), ">", 0)).
+		Then(ops...).Commit()
+	if err != nil {
+		return fmt.Errorf("hand off %s to %s: %w", br.InstanceUUID, chosen.ServiceHost, err)
+	}
+	if !resp.Succeeded {
+		return s.abandon(ctx, br.InstanceUUID)
+	}
+	s.log.Debug("handed off", "instance", br.InstanceUUID, "host", chosen.ServiceHost,
+		"cell", chosen.Cell, "alternates", len(sels)-1)
+	return nil
+}
+
+// abandon runs when a hand-off's preconditions failed. If the user deleted
+// the request meanwhile (its mapping is gone) our claim is an orphan and is
+// freed; otherwise another holder has the request and owns the claim.
+func (s *Superconductor) abandon(ctx context.Context, uuid string) error {
+	resp, err := s.cfg.Client.Get(ctx, s.cfg.Keys.InstanceMapping(uuid))
+	if err != nil {
+		return fmt.Errorf("check mapping of %s: %w", uuid, err)
+	}
+	if len(resp.Kvs) > 0 {
+		s.log.Warn("lost the lease on a build request mid hand-off; leaving it to its new holder", "instance", uuid)
+		return nil
+	}
+	s.log.Info("build request deleted while scheduling, freeing its claim", "instance", uuid)
+	if err := s.cfg.Placement.DeleteAllocations(ctx, uuid); err != nil && !errors.Is(err, placement.ErrNotFound) {
+		return fmt.Errorf("free claim of deleted request %s: %w", uuid, err)
+	}
+	return nil
+}
+
+// bury records instances that could not be scheduled in cell0, in ERROR
+// with the reason, as Nova's _bury_in_cell0 does.
+func (s *Superconductor) bury(ctx context.Context, group []leasedRequest, reason string) error {
+	k := s.cfg.Keys
+	now := time.Now().UTC()
+	for _, g := range group {
+		br := g.br
+		inst := &etcdschema.Instance{
+			UUID: br.InstanceUUID, Name: br.Name, Status: etcdschema.StatusError, Cell: etcdschema.Cell0,
+			Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
+			Fault:     &etcdschema.Fault{Code: 500, Message: reason, Created: now},
+			CreatedAt: br.CreatedAt, UpdatedAt: now,
+		}
+		mapping := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, Cell: etcdschema.Cell0,
+			ProjectID: br.ProjectID, CreatedAt: br.CreatedAt}
+		held, err := s.queue.StillHeld(ctx, g.item)
+		if err != nil {
+			return err
+		}
+		ops := append([]clientv3.Op{
+			clientv3.OpPut(k.CellInstance(etcdschema.Cell0, br.InstanceUUID), etcdschema.MustEncode(inst)),
+			clientv3.OpPut(k.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(mapping)),
+		}, FinishOps(g.item)...)
+		// Only while we hold it; and if the user deleted it meanwhile (no
+		// mapping), there is nothing to record, just the item to finish.
+		_, err = s.cfg.Client.Txn(ctx).If(held).Then(clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k.InstanceMapping(br.InstanceUUID)), ">", 0)},
+			ops, FinishOps(g.item))).Commit()
+		if err != nil {
+			return fmt.Errorf("bury %s in cell0: %w", br.InstanceUUID, err)
+		}
+	}
+	return nil
+}

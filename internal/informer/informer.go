@@ -1,0 +1,161 @@
+// Package informer keeps a consumer in step with an etcd prefix: a paginated
+// list, then a watch from the list's revision so no change falls in between,
+// and a fresh list whenever the watch is compacted away or breaks. It is the
+// one way Berth's caches (host manager, queues, agents) follow etcd.
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// PageSize is how many keys one list request reads.
+const PageSize = 5000
+
+// Event is one change under the prefix.
+type Event struct {
+	Key      string
+	Value    []byte // nil for deletes
+	Deleted  bool
+	Revision int64 // mod revision of the change
+}
+
+// Handler receives the state of the prefix.
+type Handler interface {
+	// Reset replaces everything known with the listed keys (at startup and
+	// after a re-list). Events follow from rev+1.
+	Reset(kvs []Event, rev int64)
+	// Apply receives the events of one watch response, in order.
+	Apply(events []Event)
+}
+
+// Informer follows one prefix.
+type Informer struct {
+	cli    *clientv3.Client
+	prefix string
+	h      Handler
+	log    hclog.Logger
+	synced chan struct{}
+}
+
+// New returns an informer for prefix that feeds h.
+func New(cli *clientv3.Client, prefix string, h Handler, log hclog.Logger) *Informer {
+	return &Informer{cli: cli, prefix: prefix, h: h, log: log, synced: make(chan struct{})}
+}
+
+// Synced is closed once the first list has been handed to the handler.
+func (in *Informer) Synced() <-chan struct{} { return in.synced }
+
+// WaitSynced blocks until the first list is applied or ctx ends.
+func (in *Informer) WaitSynced(ctx context.Context) error {
+	select {
+	case <-in.synced:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for %s to load: %w", in.prefix, ctx.Err())
+	}
+}
+
+// Run lists and watches until ctx ends. It never gives up on etcd: errors
+// are logged and retried with back-off, since every long-running piece must
+// survive its peers (etcd included) restarting.
+func (in *Informer) Run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	first := true
+	for ctx.Err() == nil {
+		rev, err := in.list(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			in.log.Warn("list failed, retrying", "prefix", in.prefix, "error", err, "backoff", backoff)
+			sleep(ctx, backoff)
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if first {
+			close(in.synced)
+			first = false
+		}
+		err = in.watch(ctx, rev)
+		if ctx.Err() != nil {
+			return
+		}
+		in.log.Debug("watch ended, re-listing", "prefix", in.prefix, "error", err)
+	}
+}
+
+func (in *Informer) list(ctx context.Context) (int64, error) {
+	var all []Event
+	key := in.prefix
+	end := clientv3.GetPrefixRangeEnd(in.prefix)
+	var rev int64
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(PageSize)}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev)) // every page from one snapshot
+		}
+		resp, err := in.cli.Get(ctx, key, opts...)
+		if err != nil {
+			return 0, fmt.Errorf("list %s: %w", in.prefix, err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			all = append(all, Event{Key: string(kv.Key), Value: kv.Value, Revision: kv.ModRevision})
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	in.h.Reset(all, rev)
+	return rev, nil
+}
+
+func (in *Informer) watch(ctx context.Context, rev int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	wch := in.cli.Watch(wctx, in.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	for resp := range wch {
+		if err := resp.Err(); err != nil {
+			if errors.Is(err, rpctypes.ErrCompacted) {
+				return fmt.Errorf("watch %s compacted at %d: %w", in.prefix, resp.CompactRevision, err)
+			}
+			return fmt.Errorf("watch %s: %w", in.prefix, err)
+		}
+		if len(resp.Events) == 0 {
+			continue
+		}
+		evs := make([]Event, 0, len(resp.Events))
+		for _, e := range resp.Events {
+			ev := Event{Key: string(e.Kv.Key), Revision: e.Kv.ModRevision}
+			if e.Type == mvccpb.DELETE {
+				ev.Deleted = true
+			} else {
+				ev.Value = e.Kv.Value
+			}
+			evs = append(evs, ev)
+		}
+		in.h.Apply(evs)
+	}
+	return ctx.Err()
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

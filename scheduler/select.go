@@ -1,0 +1,275 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/placement"
+)
+
+// AllocationRequestVersion is the Placement microversion an alternate's
+// allocation request is written for (Nova records it in the Selection).
+const AllocationRequestVersion = "1.36"
+
+// Placement is what the scheduler needs of the placement service: the
+// candidate search on its in-memory index and the claim transactions.
+type Placement interface {
+	AllocationCandidates(ctx context.Context, q placement.CandidateQuery) (*placement.Candidates, error)
+	PutAllocations(ctx context.Context, consumer string, w placement.AllocationWrite) error
+	DeleteAllocations(ctx context.Context, consumer string) error
+}
+
+// Config is the scheduler's tuning, from the HCL scheduler block.
+type Config struct {
+	MaxAttempts                 int
+	HostSubsetSize              int
+	MaxPlacementResults         int
+	ShuffleBestSameWeighedHosts bool
+	EnabledFilters              []string
+	Weights                     map[string]float64
+}
+
+// DefaultConfig is Nova's defaults.
+func DefaultConfig() Config {
+	return Config{
+		MaxAttempts:         3,
+		HostSubsetSize:      1,
+		MaxPlacementResults: 1000,
+		EnabledFilters:      []string{"ComputeFilter"},
+		Weights:             map[string]float64{"ram": 1.0},
+	}
+}
+
+// Scheduler answers select_destinations.
+type Scheduler struct {
+	cfg       Config
+	placement Placement
+	hosts     *HostManager
+	filters   []Filter
+	weighers  []weigherWithMultiplier
+	log       hclog.Logger
+}
+
+// New builds a scheduler over a placement service and a host manager.
+func New(cfg Config, p Placement, hm *HostManager, log hclog.Logger) (*Scheduler, error) {
+	if cfg.MaxAttempts < 1 {
+		return nil, fmt.Errorf("scheduler: max_attempts must be at least 1, got %d", cfg.MaxAttempts)
+	}
+	if cfg.HostSubsetSize < 1 {
+		cfg.HostSubsetSize = 1
+	}
+	filters, err := NewFilters(cfg.EnabledFilters)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: enabled_filters: %w", err)
+	}
+	ws, err := NewWeighers(cfg.Weights)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: weights: %w", err)
+	}
+	return &Scheduler{cfg: cfg, placement: p, hosts: hm, filters: filters, weighers: ws, log: log}, nil
+}
+
+// SelectDestinations places every instance of spec: it claims resources
+// for each, all or nothing, and returns per instance the chosen Selection
+// (claimed) followed by up to max_attempts-1 alternates from the same cell
+// (unclaimed, each with the allocation request a conductor can claim).
+func (s *Scheduler) SelectDestinations(ctx context.Context, spec *RequestSpec) ([][]etcdschema.Selection, error) {
+	start := time.Now()
+	if len(spec.InstanceUUIDs) == 0 {
+		return nil, fmt.Errorf("select destinations: no instance uuids")
+	}
+	log := s.log.With("request_id", spec.RequestID)
+	q := BuildPlacementQuery(spec, s.cfg.MaxPlacementResults)
+	cands, err := s.placement.AllocationCandidates(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("select destinations: allocation candidates: %w", err)
+	}
+	if len(cands.AllocationRequests) == 0 {
+		return nil, &NoValidHostError{Reason: "Placement found no resource provider with room for the flavor."}
+	}
+	hosts := s.hostStates(spec, cands)
+	counts := map[string]int{}
+	filtered := runFilters(s.filters, hosts, spec, 0, counts)
+
+	n := len(spec.InstanceUUIDs)
+	chosen := make([]*HostState, 0, n)
+	claimedReqs := make([]placement.AllocationRequest, 0, n)
+	selectedHosts := map[string]bool{}
+	var lastSorted []weighed
+	for i, uuid := range spec.InstanceUUIDs {
+		if i > 0 {
+			filtered = runFilters(s.filters, filtered, spec, i, counts)
+		}
+		sorted := s.sortHosts(filtered, spec)
+		lastSorted = sorted
+		var picked *HostState
+		var pickedReq placement.AllocationRequest
+		for _, w := range sorted {
+			h := w.host
+			if len(h.Candidates) == 0 {
+				continue
+			}
+			ar := h.Candidates[0]
+			err := s.placement.PutAllocations(ctx, uuid, placement.AllocationWrite{
+				Allocations: ar.Allocations, ProjectID: spec.ProjectID, UserID: spec.UserID,
+			})
+			if err == nil {
+				picked, pickedReq = h, ar
+				break
+			}
+			if isClaimRace(err) {
+				log.Debug("claim lost, trying the next host", "instance", uuid, "host", h.Host, "error", err)
+				continue
+			}
+			s.rollback(ctx, spec.InstanceUUIDs[:i])
+			return nil, fmt.Errorf("claim %s on %s: %w", uuid, h.Host, err)
+		}
+		if picked == nil {
+			s.rollback(ctx, spec.InstanceUUIDs[:i])
+			return nil, &NoValidHostError{
+				Reason:  fmt.Sprintf("There are not enough hosts available (placed %d of %d).", i, n),
+				Removed: orderedCounts(s.filters, counts),
+			}
+		}
+		picked.consume(pickedReq)
+		chosen = append(chosen, picked)
+		claimedReqs = append(claimedReqs, pickedReq)
+		selectedHosts[picked.Host] = true
+	}
+
+	out := make([][]etcdschema.Selection, n)
+	for i, h := range chosen {
+		out[i] = append(out[i], s.selection(h, claimedReqs[i]))
+		for _, w := range lastSorted {
+			if len(out[i]) >= s.cfg.MaxAttempts {
+				break
+			}
+			alt := w.host
+			if alt.Cell != h.Cell || selectedHosts[alt.Host] || len(alt.Candidates) == 0 {
+				continue
+			}
+			out[i] = append(out[i], s.selection(alt, alt.Candidates[0]))
+		}
+	}
+	log.Debug("selected destinations", "instances", n, "candidates", len(hosts),
+		"passed_filters", len(filtered), "elapsed", time.Since(start))
+	return out, nil
+}
+
+func isClaimRace(err error) bool {
+	return errors.Is(err, placement.ErrInsufficientCapacity) ||
+		errors.Is(err, placement.ErrConcurrentUpdate) ||
+		errors.Is(err, placement.ErrProviderNotFound)
+}
+
+// rollback frees earlier claims of a request that cannot be placed whole.
+func (s *Scheduler) rollback(ctx context.Context, uuids []string) {
+	for _, u := range uuids {
+		if err := s.placement.DeleteAllocations(context.WithoutCancel(ctx), u); err != nil &&
+			!errors.Is(err, placement.ErrNotFound) {
+			s.log.Error("could not free claim of unplaceable request", "instance", u, "error", err)
+		}
+	}
+}
+
+// sortHosts weighs hosts and moves a random one of the best
+// host_subset_size to the front, as Nova does.
+func (s *Scheduler) sortHosts(hosts []*HostState, spec *RequestSpec) []weighed {
+	sorted := weighHosts(s.weighers, hosts, spec)
+	if len(sorted) == 0 {
+		return sorted
+	}
+	if s.cfg.ShuffleBestSameWeighedHosts {
+		top := 1
+		for top < len(sorted) && sorted[top].weight == sorted[0].weight {
+			top++
+		}
+		rand.Shuffle(top, func(a, b int) { sorted[a], sorted[b] = sorted[b], sorted[a] })
+	}
+	if k := min(s.cfg.HostSubsetSize, len(sorted)); k > 1 {
+		j := rand.IntN(k)
+		pick := sorted[j]
+		copy(sorted[1:j+1], sorted[:j])
+		sorted[0] = pick
+	}
+	return sorted
+}
+
+// hostStates joins placement's candidates with the host manager: one
+// HostState per compute node (root provider) that has a known service.
+func (s *Scheduler) hostStates(spec *RequestSpec, c *placement.Candidates) []*HostState {
+	byRoot := map[string]*HostState{}
+	var order []*HostState
+	ignore := map[string]bool{}
+	for _, h := range spec.IgnoreHosts {
+		ignore[h] = true
+	}
+	for _, ar := range c.AllocationRequests {
+		root := rootOf(ar, c.ProviderSummaries)
+		if root == "" {
+			continue
+		}
+		hs, ok := byRoot[root]
+		if !ok {
+			host, known := s.hosts.HostForProvider(root)
+			if !known || ignore[host] {
+				byRoot[root] = nil
+				continue
+			}
+			v, ok := s.hosts.view(host)
+			if !ok {
+				byRoot[root] = nil
+				continue
+			}
+			hs = &HostState{
+				Host: host, Cell: v.Cell, ProviderUUID: root, Service: v.Service, Up: v.Up,
+				Instances: v.Instances, NumInstances: len(v.Instances),
+				FailedBuilds: v.Service.FailedBuilds,
+				Resources:    c.ProviderSummaries[root].Resources,
+			}
+			byRoot[root] = hs
+			order = append(order, hs)
+		}
+		if hs != nil {
+			hs.Candidates = append(hs.Candidates, ar)
+		}
+	}
+	return order
+}
+
+// rootOf returns the root provider of an allocation request's providers.
+func rootOf(ar placement.AllocationRequest, sums map[string]placement.ProviderSummary) string {
+	for rp := range ar.Allocations {
+		if sum, ok := sums[rp]; ok && sum.RootProviderUUID != "" {
+			return sum.RootProviderUUID
+		}
+		return rp
+	}
+	return ""
+}
+
+func (s *Scheduler) selection(h *HostState, ar placement.AllocationRequest) etcdschema.Selection {
+	b, _ := json.Marshal(ar)
+	return etcdschema.Selection{
+		ComputeNodeUUID: h.ProviderUUID, ServiceHost: h.Host, Nodename: h.Host, Cell: h.Cell,
+		AllocationRequest: string(b), AllocationRequestVersion: AllocationRequestVersion,
+	}
+}
+
+func orderedCounts(filters []Filter, counts map[string]int) []FilterCount {
+	var out []FilterCount
+	for _, f := range filters {
+		if !slices.ContainsFunc(out, func(c FilterCount) bool { return c.Filter == f.Name() }) {
+			out = append(out, FilterCount{Filter: f.Name(), Removed: counts[f.Name()]})
+		}
+	}
+	return out
+}

@@ -1,0 +1,65 @@
+// Package scheduler is Berth's select_destinations: it turns a RequestSpec
+// into a placement query, joins the allocation candidates with its
+// watch-fed view of the hosts, filters and weighs them, claims resources
+// for each instance and returns Nova-style Selections with alternates.
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// RequestSpec is what select_destinations is asked to place.
+type RequestSpec struct {
+	InstanceUUIDs    []string                  `json:"instance_uuids"`
+	Flavor           etcdschema.Flavor         `json:"flavor"`
+	ProjectID        string                    `json:"project_id"`
+	UserID           string                    `json:"user_id"`
+	AvailabilityZone string                    `json:"availability_zone,omitempty"`
+	Hints            etcdschema.SchedulerHints `json:"scheduler_hints,omitempty"`
+	IgnoreHosts      []string                  `json:"ignore_hosts,omitempty"`
+	RequestID        string                    `json:"request_id,omitempty"`
+}
+
+// NoValidHostError says why no host could take the request: how many
+// hosts each step removed, so an operator can see what to fix.
+type NoValidHostError struct {
+	Reason string
+	// Removed counts the hosts each filter removed, in filter order.
+	Removed []FilterCount
+}
+
+// FilterCount is how many hosts one step removed.
+type FilterCount struct {
+	Filter  string `json:"filter"`
+	Removed int    `json:"removed"`
+}
+
+func (e *NoValidHostError) Error() string {
+	var b strings.Builder
+	b.WriteString("No valid host was found. ")
+	b.WriteString(e.Reason)
+	if len(e.Removed) > 0 {
+		parts := make([]string, 0, len(e.Removed))
+		for _, c := range e.Removed {
+			parts = append(parts, fmt.Sprintf("%s removed %d", c.Filter, c.Removed))
+		}
+		b.WriteString(" (")
+		b.WriteString(strings.Join(parts, ", "))
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// sortedKeys is a small helper for deterministic iteration.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

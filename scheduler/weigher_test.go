@@ -1,0 +1,64 @@
+package scheduler
+
+import (
+	"testing"
+
+	"github.com/berth-project/berth/placement"
+)
+
+func hostRes(name string, freeRAM, freeCPU int64, failed, instances int) *HostState {
+	return &HostState{Host: name, FailedBuilds: failed, NumInstances: instances,
+		Resources: map[string]placement.ResourceSummary{
+			placement.MemoryMB: {Capacity: 100000, Used: 100000 - freeRAM},
+			placement.VCPU:     {Capacity: 1000, Used: 1000 - freeCPU},
+		}}
+}
+
+func order(ws []weighed) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.host.Host)
+	}
+	return out
+}
+
+func TestWeighHosts(t *testing.T) {
+	a := hostRes("a", 1000, 10, 0, 5)
+	b := hostRes("b", 4000, 5, 0, 1)
+	c := hostRes("c", 2000, 20, 2, 0)
+	cases := []struct {
+		desc    string
+		weights map[string]float64
+		want    []string
+	}{
+		{"ram spreads to the most free RAM", map[string]float64{"ram": 1}, []string{"b", "c", "a"}},
+		{"negative ram multiplier stacks", map[string]float64{"ram": -1}, []string{"a", "c", "b"}},
+		{"cpu spreads to the most free vCPUs", map[string]float64{"cpu": 1}, []string{"c", "a", "b"}},
+		{"build failures outweigh resources", map[string]float64{"ram": 1, "build_failure": 1e6}, []string{"b", "a", "c"}},
+		{"num_instances positive packs", map[string]float64{"num_instances": 1}, []string{"a", "b", "c"}},
+		{"all-equal values weigh nothing: input order kept", map[string]float64{"disk": 1}, []string{"a", "b", "c"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			ws, err := NewWeighers(tc.weights)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := order(weighHosts(ws, []*HostState{a, b, c}, &RequestSpec{}))
+			if len(got) != 3 || got[0] != tc.want[0] || got[1] != tc.want[1] || got[2] != tc.want[2] {
+				t.Fatalf("order = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWeighingNormalisesToUnitRange(t *testing.T) {
+	ws, _ := NewWeighers(map[string]float64{"ram": 2})
+	out := weighHosts(ws, []*HostState{hostRes("a", 0, 0, 0, 0), hostRes("b", 500, 0, 0, 0), hostRes("c", 1000, 0, 0, 0)}, &RequestSpec{})
+	want := map[string]float64{"c": 2, "b": 1, "a": 0}
+	for _, w := range out {
+		if w.weight != want[w.host.Host] {
+			t.Fatalf("%s weighs %v, want %v", w.host.Host, w.weight, want[w.host.Host])
+		}
+	}
+}
