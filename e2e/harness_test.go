@@ -1,0 +1,185 @@
+// Package e2e runs real berth processes against real etcd on loopback and
+// checks what a user and an operator would see.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// berthBin is the binary built once for the whole package.
+var berthBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "berth-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	berthBin = filepath.Join(dir, "berth")
+	build := exec.Command("go", "build", "-o", berthBin, "../cmd/berth")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build berth:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is one running berth process with its output captured to a file.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+func startProc(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(berthBin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); f.Close() }()
+	t.Cleanup(func() {
+		p.stop(t, 20*time.Second)
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			lines := strings.Split(string(b), "\n")
+			if len(lines) > 40 {
+				lines = lines[len(lines)-40:]
+			}
+			t.Logf("---- last lines of %s ----\n%s", name, strings.Join(lines, "\n"))
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and waits; it kills the process past the timeout.
+func (p *proc) stop(t *testing.T, timeout time.Duration) error {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		err := <-p.done
+		p.done <- err
+		t.Errorf("%s did not stop within %s after SIGTERM", p.name, timeout)
+		return err
+	}
+}
+
+// cli runs the berth CLI and returns its output.
+func cli(t *testing.T, apiURL string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(berthBin, args...)
+	cmd.Env = append(os.Environ(), "BERTH_API="+apiURL)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, last)
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline above
+	}
+}
+
+func waitHTTP(t *testing.T, url string) {
+	t.Helper()
+	eventually(t, 60*time.Second, url+" to answer", func() (bool, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode < 500, resp.Status
+	})
+}
+
+// leftovers lists consumers (allocations) and provider usages still in
+// etcd: after every server is deleted there must be none.
+func leftovers(t *testing.T, cli *clientv3.Client, keys etcdschema.Keys) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []string
+	cons, err := cli.Get(ctx, keys.Consumers(), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range cons.Kvs {
+		out = append(out, "consumer "+string(kv.Key))
+	}
+	provs, err := cli.Get(ctx, keys.Providers(), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range provs.Kvs {
+		var p etcdschema.Provider
+		if err := etcdschema.Decode(string(kv.Key), kv.Value, &p); err != nil {
+			t.Fatal(err)
+		}
+		for rc, used := range p.Usages {
+			if used != 0 {
+				out = append(out, fmt.Sprintf("provider %s uses %d %s", p.Name, used, rc))
+			}
+		}
+	}
+	return out
+}
+
+// countByStatus parses `berth server list` output.
+func countByStatus(out string) map[string]int {
+	m := map[string]int{}
+	for _, line := range strings.Split(out, "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) >= 3 {
+			m[f[2]]++
+		}
+	}
+	return m
+}

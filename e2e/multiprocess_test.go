@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+)
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func etcdBlock(url string) string {
+	return fmt.Sprintf("etcd {\n  endpoints = [%q]\n  prefix = \"/berth\"\n}\nlog {\n  level = \"debug\"\n}\n", url)
+}
+
+// TestMultiProcessBootAndDelete runs berth server, berth conductor and three
+// berth agents as separate processes against one etcd, creates servers
+// through the CLI, waits for ACTIVE, deletes them and checks that no
+// allocation is left behind.
+func TestMultiProcessBootAndDelete(t *testing.T) {
+	if testing.Short() {
+		t.Skip("e2e: starts real processes")
+	}
+	etcd := etcdtest.Start(t)
+	dir := t.TempDir()
+	apiAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	placeAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	schedAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	apiURL := "http://" + apiAddr
+
+	server := writeFile(t, dir, "server.hcl", etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
+api { bind = %q }
+placement { bind = %q }
+scheduler { bind = %q }
+superconductor {}
+`, apiAddr, placeAddr, schedAddr))
+	conductor := writeFile(t, dir, "conductor.hcl", etcdBlock(etcd.ClientURL())+`
+conductor {
+  cell = "cell1"
+  lease_ttl = "3s"
+}
+`)
+	startProc(t, "conductor", "conductor", "-config", conductor)
+	startProc(t, "server", "server", "-config", server)
+	for i := 1; i <= 3; i++ {
+		agent := writeFile(t, dir, fmt.Sprintf("agent%d.hcl", i), etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
+agent {
+  host = "compute-%d"
+  cell = "cell1"
+  report_interval = "1s"
+  service_down_time = "5s"
+  inventory {
+    vcpus = 8
+    memory_mb = 16384
+    disk_gb = 200
+    reserved_host_memory_mb = 0
+  }
+}
+`, i))
+		startProc(t, fmt.Sprintf("agent-%d", i), "agent", "-config", agent)
+	}
+	waitHTTP(t, apiURL+"/healthz")
+
+	keys := etcdschema.New("/berth")
+	cli := etcd.Client()
+	eventually(t, 30*time.Second, "three agents alive", func() (bool, string) {
+		resp, err := cli.Get(context.Background(), keys.HostsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			return false, err.Error()
+		}
+		alive := 0
+		for _, kv := range resp.Kvs {
+			if strings.HasSuffix(string(kv.Key), "/alive") {
+				alive++
+			}
+		}
+		return alive == 3, fmt.Sprintf("%d alive", alive)
+	})
+
+	out, err := runCLI(t, apiURL, "server", "create", "--flavor", "m1.small", "--count", "5", "--name", "web", "--wait", "--timeout", "60s")
+	if err != nil {
+		t.Fatalf("create: %v\n%s", err, out)
+	}
+	if n := strings.Count(out, "ACTIVE"); n != 5 {
+		t.Fatalf("want 5 ACTIVE servers, got %d:\n%s", n, out)
+	}
+	// Each host has room for several m1.small, but the RAM weigher spreads:
+	// five servers over three hosts use every host.
+	for i := 1; i <= 3; i++ {
+		if !strings.Contains(out, fmt.Sprintf("compute-%d", i)) {
+			t.Errorf("no server on compute-%d; the weighers should spread:\n%s", i, out)
+		}
+	}
+
+	list, err := runCLI(t, apiURL, "server", "list")
+	if err != nil {
+		t.Fatalf("list: %v\n%s", err, list)
+	}
+	if c := countByStatus(list); c["ACTIVE"] != 5 {
+		t.Fatalf("list shows %v, want 5 ACTIVE:\n%s", c, list)
+	}
+	var ids []string
+	for _, line := range strings.Split(list, "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 0 {
+			ids = append(ids, f[0])
+		}
+	}
+	show, err := runCLI(t, apiURL, "server", "show", ids[0])
+	if err != nil || !strings.Contains(show, "ACTIVE") || !strings.Contains(show, "m1.small") {
+		t.Fatalf("show: %v\n%s", err, show)
+	}
+
+	// A flavor no host can hold ends in ERROR with the scheduler's reason.
+	out, _ = runCLI(t, apiURL, "server", "create", "--flavor", "m1.xlarge", "--count", "7", "--name", "big", "--wait", "--timeout", "60s")
+	if strings.Count(out, "ERROR") != 7 || !strings.Contains(out, "No valid host") {
+		t.Fatalf("want 7 servers in ERROR with 'No valid host':\n%s", out)
+	}
+
+	list, _ = runCLI(t, apiURL, "server", "list")
+	ids = ids[:0]
+	for _, line := range strings.Split(list, "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 0 {
+			ids = append(ids, f[0])
+		}
+	}
+	args := append([]string{"server", "delete", "--wait", "--timeout", "60s"}, ids...)
+	if out, err := runCLI(t, apiURL, args...); err != nil {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+	list, _ = runCLI(t, apiURL, "server", "list")
+	if c := countByStatus(list); len(c) != 0 {
+		t.Fatalf("servers left after delete: %v\n%s", c, list)
+	}
+	if left := leftovers(t, cli, keys); len(left) > 0 {
+		t.Fatalf("allocations left behind after deleting every server: %v", left)
+	}
+}
+
+func runCLI(t *testing.T, apiURL string, args ...string) (string, error) {
+	t.Helper()
+	return cli(t, apiURL, args...)
+}
