@@ -127,10 +127,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	go a.builds.Run(ctx)
-	go a.dispatch(ctx)
+	dispatched := make(chan struct{})
+	go func() { a.dispatch(ctx); close(dispatched) }()
 	go a.periodic(ctx)
 	a.log.Info("agent running", "provider", a.provider)
 	<-ctx.Done()
+	<-dispatched // no wg.Add after this point
 	a.wg.Wait()
 	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

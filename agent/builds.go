@@ -157,7 +157,10 @@ func (a *Agent) build(ctx context.Context, ev informer.Event, b *etcdschema.Buil
 	now := time.Now().UTC()
 	if spawnErr == nil {
 		inst.Status, inst.TaskState, inst.Fault, inst.UpdatedAt = etcdschema.StatusActive, "", nil, now
-		ops := []clientv3.Op{clientv3.OpPut(instKey, etcdschema.MustEncode(inst))}
+		// Built: the alternates have served their purpose and are deleted,
+		// keeping the live key count bounded.
+		ops := []clientv3.Op{clientv3.OpPut(instKey, etcdschema.MustEncode(inst)),
+			clientv3.OpDelete(k.Alternates(b.InstanceUUID))}
 		if a.cfg.TrackInstanceChanges {
 			info := &etcdschema.InstanceInfo{UUID: b.InstanceUUID, Host: a.cfg.Host, FlavorID: b.Flavor.ID,
 				Flavor: b.Flavor.Name, State: "active", UpdatedAt: now}

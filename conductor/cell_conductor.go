@@ -98,6 +98,12 @@ func (c *CellConductor) process(ctx context.Context, it Item) error {
 		}
 		altRev = altKVs[0].ModRevision
 	}
+	// The agent freed its claim before filing the retry, so any allocation
+	// this consumer holds now was made by a conductor that died between its
+	// claim and its commit: we hold the retry, so that claim is stale.
+	if err := c.cfg.Placement.DeleteAllocations(ctx, uuid); err != nil && !errors.Is(err, placement.ErrNotFound) {
+		return fmt.Errorf("free stale claim of %s: %w", uuid, err)
+	}
 	// Record the failed attempt's reason.
 	if n := len(alts.Attempts); n > 0 && alts.Attempts[n-1].Host == retry.FailedHost && alts.Attempts[n-1].Reason == "" {
 		alts.Attempts[n-1].Reason = retry.Reason
@@ -118,7 +124,7 @@ func (c *CellConductor) process(ctx context.Context, it Item) error {
 		})
 		if err != nil {
 			if errors.Is(err, placement.ErrInsufficientCapacity) || errors.Is(err, placement.ErrConcurrentUpdate) ||
-				errors.Is(err, placement.ErrProviderNotFound) || errors.Is(err, placement.ErrConsumerGenerationConflict) {
+				errors.Is(err, placement.ErrProviderNotFound) {
 				log.Info("alternate no longer fits, discarding it", "host", sel.ServiceHost, "error", err)
 				continue
 			}
@@ -139,15 +145,18 @@ func (c *CellConductor) process(ctx context.Context, it Item) error {
 			clientv3.OpPut(k.Alternates(uuid), etcdschema.MustEncode(&alts)),
 			clientv3.OpPut(k.Build(sel.ServiceHost, uuid), etcdschema.MustEncode(&build)),
 		})
-		if err != nil || !ok {
+		if err != nil {
+			// The commit may or may not have applied (a timeout): keep the
+			// claim. If it applied, the retry is finished and the claim is the
+			// build's; if not, the next holder frees it as stale.
+			return err
+		}
+		if !ok {
 			// The instance or its alternates changed under us (deleted, most
 			// likely): our claim must not outlive this attempt.
 			if derr := c.cfg.Placement.DeleteAllocations(context.WithoutCancel(ctx), uuid); derr != nil &&
 				!errors.Is(derr, placement.ErrNotFound) {
 				log.Error("could not free claim after a failed retry hand-off", "error", derr)
-			}
-			if err != nil {
-				return err
 			}
 			return fmt.Errorf("retry %s: instance or alternates changed during the hand-off", uuid)
 		}

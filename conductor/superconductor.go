@@ -216,6 +216,8 @@ func (s *Superconductor) handOff(ctx context.Context, g leasedRequest, sels []et
 		return fmt.Errorf("hand off %s to %s: %w", br.InstanceUUID, chosen.ServiceHost, err)
 	}
 	if !resp.Succeeded {
+		// Our lease key (if still ours) would otherwise outlive the request.
+		defer s.queue.Release(context.WithoutCancel(ctx), g.item)
 		return s.abandon(ctx, br.InstanceUUID)
 	}
 	s.log.Debug("handed off", "instance", br.InstanceUUID, "host", chosen.ServiceHost,
