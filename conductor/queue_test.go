@@ -1,0 +1,130 @@
+package conductor
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/internal/etcdtest"
+)
+
+func testQueue(cli *clientv3.Client, holder string, process ProcessFunc) *Queue {
+	return NewQueue(QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
+		LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: holder,
+		LeaseTTL: 2 * time.Second, Workers: 2, Process: process, Log: hclog.NewNullLogger()})
+}
+
+// finish is what a real ProcessFunc's final transaction does.
+func finish(q *Queue, cli *clientv3.Client) ProcessFunc {
+	return func(ctx context.Context, it Item) error {
+		held, err := q.StillHeld(ctx, it)
+		if err != nil {
+			return err
+		}
+		_, err = cli.Txn(ctx).If(held).Then(FinishOps(it)...).Commit()
+		return err
+	}
+}
+
+func TestQueueWorksEachItemOnceAcrossHolders(t *testing.T) {
+	_, cli := etcdtest.NetClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	done := make(chan struct{}, 100)
+	var queues []*Queue
+	for _, h := range []string{"a", "b", "c"} {
+		var q *Queue
+		q = testQueue(cli, h, func(ctx context.Context, it Item) error {
+			mu.Lock()
+			seen[it.ID]++
+			mu.Unlock()
+			if err := finish(q, cli)(ctx, it); err != nil {
+				return err
+			}
+			done <- struct{}{}
+			return nil
+		})
+		queues = append(queues, q)
+		go q.Run(ctx)
+	}
+	for _, q := range queues {
+		if err := q.WaitSynced(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 30; i++ {
+		if _, err := cli.Put(ctx, "/q/items/"+string(rune('A'+i)), "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 30; i++ {
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("only %d of 30 items done", i)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("item %s worked %d times", id, n)
+		}
+	}
+}
+
+// A holder that takes an item and dies without finishing it: its session
+// lease expires and another holder finishes the item.
+func TestQueueHandsOverADeadHoldersItem(t *testing.T) {
+	_, cli := etcdtest.NetClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	taken := make(chan struct{})
+	deadCtx, die := context.WithCancel(ctx)
+	dead := testQueue(cli, "dead", func(ctx context.Context, it Item) error {
+		close(taken)
+		<-ctx.Done() // hangs, holding the lease, until it "dies"
+		return ctx.Err()
+	})
+	go dead.Run(deadCtx)
+	if err := dead.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "/q/items/job", "x"); err != nil {
+		t.Fatal(err)
+	}
+	<-taken
+	// Die without a graceful revoke: stop keeping the lease alive.
+	leaseID, _ := dead.LeaseID(ctx)
+	dead.sessMu.Lock()
+	dead.session.Orphan()
+	dead.session = nil
+	dead.sessMu.Unlock()
+	die()
+
+	finished := make(chan string, 1)
+	var q *Queue
+	q = testQueue(cli, "heir", func(ctx context.Context, it Item) error {
+		if err := finish(q, cli)(ctx, it); err != nil {
+			return err
+		}
+		finished <- it.ID
+		return nil
+	})
+	go q.Run(ctx)
+	select {
+	case id := <-finished:
+		if id != "job" {
+			t.Fatalf("finished %q", id)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the dead holder's item (lease %x) was never handed over", leaseID)
+	}
+}
