@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/placement"
+)
+
+func startAgent(t *testing.T, fake FakeConfig) (*clientv3.Client, etcdschema.Keys, *placement.Service, *Agent) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/t")
+	p := placement.New(cli, keys, hclog.NewNullLogger())
+	a, err := New(Config{Host: "h1", Cell: "cell1", ReportInterval: time.Second, TrackInstanceChanges: true,
+		Inventory: Inventory{VCPUs: 4, MemoryMB: 4096, DiskGB: 10}},
+		cli, keys, p, NewFakeDriver("h1", fake), hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go a.Run(ctx)
+	if err := waitFor(func() bool { return a.builds.WaitSynced(ctx) == nil }); err != nil {
+		t.Fatal(err)
+	}
+	return cli, keys, p, a
+}
+
+func waitFor(cond func() bool) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return context.DeadlineExceeded
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// cast does what the superconductor's hand-off does: claim, instance
+// record, build cast.
+func cast(t *testing.T, cli *clientv3.Client, keys etcdschema.Keys, p *placement.Service, a *Agent, uuid string) {
+	t.Helper()
+	ctx := context.Background()
+	err := p.PutAllocations(ctx, uuid, placement.AllocationWrite{ProjectID: "p", UserID: "u",
+		Allocations: map[string]placement.ProviderAllocation{a.ProviderUUID(): {Resources: map[string]int64{"VCPU": 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := &etcdschema.Instance{UUID: uuid, Name: "x", Status: etcdschema.StatusBuild, Host: "h1", Cell: "cell1"}
+	b := &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: uuid, Cell: "cell1", Attempt: 1}
+	if _, err := cli.Txn(ctx).Then(
+		clientv3.OpPut(keys.CellInstance("cell1", uuid), etcdschema.MustEncode(inst)),
+		clientv3.OpPut(keys.Build("h1", uuid), etcdschema.MustEncode(b))).Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func instance(t *testing.T, cli *clientv3.Client, keys etcdschema.Keys, uuid string) etcdschema.Instance {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), keys.CellInstance("cell1", uuid))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("read instance: %v", err)
+	}
+	var in etcdschema.Instance
+	if err := etcdschema.Decode("i", resp.Kvs[0].Value, &in); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func TestAgentRegistersAndBuilds(t *testing.T) {
+	cli, keys, p, a := startAgent(t, FakeConfig{})
+	ctx := context.Background()
+	prov, err := p.Provider(ctx, a.ProviderUUID())
+	if err != nil || prov.Inventories["VCPU"].Total != 4 || prov.Name != "h1" {
+		t.Fatalf("provider not reported: %+v %v", prov, err)
+	}
+	cast(t, cli, keys, p, a, "i1")
+	if err := waitFor(func() bool { return instance(t, cli, keys, "i1").Status == etcdschema.StatusActive }); err != nil {
+		t.Fatal("instance never ACTIVE")
+	}
+	resp, _ := cli.Get(ctx, keys.Build("h1", "i1"))
+	if len(resp.Kvs) != 0 {
+		t.Fatal("cast left behind after the build")
+	}
+	if resp, _ := cli.Get(ctx, keys.HostInstance("h1", "i1")); len(resp.Kvs) != 1 {
+		t.Fatal("no instance info for the schedulers")
+	}
+}
+
+func TestAgentFailedBuildFreesClaimAndFilesRetry(t *testing.T) {
+	cli, keys, p, a := startAgent(t, FakeConfig{Fail: true, FailReschedulable: true})
+	ctx := context.Background()
+	cast(t, cli, keys, p, a, "i2")
+	if err := waitFor(func() bool {
+		resp, _ := cli.Get(ctx, keys.Retry("cell1", "i2"))
+		return len(resp.Kvs) == 1
+	}); err != nil {
+		t.Fatal("no retry filed")
+	}
+	in := instance(t, cli, keys, "i2")
+	if in.Host != "" || in.TaskState != etcdschema.TaskScheduling {
+		t.Fatalf("instance after a reschedulable failure: %+v", in)
+	}
+	prov, _ := p.Provider(ctx, a.ProviderUUID())
+	if prov.Usages["VCPU"] != 0 {
+		t.Fatalf("claim not freed: provider uses %d VCPU", prov.Usages["VCPU"])
+	}
+}
