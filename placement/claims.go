@@ -84,7 +84,7 @@ func (s *Service) writeAllocations(ctx context.Context, writes map[string]Alloca
 		for rp, a := range w.Allocations {
 			for rc, n := range a.Resources {
 				if n < 1 {
-					return 0, fmt.Errorf("allocation of %d %s on %s for %s: amounts must be at least 1: %w", n, rc, rp, c, ErrInvalid)
+					return 0, detailf(ErrInvalid, "allocation of %d %s on %s for %s: amounts must be at least 1", n, rc, rp, c)
 				}
 			}
 		}
@@ -104,8 +104,7 @@ func (s *Service) writeAllocations(ctx context.Context, writes map[string]Alloca
 			return 0, fmt.Errorf("claim %s: %w", what, err)
 		}
 		if len(cmps) > maxTxnOps || len(ops) > maxTxnOps {
-			return 0, fmt.Errorf("claim %s: %d compares and %d writes, etcd allows %d each: %w",
-				what, len(cmps), len(ops), maxTxnOps, ErrTooManyOps)
+			return 0, fmt.Errorf("claim %s: %w", what, detailf(ErrTooManyOps, "the write needs %d compares and %d operations, etcd allows %d of each in one transaction", len(cmps), len(ops), maxTxnOps))
 		}
 		resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err != nil {
@@ -116,7 +115,7 @@ func (s *Service) writeAllocations(ctx context.Context, writes map[string]Alloca
 		}
 		s.log.Debug("claim lost a race, retrying", "consumer", what, "attempt", attempt+1)
 	}
-	return 0, fmt.Errorf("claim %s: gave up after %d retries: %w", what, s.retryCount, ErrConcurrentUpdate)
+	return 0, fmt.Errorf("claim %s: %w", what, detailf(ErrConcurrentUpdate, "Inventory and/or allocations changed while attempting to allocate: gave up after %d retries", s.retryCount))
 }
 
 // readForClaim reads the consumers and every provider their old and new
@@ -234,19 +233,16 @@ func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string
 		w := writes[c]
 		old := rd.consumers[c]
 		if mustExist && old == nil {
-			return nil, nil, fmt.Errorf("no allocations for consumer %s: %w", c, ErrNotFound)
+			return nil, nil, detailf(ErrNotFound, "No allocations for consumer '%s'", c)
 		}
 		if !opts.IgnoreConsumerGeneration {
 			switch {
 			case w.ConsumerGeneration == nil && old != nil:
-				return nil, nil, fmt.Errorf("consumer %s exists at generation %d but the caller expected a new consumer: %w",
-					c, old.Generation, ErrConsumerGenerationConflict)
+				return nil, nil, detailf(ErrConsumerGenerationConflict, "consumer generation conflict - expected %d but got None", old.Generation)
 			case w.ConsumerGeneration != nil && old == nil:
-				return nil, nil, fmt.Errorf("consumer %s does not exist but the caller expected generation %d: %w",
-					c, *w.ConsumerGeneration, ErrConsumerGenerationConflict)
+				return nil, nil, detailf(ErrConsumerGenerationConflict, "consumer generation conflict - expected null but got %d", *w.ConsumerGeneration)
 			case w.ConsumerGeneration != nil && *w.ConsumerGeneration != old.Generation:
-				return nil, nil, fmt.Errorf("consumer %s is at generation %d, the caller expected %d: %w",
-					c, old.Generation, *w.ConsumerGeneration, ErrConsumerGenerationConflict)
+				return nil, nil, detailf(ErrConsumerGenerationConflict, "consumer generation conflict - expected %d but got %d", old.Generation, *w.ConsumerGeneration)
 			}
 		}
 		if old != nil {
@@ -260,17 +256,16 @@ func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string
 		for rp, a := range w.Allocations {
 			sp := rd.providers[rp]
 			if sp == nil {
-				return nil, nil, fmt.Errorf("allocation for consumer %s names provider %s: %w", c, rp, ErrProviderNotFound)
+				return nil, nil, detailf(ErrProviderNotFound, "Allocation for resource provider '%s' that does not exist.", rp)
 			}
 			u := usage(rp)
 			for rc, n := range a.Resources {
 				inv, ok := sp.p.Inventories[rc]
 				if !ok {
-					return nil, nil, fmt.Errorf("inventory for %s on resource provider %s invalid: %w", rc, rp, ErrInsufficientCapacity)
+					return nil, nil, detailf(ErrInsufficientCapacity, "Inventory for '%s' on resource provider '%s' invalid.", rc, rp)
 				}
 				if n < inv.MinUnit || n > inv.MaxUnit || (inv.StepSize > 1 && n%inv.StepSize != 0) {
-					return nil, nil, fmt.Errorf("unable to allocate %d %s on %s: min_unit %d, max_unit %d, step_size %d: %w",
-						n, rc, rp, inv.MinUnit, inv.MaxUnit, inv.StepSize, ErrInsufficientCapacity)
+					return nil, nil, detailf(ErrInsufficientCapacity, "Unable to create allocation for '%s' on resource provider '%s'. The requested amount would violate inventory constraints.", rc, rp)
 				}
 				u[rc] += n
 			}
@@ -328,7 +323,7 @@ func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string
 			inv, ok := sp.p.Inventories[rc]
 			if !ok {
 				if n > before {
-					return nil, nil, fmt.Errorf("inventory for %s on resource provider %s invalid: %w", rc, rp, ErrInsufficientCapacity)
+					return nil, nil, detailf(ErrInsufficientCapacity, "Inventory for '%s' on resource provider '%s' invalid.", rc, rp)
 				}
 				continue
 			}
@@ -336,8 +331,7 @@ func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string
 			// worse: a provider whose inventory shrank under its usage
 			// can still have allocations moved or reduced.
 			if capy := inv.Capacity(); n > capy && n > before {
-				return nil, nil, fmt.Errorf("unable to allocate %d %s on resource provider %s: %d used of capacity %d: %w",
-					n-before, rc, rp, before, capy, ErrInsufficientCapacity)
+				return nil, nil, detailf(ErrInsufficientCapacity, "Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.", rc, rp)
 			}
 		}
 		next := sp.p.Clone()

@@ -1,6 +1,9 @@
 package placement
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors added beside the contract in types.go; the HTTP layer maps each to
 // a status and a Placement error code.
@@ -31,3 +34,27 @@ var (
 // maxTxnOps is etcd's default --max-txn-ops: the most compares, and the
 // most operations, one transaction may hold.
 const maxTxnOps = 128
+
+// detailError carries the message Placement shows for an error beside the
+// sentinel it stands for, so the HTTP layer can answer in Placement's words
+// while callers test errors.Is(err, ErrX).
+type detailError struct {
+	kind error
+	msg  string
+}
+
+func (e *detailError) Error() string { return e.msg + ": " + e.kind.Error() }
+func (e *detailError) Unwrap() error { return e.kind }
+
+func detailf(kind error, format string, args ...any) error {
+	return &detailError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+// errDetail is the Placement-worded message of err, or err's text.
+func errDetail(err error) string {
+	var d *detailError
+	if errors.As(err, &d) {
+		return d.msg
+	}
+	return err.Error()
+}

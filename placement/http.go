@@ -1,26 +1,26 @@
 package placement
 
-import "net/http"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 
-// HandlerOptions configure the Placement HTTP API.
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+)
+
+// HandlerOptions configure the Placement HTTP API. Set them with
+// SetHandlerOptions before the first call to Handler.
 type HandlerOptions struct {
 	Auth AuthConfig
 }
 
-// AuthConfig says how requests are authenticated.
-type AuthConfig struct {
-	// Mode is "noauth" (Placement's noauth2: token "admin" is an admin,
-	// "user:project" a user) or "tokens" (Tokens maps each token).
-	Mode   string
-	Tokens map[string]TokenInfo
-}
-
-// TokenInfo is what a configured token stands for.
-type TokenInfo struct {
-	UserID    string
-	ProjectID string
-	Roles     []string
-}
+// SetHandlerOptions sets the HTTP API's options (auth). It has no effect
+// once Handler has been called.
+func (s *Service) SetHandlerOptions(o HandlerOptions) { s.opts = o }
 
 // Handler serves the Placement API.
 func (s *Service) Handler() http.Handler {
@@ -28,11 +28,309 @@ func (s *Service) Handler() http.Handler {
 	return s.handler
 }
 
+// Microversions served: 1.0 to maxMinor.
+const maxMinor = 39
+
+// route is one path's methods, so a wrong method answers 405 with Allow.
+type route struct {
+	path    string
+	methods map[string]handlerFunc
+	order   []string
+}
+
+type handlerFunc func(*reqCtx) error
+
 func (s *Service) newRouter() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"versions":[{"id":"v1.0","max_version":"1.39","min_version":"1.0","status":"CURRENT","links":[{"rel":"self","href":""}]}]}`))
+	r := mux.NewRouter()
+	add := func(path string, ms ...any) {
+		rt := &route{path: path, methods: map[string]handlerFunc{}}
+		for i := 0; i < len(ms); i += 2 {
+			m := ms[i].(string)
+			rt.methods[m] = ms[i+1].(func(*reqCtx) error)
+			rt.order = append(rt.order, m)
+		}
+		r.Handle(path, s.dispatch(rt))
+	}
+	add("/", "GET", s.home)
+	add("/resource_classes", "GET", s.listResourceClasses, "POST", s.createResourceClass)
+	add("/resource_classes/{name}", "GET", s.getResourceClass, "PUT", s.updateResourceClass, "DELETE", s.deleteResourceClass)
+	add("/resource_providers", "GET", s.listResourceProviders, "POST", s.createResourceProvider)
+	add("/resource_providers/{uuid}", "GET", s.getResourceProvider, "DELETE", s.deleteResourceProvider, "PUT", s.updateResourceProvider)
+	add("/resource_providers/{uuid}/inventories", "GET", s.getInventories, "POST", s.createInventory, "PUT", s.setInventories, "DELETE", s.deleteInventories)
+	add("/resource_providers/{uuid}/inventories/{resource_class}", "GET", s.getInventory, "PUT", s.updateInventory, "DELETE", s.deleteInventory)
+	add("/resource_providers/{uuid}/usages", "GET", s.providerUsages)
+	add("/resource_providers/{uuid}/aggregates", "GET", s.getAggregates, "PUT", s.setAggregates)
+	add("/resource_providers/{uuid}/allocations", "GET", s.providerAllocations)
+	add("/allocations", "POST", s.postAllocations)
+	add("/allocations/{consumer_uuid}", "GET", s.getAllocations, "PUT", s.putAllocations, "DELETE", s.deleteAllocationsHTTP)
+	add("/allocation_candidates", "GET", s.allocationCandidates)
+	add("/traits", "GET", s.listTraits)
+	add("/traits/{name}", "GET", s.getTrait, "PUT", s.putTrait, "DELETE", s.deleteTrait)
+	add("/resource_providers/{uuid}/traits", "GET", s.providerTraits, "PUT", s.setProviderTraits, "DELETE", s.deleteProviderTraits)
+	add("/usages", "GET", s.totalUsages)
+	add("/reshaper", "POST", s.reshape)
+	r.NotFoundHandler = s.dispatch(nil)
+	r.MethodNotAllowedHandler = s.dispatch(nil)
+	return r
+}
+
+// reqCtx is one request on its way through the API.
+type reqCtx struct {
+	w       http.ResponseWriter
+	r       *http.Request
+	id      string
+	mv      int // minor version; the major is always 1
+	hasMV   bool
+	vars    map[string]string
+	auth    authInfo
+	code    string // Placement error code for an error answer
+	headers http.Header
+}
+
+// atLeast reports whether the request's microversion is 1.minor or later.
+func (c *reqCtx) atLeast(minor int) bool { return c.mv >= minor }
+
+// dispatch runs the pipeline Placement's WSGI stack runs, outermost first:
+// request id, panic guard, auth (the root is open), microversion, then the
+// route's method handler (or 404/405).
+func (s *Service) dispatch(rt *route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := &reqCtx{w: w, r: r, id: "req-" + uuid.NewString(), vars: mux.Vars(r)}
+		w.Header().Set("OpenStack-Request-Id", c.id)
+		w.Header().Set("X-OpenStack-Request-Id", c.id)
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("placement API panic", "request_id", c.id, "panic", fmt.Sprint(p))
+				s.writeError(c, &httpError{status: 500, detail: fmt.Sprint(p)})
+			}
+		}()
+		path := r.URL.Path
+		if path != "/" && path != "" {
+			if !s.authenticate(c) {
+				writeUnauthorized(c)
+				return
+			}
+		}
+		if err := c.negotiateVersion(); err != nil {
+			s.writeError(c, err)
+			return
+		}
+		w.Header().Set("OpenStack-API-Version", fmt.Sprintf("placement 1.%d", c.mv))
+		var h handlerFunc
+		if rt != nil {
+			h = rt.methods[r.Method]
+			if h == nil {
+				w.Header().Set("Allow", strings.Join(rt.order, ", "))
+				w.Header().Add("Vary", "openstack-api-version")
+				s.writeError(c, &httpError{status: 405, detail: fmt.Sprintf("The method %s is not allowed for this resource. \n\n The method specified is not allowed for this resource.", r.Method)})
+				return
+			}
+		}
+		if h == nil {
+			s.writeError(c, errNotFound(""))
+			return
+		}
+		if err := h(c); err != nil {
+			s.writeError(c, err)
+		}
 	})
-	return mux
+}
+
+// negotiateVersion reads OpenStack-API-Version as microversion_parse does.
+func (c *reqCtx) negotiateVersion() error {
+	raw := ""
+	if vals := c.r.Header.Values("OpenStack-API-Version"); len(vals) > 0 {
+		parts := strings.Split(strings.Join(vals, ","), ",")
+		for i := len(parts) - 1; i >= 0; i-- {
+			f := strings.Fields(parts[i])
+			if len(f) >= 2 && strings.EqualFold(f[0], "placement") {
+				raw = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(parts[i]), f[0]))
+				break
+			}
+		}
+	}
+	if raw == "" {
+		c.mv = 0
+		c.hasMV = true
+		return nil
+	}
+	if raw == "latest" {
+		c.mv = maxMinor
+		c.hasMV = true
+		return nil
+	}
+	maj, min, ok := strings.Cut(raw, ".")
+	a, err1 := strconv.Atoi(maj)
+	b, err2 := strconv.Atoi(min)
+	if !ok || err1 != nil || err2 != nil {
+		return &httpError{status: 400, detail: "Invalid microversion: invalid version string: " + raw}
+	}
+	if a != 1 || b < 0 || b > maxMinor {
+		return &httpError{status: 406, detail: "Invalid microversion: Unacceptable version header: " + raw, noVersion: true}
+	}
+	c.mv = b
+	c.hasMV = true
+	return nil
+}
+
+// httpError is an error answer in OpenStack's format.
+type httpError struct {
+	status    int
+	detail    string
+	code      string
+	noVersion bool // a 406 for a bad microversion lists the versions
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("%d: %s", e.status, e.detail) }
+
+func errNotFound(detail string) *httpError {
+	return &httpError{status: 404, detail: detail}
+}
+
+func errBadRequest(format string, args ...any) *httpError {
+	return &httpError{status: 400, detail: fmt.Sprintf(format, args...)}
+}
+
+func errConflict(code, format string, args ...any) *httpError {
+	return &httpError{status: 409, code: code, detail: fmt.Sprintf(format, args...)}
+}
+
+// Placement's error codes.
+const (
+	codeDefault          = "placement.undefined_code"
+	codeInventoryInUse   = "placement.inventory.inuse"
+	codeConcurrentUpdate = "placement.concurrent_update"
+	codeDuplicateName    = "placement.duplicate_name"
+	codeProviderInUse    = "placement.resource_provider.inuse"
+	codeCannotDelParent  = "placement.resource_provider.cannot_delete_parent"
+	codeProviderNotFound = "placement.resource_provider.not_found"
+	codeDuplicateKey     = "placement.query.duplicate_key"
+	codeBadValue         = "placement.query.bad_value"
+	codeMissingValue     = "placement.query.missing_value"
+)
+
+// webob's explanation line for each status, which Placement's error
+// details begin with.
+var explanations = map[int]string{
+	400: "The server could not comply with the request since it is either malformed or otherwise incorrect.",
+	403: "Access was denied to this resource.",
+	404: "The resource could not be found.",
+	405: "",
+	406: "The resource could not be generated that was acceptable to your browser (content of type application/json.",
+	409: "There was a conflict when trying to complete your request.",
+	415: "The request media type is not supported by this server.",
+	500: "The server has either erred or is incapable of performing the requested operation.",
+}
+
+func (s *Service) writeError(c *reqCtx, err error) {
+	var he *httpError
+	if !errors.As(err, &he) {
+		he = s.mapError(err)
+	}
+	if he.status >= 500 {
+		s.log.Error("placement API error", "request_id", c.id, "path", c.r.URL.Path, "error", err)
+	}
+	title := http.StatusText(he.status)
+	detail := he.detail
+	if he.status != 405 {
+		exp := explanations[he.status]
+		if detail == "" {
+			detail = exp + "\n\n   "
+		} else {
+			detail = exp + "\n\n " + detail + "  "
+		}
+	}
+	h := c.w.Header()
+	switch bestErrorType(c.r.Header.Get("Accept")) {
+	case "text/html":
+		h.Set("Content-Type", "text/html; charset=UTF-8")
+		c.w.WriteHeader(he.status)
+		fmt.Fprintf(c.w, "<html>\n <head>\n  <title>%d %s</title>\n </head>\n <body>\n  <h1>%d %s</h1>\n  %s\n </body>\n</html>",
+			he.status, title, he.status, title, strings.ReplaceAll(detail, "\n\n", "<br /><br />\n"))
+		return
+	case "text/plain":
+		h.Set("Content-Type", "text/plain; charset=UTF-8")
+		c.w.WriteHeader(he.status)
+		fmt.Fprintf(c.w, "%d %s\n\n%s", he.status, title, detail)
+		return
+	}
+	e := map[string]any{"status": he.status, "title": title, "detail": detail, "request_id": c.id}
+	if c.hasMV && c.atLeast(23) {
+		code := he.code
+		if code == "" {
+			code = codeDefault
+		}
+		e["code"] = code
+	}
+	if he.noVersion {
+		e["max_version"] = fmt.Sprintf("1.%d", maxMinor)
+		e["min_version"] = "1.0"
+	}
+	h.Set("Content-Type", "application/json")
+	c.w.WriteHeader(he.status)
+	_ = json.NewEncoder(c.w).Encode(map[string]any{"errors": []any{e}})
+}
+
+// mapError turns the in-process errors into HTTP answers.
+func (s *Service) mapError(err error) *httpError {
+	msg := errDetail(err)
+	switch {
+	case errors.Is(err, ErrConsumerGenerationConflict):
+		return errConflict(codeConcurrentUpdate, "%s", msg)
+	case errors.Is(err, ErrGenerationConflict):
+		return errConflict(codeConcurrentUpdate, "resource provider generation conflict: %s", msg)
+	case errors.Is(err, ErrConcurrentUpdate):
+		return errConflict(codeConcurrentUpdate, "%s", msg)
+	case errors.Is(err, ErrInsufficientCapacity):
+		return errConflict(codeDefault, "Unable to allocate inventory: %s", msg)
+	case errors.Is(err, ErrInventoryInUse):
+		return errConflict(codeInventoryInUse, "%s", msg)
+	case errors.Is(err, ErrProviderInUse):
+		return errConflict(codeProviderInUse, "%s", msg)
+	case errors.Is(err, ErrProviderHasChildren):
+		return errConflict(codeCannotDelParent, "%s", msg)
+	case errors.Is(err, ErrDuplicateName):
+		return errConflict(codeDuplicateName, "Conflicting resource provider name: %s", msg)
+	case errors.Is(err, ErrDuplicateUUID):
+		return errConflict(codeDefault, "Conflicting resource provider uuid: %s", msg)
+	case errors.Is(err, ErrProviderNotFound), errors.Is(err, ErrNotFound):
+		return errNotFound(msg)
+	case errors.Is(err, ErrInvalid), errors.Is(err, ErrTooManyOps):
+		return errBadRequest("%s", msg)
+	}
+	return &httpError{status: 500, detail: msg}
+}
+
+func writeUnauthorized(c *reqCtx) {
+	c.w.Header().Set("Content-Type", "application/json")
+	c.w.WriteHeader(401)
+	_ = json.NewEncoder(c.w).Encode(map[string]string{
+		"message": "This server could not verify that you are authorized to access the document you requested. Either you supplied the wrong credentials (e.g., bad password), or your browser does not understand how to supply the credentials required.<br /><br />\n\n\n",
+		"code":    "401 Unauthorized",
+		"title":   "Unauthorized",
+	})
+}
+
+// writeJSON answers status with v as JSON and the headers every success
+// carries (Vary on the microversion).
+func (c *reqCtx) writeJSON(status int, v any) error {
+	h := c.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Add("Vary", "openstack-api-version")
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	c.w.WriteHeader(status)
+	_, _ = c.w.Write(b)
+	return nil
+}
+
+// writeEmpty answers status (204) with no body.
+func (c *reqCtx) writeEmpty(status int) error {
+	h := c.w.Header()
+	h.Add("Vary", "openstack-api-version")
+	h.Del("Content-Type")
+	c.w.WriteHeader(status)
+	return nil
 }

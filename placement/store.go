@@ -215,3 +215,21 @@ func sortedUnique(in []string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// putProviderCAS writes next over sp if sp is still current.
+func (s *Service) putProviderCAS(ctx context.Context, sp *storedProvider, next *etcdschema.Provider) error {
+	val, err := etcdschema.Encode(next)
+	if err != nil {
+		return err
+	}
+	pk := s.keys.Provider(next.UUID)
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(pk), "=", sp.modRev)).
+		Then(clientv3.OpPut(pk, string(val))).Commit()
+	if err != nil {
+		return fmt.Errorf("write provider %s: %w", next.UUID, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("write provider %s: %w", next.UUID, ErrConcurrentUpdate)
+	}
+	return nil
+}

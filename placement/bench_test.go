@@ -1,0 +1,114 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// populate writes n compute providers with VCPU, MEMORY_MB and DISK_GB
+// straight into etcd (100 a transaction), every tenth one disabled.
+func populate(b *testing.B, cli *clientv3.Client, keys etcdschema.Keys, n int) {
+	b.Helper()
+	ctx := context.Background()
+	var ops []clientv3.Op
+	flush := func() {
+		if len(ops) == 0 {
+			return
+		}
+		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			b.Fatal(err)
+		}
+		ops = ops[:0]
+	}
+	for i := 0; i < n; i++ {
+		p := &etcdschema.Provider{UUID: fmt.Sprintf("00000000-0000-0000-0000-%012d", i), Name: fmt.Sprintf("host%d", i)}
+		normalizeProvider(p)
+		p.Inventories = map[string]etcdschema.Inventory{VCPU: inv(64), MemoryMB: inv(262144), DiskGB: inv(2000)}
+		if i%10 == 0 {
+			p.Traits = []string{TraitComputeStatusDisabled}
+		}
+		ops = append(ops, clientv3.OpPut(keys.Provider(p.UUID), etcdschema.MustEncode(p)))
+		if len(ops) == 100 {
+			flush()
+		}
+	}
+	flush()
+}
+
+var benchQuery = CandidateQuery{Limit: 1000, Groups: []RequestGroup{{
+	Resources: map[string]int64{VCPU: 2, MemoryMB: 4096, DiskGB: 20},
+	Forbidden: []string{TraitComputeStatusDisabled},
+}}}
+
+func benchCandidates(b *testing.B, n int) {
+	s, cli := newStarted(b)
+	populate(b, cli, s.keys, n)
+	syncIdx(b, s)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := s.AllocationCandidates(ctx, benchQuery)
+		if err != nil || len(c.AllocationRequests) != 1000 {
+			b.Fatalf("%v %d", err, len(c.AllocationRequests))
+		}
+	}
+}
+
+func BenchmarkCandidates10k(b *testing.B)  { benchCandidates(b, 10_000) }
+func BenchmarkCandidates100k(b *testing.B) { benchCandidates(b, 100_000) }
+
+func benchCandidatesHTTP(b *testing.B, n int) {
+	s, cli := newStarted(b)
+	populate(b, cli, s.keys, n)
+	syncIdx(b, s)
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	url := srv.URL + "/allocation_candidates?resources=VCPU:2,MEMORY_MB:4096,DISK_GB:20&required=!COMPUTE_STATUS_DISABLED&limit=1000"
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("X-Auth-Token", "admin")
+		req.Header.Set("OpenStack-API-Version", "placement 1.35")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			b.Fatalf("%v %v", err, resp)
+		}
+		resp.Body.Close()
+	}
+}
+
+func BenchmarkCandidatesHTTP10k(b *testing.B)  { benchCandidatesHTTP(b, 10_000) }
+func BenchmarkCandidatesHTTP100k(b *testing.B) { benchCandidatesHTTP(b, 100_000) }
+
+// BenchmarkClaims measures concurrent claims/s against embedded etcd, each
+// worker claiming on its own spread of 1,000 providers.
+func BenchmarkClaims(b *testing.B) {
+	s, cli := newStarted(b)
+	populate(b, cli, s.keys, 1000)
+	syncIdx(b, s)
+	var seq atomic.Int64
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			i := seq.Add(1)
+			rp := fmt.Sprintf("00000000-0000-0000-0000-%012d", i%1000)
+			err := s.PutAllocations(ctx, fmt.Sprintf("c%d", i), AllocationWrite{
+				Allocations: alloc(rp, map[string]int64{VCPU: 1, MemoryMB: 1, DiskGB: 1}), ProjectID: "p", UserID: "u"})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "claims/s")
+}

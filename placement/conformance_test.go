@@ -1,0 +1,171 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	gosync "sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/embedetcd"
+	"github.com/berth-project/berth/internal/etcdtest"
+)
+
+// TestConformanceGabbits runs OpenStack Placement's own gabbits (in
+// <repo>/../shared/conformance) against Berth's API. START_CMD and
+// STOP_CMD are curl calls to a control endpoint served by this test, so
+// every gabbit file gets a fresh embedded etcd and Service in-process.
+// Set GABBI_FILES to run some files only.
+func TestConformanceGabbits(t *testing.T) {
+	shared, err := filepath.Abs(filepath.Join("..", "..", "shared", "conformance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := filepath.Join(shared, "run-gabbits.sh")
+	if _, err := os.Stat(runner); err != nil {
+		t.Skipf("conformance suite not found at %s (the repo's ../shared): %v", shared, err)
+	}
+	if _, err := exec.LookPath("gabbi-run"); err != nil {
+		t.Skip("gabbi-run not installed (Debian package python3-gabbi)")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not installed")
+	}
+	if testing.Short() {
+		t.Skip("conformance suite skipped in -short mode")
+	}
+	h := &gabbiHarness{t: t}
+	apiURL := h.serve(t, http.HandlerFunc(h.api))
+	ctlURL := h.serve(t, http.HandlerFunc(h.control))
+	t.Cleanup(h.stop)
+	logDir := t.TempDir()
+	if d := os.Getenv("GABBI_LOG_DIR"); d != "" {
+		logDir = d
+	}
+	args := []string{filepath.Join(shared, "gabbits"),
+		fmt.Sprintf("curl -sf -X POST %s/start", ctlURL),
+		fmt.Sprintf("curl -sf -X POST %s/stop", ctlURL), apiURL}
+	if f := os.Getenv("GABBI_FILES"); f != "" {
+		args = append(args, strings.Fields(f)...)
+	}
+	cmd := exec.Command(runner, args...)
+	cmd.Env = append(os.Environ(), "GABBI_LOG_DIR="+logDir)
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		// gabbi and its helpers live in the system python.
+		cmd.Env = append(cmd.Env, "GABBI_PYTHON=/usr/bin/python3")
+	}
+	out, err := cmd.CombinedOutput()
+	t.Logf("gabbits (logs in %s):\n%s", logDir, out)
+	passed, failed := -1, -1
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var sk int
+		if n, _ := fmt.Sscanf(line, "%d passed, %d failed, %d skipped", &passed, &failed, &sk); n == 3 {
+			break
+		}
+	}
+	if passed < 0 {
+		t.Fatalf("conformance runner gave no summary (err %v)", err)
+	}
+	// Not every upstream test passes yet (see docs); the floor ratchets up
+	// as they do, so a regression fails the build. GABBI_STRICT=1 demands
+	// all of them.
+	if os.Getenv("GABBI_STRICT") == "1" && failed > 0 {
+		t.Errorf("%d gabbits failed", failed)
+	}
+	if passed < conformanceFloor && os.Getenv("GABBI_FILES") == "" {
+		t.Errorf("%d gabbits passed, fewer than the floor of %d", passed, conformanceFloor)
+	}
+}
+
+// conformanceFloor is the number of the 575 upstream gabbits known to pass.
+const conformanceFloor = 499
+
+// gabbiHarness owns the current placement under test.
+type gabbiHarness struct {
+	t      *testing.T
+	mu     gosync.Mutex
+	srv    *embedetcd.Server
+	svc    *Service
+	cancel context.CancelFunc
+	n      int
+}
+
+func (h *gabbiHarness) serve(t *testing.T, handler http.Handler) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + l.Addr().String()
+}
+
+func (h *gabbiHarness) api(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	svc := h.svc
+	h.mu.Unlock()
+	if svc == nil {
+		http.Error(w, "no placement running", http.StatusServiceUnavailable)
+		return
+	}
+	svc.Handler().ServeHTTP(w, r)
+}
+
+func (h *gabbiHarness) control(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/start":
+		if err := h.start(); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+	case "/stop":
+		h.stop()
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (h *gabbiHarness) start() error {
+	h.stop()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n++
+	srv, err := embedetcd.Start(embedetcd.Config{
+		DataDir:   filepath.Join(h.t.TempDir(), fmt.Sprintf("etcd%d", h.n)),
+		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(h.t)),
+		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(h.t)),
+	})
+	if err != nil {
+		return err
+	}
+	svc := New(srv.Client(), etcdschema.New(""), hclog.NewNullLogger())
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := svc.Start(ctx); err != nil {
+		cancel()
+		srv.Close()
+		return err
+	}
+	h.srv, h.svc, h.cancel = srv, svc, cancel
+	return nil
+}
+
+func (h *gabbiHarness) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cancel != nil {
+		h.cancel()
+	}
+	if h.srv != nil {
+		h.srv.Close()
+	}
+	h.srv, h.svc, h.cancel = nil, nil, nil
+}

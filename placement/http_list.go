@@ -1,0 +1,270 @@
+package placement
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// parseResources is normalize_resources_qs_param.
+func parseResources(v string) (map[string]int64, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, errBadRequest("Badly formed resources parameter. Expected resources query string parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: empty string.")
+	}
+	out := map[string]int64{}
+	for _, rt := range strings.Split(v, ",") {
+		parts := strings.Split(rt, ":")
+		if len(parts) != 2 {
+			return nil, errBadRequest("Badly formed resources parameter. Expected resources query string parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: %s.", rt)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(parts[1]), 10, 64)
+		if err != nil {
+			return nil, errBadRequest("Requested resource %s expected positive integer amount. Got: %s.", parts[0], parts[1])
+		}
+		if n < 1 {
+			return nil, errBadRequest("Requested resource %s requires amount >= 1. Got: %d.", parts[0], n)
+		}
+		out[parts[0]] = n
+	}
+	return out, nil
+}
+
+// parseRequired is normalize_traits_qs_params for one suffix.
+func parseRequired(c *reqCtx, values []string) ([][]string, []string, error) {
+	allowForbidden, allowAny := c.atLeast(22), c.atLeast(39)
+	if !allowAny && len(values) > 1 {
+		values = values[len(values)-1:]
+	}
+	var req [][]string
+	var forb []string
+	for _, val := range values {
+		if strings.HasPrefix(val, "in:") {
+			if !allowAny {
+				return nil, nil, errBadRequest("Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39. Got: %s", val)
+			}
+			var set []string
+			for _, t := range strings.Split(val[3:], ",") {
+				t = strings.TrimSpace(t)
+				if t == "" {
+					return nil, nil, errBadRequest("Invalid query string parameters: Expected 'required' parameter value of the form: in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty trait in: %s", val)
+				}
+				if strings.HasPrefix(t, "!") {
+					return nil, nil, errBadRequest("Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' does not support forbidden traits. Got: %s", val)
+				}
+				set = append(set, t)
+			}
+			req = append(req, set)
+			continue
+		}
+		for _, t := range strings.Split(val, ",") {
+			t = strings.TrimSpace(t)
+			name := strings.TrimPrefix(t, "!")
+			if name == "" {
+				form := "HW_CPU_X86_VMX,!CUSTOM_MAGIC"
+				if !allowForbidden {
+					form = "HW_CPU_X86_VMX,CUSTOM_MAGIC"
+				}
+				return nil, nil, errBadRequest("Invalid query string parameters: Expected 'required' parameter value of the form: %s. Got an empty trait in: %s", form, val)
+			}
+			if strings.HasPrefix(t, "!") {
+				if !allowForbidden {
+					return nil, nil, errBadRequest("Invalid query string parameters: Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: %s", val)
+				}
+				forb = append(forb, name)
+			} else {
+				req = append(req, []string{t})
+			}
+		}
+	}
+	return req, forb, nil
+}
+
+// parseMemberOf is normalize_member_of_qs_params for one suffix.
+func parseMemberOf(c *reqCtx, values []string, suffix string) ([][]string, []string, error) {
+	if !c.atLeast(24) && len(values) > 1 {
+		return nil, nil, errBadRequest("Multiple member_of%s parameters are not supported", suffix)
+	}
+	var req [][]string
+	var forb []string
+	for _, v := range values {
+		if strings.Contains(v, ",") && !strings.HasPrefix(v, "in:") && !strings.HasPrefix(v, "!in:") {
+			return nil, nil, errBadRequest("Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword using the valid microversion. Got: %s", v)
+		}
+		var r, f []string
+		switch {
+		case strings.HasPrefix(v, "!in:"):
+			f = strings.Split(v[4:], ",")
+		case strings.HasPrefix(v, "!"):
+			f = []string{v[1:]}
+		case strings.HasPrefix(v, "in:"):
+			r = strings.Split(v[3:], ",")
+		default:
+			r = []string{v}
+		}
+		for _, a := range append(append([]string(nil), r...), f...) {
+			if !isUUIDLike(a) {
+				return nil, nil, errBadRequest("Invalid query string parameters: Expected 'member_of' parameter to contain valid UUID(s). Got: %s", a)
+			}
+		}
+		if len(r) > 0 {
+			req = append(req, r)
+		}
+		if len(f) > 0 {
+			if !c.atLeast(32) {
+				return nil, nil, errBadRequest("Forbidden member_of%s parameters are not supported in the specified microversion", suffix)
+			}
+			forb = append(forb, f...)
+		}
+	}
+	return req, forb, nil
+}
+
+// checkTraitsExist answers 400 for unknown traits in a filter.
+func (s *Service) checkTraitsExist(c *reqCtx, req [][]string, forb []string, format string) error {
+	var names []string
+	for _, set := range req {
+		names = append(names, set...)
+	}
+	names = append(names, forb...)
+	missing, err := s.missingTraits(c.r.Context(), names)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return errBadRequest(format, "No such trait(s): "+strings.Join(missing, ", ")+".")
+	}
+	return nil
+}
+
+func (s *Service) listResourceProviders(c *reqCtx) error {
+	if err := c.checkAccept(); err != nil {
+		return err
+	}
+	if err := c.requireReader("placement:resource_providers:list"); err != nil {
+		return err
+	}
+	q := c.query()
+	allowed := map[string]bool{"name": true, "uuid": true}
+	if c.atLeast(3) {
+		allowed["member_of"] = true
+	}
+	if c.atLeast(4) {
+		allowed["resources"] = true
+	}
+	if c.atLeast(14) {
+		allowed["in_tree"] = true
+	}
+	if c.atLeast(18) {
+		allowed["required"] = true
+	}
+	for _, k := range sortedKeys(q) {
+		if !allowed[k] {
+			return errBadRequest("Invalid query string parameters: Additional properties are not allowed ('%s' was unexpected)", k)
+		}
+	}
+	for _, k := range []string{"uuid", "in_tree"} {
+		if q.Has(k) && !isUUIDLike(q.Get(k)) {
+			return errBadRequest("Invalid query string parameters: '%s' is not a 'uuid'", q.Get(k))
+		}
+	}
+	g := RequestGroup{}
+	if q.Has("member_of") {
+		r, f, err := parseMemberOf(c, q["member_of"], "")
+		if err != nil {
+			return err
+		}
+		g.MemberOf, g.ForbiddenAggregates = r, f
+	}
+	if q.Has("required") {
+		r, f, err := parseRequired(c, q["required"])
+		if err != nil {
+			return err
+		}
+		if err := s.checkTraitsExist(c, r, f, "Invalid trait(s) in \"required\" parameter: %s"); err != nil {
+			return err
+		}
+		for _, set := range r {
+			if len(set) == 1 {
+				g.Required = append(g.Required, set[0])
+			} else {
+				g.RequiredAny = append(g.RequiredAny, set)
+			}
+		}
+		g.Forbidden = f
+	}
+	if q.Has("resources") {
+		res, err := parseResources(q.Get("resources"))
+		if err != nil {
+			return err
+		}
+		for _, rc := range sortedKeys(res) {
+			ok, err := s.classExists(c.r.Context(), rc)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return errBadRequest("Invalid resource class in resources parameter: No such resource class %s.", rc)
+			}
+		}
+		g.Resources = res
+	}
+	if err := s.syncIndex(c.r.Context()); err != nil {
+		return err
+	}
+	name, id, inTree := q.Get("name"), q.Get("uuid"), q.Get("in_tree")
+	var found []*etcdschema.Provider
+	s.idx.mu.RLock()
+	st := s.idx.st
+	gc, ok := st.buildGroup(g)
+	treeRoot := ""
+	if inTree != "" {
+		if e, has := st.providers[normalizeUUID(inTree)]; has {
+			treeRoot = e.p.RootProviderUUID
+		} else {
+			ok = false
+		}
+	}
+	if ok {
+		for _, e := range st.slots {
+			if e == nil {
+				continue
+			}
+			if (name != "" && e.p.Name != name) || (id != "" && e.p.UUID != normalizeUUID(id)) ||
+				(treeRoot != "" && e.p.RootProviderUUID != treeRoot) {
+				continue
+			}
+			if !st.traitsOK(gc, e.slot) || (gc.hasMemberOf && !gc.inAggs.has(e.slot)) || gc.badAggs.has(e.slot) {
+				continue
+			}
+			fit := true
+			for i, rc := range gc.rcs {
+				if !st.cols[rc].fits(e.slot, gc.amounts[i]) {
+					fit = false
+				}
+			}
+			if fit {
+				found = append(found, e.p)
+			}
+		}
+	}
+	s.idx.mu.RUnlock()
+	sort.Slice(found, func(i, j int) bool {
+		if !found[i].CreatedAt.Equal(found[j].CreatedAt) {
+			return found[i].CreatedAt.Before(found[j].CreatedAt)
+		}
+		return found[i].UUID < found[j].UUID
+	})
+	out := make([]any, 0, len(found))
+	var last = s.now()
+	if len(found) > 0 {
+		last = lastModified(found[0])
+	}
+	for _, p := range found {
+		last = maxTime(last, lastModified(p))
+		out = append(out, serializeProvider(c, p))
+	}
+	c.setCacheHeaders(last)
+	return c.writeJSON(200, map[string]any{"resource_providers": out})
+}

@@ -1,0 +1,376 @@
+package placement
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// minVersion is Placement's version_handler: below 1.minor the route does
+// not exist (404) or the method is not allowed (405).
+func (c *reqCtx) minVersion(minor, status int) error {
+	if c.atLeast(minor) {
+		return nil
+	}
+	if status == 405 {
+		return &httpError{status: 405, detail: fmt.Sprintf("The method %s is not allowed for this resource. \n\n The method specified is not allowed for this resource.", c.r.Method)}
+	}
+	return errNotFound("")
+}
+
+// ---- traits -----------------------------------------------------------------
+
+func (s *Service) listTraits(c *reqCtx) error {
+	if err := c.minVersion(6, 404); err != nil {
+		return err
+	}
+	if err := c.checkAccept(); err != nil {
+		return err
+	}
+	if err := c.requireReader("placement:traits:list"); err != nil {
+		return err
+	}
+	q := c.query()
+	for k := range q {
+		if k != "name" && k != "associated" {
+			return errBadRequest("Invalid query string parameters: Additional properties are not allowed ('%s' was unexpected)", k)
+		}
+	}
+	all, err := s.AllTraits(c.r.Context())
+	if err != nil {
+		return err
+	}
+	var filter func(string) bool
+	if q.Has("name") {
+		v := q.Get("name")
+		op, val, ok := strings.Cut(v, ":")
+		switch {
+		case ok && op == "in":
+			set := toSet(strings.Split(val, ","))
+			filter = func(t string) bool { return set[t] }
+		case ok && op == "startswith":
+			filter = func(t string) bool { return strings.HasPrefix(t, val) }
+		default:
+			return errBadRequest("Badly formatted name parameter. Expected name query string parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: \"%s\"", v)
+		}
+	}
+	var assoc *bool
+	if q.Has("associated") {
+		v := strings.ToLower(q.Get("associated"))
+		if v != "true" && v != "false" {
+			return errBadRequest("The query parameter \"associated\" only accepts \"true\" or \"false\"")
+		}
+		b := v == "true"
+		assoc = &b
+		if err := s.syncIndex(c.r.Context()); err != nil {
+			return err
+		}
+	}
+	out := []string{}
+	s.idx.mu.RLock()
+	for _, t := range all {
+		if filter != nil && !filter(t) {
+			continue
+		}
+		if assoc != nil {
+			id, ok := s.idx.st.traitIDs[t]
+			used := ok && s.idx.st.traitBits[id].count() > 0
+			if used != *assoc {
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	s.idx.mu.RUnlock()
+	c.setCacheHeaders(s.now())
+	return c.writeJSON(200, map[string]any{"traits": out})
+}
+
+func (s *Service) getTrait(c *reqCtx) error {
+	if err := c.minVersion(6, 404); err != nil {
+		return err
+	}
+	if err := c.checkAccept(); err != nil {
+		return err
+	}
+	if err := c.requireReader("placement:traits:show"); err != nil {
+		return err
+	}
+	name := c.vars["name"]
+	missing, err := s.missingTraits(c.r.Context(), []string{name})
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return errNotFound(fmt.Sprintf("No such trait(s): %s.", name))
+	}
+	c.setCacheHeaders(s.now())
+	return c.writeEmpty(204)
+}
+
+func (s *Service) putTrait(c *reqCtx) error {
+	if err := c.minVersion(6, 404); err != nil {
+		return err
+	}
+	if err := c.requireAdmin("placement:traits:update"); err != nil {
+		return err
+	}
+	name := c.vars["name"]
+	if !customNameRe.MatchString(name) || len(name) > 255 {
+		return errBadRequest("The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix \"CUSTOM_\" and use following characters: \"A\"-\"Z\", \"0\"-\"9\" and \"_\"")
+	}
+	created, err := s.createCustom(c.r.Context(), s.keys.CustomTrait(name), &etcdschema.CustomTrait{Name: name, CreatedAt: s.now()})
+	if err != nil {
+		return err
+	}
+	c.w.Header().Set("Location", "/traits/"+name)
+	c.setCacheHeaders(s.now())
+	if created {
+		return c.writeEmpty(201)
+	}
+	return c.writeEmpty(204)
+}
+
+func (s *Service) deleteTrait(c *reqCtx) error {
+	if err := c.minVersion(6, 404); err != nil {
+		return err
+	}
+	if err := c.requireAdmin("placement:traits:delete"); err != nil {
+		return err
+	}
+	name := c.vars["name"]
+	ctx := c.r.Context()
+	if stdTraitSet[name] {
+		return errBadRequest("Cannot delete standard trait %s.", name)
+	}
+	missing, err := s.missingTraits(ctx, []string{name})
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return errNotFound(fmt.Sprintf("No such trait(s): %s.", name))
+	}
+	if err := s.syncIndex(ctx); err != nil {
+		return err
+	}
+	s.idx.mu.RLock()
+	id, ok := s.idx.st.traitIDs[name]
+	used := ok && s.idx.st.traitBits[id].count() > 0
+	s.idx.mu.RUnlock()
+	if used {
+		return errConflict(codeDefault, "The trait %s is in use by a resource provider.", name)
+	}
+	if _, err := s.cli.Delete(ctx, s.keys.CustomTrait(name)); err != nil {
+		return fmt.Errorf("delete trait %s: %w", name, err)
+	}
+	return c.writeEmpty(204)
+}
+
+// ---- resource classes -------------------------------------------------------
+
+func classLinks(name string) []map[string]string {
+	return []map[string]string{{"rel": "self", "href": "/resource_classes/" + name}}
+}
+
+func (s *Service) listResourceClasses(c *reqCtx) error {
+	if err := c.minVersion(2, 404); err != nil {
+		return err
+	}
+	if err := c.checkAccept(); err != nil {
+		return err
+	}
+	if err := c.requireReader("placement:resource_classes:list"); err != nil {
+		return err
+	}
+	all, err := s.AllResourceClasses(c.r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]any, 0, len(all))
+	for _, n := range all {
+		out = append(out, map[string]any{"name": n, "links": classLinks(n)})
+	}
+	c.setCacheHeaders(s.now())
+	return c.writeJSON(200, map[string]any{"resource_classes": out})
+}
+
+func (s *Service) getResourceClass(c *reqCtx) error {
+	if err := c.minVersion(2, 404); err != nil {
+		return err
+	}
+	if err := c.checkAccept(); err != nil {
+		return err
+	}
+	if err := c.requireReader("placement:resource_classes:show"); err != nil {
+		return err
+	}
+	name := c.vars["name"]
+	ok, err := s.classExists(c.r.Context(), name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errNotFound(fmt.Sprintf("No such resource class %s.", name))
+	}
+	c.setCacheHeaders(s.now())
+	return c.writeJSON(200, map[string]any{"name": name, "links": classLinks(name)})
+}
+
+// classBody validates {"name": "CUSTOM_..."}.
+func classBody(c *reqCtx) (string, error) {
+	v, err := c.readJSON()
+	if err != nil {
+		return "", err
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return "", schemaErr("%s is not of type 'object'", pyRepr(v))
+	}
+	for k := range obj {
+		if k != "name" {
+			return "", schemaErr("Additional properties are not allowed ('%s' was unexpected)", k)
+		}
+	}
+	n, ok := obj["name"]
+	if !ok {
+		return "", schemaErr("'name' is a required property")
+	}
+	name, ok := n.(string)
+	if !ok {
+		return "", schemaErr("%s is not of type 'string'", pyRepr(n))
+	}
+	if len(name) > 255 {
+		return "", schemaErr("%s is too long", pyRepr(n))
+	}
+	if !customNameRe.MatchString(name) {
+		return "", schemaErr("%s does not match '^CUSTOM_[A-Z0-9_]+$'", pyRepr(n))
+	}
+	return name, nil
+}
+
+func (s *Service) createResourceClass(c *reqCtx) error {
+	if err := c.minVersion(2, 404); err != nil {
+		return err
+	}
+	if err := c.requireAdmin("placement:resource_classes:create"); err != nil {
+		return err
+	}
+	name, err := classBody(c)
+	if err != nil {
+		return err
+	}
+	created, err := s.createCustom(c.r.Context(), s.keys.CustomResourceClass(name), &etcdschema.CustomResourceClass{Name: name, CreatedAt: s.now()})
+	if err != nil {
+		return err
+	}
+	if !created {
+		return errConflict(codeDefault, "Conflicting resource class already exists: %s", name)
+	}
+	c.w.Header().Set("Location", "/resource_classes/"+name)
+	return c.writeEmpty(201)
+}
+
+func (s *Service) updateResourceClass(c *reqCtx) error {
+	if err := c.minVersion(2, 404); err != nil {
+		return err
+	}
+	if err := c.requireAdmin("placement:resource_classes:update"); err != nil {
+		return err
+	}
+	name := c.vars["name"]
+	ctx := c.r.Context()
+	if c.atLeast(7) {
+		if !customNameRe.MatchString(name) || len(name) > 255 {
+			return schemaErr("'%s' does not match '^CUSTOM_[A-Z0-9_]+$'", name)
+		}
+		created, err := s.createCustom(ctx, s.keys.CustomResourceClass(name), &etcdschema.CustomResourceClass{Name: name, CreatedAt: s.now()})
+		if err != nil {
+			return err
+		}
+		c.w.Header().Set("Location", "/resource_classes/"+name)
+		if created {
+			return c.writeEmpty(201)
+		}
+		return c.writeEmpty(204)
+	}
+	// 1.2-1.6: rename a custom class.
+	newName, err := classBody(c)
+	if err != nil {
+		return err
+	}
+	ok, err := s.classExists(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errNotFound(fmt.Sprintf("No such resource class %s.", name))
+	}
+	if stdClassSet[name] {
+		return errBadRequest("Cannot update standard resource class %s", name)
+	}
+	if err := s.renameClass(c, name, newName); err != nil {
+		return err
+	}
+	return c.writeJSON(200, map[string]any{"name": newName, "links": classLinks(newName)})
+}
+
+func (s *Service) renameClass(c *reqCtx, from, to string) error {
+	ctx := c.r.Context()
+	created, err := s.createCustom(ctx, s.keys.CustomResourceClass(to), &etcdschema.CustomResourceClass{Name: to, CreatedAt: s.now()})
+	if err != nil {
+		return err
+	}
+	if !created {
+		return errConflict(codeDefault, "Resource class already exists: %s", to)
+	}
+	if _, err := s.cli.Delete(ctx, s.keys.CustomResourceClass(from)); err != nil {
+		return fmt.Errorf("rename class %s: %w", from, err)
+	}
+	return nil
+}
+
+func (s *Service) deleteResourceClass(c *reqCtx) error {
+	if err := c.minVersion(2, 404); err != nil {
+		return err
+	}
+	if err := c.requireAdmin("placement:resource_classes:delete"); err != nil {
+		return err
+	}
+	name := c.vars["name"]
+	ctx := c.r.Context()
+	ok, err := s.classExists(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errNotFound(fmt.Sprintf("No such resource class %s.", name))
+	}
+	if stdClassSet[name] {
+		return errBadRequest("Error in delete resource class: Cannot delete standard resource class %s.", name)
+	}
+	if err := s.syncIndex(ctx); err != nil {
+		return err
+	}
+	s.idx.mu.RLock()
+	inUse := false
+	if id, ok := s.idx.st.classIDs[name]; ok {
+		for _, capy := range s.idx.st.cols[id].capacity {
+			if capy >= 0 {
+				inUse = true
+				break
+			}
+		}
+	}
+	s.idx.mu.RUnlock()
+	if inUse {
+		return errConflict(codeDefault, "Error in delete resource class: Cannot delete resource class %s. Class is in use in inventory.", name)
+	}
+	if _, err := s.cli.Delete(ctx, s.keys.CustomResourceClass(name)); err != nil {
+		return fmt.Errorf("delete class %s: %w", name, err)
+	}
+	return c.writeEmpty(204)
+}
+
+var _ = errors.Is

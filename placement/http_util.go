@@ -1,0 +1,259 @@
+package placement
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// acceptRange is one media range of an Accept header.
+type acceptRange struct {
+	typ, sub string
+	q        float64
+}
+
+func parseAccept(h string) []acceptRange {
+	var out []acceptRange
+	for _, part := range strings.Split(h, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		fields := strings.Split(part, ";")
+		mt := strings.ToLower(strings.TrimSpace(fields[0]))
+		typ, sub, ok := strings.Cut(mt, "/")
+		if !ok {
+			continue
+		}
+		q := 1.0
+		for _, p := range fields[1:] {
+			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+			if strings.EqualFold(k, "q") {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					q = f
+				}
+			}
+		}
+		out = append(out, acceptRange{typ, sub, q})
+	}
+	return out
+}
+
+// quality is the q the Accept ranges give a media type: the most specific
+// matching range decides.
+func quality(ranges []acceptRange, mt string) float64 {
+	typ, sub, _ := strings.Cut(mt, "/")
+	best, spec := -1.0, -1
+	for _, r := range ranges {
+		s := -1
+		switch {
+		case r.typ == typ && r.sub == sub:
+			s = 2
+		case r.typ == typ && r.sub == "*":
+			s = 1
+		case r.typ == "*" && r.sub == "*":
+			s = 0
+		}
+		if s > spec {
+			spec, best = s, r.q
+		}
+	}
+	if spec < 0 {
+		return 0
+	}
+	return best
+}
+
+// bestErrorType is how webob picks an error body's format.
+func bestErrorType(accept string) string {
+	if strings.TrimSpace(accept) == "" {
+		return "application/json"
+	}
+	ranges := parseAccept(accept)
+	best, bq := "application/json", 0.0
+	for _, t := range []string{"application/json", "text/html", "text/plain"} {
+		if q := quality(ranges, t); q > bq {
+			best, bq = t, q
+		}
+	}
+	return best
+}
+
+// checkAccept is Placement's check_accept: 406 when an explicit Accept
+// rules out JSON.
+func (c *reqCtx) checkAccept() error {
+	a := c.r.Header.Get("Accept")
+	if strings.TrimSpace(a) == "" {
+		return nil
+	}
+	if quality(parseAccept(a), "application/json") <= 0 {
+		return &httpError{status: 406, detail: "Only application/json is provided"}
+	}
+	return nil
+}
+
+// readJSON is require_content("application/json") plus extract_json: it
+// decodes the body into a generic value for validation.
+func (c *reqCtx) readJSON() (any, error) {
+	ct := c.r.Header.Get("Content-Type")
+	mt := strings.TrimSpace(strings.ToLower(strings.Split(ct, ";")[0]))
+	if mt != "application/json" {
+		if ct == "" {
+			if c.r.ContentLength > 0 {
+				return nil, errBadRequest("content-type header required when content-length > 0")
+			}
+			ct = "None"
+		}
+		return nil, &httpError{status: 415, detail: fmt.Sprintf("The media type %s is not supported, use application/json", ct)}
+	}
+	body, err := io.ReadAll(io.LimitReader(c.r.Body, 16<<20))
+	if err != nil {
+		return nil, errBadRequest("read body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, errBadRequest("Malformed JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, errBadRequest("Malformed JSON: extra data")
+	}
+	return v, nil
+}
+
+// requireNoBodyContentType: a body without content type is a 400 even on
+// bodiless endpoints, as webob does.
+func (c *reqCtx) checkBodyContentType() error {
+	if c.r.ContentLength > 0 && c.r.Header.Get("Content-Type") == "" {
+		return errBadRequest("content-type header required when content-length > 0")
+	}
+	return nil
+}
+
+var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$`)
+
+// isUUIDLike is oslo's is_uuid_like: any spelling that normalises to a
+// canonical uuid (hyphens optional, any case, surrounding braces).
+func isUUIDLike(s string) bool {
+	s = strings.TrimPrefix(strings.TrimSuffix(s, "}"), "{")
+	s = strings.TrimPrefix(strings.ToLower(s), "urn:uuid:")
+	return uuidRe.MatchString(s)
+}
+
+// normalizeUUID spells a uuid-like string canonically.
+func normalizeUUID(s string) string {
+	s = strings.TrimPrefix(strings.TrimSuffix(s, "}"), "{")
+	s = strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(strings.ToLower(s), "urn:uuid:")), "-", "")
+	if len(s) != 32 {
+		return s
+	}
+	return s[0:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:]
+}
+
+// query is the request's query string, with webob's getall semantics.
+func (c *reqCtx) query() url.Values { return c.r.URL.Query() }
+
+// setCacheHeaders adds 1.15's cache-control and last-modified.
+func (c *reqCtx) setCacheHeaders(last time.Time) {
+	if !c.atLeast(15) {
+		return
+	}
+	if last.IsZero() {
+		last = time.Now().UTC()
+	}
+	c.w.Header().Set("Cache-Control", "no-cache")
+	c.w.Header().Set("Last-Modified", last.UTC().Format(http.TimeFormat))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func sortedStrings(in []string) []string {
+	out := append([]string(nil), in...)
+	sort.Strings(out)
+	return out
+}
+
+// jsonInt reads a JSON integer (not a float, not a bool).
+func jsonInt(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := n.Int64()
+	if err != nil {
+		// 1.0 is an integer to jsonschema.
+		f, ferr := n.Float64()
+		if ferr != nil || f != float64(int64(f)) {
+			return 0, false
+		}
+		return int64(f), true
+	}
+	return i, true
+}
+
+func jsonNumber(v any) (float64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	f, err := n.Float64()
+	return f, err == nil
+}
+
+// schemaErr is a 400 in jsonschema's words.
+func schemaErr(format string, args ...any) *httpError {
+	return errBadRequest("JSON does not validate: "+format, args...)
+}
+
+// pyRepr spells a JSON value roughly as Python's repr, which Placement's
+// validation messages quote.
+func pyRepr(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "'" + x + "'"
+	case nil:
+		return "None"
+	case bool:
+		if x {
+			return "True"
+		}
+		return "False"
+	case json.Number:
+		return x.String()
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, "'"+k+"': "+pyRepr(x[k]))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case []any:
+		parts := make([]string, 0, len(x))
+		for _, e := range x {
+			parts = append(parts, pyRepr(e))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return fmt.Sprint(v)
+}
+
+// uuidPatternRe is Placement's UUID_PATTERN for JSON keys.
+var uuidPatternRe = regexp.MustCompile(`^[0-9a-fA-F-]{36}$`)

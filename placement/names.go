@@ -1,0 +1,113 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+var (
+	customNameRe = regexp.MustCompile(`^CUSTOM_[A-Z0-9_]+$`)
+	stdTraitSet  = toSet(standardTraits)
+	stdClassSet  = toSet(standardResourceClasses)
+)
+
+func toSet(in []string) map[string]bool {
+	m := make(map[string]bool, len(in))
+	for _, s := range in {
+		m[s] = true
+	}
+	return m
+}
+
+// customNames lists the custom traits or classes stored under prefix.
+func (s *Service) customNames(ctx context.Context, prefix string) ([]string, error) {
+	resp, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	out := make([]string, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if n, ok := etcdschema.LastSegment(string(kv.Key), prefix); ok {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// AllTraits lists standard and custom traits.
+func (s *Service) AllTraits(ctx context.Context) ([]string, error) {
+	custom, err := s.customNames(ctx, s.keys.CustomTraits())
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]string(nil), standardTraits...), custom...), nil
+}
+
+// AllResourceClasses lists standard classes (in os-resource-classes order)
+// then custom ones.
+func (s *Service) AllResourceClasses(ctx context.Context) ([]string, error) {
+	custom, err := s.customNames(ctx, s.keys.CustomResourceClasses())
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]string(nil), standardResourceClasses...), custom...), nil
+}
+
+// missingTraits returns the names that are neither standard nor created.
+func (s *Service) missingTraits(ctx context.Context, names []string) ([]string, error) {
+	var custom map[string]bool
+	var missing []string
+	for _, n := range names {
+		if stdTraitSet[n] {
+			continue
+		}
+		if custom == nil {
+			all, err := s.customNames(ctx, s.keys.CustomTraits())
+			if err != nil {
+				return nil, err
+			}
+			custom = toSet(all)
+		}
+		if !custom[n] {
+			missing = append(missing, n)
+		}
+	}
+	return missing, nil
+}
+
+// classExists says whether rc is standard or a created custom class.
+func (s *Service) classExists(ctx context.Context, rc string) (bool, error) {
+	if stdClassSet[rc] {
+		return true, nil
+	}
+	if !strings.HasPrefix(rc, "CUSTOM_") {
+		return false, nil
+	}
+	resp, err := s.cli.Get(ctx, s.keys.CustomResourceClass(rc), clientv3.WithCountOnly())
+	if err != nil {
+		return false, fmt.Errorf("read class %s: %w", rc, err)
+	}
+	return resp.Count > 0, nil
+}
+
+// createCustom stores a custom trait or class; false if it existed.
+func (s *Service) createCustom(ctx context.Context, key string, v etcdschema.Versioned) (bool, error) {
+	val, err := etcdschema.Encode(v)
+	if err != nil {
+		return false, err
+	}
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(val))).Commit()
+	if err != nil {
+		return false, fmt.Errorf("create %s: %w", key, err)
+	}
+	return resp.Succeeded, nil
+}
