@@ -3,7 +3,6 @@ package placement
 import (
 	"errors"
 	"fmt"
-	"sort"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -132,10 +131,8 @@ func parseAllocationBody(c *reqCtx, v any, post bool) (AllocationWrite, error) {
 			if !ok {
 				return w, schemaErr("%s is not of type 'object'", pyRepr(item))
 			}
-			for k := range io {
-				if k != "resource_provider" && k != "resources" {
-					return w, schemaErr("Additional properties are not allowed ('%s' was unexpected)", k)
-				}
+			if err := onlyProps(io, "resource_provider", "resources"); err != nil {
+				return w, err
 			}
 			rpv, ok := io["resource_provider"].(map[string]any)
 			if !ok {
@@ -171,10 +168,8 @@ func parseAllocationBody(c *reqCtx, v any, post bool) (AllocationWrite, error) {
 		if !ok {
 			return w, schemaErr("%s is not of type 'object'", pyRepr(am[rp]))
 		}
-		for k := range ao {
-			if k != "resources" && k != "generation" {
-				return w, schemaErr("Additional properties are not allowed ('%s' was unexpected)", k)
-			}
+		if err := onlyProps(ao, "resources", "generation"); err != nil {
+			return w, err
 		}
 		if _, ok := ao["resources"]; !ok {
 			return w, schemaErr("'resources' is a required property")
@@ -482,5 +477,3 @@ func (s *Service) totalUsages(c *reqCtx) error {
 	}
 	return c.writeJSON(200, map[string]any{"usages": out})
 }
-
-var _ = sort.Strings

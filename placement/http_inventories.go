@@ -234,10 +234,8 @@ func (s *Service) setInventories(c *reqCtx) error {
 	if !ok {
 		return schemaErr("%s is not of type 'object'", pyRepr(v))
 	}
-	for k := range obj {
-		if k != "resource_provider_generation" && k != "inventories" {
-			return schemaErr("Additional properties are not allowed ('%s' was unexpected)", k)
-		}
+	if err := onlyProps(obj, "resource_provider_generation", "inventories"); err != nil {
+		return err
 	}
 	gv, ok := obj["resource_provider_generation"]
 	if !ok {

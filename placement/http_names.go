@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -228,10 +227,8 @@ func classBody(c *reqCtx) (string, error) {
 	if !ok {
 		return "", schemaErr("%s is not of type 'object'", pyRepr(v))
 	}
-	for k := range obj {
-		if k != "name" {
-			return "", schemaErr("Additional properties are not allowed ('%s' was unexpected)", k)
-		}
+	if err := onlyProps(obj, "name"); err != nil {
+		return "", err
 	}
 	n, ok := obj["name"]
 	if !ok {
@@ -372,5 +369,3 @@ func (s *Service) deleteResourceClass(c *reqCtx) error {
 	}
 	return c.writeEmpty(204)
 }
-
-var _ = errors.Is

@@ -49,10 +49,8 @@ func (s *Service) setProviderTraits(c *reqCtx) error {
 	if !ok {
 		return schemaErr("%s is not of type 'object'", pyRepr(v))
 	}
-	for k := range obj {
-		if k != "traits" && k != "resource_provider_generation" {
-			return schemaErr("Additional properties are not allowed ('%s' was unexpected)", k)
-		}
+	if err := onlyProps(obj, "traits", "resource_provider_generation"); err != nil {
+		return err
 	}
 	tv, ok := obj["traits"]
 	if !ok {
@@ -200,10 +198,8 @@ func (s *Service) setAggregates(c *reqCtx) error {
 		if !ok {
 			return schemaErr("%s is not of type 'object'", pyRepr(v))
 		}
-		for k := range obj {
-			if k != "aggregates" && k != "resource_provider_generation" {
-				return schemaErr("Additional properties are not allowed ('%s' was unexpected)", k)
-			}
+		if err := onlyProps(obj, "aggregates", "resource_provider_generation"); err != nil {
+			return err
 		}
 		av, ok := obj["aggregates"]
 		if !ok {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -257,3 +258,15 @@ func pyRepr(v any) string {
 
 // uuidPatternRe is Placement's UUID_PATTERN for JSON keys.
 var uuidPatternRe = regexp.MustCompile(`^[0-9a-fA-F-]{36}$`)
+
+// onlyProps is JSON schema's additionalProperties: false. The first key not
+// in allowed, in sorted order so the answer does not depend on map order,
+// is refused with jsonschema's wording.
+func onlyProps(obj map[string]any, allowed ...string) error {
+	for _, k := range sortedKeys(obj) {
+		if !slices.Contains(allowed, k) {
+			return schemaErr("Additional properties are not allowed ('%s' was unexpected)", k)
+		}
+	}
+	return nil
+}
