@@ -17,7 +17,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
-	"github.com/berth-project/berth/placement"
 )
 
 // MaxCount is the most servers one request may ask for.
@@ -297,5 +296,3 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	}
 	writeJSON(w, status, map[string]any{kind: map[string]any{"code": status, "message": msg}})
 }
-
-var _ = placement.ErrNotFound

@@ -24,8 +24,6 @@ type HostState struct {
 	Candidates []placement.AllocationRequest
 	// NumInstances counts instances including those picked in this request.
 	NumInstances int
-	// NumIOOps counts builds in progress, including picks in this request.
-	NumIOOps int
 	// FailedBuilds is the agent's consecutive failed build count.
 	FailedBuilds int
 }
@@ -55,5 +53,4 @@ func (h *HostState) consume(ar placement.AllocationRequest) {
 		h.Resources = next
 	}
 	h.NumInstances++
-	h.NumIOOps++
 }

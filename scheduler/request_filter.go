@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -75,5 +74,3 @@ func validResourceClass(rc string) bool {
 	}
 	return true
 }
-
-var _ = etcdschema.Flavor{}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/internal/logging"
@@ -128,5 +127,3 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		return nil
 	})
 }
-
-var _ = time.Second

@@ -147,11 +147,9 @@ func (s *stack) startServerRoles(ctx context.Context) error {
 		if err := cfg.Scheduler.CheckFilters(scheduler.FilterNames()); err != nil {
 			return err
 		}
-		sc, err := schedulerConfig(cfg.Scheduler, s.log)
+		var err error
+		s.sched, err = scheduler.New(schedulerConfig(cfg.Scheduler, s.log), s.placement, s.hosts, s.log.Named("scheduler"))
 		if err != nil {
-			return err
-		}
-		if s.sched, err = scheduler.New(sc, s.placement, s.hosts, s.log.Named("scheduler")); err != nil {
 			return err
 		}
 		if err := s.hosts.WaitSynced(ctx); err != nil {
@@ -188,7 +186,7 @@ func (s *stack) startServerRoles(ctx context.Context) error {
 }
 
 // schedulerConfig maps the HCL scheduler block to the scheduler's config.
-func schedulerConfig(c *configs.Scheduler, log hclog.Logger) (scheduler.Config, error) {
+func schedulerConfig(c *configs.Scheduler, log hclog.Logger) scheduler.Config {
 	sc := scheduler.Config{
 		MaxAttempts: c.MaxAttempts, HostSubsetSize: c.HostSubsetSize,
 		MaxPlacementResults: c.MaxPlacementResults, ShuffleBestSameWeighedHosts: c.ShuffleBestSameWeighedHosts,
@@ -212,7 +210,7 @@ func schedulerConfig(c *configs.Scheduler, log hclog.Logger) (scheduler.Config, 
 		}
 		sc.Weights[name] = m
 	}
-	return sc, nil
+	return sc
 }
 
 // startConductor runs a cell conductor and records its cell.
