@@ -15,9 +15,11 @@ import (
 	"github.com/berth-project/berth/scheduler"
 )
 
-// Selector is a scheduler: in-process, or a client of a remote one.
-type Selector interface {
-	SelectDestinations(ctx context.Context, spec *scheduler.RequestSpec) ([][]etcdschema.Selection, error)
+// Schedulers lists the schedulers a superconductor may ask, preferred
+// first (scheduler.Pool: the in-process one, then those found under
+// /members/scheduler/).
+type Schedulers interface {
+	Targets() []scheduler.Target
 }
 
 // Allocations is what conductors need of placement.
@@ -30,11 +32,14 @@ type Allocations interface {
 type SuperconductorConfig struct {
 	Client      *clientv3.Client
 	Keys        etcdschema.Keys
-	Scheduler   Selector
+	Schedulers  Schedulers
 	Placement   Allocations
 	Holder      string
 	Workers     int
 	LeaseTTL    time.Duration
+	// SelectTimeout bounds one scheduler's answer; past it the next
+	// scheduler is asked.
+	SelectTimeout time.Duration
 	MaxAttempts int
 	Log         hclog.Logger
 }
@@ -150,14 +155,13 @@ func (s *Superconductor) schedule(ctx context.Context, group []leasedRequest) er
 	}
 	for _, g := range group {
 		spec.InstanceUUIDs = append(spec.InstanceUUIDs, g.br.InstanceUUID)
-		// A superconductor that died after claiming but before the hand-off
-		// left a claim behind; we hold the request now, so it is stale.
-		if err := s.cfg.Placement.DeleteAllocations(ctx, g.br.InstanceUUID); err != nil &&
-			!errors.Is(err, placement.ErrNotFound) {
-			return fmt.Errorf("free stale claim of %s: %w", g.br.InstanceUUID, err)
-		}
 	}
-	sels, err := s.cfg.Scheduler.SelectDestinations(ctx, spec)
+	// A superconductor that died after claiming but before the hand-off
+	// left a claim behind; we hold the requests now, so it is stale.
+	if err := s.freeClaims(ctx, spec.InstanceUUIDs); err != nil {
+		return err
+	}
+	sels, err := s.selectDestinations(ctx, spec)
 	var nvh *scheduler.NoValidHostError
 	if errors.As(err, &nvh) {
 		log.Info("no valid host, burying in cell0", "instances", len(group), "reason", nvh.Error())
@@ -173,6 +177,65 @@ func (s *Superconductor) schedule(ctx context.Context, group []leasedRequest) er
 		}
 	}
 	return firstErr
+}
+
+// selectDestinations asks the schedulers in turn until one answers with
+// Selections or NoValidHost. A scheduler that failed or timed out may have
+// claimed for some instances before it did: those claims are freed before
+// the next scheduler is asked (and after the last), so none is orphaned.
+// A claim it lands after that free makes the next scheduler's claim for
+// that instance fail (a new consumer must not exist yet), which fails that
+// attempt too; the free before the following attempt catches it. Its own
+// rollback frees only the claims it wrote (guarded by revision), never the
+// next scheduler's.
+func (s *Superconductor) selectDestinations(ctx context.Context, spec *scheduler.RequestSpec) ([][]etcdschema.Selection, error) {
+	log := s.log.With("request_id", spec.RequestID)
+	targets := s.cfg.Schedulers.Targets()
+	if len(targets) == 0 {
+		return nil, errors.New("no scheduler is registered (none in this process, none under /members/scheduler/)")
+	}
+	var errs []error
+	for i, t := range targets {
+		if i > 0 {
+			if err := s.freeClaims(ctx, spec.InstanceUUIDs); err != nil {
+				return nil, err
+			}
+		}
+		timeout := s.cfg.SelectTimeout
+		if timeout <= 0 {
+			timeout = 30 * time.Second
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		sels, err := t.SelectDestinations(cctx, spec)
+		cancel()
+		var nvh *scheduler.NoValidHostError
+		if err == nil && len(sels) != len(spec.InstanceUUIDs) {
+			err = fmt.Errorf("answered %d selection lists for %d instances", len(sels), len(spec.InstanceUUIDs))
+		}
+		if err == nil || errors.As(err, &nvh) {
+			return sels, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		log.Warn("scheduler failed, asking the next", "scheduler", t.Name, "error", err, "left", len(targets)-i-1)
+		errs = append(errs, fmt.Errorf("%s: %w", t.Name, err))
+	}
+	if err := s.freeClaims(ctx, spec.InstanceUUIDs); err != nil {
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("every scheduler failed: %w", errors.Join(errs...))
+}
+
+// freeClaims frees whatever the instances hold. We hold their
+// BuildRequests, so any claim they have is one no hand-off uses.
+func (s *Superconductor) freeClaims(ctx context.Context, uuids []string) error {
+	for _, u := range uuids {
+		if err := s.cfg.Placement.DeleteAllocations(ctx, u); err != nil && !errors.Is(err, placement.ErrNotFound) {
+			return fmt.Errorf("free stale claim of %s: %w", u, err)
+		}
+	}
+	return nil
 }
 
 // handOff creates the instance in its cell, stores the alternates, casts

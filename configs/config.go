@@ -109,7 +109,15 @@ type Scheduler struct {
 	EnabledFilters              []string // in the order they run
 	MaxHostsToWeigh             int      // 0 weighs every host that passed the filters
 	ElectionTTL                 time.Duration
-	Weights                     Weights
+	// AdvertiseURL is the URL registered under /members/scheduler/ for
+	// superconductors to call; "" derives it from Bind.
+	AdvertiseURL string
+	// The leader's singleton duties: how often each runs, and the graces.
+	LeaderInterval           time.Duration
+	DownHostGrace            time.Duration
+	OrphanGrace              time.Duration
+	StuckBuildRequestTimeout time.Duration
+	Weights                  Weights
 
 	declRange           hcl.Range
 	enabledFiltersRange *hcl.Range // nil when the filters are the defaults
@@ -132,6 +140,11 @@ type Weights struct {
 // Superconductor is the role that turns build requests into builds.
 type Superconductor struct {
 	Workers int
+	// LeaseTTL is the session lease of its build-request leases: a dead
+	// superconductor's requests are taken over after it.
+	LeaseTTL time.Duration
+	// SelectTimeout bounds one scheduler's answer before the next is asked.
+	SelectTimeout time.Duration
 
 	declRange hcl.Range
 }

@@ -119,8 +119,10 @@ func (d *decoder) config(r *rawFile) *Config {
 	if r.Superconductor != nil {
 		s := r.Superconductor
 		c.Superconductor = &Superconductor{
-			Workers:   int(d.count(s.Body, "workers", s.Workers, int64(d.def.Superconductor.Workers), 1, "nothing would lease build requests")),
-			declRange: s.DefRange,
+			Workers:       int(d.count(s.Body, "workers", s.Workers, int64(d.def.Superconductor.Workers), 1, "nothing would lease build requests")),
+			LeaseTTL:      d.leaseTTL(s.Body, "lease_ttl", s.LeaseTTL, d.def.Superconductor.LeaseTTL),
+			SelectTimeout: d.duration(s.Body, "select_timeout", s.SelectTimeout, d.def.Superconductor.SelectTimeout, 100*time.Millisecond, "a scheduler needs time to answer"),
+			declRange:     s.DefRange,
 		}
 	}
 	if r.Conductor != nil {
@@ -289,6 +291,11 @@ func (d *decoder) scheduler(r *rawScheduler) *Scheduler {
 		EnabledFilters:              def.EnabledFilters,
 		MaxHostsToWeigh:             int(d.count(r.Body, "max_hosts_to_weigh", r.MaxHostsToWeigh, int64(def.MaxHostsToWeigh), 0, "0 weighs every host")),
 		ElectionTTL:                 d.leaseTTL(r.Body, "election_ttl", r.ElectionTTL, def.ElectionTTL),
+		AdvertiseURL:                d.advertiseURL(r.Body, "advertise_url", r.AdvertiseURL, def.AdvertiseURL),
+		LeaderInterval:              d.duration(r.Body, "leader_interval", r.LeaderInterval, def.LeaderInterval, 100*time.Millisecond, "the leader would do nothing but sweep"),
+		DownHostGrace:               d.duration(r.Body, "down_host_grace", r.DownHostGrace, def.DownHostGrace, 0, "it is a wait"),
+		OrphanGrace:                 d.duration(r.Body, "orphan_grace", r.OrphanGrace, def.OrphanGrace, time.Second, "a claim being made must not look orphaned"),
+		StuckBuildRequestTimeout:    d.duration(r.Body, "stuck_build_request_timeout", r.StuckBuildRequestTimeout, def.StuckBuildRequestTimeout, time.Second, "a request being leased must not look stuck"),
 		Weights:                     def.Weights,
 		declRange:                   r.DefRange,
 		filename:                    d.filename,

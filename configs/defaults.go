@@ -62,6 +62,15 @@ func Defaults() *Config {
 			},
 			MaxHostsToWeigh: 0,
 			ElectionTTL:     10 * time.Second,
+			AdvertiseURL:    "",
+			// The leader sweeps every 30 s. A host must be down a minute
+			// past its alive lease before its casts are taken back; an
+			// allocation or alternates list must be 10 minutes without an
+			// owner before it is freed, longer than any build step.
+			LeaderInterval:           30 * time.Second,
+			DownHostGrace:            60 * time.Second,
+			OrphanGrace:              10 * time.Minute,
+			StuckBuildRequestTimeout: 10 * time.Minute,
 			// Nova's multipliers: spread by free RAM/CPU/disk, avoid busy
 			// and recently failing hosts.
 			Weights: Weights{
@@ -75,7 +84,7 @@ func Defaults() *Config {
 				NumInstances:     0.0,
 			},
 		},
-		Superconductor: &Superconductor{Workers: 4},
+		Superconductor: &Superconductor{Workers: 4, LeaseTTL: 10 * time.Second, SelectTimeout: 30 * time.Second},
 		Conductor: &Conductor{
 			Workers:  4,
 			LeaseTTL: 15 * time.Second,

@@ -86,6 +86,11 @@ type rawScheduler struct {
 	EnabledFilters              *[]string   `hcl:"enabled_filters"`
 	MaxHostsToWeigh             *int64      `hcl:"max_hosts_to_weigh"`
 	ElectionTTL                 *string     `hcl:"election_ttl"`
+	AdvertiseURL                *string     `hcl:"advertise_url"`
+	LeaderInterval              *string     `hcl:"leader_interval"`
+	DownHostGrace               *string     `hcl:"down_host_grace"`
+	OrphanGrace                 *string     `hcl:"orphan_grace"`
+	StuckBuildRequestTimeout    *string     `hcl:"stuck_build_request_timeout"`
 	Weights                     *rawWeights `hcl:"weights,block"`
 	DefRange                    hcl.Range   `hcl:",def_range"`
 	Body                        hcl.Body    `hcl:",body"`
@@ -103,7 +108,9 @@ type rawWeights struct {
 }
 
 type rawSuperconductor struct {
-	Workers  *int64    `hcl:"workers"`
+	Workers       *int64    `hcl:"workers"`
+	LeaseTTL      *string   `hcl:"lease_ttl"`
+	SelectTimeout *string   `hcl:"select_timeout"`
 	DefRange hcl.Range `hcl:",def_range"`
 	Body     hcl.Body  `hcl:",body"`
 }

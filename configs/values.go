@@ -180,3 +180,17 @@ func (d *decoder) name(b hcl.Body, name string, v *string) string {
 	}
 	return *v
 }
+
+// advertiseURL is the http(s) base URL other processes use to reach a
+// server; "" means "derive it from bind".
+func (d *decoder) advertiseURL(b hcl.Body, name string, v *string, def string) string {
+	if v == nil || *v == "" {
+		return def
+	}
+	u, err := url.Parse(*v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		d.bad(b, name, "Invalid "+name,
+			fmt.Sprintf("%s must be an http(s) URL with a host and no path, like \"http://10.0.0.5:8775\"; got %q.", name, *v))
+	}
+	return *v
+}

@@ -99,6 +99,10 @@ func (k Keys) HostInstances(host string) string { return k.join("hosts", host, "
 // HostSync is the agent's periodic list of its instance uuids.
 func (k Keys) HostSync(host string) string { return k.join("hosts", host, "sync") }
 
+// HostDown is the leader's record that a host is down (its alive key is
+// gone), with when it was first seen down; deleted when it is back.
+func (k Keys) HostDown(host string) string { return k.join("hosts", host, "down") }
+
 // Build is a build or delete cast to a host.
 func (k Keys) Build(host, uuid string) string { return k.join("hosts", host, "builds", uuid) }
 
@@ -169,7 +173,8 @@ func (k Keys) RetryLease(cell, uuid string) string { return k.join("cells", cell
 
 // ---- coordination ----------------------------------------------------------
 
-// Election is the prefix for a role's leader election.
+// Election is the prefix for a role's leader election; each candidate's
+// key is <prefix>/<lease id in hex> (etcd concurrency.Election).
 func (k Keys) Election(role string) string { return k.join("elections", role) }
 
 // Member is a lease-bound registration of one running server role.

@@ -28,6 +28,7 @@ const (
 	RetryVersion           = 1
 	LeaseVersion           = 1
 	MemberVersion          = 1
+	HostDownVersion        = 1
 )
 
 // Versioned is implemented by every value type.
@@ -136,6 +137,18 @@ type HostSync struct {
 }
 
 func (*HostSync) SchemaVersion() int { return HostSyncVersion }
+
+// HostDown records that a host's agent is down, written by the leader
+// scheduler (fenced). Since survives a change of leader, so the grace
+// before the down host's casts are handled is counted once.
+type HostDown struct {
+	header
+	Host       string    `json:"host"`
+	Since      time.Time `json:"since"`
+	DetectedBy string    `json:"detected_by"`
+}
+
+func (*HostDown) SchemaVersion() int { return HostDownVersion }
 
 // Build operations cast to a host.
 const (

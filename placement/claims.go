@@ -43,6 +43,16 @@ func (s *Service) deleteAllocations(ctx context.Context, consumer string) (int64
 		ClaimOptions{IgnoreConsumerGeneration: true}, true)
 }
 
+// DeleteAllocationsGuarded is DeleteAllocations that also needs guards to
+// hold in the same transaction: ErrGuardFailed when one does not. It is how
+// a scheduler frees only the claim it wrote itself, and how the leader
+// frees an orphan only while it leads and the orphan is still one.
+func (s *Service) DeleteAllocationsGuarded(ctx context.Context, consumer string, guards ...clientv3.Cmp) error {
+	_, err := s.writeAllocations(ctx, map[string]AllocationWrite{consumer: {}},
+		ClaimOptions{IgnoreConsumerGeneration: true, Guards: guards}, true)
+	return err
+}
+
 // GetAllocations returns the consumer's record read from etcd, or
 // ErrNotFound when it holds no allocations.
 func (s *Service) GetAllocations(ctx context.Context, consumer string) (*etcdschema.Consumer, error) {
@@ -106,11 +116,25 @@ func (s *Service) writeAllocations(ctx context.Context, writes map[string]Alloca
 		if len(cmps) > maxTxnOps || len(ops) > maxTxnOps {
 			return 0, fmt.Errorf("claim %s: %w", what, detailf(ErrTooManyOps, "the write needs %d compares and %d operations, etcd allows %d of each in one transaction", len(cmps), len(ops), maxTxnOps))
 		}
-		resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		var resp *clientv3.TxnResponse
+		if len(opts.Guards) == 0 {
+			resp, err = s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		} else {
+			// The guards are the outer condition and the claim the inner
+			// one, so a failed guard is told apart from a lost race.
+			resp, err = s.cli.Txn(ctx).If(opts.Guards...).Then(clientv3.OpTxn(cmps, ops, nil)).Commit()
+		}
 		if err != nil {
 			return 0, fmt.Errorf("claim %s: %w", what, err)
 		}
-		if resp.Succeeded {
+		if len(opts.Guards) > 0 {
+			if !resp.Succeeded {
+				return 0, fmt.Errorf("claim %s: %w", what, ErrGuardFailed)
+			}
+			if resp.Responses[0].GetResponseTxn().Succeeded {
+				return resp.Header.Revision, nil
+			}
+		} else if resp.Succeeded {
 			return resp.Header.Revision, nil
 		}
 		s.log.Debug("claim lost a race, retrying", "consumer", what, "attempt", attempt+1)

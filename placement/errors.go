@@ -29,6 +29,9 @@ var (
 	// ErrTooManyOps: the write would need more operations than etcd allows
 	// in one transaction.
 	ErrTooManyOps = errors.New("placement: too many operations for one etcd transaction")
+	// ErrGuardFailed: a caller's guard (ClaimOptions.Guards) did not hold,
+	// so nothing was written.
+	ErrGuardFailed = errors.New("placement: write precondition failed")
 )
 
 // maxTxnOps is etcd's default --max-txn-ops: the most compares, and the

@@ -133,3 +133,22 @@ func (s *Service) IndexRevision() int64 {
 	_, rev := s.idx.revWait()
 	return rev
 }
+
+// ConsumerRecord is one consumer as the index holds it, with the mod
+// revision of its record (a guard for a write that must see it unchanged).
+type ConsumerRecord struct {
+	Consumer *etcdschema.Consumer // shared with the index: do not mutate
+	ModRev   int64
+}
+
+// Consumers returns every consumer the index holds, for sweeps (the
+// leader's orphaned-allocation clean-up) that must not re-read etcd.
+func (s *Service) Consumers() []ConsumerRecord {
+	s.idx.mu.RLock()
+	defer s.idx.mu.RUnlock()
+	out := make([]ConsumerRecord, 0, len(s.idx.st.consumers))
+	for _, e := range s.idx.st.consumers {
+		out = append(out, ConsumerRecord{Consumer: e.c, ModRev: e.modRev})
+	}
+	return out
+}

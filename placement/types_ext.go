@@ -1,5 +1,7 @@
 package placement
 
+import clientv3 "go.etcd.io/etcd/client/v3"
+
 // The contract in types.go is extended here (fields cannot be added to
 // types.go's structs without editing it, so the extension is by new
 // types and documented defaults).
@@ -9,4 +11,9 @@ type ClaimOptions struct {
 	// IgnoreConsumerGeneration skips the consumer generation check, as
 	// Placement does before microversion 1.28 and for DELETE.
 	IgnoreConsumerGeneration bool
+	// Guards are conditions the write also needs, checked in the same
+	// transaction (a leader's fence, "this consumer still has no instance
+	// mapping", "the record is still the one I wrote"). When a guard fails
+	// the write is not retried: it returns ErrGuardFailed.
+	Guards []clientv3.Cmp
 }

@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -16,30 +18,62 @@ import (
 type hostRecord struct {
 	service *etcdschema.Service
 	alive   bool
+	// down is the leader's /hosts/<h>/down record being present.
+	down bool
 	// instances is the agent-reported instance info (seed
-	// isolate-scheduler-db); updated turns true once the agent reported.
+	// isolate-scheduler-db), replaced (never mutated) on change so request
+	// views can share it without the lock.
 	instances map[string]*etcdschema.InstanceInfo
-	updated   bool
+	// synced turns true once the agent's periodic uuid list (HostSync) was
+	// seen: only then is the cache trusted (Nova's "updated"). An agent
+	// that never writes one (an older agent) is read from etcd per request.
+	synced bool
+	// stale is set when a HostSync differed from the cache, until the
+	// host's instance info has been re-read.
+	stale bool
+	// instRev is the revision of the last re-read of the host's instance
+	// info; watch events at or below it are already in instances.
+	instRev int64
 }
 
 // HostManager keeps every host's service, liveness and instances current
 // from one etcd watch over the hosts prefix, plus the host mappings.
 type HostManager struct {
-	keys etcdschema.Keys
-	log  hclog.Logger
+	cli   *clientv3.Client
+	keys  etcdschema.Keys
+	log   hclog.Logger
+	track bool
 
 	mu         sync.RWMutex
 	hosts      map[string]*hostRecord
 	byProvider map[string]string // root provider uuid -> host
 	cells      map[string]string // host -> cell (host mappings)
 
+	// reread holds hosts whose HostSync differed, for the reconciler.
+	reread   map[string]bool
+	rereadCh chan struct{}
+
 	hostsInf, mapsInf *informer.Informer
 }
 
+// HostManagerOption tunes a host manager.
+type HostManagerOption func(*HostManager)
+
+// WithTrackInstanceChanges is scheduler.track_instance_changes: false
+// keeps no instance cache at all; every host's instances are then read
+// from the cell records when a request needs them.
+func WithTrackInstanceChanges(track bool) HostManagerOption {
+	return func(hm *HostManager) { hm.track = track }
+}
+
 // NewHostManager builds a host manager; Run starts following etcd.
-func NewHostManager(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *HostManager {
-	hm := &HostManager{keys: keys, log: log, hosts: map[string]*hostRecord{},
-		byProvider: map[string]string{}, cells: map[string]string{}}
+func NewHostManager(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger, opts ...HostManagerOption) *HostManager {
+	hm := &HostManager{cli: cli, keys: keys, log: log, track: true, hosts: map[string]*hostRecord{},
+		byProvider: map[string]string{}, cells: map[string]string{},
+		reread: map[string]bool{}, rereadCh: make(chan struct{}, 1)}
+	for _, o := range opts {
+		o(hm)
+	}
 	hm.hostsInf = informer.New(cli, keys.HostsPrefix(), hostsHandler{hm}, log)
 	hm.mapsInf = informer.New(cli, keys.HostMappings(), mappingsHandler{hm}, log)
 	return hm
@@ -48,6 +82,7 @@ func NewHostManager(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger
 // Run follows etcd until ctx ends.
 func (hm *HostManager) Run(ctx context.Context) {
 	go hm.mapsInf.Run(ctx)
+	go hm.reconcile(ctx)
 	hm.hostsInf.Run(ctx)
 }
 
@@ -89,12 +124,13 @@ func (hm *HostManager) view(host string) (hostView, bool) {
 		cell = r.service.Cell
 	}
 	return hostView{Host: host, Cell: cell, Service: *r.service,
-		Up: r.alive && !r.service.ForcedDown, Instances: r.instances, Updated: r.updated}, true
+		Up: r.alive && !r.service.ForcedDown, Instances: r.instances,
+		Updated: hm.track && r.synced && !r.stale}, true
 }
 
 type hostsHandler struct{ hm *HostManager }
 
-func (h hostsHandler) Reset(kvs []informer.Event, _ int64) {
+func (h hostsHandler) Reset(kvs []informer.Event, rev int64) {
 	hm := h.hm
 	hm.mu.Lock()
 	defer hm.mu.Unlock()
@@ -102,6 +138,12 @@ func (h hostsHandler) Reset(kvs []informer.Event, _ int64) {
 	hm.byProvider = map[string]string{}
 	for _, kv := range kvs {
 		hm.applyLocked(kv)
+	}
+	// A host's keys list in order (instances/ < service < sync), so each
+	// HostSync was compared with the listed instances already. A re-read
+	// older than this list must not replace it.
+	for _, r := range hm.hosts {
+		r.instRev = rev
 	}
 }
 
@@ -150,9 +192,16 @@ func (hm *HostManager) applyLocked(ev informer.Event) {
 		hm.byProvider[s.ProviderUUID] = host
 	case rest == "alive":
 		hm.record(host).alive = !ev.Deleted
-	case strings.HasPrefix(rest, "instances/"):
+	case rest == "down":
+		hm.record(host).down = !ev.Deleted
+	case rest == "sync" && hm.track:
+		hm.applySyncLocked(host, ev)
+	case strings.HasPrefix(rest, "instances/") && hm.track:
 		uuid := strings.TrimPrefix(rest, "instances/")
 		r := hm.record(host)
+		if ev.Revision <= r.instRev {
+			return // already in the last re-read
+		}
 		// Copy on write: request-time views share the map without locks.
 		next := make(map[string]*etcdschema.InstanceInfo, len(r.instances)+1)
 		for k, v := range r.instances {
@@ -169,7 +218,6 @@ func (hm *HostManager) applyLocked(ev informer.Event) {
 			next[uuid] = &info
 		}
 		r.instances = next
-		r.updated = true
 	}
 }
 
@@ -209,4 +257,161 @@ func (hm *HostManager) applyMappingLocked(ev informer.Event) {
 		return
 	}
 	hm.cells[host] = m.Cell
+}
+
+// applySyncLocked compares an agent's periodic uuid list with the cache
+// (sync_instance_info): equal, the host is trusted; different, the host is
+// untrusted until the reconciler has re-read its instance info.
+func (hm *HostManager) applySyncLocked(host string, ev informer.Event) {
+	r := hm.record(host)
+	if ev.Deleted {
+		r.synced = false
+		return
+	}
+	var hs etcdschema.HostSync
+	if err := etcdschema.Decode(ev.Key, ev.Value, &hs); err != nil {
+		hm.log.Warn("ignoring unreadable instance sync", "host", host, "error", err)
+		return
+	}
+	r.synced = true
+	same := len(hs.UUIDs) == len(r.instances)
+	for _, u := range hs.UUIDs {
+		if !same {
+			break
+		}
+		_, same = r.instances[u]
+	}
+	if same {
+		return
+	}
+	hm.log.Info("instance sync differs from the cache; re-reading the host", "host", host,
+		"reported", len(hs.UUIDs), "cached", len(r.instances))
+	r.stale = true
+	hm.reread[host] = true
+	select {
+	case hm.rereadCh <- struct{}{}:
+	default:
+	}
+}
+
+// reconcile re-reads the instance info of hosts whose sync differed.
+func (hm *HostManager) reconcile(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hm.rereadCh:
+		}
+		hm.mu.Lock()
+		hosts := sortedKeys(hm.reread)
+		hm.reread = map[string]bool{}
+		hm.mu.Unlock()
+		for _, h := range hosts {
+			if err := hm.rereadHost(ctx, h); err != nil && ctx.Err() == nil {
+				hm.log.Warn("could not re-read host instances; retrying", "host", h, "error", err)
+				hm.mu.Lock()
+				hm.reread[h] = true
+				hm.mu.Unlock()
+				sleep(ctx, time.Second)
+				select {
+				case hm.rereadCh <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// rereadHost replaces a host's cached instances with what etcd holds now.
+func (hm *HostManager) rereadHost(ctx context.Context, host string) error {
+	prefix := hm.keys.HostInstances(host)
+	resp, err := hm.cli.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return fmt.Errorf("re-read instances of %s: %w", host, err)
+	}
+	next := make(map[string]*etcdschema.InstanceInfo, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		uuid, ok := etcdschema.LastSegment(string(kv.Key), prefix)
+		if !ok {
+			continue
+		}
+		var info etcdschema.InstanceInfo
+		if err := etcdschema.Decode(string(kv.Key), kv.Value, &info); err != nil {
+			hm.log.Warn("ignoring unreadable instance info", "host", host, "instance", uuid, "error", err)
+			continue
+		}
+		next[uuid] = &info
+	}
+	hm.mu.Lock()
+	defer hm.mu.Unlock()
+	r := hm.record(host)
+	if resp.Header.Revision > r.instRev {
+		r.instances, r.instRev = next, resp.Header.Revision
+	}
+	r.stale = hm.reread[host] // a newer difference arrived meanwhile
+	return nil
+}
+
+// downCandidates lists hosts with a service record whose alive key is gone
+// (down), and hosts the leader recorded down that are alive again (back).
+func (hm *HostManager) downCandidates() (down, back []string) {
+	hm.mu.RLock()
+	defer hm.mu.RUnlock()
+	for h, r := range hm.hosts {
+		switch {
+		case r.service != nil && !r.alive:
+			down = append(down, h)
+		case r.alive && r.down:
+			back = append(back, h)
+		}
+	}
+	return down, back
+}
+
+// instancesFromCells reads, for hosts whose cache is not trusted, the
+// instances the cells place on them: Nova's InstanceList.get_by_host for
+// hosts that never reported, whose sync differed, or when tracking is off.
+// One range read per cell involved, whatever the number of hosts.
+func (hm *HostManager) instancesFromCells(ctx context.Context, hostsByCell map[string]map[string]bool) (map[string]map[string]*etcdschema.InstanceInfo, error) {
+	out := map[string]map[string]*etcdschema.InstanceInfo{}
+	for _, cell := range sortedKeys(hostsByCell) {
+		want := hostsByCell[cell]
+		err := listPaged(ctx, hm.cli, hm.keys.CellInstances(cell), false, func(key string, val []byte, _ int64) {
+			var inst etcdschema.Instance
+			if etcdschema.Decode(key, val, &inst) != nil || !want[inst.Host] || inst.Status == etcdschema.StatusDeleted {
+				return
+			}
+			m := out[inst.Host]
+			if m == nil {
+				m = map[string]*etcdschema.InstanceInfo{}
+				out[inst.Host] = m
+			}
+			m[inst.UUID] = &etcdschema.InstanceInfo{UUID: inst.UUID, Host: inst.Host, FlavorID: inst.Flavor.ID,
+				Flavor: inst.Flavor.Name, State: strings.ToLower(inst.Status), UpdatedAt: inst.UpdatedAt}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read instances of cell %s: %w", cell, err)
+		}
+	}
+	return out, nil
+}
+
+// Stats is a debug figure of what the host manager holds.
+type Stats struct {
+	Hosts, Instances, Trusted int
+}
+
+// Stats counts hosts, cached instances and hosts whose cache is trusted.
+func (hm *HostManager) Stats() Stats {
+	hm.mu.RLock()
+	defer hm.mu.RUnlock()
+	var st Stats
+	for _, r := range hm.hosts {
+		st.Hosts++
+		st.Instances += len(r.instances)
+		if hm.track && r.synced && !r.stale {
+			st.Trusted++
+		}
+	}
+	return st
 }

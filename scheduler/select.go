@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/placement"
@@ -23,8 +24,10 @@ const AllocationRequestVersion = "1.36"
 // candidate search on its in-memory index and the claim transactions.
 type Placement interface {
 	AllocationCandidates(ctx context.Context, q placement.CandidateQuery) (*placement.Candidates, error)
-	PutAllocations(ctx context.Context, consumer string, w placement.AllocationWrite) error
-	DeleteAllocations(ctx context.Context, consumer string) error
+	// PutAllocationsWithOptions returns the etcd revision of the claim, so
+	// a rollback can free exactly that claim and nothing written since.
+	PutAllocationsWithOptions(ctx context.Context, writes map[string]placement.AllocationWrite, opts placement.ClaimOptions) (int64, error)
+	DeleteAllocationsGuarded(ctx context.Context, consumer string, guards ...clientv3.Cmp) error
 }
 
 // Config is the scheduler's tuning, from the HCL scheduler block.
@@ -96,10 +99,14 @@ func (s *Scheduler) SelectDestinations(ctx context.Context, spec *RequestSpec) (
 		return nil, &NoValidHostError{Reason: "Placement found no resource provider with room for the flavor."}
 	}
 	hosts := s.hostStates(spec, cands)
+	if err := s.fillUntrustedInstances(ctx, spec, hosts); err != nil {
+		return nil, fmt.Errorf("select destinations: %w", err)
+	}
 	counts := map[string]int{}
 	filtered := runFilters(s.filters, hosts, spec, 0, counts)
 
 	n := len(spec.InstanceUUIDs)
+	claimRevs := make([]int64, 0, n) // revision of each claim, for rollback
 	chosen := make([]*HostState, 0, n)
 	claimedReqs := make([]placement.AllocationRequest, 0, n)
 	selectedHosts := map[string]bool{}
@@ -118,22 +125,23 @@ func (s *Scheduler) SelectDestinations(ctx context.Context, spec *RequestSpec) (
 				continue
 			}
 			ar := h.Candidates[0]
-			err := s.placement.PutAllocations(ctx, uuid, placement.AllocationWrite{
+			rev, err := s.placement.PutAllocationsWithOptions(ctx, map[string]placement.AllocationWrite{uuid: {
 				Allocations: ar.Allocations, ProjectID: spec.ProjectID, UserID: spec.UserID,
-			})
+			}}, placement.ClaimOptions{})
 			if err == nil {
 				picked, pickedReq = h, ar
+				claimRevs = append(claimRevs, rev)
 				break
 			}
 			if isClaimRace(err) {
 				log.Debug("claim lost, trying the next host", "instance", uuid, "host", h.Host, "error", err)
 				continue
 			}
-			s.rollback(ctx, spec.InstanceUUIDs[:i])
+			s.rollback(ctx, spec.InstanceUUIDs[:i], claimRevs)
 			return nil, fmt.Errorf("claim %s on %s: %w", uuid, h.Host, err)
 		}
 		if picked == nil {
-			s.rollback(ctx, spec.InstanceUUIDs[:i])
+			s.rollback(ctx, spec.InstanceUUIDs[:i], claimRevs)
 			return nil, &NoValidHostError{
 				Reason:  fmt.Sprintf("There are not enough hosts available (placed %d of %d).", i, n),
 				Removed: orderedCounts(s.filters, counts),
@@ -171,10 +179,19 @@ func isClaimRace(err error) bool {
 }
 
 // rollback frees earlier claims of a request that cannot be placed whole.
-func (s *Scheduler) rollback(ctx context.Context, uuids []string) {
-	for _, u := range uuids {
-		if err := s.placement.DeleteAllocations(context.WithoutCancel(ctx), u); err != nil &&
-			!errors.Is(err, placement.ErrNotFound) {
+// Each is freed only if the consumer is still the record this claim wrote
+// (guarded by its revision): when a caller gave up on this scheduler (a
+// timeout) it frees the claims and asks another scheduler, whose claims
+// for the same instances a late rollback here must not touch.
+func (s *Scheduler) rollback(ctx context.Context, uuids []string, revs []int64) {
+	for i, u := range uuids {
+		own := clientv3.Compare(clientv3.ModRevision(s.hosts.keys.Consumer(u)), "=", revs[i])
+		err := s.placement.DeleteAllocationsGuarded(context.WithoutCancel(ctx), u, own)
+		switch {
+		case err == nil:
+		case errors.Is(err, placement.ErrGuardFailed), errors.Is(err, placement.ErrNotFound):
+			s.log.Info("claim already freed or replaced by another scheduler; leaving it", "instance", u)
+		default:
 			s.log.Error("could not free claim of unplaceable request", "instance", u, "error", err)
 		}
 	}

@@ -30,6 +30,9 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		peerAddr  = fs.String("etcd-peer", "127.0.0.1:2380", "embedded etcd peer address")
 		apiAddr   = fs.String("api", "127.0.0.1:8774", "compute API address")
 		placeAddr = fs.String("placement", "127.0.0.1:8778", "Placement API address")
+		// Port 0: the in-process superconductor calls its scheduler
+		// directly, so dev needs no fixed scheduler port.
+		schedAddr = fs.String("scheduler", "127.0.0.1:0", "scheduler (select_destinations) address")
 		hosts     = fs.Int("hosts", 8, "simulated compute hosts")
 		cells     = fs.Int("cells", 2, "cells; hosts are spread round-robin")
 		cfgPath   = fs.String("config", "", "HCL config for everything else (log, scheduler, agent template...)")
@@ -81,7 +84,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		defer os.RemoveAll(tmp)
 		emb.DataDir = filepath.Join(tmp, "etcd")
 	}
-	cfg.API.Bind, cfg.Placement.Bind = *apiAddr, *placeAddr
+	cfg.API.Bind, cfg.Placement.Bind, cfg.Scheduler.Bind = *apiAddr, *placeAddr, *schedAddr
 
 	failing := map[string]bool{}
 	for _, h := range strings.Split(*failHosts, ",") {

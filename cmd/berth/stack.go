@@ -20,6 +20,7 @@ import (
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/embedetcd"
+	"github.com/berth-project/berth/internal/members"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/scheduler"
 )
@@ -37,6 +38,8 @@ type stack struct {
 	placement *placement.Service
 	hosts     *scheduler.HostManager
 	sched     *scheduler.Scheduler
+	schedID   string // this process's scheduler registration id
+	leader    *scheduler.Leader
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -115,9 +118,15 @@ func (s *stack) startPlacement(ctx context.Context) error {
 }
 
 func (s *stack) serve(name, bind string, h http.Handler) error {
+	_, err := s.serveAddr(name, bind, h)
+	return err
+}
+
+// serveAddr serves h on bind and returns the address it listens on.
+func (s *stack) serveAddr(name, bind string, h http.Handler) (net.Addr, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
-		return fmt.Errorf("%s: listen on %s: %w", name, bind, err)
+		return nil, fmt.Errorf("%s: listen on %s: %w", name, bind, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	s.servers = append(s.servers, srv)
@@ -127,7 +136,7 @@ func (s *stack) serve(name, bind string, h http.Handler) error {
 			s.errs <- fmt.Errorf("%s: %w", name, err)
 		}
 	}()
-	return nil
+	return ln.Addr(), nil
 }
 
 // startServerRoles starts the roles of `berth server` its config enables.
@@ -142,35 +151,12 @@ func (s *stack) startServerRoles(ctx context.Context) error {
 		}
 	}
 	if cfg.Scheduler != nil {
-		s.hosts = scheduler.NewHostManager(s.cli, s.keys, s.log.Named("scheduler").Named("hosts"))
-		go s.hosts.Run(s.ctx)
-		if err := cfg.Scheduler.CheckFilters(scheduler.FilterNames()); err != nil {
-			return err
-		}
-		var err error
-		s.sched, err = scheduler.New(schedulerConfig(cfg.Scheduler, s.log), s.placement, s.hosts, s.log.Named("scheduler"))
-		if err != nil {
-			return err
-		}
-		if err := s.hosts.WaitSynced(ctx); err != nil {
+		if err := s.startScheduler(ctx, cfg.Scheduler); err != nil {
 			return err
 		}
 	}
 	if cfg.Superconductor != nil {
-		if s.sched == nil {
-			return fmt.Errorf("superconductor: needs a scheduler role in the same process (remote schedulers come with issue 4)")
-		}
-		maxAttempts := 3
-		if cfg.Scheduler != nil {
-			maxAttempts = cfg.Scheduler.MaxAttempts
-		}
-		sup := conductor.NewSuperconductor(conductor.SuperconductorConfig{
-			Client: s.cli, Keys: s.keys, Scheduler: s.sched, Placement: s.placement,
-			Holder: holderID("superconductor"), Workers: cfg.Superconductor.Workers, LeaseTTL: 10 * time.Second,
-			MaxAttempts: maxAttempts, Log: s.log.Named("superconductor"),
-		})
-		s.run("superconductor", sup.Run)
-		if err := sup.WaitSynced(ctx); err != nil {
+		if err := s.startSuperconductor(ctx, cfg.Superconductor); err != nil {
 			return err
 		}
 	}
@@ -183,6 +169,107 @@ func (s *stack) startServerRoles(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// startScheduler runs the host manager, serves select_destinations over
+// HTTP, registers the endpoint under /members/scheduler/ and campaigns
+// for leadership.
+func (s *stack) startScheduler(ctx context.Context, c *configs.Scheduler) error {
+	log := s.log.Named("scheduler")
+	s.hosts = scheduler.NewHostManager(s.cli, s.keys, log.Named("hosts"),
+		scheduler.WithTrackInstanceChanges(c.TrackInstanceChanges))
+	go s.hosts.Run(s.ctx)
+	if err := c.CheckFilters(scheduler.FilterNames()); err != nil {
+		return err
+	}
+	var err error
+	s.sched, err = scheduler.New(schedulerConfig(c, s.log), s.placement, s.hosts, log)
+	if err != nil {
+		return err
+	}
+	if err := s.hosts.WaitSynced(ctx); err != nil {
+		return err
+	}
+	addr, err := s.serveAddr("scheduler", c.Bind, s.sched.Handler())
+	if err != nil {
+		return err
+	}
+	url := c.AdvertiseURL
+	if url == "" {
+		url = advertiseFrom(addr)
+	}
+	s.schedID = holderID("scheduler")
+	reg := &members.Registration{Cli: s.cli, Keys: s.keys, Role: scheduler.Role, ID: s.schedID, URL: url,
+		TTL: c.ElectionTTL, Log: log}
+	s.run("scheduler registration", reg.Run)
+	sups := members.NewWatcher(s.cli, s.keys, roleSuperconductor, log)
+	go sups.Run(s.ctx)
+	s.leader = scheduler.NewLeader(scheduler.LeaderConfig{
+		Client: s.cli, Keys: s.keys, ID: s.schedID, TTL: c.ElectionTTL, Log: log.Named("leader"),
+		Duties: scheduler.LeaderDuties(scheduler.DutyConfig{
+			Client: s.cli, Keys: s.keys, Placement: s.placement, Hosts: s.hosts, Superconductors: sups,
+			ID: s.schedID, Interval: c.LeaderInterval, DownHostGrace: c.DownHostGrace,
+			OrphanGrace: c.OrphanGrace, StuckBuildRequestTimeout: c.StuckBuildRequestTimeout,
+			Log: log.Named("leader"),
+		}),
+	})
+	s.run("scheduler leader", s.leader.Run)
+	select {
+	case <-reg.Registered():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// roleSuperconductor is the member role superconductors register under,
+// so the leader can tell a backlog from requests nobody will take.
+const roleSuperconductor = "superconductor"
+
+// startSuperconductor runs a superconductor that asks the in-process
+// scheduler first, when there is one, and otherwise (or when it fails)
+// the schedulers registered under /members/scheduler/.
+func (s *stack) startSuperconductor(ctx context.Context, c *configs.Superconductor) error {
+	log := s.log.Named("superconductor")
+	maxAttempts := configs.Defaults().Scheduler.MaxAttempts
+	if s.cfg.Scheduler != nil {
+		maxAttempts = s.cfg.Scheduler.MaxAttempts
+	}
+	scheds := members.NewWatcher(s.cli, s.keys, scheduler.Role, log)
+	go scheds.Run(s.ctx)
+	if err := scheds.WaitSynced(ctx); err != nil {
+		return err
+	}
+	var local scheduler.Selector
+	if s.sched != nil {
+		local = s.sched
+	}
+	holder := holderID("superconductor")
+	sup := conductor.NewSuperconductor(conductor.SuperconductorConfig{
+		Client: s.cli, Keys: s.keys, Schedulers: scheduler.NewPool(local, s.schedID, scheds, nil),
+		Placement: s.placement, Holder: holder, Workers: c.Workers, LeaseTTL: c.LeaseTTL,
+		SelectTimeout: c.SelectTimeout, MaxAttempts: maxAttempts, Log: log,
+	})
+	s.run("superconductor", sup.Run)
+	reg := &members.Registration{Cli: s.cli, Keys: s.keys, Role: roleSuperconductor, ID: holder,
+		TTL: c.LeaseTTL, Log: log}
+	s.run("superconductor registration", reg.Run)
+	return sup.WaitSynced(ctx)
+}
+
+// advertiseFrom turns a listen address into a URL others can call: an
+// unspecified host (0.0.0.0, ::) becomes this machine's hostname.
+func advertiseFrom(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // schedulerConfig maps the HCL scheduler block to the scheduler's config.

@@ -131,6 +131,27 @@ scheduler {
   # dead leader is replaced after at most this long.
   election_ttl = "10s"
 
+  # URL registered under /members/scheduler/<id> for superconductors in
+  # other processes to call. Default: http://<bind>, with the machine's
+  # hostname when bind listens on every address (like "0.0.0.0:8775").
+  advertise_url = "http://10.0.0.5:8775"
+
+  # The leader's singleton duties run every leader_interval (default "30s").
+  leader_interval = "30s"
+
+  # A host whose alive key is gone is recorded down at once; after this
+  # long (default "60s") its pending build casts are rescheduled on their
+  # alternates and its delete casts finished without it.
+  down_host_grace = "60s"
+
+  # Allocations on compute nodes whose consumer has no instance, and
+  # alternates lists nothing will use, are removed once this old (default "10m").
+  orphan_grace = "10m"
+
+  # A build request nobody has leased for this long, with no superconductor
+  # registered, is put in ERROR in cell0 (default "10m").
+  stuck_build_request_timeout = "10m"
+
   # Weigher multipliers; a negative one turns a preference into an
   # aversion and 0 switches the weigher off. Each defaults to the value shown.
   weights {
@@ -150,4 +171,13 @@ scheduler {
 superconductor {
   # Build requests handled concurrently by this process (at least 1, default 4).
   workers = 4
+
+  # Lease TTL of its build-request leases, whole seconds (default "10s"):
+  # a dead superconductor's requests are taken over after at most this long.
+  lease_ttl = "10s"
+
+  # How long one scheduler may take to answer before the next registered
+  # scheduler is asked (default "30s"). The in-process scheduler, when this
+  # server runs one, is asked first.
+  select_timeout = "30s"
 }

@@ -1,0 +1,471 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/informer"
+	"github.com/berth-project/berth/placement"
+)
+
+// DutyPlacement is what the leader's duties need of placement: its
+// consumer index and guarded frees.
+type DutyPlacement interface {
+	Consumers() []placement.ConsumerRecord
+	DeleteAllocationsGuarded(ctx context.Context, consumer string, guards ...clientv3.Cmp) error
+}
+
+// Counter counts registered members of a role (superconductors).
+type Counter interface{ Count() int }
+
+// DutyConfig configures the leader's singleton duties.
+type DutyConfig struct {
+	Client    *clientv3.Client
+	Keys      etcdschema.Keys
+	Placement DutyPlacement
+	Hosts     *HostManager
+	// Superconductors tells the stuck-request sweep whether anyone could
+	// still pick a request up.
+	Superconductors Counter
+	ID              string
+	// Interval is how often each duty runs while leading.
+	Interval time.Duration
+	// DownHostGrace is how long a host stays down (alive key gone) before
+	// its pending casts are taken from it.
+	DownHostGrace time.Duration
+	// OrphanGrace is how old an allocation without an instance, or an
+	// alternates list with nothing to retry, must be before it is freed.
+	OrphanGrace time.Duration
+	// StuckBuildRequestTimeout is how long a BuildRequest may wait unleased
+	// with no superconductor registered before it is buried in cell0.
+	StuckBuildRequestTimeout time.Duration
+	Log                      hclog.Logger
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+type duties struct {
+	DutyConfig
+}
+
+// LeaderDuties returns the duties DESIGN.md gives the leader: down-host
+// handling, orphaned-allocation and stale-alternates clean-up, and stuck
+// build requests. Each writes only through its term's Fence.
+func LeaderDuties(c DutyConfig) []Duty {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	d := &duties{c}
+	return []Duty{
+		{Name: "down_hosts", Interval: c.Interval, Run: d.downHosts},
+		{Name: "orphaned_allocations", Interval: c.Interval, Run: d.orphanedAllocations},
+		{Name: "stale_alternates", Interval: c.Interval, Run: d.staleAlternates},
+		{Name: "stuck_build_requests", Interval: c.Interval, Run: d.stuckBuildRequests},
+	}
+}
+
+// ---- down hosts ------------------------------------------------------------
+
+// downHosts records hosts whose alive key is gone under /hosts/<h>/down
+// (with the time first seen down, so a new leader does not restart the
+// clock) and removes the record when the host is back. Once a host has
+// been down for DownHostGrace, its pending casts are taken back: a build
+// is rescheduled on the cell's alternates (a Retry, exactly as when the
+// agent reports a reschedulable failure), a delete is done locally (as
+// Nova deletes locally when the compute service is down).
+func (d *duties) downHosts(ctx context.Context, f Fence) error {
+	down, back := d.Hosts.downCandidates()
+	for _, h := range back {
+		_, err := f.Txn(ctx, d.Client,
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(d.Keys.Alive(h)), ">", 0)},
+			clientv3.OpDelete(d.Keys.HostDown(h)))
+		if err != nil {
+			return fmt.Errorf("clear down record of %s: %w", h, err)
+		}
+		d.Log.Info("host is up again", "host", h)
+	}
+	for _, h := range down {
+		if err := d.downHost(ctx, f, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *duties) downHost(ctx context.Context, f Fence, host string) error {
+	k := d.Keys
+	aliveGone := clientv3.Compare(clientv3.CreateRevision(k.Alive(host)), "=", 0)
+	resp, err := d.Client.Get(ctx, k.HostDown(host))
+	if err != nil {
+		return fmt.Errorf("read down record of %s: %w", host, err)
+	}
+	now := d.Now().UTC()
+	if len(resp.Kvs) == 0 {
+		rec := &etcdschema.HostDown{Host: host, Since: now, DetectedBy: d.ID}
+		ok, err := f.Txn(ctx, d.Client,
+			[]clientv3.Cmp{aliveGone, clientv3.Compare(clientv3.CreateRevision(k.HostDown(host)), "=", 0)},
+			clientv3.OpPut(k.HostDown(host), etcdschema.MustEncode(rec)))
+		if err != nil {
+			return fmt.Errorf("record %s down: %w", host, err)
+		}
+		if ok {
+			d.Log.Warn("host is down", "host", host)
+		}
+		return nil
+	}
+	var rec etcdschema.HostDown
+	if err := etcdschema.Decode(k.HostDown(host), resp.Kvs[0].Value, &rec); err != nil {
+		return err
+	}
+	if now.Sub(rec.Since) < d.DownHostGrace {
+		return nil
+	}
+	casts, err := d.Client.Get(ctx, k.Builds(host), clientv3.WithPrefix())
+	if err != nil {
+		return fmt.Errorf("list casts to %s: %w", host, err)
+	}
+	for _, kv := range casts.Kvs {
+		var b etcdschema.Build
+		if err := etcdschema.Decode(string(kv.Key), kv.Value, &b); err != nil {
+			d.Log.Warn("leaving an unreadable cast to a down host", "host", host, "error", err)
+			continue
+		}
+		castSame := clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)
+		if b.Op == etcdschema.OpDelete {
+			err = d.localDelete(ctx, f, host, &b, string(kv.Key), castSame, aliveGone)
+		} else {
+			err = d.rescheduleFromDown(ctx, f, host, &b, string(kv.Key), castSame, aliveGone)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rescheduleFromDown files a Retry for a build cast to a down host. The
+// cell conductor frees the claim on the down host before it claims an
+// alternate, as it does for any retry.
+func (d *duties) rescheduleFromDown(ctx context.Context, f Fence, host string, b *etcdschema.Build, castKey string, castSame, aliveGone clientv3.Cmp) error {
+	k := d.Keys
+	instKey := k.CellInstance(b.Cell, b.InstanceUUID)
+	resp, err := d.Client.Get(ctx, instKey)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", instKey, err)
+	}
+	if len(resp.Kvs) == 0 {
+		// The instance is gone: the cast has nothing left to do.
+		_, err := f.Txn(ctx, d.Client, []clientv3.Cmp{castSame}, clientv3.OpDelete(castKey))
+		return err
+	}
+	var inst etcdschema.Instance
+	if err := etcdschema.Decode(instKey, resp.Kvs[0].Value, &inst); err != nil {
+		return err
+	}
+	now := d.Now().UTC()
+	reason := fmt.Sprintf("host %s is down", host)
+	retry := &etcdschema.Retry{InstanceUUID: b.InstanceUUID, Cell: b.Cell, FailedHost: host,
+		Reason: reason, Build: *b, FiledAt: now}
+	inst.Status, inst.TaskState, inst.Host, inst.Node, inst.UpdatedAt =
+		etcdschema.StatusBuild, etcdschema.TaskScheduling, "", "", now
+	ok, err := f.Txn(ctx, d.Client,
+		[]clientv3.Cmp{castSame, aliveGone, clientv3.Compare(clientv3.ModRevision(instKey), "=", resp.Kvs[0].ModRevision)},
+		clientv3.OpPut(instKey, etcdschema.MustEncode(&inst)),
+		clientv3.OpPut(k.Retry(b.Cell, b.InstanceUUID), etcdschema.MustEncode(retry)),
+		clientv3.OpDelete(castKey))
+	if err != nil {
+		return fmt.Errorf("reschedule %s from down host %s: %w", b.InstanceUUID, host, err)
+	}
+	if ok {
+		d.Log.Warn("build cast to a down host rescheduled", "instance", b.InstanceUUID, "host", host)
+	}
+	return nil
+}
+
+// localDelete finishes a delete cast to a down host without its agent:
+// free the claim, then delete every record and the cast in one fenced
+// transaction (the agent's destroy minus the driver).
+func (d *duties) localDelete(ctx context.Context, f Fence, host string, b *etcdschema.Build, castKey string, castSame, aliveGone clientv3.Cmp) error {
+	k := d.Keys
+	err := d.Placement.DeleteAllocationsGuarded(ctx, b.InstanceUUID, f.Cmp(), castSame, aliveGone)
+	switch {
+	case errors.Is(err, placement.ErrGuardFailed):
+		return d.notLeaderOr(ctx, f)
+	case err != nil && !errors.Is(err, placement.ErrNotFound):
+		return fmt.Errorf("free allocations of %s: %w", b.InstanceUUID, err)
+	}
+	ok, err := f.Txn(ctx, d.Client, []clientv3.Cmp{castSame, aliveGone},
+		clientv3.OpDelete(k.CellInstance(b.Cell, b.InstanceUUID)),
+		clientv3.OpDelete(k.InstanceMapping(b.InstanceUUID)),
+		clientv3.OpDelete(k.HostInstance(host, b.InstanceUUID)),
+		clientv3.OpDelete(k.Alternates(b.InstanceUUID)),
+		clientv3.OpDelete(k.Retry(b.Cell, b.InstanceUUID)),
+		clientv3.OpDelete(castKey))
+	if err != nil {
+		return fmt.Errorf("delete %s on down host %s: %w", b.InstanceUUID, host, err)
+	}
+	if ok {
+		d.Log.Warn("instance on a down host deleted locally", "instance", b.InstanceUUID, "host", host)
+	}
+	return nil
+}
+
+// notLeaderOr tells a failed fence apart from another failed guard.
+func (d *duties) notLeaderOr(ctx context.Context, f Fence) error {
+	resp, err := d.Client.Get(ctx, f.Key)
+	if err != nil {
+		return err
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != f.Rev {
+		return ErrNotLeader
+	}
+	return nil // the state changed under us; look again next sweep
+}
+
+// ---- orphaned allocations --------------------------------------------------
+
+// orphanedAllocations frees allocations on compute nodes whose consumer
+// has no instance mapping (so no BuildRequest, no instance, no retry) and
+// has not changed for OrphanGrace, as `nova-manage placement audit
+// --delete` does. Consumers only on non-compute providers are left alone:
+// they belong to Placement API users, not to Berth.
+func (d *duties) orphanedAllocations(ctx context.Context, f Fence) error {
+	now := d.Now()
+	var cands []placement.ConsumerRecord
+	for _, cr := range d.Placement.Consumers() {
+		if now.Sub(cr.Consumer.UpdatedAt) < d.OrphanGrace {
+			continue
+		}
+		for rp := range cr.Consumer.Allocations {
+			if _, ok := d.Hosts.HostForProvider(rp); ok {
+				cands = append(cands, cr)
+				break
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	mapped, err := listKeys(ctx, d.Client, d.Keys.InstanceMappings())
+	if err != nil {
+		return err
+	}
+	freed := 0
+	for _, cr := range cands {
+		uuid := cr.Consumer.UUID
+		if mapped[d.Keys.InstanceMapping(uuid)] {
+			continue
+		}
+		err := d.Placement.DeleteAllocationsGuarded(ctx, uuid, f.Cmp(),
+			clientv3.Compare(clientv3.CreateRevision(d.Keys.InstanceMapping(uuid)), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(d.Keys.Consumer(uuid)), "=", cr.ModRev))
+		switch {
+		case err == nil:
+			freed++
+			d.Log.Warn("freed orphaned allocation", "consumer", uuid, "last_changed", cr.Consumer.UpdatedAt)
+		case errors.Is(err, placement.ErrGuardFailed):
+			if err := d.notLeaderOr(ctx, f); err != nil {
+				return err
+			}
+		case errors.Is(err, placement.ErrNotFound):
+		default:
+			return fmt.Errorf("free orphaned allocation of %s: %w", uuid, err)
+		}
+	}
+	if freed > 0 {
+		d.Log.Info("orphaned allocations freed", "count", freed)
+	}
+	return nil
+}
+
+// listKeys returns the set of keys under prefix, paged.
+func listKeys(ctx context.Context, cli *clientv3.Client, prefix string) (map[string]bool, error) {
+	out := map[string]bool{}
+	err := listPaged(ctx, cli, prefix, true, func(key string, _ []byte, _ int64) {
+		out[key] = true
+	})
+	return out, err
+}
+
+// listPaged reads every key under prefix in pages at one revision.
+func listPaged(ctx context.Context, cli *clientv3.Client, prefix string, keysOnly bool, fn func(key string, val []byte, modRev int64)) error {
+	key, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
+	var rev int64
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(informer.PageSize)}
+		if keysOnly {
+			opts = append(opts, clientv3.WithKeysOnly())
+		}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := cli.Get(ctx, key, opts...)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", prefix, err)
+		}
+		rev = resp.Header.Revision
+		for _, kv := range resp.Kvs {
+			fn(string(kv.Key), kv.Value, kv.ModRevision)
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// ---- stale alternates ------------------------------------------------------
+
+// staleAlternates deletes alternates lists no conductor will read: the
+// instance is gone, or it is no longer building and no retry is pending.
+// The agent deletes them on ACTIVE and on destroy; this catches the lists
+// left when an instance went to ERROR, or a writer died between steps.
+func (d *duties) staleAlternates(ctx context.Context, f Fence) error {
+	k := d.Keys
+	type entry struct {
+		key    string
+		modRev int64
+		alts   etcdschema.Alternates
+	}
+	var all []entry
+	err := listPaged(ctx, d.Client, k.AlternatesPrefix(), false, func(key string, val []byte, modRev int64) {
+		var a etcdschema.Alternates
+		if err := etcdschema.Decode(key, val, &a); err != nil {
+			d.Log.Warn("leaving unreadable alternates", "key", key, "error", err)
+			return
+		}
+		all = append(all, entry{key, modRev, a})
+	})
+	if err != nil {
+		return err
+	}
+	now := d.Now()
+	for _, e := range all {
+		last := time.Time{}
+		for _, at := range e.alts.Attempts {
+			if at.At.After(last) {
+				last = at.At
+			}
+		}
+		if now.Sub(last) < d.OrphanGrace {
+			continue
+		}
+		uuid := e.alts.InstanceUUID
+		mapKey, instKey, retryKey := k.InstanceMapping(uuid), k.CellInstance(e.alts.Cell, uuid), k.Retry(e.alts.Cell, uuid)
+		resp, err := d.Client.Txn(ctx).Then(clientv3.OpGet(mapKey), clientv3.OpGet(instKey), clientv3.OpGet(retryKey)).Commit()
+		if err != nil {
+			return fmt.Errorf("read state of %s: %w", uuid, err)
+		}
+		mapKV := resp.Responses[0].GetResponseRange().Kvs
+		instKV := resp.Responses[1].GetResponseRange().Kvs
+		retryKV := resp.Responses[2].GetResponseRange().Kvs
+		stale := len(mapKV) == 0 || len(instKV) == 0
+		if !stale && len(retryKV) == 0 {
+			var inst etcdschema.Instance
+			if err := etcdschema.Decode(instKey, instKV[0].Value, &inst); err != nil {
+				continue
+			}
+			stale = inst.Status != etcdschema.StatusBuild
+		}
+		if !stale {
+			continue
+		}
+		ok, err := f.Txn(ctx, d.Client, []clientv3.Cmp{
+			clientv3.Compare(clientv3.ModRevision(e.key), "=", e.modRev),
+			clientv3.Compare(clientv3.ModRevision(mapKey), "=", modRevOf(mapKV)),
+			clientv3.Compare(clientv3.ModRevision(instKey), "=", modRevOf(instKV)),
+			clientv3.Compare(clientv3.ModRevision(retryKey), "=", modRevOf(retryKV)),
+		}, clientv3.OpDelete(e.key))
+		if err != nil {
+			return fmt.Errorf("delete stale alternates of %s: %w", uuid, err)
+		}
+		if ok {
+			d.Log.Info("deleted stale alternates", "instance", uuid)
+		}
+	}
+	return nil
+}
+
+// modRevOf is the mod revision of a read key, 0 when it was absent (etcd
+// compares a missing key's revisions as 0).
+func modRevOf(kvs []*mvccpb.KeyValue) int64 {
+	if len(kvs) == 0 {
+		return 0
+	}
+	return kvs[0].ModRevision
+}
+
+// ---- stuck build requests --------------------------------------------------
+
+// stuckBuildRequests buries in cell0 the BuildRequests that have waited
+// unleased for StuckBuildRequestTimeout while no superconductor is
+// registered: nobody will schedule them, and the user should see why
+// rather than BUILD forever. With superconductors registered an unleased
+// request is a backlog, not stuck, and is only logged.
+func (d *duties) stuckBuildRequests(ctx context.Context, f Fence) error {
+	k := d.Keys
+	leased, err := listKeys(ctx, d.Client, k.BuildRequestLeases())
+	if err != nil {
+		return err
+	}
+	now := d.Now()
+	waiting := 0
+	err = listPaged(ctx, d.Client, k.BuildRequests(), false, func(key string, val []byte, modRev int64) {
+		if err != nil {
+			return
+		}
+		var br etcdschema.BuildRequest
+		if derr := etcdschema.Decode(key, val, &br); derr != nil {
+			return // the superconductor buries unreadable requests itself
+		}
+		if leased[k.BuildRequestLease(br.InstanceUUID)] || now.Sub(br.CreatedAt) < d.StuckBuildRequestTimeout {
+			return
+		}
+		if d.Superconductors != nil && d.Superconductors.Count() > 0 {
+			waiting++
+			return
+		}
+		err = d.buryStuck(ctx, f, key, modRev, &br)
+	})
+	if waiting > 0 {
+		d.Log.Warn("build requests waiting unleased past the stuck timeout; superconductors are registered, so this is a backlog",
+			"count", waiting, "timeout", d.StuckBuildRequestTimeout)
+	}
+	return err
+}
+
+func (d *duties) buryStuck(ctx context.Context, f Fence, key string, modRev int64, br *etcdschema.BuildRequest) error {
+	k := d.Keys
+	now := d.Now().UTC()
+	reason := fmt.Sprintf("No superconductor scheduled this request within %s.", d.StuckBuildRequestTimeout)
+	inst := &etcdschema.Instance{
+		UUID: br.InstanceUUID, Name: br.Name, Status: etcdschema.StatusError, Cell: etcdschema.Cell0,
+		Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
+		Fault:     &etcdschema.Fault{Code: 500, Message: reason, Created: now},
+		CreatedAt: br.CreatedAt, UpdatedAt: now,
+	}
+	mapping := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, Cell: etcdschema.Cell0,
+		ProjectID: br.ProjectID, CreatedAt: br.CreatedAt}
+	ok, err := f.Txn(ctx, d.Client, []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(key), "=", modRev),
+		clientv3.Compare(clientv3.CreateRevision(k.BuildRequestLease(br.InstanceUUID)), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(k.InstanceMapping(br.InstanceUUID)), ">", 0),
+	},
+		clientv3.OpPut(k.CellInstance(etcdschema.Cell0, br.InstanceUUID), etcdschema.MustEncode(inst)),
+		clientv3.OpPut(k.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(mapping)),
+		clientv3.OpDelete(key))
+	if err != nil {
+		return fmt.Errorf("bury stuck build request %s: %w", br.InstanceUUID, err)
+	}
+	if ok {
+		d.Log.Warn("buried a stuck build request in cell0", "instance", br.InstanceUUID, "waited", now.Sub(br.CreatedAt))
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package scheduler
+
+import (
+	"context"
+)
+
+// InstanceReader is implemented by the filters and weighers that read a
+// HostState's Instances or NumInstances. For hosts whose instance cache is
+// not trusted (the agent never sent its uuid list, its last list differed
+// from the cache, or track_instance_changes is off) those are read from
+// the cell records, once per request and only when some enabled filter or
+// weigher says it needs them for this request.
+type InstanceReader interface {
+	NeedsInstances(spec *RequestSpec) bool
+}
+
+// NeedsInstances: only with a same_host hint.
+func (SameHostFilter) NeedsInstances(spec *RequestSpec) bool { return len(spec.Hints.SameHost) > 0 }
+
+// NeedsInstances: only with a different_host hint.
+func (DifferentHostFilter) NeedsInstances(spec *RequestSpec) bool {
+	return len(spec.Hints.DifferentHost) > 0
+}
+
+// NeedsInstances: always; it weighs the instance count.
+func (NumInstancesWeigher) NeedsInstances(*RequestSpec) bool { return true }
+
+// needsInstances reports whether any enabled filter or weigher reads
+// instances for spec.
+func (s *Scheduler) needsInstances(spec *RequestSpec) bool {
+	for _, f := range s.filters {
+		if r, ok := f.(InstanceReader); ok && r.NeedsInstances(spec) {
+			return true
+		}
+	}
+	for _, w := range s.weighers {
+		if r, ok := w.Weigher.(InstanceReader); ok && r.NeedsInstances(spec) {
+			return true
+		}
+	}
+	return false
+}
+
+// fillUntrustedInstances gives the hosts whose cache is not trusted their
+// instances from the cells (seed isolate-scheduler-db: "query the DB for
+// hosts that have not reported").
+func (s *Scheduler) fillUntrustedInstances(ctx context.Context, spec *RequestSpec, hosts []*HostState) error {
+	if len(hosts) == 0 || !s.needsInstances(spec) {
+		return nil
+	}
+	byCell := map[string]map[string]bool{}
+	var untrusted []*HostState
+	for _, h := range hosts {
+		v, ok := s.hosts.view(h.Host)
+		if !ok || v.Updated {
+			continue
+		}
+		if byCell[h.Cell] == nil {
+			byCell[h.Cell] = map[string]bool{}
+		}
+		byCell[h.Cell][h.Host] = true
+		untrusted = append(untrusted, h)
+	}
+	if len(untrusted) == 0 {
+		return nil
+	}
+	got, err := s.hosts.instancesFromCells(ctx, byCell)
+	if err != nil {
+		return err
+	}
+	for _, h := range untrusted {
+		h.Instances = got[h.Host]
+		h.NumInstances = len(h.Instances)
+	}
+	s.log.Debug("read instances of untrusted hosts from their cells", "hosts", len(untrusted), "cells", len(byCell))
+	return nil
+}
