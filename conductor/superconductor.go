@@ -30,18 +30,18 @@ type Allocations interface {
 
 // SuperconductorConfig configures a superconductor.
 type SuperconductorConfig struct {
-	Client      *clientv3.Client
-	Keys        etcdschema.Keys
-	Schedulers  Schedulers
-	Placement   Allocations
-	Holder      string
-	Workers     int
-	LeaseTTL    time.Duration
+	Client     *clientv3.Client
+	Keys       etcdschema.Keys
+	Schedulers Schedulers
+	Placement  Allocations
+	Holder     string
+	Workers    int
+	LeaseTTL   time.Duration
 	// SelectTimeout bounds one scheduler's answer; past it the next
 	// scheduler is asked.
 	SelectTimeout time.Duration
-	MaxAttempts int
-	Log         hclog.Logger
+	MaxAttempts   int
+	Log           hclog.Logger
 }
 
 // Superconductor turns BuildRequests into instances in cells.

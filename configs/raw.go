@@ -111,8 +111,8 @@ type rawSuperconductor struct {
 	Workers       *int64    `hcl:"workers"`
 	LeaseTTL      *string   `hcl:"lease_ttl"`
 	SelectTimeout *string   `hcl:"select_timeout"`
-	DefRange hcl.Range `hcl:",def_range"`
-	Body     hcl.Body  `hcl:",body"`
+	DefRange      hcl.Range `hcl:",def_range"`
+	Body          hcl.Body  `hcl:",body"`
 }
 
 type rawConductor struct {
