@@ -1,0 +1,234 @@
+package scheduler
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/placement"
+)
+
+// lead wins the scheduler election in c and returns the term's fence and
+// its session (closing the session deposes it).
+func (c *cloud) lead() (Fence, *concurrency.Session) {
+	c.t.Helper()
+	sess, err := concurrency.NewSession(c.cli, concurrency.WithTTL(5))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { sess.Close() })
+	e := concurrency.NewElection(sess, c.keys.Election(Role))
+	if err := e.Campaign(c.ctx, "test"); err != nil {
+		c.t.Fatal(err)
+	}
+	return Fence{Key: e.Key(), Rev: e.Rev()}, sess
+}
+
+type fixedCount int
+
+func (n fixedCount) Count() int { return int(n) }
+
+func (c *cloud) duties(now time.Time, sups int) *duties {
+	return &duties{DutyConfig{Client: c.cli, Keys: c.keys, Placement: c.place, Hosts: c.hosts,
+		Superconductors: fixedCount(sups), ID: "test", Interval: time.Second, DownHostGrace: time.Minute,
+		OrphanGrace: 10 * time.Minute, StuckBuildRequestTimeout: 10 * time.Minute,
+		Log: hclog.NewNullLogger(), Now: func() time.Time { return now }}}
+}
+
+func (c *cloud) put(key string, v etcdschema.Versioned) int64 {
+	c.t.Helper()
+	resp, err := c.cli.Put(c.ctx, key, etcdschema.MustEncode(v))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return resp.Header.Revision
+}
+
+func (c *cloud) exists(key string) bool {
+	c.t.Helper()
+	resp, err := c.cli.Get(c.ctx, key)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return len(resp.Kvs) > 0
+}
+
+func (c *cloud) claim(consumer, host string) {
+	c.t.Helper()
+	err := c.place.PutAllocations(c.ctx, consumer, placement.AllocationWrite{ProjectID: "p", UserID: "u",
+		Allocations: map[string]placement.ProviderAllocation{"rp-" + host: {Resources: map[string]int64{placement.VCPU: 1}}}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func TestDutyDownHostReschedulesAndDeletesLocally(t *testing.T) {
+	c := newCloud(t)
+	c.addHost("a", "cell1", 8, 8192, false)
+	f, _ := c.lead()
+	k := c.keys
+	// A build waiting on a, and a delete waiting on a.
+	c.claim("i-build", "a")
+	c.claim("i-del", "a")
+	for _, u := range []string{"i-build", "i-del"} {
+		c.put(k.CellInstance("cell1", u), &etcdschema.Instance{UUID: u, Status: etcdschema.StatusBuild, Host: "a", Cell: "cell1"})
+		c.put(k.InstanceMapping(u), &etcdschema.InstanceMapping{InstanceUUID: u, Cell: "cell1"})
+	}
+	c.put(k.Build("a", "i-build"), &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: "i-build", Cell: "cell1", Attempt: 1})
+	c.put(k.Build("a", "i-del"), &etcdschema.Build{Op: etcdschema.OpDelete, InstanceUUID: "i-del", Cell: "cell1"})
+	if _, err := c.cli.Delete(c.ctx, k.Alive("a")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a seen down", func() bool { v, _ := c.hosts.view("a"); return !v.Up })
+
+	now := time.Now()
+	if err := c.duties(now, 1).downHosts(c.ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if !c.exists(k.HostDown("a")) {
+		t.Fatal("down host not recorded")
+	}
+	if !c.exists(k.Build("a", "i-build")) {
+		t.Fatal("casts taken from a host before the grace ran out")
+	}
+	if err := c.duties(now.Add(2*time.Minute), 1).downHosts(c.ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if c.exists(k.Build("a", "i-build")) || c.exists(k.Build("a", "i-del")) {
+		t.Fatal("casts to the down host are still there")
+	}
+	resp, _ := c.cli.Get(c.ctx, k.Retry("cell1", "i-build"))
+	var r etcdschema.Retry
+	if len(resp.Kvs) != 1 || etcdschema.Decode("retry", resp.Kvs[0].Value, &r) != nil || r.FailedHost != "a" {
+		t.Fatalf("no retry filed for the build on the down host: %v", resp.Kvs)
+	}
+	resp, _ = c.cli.Get(c.ctx, k.CellInstance("cell1", "i-build"))
+	var inst etcdschema.Instance
+	if etcdschema.Decode("inst", resp.Kvs[0].Value, &inst) != nil || inst.Host != "" || inst.TaskState != etcdschema.TaskScheduling {
+		t.Fatalf("instance not handed back for rescheduling: %+v", inst)
+	}
+	if c.exists(k.CellInstance("cell1", "i-del")) || c.exists(k.InstanceMapping("i-del")) {
+		t.Fatal("instance on the down host was not deleted locally")
+	}
+	if _, err := c.place.GetAllocations(c.ctx, "i-del"); !errors.Is(err, placement.ErrNotFound) {
+		t.Fatalf("deleted instance still holds allocations: %v", err)
+	}
+
+	// Back up: the record goes.
+	c.put(k.Alive("a"), &etcdschema.Alive{Host: "a"})
+	waitFor(t, "a seen up", func() bool { v, _ := c.hosts.view("a"); return v.Up })
+	waitFor(t, "down record seen", func() bool { _, back := c.hosts.downCandidates(); return len(back) == 1 })
+	if err := c.duties(now, 1).downHosts(c.ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if c.exists(k.HostDown("a")) {
+		t.Fatal("down record kept for a host that is up")
+	}
+}
+
+func TestDutyOrphanedAllocations(t *testing.T) {
+	c := newCloud(t)
+	c.addHost("a", "cell1", 8, 8192, false)
+	f, sess := c.lead()
+	c.claim("orphan", "a")
+	c.claim("owned", "a")
+	rev := c.put(c.keys.InstanceMapping("owned"), &etcdschema.InstanceMapping{InstanceUUID: "owned", Cell: "cell1"})
+	c.sync(rev)
+
+	// Young allocations are left alone: they may be claims in flight.
+	if err := c.duties(time.Now(), 1).orphanedAllocations(c.ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if c.usage("a") != 2 {
+		t.Fatal("a young allocation was freed")
+	}
+	later := time.Now().Add(time.Hour)
+	if err := c.duties(later, 1).orphanedAllocations(c.ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.place.GetAllocations(c.ctx, "orphan"); !errors.Is(err, placement.ErrNotFound) {
+		t.Fatalf("orphaned allocation not freed: %v", err)
+	}
+	if _, err := c.place.GetAllocations(c.ctx, "owned"); err != nil {
+		t.Fatalf("an instance's allocation was freed: %v", err)
+	}
+
+	// A deposed leader frees nothing.
+	c.claim("orphan2", "a")
+	if _, err := c.cli.Revoke(c.ctx, sess.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "orphan2 in the index", func() bool {
+		for _, cr := range c.place.Consumers() {
+			if cr.Consumer.UUID == "orphan2" {
+				return true
+			}
+		}
+		return false
+	})
+	err := c.duties(later, 1).orphanedAllocations(c.ctx, f)
+	if !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("deposed leader: want ErrNotLeader, got %v", err)
+	}
+	if _, err := c.place.GetAllocations(c.ctx, "orphan2"); err != nil {
+		t.Fatalf("a deposed leader's free went through: %v", err)
+	}
+}
+
+func TestDutyStaleAlternates(t *testing.T) {
+	c := newCloud(t)
+	f, _ := c.lead()
+	k := c.keys
+	old := time.Now().Add(-time.Hour)
+	alts := func(u string) *etcdschema.Alternates {
+		return &etcdschema.Alternates{InstanceUUID: u, Cell: "cell1", Attempts: []etcdschema.Attempt{{Host: "a", At: old}}}
+	}
+	// gone: no mapping. errored: ERROR, no retry. building: BUILD.
+	c.put(k.Alternates("gone"), alts("gone"))
+	for u, st := range map[string]string{"errored": etcdschema.StatusError, "building": etcdschema.StatusBuild} {
+		c.put(k.Alternates(u), alts(u))
+		c.put(k.InstanceMapping(u), &etcdschema.InstanceMapping{InstanceUUID: u, Cell: "cell1"})
+		c.put(k.CellInstance("cell1", u), &etcdschema.Instance{UUID: u, Status: st, Cell: "cell1"})
+	}
+	if err := c.duties(time.Now(), 1).staleAlternates(c.ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	for u, want := range map[string]bool{"gone": false, "errored": false, "building": true} {
+		if got := c.exists(k.Alternates(u)); got != want {
+			t.Errorf("alternates of %s kept = %v, want %v", u, got, want)
+		}
+	}
+}
+
+func TestDutyStuckBuildRequests(t *testing.T) {
+	c := newCloud(t)
+	f, _ := c.lead()
+	k := c.keys
+	old := time.Now().Add(-time.Hour)
+	for _, u := range []string{"stuck", "leased"} {
+		c.put(k.BuildRequest(u), &etcdschema.BuildRequest{InstanceUUID: u, Count: 1, CreatedAt: old})
+		c.put(k.InstanceMapping(u), &etcdschema.InstanceMapping{InstanceUUID: u})
+	}
+	c.put(k.BuildRequestLease("leased"), &etcdschema.Lease{Holder: "someone"})
+
+	// With superconductors registered an old request is a backlog.
+	if err := c.duties(time.Now(), 1).stuckBuildRequests(c.ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if !c.exists(k.BuildRequest("stuck")) {
+		t.Fatal("buried a request while superconductors are registered")
+	}
+	if err := c.duties(time.Now(), 0).stuckBuildRequests(c.ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if c.exists(k.BuildRequest("stuck")) || !c.exists(k.CellInstance(etcdschema.Cell0, "stuck")) {
+		t.Fatal("stuck request not buried in cell0")
+	}
+	if !c.exists(k.BuildRequest("leased")) {
+		t.Fatal("a leased request was buried")
+	}
+}

@@ -1,0 +1,130 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/berth-project/berth/internal/members"
+)
+
+func TestSelectDestinationsOverHTTP(t *testing.T) {
+	c := newCloud(t)
+	c.addHost("a", "cell1", 4, 4096, false)
+	c.addHost("b", "cell1", 4, 4096, false)
+	s := c.scheduler(DefaultConfig())
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	r := &Remote{URL: srv.URL}
+
+	sels, err := r.SelectDestinations(c.ctx, spec(2, 1024, "web-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sels) != 1 || len(sels[0]) != 2 {
+		t.Fatalf("want one instance with a chosen host and one alternate, got %+v", sels)
+	}
+	got := sels[0][0]
+	if got.ComputeNodeUUID != "rp-"+got.ServiceHost || got.Nodename != got.ServiceHost || got.Cell != "cell1" ||
+		got.AllocationRequest == "" || got.AllocationRequestVersion != AllocationRequestVersion {
+		t.Fatalf("selection fields not filled: %+v", got)
+	}
+	if c.usage(got.ServiceHost) != 2 {
+		t.Fatalf("%s not claimed over HTTP", got.ServiceHost)
+	}
+
+	// NoValidHost comes back typed, with what each filter removed.
+	if _, err := c.cli.Delete(c.ctx, c.keys.Alive("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.cli.Delete(c.ctx, c.keys.Alive("b")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "hosts seen down", func() bool {
+		va, _ := c.hosts.view("a")
+		vb, _ := c.hosts.view("b")
+		return !va.Up && !vb.Up
+	})
+	_, err = r.SelectDestinations(c.ctx, spec(1, 512, "web-2"))
+	var nvh *NoValidHostError
+	if !errors.As(err, &nvh) {
+		t.Fatalf("want NoValidHostError over HTTP, got %v", err)
+	}
+	if len(nvh.Removed) != 1 || nvh.Removed[0].Filter != "ComputeFilter" || nvh.Removed[0].Removed != 2 {
+		t.Fatalf("filter counts lost over HTTP: %+v", nvh.Removed)
+	}
+}
+
+func TestSelectHTTPRejectsBadRequests(t *testing.T) {
+	c := newCloud(t)
+	srv := httptest.NewServer(c.scheduler(DefaultConfig()).Handler())
+	defer srv.Close()
+	for _, tc := range []struct {
+		desc, method, body string
+		status             int
+		want               string
+	}{
+		{"not JSON", "POST", "{", 400, "not a RequestSpec"},
+		{"no instances", "POST", `{"flavor":{"vcpus":1}}`, 400, "instance_uuids"},
+		{"duplicate instance", "POST", `{"instance_uuids":["a","a"]}`, 400, "listed twice"},
+		{"wrong method", "GET", "", 405, "use POST"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, srv.URL+SelectPath, strings.NewReader(tc.body))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var eb ErrorBody
+			if err := json.NewDecoder(resp.Body).Decode(&eb); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tc.status || !strings.Contains(eb.Error.Message, tc.want) {
+				t.Fatalf("got %d %+v, want %d mentioning %q", resp.StatusCode, eb.Error, tc.status, tc.want)
+			}
+		})
+	}
+}
+
+func TestPoolFindsRegisteredSchedulers(t *testing.T) {
+	c := newCloud(t)
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	for _, m := range []struct{ id, url string }{{"self", "http://127.0.0.1:1"}, {"other", "http://127.0.0.1:2"}} {
+		reg := &members.Registration{Cli: c.cli, Keys: c.keys, Role: Role, ID: m.id, URL: m.url, TTL: 5 * time.Second, Log: hclog.NewNullLogger()}
+		go reg.Run(ctx)
+		<-reg.Registered()
+	}
+	w := members.NewWatcher(c.cli, c.keys, Role, hclog.NewNullLogger())
+	go w.Run(ctx)
+	local := c.scheduler(DefaultConfig())
+	p := NewPool(local, "self", w, nil)
+	waitFor(t, "both registrations", func() bool { return w.Count() == 2 })
+	ts := p.Targets()
+	if len(ts) != 2 || ts[0].Name != "local" || ts[0].Selector != Selector(local) {
+		t.Fatalf("want the local scheduler first and only the other remote, got %+v", ts)
+	}
+	if r, ok := ts[1].Selector.(*Remote); !ok || r.URL != "http://127.0.0.1:2" {
+		t.Fatalf("second target = %+v, want the remote registered as other", ts[1])
+	}
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,123 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+)
+
+// TestLeaderFailoverAndFencing: two candidates with their own etcd
+// clients; the leader's session is killed (its lease revoked, as when the
+// process dies and the TTL runs out); the other leads within the TTL and
+// the old term's fenced writes are refused.
+func TestLeaderFailoverAndFencing(t *testing.T) {
+	srv, cli1 := etcdtest.NetClient(t)
+	cli2, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.ClientURL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli2.Close()
+	keys := etcdschema.New("/t")
+	ctx, cancel := context.WithCancel(context.Background())
+	const ttl = 2 * time.Second
+	var running []chan struct{}
+	defer func() { // stop the candidates before their clients close
+		cancel()
+		for _, d := range running {
+			<-d
+		}
+	}()
+	mk := func(id string, cli *clientv3.Client) *Leader {
+		l := NewLeader(LeaderConfig{Client: cli, Keys: keys, ID: id, TTL: ttl, Log: hclog.NewNullLogger()})
+		done := make(chan struct{})
+		running = append(running, done)
+		go func() { l.Run(ctx); close(done) }()
+		return l
+	}
+	a, b := mk("a", cli1), mk("b", cli2)
+
+	var leader, other *Leader
+	waitFor(t, "a leader", func() bool {
+		_, aok := a.Fence()
+		_, bok := b.Fence()
+		switch {
+		case aok && !bok:
+			leader, other = a, b
+		case bok && !aok:
+			leader, other = b, a
+		}
+		return leader != nil
+	})
+	old, _ := leader.Fence()
+	probe := keys.Cell("fence-probe")
+	if ok, err := old.Txn(ctx, cli1, nil, clientv3.OpPut(probe, "leader")); err != nil || !ok {
+		t.Fatalf("the leader's own fenced write failed: ok=%v err=%v", ok, err)
+	}
+
+	// Kill the leader's session.
+	resp, err := cli1.Get(ctx, old.Key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("read election key: %v", err)
+	}
+	killedAt := time.Now()
+	if _, err := cli1.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := killedAt.Add(ttl + time.Second)
+	for {
+		if f, ok := other.Fence(); ok && f != old {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new leader within the TTL (%s)", ttl)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("new leader after %s", time.Since(killedAt))
+
+	// The deposed term's write is refused, whoever sends it.
+	_, err = old.Txn(ctx, cli1, nil, clientv3.OpPut(probe, "deposed"))
+	if !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("deposed leader's fenced write: want ErrNotLeader, got %v", err)
+	}
+	got, err := cli1.Get(ctx, probe)
+	if err != nil || string(got.Kvs[0].Value) != "leader" {
+		t.Fatalf("probe = %s, the deposed write landed", got.Kvs[0].Value)
+	}
+	nf, _ := other.Fence()
+	if ok, err := nf.Txn(ctx, cli2, nil, clientv3.OpPut(probe, "new leader")); err != nil || !ok {
+		t.Fatalf("the new leader's fenced write failed: ok=%v err=%v", ok, err)
+	}
+	// The old leader notices and stops claiming to lead.
+	waitFor(t, "old leader to step down", func() bool {
+		f, ok := leader.Fence()
+		return !ok || f != old
+	})
+}
+
+// TestLeaderResignsOnStop: a leader that stops hands over at once, not
+// after the TTL.
+func TestLeaderResignsOnStop(t *testing.T) {
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/t")
+	actx, stopA := context.WithCancel(context.Background())
+	bctx, stopB := context.WithCancel(context.Background())
+	bDone := make(chan struct{})
+	defer func() { stopB(); <-bDone }()
+	a := NewLeader(LeaderConfig{Client: cli, Keys: keys, ID: "a", TTL: 60 * time.Second, Log: hclog.NewNullLogger()})
+	done := make(chan struct{})
+	go func() { a.Run(actx); close(done) }()
+	waitFor(t, "a to lead", func() bool { _, ok := a.Fence(); return ok })
+	b := NewLeader(LeaderConfig{Client: cli, Keys: keys, ID: "b", TTL: 60 * time.Second, Log: hclog.NewNullLogger()})
+	go func() { b.Run(bctx); close(bDone) }()
+	stopA()
+	<-done
+	waitFor(t, "b to lead well before the 60 s TTL", func() bool { _, ok := b.Fence(); return ok })
+}
