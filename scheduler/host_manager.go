@@ -115,6 +115,22 @@ type hostView struct {
 func (hm *HostManager) view(host string) (hostView, bool) {
 	hm.mu.RLock()
 	defer hm.mu.RUnlock()
+	return hm.viewLocked(host)
+}
+
+// viewForProvider is HostForProvider and view under one read lock: it is
+// called for every candidate of every request.
+func (hm *HostManager) viewForProvider(uuid string) (hostView, bool) {
+	hm.mu.RLock()
+	defer hm.mu.RUnlock()
+	host, ok := hm.byProvider[uuid]
+	if !ok {
+		return hostView{}, false
+	}
+	return hm.viewLocked(host)
+}
+
+func (hm *HostManager) viewLocked(host string) (hostView, bool) {
 	r, ok := hm.hosts[host]
 	if !ok || r.service == nil {
 		return hostView{}, false

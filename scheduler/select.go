@@ -236,18 +236,13 @@ func (s *Scheduler) hostStates(spec *RequestSpec, c *placement.Candidates) []*Ho
 		}
 		hs, ok := byRoot[root]
 		if !ok {
-			host, known := s.hosts.HostForProvider(root)
-			if !known || ignore[host] {
-				byRoot[root] = nil
-				continue
-			}
-			v, ok := s.hosts.view(host)
-			if !ok {
+			v, ok := s.hosts.viewForProvider(root)
+			if !ok || ignore[v.Host] {
 				byRoot[root] = nil
 				continue
 			}
 			hs = &HostState{
-				Host: host, Cell: v.Cell, ProviderUUID: root, Service: v.Service, Up: v.Up,
+				Host: v.Host, Cell: v.Cell, ProviderUUID: root, Service: v.Service, Up: v.Up,
 				Instances: v.Instances, NumInstances: len(v.Instances),
 				FailedBuilds: v.Service.FailedBuilds,
 				Resources:    c.ProviderSummaries[root].Resources,
