@@ -223,8 +223,8 @@ func (s *Scheduler) sortHosts(hosts []*HostState, spec *RequestSpec) []weighed {
 // hostStates joins placement's candidates with the host manager: one
 // HostState per compute node (root provider) that has a known service.
 func (s *Scheduler) hostStates(spec *RequestSpec, c *placement.Candidates) []*HostState {
-	byRoot := map[string]*HostState{}
-	var order []*HostState
+	byRoot := make(map[string]*HostState, len(c.ProviderSummaries))
+	order := make([]*HostState, 0, len(c.ProviderSummaries))
 	ignore := map[string]bool{}
 	for _, h := range spec.IgnoreHosts {
 		ignore[h] = true

@@ -16,8 +16,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// PageSize is how many keys one list request reads.
-const PageSize = 5000
+// PageSize is how many keys one list request reads. etcd counts every key
+// from a page's start to the prefix's end to answer a limited range (its
+// total count), so a list costs about n²/(2·PageSize) key visits: at 5,000
+// a 1.3M-key prefix took a minute to list, at 50,000 it is ten times less.
+// A page of 50,000 values of a few hundred bytes is ~15 MB, well inside
+// gRPC's message limit.
+const PageSize = 50000
 
 // Event is one change under the prefix.
 type Event struct {

@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+)
+
+// TestRemoteSchedulersAndLeaderFailover runs two scheduler-only servers
+// and a server with the API and a superconductor but no scheduler: builds
+// go through a scheduler found under /members/scheduler/ over HTTP. The
+// leading scheduler is then killed (SIGKILL): the other leads within the
+// election TTL, and builds keep working through it.
+func TestRemoteSchedulersAndLeaderFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("e2e: starts real processes")
+	}
+	etcd := etcdtest.Start(t)
+	dir := t.TempDir()
+	apiAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	apiURL := "http://" + apiAddr
+	scheds := map[int]*proc{}
+	for i := 1; i <= 2; i++ {
+		f := writeFile(t, dir, fmt.Sprintf("sched%d.hcl", i), etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
+scheduler {
+  bind = "127.0.0.1:%d"
+  election_ttl = "2s"
+  leader_interval = "1s"
+}
+`, etcdtest.FreePort(t)))
+		p := startProc(t, fmt.Sprintf("scheduler-%d", i), "server", "-config", f)
+		scheds[p.cmd.Process.Pid] = p
+	}
+	front := writeFile(t, dir, "front.hcl", etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
+api { bind = %q }
+superconductor {
+  select_timeout = "5s"
+}
+`, apiAddr))
+	conductor := writeFile(t, dir, "conductor.hcl", etcdBlock(etcd.ClientURL())+`
+conductor {
+  cell = "cell1"
+  lease_ttl = "3s"
+}
+`)
+	startProc(t, "conductor", "conductor", "-config", conductor)
+	startProc(t, "front", "server", "-config", front)
+	for i := 1; i <= 2; i++ {
+		agent := writeFile(t, dir, fmt.Sprintf("agent%d.hcl", i), etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
+agent {
+  host = "compute-%d"
+  cell = "cell1"
+  report_interval = "1s"
+  service_down_time = "5s"
+  inventory {
+    vcpus = 8
+    memory_mb = 16384
+    disk_gb = 200
+    reserved_host_memory_mb = 0
+  }
+}
+`, i))
+		startProc(t, fmt.Sprintf("agent-%d", i), "agent", "-config", agent)
+	}
+	waitHTTP(t, apiURL+"/healthz")
+	keys := etcdschema.New("/berth")
+	cli := etcd.Client()
+	ctx := context.Background()
+	count := func(prefix string) int {
+		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return -1
+		}
+		return int(resp.Count)
+	}
+	eventually(t, 30*time.Second, "two schedulers registered and campaigning, two agents alive", func() (bool, string) {
+		m, e := count(keys.Members("scheduler")), count(keys.Election("scheduler")+"/")
+		alive := 0
+		for i := 1; i <= 2; i++ {
+			alive += count(keys.Alive(fmt.Sprintf("compute-%d", i)))
+		}
+		return m == 2 && e == 2 && alive == 2, fmt.Sprintf("members=%d candidates=%d alive=%d", m, e, alive)
+	})
+	create := func(name string, n int) {
+		t.Helper()
+		out, err := runCLI(t, apiURL, "server", "create", "--flavor", "m1.small", "--count", strconv.Itoa(n), "--name", name, "--wait", "--timeout", "60s")
+		if err != nil || strings.Count(out, "ACTIVE") != n {
+			t.Fatalf("create %s: %v; want %d ACTIVE:\n%s", name, err, n, out)
+		}
+	}
+	create("via-remote", 2)
+
+	// Who leads? The candidate key with the lowest create revision; its
+	// value is the scheduler's id, which carries its pid.
+	leaderPid := func() (int, string) {
+		resp, err := cli.Get(ctx, keys.Election("scheduler")+"/", clientv3.WithFirstCreate()...)
+		if err != nil || len(resp.Kvs) == 0 {
+			return 0, ""
+		}
+		id := string(resp.Kvs[0].Value)
+		parts := strings.Split(id, "/")
+		if len(parts) < 3 {
+			return 0, id
+		}
+		pid, _ := strconv.Atoi(parts[1])
+		return pid, id
+	}
+	pid, id := leaderPid()
+	old, ok := scheds[pid]
+	if !ok {
+		t.Fatalf("leader %q is not one of the scheduler processes %v", id, scheds)
+	}
+	killed := time.Now()
+	if err := old.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the other scheduler to lead", func() (bool, string) {
+		p, id := leaderPid()
+		return p != 0 && p != pid, id
+	})
+	if took := time.Since(killed); took > 2*time.Second+3*time.Second {
+		t.Errorf("new leader after %s; the election TTL is 2s", took)
+	}
+	create("after-failover", 2)
+}
