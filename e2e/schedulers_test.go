@@ -106,7 +106,7 @@ agent {
 			return 0, ""
 		}
 		id := string(resp.Kvs[0].Value)
-		parts := strings.Split(id, "/")
+		parts := strings.Split(id, ":") // role@host:pid:rand
 		if len(parts) < 3 {
 			return 0, id
 		}

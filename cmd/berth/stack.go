@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -198,7 +199,7 @@ func (s *stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 	if url == "" {
 		url = advertiseFrom(addr)
 	}
-	s.schedID = holderID("scheduler")
+	s.schedID = memberID("scheduler")
 	reg := &members.Registration{Cli: s.cli, Keys: s.keys, Role: scheduler.Role, ID: s.schedID, URL: url,
 		TTL: c.ElectionTTL, Log: log}
 	s.run("scheduler registration", reg.Run)
@@ -244,7 +245,7 @@ func (s *stack) startSuperconductor(ctx context.Context, c *configs.Superconduct
 	if s.sched != nil {
 		local = s.sched
 	}
-	holder := holderID("superconductor")
+	holder := memberID("superconductor")
 	sup := conductor.NewSuperconductor(conductor.SuperconductorConfig{
 		Client: s.cli, Keys: s.keys, Schedulers: scheduler.NewPool(local, s.schedID, scheds, nil),
 		Placement: s.placement, Holder: holder, Workers: c.Workers, LeaseTTL: c.LeaseTTL,
@@ -382,6 +383,12 @@ func (s *stack) stop() {
 	if s.etcd != nil {
 		s.etcd.Close()
 	}
+}
+
+// memberID is holderID made one etcd key segment (/members/<role>/<id>):
+// "role@host:pid:rand".
+func memberID(role string) string {
+	return strings.ReplaceAll(holderID(role), "/", ":")
 }
 
 func holderID(role string) string {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +46,9 @@ func (r *Registration) Registered() <-chan struct{} {
 // callers stop choosing this member at once.
 func (r *Registration) Run(ctx context.Context) error {
 	r.Registered()
+	if r.ID == "" || strings.Contains(r.ID, "/") {
+		return fmt.Errorf("member id %q of role %s: must be one key segment (no \"/\")", r.ID, r.Role)
+	}
 	first := true
 	ttl := int(r.TTL / time.Second)
 	if ttl < 1 {

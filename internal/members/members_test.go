@@ -92,3 +92,11 @@ func TestWatcherSkipsUnreadableRegistrations(t *testing.T) {
 		t.Fatalf("want only the readable member, got %v", l)
 	}
 }
+
+func TestRegistrationRefusesAnIDThatIsNotOneKeySegment(t *testing.T) {
+	reg := &Registration{Cli: etcdtest.Client(t), Keys: etcdschema.New("/t"), Role: "scheduler", ID: "a/b",
+		TTL: time.Second, Log: hclog.NewNullLogger()}
+	if err := reg.Run(context.Background()); err == nil {
+		t.Fatal("an id with a slash was accepted; watchers would never list it")
+	}
+}
