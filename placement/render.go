@@ -15,6 +15,15 @@ func (st *indexState) render(areqs []*areq, onlyUsed bool) *Candidates {
 	names := st.classNames()
 	roots := make(map[int32]bool, len(areqs))
 	used := make(map[int32]bool, len(areqs))
+	// Every mapping list starts as a one-element window of one backing
+	// array (capacity capped, so a second provider for the same group
+	// copies instead of overwriting the next list): one allocation per
+	// answer instead of one per allocation request.
+	nmap := 0
+	for _, a := range areqs {
+		nmap += len(a.mappings)
+	}
+	backing := make([]string, 0, nmap)
 	for _, a := range areqs {
 		ar := AllocationRequest{
 			Allocations: make(map[string]ProviderAllocation, 1),
@@ -32,7 +41,14 @@ func (st *indexState) render(areqs []*areq, onlyUsed bool) *Candidates {
 			used[r.slot] = true
 		}
 		for _, m := range a.mappings {
-			ar.Mappings[m.suffix] = append(ar.Mappings[m.suffix], st.slots[m.slot].p.UUID)
+			uuid := st.slots[m.slot].p.UUID
+			if prev, ok := ar.Mappings[m.suffix]; ok {
+				ar.Mappings[m.suffix] = append(prev, uuid)
+				continue
+			}
+			at := len(backing)
+			backing = append(backing, uuid)
+			ar.Mappings[m.suffix] = backing[at : at+1 : at+1]
 		}
 		for _, v := range ar.Mappings {
 			sort.Strings(v)

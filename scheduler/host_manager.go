@@ -153,7 +153,7 @@ func (h hostsHandler) Reset(kvs []informer.Event, rev int64) {
 	hm.hosts = map[string]*hostRecord{}
 	hm.byProvider = map[string]string{}
 	for _, kv := range kvs {
-		hm.applyLocked(kv)
+		hm.applyLocked(kv, true)
 	}
 	// A host's keys list in order (instances/ < service < sync), so each
 	// HostSync was compared with the listed instances already. A re-read
@@ -168,7 +168,7 @@ func (h hostsHandler) Apply(evs []informer.Event) {
 	hm.mu.Lock()
 	defer hm.mu.Unlock()
 	for _, ev := range evs {
-		hm.applyLocked(ev)
+		hm.applyLocked(ev, false)
 	}
 }
 
@@ -181,7 +181,10 @@ func (hm *HostManager) record(host string) *hostRecord {
 	return r
 }
 
-func (hm *HostManager) applyLocked(ev informer.Event) {
+// applyLocked applies one key. During a Reset (fresh) the instance maps
+// are new and not yet shared with any request, so they are filled in
+// place; afterwards every change copies the host's map (copy on write).
+func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 	host, rest, err := hm.keys.ParseHostKey(ev.Key)
 	if err != nil {
 		return
@@ -219,9 +222,12 @@ func (hm *HostManager) applyLocked(ev informer.Event) {
 			return // already in the last re-read
 		}
 		// Copy on write: request-time views share the map without locks.
-		next := make(map[string]*etcdschema.InstanceInfo, len(r.instances)+1)
-		for k, v := range r.instances {
-			next[k] = v
+		next := r.instances
+		if !fresh {
+			next = make(map[string]*etcdschema.InstanceInfo, len(r.instances)+1)
+			for k, v := range r.instances {
+				next[k] = v
+			}
 		}
 		if ev.Deleted {
 			delete(next, uuid)
