@@ -74,8 +74,8 @@ func populateHosts(b *testing.B, cli *clientv3.Client, keys etcdschema.Keys, n, 
 				p := &etcdschema.Provider{UUID: rp, Name: host, Generation: 1, RootProviderUUID: rp,
 					Inventories: map[string]etcdschema.Inventory{placement.VCPU: inv(64), placement.MemoryMB: inv(262144), placement.DiskGB: inv(2000)},
 					Traits:      []string{}, Aggregates: []string{},
-					Usages:      map[string]int64{placement.VCPU: int64(perHost), placement.MemoryMB: int64(perHost) * 2048},
-					CreatedAt:   now, UpdatedAt: now}
+					Usages:    map[string]int64{placement.VCPU: int64(perHost), placement.MemoryMB: int64(perHost) * 2048},
+					CreatedAt: now, UpdatedAt: now}
 				if perHost == 0 {
 					p.Usages = map[string]int64{}
 				}
