@@ -131,3 +131,125 @@ agent {
 	}
 	create("after-failover", 2)
 }
+
+// TestBuildOnADeadHostIsRescheduled kills (SIGKILL) the agent of the host
+// an instance is being built on. The leader scheduler sees the host down
+// and, after down_host_grace, takes the build back: the cell conductor
+// rebuilds it on the alternate, and the only allocation left is there.
+func TestBuildOnADeadHostIsRescheduled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("e2e: starts real processes")
+	}
+	etcd := etcdtest.Start(t)
+	dir := t.TempDir()
+	apiAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	apiURL := "http://" + apiAddr
+	server := writeFile(t, dir, "server.hcl", etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
+api { bind = %q }
+scheduler {
+  bind = "127.0.0.1:%d"
+  election_ttl = "2s"
+  leader_interval = "1s"
+  down_host_grace = "1s"
+}
+superconductor {}
+`, apiAddr, etcdtest.FreePort(t)))
+	conductor := writeFile(t, dir, "conductor.hcl", etcdBlock(etcd.ClientURL())+`
+conductor {
+  cell = "cell1"
+  lease_ttl = "3s"
+}
+`)
+	startProc(t, "conductor", "conductor", "-config", conductor)
+	startProc(t, "server", "server", "-config", server)
+	agents := map[string]*proc{}
+	for i := 1; i <= 2; i++ {
+		host := fmt.Sprintf("compute-%d", i)
+		agent := writeFile(t, dir, host+".hcl", etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
+agent {
+  host = %q
+  cell = "cell1"
+  report_interval = "1s"
+  service_down_time = "3s"
+  inventory {
+    vcpus = 8
+    memory_mb = 16384
+    disk_gb = 200
+    reserved_host_memory_mb = 0
+  }
+  fake {
+    build_time = "8s"
+  }
+}
+`, host))
+		agents[host] = startProc(t, "agent-"+host, "agent", "-config", agent)
+	}
+	waitHTTP(t, apiURL+"/healthz")
+	keys := etcdschema.New("/berth")
+	cli := etcd.Client()
+	ctx := context.Background()
+	eventually(t, 30*time.Second, "two agents alive", func() (bool, string) {
+		resp, err := cli.Get(ctx, keys.HostsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		for _, kv := range resp.Kvs {
+			if strings.HasSuffix(string(kv.Key), "/alive") {
+				n++
+			}
+		}
+		return n == 2, fmt.Sprintf("%d alive", n)
+	})
+	if out, err := runCLI(t, apiURL, "server", "create", "--flavor", "m1.small", "--name", "survivor"); err != nil {
+		t.Fatalf("create: %v\n%s", err, out)
+	}
+	instance := func() (etcdschema.Instance, bool) {
+		resp, err := cli.Get(ctx, keys.CellInstances("cell1"), clientv3.WithPrefix())
+		if err != nil || len(resp.Kvs) != 1 {
+			return etcdschema.Instance{}, false
+		}
+		var inst etcdschema.Instance
+		if etcdschema.Decode(string(resp.Kvs[0].Key), resp.Kvs[0].Value, &inst) != nil {
+			return etcdschema.Instance{}, false
+		}
+		return inst, true
+	}
+	var first etcdschema.Instance
+	eventually(t, 30*time.Second, "the build cast to a host", func() (bool, string) {
+		inst, ok := instance()
+		first = inst
+		return ok && inst.Host != "" && inst.Status == etcdschema.StatusBuild, fmt.Sprintf("%+v", inst)
+	})
+	if err := agents[first.Host].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the instance ACTIVE on the other host", func() (bool, string) {
+		inst, ok := instance()
+		return ok && inst.Status == etcdschema.StatusActive && inst.Host != "" && inst.Host != first.Host,
+			fmt.Sprintf("status=%s host=%s task=%s", inst.Status, inst.Host, inst.TaskState)
+	})
+	down, err := cli.Get(ctx, keys.HostDown(first.Host))
+	if err != nil || len(down.Kvs) != 1 {
+		t.Fatalf("the dead host was not recorded down: %v", err)
+	}
+	resp, err := cli.Get(ctx, keys.Consumer(first.UUID))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("the rebuilt instance has no allocation: %v", err)
+	}
+	var c etcdschema.Consumer
+	if err := etcdschema.Decode("consumer", resp.Kvs[0].Value, &c); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := cli.Get(ctx, keys.Service(first.Host))
+	if err != nil || len(svc.Kvs) != 1 {
+		t.Fatal("no service record for the dead host")
+	}
+	var s etcdschema.Service
+	if err := etcdschema.Decode("service", svc.Kvs[0].Value, &s); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Allocations[s.ProviderUUID]; ok || len(c.Allocations) != 1 {
+		t.Fatalf("allocations %v: the claim on the dead host %s was not freed", c.Allocations, first.Host)
+	}
+}
