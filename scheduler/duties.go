@@ -243,17 +243,24 @@ func (d *duties) orphanedAllocations(ctx context.Context, f Fence) error {
 		if now.Sub(cr.Consumer.UpdatedAt) < d.OrphanGrace {
 			continue
 		}
+		onCompute, known := false, false
 		for rp := range cr.Consumer.Allocations {
-			if _, ok := d.Hosts.HostForProvider(rp); ok {
-				cands = append(cands, cr)
+			if v, ok := d.Hosts.viewForProvider(rp); ok {
+				onCompute = true
+				// An instance its host reported is no orphan: no need to
+				// look its mapping up.
+				_, known = v.Instances[cr.Consumer.UUID]
 				break
 			}
+		}
+		if onCompute && !known {
+			cands = append(cands, cr)
 		}
 	}
 	if len(cands) == 0 {
 		return nil
 	}
-	mapped, err := listKeys(ctx, d.Client, d.Keys.InstanceMappings())
+	mapped, err := d.mappedAmong(ctx, cands)
 	if err != nil {
 		return err
 	}
@@ -283,6 +290,34 @@ func (d *duties) orphanedAllocations(ctx context.Context, f Fence) error {
 		d.Log.Info("orphaned allocations freed", "count", freed)
 	}
 	return nil
+}
+
+// mappedAmong returns which candidates' instance mappings exist: read one
+// by one (batched in read transactions) when they are few, by listing every
+// mapping key when they are many.
+func (d *duties) mappedAmong(ctx context.Context, cands []placement.ConsumerRecord) (map[string]bool, error) {
+	if len(cands) > 2000 {
+		return listKeys(ctx, d.Client, d.Keys.InstanceMappings())
+	}
+	out := map[string]bool{}
+	const batch = 100 // within etcd's 128 operations a transaction
+	for start := 0; start < len(cands); start += batch {
+		end := min(start+batch, len(cands))
+		ops := make([]clientv3.Op, 0, end-start)
+		for _, cr := range cands[start:end] {
+			ops = append(ops, clientv3.OpGet(d.Keys.InstanceMapping(cr.Consumer.UUID), clientv3.WithKeysOnly()))
+		}
+		resp, err := d.Client.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return nil, fmt.Errorf("read instance mappings: %w", err)
+		}
+		for _, r := range resp.Responses {
+			for _, kv := range r.GetResponseRange().Kvs {
+				out[string(kv.Key)] = true
+			}
+		}
+	}
+	return out, nil
 }
 
 // listKeys returns the set of keys under prefix, paged.
