@@ -40,7 +40,6 @@ type stack struct {
 	hosts     *scheduler.HostManager
 	sched     *scheduler.Scheduler
 	schedID   string // this process's scheduler registration id
-	leader    *scheduler.Leader
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -205,7 +204,7 @@ func (s *stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 	s.run("scheduler registration", reg.Run)
 	sups := members.NewWatcher(s.cli, s.keys, roleSuperconductor, log)
 	go sups.Run(s.ctx)
-	s.leader = scheduler.NewLeader(scheduler.LeaderConfig{
+	leader := scheduler.NewLeader(scheduler.LeaderConfig{
 		Client: s.cli, Keys: s.keys, ID: s.schedID, TTL: c.ElectionTTL, Log: log.Named("leader"),
 		Duties: scheduler.LeaderDuties(scheduler.DutyConfig{
 			Client: s.cli, Keys: s.keys, Placement: s.placement, Hosts: s.hosts, Superconductors: sups,
@@ -214,7 +213,7 @@ func (s *stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 			Log: log.Named("leader"),
 		}),
 	})
-	s.run("scheduler leader", s.leader.Run)
+	s.run("scheduler leader", leader.Run)
 	select {
 	case <-reg.Registered():
 		return nil
