@@ -1,0 +1,75 @@
+package configs
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The options of the scheduler's HTTP endpoint, its leader duties and the
+// superconductor's scheduler calls.
+func TestParseLeaderAndDiscoveryOptions(t *testing.T) {
+	cfg, err := Parse([]byte("scheduler {}\nsuperconductor {}\n"), "t.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, sc := cfg.Scheduler, cfg.Superconductor
+	if s.AdvertiseURL != "" || s.LeaderInterval != 30*time.Second || s.DownHostGrace != time.Minute ||
+		s.OrphanGrace != 10*time.Minute || s.StuckBuildRequestTimeout != 10*time.Minute {
+		t.Errorf("scheduler defaults = %+v", s)
+	}
+	if sc.LeaseTTL != 10*time.Second || sc.SelectTimeout != 30*time.Second {
+		t.Errorf("superconductor defaults = %+v", sc)
+	}
+
+	cfg, err = Parse([]byte(`
+scheduler {
+  advertise_url = "https://sched-1.example:8775"
+  leader_interval = "5s"
+  down_host_grace = "0s"
+  orphan_grace = "1h"
+  stuck_build_request_timeout = "2m"
+}
+superconductor {
+  lease_ttl = "20s"
+  select_timeout = "2s"
+}
+`), "t.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, sc = cfg.Scheduler, cfg.Superconductor
+	if s.AdvertiseURL != "https://sched-1.example:8775" || s.LeaderInterval != 5*time.Second || s.DownHostGrace != 0 ||
+		s.OrphanGrace != time.Hour || s.StuckBuildRequestTimeout != 2*time.Minute || sc.LeaseTTL != 20*time.Second || sc.SelectTimeout != 2*time.Second {
+		t.Errorf("parsed %+v %+v", s, sc)
+	}
+
+	for _, tc := range []struct {
+		desc, src string
+		want      diag
+	}{
+		{"advertise URL with a path", "scheduler {\n  advertise_url = \"http://h:1/v1\"\n}\n",
+			diag{"2:19", "Invalid advertise_url", "no path"}},
+		{"advertise URL without scheme", "scheduler {\n  advertise_url = \"h:8775\"\n}\n",
+			diag{"2:19", "Invalid advertise_url", "must be an http(s) URL"}},
+		{"leader interval too short", "scheduler {\n  leader_interval = \"1ms\"\n}\n",
+			diag{"2:21", "Invalid leader_interval", "at least 100ms"}},
+		{"orphan grace too short", "scheduler {\n  orphan_grace = \"10ms\"\n}\n",
+			diag{"2:18", "Invalid orphan_grace", "must not look orphaned"}},
+		{"lease TTL in fractions", "superconductor {\n  lease_ttl = \"2500ms\"\n}\n",
+			diag{"2:15", "Invalid lease_ttl", "whole seconds"}},
+		{"select timeout not a duration", "superconductor {\n  select_timeout = \"soon\"\n}\n",
+			diag{"2:20", "Invalid duration", "not a duration"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := Parse([]byte(tc.src), "t.hcl")
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			prefix := "t.hcl:" + tc.want.at + ": " + tc.want.summary + ": "
+			if !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tc.want.detail) {
+				t.Errorf("got  %s\nwant %s...%s", err, prefix, tc.want.detail)
+			}
+		})
+	}
+}
