@@ -237,7 +237,7 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 				hm.log.Warn("ignoring unreadable instance info", "host", host, "instance", uuid, "error", err)
 				return
 			}
-			next[uuid] = &info
+			next[keyOf(uuid, &info)] = &info
 		}
 		r.instances = next
 	}
@@ -362,7 +362,7 @@ func (hm *HostManager) rereadHost(ctx context.Context, host string) error {
 			hm.log.Warn("ignoring unreadable instance info", "host", host, "instance", uuid, "error", err)
 			continue
 		}
-		next[uuid] = &info
+		next[keyOf(uuid, &info)] = &info
 	}
 	hm.mu.Lock()
 	defer hm.mu.Unlock()
@@ -436,4 +436,15 @@ func (hm *HostManager) Stats() Stats {
 		}
 	}
 	return st
+}
+
+// keyOf is the cache key of an instance: its uuid as decoded from the
+// value when that matches the key's last segment. The key's segment is a
+// substring of the whole etcd key and would keep all of it alive (about
+// 70 bytes more per cached instance).
+func keyOf(fromKey string, info *etcdschema.InstanceInfo) string {
+	if info.UUID == fromKey {
+		return info.UUID
+	}
+	return strings.Clone(fromKey)
 }
