@@ -146,6 +146,8 @@ func (s *stack) startServerRoles(ctx context.Context) error {
 		return err
 	}
 	if cfg.Placement != nil {
+		s.placement.SetHandlerOptions(placementHandlerOptions(cfg.Placement))
+		s.log.Info("placement API auth", "mode", cfg.Placement.Auth, "tokens", len(cfg.Placement.Tokens))
 		if err := s.serve("placement", cfg.Placement.Bind, s.placement.Handler()); err != nil {
 			return err
 		}
@@ -270,6 +272,21 @@ func advertiseFrom(addr net.Addr) string {
 		}
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// placementHandlerOptions maps the HCL placement block to the Placement
+// API's options: its auth mode and, in tokens mode, what each token stands
+// for. noauth (the default) needs nothing more: the API itself reads the
+// identity from the token as Placement's noauth2 does.
+func placementHandlerOptions(p *configs.Placement) placement.HandlerOptions {
+	auth := placement.AuthConfig{Mode: p.Auth}
+	if p.Auth == configs.AuthTokens {
+		auth.Tokens = make(map[string]placement.TokenInfo, len(p.Tokens))
+		for _, t := range p.Tokens {
+			auth.Tokens[t.Token] = placement.TokenInfo{UserID: t.UserID, ProjectID: t.ProjectID, Roles: t.Roles}
+		}
+	}
+	return placement.HandlerOptions{Auth: auth}
 }
 
 // schedulerConfig maps the HCL scheduler block to the scheduler's config.

@@ -28,7 +28,10 @@ api {
 }
 
 placement {
+  # The -placement flag overrides bind.
   bind = "127.0.0.1:8778"
+  # noauth: token "admin" is an admin, "user:project" a user (see
+  # server.hcl). auth = "tokens" with token blocks works here too.
   auth = "noauth"
 }
 

@@ -67,16 +67,32 @@ placement {
   # host:port to listen on (default "127.0.0.1:8778").
   bind = "0.0.0.0:8778"
 
-  # noauth: every request is accepted, with the roles of an admin (default).
-  # tokens: a request must carry X-Auth-Token equal to one token block's label.
+  # How requests authenticate; there is no keystone. Either way "/" (the
+  # version document) is open, a request without X-Auth-Token gets 401, and
+  # Placement's legacy default policy decides what an identity may do
+  # (403 otherwise): most calls want the "admin" role; a "reader" may read
+  # its own project's /usages.
+  #
+  # noauth (default): Placement's noauth2, for labs and tests. Token "admin"
+  #   is an admin; "user:project" is that user in that project with no
+  #   role; X-Roles: a,b sets the roles. Anyone who reaches the port can
+  #   claim to be admin, so bind it to loopback or a trusted network.
+  # tokens: X-Auth-Token must equal one token block's label, and the
+  #   block says who that is; any other token gets 401. X-Roles is ignored.
+  #
+  # With the openstack CLI: openstack --os-auth-type admin_token
+  #   --os-token <token> --os-endpoint http://HOST:8778 ... (README,
+  #   "Use the OpenStack CLI").
   auth = "tokens"
 
   # One block per accepted token; the label is the secret itself. Tokens
   # are only allowed with auth = "tokens", and no two may share a label.
   token "s3cr3t-admin-token" {
-    # Roles the token holder has (Placement's policy wants "admin" for most calls).
+    # Roles the token holder has (Placement's policy wants "admin" for most
+    # calls; ["reader"] with project_id may only read that project's usages).
     roles = ["admin"]
-    # Identity recorded on consumers created with this token.
+    # Identity recorded on consumers created with this token, and the
+    # project a "reader" may read usages of.
     project_id = "admin"
     user_id    = "admin"
   }
