@@ -64,6 +64,9 @@ func (o *osc) runAt(t *testing.T, version string, args ...string) (stdout, stder
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()
+	if strings.Contains(errOut.String(), "is not an openstack command") {
+		t.Fatalf("openstack %s: the CLI lacks the Placement commands; install python3-osc-placement\n%s", strings.Join(args, " "), errOut.String())
+	}
 	return out.String(), errOut.String(), err
 }
 
