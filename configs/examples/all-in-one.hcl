@@ -54,6 +54,8 @@ api {
 
 placement {
   bind = "0.0.0.0:8778"
+  # noauth: token "admin" is an admin, for anyone who reaches the port.
+  # On a shared network use auth = "tokens" with token blocks (server.hcl).
   auth = "noauth"
 }
 
