@@ -95,6 +95,9 @@ type Token struct {
 	Roles     []string
 	ProjectID string
 	UserID    string
+	// SystemScope is "all" for a system-scoped token ("" = project
+	// scope): with the reader role it may read everything.
+	SystemScope string
 }
 
 // Scheduler is the scheduler role; the field names follow Nova's

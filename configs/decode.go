@@ -261,7 +261,8 @@ func (d *decoder) placement(r *rawPlacement) *Placement {
 			continue
 		}
 		seen[t.Token] = t.LabelRange
-		tok := Token{Token: t.Token, ProjectID: d.str(t.ProjectID, ""), UserID: d.str(t.UserID, "")}
+		tok := Token{Token: t.Token, ProjectID: d.str(t.ProjectID, ""), UserID: d.str(t.UserID, ""),
+			SystemScope: d.enum(t.Body, "system_scope", t.SystemScope, "", "", "all")}
 		if t.Roles != nil {
 			tok.Roles = *t.Roles
 		}

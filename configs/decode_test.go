@@ -128,6 +128,11 @@ func TestParseErrors(t *testing.T) {
 			want: []diag{{"2:3", `Tokens without auth = "tokens"`, "token blocks are ignored"}},
 		},
 		{
+			desc: "bad system_scope",
+			src:  "placement {\n  auth = \"tokens\"\n  token \"abc\" {\n    system_scope = \"project\"\n  }\n}\n",
+			want: []diag{{"4:20", "Invalid system_scope", `system_scope must be one of "", "all"; got "project".`}},
+		},
+		{
 			desc: "duplicate and empty tokens",
 			src:  "placement {\n  auth = \"tokens\"\n  token \"abc\" {}\n  token \"abc\" {}\n  token \"\" {}\n}\n",
 			want: []diag{
@@ -370,6 +375,10 @@ placement {
     user_id = "u1"
   }
   token "b" {}
+  token "c" {
+    roles = ["reader"]
+    system_scope = "all"
+  }
 }
 `
 	cfg, err := Parse([]byte(src), "t.hcl")
@@ -377,15 +386,18 @@ placement {
 		t.Fatal(err)
 	}
 	p := cfg.Placement
-	if p.Auth != AuthTokens || p.Bind != "127.0.0.1:8778" || len(p.Tokens) != 2 {
+	if p.Auth != AuthTokens || p.Bind != "127.0.0.1:8778" || len(p.Tokens) != 3 {
 		t.Fatalf("Placement = %+v", p)
 	}
 	a := p.Tokens[0]
 	if a.Token != "a" || len(a.Roles) != 1 || a.Roles[0] != "admin" || a.ProjectID != "p1" || a.UserID != "u1" {
 		t.Errorf("Tokens[0] = %+v", a)
 	}
-	if p.Tokens[1].Token != "b" {
+	if p.Tokens[1].Token != "b" || p.Tokens[1].SystemScope != "" {
 		t.Errorf("Tokens[1] = %+v", p.Tokens[1])
+	}
+	if c := p.Tokens[2]; c.SystemScope != "all" || len(c.Roles) != 1 || c.Roles[0] != "reader" {
+		t.Errorf("Tokens[2] = %+v", c)
 	}
 }
 

@@ -68,12 +68,14 @@ type rawPlacement struct {
 }
 
 type rawToken struct {
-	Token      string    `hcl:"secret,label"` // "secret" is what HCL's missing-label error calls it
-	Roles      *[]string `hcl:"roles"`
-	ProjectID  *string   `hcl:"project_id"`
-	UserID     *string   `hcl:"user_id"`
-	LabelRange hcl.Range `hcl:"secret,label_range"`
-	DefRange   hcl.Range `hcl:",def_range"`
+	Token       string    `hcl:"secret,label"` // "secret" is what HCL's missing-label error calls it
+	Roles       *[]string `hcl:"roles"`
+	ProjectID   *string   `hcl:"project_id"`
+	UserID      *string   `hcl:"user_id"`
+	SystemScope *string   `hcl:"system_scope"`
+	LabelRange  hcl.Range `hcl:"secret,label_range"`
+	DefRange    hcl.Range `hcl:",def_range"`
+	Body        hcl.Body  `hcl:",body"`
 }
 
 type rawScheduler struct {

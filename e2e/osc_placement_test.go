@@ -872,6 +872,10 @@ placement {
     project_id = "p1"
     user_id    = "alice"
   }
+  token "monitor-s3cret" {
+    roles        = ["reader"]
+    system_scope = "all"
+  }
 }
 `)
 	placeAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
@@ -902,6 +906,13 @@ placement {
 		"resource", "provider", "create", "made-by-tenant")
 	tenant.ok(t, "resource", "usage", "show", "p1")
 	tenant.failsWith(t, "Policy does not allow placement:usages to be performed. (HTTP 403)", "resource", "usage", "show", "p2")
+
+	// A system-scoped reader reads everything and changes nothing.
+	monitor := newOSC(t, endpoint, "monitor-s3cret")
+	sameSet(t, "providers seen by the monitoring token",
+		lines(monitor.ok(t, "resource", "provider", "list", "-f", "value", "-c", "name")), []string{"compute-1", "made-by-operator"})
+	monitor.failsWith(t, "Policy does not allow placement:resource_providers:delete to be performed. (HTTP 403)",
+		"resource", "provider", "delete", p.UUID)
 
 	for _, token := range []string{"wrong", "admin"} {
 		t.Run("token "+token+" is refused", func(t *testing.T) {

@@ -283,7 +283,8 @@ func placementHandlerOptions(p *configs.Placement) placement.HandlerOptions {
 	if p.Auth == configs.AuthTokens {
 		auth.Tokens = make(map[string]placement.TokenInfo, len(p.Tokens))
 		for _, t := range p.Tokens {
-			auth.Tokens[t.Token] = placement.TokenInfo{UserID: t.UserID, ProjectID: t.ProjectID, Roles: t.Roles}
+			auth.Tokens[t.Token] = placement.TokenInfo{UserID: t.UserID, ProjectID: t.ProjectID, Roles: t.Roles,
+				SystemScope: t.SystemScope}
 		}
 	}
 	return placement.HandlerOptions{Auth: auth}

@@ -147,6 +147,10 @@ func TestPlacementAuthFromConfig(t *testing.T) {
     project_id = "p1"
     user_id    = "alice"
   }
+  token "monitor-secret" {
+    roles        = ["reader"]
+    system_scope = "all"
+  }
 }
 `)
 		runAuthCases(t, base, []authCase{
@@ -163,6 +167,11 @@ func TestPlacementAuthFromConfig(t *testing.T) {
 			{desc: "reader token denied create", method: http.MethodPost, path: "/resource_providers", header: tok("tenant-secret"), want: 403},
 			{desc: "reader token reads own project usages", path: "/usages?project_id=p1", header: tok("tenant-secret"), want: 200},
 			{desc: "reader token denied other project usages", path: "/usages?project_id=p2", header: tok("tenant-secret"), want: 403},
+			{desc: "system reader lists", path: "/resource_providers", header: tok("monitor-secret"), want: 200},
+			{desc: "system reader reads any usages", path: "/usages?project_id=p2", header: tok("monitor-secret"), want: 200},
+			{desc: "system reader cannot create", method: http.MethodPost, path: "/resource_providers", header: tok("monitor-secret"), want: 403,
+				wantBody: "Policy does not allow placement:resource_providers:create to be performed."},
+			{desc: "OpenStack-System-Scope cannot widen a token", path: "/resource_providers", header: tok("tenant-secret", "OpenStack-System-Scope", "all"), want: 403},
 		})
 	})
 }

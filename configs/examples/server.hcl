@@ -101,6 +101,14 @@ placement {
     project_id = "service"
     user_id    = "berth"
   }
+  # A read-only token, for monitoring: "reader" with system_scope = "all"
+  # may read (GET) everything and change nothing.
+  token "s3cr3t-monitoring-token" {
+    roles = ["reader"]
+    # "all" makes the token system-scoped (default "": scoped to project_id).
+    system_scope = "all"
+    user_id      = "monitoring"
+  }
 }
 
 # The scheduler: answers select_destinations. Option names follow Nova's
