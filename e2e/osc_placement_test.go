@@ -729,6 +729,45 @@ func TestOpenStackCLIPlacement(t *testing.T) {
 		}
 	})
 
+	t.Run("refusals an operator reads", func(t *testing.T) {
+		X9, missing := uuid.NewString(), uuid.NewString()
+		set := func(allocs ...string) []string {
+			args := []string{"resource", "provider", "allocation", "set", X9}
+			for _, a := range allocs {
+				args = append(args, "--allocation", a)
+			}
+			return append(args, "--project-id", PJ, "--user-id", US, "--consumer-type", "INSTANCE")
+		}
+		o.failsWith(t, "Unable to allocate inventory: Inventory for 'CUSTOM_GPU' on resource provider '"+R+"' invalid. (HTTP 409)",
+			set("rp="+R+",VCPU=1", "rp="+R+",CUSTOM_GPU=1")...)
+		o.failsWith(t, "Allocation for resource provider '"+missing+"' that does not exist. (HTTP 400)",
+			set("rp="+missing+",VCPU=1")...)
+		o.failsWith(t, "Invalid resource class in resources parameter: No such resource class CUSTOM_NOPE. (HTTP 400)",
+			"allocation", "candidate", "list", "--resource", "CUSTOM_NOPE=1")
+		o.failsWith(t, "Invalid query string parameters: Expected 'member_of' parameter to contain valid UUID(s). Got: not-a-uuid (HTTP 400)",
+			"allocation", "candidate", "list", "--resource", "VCPU=1", "--member-of", "not-a-uuid")
+	})
+
+	t.Run("refusal for a provider with none of the classes names all of them", func(t *testing.T) {
+		// Placement names every class of the request when a provider has
+		// none of those asked of it.
+		msg := o.fails(t, "resource", "provider", "allocation", "set", uuid.NewString(),
+			"--allocation", "rp="+R+",VCPU=1", "--allocation", "rp="+C+",MEMORY_MB=1",
+			"--project-id", PJ, "--user-id", US, "--consumer-type", "INSTANCE")
+		knownBug(t, msg, "Inventory for 'MEMORY_MB' on", "the 409 names only the missing class, Placement names every class of the request ('VCPU, MEMORY_MB')")
+		if want := "Unable to allocate inventory: Inventory for 'VCPU, MEMORY_MB' on resource provider '" + C + "' invalid. (HTTP 409)"; msg != want {
+			t.Errorf("printed %q, want %q", msg, want)
+		}
+	})
+
+	t.Run("candidates with an unknown required trait", func(t *testing.T) {
+		msg := o.fails(t, "allocation", "candidate", "list", "--resource", "VCPU=1", "--required", "CUSTOM_NOPE")
+		knownBug(t, msg, "Invalid query string parameters: No such trait", "the 400 for an unknown trait in required carries an extra 'Invalid query string parameters: ' prefix")
+		if want := "No such trait(s): CUSTOM_NOPE. (HTTP 400)"; msg != want {
+			t.Errorf("printed %q, want %q", msg, want)
+		}
+	})
+
 	t.Run("allocation candidate of a provider without traits", func(t *testing.T) {
 		A3 := uuid.NewString()
 		var p oscProvider
