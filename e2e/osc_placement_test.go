@@ -888,7 +888,8 @@ func contains(list []string, s string) bool {
 
 // TestOpenStackCLIPlacementTokens runs `berth dev -config` with auth =
 // "tokens": the configured tokens work with the CLI as their roles allow,
-// and any other token is refused.
+// any other token is refused, and what a simulated host reports and a
+// server build claims shows through the CLI as the operator expects.
 func TestOpenStackCLIPlacementTokens(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts real processes")
@@ -918,10 +919,11 @@ placement {
 }
 `)
 	placeAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	apiURL := fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))
 	startProc(t, "dev", "dev", "-config", cfg, "-data-dir", filepath.Join(dir, "etcd"),
 		"-etcd", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
 		"-etcd-peer", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-api", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
+		"-api", strings.TrimPrefix(apiURL, "http://"),
 		"-placement", placeAddr, "-hosts", "1", "-cells", "1")
 	endpoint := "http://" + placeAddr
 	waitHTTP(t, endpoint+"/")
@@ -932,6 +934,53 @@ placement {
 		out, errOut, err := op.runAt(t, oscPlacementVersion, "resource", "provider", "list", "-f", "value", "-c", "name")
 		return err == nil && strings.TrimSpace(out) == "compute-1", out + errOut
 	})
+	host := strings.TrimSpace(op.ok(t, "resource", "provider", "list", "--name", "compute-1", "-f", "value", "-c", "uuid"))
+
+	// What the agent reported and what a build claims, as the CLI shows it.
+	inv := map[string]string{}
+	for _, r := range table(t, op.ok(t, "resource", "provider", "inventory", "list", host)) {
+		inv[r["resource_class"]] = r["total"]
+	}
+	if want := map[string]string{"VCPU": "16", "MEMORY_MB": "65536", "DISK_GB": "1000"}; !reflect.DeepEqual(inv, want) {
+		t.Errorf("compute-1 inventory totals = %v, want %v", inv, want)
+	}
+	usage := func() map[string]string {
+		u := map[string]string{}
+		for _, r := range table(t, op.ok(t, "resource", "provider", "usage", "show", host)) {
+			u[r["resource_class"]] = r["usage"]
+		}
+		return u
+	}
+	waitHTTP(t, apiURL+"/healthz")
+	if out, err := runCLI(t, apiURL, "server", "create", "--flavor", "m1.small", "--name", "osc", "--wait", "--timeout", "60s"); err != nil || !strings.Contains(out, "ACTIVE") {
+		t.Fatalf("server create: %v\n%s", err, out)
+	}
+	if u, want := usage(), map[string]string{"VCPU": "1", "MEMORY_MB": "2048", "DISK_GB": "20"}; !reflect.DeepEqual(u, want) {
+		t.Errorf("compute-1 usage with one m1.small = %v, want %v", u, want)
+	}
+	list, err := runCLI(t, apiURL, "server", "list")
+	if err != nil {
+		t.Fatalf("server list: %v\n%s", err, list)
+	}
+	var server string
+	if ls := strings.Split(list, "\n"); len(ls) > 1 {
+		if f := strings.Fields(ls[1]); len(f) > 0 {
+			server = f[0]
+		}
+	}
+	var allocs []oscAllocation
+	op.json(t, &allocs, "resource", "provider", "allocation", "show", server)
+	if len(allocs) != 1 || allocs[0].ResourceProvider != host ||
+		!reflect.DeepEqual(allocs[0].Resources, map[string]int{"VCPU": 1, "MEMORY_MB": 2048, "DISK_GB": 20}) {
+		t.Errorf("allocation show of server %s printed %+v", server, allocs)
+	}
+	if out, err := runCLI(t, apiURL, "server", "delete", "--wait", "--timeout", "60s", server); err != nil {
+		t.Fatalf("server delete: %v\n%s", err, out)
+	}
+	if u, want := usage(), map[string]string{"VCPU": "0", "MEMORY_MB": "0", "DISK_GB": "0"}; !reflect.DeepEqual(u, want) {
+		t.Errorf("compute-1 usage after the delete = %v, want %v", u, want)
+	}
+
 	var p oscProvider
 	op.json(t, &p, "resource", "provider", "create", "made-by-operator")
 	if p.Name != "made-by-operator" {
