@@ -126,6 +126,11 @@ func TestOpenStackCLIPlacement(t *testing.T) {
 		if rc.Name != "CUSTOM_GPU" {
 			t.Errorf("resource class show printed %+v", rc)
 		}
+		// set (1.7) creates or keeps a class: idempotent.
+		o.ok(t, "resource", "class", "set", "CUSTOM_SCRATCH")
+		o.ok(t, "resource", "class", "set", "CUSTOM_SCRATCH")
+		o.ok(t, "resource", "class", "delete", "CUSTOM_SCRATCH")
+		o.failsWith(t, "No such resource class CUSTOM_SCRATCH. (HTTP 404)", "resource", "class", "show", "CUSTOM_SCRATCH")
 	})
 
 	t.Run("inventory set, list, show, class set, delete", func(t *testing.T) {
