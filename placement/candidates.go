@@ -95,9 +95,22 @@ func (st *indexState) candidates(q CandidateQuery) *Candidates {
 		// One group: stream, dropping what the nested exclusion would
 		// drop, and stop at limit.
 		g := groups[0]
+		// A sharing provider's request is found once per anchor it serves;
+		// Placement answers each distinct request once.
+		var seen map[string]bool
+		if sharingAnchors != nil {
+			seen = map[string]bool{}
+		}
 		s.group(g, func(a *areq) bool {
 			if excludeNested && !singleProviderPerTree(st, a) {
 				return true
+			}
+			if seen != nil {
+				k := areqKey(a)
+				if seen[k] {
+					return true
+				}
+				seen[k] = true
 			}
 			out = append(out, a)
 			return q.Limit <= 0 || len(out) < q.Limit

@@ -251,11 +251,25 @@ func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string
 		}
 		return u
 	}
+	// Placement bumps the generation of the providers a write allocates
+	// on, and of those whose allocations a write empties (PUT or POST of
+	// no allocations), but not of providers an allocation merely moves off,
+	// nor on DELETE. Berth's transactions compare mod revisions, so this
+	// only keeps the generations clients see the same as Placement's.
+	bump := map[string]bool{}
 	var cmps []clientv3.Cmp
 	var ops []clientv3.Op
 	for _, c := range consumers {
 		w := writes[c]
 		old := rd.consumers[c]
+		for rp := range w.Allocations {
+			bump[rp] = true
+		}
+		if len(w.Allocations) == 0 && !mustExist && old != nil {
+			for rp := range old.Allocations {
+				bump[rp] = true
+			}
+		}
 		if mustExist && old == nil {
 			return nil, nil, detailf(ErrNotFound, "No allocations for consumer '%s'", c)
 		}
@@ -366,7 +380,9 @@ func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string
 				next.Usages[rc] = n
 			}
 		}
-		next.Generation++
+		if bump[rp] {
+			next.Generation++
+		}
 		next.UpdatedAt = now
 		val, err := etcdschema.Encode(next)
 		if err != nil {

@@ -13,174 +13,66 @@ import (
 // user_id, used before 1.8 made project and user required.
 const incompleteConsumerID = "00000000-0000-0000-0000-000000000000"
 
-// parseAllocationBody validates one consumer's allocation body for the
-// request's microversion and returns the write.
-func parseAllocationBody(c *reqCtx, v any, post bool) (AllocationWrite, error) {
+// allocationBody reads one consumer's allocation body, already
+// validated against its microversion's schema, into a write. post marks a
+// body from POST /allocations, which always has the dict form.
+func allocationBody(c *reqCtx, obj map[string]any, post bool) AllocationWrite {
 	w := AllocationWrite{Allocations: map[string]ProviderAllocation{}}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return w, schemaErr("%s is not of type 'object'", pyRepr(v))
-	}
-	allowed := map[string]bool{"allocations": true}
-	required := []string{"allocations"}
-	if c.atLeast(8) || post {
-		allowed["project_id"], allowed["user_id"] = true, true
-		required = append(required, "project_id", "user_id")
-	}
-	if c.atLeast(28) {
-		allowed["consumer_generation"] = true
-		required = append(required, "consumer_generation")
-	}
-	if c.atLeast(34) {
-		allowed["mappings"] = true
-	}
-	if c.atLeast(38) {
-		allowed["consumer_type"] = true
-		required = append(required, "consumer_type")
-	}
-	for _, k := range sortedKeys(obj) {
-		if !allowed[k] {
-			return w, schemaErr("Additional properties are not allowed ('%s' was unexpected)", k)
-		}
-	}
-	for _, k := range required {
-		if _, ok := obj[k]; !ok {
-			return w, schemaErr("'%s' is a required property", k)
-		}
-	}
-	for _, k := range []string{"project_id", "user_id"} {
-		if v, ok := obj[k]; ok {
-			s, ok := v.(string)
-			if !ok {
-				return w, schemaErr("%s is not of type 'string'", pyRepr(v))
-			}
-			if s == "" {
-				return w, schemaErr("'' is too short")
-			}
-			if len(s) > 255 {
-				return w, schemaErr("%s is too long", pyRepr(v))
-			}
-		}
-	}
 	w.ProjectID, _ = obj["project_id"].(string)
 	w.UserID, _ = obj["user_id"].(string)
 	if w.ProjectID == "" {
 		w.ProjectID, w.UserID = incompleteConsumerID, incompleteConsumerID
 	}
 	if gv, ok := obj["consumer_generation"]; ok && gv != nil {
-		g, ok := jsonInt(gv)
-		if !ok {
-			return w, schemaErr("%s is not of type 'integer', 'null'", pyRepr(gv))
-		}
+		g, _ := jsonInt(gv)
 		w.ConsumerGeneration = &g
 	}
-	if tv, ok := obj["consumer_type"]; ok {
-		ts, ok := tv.(string)
-		if !ok {
-			return w, schemaErr("%s is not of type 'string'", pyRepr(tv))
-		}
-		if !rcNameRe.MatchString(ts) {
-			return w, schemaErr("%s does not match '^[A-Z0-9_]+$'", pyRepr(tv))
-		}
-		w.ConsumerType = ts
-	}
-	if mv, ok := obj["mappings"]; ok {
-		m, ok := mv.(map[string]any)
-		if !ok {
-			return w, schemaErr("%s is not of type 'object'", pyRepr(mv))
-		}
-		if len(m) == 0 {
-			return w, schemaErr("{} does not have enough properties")
-		}
-	}
-	av := obj["allocations"]
-	checkResources := func(rv any) (map[string]int64, error) {
-		r, ok := rv.(map[string]any)
-		if !ok {
-			return nil, schemaErr("%s is not of type 'object'", pyRepr(rv))
-		}
-		if len(r) == 0 {
-			return nil, schemaErr("{} does not have enough properties")
-		}
+	w.ConsumerType, _ = obj["consumer_type"].(string)
+	resources := func(rv any) map[string]int64 {
 		out := map[string]int64{}
-		for _, rc := range sortedKeys(r) {
-			if !rcNameRe.MatchString(rc) {
-				return nil, schemaErr("Additional properties are not allowed ('%s' was unexpected)", rc)
-			}
-			n, ok := jsonInt(r[rc])
-			if !ok {
-				return nil, schemaErr("%s is not of type 'integer'", pyRepr(r[rc]))
-			}
-			if n < 1 {
-				return nil, schemaErr("%d is less than the minimum of 1", n)
-			}
-			out[rc] = n
+		for rc, n := range rv.(map[string]any) {
+			out[rc], _ = jsonInt(n)
 		}
-		return out, nil
+		return out
 	}
-	if !c.atLeast(12) && !post {
-		list, ok := av.([]any)
-		if !ok {
-			return w, schemaErr("%s is not of type 'array'", pyRepr(av))
-		}
-		if len(list) == 0 {
-			return w, schemaErr("[] is too short")
-		}
+	if list, ok := obj["allocations"].([]any); ok && !post {
+		// Before 1.12: a list of {resource_provider: {uuid}, resources};
+		// as in Placement, a provider listed twice keeps its last entry.
 		for _, item := range list {
-			io, ok := item.(map[string]any)
-			if !ok {
-				return w, schemaErr("%s is not of type 'object'", pyRepr(item))
-			}
-			if err := onlyProps(io, "resource_provider", "resources"); err != nil {
-				return w, err
-			}
-			rpv, ok := io["resource_provider"].(map[string]any)
-			if !ok {
-				return w, schemaErr("'resource_provider' is a required property")
-			}
-			u, ok := rpv["uuid"].(string)
-			if !ok || !isUUIDLike(u) {
-				return w, schemaErr("%s is not a 'uuid'", pyRepr(rpv["uuid"]))
-			}
-			if _, ok := io["resources"]; !ok {
-				return w, schemaErr("'resources' is a required property")
-			}
-			res, err := checkResources(io["resources"])
-			if err != nil {
-				return w, err
-			}
-			w.Allocations[u] = ProviderAllocation{Resources: res}
+			io := item.(map[string]any)
+			u := io["resource_provider"].(map[string]any)["uuid"].(string)
+			w.Allocations[u] = ProviderAllocation{Resources: resources(io["resources"])}
 		}
-		return w, nil
+		return w
 	}
-	am, ok := av.(map[string]any)
-	if !ok {
-		return w, schemaErr("%s is not of type 'object'", pyRepr(av))
+	for rp, av := range obj["allocations"].(map[string]any) {
+		w.Allocations[rp] = ProviderAllocation{Resources: resources(av.(map[string]any)["resources"])}
 	}
-	if len(am) == 0 && !c.atLeast(28) && !post {
-		return w, schemaErr("{} does not have enough properties")
+	return w
+}
+
+// unknownAllocationClass finds a resource class in writes that does not
+// exist, once a claim has failed for want of inventory: a class that does
+// not exist can have no inventory, so this costs nothing on the way to a
+// successful claim. Placement answers that case with a 400, not a 409.
+func (s *Service) unknownAllocationClass(c *reqCtx, claimErr error, writes map[string]AllocationWrite) (string, error) {
+	if !errors.Is(claimErr, ErrInsufficientCapacity) {
+		return "", nil
 	}
-	for _, rp := range sortedKeys(am) {
-		if !uuidPatternRe.MatchString(rp) {
-			return w, schemaErr("Additional properties are not allowed ('%s' was unexpected)", rp)
+	for _, cu := range sortedKeys(writes) {
+		for _, rp := range sortedKeys(writes[cu].Allocations) {
+			for _, rc := range sortedKeys(writes[cu].Allocations[rp].Resources) {
+				ok, err := s.classExists(c.r.Context(), rc)
+				if err != nil {
+					return "", err
+				}
+				if !ok {
+					return rc, nil
+				}
+			}
 		}
-		ao, ok := am[rp].(map[string]any)
-		if !ok {
-			return w, schemaErr("%s is not of type 'object'", pyRepr(am[rp]))
-		}
-		if err := onlyProps(ao, "resources", "generation"); err != nil {
-			return w, err
-		}
-		if _, ok := ao["resources"]; !ok {
-			return w, schemaErr("'resources' is a required property")
-		}
-		res, err := checkResources(ao["resources"])
-		if err != nil {
-			return w, err
-		}
-		w.Allocations[rp] = ProviderAllocation{Resources: res}
 	}
-	return w, nil
+	return "", nil
 }
 
 // allocationError answers a failed allocation write as Placement does.
@@ -209,13 +101,18 @@ func (s *Service) putAllocations(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	w, err := parseAllocationBody(c, v, false)
-	if err != nil {
+	if err := validateBody(v, pickSchema(c.mv, putAllocationVersions, schemaPutAllocations)); err != nil {
 		return err
 	}
+	w := allocationBody(c, v.(map[string]any), false)
 	rev, err := s.PutAllocationsWithOptions(c.r.Context(), map[string]AllocationWrite{consumer: w},
 		ClaimOptions{IgnoreConsumerGeneration: !c.atLeast(28)})
 	if err != nil {
+		if rc, uerr := s.unknownAllocationClass(c, err, map[string]AllocationWrite{consumer: w}); uerr != nil {
+			return uerr
+		} else if rc != "" {
+			return errBadRequest("Unable to allocate inventory for consumer %s: No such resource class %s.", consumer, rc)
+		}
 		return allocationError(consumer, err)
 	}
 	_ = s.WaitForRevision(c.r.Context(), rev)
@@ -233,28 +130,22 @@ func (s *Service) postAllocations(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return schemaErr("%s is not of type 'object'", pyRepr(v))
-	}
-	if len(obj) == 0 {
-		return schemaErr("{} does not have enough properties")
+	if err := validateBody(v, pickSchema(c.mv, postAllocationVersions, schemaPostAllocations)); err != nil {
+		return err
 	}
 	writes := map[string]AllocationWrite{}
-	for _, cu := range sortedKeys(obj) {
-		if !uuidPatternRe.MatchString(cu) {
-			return schemaErr("Additional properties are not allowed ('%s' was unexpected)", cu)
-		}
-		w, err := parseAllocationBody(c, obj[cu], true)
-		if err != nil {
-			return err
-		}
-		writes[cu] = w
+	for cu, body := range v.(map[string]any) {
+		writes[cu] = allocationBody(c, body.(map[string]any), true)
 	}
 	rev, err := s.PutAllocationsWithOptions(c.r.Context(), writes, ClaimOptions{IgnoreConsumerGeneration: !c.atLeast(28)})
 	if err != nil {
 		if errors.Is(err, ErrProviderNotFound) {
 			return errBadRequest("Unable to allocate inventory %s", errDetail(err))
+		}
+		if rc, uerr := s.unknownAllocationClass(c, err, writes); uerr != nil {
+			return uerr
+		} else if rc != "" {
+			return errBadRequest("Unable to allocate inventory No such resource class %s.", rc)
 		}
 		return allocationError("", err)
 	}
@@ -402,27 +293,14 @@ func (s *Service) totalUsages(c *reqCtx) error {
 	if err := c.authorize(c.auth.projectReader(project) || c.auth.systemReader(), "placement:usages"); err != nil {
 		return err
 	}
-	allowed := map[string]bool{"project_id": true, "user_id": true}
+	sch := schemaUsages
 	if c.atLeast(38) {
-		allowed["consumer_type"] = true
+		sch = schemaUsages138
 	}
-	for _, k := range sortedKeys(q) {
-		if !allowed[k] {
-			return errBadRequest("Invalid query string parameters: Additional properties are not allowed ('%s' was unexpected)", k)
-		}
-	}
-	if !q.Has("project_id") {
-		return errBadRequest("Invalid query string parameters: 'project_id' is a required property")
-	}
-	for _, k := range []string{"project_id", "user_id", "consumer_type"} {
-		if q.Has(k) && q.Get(k) == "" {
-			return errBadRequest("Invalid query string parameters: '' is too short")
-		}
+	if err := validateQuery(c, sch); err != nil {
+		return err
 	}
 	ctype := q.Get("consumer_type")
-	if ctype != "" && !(rcNameRe.MatchString(ctype) || ctype == "all" || ctype == "unknown") {
-		return errBadRequest("Invalid query string parameters: '%s' does not match '^[A-Z0-9_]+$|^all|^unknown$'", ctype)
-	}
 	user := q.Get("user_id")
 	if err := s.syncIndex(c.r.Context()); err != nil {
 		return err

@@ -1,175 +1,249 @@
 package placement
 
 import (
+	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 )
 
 var (
-	suffixRe125 = regexp.MustCompile(`^[1-9][0-9]*$`)
-	suffixRe133 = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	groupKeyRe    = regexp.MustCompile(`^(resources|required|member_of|in_tree)([1-9][0-9]*)?$`)
+	groupKeyRe133 = regexp.MustCompile(`^(resources|required|member_of|in_tree)([a-zA-Z0-9_-]{1,64})?$`)
 )
 
-// parseCandidateQuery turns GET /allocation_candidates parameters into a
-// CandidateQuery, validating them for the request's microversion.
-func (s *Service) parseCandidateQuery(c *reqCtx) (CandidateQuery, error) {
-	q := c.query()
-	var cq CandidateQuery
-	groups := map[string]*RequestGroup{}
-	group := func(suffix string) *RequestGroup {
-		if g, ok := groups[suffix]; ok {
-			return g
+// candidateSchema is GET /allocation_candidates' query schema at mv.
+func candidateSchema(mv int) *schemaNode {
+	return pickSchema(mv, candidatesVersions, schemaCandidates)
+}
+
+// orderedQueryKeys lists the query's keys in the order they first appear,
+// which is the order Placement builds request groups in and checks them.
+func orderedQueryKeys(raw string) []string {
+	var keys []string
+	seen := map[string]bool{}
+	for _, part := range strings.FieldsFunc(raw, func(r rune) bool { return r == '&' || r == ';' }) {
+		k, _, _ := strings.Cut(part, "=")
+		if uk, err := url.QueryUnescape(k); err == nil {
+			k = uk
 		}
-		g := &RequestGroup{Suffix: suffix}
-		groups[suffix] = g
-		return g
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
 	}
-	prefixes := []string{"resources", "required", "member_of", "in_tree"}
-	for _, k := range sortedKeys(q) {
-		matched := false
-		for _, p := range prefixes {
-			if !strings.HasPrefix(k, p) {
-				continue
-			}
-			suffix := k[len(p):]
-			if suffix != "" {
-				ok := (c.atLeast(33) && suffixRe133.MatchString(suffix)) || (c.atLeast(25) && suffixRe125.MatchString(suffix))
-				if !ok {
-					continue
-				}
-			}
-			if p == "in_tree" && !c.atLeast(31) {
-				continue
-			}
-			if p == "required" && !c.atLeast(17) {
-				continue
-			}
-			if p == "member_of" && !c.atLeast(21) {
-				continue
-			}
-			matched = true
-			g := group(suffix)
-			vals := q[k]
-			switch p {
-			case "resources":
-				res, err := parseResources(vals[len(vals)-1])
-				if err != nil {
-					return cq, err
-				}
-				g.Resources = res
-			case "required":
-				r, f, err := parseRequired(c, vals)
-				if err != nil {
-					return cq, err
-				}
-				if err := s.checkTraitsExist(c, r, f, "Invalid query string parameters: %s"); err != nil {
-					return cq, err
-				}
-				for _, set := range r {
-					if len(set) == 1 {
-						g.Required = append(g.Required, set[0])
-					} else {
-						g.RequiredAny = append(g.RequiredAny, set)
-					}
-				}
-				g.Forbidden = append(g.Forbidden, f...)
-			case "member_of":
-				r, f, err := parseMemberOf(c, vals, suffix)
-				if err != nil {
-					return cq, err
-				}
-				g.MemberOf, g.ForbiddenAggregates = r, f
-			case "in_tree":
-				v := strings.TrimSpace(vals[len(vals)-1])
-				if !isUUIDLike(v) {
-					return cq, errBadRequest("Invalid query string parameters: Expected 'in_tree' parameter to be a format of uuid. Got: %s", vals[len(vals)-1])
-				}
-				g.InTree = normalizeUUID(v)
-			}
-			break
+	return keys
+}
+
+// parseCandidateQuery turns GET /allocation_candidates parameters into a
+// CandidateQuery in the order Placement checks them: the query schema of
+// the microversion, the request-wide parameters, the request groups and
+// their consistency, group_policy, and then the existence of every
+// resource class and trait named.
+func (s *Service) parseCandidateQuery(c *reqCtx) (CandidateQuery, error) {
+	var cq CandidateQuery
+	if err := validateQuery(c, candidateSchema(c.mv)); err != nil {
+		return cq, err
+	}
+	q := c.query()
+	// RequestWideParams.
+	if v, ok := q["limit"]; ok {
+		cq.Limit, _ = strconv.Atoi(v[0])
+	}
+	if v, ok := q["group_policy"]; ok {
+		cq.GroupPolicy = v[0]
+	}
+	if v, ok := q["root_required"]; ok {
+		if len(v) > 1 {
+			return cq, &httpError{status: 400, code: codeDuplicateKey, detail: "Query parameter 'root_required' may be specified only once."}
 		}
-		if matched {
+		r, f, err := parseTraitsValue(v[0], true, false)
+		if err != nil {
+			return cq, err
+		}
+		var conflicts []string
+		for _, set := range r {
+			if slices.Contains(f, set[0]) {
+				conflicts = append(conflicts, set[0])
+			} else if !slices.Contains(cq.RootRequired, set[0]) {
+				cq.RootRequired = append(cq.RootRequired, set[0])
+			}
+		}
+		if len(conflicts) > 0 {
+			sort.Strings(conflicts)
+			return cq, &httpError{status: 400, code: codeBadValue, detail: "Conflicting required and forbidden traits found in root_required: " + strings.Join(conflicts, ", ")}
+		}
+		cq.RootForbidden = f
+	}
+	subtreeSuffixes := map[string]bool{}
+	for _, v := range q["same_subtree"] {
+		var set []string
+		for _, p := range strings.Split(v, ",") {
+			p = strings.TrimSpace(p)
+			if p == "" {
+				return cq, &httpError{status: 400, code: codeBadValue, detail: "Empty string (unsuffixed group) can not be specified in `same_subtree` "}
+			}
+			if !slices.Contains(set, p) {
+				set = append(set, p)
+			}
+			subtreeSuffixes[p] = true
+		}
+		cq.SameSubtree = append(cq.SameSubtree, set)
+	}
+	// RequestGroup.dict_from_request.
+	keyRe := groupKeyRe
+	if c.atLeast(33) {
+		keyRe = groupKeyRe133
+	}
+	groups := map[string]*RequestGroup{}
+	var order []string
+	for _, k := range orderedQueryKeys(c.r.URL.RawQuery) {
+		m := keyRe.FindStringSubmatch(k)
+		vals := q[k]
+		if m == nil || len(vals) == 0 {
 			continue
 		}
-		switch {
-		case k == "limit" && c.atLeast(16):
-			n, err := strconv.Atoi(q.Get(k))
-			if err != nil || n < 1 {
-				return cq, errBadRequest("Invalid query string parameters: '%s' does not match '^[1-9][0-9]*$'", q.Get(k))
-			}
-			cq.Limit = n
-		case k == "group_policy" && c.atLeast(25):
-			v := q.Get(k)
-			if v != "none" && v != "isolate" {
-				return cq, errBadRequest("Invalid query string parameters: '%s' is not one of ['none', 'isolate']", v)
-			}
-			cq.GroupPolicy = v
-		case k == "root_required" && c.atLeast(35):
-			r, f, err := parseRequired(c, q[k][len(q[k])-1:])
+		prefix, suffix := m[1], m[2]
+		g, ok := groups[suffix]
+		if !ok {
+			g = &RequestGroup{Suffix: suffix}
+			groups[suffix] = g
+			order = append(order, suffix)
+		}
+		switch prefix {
+		case "resources":
+			res, err := parseResources(vals[len(vals)-1])
 			if err != nil {
 				return cq, err
 			}
-			if err := s.checkTraitsExist(c, r, f, "Invalid query string parameters: %s"); err != nil {
+			g.Resources = res
+		case "required":
+			r, f, err := parseRequired(c, vals)
+			if err != nil {
 				return cq, err
 			}
+			g.Required, g.RequiredAny = nil, nil
 			for _, set := range r {
-				cq.RootRequired = append(cq.RootRequired, set...)
-			}
-			cq.RootForbidden = f
-		case k == "same_subtree" && c.atLeast(36):
-			for _, v := range q[k] {
-				parts := strings.Split(v, ",")
-				for _, p := range parts {
-					if p == "" {
-						return cq, errBadRequest("Empty string (unsuffixed group) can not be specified in `same_subtree` ")
-					}
+				if len(set) == 1 {
+					g.Required = append(g.Required, set[0])
+				} else {
+					g.RequiredAny = append(g.RequiredAny, set)
 				}
-				cq.SameSubtree = append(cq.SameSubtree, parts)
 			}
-		default:
-			return cq, errBadRequest("Invalid query string parameters: Additional properties are not allowed ('%s' was unexpected)", k)
+			g.Forbidden = f
+		case "member_of":
+			r, f, err := parseMemberOf(c, vals, suffix)
+			if err != nil {
+				return cq, err
+			}
+			g.MemberOf, g.ForbiddenAggregates = r, f
+		case "in_tree":
+			v := strings.TrimSpace(vals[len(vals)-1])
+			if !isUUIDLike(v) {
+				return cq, errBadRequest("Invalid query string parameters: Expected 'in_tree' parameter to be a format of uuid. Got: %s", vals[len(vals)-1])
+			}
+			g.InTree = normalizeUUID(v)
 		}
 	}
-	if g, ok := groups[""]; ok && g.Resources == nil && c.atLeast(10) && !c.atLeast(35) {
-		_ = g
-	}
-	numSuffixed := 0
-	resourceful := 0
-	for suffix, g := range groups {
-		if suffix != "" {
-			numSuffixed++
+	if c.atLeast(36) {
+		var resourceless []string
+		for _, sfx := range order {
+			if len(groups[sfx].Resources) == 0 {
+				resourceless = append(resourceless, sfx)
+			}
 		}
-		if len(g.Resources) > 0 {
-			resourceful++
-		} else if !c.atLeast(35) || suffix == "" {
-			if suffix == "" {
-				if _, ok := q["resources"]; !ok && !c.atLeast(35) {
-					return cq, errBadRequest("Invalid query string parameters: 'resources' is a required property")
-				}
-			} else {
+		if len(resourceless) == len(order) {
+			return cq, &httpError{status: 400, code: codeMissingValue, detail: "There must be at least one resources or resources[$S] parameter."}
+		}
+		var bad []string
+		for _, sfx := range resourceless {
+			if !subtreeSuffixes[sfx] {
+				bad = append(bad, sfx)
+			}
+		}
+		if len(bad) > 0 {
+			sort.Strings(bad)
+			return cq, &httpError{status: 400, code: codeBadValue, detail: "Resourceless suffixed group request should be specified in `same_subtree` query param: bad group(s) - " + pyRepr(bad) + "."}
+		}
+		bad = nil
+		for _, sfx := range sortedKeys(subtreeSuffixes) {
+			if _, ok := groups[sfx]; !ok {
+				bad = append(bad, sfx)
+			}
+		}
+		if len(bad) > 0 {
+			return cq, &httpError{status: 400, code: codeBadValue, detail: "Real suffixes should be specified in `same_subtree`: " + pyRepr(bad) + " not found in " + pyRepr(order) + "."}
+		}
+	} else {
+		var orphans []string
+		for _, sfx := range order {
+			if g := groups[sfx]; len(g.Resources) == 0 && (len(g.Required) > 0 || len(g.RequiredAny) > 0) {
+				orphans = append(orphans, "required"+sfx)
+			}
+		}
+		if len(orphans) > 0 {
+			return cq, errBadRequest("All traits parameters must be associated with resources.  Found the following orphaned traits keys: %s", strings.Join(orphans, ", "))
+		}
+		for _, sfx := range order {
+			if g := groups[sfx]; len(g.Resources) == 0 && (len(g.MemberOf) > 0 || len(g.ForbiddenAggregates) > 0) {
+				orphans = append(orphans, "member_of"+sfx)
+			}
+		}
+		if len(orphans) > 0 {
+			return cq, errBadRequest("All member_of parameters must be associated with resources. Found the following orphaned member_of keys: %s", strings.Join(orphans, ", "))
+		}
+		for _, sfx := range order {
+			if len(groups[sfx].Resources) == 0 {
 				return cq, errBadRequest("All request groups must specify resources.")
 			}
 		}
-	}
-	if len(groups) == 0 || resourceful == 0 {
-		if !c.atLeast(25) {
-			return cq, errBadRequest("Invalid query string parameters: 'resources' is a required property")
+		if len(order) == 0 {
+			return cq, errBadRequest("At least one request group (`resources` or `resources{$S}`) is required.")
 		}
-		return cq, errBadRequest("At least one request group (`resources` or `resources{$S}`) is required.")
 	}
-	if numSuffixed > 1 && cq.GroupPolicy == "" {
-		return cq, errBadRequest("The \"group_policy\" parameter is required when specifying more than one \"resources{N}\" parameter.")
-	}
-	for _, st := range cq.SameSubtree {
-		for _, sfx := range st {
-			if _, ok := groups[sfx]; !ok {
-				return cq, errBadRequest("Real suffixes should be specified in `same_subtree`: %s", strings.Join(st, ","))
+	if c.atLeast(22) {
+		var conflicts []string
+		for _, sfx := range order {
+			g := groups[sfx]
+			sets := append([][]string(nil), g.RequiredAny...)
+			for _, t := range g.Required {
+				sets = append(sets, []string{t})
+			}
+			for _, set := range sets {
+				all := true
+				for _, t := range set {
+					all = all && slices.Contains(g.Forbidden, t)
+				}
+				if all {
+					sorted := sortedStrings(set)
+					conflicts = append(conflicts, "required"+sfx+": ("+strings.Join(sorted, ", ")+")")
+				}
 			}
 		}
+		if len(conflicts) > 0 {
+			sort.Strings(conflicts)
+			return cq, errBadRequest("Conflicting required and forbidden traits found in the following traits keys: %s", strings.Join(conflicts, ", "))
+		}
 	}
-	for _, sfx := range sortedKeys(groups) {
+	if cq.GroupPolicy == "" {
+		n := 0
+		for _, sfx := range order {
+			if sfx != "" {
+				n++
+			}
+		}
+		if n > 1 {
+			return cq, errBadRequest("The \"group_policy\" parameter is required when specifying more than one \"resources{N}\" parameter.")
+		}
+	}
+	// What AllocationCandidates.get_by_requests looks up: root_required's
+	// traits, then per group its classes and traits.
+	if err := s.firstMissingTrait(c, cq.RootRequired, cq.RootForbidden); err != nil {
+		return cq, err
+	}
+	for _, sfx := range order {
 		g := groups[sfx]
 		for _, rc := range sortedKeys(g.Resources) {
 			ok, err := s.classExists(c.r.Context(), rc)
@@ -180,10 +254,37 @@ func (s *Service) parseCandidateQuery(c *reqCtx) (CandidateQuery, error) {
 				return cq, errBadRequest("Invalid resource class in resources parameter: No such resource class %s.", rc)
 			}
 		}
+		var req []string
+		for _, set := range g.RequiredAny {
+			req = append(req, set...)
+		}
+		if err := s.firstMissingTrait(c, append(req, g.Required...), g.Forbidden); err != nil {
+			return cq, err
+		}
 		cq.Groups = append(cq.Groups, *g)
 	}
 	cq.NotNestedAware = !c.atLeast(29)
 	return cq, nil
+}
+
+// firstMissingTrait answers 400 "No such trait(s): T." for the first of
+// the traits that does not exist, as Placement's trait lookup does.
+func (s *Service) firstMissingTrait(c *reqCtx, lists ...[]string) error {
+	var names []string
+	for _, l := range lists {
+		names = append(names, l...)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	missing, err := s.missingTraits(c.r.Context(), names)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return errBadRequest("No such trait(s): %s.", missing[0])
+	}
+	return nil
 }
 
 func (s *Service) allocationCandidates(c *reqCtx) error {
@@ -247,9 +348,7 @@ func (s *Service) allocationCandidates(c *reqCtx) error {
 			if t == nil {
 				t = []string{}
 			}
-			sorted := append([]string(nil), t...)
-			sort.Strings(sorted)
-			o["traits"] = sorted
+			o["traits"] = traitOrder(t)
 		}
 		if c.atLeast(29) {
 			var parent any

@@ -22,103 +22,33 @@ func serializeInventory(inv etcdschema.Inventory) map[string]any {
 	}
 }
 
-// inventoryRecord validates one inventory object against Placement's
-// schema; gen is set when want includes resource_provider_generation.
-func inventoryRecord(v any, requireGen, allowClass bool) (etcdschema.Inventory, *int64, string, error) {
+// inventoryRecord reads one inventory object that its schema has
+// validated, with Placement's defaults for the fields left out.
+func inventoryRecord(obj map[string]any) etcdschema.Inventory {
 	inv := etcdschema.Inventory{MinUnit: 1, MaxUnit: maxInt, StepSize: 1, AllocationRatio: 1}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return inv, nil, "", schemaErr("%s is not of type 'object'", pyRepr(v))
-	}
-	var gen *int64
-	rc := ""
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		val := obj[k]
-		switch k {
-		case "resource_provider_generation":
-			n, ok := jsonInt(val)
-			if !ok {
-				return inv, nil, "", schemaErr("%s is not of type 'integer'", pyRepr(val))
-			}
-			gen = &n
-		case "resource_class":
-			if !allowClass {
-				return inv, nil, "", schemaErr("Additional properties are not allowed ('%s' was unexpected)", k)
-			}
-			s, ok := val.(string)
-			if !ok {
-				return inv, nil, "", schemaErr("%s is not of type 'string'", pyRepr(val))
-			}
-			if !rcNameRe.MatchString(s) {
-				return inv, nil, "", schemaErr("%s does not match '^[A-Z0-9_]+$'", pyRepr(val))
-			}
-			rc = s
-		case "total", "reserved", "min_unit", "max_unit", "step_size":
-			n, ok := jsonInt(val)
-			if !ok {
-				return inv, nil, "", schemaErr("%s is not of type 'integer'", pyRepr(val))
-			}
-			minimum := int64(1)
-			if k == "reserved" {
-				minimum = 0
-			}
-			if n < minimum {
-				return inv, nil, "", schemaErr("%d is less than the minimum of %d", n, minimum)
-			}
-			if n > maxInt {
-				return inv, nil, "", schemaErr("%d is greater than the maximum of %d", n, maxInt)
-			}
-			switch k {
-			case "total":
-				inv.Total = n
-			case "reserved":
-				inv.Reserved = n
-			case "min_unit":
-				inv.MinUnit = n
-			case "max_unit":
-				inv.MaxUnit = n
-			case "step_size":
-				inv.StepSize = n
-			}
-		case "allocation_ratio":
-			f, ok := jsonNumber(val)
-			if !ok {
-				return inv, nil, "", schemaErr("%s is not of type 'number'", pyRepr(val))
-			}
-			if f > 3.40282e38 {
-				return inv, nil, "", schemaErr("%v is greater than the maximum of 3.40282e+38", f)
-			}
-			inv.AllocationRatio = f
-		default:
-			return inv, nil, "", schemaErr("Additional properties are not allowed ('%s' was unexpected)", k)
+	ints := map[string]*int64{"total": &inv.Total, "reserved": &inv.Reserved, "min_unit": &inv.MinUnit,
+		"max_unit": &inv.MaxUnit, "step_size": &inv.StepSize}
+	for k, dst := range ints {
+		if v, ok := obj[k]; ok {
+			*dst, _ = jsonInt(v)
 		}
 	}
-	if _, ok := obj["total"]; !ok {
-		return inv, nil, "", schemaErr("'total' is a required property")
+	if v, ok := obj["allocation_ratio"]; ok {
+		inv.AllocationRatio, _ = jsonNumber(v)
 	}
-	if requireGen && gen == nil {
-		return inv, nil, "", schemaErr("'resource_provider_generation' is a required property")
-	}
-	if allowClass && rc == "" {
-		return inv, nil, "", schemaErr("'resource_class' is a required property")
-	}
-	return inv, gen, rc, nil
+	return inv
 }
 
 // checkCapacity is _validate_inventory_capacity.
-func checkCapacity(c *reqCtx, rp, rc string, inv etcdschema.Inventory) error {
+// action is "create" or "update", as the message says.
+func checkCapacity(c *reqCtx, action, rp, rc string, inv etcdschema.Inventory) error {
 	capy := inv.Capacity()
 	if c.atLeast(26) {
 		if capy < 0 {
-			return errBadRequest("Unable to update inventory for resource provider %s: Invalid inventory for '%s' on resource provider '%s'. The reserved value is greater than total.", rp, rc, rp)
+			return errBadRequest("Unable to %s inventory for resource provider %s: Invalid inventory for '%s' on resource provider '%s'. The reserved value is greater than total.", action, rp, rc, rp)
 		}
 	} else if capy <= 0 {
-		return errBadRequest("Unable to update inventory for resource provider %s: Invalid inventory for '%s' on resource provider '%s'. The reserved value is greater than or equal to total.", rp, rc, rp)
+		return errBadRequest("Unable to %s inventory for resource provider %s: Invalid inventory for '%s' on resource provider '%s'. The reserved value is greater than or equal to total.", action, rp, rc, rp)
 	}
 	return nil
 }
@@ -223,59 +153,36 @@ func (s *Service) setInventories(c *reqCtx) error {
 		return err
 	}
 	id := c.vars["uuid"]
-	if _, err := s.lookupProvider(c, id); err != nil {
+	sp, err := s.lookupProvider(c, id)
+	if err != nil {
 		return err
 	}
 	v, err := c.readJSON()
 	if err != nil {
 		return err
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return schemaErr("%s is not of type 'object'", pyRepr(v))
-	}
-	if err := onlyProps(obj, "resource_provider_generation", "inventories"); err != nil {
+	if err := validateBody(v, schemaPutInventories); err != nil {
 		return err
 	}
-	gv, ok := obj["resource_provider_generation"]
-	if !ok {
-		return schemaErr("'resource_provider_generation' is a required property")
-	}
-	gen, ok := jsonInt(gv)
-	if !ok {
-		return schemaErr("%s is not of type 'integer'", pyRepr(gv))
-	}
-	iv, ok := obj["inventories"]
-	if !ok {
-		return schemaErr("'inventories' is a required property")
-	}
-	invObj, ok := iv.(map[string]any)
-	if !ok {
-		return schemaErr("%s is not of type 'object'", pyRepr(iv))
-	}
+	obj := v.(map[string]any)
+	gen, _ := jsonInt(obj["resource_provider_generation"])
 	invs := map[string]etcdschema.Inventory{}
-	classes := make([]string, 0, len(invObj))
-	for rc := range invObj {
-		classes = append(classes, rc)
+	for rc, iv := range obj["inventories"].(map[string]any) {
+		// The schema checks only keys that look like class names; any
+		// other key names no class there is, as Placement finds later.
+		rec, _ := iv.(map[string]any)
+		invs[rc] = inventoryRecord(rec)
 	}
-	sort.Strings(classes)
-	for _, rc := range classes {
-		if !rcNameRe.MatchString(rc) {
-			continue // patternProperties ignores other keys, as does Placement
-		}
-		inv, _, _, err := inventoryRecord(invObj[rc], false, false)
-		if err != nil {
+	if gen != sp.p.Generation {
+		return errConflict(codeConcurrentUpdate, "resource provider generation conflict")
+	}
+	for _, rc := range sortedKeys(invs) {
+		if err := checkCapacity(c, "update", id, rc, invs[rc]); err != nil {
 			return err
 		}
-		invs[rc] = inv
 	}
 	if err := s.unknownClass(c, id, sortedKeys(invs)); err != nil {
 		return err
-	}
-	for _, rc := range sortedKeys(invs) {
-		if err := checkCapacity(c, id, rc, invs[rc]); err != nil {
-			return err
-		}
 	}
 	p, err := s.writeInventories(c, id, &gen, func(p *etcdschema.Provider) error {
 		p.Inventories = invs
@@ -305,15 +212,23 @@ func (s *Service) createInventory(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	inv, gen, rc, err := inventoryRecord(v, false, true)
-	if err != nil {
+	if err := validateBody(v, schemaPostInventory); err != nil {
 		return err
 	}
-	if err := s.unknownClass(c, id, []string{rc}); err != nil {
+	obj := v.(map[string]any)
+	inv, rc := inventoryRecord(obj), obj["resource_class"].(string)
+	var gen *int64
+	if gv, ok := obj["resource_provider_generation"]; ok {
+		g, _ := jsonInt(gv)
+		gen = &g
+	}
+	if err := checkCapacity(c, "create", id, rc, inv); err != nil {
 		return err
 	}
-	if err := checkCapacity(c, id, rc, inv); err != nil {
+	if ok, err := s.classExists(c.r.Context(), rc); err != nil {
 		return err
+	} else if !ok {
+		return errBadRequest("Unable to create inventory for resource provider %s: No such resource class %s.", id, rc)
 	}
 	if gen == nil {
 		g := sp.p.Generation
@@ -331,7 +246,7 @@ func (s *Service) createInventory(c *reqCtx) error {
 	}
 	out := serializeInventory(inv)
 	out["resource_provider_generation"] = p.Generation
-	c.w.Header().Set("Location", "/resource_providers/"+id+"/inventories/"+rc)
+	c.setLocation("/resource_providers/" + id + "/inventories/" + rc)
 	c.setCacheHeaders(p.UpdatedAt)
 	return c.writeJSON(201, out)
 }
@@ -341,18 +256,25 @@ func (s *Service) updateInventory(c *reqCtx) error {
 		return err
 	}
 	id, rc := c.vars["uuid"], c.vars["resource_class"]
-	if _, err := s.lookupProvider(c, id); err != nil {
+	sp, err := s.lookupProvider(c, id)
+	if err != nil {
 		return err
 	}
 	v, err := c.readJSON()
 	if err != nil {
 		return err
 	}
-	inv, gen, _, err := inventoryRecord(v, true, false)
-	if err != nil {
+	if err := validateBody(v, schemaInventory); err != nil {
 		return err
 	}
-	if err := checkCapacity(c, id, rc, inv); err != nil {
+	obj := v.(map[string]any)
+	inv := inventoryRecord(obj)
+	g, _ := jsonInt(obj["resource_provider_generation"])
+	gen := &g
+	if g != sp.p.Generation {
+		return errConflict(codeConcurrentUpdate, "resource provider generation conflict")
+	}
+	if err := checkCapacity(c, "update", id, rc, inv); err != nil {
 		return err
 	}
 	p, err := s.writeInventories(c, id, gen, func(p *etcdschema.Provider) error {

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,7 +32,8 @@ func parseResources(v string) (map[string]int64, error) {
 	return out, nil
 }
 
-// parseRequired is normalize_traits_qs_params for one suffix.
+// parseRequired is normalize_traits_qs_params for one suffix: before
+// 1.39 only the last value counts.
 func parseRequired(c *reqCtx, values []string) ([][]string, []string, error) {
 	allowForbidden, allowAny := c.atLeast(22), c.atLeast(39)
 	if !allowAny && len(values) > 1 {
@@ -40,43 +42,71 @@ func parseRequired(c *reqCtx, values []string) ([][]string, []string, error) {
 	var req [][]string
 	var forb []string
 	for _, val := range values {
-		if strings.HasPrefix(val, "in:") {
-			if !allowAny {
-				return nil, nil, errBadRequest("Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39. Got: %s", val)
+		r, f, err := parseTraitsValue(val, allowForbidden, allowAny)
+		if err != nil {
+			return nil, nil, err
+		}
+		req = append(req, r...)
+		for _, t := range f {
+			if !slices.Contains(forb, t) {
+				forb = append(forb, t)
 			}
-			var set []string
-			for _, t := range strings.Split(val[3:], ",") {
-				t = strings.TrimSpace(t)
-				if t == "" {
-					return nil, nil, errBadRequest("Invalid query string parameters: Expected 'required' parameter value of the form: in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty trait in: %s", val)
-				}
-				if strings.HasPrefix(t, "!") {
-					return nil, nil, errBadRequest("Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' does not support forbidden traits. Got: %s", val)
-				}
+		}
+	}
+	return req, forb, nil
+}
+
+// parseTraitsValue is normalize_traits_qs_param: one value, either
+// "in:A,B" (any of) or "A,!B" (each required, or forbidden with "!").
+func parseTraitsValue(val string, allowForbidden, allowAny bool) ([][]string, []string, error) {
+	if strings.HasPrefix(val, "in:") {
+		if !allowAny {
+			return nil, nil, errBadRequest("Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39. Got: %s", val)
+		}
+		var set []string
+		for _, t := range strings.Split(val[3:], ",") {
+			t = strings.TrimSpace(t)
+			if !slices.Contains(set, t) {
 				set = append(set, t)
 			}
-			req = append(req, set)
+		}
+		if slices.Contains(set, "") {
+			return nil, nil, errBadRequest("Invalid query string parameters: Expected 'required' parameter value of the form: in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty trait in: %s", val)
+		}
+		for _, t := range set {
+			if strings.HasPrefix(t, "!") {
+				return nil, nil, errBadRequest("Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' does not support forbidden traits. Got: %s", val)
+			}
+		}
+		return [][]string{set}, nil, nil
+	}
+	var all, forb []string
+	var req [][]string
+	empty := false
+	for _, t := range strings.Split(val, ",") {
+		t = strings.TrimSpace(t)
+		all = append(all, t)
+		if strings.HasPrefix(t, "!") {
+			// Like Placement, "!!FOO" is FOO forbidden.
+			name := strings.TrimLeft(t, "!")
+			empty = empty || name == ""
+			if !slices.Contains(forb, name) {
+				forb = append(forb, name)
+			}
 			continue
 		}
-		for _, t := range strings.Split(val, ",") {
-			t = strings.TrimSpace(t)
-			name := strings.TrimPrefix(t, "!")
-			if name == "" {
-				form := "HW_CPU_X86_VMX,!CUSTOM_MAGIC"
-				if !allowForbidden {
-					form = "HW_CPU_X86_VMX,CUSTOM_MAGIC"
-				}
-				return nil, nil, errBadRequest("Invalid query string parameters: Expected 'required' parameter value of the form: %s. Got an empty trait in: %s", form, val)
-			}
-			if strings.HasPrefix(t, "!") {
-				if !allowForbidden {
-					return nil, nil, errBadRequest("Invalid query string parameters: Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: %s", val)
-				}
-				forb = append(forb, name)
-			} else {
-				req = append(req, []string{t})
-			}
+		empty = empty || t == ""
+		req = append(req, []string{t})
+	}
+	if empty {
+		form := "HW_CPU_X86_VMX,!CUSTOM_MAGIC"
+		if !allowForbidden {
+			form = "HW_CPU_X86_VMX,CUSTOM_MAGIC"
 		}
+		return nil, nil, errBadRequest("Invalid query string parameters: Expected 'required' parameter value of the form: %s. Got an empty trait in: %s", form, val)
+	}
+	if len(forb) > 0 && !allowForbidden {
+		return nil, nil, errBadRequest("Invalid query string parameters: Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: %s", val)
 	}
 	return req, forb, nil
 }
@@ -145,30 +175,10 @@ func (s *Service) listResourceProviders(c *reqCtx) error {
 	if err := c.requireReader("placement:resource_providers:list"); err != nil {
 		return err
 	}
+	if err := validateQuery(c, schemaForListProviders(c.mv)); err != nil {
+		return err
+	}
 	q := c.query()
-	allowed := map[string]bool{"name": true, "uuid": true}
-	if c.atLeast(3) {
-		allowed["member_of"] = true
-	}
-	if c.atLeast(4) {
-		allowed["resources"] = true
-	}
-	if c.atLeast(14) {
-		allowed["in_tree"] = true
-	}
-	if c.atLeast(18) {
-		allowed["required"] = true
-	}
-	for _, k := range sortedKeys(q) {
-		if !allowed[k] {
-			return errBadRequest("Invalid query string parameters: Additional properties are not allowed ('%s' was unexpected)", k)
-		}
-	}
-	for _, k := range []string{"uuid", "in_tree"} {
-		if q.Has(k) && !isUUIDLike(q.Get(k)) {
-			return errBadRequest("Invalid query string parameters: '%s' is not a 'uuid'", q.Get(k))
-		}
-	}
 	g := RequestGroup{}
 	if q.Has("member_of") {
 		r, f, err := parseMemberOf(c, q["member_of"], "")

@@ -31,12 +31,10 @@ func (s *Service) listTraits(c *reqCtx) error {
 	if err := c.requireReader("placement:traits:list"); err != nil {
 		return err
 	}
-	q := c.query()
-	for k := range q {
-		if k != "name" && k != "associated" {
-			return errBadRequest("Invalid query string parameters: Additional properties are not allowed ('%s' was unexpected)", k)
-		}
+	if err := validateQuery(c, schemaListTraits); err != nil {
+		return err
 	}
+	q := c.query()
 	all, err := s.AllTraits(c.r.Context())
 	if err != nil {
 		return err
@@ -117,14 +115,14 @@ func (s *Service) putTrait(c *reqCtx) error {
 		return err
 	}
 	name := c.vars["name"]
-	if !customNameRe.MatchString(name) || len(name) > 255 {
+	if bestMatch(iterErrors(name, schemaCustomTrait)) != nil {
 		return errBadRequest("The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix \"CUSTOM_\" and use following characters: \"A\"-\"Z\", \"0\"-\"9\" and \"_\"")
 	}
 	created, err := s.createCustom(c.r.Context(), s.keys.CustomTrait(name), &etcdschema.CustomTrait{Name: name, CreatedAt: s.now()})
 	if err != nil {
 		return err
 	}
-	c.w.Header().Set("Location", "/traits/"+name)
+	c.setLocation("/traits/" + name)
 	c.setCacheHeaders(s.now())
 	if created {
 		return c.writeEmpty(201)
@@ -223,27 +221,10 @@ func classBody(c *reqCtx) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return "", schemaErr("%s is not of type 'object'", pyRepr(v))
-	}
-	if err := onlyProps(obj, "name"); err != nil {
+	if err := validateBody(v, schemaResourceClass); err != nil {
 		return "", err
 	}
-	n, ok := obj["name"]
-	if !ok {
-		return "", schemaErr("'name' is a required property")
-	}
-	name, ok := n.(string)
-	if !ok {
-		return "", schemaErr("%s is not of type 'string'", pyRepr(n))
-	}
-	if len(name) > 255 {
-		return "", schemaErr("%s is too long", pyRepr(n))
-	}
-	if !customNameRe.MatchString(name) {
-		return "", schemaErr("%s does not match '^CUSTOM_[A-Z0-9_]+$'", pyRepr(n))
-	}
+	name := v.(map[string]any)["name"].(string)
 	return name, nil
 }
 
@@ -265,7 +246,7 @@ func (s *Service) createResourceClass(c *reqCtx) error {
 	if !created {
 		return errConflict(codeDefault, "Conflicting resource class already exists: %s", name)
 	}
-	c.w.Header().Set("Location", "/resource_classes/"+name)
+	c.setLocation("/resource_classes/" + name)
 	return c.writeEmpty(201)
 }
 
@@ -279,14 +260,15 @@ func (s *Service) updateResourceClass(c *reqCtx) error {
 	name := c.vars["name"]
 	ctx := c.r.Context()
 	if c.atLeast(7) {
-		if !customNameRe.MatchString(name) || len(name) > 255 {
-			return schemaErr("'%s' does not match '^CUSTOM_[A-Z0-9_]+$'", name)
+		// Placement validates the name as the body {"name": NAME}.
+		if err := validateBody(map[string]any{"name": name}, schemaResourceClass); err != nil {
+			return err
 		}
 		created, err := s.createCustom(ctx, s.keys.CustomResourceClass(name), &etcdschema.CustomResourceClass{Name: name, CreatedAt: s.now()})
 		if err != nil {
 			return err
 		}
-		c.w.Header().Set("Location", "/resource_classes/"+name)
+		c.setLocation("/resource_classes/" + name)
 		if created {
 			return c.writeEmpty(201)
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -96,58 +94,19 @@ func providerBody(c *reqCtx, withUUID bool) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, schemaErr("%s is not of type 'object'", pyRepr(v))
+	sch := schemaPutRP
+	switch {
+	case withUUID && c.atLeast(14):
+		sch = schemaPostRP114
+	case withUUID:
+		sch = schemaPostRP
+	case c.atLeast(14):
+		sch = schemaPutRP114
 	}
-	allowed := map[string]bool{"name": true}
-	if withUUID {
-		allowed["uuid"] = true
+	if err := validateBody(v, sch); err != nil {
+		return nil, err
 	}
-	if c.atLeast(14) {
-		allowed["parent_provider_uuid"] = true
-	}
-	var extra []string
-	for k := range obj {
-		if !allowed[k] {
-			extra = append(extra, "'"+k+"'")
-		}
-	}
-	if len(extra) > 0 {
-		sort.Strings(extra)
-		verb := "was"
-		if len(extra) > 1 {
-			verb = "were"
-		}
-		return nil, schemaErr("Additional properties are not allowed (%s %s unexpected)", strings.Join(extra, ", "), verb)
-	}
-	name, ok := obj["name"]
-	if !ok {
-		return nil, schemaErr("'name' is a required property")
-	}
-	ns, ok := name.(string)
-	if !ok {
-		return nil, schemaErr("%s is not of type 'string'", pyRepr(name))
-	}
-	if len([]rune(ns)) > 200 {
-		return nil, schemaErr("%s is too long", pyRepr(name))
-	}
-	if u, ok := obj["uuid"]; ok {
-		us, ok := u.(string)
-		if !ok {
-			return nil, schemaErr("%s is not of type 'string'", pyRepr(u))
-		}
-		if !isUUIDLike(us) {
-			return nil, schemaErr("%s is not a 'uuid'", pyRepr(u))
-		}
-	}
-	if pu, ok := obj["parent_provider_uuid"]; ok && pu != nil {
-		us, isStr := pu.(string)
-		if !isStr || !isUUIDLike(us) {
-			return nil, schemaErr("%s is not valid under any of the given schemas", pyRepr(pu))
-		}
-	}
-	return obj, nil
+	return v.(map[string]any), nil
 }
 
 func (s *Service) createResourceProvider(c *reqCtx) error {
@@ -184,7 +143,7 @@ func (s *Service) createResourceProvider(c *reqCtx) error {
 	case err != nil:
 		return err
 	}
-	c.w.Header().Set("Location", "/resource_providers/"+id)
+	c.setLocation("/resource_providers/" + id)
 	if c.atLeast(20) {
 		c.setCacheHeaders(p.CreatedAt)
 		return c.writeJSON(200, serializeProvider(c, p))

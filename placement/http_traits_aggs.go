@@ -3,7 +3,7 @@ package placement
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/berth-project/berth/etcdschema"
@@ -27,7 +27,7 @@ func (s *Service) providerTraits(c *reqCtx) error {
 		return err
 	}
 	c.setCacheHeaders(lastModified(sp.p))
-	return c.writeJSON(200, map[string]any{"traits": sortedStrings(sp.p.Traits), "resource_provider_generation": sp.p.Generation})
+	return c.writeJSON(200, map[string]any{"traits": traitOrder(sp.p.Traits), "resource_provider_generation": sp.p.Generation})
 }
 
 func (s *Service) setProviderTraits(c *reqCtx) error {
@@ -45,42 +45,16 @@ func (s *Service) setProviderTraits(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return schemaErr("%s is not of type 'object'", pyRepr(v))
-	}
-	if err := onlyProps(obj, "traits", "resource_provider_generation"); err != nil {
+	if err := validateBody(v, schemaSetProviderTraits); err != nil {
 		return err
 	}
-	tv, ok := obj["traits"]
-	if !ok {
-		return schemaErr("'traits' is a required property")
-	}
-	gv, ok := obj["resource_provider_generation"]
-	if !ok {
-		return schemaErr("'resource_provider_generation' is a required property")
-	}
-	gen, ok := jsonInt(gv)
-	if !ok {
-		return schemaErr("%s is not of type 'integer'", pyRepr(gv))
-	}
-	list, ok := tv.([]any)
-	if !ok {
-		return schemaErr("%s is not of type 'array'", pyRepr(tv))
-	}
-	traits := make([]string, 0, len(list))
-	for _, t := range list {
-		ts, ok := t.(string)
-		if !ok {
-			return schemaErr("%s is not of type 'string'", pyRepr(t))
+	obj := v.(map[string]any)
+	gen, _ := jsonInt(obj["resource_provider_generation"])
+	traits := []string{}
+	for _, t := range obj["traits"].([]any) {
+		if !slices.Contains(traits, t.(string)) {
+			traits = append(traits, t.(string))
 		}
-		if ts == "" {
-			return schemaErr("'' is too short")
-		}
-		if len(ts) > 255 {
-			return schemaErr("%s is too long", pyRepr(t))
-		}
-		traits = append(traits, ts)
 	}
 	missing, err := s.missingTraits(c.r.Context(), traits)
 	if err != nil {
@@ -99,7 +73,7 @@ func (s *Service) setProviderTraits(c *reqCtx) error {
 		return err
 	}
 	c.setCacheHeaders(p.UpdatedAt)
-	return c.writeJSON(200, map[string]any{"traits": p.Traits, "resource_provider_generation": p.Generation})
+	return c.writeJSON(200, map[string]any{"traits": traitOrder(p.Traits), "resource_provider_generation": p.Generation})
 }
 
 func (s *Service) deleteProviderTraits(c *reqCtx) error {
@@ -142,7 +116,7 @@ func (s *Service) getAggregates(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"aggregates": sortedStrings(sp.p.Aggregates)}
+	out := map[string]any{"aggregates": nonNil(sp.p.Aggregates)}
 	if c.atLeast(19) {
 		out["resource_provider_generation"] = sp.p.Generation
 	}
@@ -150,29 +124,14 @@ func (s *Service) getAggregates(c *reqCtx) error {
 	return c.writeJSON(200, out)
 }
 
-func aggregateList(v any) ([]string, error) {
-	list, ok := v.([]any)
-	if !ok {
-		return nil, schemaErr("%s is not of type 'array'", pyRepr(v))
+// aggregateUUIDs reads a validated aggregates list, keeping the order
+// given (Placement answers a PUT with the list as sent).
+func aggregateUUIDs(v any) []string {
+	out := []string{}
+	for _, a := range v.([]any) {
+		out = append(out, a.(string))
 	}
-	seen := map[string]bool{}
-	out := make([]string, 0, len(list))
-	for _, a := range list {
-		as, ok := a.(string)
-		if !ok {
-			return nil, schemaErr("%s is not of type 'string'", pyRepr(a))
-		}
-		if !isUUIDLike(as) {
-			return nil, schemaErr("%s is not a 'uuid'", pyRepr(a))
-		}
-		if seen[as] {
-			return nil, schemaErr("%s has non-unique elements", pyRepr(v))
-		}
-		seen[as] = true
-		out = append(out, as)
-	}
-	sort.Strings(out)
-	return out, nil
+	return out
 }
 
 func (s *Service) setAggregates(c *reqCtx) error {
@@ -194,33 +153,18 @@ func (s *Service) setAggregates(c *reqCtx) error {
 	var aggs []string
 	var gen *int64
 	if c.atLeast(19) {
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return schemaErr("%s is not of type 'object'", pyRepr(v))
-		}
-		if err := onlyProps(obj, "aggregates", "resource_provider_generation"); err != nil {
+		if err := validateBody(v, schemaAggregates119); err != nil {
 			return err
 		}
-		av, ok := obj["aggregates"]
-		if !ok {
-			return schemaErr("'aggregates' is a required property")
-		}
-		gv, ok := obj["resource_provider_generation"]
-		if !ok {
-			return schemaErr("'resource_provider_generation' is a required property")
-		}
-		g, ok := jsonInt(gv)
-		if !ok {
-			return schemaErr("%s is not of type 'integer'", pyRepr(gv))
-		}
+		obj := v.(map[string]any)
+		g, _ := jsonInt(obj["resource_provider_generation"])
 		gen = &g
-		if aggs, err = aggregateList(av); err != nil {
-			return err
-		}
+		aggs = aggregateUUIDs(obj["aggregates"])
 	} else {
-		if aggs, err = aggregateList(v); err != nil {
+		if err := validateBody(v, schemaAggregates); err != nil {
 			return err
 		}
+		aggs = aggregateUUIDs(v)
 	}
 	var p *etcdschema.Provider
 	if gen != nil {
@@ -239,7 +183,7 @@ func (s *Service) setAggregates(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"aggregates": p.Aggregates}
+	out := map[string]any{"aggregates": aggs}
 	if c.atLeast(19) {
 		out["resource_provider_generation"] = p.Generation
 	}

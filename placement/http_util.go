@@ -182,8 +182,9 @@ func maxTime(a, b time.Time) time.Time {
 	return a
 }
 
+// sortedStrings is a sorted copy, never nil (JSON [] rather than null).
 func sortedStrings(in []string) []string {
-	out := append([]string(nil), in...)
+	out := append([]string{}, in...)
 	sort.Strings(out)
 	return out
 }
@@ -220,42 +221,6 @@ func schemaErr(format string, args ...any) *httpError {
 	return errBadRequest("JSON does not validate: "+format, args...)
 }
 
-// pyRepr spells a JSON value roughly as Python's repr, which Placement's
-// validation messages quote.
-func pyRepr(v any) string {
-	switch x := v.(type) {
-	case string:
-		return "'" + x + "'"
-	case nil:
-		return "None"
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case json.Number:
-		return x.String()
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, 0, len(keys))
-		for _, k := range keys {
-			parts = append(parts, "'"+k+"': "+pyRepr(x[k]))
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	case []any:
-		parts := make([]string, 0, len(x))
-		for _, e := range x {
-			parts = append(parts, pyRepr(e))
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	}
-	return fmt.Sprint(v)
-}
-
 // uuidPatternRe is Placement's UUID_PATTERN for JSON keys.
 var uuidPatternRe = regexp.MustCompile(`^[0-9a-fA-F-]{36}$`)
 
@@ -269,4 +234,31 @@ func onlyProps(obj map[string]any, allowed ...string) error {
 		}
 	}
 	return nil
+}
+
+// nonNil is in, or an empty list (JSON [] rather than null).
+func nonNil(in []string) []string {
+	if in == nil {
+		return []string{}
+	}
+	return in
+}
+
+// setLocation sets Location as webob sends it: made absolute against the
+// request's own scheme and host.
+func (c *reqCtx) setLocation(path string) {
+	scheme := "http"
+	if c.r.TLS != nil {
+		scheme = "https"
+	}
+	c.w.Header().Set("Location", scheme+"://"+c.r.Host+path)
+}
+
+// traitOrder lists a provider's traits as Placement's database returns
+// them, by trait id: the standard traits (made at start-up) before the
+// custom ones (made later); sorted within each, never nil.
+func traitOrder(traits []string) []string {
+	out := sortedStrings(traits)
+	sort.SliceStable(out, func(i, j int) bool { return stdTraitSet[out[i]] && !stdTraitSet[out[j]] })
+	return out
 }
