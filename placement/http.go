@@ -116,6 +116,10 @@ func (s *Service) dispatch(rt *route) http.Handler {
 			return
 		}
 		w.Header().Set("OpenStack-API-Version", fmt.Sprintf("placement 1.%d", c.mv))
+		if err := c.checkBodyContentType(); err != nil {
+			s.writeError(c, err)
+			return
+		}
 		var h handlerFunc
 		if rt != nil {
 			h = rt.methods[r.Method]

@@ -89,6 +89,9 @@ func allocationError(consumer string, err error) error {
 }
 
 func (s *Service) putAllocations(c *reqCtx) error {
+	if err := c.requireContent(); err != nil {
+		return err
+	}
 	if err := c.requireAdmin("placement:allocations:update"); err != nil {
 		return err
 	}
@@ -121,6 +124,9 @@ func (s *Service) putAllocations(c *reqCtx) error {
 
 func (s *Service) postAllocations(c *reqCtx) error {
 	if err := c.minVersion(13, 405); err != nil {
+		return err
+	}
+	if err := c.requireContent(); err != nil {
 		return err
 	}
 	if err := c.requireAdmin("placement:allocations:manage"); err != nil {

@@ -149,6 +149,9 @@ func (s *Service) unknownClass(c *reqCtx, id string, classes []string) error {
 }
 
 func (s *Service) setInventories(c *reqCtx) error {
+	if err := c.requireContent(); err != nil {
+		return err
+	}
 	if err := c.requireAdmin("placement:resource_providers:inventories:update"); err != nil {
 		return err
 	}
@@ -200,6 +203,9 @@ func (s *Service) setInventories(c *reqCtx) error {
 }
 
 func (s *Service) createInventory(c *reqCtx) error {
+	if err := c.requireContent(); err != nil {
+		return err
+	}
 	if err := c.requireAdmin("placement:resource_providers:inventories:create"); err != nil {
 		return err
 	}
@@ -252,6 +258,9 @@ func (s *Service) createInventory(c *reqCtx) error {
 }
 
 func (s *Service) updateInventory(c *reqCtx) error {
+	if err := c.requireContent(); err != nil {
+		return err
+	}
 	if err := c.requireAdmin("placement:resource_providers:inventories:update"); err != nil {
 		return err
 	}

@@ -232,6 +232,9 @@ func (s *Service) createResourceClass(c *reqCtx) error {
 	if err := c.minVersion(2, 404); err != nil {
 		return err
 	}
+	if err := c.requireContent(); err != nil {
+		return err
+	}
 	if err := c.requireAdmin("placement:resource_classes:create"); err != nil {
 		return err
 	}
@@ -253,6 +256,11 @@ func (s *Service) createResourceClass(c *reqCtx) error {
 func (s *Service) updateResourceClass(c *reqCtx) error {
 	if err := c.minVersion(2, 404); err != nil {
 		return err
+	}
+	if !c.atLeast(7) {
+		if err := c.requireContent(); err != nil {
+			return err
+		}
 	}
 	if err := c.requireAdmin("placement:resource_classes:update"); err != nil {
 		return err

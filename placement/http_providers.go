@@ -110,6 +110,9 @@ func providerBody(c *reqCtx, withUUID bool) (map[string]any, error) {
 }
 
 func (s *Service) createResourceProvider(c *reqCtx) error {
+	if err := c.requireContent(); err != nil {
+		return err
+	}
 	if err := c.requireAdmin("placement:resource_providers:create"); err != nil {
 		return err
 	}
@@ -152,6 +155,9 @@ func (s *Service) createResourceProvider(c *reqCtx) error {
 }
 
 func (s *Service) updateResourceProvider(c *reqCtx) error {
+	if err := c.requireContent(); err != nil {
+		return err
+	}
 	if err := c.requireAdmin("placement:resource_providers:update"); err != nil {
 		return err
 	}

@@ -34,6 +34,9 @@ func (s *Service) setProviderTraits(c *reqCtx) error {
 	if err := c.minVersion(6, 404); err != nil {
 		return err
 	}
+	if err := c.requireContent(); err != nil {
+		return err
+	}
 	if err := c.requireAdmin("placement:resource_providers:traits:update"); err != nil {
 		return err
 	}
@@ -135,6 +138,9 @@ func aggregateUUIDs(v any) []string {
 }
 
 func (s *Service) setAggregates(c *reqCtx) error {
+	if err := c.requireContent(); err != nil {
+		return err
+	}
 	if err := c.minVersion(1, 404); err != nil {
 		return err
 	}

@@ -101,19 +101,25 @@ func (c *reqCtx) checkAccept() error {
 	return nil
 }
 
+// requireContent is Placement's require_content("application/json"): a
+// 415 unless the media type (parameters aside, case kept as webob keeps
+// it) is application/json. It runs before policy and the handler.
+func (c *reqCtx) requireContent() error {
+	mt := strings.TrimSpace(strings.SplitN(c.r.Header.Get("Content-Type"), ";", 2)[0])
+	if mt == "application/json" {
+		return nil
+	}
+	if mt == "" {
+		mt = "None"
+	}
+	return &httpError{status: 415, detail: fmt.Sprintf("The media type %s is not supported, use application/json", mt)}
+}
+
 // readJSON is require_content("application/json") plus extract_json: it
 // decodes the body into a generic value for validation.
 func (c *reqCtx) readJSON() (any, error) {
-	ct := c.r.Header.Get("Content-Type")
-	mt := strings.TrimSpace(strings.ToLower(strings.Split(ct, ";")[0]))
-	if mt != "application/json" {
-		if ct == "" {
-			if c.r.ContentLength > 0 {
-				return nil, errBadRequest("content-type header required when content-length > 0")
-			}
-			ct = "None"
-		}
-		return nil, &httpError{status: 415, detail: fmt.Sprintf("The media type %s is not supported, use application/json", ct)}
+	if err := c.requireContent(); err != nil {
+		return nil, err
 	}
 	body, err := io.ReadAll(io.LimitReader(c.r.Body, 16<<20))
 	if err != nil {
@@ -131,9 +137,17 @@ func (c *reqCtx) readJSON() (any, error) {
 	return v, nil
 }
 
-// requireNoBodyContentType: a body without content type is a 400 even on
-// bodiless endpoints, as webob does.
+// checkBodyContentType is what Placement's handler checks of every
+// request before routing: a body (content-length > 0) needs a content
+// type.
 func (c *reqCtx) checkBodyContentType() error {
+	if _, bad := c.r.Header[badContentLengthHeader]; bad {
+		// Listener renamed a Content-Length net/http would refuse; the
+		// body that followed was never framed, so the connection ends
+		// with this answer.
+		c.w.Header().Set("Connection", "close")
+		return errBadRequest("content-length header must be an integer")
+	}
 	if c.r.ContentLength > 0 && c.r.Header.Get("Content-Type") == "" {
 		return errBadRequest("content-type header required when content-length > 0")
 	}

@@ -117,16 +117,20 @@ func (s *stack) startPlacement(ctx context.Context) error {
 	}
 }
 
-func (s *stack) serve(name, bind string, h http.Handler) error {
-	_, err := s.serveAddr(name, bind, h)
+func (s *stack) serve(name, bind string, h http.Handler, wrap ...func(net.Listener) net.Listener) error {
+	_, err := s.serveAddr(name, bind, h, wrap...)
 	return err
 }
 
-// serveAddr serves h on bind and returns the address it listens on.
-func (s *stack) serveAddr(name, bind string, h http.Handler) (net.Addr, error) {
+// serveAddr serves h on bind, its listener passed through each wrap, and
+// returns the address it listens on.
+func (s *stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Listener) net.Listener) (net.Addr, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("%s: listen on %s: %w", name, bind, err)
+	}
+	for _, w := range wrap {
+		ln = w(ln)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	s.servers = append(s.servers, srv)
@@ -148,7 +152,9 @@ func (s *stack) startServerRoles(ctx context.Context) error {
 	if cfg.Placement != nil {
 		s.placement.SetHandlerOptions(placementHandlerOptions(cfg.Placement))
 		s.log.Info("placement API auth", "mode", cfg.Placement.Auth, "tokens", len(cfg.Placement.Tokens))
-		if err := s.serve("placement", cfg.Placement.Bind, s.placement.Handler()); err != nil {
+		// placement.Listener lets the API answer a non-integer
+		// Content-Length as Placement does, not with net/http's bare 400.
+		if err := s.serve("placement", cfg.Placement.Bind, s.placement.Handler(), placement.Listener); err != nil {
 			return err
 		}
 	}
