@@ -233,7 +233,14 @@ func (s *Service) moveProvider(ctx context.Context, sp *storedProvider, name, ne
 			}
 			next.ParentProviderUUID = newParent
 			next.RootProviderUUID = parent.p.RootProviderUUID
+			// As for a new child, the new parent is rewritten so that its
+			// mod revision moves (DeleteProvider compares it).
+			pp, err := etcdschema.Encode(parent.p)
+			if err != nil {
+				return nil, err
+			}
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.keys.Provider(newParent)), "=", parent.modRev))
+			ops = append(ops, clientv3.OpPut(s.keys.Provider(newParent), string(pp)))
 		} else {
 			if !allowReparent {
 				return nil, bad("update", "un-parenting a provider is not currently allowed.")
@@ -331,40 +338,55 @@ func (s *Service) deleteResourceProvider(c *reqCtx) error {
 
 // DeleteProvider removes a provider with no children and no allocations,
 // and frees its name.
+//
+// The proof that neither exists is the provider's own mod revision,
+// compared in the delete's transaction: every write that adds a child
+// (CreateProvider, a re-parent) or an allocation (a claim, which updates
+// the provider's usages) rewrites the provider in its own transaction. So
+// if the provider is still at the revision read here, nothing was added
+// since, and what was there by then is in the provider's usages and in the
+// index once it has caught up with that read.
 func (s *Service) DeleteProvider(ctx context.Context, id string) error {
-	sp, err := s.getProvider(ctx, id)
-	if err != nil {
-		return err
-	}
-	if err := s.syncIndex(ctx); err != nil {
-		return err
-	}
-	s.idx.mu.RLock()
-	hasChildren := len(s.idx.st.children[id]) > 0
-	hasAllocs := len(s.idx.st.rpConsumers[id]) > 0
-	s.idx.mu.RUnlock()
-	if hasChildren {
-		return fmt.Errorf("delete provider %s: %w", id, ErrProviderHasChildren)
-	}
-	for _, n := range sp.p.Usages {
-		if n > 0 {
-			hasAllocs = true
+	for attempt := 0; attempt <= s.retryCount; attempt++ {
+		sp, err := s.getProvider(ctx, id)
+		if err != nil {
+			return err
 		}
+		if err := s.syncIndex(ctx); err != nil {
+			return err
+		}
+		s.idx.mu.RLock()
+		hasChildren := len(s.idx.st.children[id]) > 0
+		hasAllocs := len(s.idx.st.rpConsumers[id]) > 0
+		s.idx.mu.RUnlock()
+		if hasChildren {
+			return fmt.Errorf("delete provider %s: %w", id, ErrProviderHasChildren)
+		}
+		for _, n := range sp.p.Usages {
+			if n > 0 {
+				hasAllocs = true
+			}
+		}
+		if hasAllocs {
+			return fmt.Errorf("delete provider %s: %w", id, ErrProviderInUse)
+		}
+		if s.beforeDeleteTxn != nil {
+			s.beforeDeleteTxn(id)
+		}
+		resp, err := s.cli.Txn(ctx).If(
+			clientv3.Compare(clientv3.ModRevision(s.keys.Provider(id)), "=", sp.modRev),
+		).Then(
+			clientv3.OpDelete(s.keys.Provider(id)),
+			clientv3.OpDelete(s.keys.ProviderName(sp.p.Name)),
+		).Commit()
+		if err != nil {
+			return fmt.Errorf("delete provider %s: %w", id, err)
+		}
+		if resp.Succeeded {
+			return s.WaitForRevision(ctx, resp.Header.Revision)
+		}
+		// Something wrote the provider since the read (a child, an
+		// allocation, an update): look again.
 	}
-	if hasAllocs {
-		return fmt.Errorf("delete provider %s: %w", id, ErrProviderInUse)
-	}
-	resp, err := s.cli.Txn(ctx).If(
-		clientv3.Compare(clientv3.ModRevision(s.keys.Provider(id)), "=", sp.modRev),
-	).Then(
-		clientv3.OpDelete(s.keys.Provider(id)),
-		clientv3.OpDelete(s.keys.ProviderName(sp.p.Name)),
-	).Commit()
-	if err != nil {
-		return fmt.Errorf("delete provider %s: %w", id, err)
-	}
-	if !resp.Succeeded {
-		return fmt.Errorf("delete provider %s: %w", id, ErrConcurrentUpdate)
-	}
-	return s.WaitForRevision(ctx, resp.Header.Revision)
+	return fmt.Errorf("delete provider %s: %w", id, ErrConcurrentUpdate)
 }

@@ -37,6 +37,11 @@ type Service struct {
 	handlerOnce sync.Once
 	handler     http.Handler
 	opts        HandlerOptions
+
+	// beforeDeleteTxn, when set (tests), runs between DeleteProvider's
+	// checks and its transaction, to force the race the transaction's
+	// compare must catch.
+	beforeDeleteTxn func(id string)
 }
 
 // New returns a Service on cli. Call Start before AllocationCandidates.

@@ -89,6 +89,7 @@ func (s *Service) CreateProvider(ctx context.Context, uuid, name, parentUUID str
 			clientv3.Compare(clientv3.CreateRevision(s.keys.Provider(uuid)), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(s.keys.ProviderName(name)), "=", 0),
 		}
+		var parentPut []clientv3.Op
 		if parentUUID != "" {
 			parent, err := s.getProvider(ctx, parentUUID)
 			if err != nil {
@@ -97,8 +98,15 @@ func (s *Service) CreateProvider(ctx context.Context, uuid, name, parentUUID str
 			p.ParentProviderUUID = parentUUID
 			p.RootProviderUUID = parent.p.RootProviderUUID
 			// The parent must still be where we read it (not deleted or
-			// moved to another tree) when the child is written.
+			// moved to another tree) when the child is written, and the
+			// child rewrites it (content unchanged): a new child moves the
+			// parent's mod revision, which DeleteProvider compares.
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.keys.Provider(parentUUID)), "=", parent.modRev))
+			pp, err := etcdschema.Encode(parent.p)
+			if err != nil {
+				return nil, err
+			}
+			parentPut = []clientv3.Op{clientv3.OpPut(s.keys.Provider(parentUUID), string(pp))}
 		}
 		pv, err := etcdschema.Encode(p)
 		if err != nil {
@@ -108,10 +116,10 @@ func (s *Service) CreateProvider(ctx context.Context, uuid, name, parentUUID str
 		if err != nil {
 			return nil, err
 		}
-		resp, err := s.cli.Txn(ctx).If(cmps...).Then(
+		resp, err := s.cli.Txn(ctx).If(cmps...).Then(append([]clientv3.Op{
 			clientv3.OpPut(s.keys.Provider(uuid), string(pv)),
 			clientv3.OpPut(s.keys.ProviderName(name), string(nv)),
-		).Else(
+		}, parentPut...)...).Else(
 			clientv3.OpGet(s.keys.Provider(uuid), clientv3.WithCountOnly()),
 			clientv3.OpGet(s.keys.ProviderName(name)),
 		).Commit()
@@ -195,9 +203,9 @@ func (s *Service) updateProvider(ctx context.Context, uuid string, expectGen *in
 		if next.Name != cur.p.Name && resp.Responses[0].GetResponseRange().Count > 0 {
 			return nil, fmt.Errorf("rename provider %s to %q: %w", uuid, next.Name, ErrDuplicateName)
 		}
-		if expectGen != nil {
-			return nil, fmt.Errorf("update provider %s: %w", uuid, ErrGenerationConflict)
-		}
+		// The record moved without (necessarily) a new generation: a
+		// child was added, or an allocation moved off it. Read it again;
+		// the next attempt refuses a caller whose generation is now stale.
 	}
 	return nil, fmt.Errorf("update provider %s: %w", uuid, ErrConcurrentUpdate)
 }
