@@ -119,7 +119,7 @@ func (s *Service) writeInventories(c *reqCtx, id string, gen *int64, mutate func
 		}
 		if len(inUse) > 0 {
 			sort.Strings(inUse)
-			return fmt.Errorf("Inventory for '%s' on resource provider '%s' in use.: %w", strings.Join(inUse, ", "), id, ErrInventoryInUse)
+			return detailf(ErrInventoryInUse, "Inventory for '%s' on resource provider '%s' in use.", strings.Join(inUse, ", "), id)
 		}
 		return nil
 	})
@@ -129,7 +129,7 @@ func (s *Service) writeInventories(c *reqCtx, id string, gen *int64, mutate func
 	case errors.Is(err, ErrGenerationConflict):
 		return nil, errConflict(codeConcurrentUpdate, "resource provider generation conflict")
 	case errors.Is(err, ErrInventoryInUse):
-		return nil, errConflict(codeInventoryInUse, "update conflict: %s", strings.TrimPrefix(err.Error(), "update provider "+id+": "))
+		return nil, err // each caller words it as Placement does
 	}
 	return p, err
 }
@@ -191,7 +191,9 @@ func (s *Service) setInventories(c *reqCtx) error {
 		p.Inventories = invs
 		return nil
 	})
-	if err != nil {
+	if errors.Is(err, ErrInventoryInUse) {
+		return errConflict(codeInventoryInUse, "update conflict: %s", errDetail(err))
+	} else if err != nil {
 		return err
 	}
 	out := map[string]any{}
@@ -320,9 +322,14 @@ func (s *Service) deleteInventory(c *reqCtx) error {
 		return nil
 	})
 	if err != nil {
+		// Placement answers both a lost race and an allocated class
+		// with placement.concurrent_update here.
 		var he *httpError
 		if errors.As(err, &he) && he.code == codeConcurrentUpdate {
 			return errConflict(codeConcurrentUpdate, "Unable to delete inventory of class %s: resource provider generation conflict", rc)
+		}
+		if errors.Is(err, ErrInventoryInUse) {
+			return errConflict(codeConcurrentUpdate, "Unable to delete inventory of class %s: %s", rc, errDetail(err))
 		}
 		return err
 	}
@@ -350,6 +357,9 @@ func (s *Service) deleteInventories(c *reqCtx) error {
 		var he *httpError
 		if errors.As(err, &he) && he.code == codeConcurrentUpdate {
 			return errConflict(codeConcurrentUpdate, "Unable to delete inventory for resource provider %s because the inventory was updated by another process. Please retry your request.", id)
+		}
+		if errors.Is(err, ErrInventoryInUse) {
+			return errConflict(codeInventoryInUse, "%s", errDetail(err))
 		}
 		return err
 	}
