@@ -123,7 +123,7 @@ func (s *Service) putAllocations(c *reqCtx) error {
 }
 
 func (s *Service) postAllocations(c *reqCtx) error {
-	if err := c.minVersion(13, 405); err != nil {
+	if err := c.minVersion(13, 404); err != nil {
 		return err
 	}
 	if err := c.requireContent(); err != nil {
