@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -163,11 +164,19 @@ func (c *reqCtx) negotiateVersion() error {
 		c.hasMV = true
 		return nil
 	}
+	// microversion_parse: Version(*(int(v) for v in raw.split('.', 1))),
+	// with Python's int() and its error words.
 	maj, min, ok := strings.Cut(raw, ".")
-	a, err1 := strconv.Atoi(maj)
-	b, err2 := strconv.Atoi(min)
-	if !ok || err1 != nil || err2 != nil {
-		return &httpError{status: 400, detail: "Invalid microversion: invalid version string: " + raw}
+	if !ok {
+		return &httpError{status: 400, detail: "Invalid microversion: invalid version string: " + raw + "; Version.__new__() missing 1 required positional argument: 'minor'"}
+	}
+	a, ok1 := pyInt(maj)
+	b, ok2 := pyInt(min)
+	switch {
+	case !ok1:
+		return &httpError{status: 400, detail: "Invalid microversion: invalid version string: " + raw + "; invalid literal for int() with base 10: " + pyStrRepr(maj)}
+	case !ok2:
+		return &httpError{status: 400, detail: "Invalid microversion: invalid version string: " + raw + "; invalid literal for int() with base 10: " + pyStrRepr(min)}
 	}
 	if a != 1 || b < 0 || b > maxMinor {
 		return &httpError{status: 406, detail: "Invalid microversion: Unacceptable version header: " + raw, noVersion: true}
@@ -175,6 +184,27 @@ func (c *reqCtx) negotiateVersion() error {
 	c.mv = b
 	c.hasMV = true
 	return nil
+}
+
+// pyInt is Python's int(s): surrounding whitespace, a sign, and digits
+// with single underscores between them.
+func pyInt(s string) (int, bool) {
+	s = strings.TrimSpace(s)
+	sign := 1
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		if s[0] == '-' {
+			sign = -1
+		}
+		s = s[1:]
+	}
+	if s == "" || s[0] == '_' || s[len(s)-1] == '_' || strings.Contains(s, "__") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.ReplaceAll(s, "_", ""))
+	if err != nil || strings.ContainsAny(s, "+-") {
+		return 0, false
+	}
+	return sign * n, true
 }
 
 // httpError is an error answer in OpenStack's format.
@@ -236,7 +266,16 @@ func (s *Service) writeError(c *reqCtx, err error) {
 	}
 	title := http.StatusText(he.status)
 	detail := he.detail
-	if he.status != 405 {
+	switch {
+	case he.status == 405:
+		// handle_405 words its detail whole.
+	case he.noVersion:
+		// The microversion middleware's 406 keeps its own shape.
+		detail = explanations[he.status] + " \n\n " + detail
+	default:
+		if bestErrorType(c.r.Header.Get("Accept")) != "text/html" {
+			detail = webobStripTags(detail)
+		}
 		exp := explanations[he.status]
 		if detail == "" {
 			detail = exp + "\n\n   "
@@ -303,6 +342,24 @@ func (s *Service) mapError(err error) *httpError {
 		return errBadRequest("%s", msg)
 	}
 	return &httpError{status: 500, detail: msg}
+}
+
+var (
+	webobBrRe      = regexp.MustCompile(`(?is)<br.*?>`)
+	webobCommentRe = regexp.MustCompile(`<!--|-->`)
+	webobTagRe     = regexp.MustCompile(`(?s)<.*?>`)
+)
+
+// webobStripTags is webob's strip_tags, which Placement's JSON and plain
+// error bodies pass their detail through: newlines become spaces and
+// anything tag-like goes (a multi-line validation message arrives on one
+// line).
+func webobStripTags(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "\r", "")
+	s = webobBrRe.ReplaceAllString(s, "\n")
+	s = webobCommentRe.ReplaceAllString(s, "")
+	return webobTagRe.ReplaceAllString(s, "")
 }
 
 func writeUnauthorized(c *reqCtx) {

@@ -23,9 +23,10 @@ func newHTTPService(t testing.TB) *Service {
 
 // api is a client of one Service's Placement API.
 type api struct {
-	t   testing.TB
-	url string
-	s   *Service
+	t      testing.TB
+	url    string
+	s      *Service
+	client *http.Client // nil: http.DefaultClient
 }
 
 func newAPI(t testing.TB) *api {
@@ -100,7 +101,11 @@ func (a *api) call(method, path, mv string, body any, headers ...string) *resp {
 			req.Header.Set(k, v)
 		}
 	}
-	hr, err := http.DefaultClient.Do(req)
+	cli := a.client
+	if cli == nil {
+		cli = http.DefaultClient
+	}
+	hr, err := cli.Do(req)
 	if err != nil {
 		a.t.Fatalf("%s %s: %v", method, path, err)
 	}

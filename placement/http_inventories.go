@@ -244,7 +244,8 @@ func (s *Service) createInventory(c *reqCtx) error {
 	}
 	p, err := s.writeInventories(c, id, gen, func(p *etcdschema.Provider) error {
 		if _, ok := p.Inventories[rc]; ok {
-			return errConflict(codeDefault, "Update conflict: Inventory for '%s' on resource provider '%s' already exists.", rc, id)
+			// Placement's duplicate-entry conflict is a concurrent_update.
+			return errConflict(codeConcurrentUpdate, "Update conflict: Inventory for '%s' on resource provider '%s' already exists.", rc, id)
 		}
 		p.Inventories[rc] = inv
 		return nil
@@ -290,7 +291,7 @@ func (s *Service) updateInventory(c *reqCtx) error {
 	}
 	p, err := s.writeInventories(c, id, gen, func(p *etcdschema.Provider) error {
 		if _, ok := p.Inventories[rc]; !ok {
-			return errBadRequest("No inventory record with resource class for resource provider %s: No inventory of class %s found", id, rc)
+			return errBadRequest("No inventory record with resource class for resource provider %s: No inventory of class %s found.", id, rc)
 		}
 		p.Inventories[rc] = inv
 		return nil

@@ -1,0 +1,183 @@
+package placement
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// TestHTTPAgainstReference replays one script of requests on Berth and on
+// a real OpenStack Placement (set PLACEMENT_REFERENCE_URL, e.g. one started
+// by ../shared/reference/start-placement.sh) and compares, step by step,
+// the status, the error code and the error detail. It is a tool for
+// finding where Berth's answers differ; it skips without a reference.
+func TestHTTPAgainstReference(t *testing.T) {
+	refURL := os.Getenv("PLACEMENT_REFERENCE_URL")
+	if refURL == "" {
+		t.Skip("PLACEMENT_REFERENCE_URL not set (see ../shared/reference/README.md)")
+	}
+	berth := newAPI(t)
+	// uwsgi's HTTP router closes connections; do not reuse them.
+	ref := &api{t: t, url: strings.TrimRight(refURL, "/"), client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	// Fresh names and uuids, so the script can run against a reference
+	// that has seen earlier runs.
+	run := strings.ReplaceAll(uuid.NewString(), "-", "")[:8]
+	ids := map[string]string{}
+	for _, k := range []string{"RP1", "RP2", "RP3", "C1", "C2", "AGG"} {
+		ids[k] = uuid.NewString()
+	}
+	ids["RUN"] = run
+	ids["CUSTOM"] = "CUSTOM_T" + strings.ToUpper(run)
+	sub := func(s string) string {
+		for k, v := range ids {
+			s = strings.ReplaceAll(s, "$"+k, v)
+		}
+		return s
+	}
+	// known: why Berth answers differently on purpose (logged, not failed).
+	known := map[string]string{
+		"POST /resource_providers {\"name\": ":                                                   "Malformed JSON details carry Go's parser message, not Python's",
+		"POST /resource_providers/$RP1/inventories {\"resource_class\": \"VCPU\", \"total\": 8}": "Placement's duplicate inventory message leaks its SQL; Berth says what happened",
+		"POST /allocations {\"$C2\": {\"allocations\": {\"$RP1\": {\"resources\": {\"CUSTOM_NOPE\": 1}}}, \"project_id\": \"p\", \"user_id\": \"u\", \"consumer_generation\": null, \"consumer_type\": \"INSTANCE\"}}": "Placement leaks a consumer record (generation 0) when an allocation names a missing provider; Berth does not",
+	}
+	steps := []struct{ method, path, mv, body string }{
+		{"POST", "/resource_providers", "1.20", `{"name": "rp1-$RUN", "uuid": "$RP1"}`},
+		{"POST", "/resource_providers", "1.20", `{"name": "rp2-$RUN", "uuid": "$RP2", "parent_provider_uuid": "$RP1"}`},
+		{"POST", "/resource_providers", "1.20", `{"name": "rp1-$RUN"}`},
+		{"POST", "/resource_providers", "1.20", `{"name": "x", "uuid": "$RP1"}`},
+		{"POST", "/resource_providers", "1.20", `{"name": "x", "uuid": "nope"}`},
+		{"POST", "/resource_providers", "1.13", `{"name": "x", "parent_provider_uuid": "$RP1"}`},
+		{"POST", "/resource_providers", "1.20", `{"name": "x", "parent_provider_uuid": "nope"}`},
+		{"POST", "/resource_providers", "1.20", `{"name": "x", "bogus": 1, "other": 2}`},
+		{"POST", "/resource_providers", "1.20", `["x"]`},
+		{"POST", "/resource_providers", "1.20", `{"name": `},
+		{"PUT", "/resource_providers/$RP1", "1.36", `{"name": "rp1-$RUN", "parent_provider_uuid": "$RP2"}`},
+		{"PUT", "/resource_providers/$RP1", "1.37", `{"name": "rp1-$RUN", "parent_provider_uuid": "$RP2"}`},
+		{"PUT", "/resource_providers/$RP2", "1.36", `{"name": "rp2-$RUN", "parent_provider_uuid": null}`},
+		{"DELETE", "/resource_providers/$RP1", "1.39", ``},
+		{"DELETE", "/resource_providers/$RP3", "1.39", ``},
+		{"GET", "/resource_providers?uuid=nope", "1.39", ``},
+		{"GET", "/resource_providers?member_of=nope", "1.39", ``},
+		{"GET", "/resource_providers?required=CUSTOM_NOPE", "1.39", ``},
+		{"GET", "/resource_providers?resources=VCPU", "1.39", ``},
+		{"GET", "/resource_providers?resources=CUSTOM_NOPE:1", "1.39", ``},
+		{"GET", "/resource_providers?in_tree=$RP3", "1.39", ``},
+		{"GET", "/resource_providers/$RP1", "1.39", ``},
+		{"GET", "/resource_providers/$RP2", "1.14", ``},
+		{"GET", "/resource_providers/$RP1/traits", "1.39", ``},
+		{"GET", "/resource_providers/$RP1/aggregates", "1.39", ``},
+		{"PUT", "/resource_providers/$RP1/inventories", "1.39", `{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8, "max_unit": 4}, "DISK_GB": {"total": 100, "reserved": 100}}}`},
+		{"PUT", "/resource_providers/$RP1/inventories", "1.25", `{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8, "max_unit": 4}, "DISK_GB": {"total": 100, "reserved": 100}}}`},
+		{"PUT", "/resource_providers/$RP1/inventories", "1.39", `{"resource_provider_generation": 5, "inventories": {}}`},
+		{"PUT", "/resource_providers/$RP1/inventories", "1.39", `{"resource_provider_generation": 1, "inventories": {"VCPU": {"total": 0}}}`},
+		{"PUT", "/resource_providers/$RP1/inventories", "1.39", `{"resource_provider_generation": 1, "inventories": {"VCPU": {"total": 8, "step_size": 0, "junk": 1}}}`},
+		{"POST", "/resource_providers/$RP1/inventories", "1.39", `{"resource_class": "VCPU", "total": 8}`},
+		{"POST", "/resource_providers/$RP1/inventories", "1.39", `{"resource_class": "MEMORY_MB", "total": 8, "allocation_ratio": "x"}`},
+		{"POST", "/resource_providers/$RP1/inventories", "1.39", `{"resource_class": "CUSTOM_NOPE", "total": 8}`},
+		{"PUT", "/resource_providers/$RP1/inventories/MEMORY_MB", "1.39", `{"resource_provider_generation": 1, "total": 8}`},
+		{"PUT", "/resource_providers/$RP1/inventories/VCPU", "1.39", `{"total": 8}`},
+		{"DELETE", "/resource_providers/$RP1/inventories/MEMORY_MB", "1.39", ``},
+		{"GET", "/resource_providers/$RP1/inventories", "1.39", ``},
+		{"GET", "/resource_providers/$RP1/inventories/VCPU", "1.39", ``},
+		{"PUT", "/allocations/$C1", "1.39", `{"allocations": {"$RP1": {"resources": {"VCPU": 2}}}, "project_id": "p", "user_id": "u", "consumer_generation": null, "consumer_type": "INSTANCE"}`},
+		{"PUT", "/allocations/$C1", "1.39", `{"allocations": {"$RP1": {"resources": {"VCPU": 2}}}, "project_id": "p", "user_id": "u", "consumer_generation": null, "consumer_type": "INSTANCE"}`},
+		{"PUT", "/allocations/$C2", "1.39", `{"allocations": {"$RP1": {"resources": {"VCPU": 5}}}, "project_id": "p", "user_id": "u", "consumer_generation": null, "consumer_type": "INSTANCE"}`},
+		{"PUT", "/allocations/$C2", "1.39", `{"allocations": {"$RP1": {"resources": {"VCPU": 7}}}, "project_id": "p", "user_id": "u", "consumer_generation": null, "consumer_type": "INSTANCE"}`},
+		{"PUT", "/allocations/$C2", "1.39", `{"allocations": {"$RP1": {"resources": {"DISK_GB": 1}}}, "project_id": "p", "user_id": "u", "consumer_generation": null, "consumer_type": "INSTANCE"}`},
+		{"PUT", "/allocations/$C2", "1.39", `{"allocations": {"$RP3": {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u", "consumer_generation": null, "consumer_type": "INSTANCE"}`},
+		{"PUT", "/allocations/$C2", "1.39", `{"allocations": {"$RP1": {"resources": {"VCPU": 1}}}, "project_id": "", "user_id": "u", "consumer_generation": 1.5, "consumer_type": "instance", "mappings": {}}`},
+		{"PUT", "/allocations/$C2", "1.27", `{"allocations": {}, "project_id": "p", "user_id": "u"}`},
+		{"GET", "/allocations/$C1", "1.39", ``},
+		{"GET", "/allocations/$C1", "1.0", ``},
+		{"GET", "/resource_providers/$RP1/allocations", "1.39", ``},
+		{"GET", "/resource_providers/$RP1/usages", "1.39", ``},
+		{"GET", "/usages?project_id=p&user_id=u", "1.9", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1", "1.10", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1,DISK_GB:1", "1.39", ``},
+		{"PUT", "/allocations/nope", "1.39", `{}`},
+		{"POST", "/allocations", "1.39", `{}`},
+		{"POST", "/allocations", "1.39", `{"$C2": {"allocations": {"$RP1": {"resources": {"CUSTOM_NOPE": 1}}}, "project_id": "p", "user_id": "u", "consumer_generation": null, "consumer_type": "INSTANCE"}}`},
+		{"POST", "/allocations", "1.12", `{}`},
+		{"DELETE", "/resource_providers/$RP1/inventories", "1.39", ``},
+		{"DELETE", "/resource_providers/$RP1/inventories/VCPU", "1.39", ``},
+		{"DELETE", "/resource_providers/$RP1", "1.39", ``},
+		{"DELETE", "/allocations/$C2", "1.39", ``},
+		{"GET", "/usages", "1.39", ``},
+		{"GET", "/usages?project_id=p&consumer_type=x", "1.39", ``},
+		{"PUT", "/resource_providers/$RP1/aggregates", "1.39", `{"aggregates": ["$AGG", "$AGG"], "resource_provider_generation": 3}`},
+		{"PUT", "/resource_providers/$RP1/aggregates", "1.39", `{"aggregates": ["nope"], "resource_provider_generation": 3}`},
+		{"PUT", "/resource_providers/$RP1/aggregates", "1.39", `{"aggregates": [], "resource_provider_generation": 0}`},
+		{"PUT", "/resource_providers/$RP1/traits", "1.39", `{"traits": ["CUSTOM_NOPE"], "resource_provider_generation": 3}`},
+		{"PUT", "/resource_providers/$RP1/traits", "1.39", `{"traits": [""], "resource_provider_generation": "3"}`},
+		{"PUT", "/traits/nope", "1.39", ``},
+		{"PUT", "/traits/$CUSTOM", "1.39", ``},
+		{"DELETE", "/traits/HW_CPU_X86_AVX", "1.39", ``},
+		{"GET", "/traits?associated=maybe", "1.39", ``},
+		{"POST", "/resource_classes", "1.39", `{"name": "NOPE"}`},
+		{"PUT", "/resource_classes/VCPU", "1.6", `{"name": "CUSTOM_V$RUN"}`},
+		{"DELETE", "/resource_classes/VCPU", "1.39", ``},
+		{"GET", "/allocation_candidates", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1&limit=-1", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1&required=!$CUSTOM,$CUSTOM", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1&root_required=$CUSTOM,!$CUSTOM", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1&required_a=HW_CPU_X86_AVX", "1.35", ``},
+		{"GET", "/allocation_candidates?resources_a=VCPU:1&required_b=HW_CPU_X86_AVX", "1.39", ``},
+		{"GET", "/allocation_candidates?resources_a=VCPU:1&same_subtree=_a,_c", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=CUSTOM_NOPE:1", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1&member_of=nope", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1&in_tree=nope", "1.39", ``},
+		{"PATCH", "/resource_providers", "1.39", ``},
+		{"GET", "/nothing", "1.39", ``},
+		{"GET", "/resource_providers", "1.40", ``},
+		{"GET", "/resource_providers", "x.y", ``},
+		{"GET", "/resource_providers", "1", ``},
+		{"GET", "/resource_providers", "1.2.3", ``},
+		{"GET", "/resource_providers", "1. 5", ``},
+		{"GET", "/resource_providers", "-1.5", ``},
+		{"DELETE", "/resource_providers", "", ``},
+	}
+	idRe := regexp.MustCompile(`req-[0-9a-f-]{36}`)
+	norm := func(s string) string {
+		s = idRe.ReplaceAllString(s, "req-ID")
+		for k, v := range ids {
+			s = strings.ReplaceAll(s, v, "$"+k)
+		}
+		return s
+	}
+	diffs := 0
+	for i, st := range steps {
+		var body any
+		if st.body != "" {
+			body = sub(st.body)
+		}
+		b := berth.call(st.method, sub(st.path), st.mv, body)
+		r := ref.call(st.method, sub(st.path), st.mv, body)
+		got := fmt.Sprintf("%d %s %s", b.status, b.errCode(), norm(b.errDetail()))
+		want := fmt.Sprintf("%d %s %s", r.status, r.errCode(), norm(r.errDetail()))
+		if b.status < 300 && r.status < 300 {
+			// Successful answers: the same JSON, ids aside.
+			got += " " + norm(canonicalJSON(b.body))
+			want += " " + norm(canonicalJSON(r.body))
+		}
+		if why := known[st.method+" "+st.path+" "+st.body]; got != want && why != "" {
+			t.Logf("step %d differs as known (%s)", i, why)
+		} else if got != want {
+			diffs++
+			t.Errorf("step %d %s %s (%s):\n berth: %s\n   ref: %s", i, st.method, st.path, st.mv, got, want)
+		}
+	}
+	t.Logf("%d steps, %d differ", len(steps), diffs)
+}
+
+// canonicalJSON spells a decoded body with sorted keys.
+func canonicalJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
