@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -132,7 +133,7 @@ func (s *Service) dispatch(rt *route) http.Handler {
 			}
 		}
 		if h == nil {
-			s.writeError(c, errNotFound(""))
+			s.writeError(c, raisedErr(errNotFound("")))
 			return
 		}
 		if err := h(c); err != nil {
@@ -213,6 +214,17 @@ type httpError struct {
 	detail    string
 	code      string
 	noVersion bool // a 406 for a bad microversion lists the versions
+	// raised marks the errors Placement raises past its handlers' wsgify
+	// (routing, the content checks, policy, a record not found that the
+	// handler does not catch): the microversion middleware gives those
+	// its version header but no Vary.
+	raised bool
+}
+
+// raisedErr marks err as raised past the handler (see httpError.raised).
+func raisedErr(err *httpError) *httpError {
+	err.raised = true
+	return err
 }
 
 func (e *httpError) Error() string { return fmt.Sprintf("%d: %s", e.status, e.detail) }
@@ -284,6 +296,10 @@ func (s *Service) writeError(c *reqCtx, err error) {
 		}
 	}
 	h := c.w.Header()
+	if c.hasMV && !he.raised && !slices.Contains(h.Values("Vary"), "openstack-api-version") {
+		// The microversion middleware marks errors as it marks successes.
+		h.Add("Vary", "openstack-api-version")
+	}
 	switch bestErrorType(c.r.Header.Get("Accept")) {
 	case "text/html":
 		h.Set("Content-Type", "text/html; charset=UTF-8")

@@ -92,7 +92,7 @@ func (c *reqCtx) authorize(ok bool, rule string) error {
 	if ok {
 		return nil
 	}
-	return &httpError{status: 403, detail: "Policy does not allow " + rule + " to be performed."}
+	return &httpError{status: 403, detail: "Policy does not allow " + rule + " to be performed.", raised: true}
 }
 
 func (c *reqCtx) requireAdmin(rule string) error  { return c.authorize(c.auth.admin(), rule) }

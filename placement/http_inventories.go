@@ -63,7 +63,7 @@ func (s *Service) getInventories(c *reqCtx) error {
 	id := c.vars["uuid"]
 	sp, err := s.getProvider(c.r.Context(), id)
 	if errors.Is(err, ErrProviderNotFound) {
-		return errNotFound(fmt.Sprintf("No resource provider with uuid %s found : %v", id, err))
+		return errNotFound(fmt.Sprintf("No resource provider with uuid %s found : No resource provider with uuid %s found", id, id))
 	} else if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (s *Service) getInventory(c *reqCtx) error {
 	id, rc := c.vars["uuid"], c.vars["resource_class"]
 	sp, err := s.getProvider(c.r.Context(), id)
 	if errors.Is(err, ErrProviderNotFound) {
-		return errNotFound(fmt.Sprintf("No resource provider with uuid %s found : %v", id, err))
+		return errNotFound(fmt.Sprintf("No resource provider with uuid %s found : No resource provider with uuid %s found", id, id))
 	} else if err != nil {
 		return err
 	}

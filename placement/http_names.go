@@ -209,7 +209,7 @@ func (s *Service) getResourceClass(c *reqCtx) error {
 		return err
 	}
 	if !ok {
-		return errNotFound(fmt.Sprintf("No such resource class %s.", name))
+		return raisedErr(errNotFound(fmt.Sprintf("No such resource class %s.", name)))
 	}
 	c.setCacheHeaders(s.now())
 	return c.writeJSON(200, map[string]any{"name": name, "links": classLinks(name)})
@@ -292,7 +292,7 @@ func (s *Service) updateResourceClass(c *reqCtx) error {
 		return err
 	}
 	if !ok {
-		return errNotFound(fmt.Sprintf("No such resource class %s.", name))
+		return raisedErr(errNotFound(fmt.Sprintf("No such resource class %s.", name)))
 	}
 	if stdClassSet[name] {
 		return errBadRequest("Cannot update standard resource class %s", name)
@@ -332,7 +332,7 @@ func (s *Service) deleteResourceClass(c *reqCtx) error {
 		return err
 	}
 	if !ok {
-		return errNotFound(fmt.Sprintf("No such resource class %s.", name))
+		return raisedErr(errNotFound(fmt.Sprintf("No such resource class %s.", name)))
 	}
 	if stdClassSet[name] {
 		return errBadRequest("Error in delete resource class: Cannot delete standard resource class %s.", name)

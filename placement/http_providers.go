@@ -68,7 +68,7 @@ func lastModified(p *etcdschema.Provider) time.Time {
 func (s *Service) lookupProvider(c *reqCtx, id string) (*storedProvider, error) {
 	sp, err := s.getProvider(c.r.Context(), id)
 	if errors.Is(err, ErrProviderNotFound) {
-		return nil, errNotFound(fmt.Sprintf("No resource provider with uuid %s found", id))
+		return nil, raisedErr(errNotFound(fmt.Sprintf("No resource provider with uuid %s found", id)))
 	}
 	return sp, err
 }

@@ -71,6 +71,27 @@ func TestHTTPAgainstReference(t *testing.T) {
 		{"GET", "/resource_providers/$RP1", "1.39", ``},
 		{"GET", "/resource_providers/$RP2", "1.14", ``},
 		{"GET", "/resource_providers/$RP1/traits", "1.39", ``},
+		{"GET", "/resource_providers/$RP1/traits", "1.5", ``},
+		{"GET", "/resource_providers/$RP1", "1.14", ``},
+		{"GET", "/resource_providers/$RP1", "1.15", ``},
+		{"GET", "/", "", ``},
+		{"GET", "/traits?name=in:HW_CPU_X86_AVX,HW_CPU_X86_SSE", "1.39", ``},
+		{"GET", "/traits?name=startswith:CUSTOM_T", "1.39", ``},
+		{"GET", "/traits?associated=true", "1.39", ``},
+		{"GET", "/resource_classes", "1.39", ``},
+		{"GET", "/resource_classes/VCPU", "1.39", ``},
+		{"POST", "/resource_classes", "1.39", `{"name": "CUSTOM_RC$RUN"}`},
+		{"PUT", "/resource_classes/CUSTOM_RC$RUN", "1.39", ``},
+		{"PUT", "/resource_classes/CUSTOM_RD$RUN", "1.39", ``},
+		{"PUT", "/resource_classes/CUSTOM_RD$RUN", "1.6", `{"name": "CUSTOM_RE$RUN"}`},
+		{"GET", "/resource_classes/CUSTOM_RE$RUN", "1.39", ``},
+		{"DELETE", "/resource_classes/CUSTOM_RE$RUN", "1.39", ``},
+		{"PUT", "/resource_providers/$RP2/aggregates", "1.1", `["$AGG"]`},
+		{"GET", "/resource_providers/$RP2/aggregates", "1.1", ``},
+		{"GET", "/resource_providers?member_of=$AGG", "1.39", ``},
+		{"GET", "/resource_providers?member_of=!$AGG", "1.39", ``},
+		{"GET", "/resource_providers?member_of=!$AGG", "1.31", ``},
+		{"GET", "/resource_providers?member_of=$AGG&member_of=$AGG", "1.23", ``},
 		{"GET", "/resource_providers/$RP1/aggregates", "1.39", ``},
 		{"PUT", "/resource_providers/$RP1/inventories", "1.39", `{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8, "max_unit": 4}, "DISK_GB": {"total": 100, "reserved": 100}}}`},
 		{"PUT", "/resource_providers/$RP1/inventories", "1.25", `{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8, "max_unit": 4}, "DISK_GB": {"total": 100, "reserved": 100}}}`},
@@ -101,6 +122,24 @@ func TestHTTPAgainstReference(t *testing.T) {
 		{"GET", "/allocation_candidates?resources=VCPU:1", "1.39", ``},
 		{"GET", "/allocation_candidates?resources=VCPU:1", "1.10", ``},
 		{"GET", "/allocation_candidates?resources=VCPU:1,DISK_GB:1", "1.39", ``},
+		{"PUT", "/resource_providers/$RP2/inventories", "1.39", `{"resource_provider_generation": 1, "inventories": {"VCPU": {"total": 4}, "MEMORY_MB": {"total": 1024}}}`},
+		{"PUT", "/traits/$CUSTOM", "1.39", ``},
+		{"PUT", "/resource_providers/$RP2/traits", "1.39", `{"traits": ["$CUSTOM", "HW_CPU_X86_AVX"], "resource_provider_generation": 2}`},
+		{"GET", "/allocation_candidates?resources=VCPU:1,MEMORY_MB:10", "1.28", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1,MEMORY_MB:10", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1&required=$CUSTOM", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1&required=!$CUSTOM", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1&required=in:$CUSTOM,HW_CPU_X86_SSE", "1.39", ``},
+		{"GET", "/allocation_candidates?resources_A=VCPU:1&resources_B=VCPU:1&group_policy=isolate", "1.39", ``},
+		{"GET", "/allocation_candidates?resources_A=VCPU:1&resources_B=VCPU:1&group_policy=none", "1.39", ``},
+		{"GET", "/allocation_candidates?resources_A=VCPU:1&required_B=$CUSTOM&same_subtree=_A,_B", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1&root_required=!$CUSTOM", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1&in_tree=$RP2", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1&member_of=$AGG", "1.39", ``},
+		{"GET", "/allocation_candidates?resources=VCPU:1&limit=1", "1.39", ``},
+		{"GET", "/resource_providers?resources=VCPU:2&required=$CUSTOM", "1.39", ``},
+		{"GET", "/resource_providers?in_tree=$RP1", "1.39", ``},
+		{"GET", "/usages?project_id=p", "1.38", ``},
 		{"PUT", "/allocations/nope", "1.39", `{}`},
 		{"POST", "/allocations", "1.39", `{}`},
 		{"POST", "/allocations", "1.39", `{"$C2": {"allocations": {"$RP1": {"resources": {"CUSTOM_NOPE": 1}}}, "project_id": "p", "user_id": "u", "consumer_generation": null, "consumer_type": "INSTANCE"}}`},
@@ -134,6 +173,28 @@ func TestHTTPAgainstReference(t *testing.T) {
 		{"GET", "/allocation_candidates?resources=VCPU:1&member_of=nope", "1.39", ``},
 		{"GET", "/allocation_candidates?resources=VCPU:1&in_tree=nope", "1.39", ``},
 		{"PATCH", "/resource_providers", "1.39", ``},
+		{"GET", "/resource_providers/$RP3", "1.39", ``},
+		{"PUT", "/resource_providers/$RP3", "1.39", `{"name": "x"}`},
+		{"GET", "/resource_providers/$RP3/inventories", "1.39", ``},
+		{"PUT", "/resource_providers/$RP3/inventories", "1.39", `{"resource_provider_generation": 0, "inventories": {}}`},
+		{"POST", "/resource_providers/$RP3/inventories", "1.39", `{"resource_class": "VCPU", "total": 1}`},
+		{"DELETE", "/resource_providers/$RP3/inventories", "1.39", ``},
+		{"GET", "/resource_providers/$RP3/inventories/VCPU", "1.39", ``},
+		{"PUT", "/resource_providers/$RP3/inventories/VCPU", "1.39", `{"resource_provider_generation": 0, "total": 1}`},
+		{"DELETE", "/resource_providers/$RP3/inventories/VCPU", "1.39", ``},
+		{"GET", "/resource_providers/$RP3/usages", "1.39", ``},
+		{"GET", "/resource_providers/$RP3/aggregates", "1.39", ``},
+		{"PUT", "/resource_providers/$RP3/aggregates", "1.39", `{"aggregates": [], "resource_provider_generation": 0}`},
+		{"GET", "/resource_providers/$RP3/traits", "1.39", ``},
+		{"PUT", "/resource_providers/$RP3/traits", "1.39", `{"traits": [], "resource_provider_generation": 0}`},
+		{"DELETE", "/resource_providers/$RP3/traits", "1.39", ``},
+		{"GET", "/resource_providers/$RP3/allocations", "1.39", ``},
+		{"GET", "/allocations/$C2", "1.39", ``},
+		{"GET", "/traits/CUSTOM_NONE$RUN", "1.39", ``},
+		{"DELETE", "/traits/CUSTOM_NONE$RUN", "1.39", ``},
+		{"GET", "/resource_providers/$RP1/aggregates", "1.0", ``},
+		{"GET", "/resource_providers/$RP1/inventories", "1.39", ``},
+		{"GET", "/resource_providers", "1.39", ``},
 		{"GET", "/nothing", "1.39", ``},
 		{"GET", "/resource_providers", "1.40", ``},
 		{"GET", "/resource_providers", "x.y", ``},
@@ -161,6 +222,8 @@ func TestHTTPAgainstReference(t *testing.T) {
 		r := ref.call(st.method, sub(st.path), st.mv, body)
 		got := fmt.Sprintf("%d %s %s", b.status, b.errCode(), norm(b.errDetail()))
 		want := fmt.Sprintf("%d %s %s", r.status, r.errCode(), norm(r.errDetail()))
+		got += " " + headerSummary(b, berth.url)
+		want += " " + headerSummary(r, ref.url)
 		if b.status < 300 && r.status < 300 {
 			// Successful answers: the same JSON, ids aside.
 			got += " " + norm(canonicalJSON(b.body))
@@ -180,4 +243,20 @@ func TestHTTPAgainstReference(t *testing.T) {
 func canonicalJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// headerSummary spells the headers whose presence or value Placement's
+// clients rely on: Location (host aside), the cache headers (present or
+// not), the content type, Vary and the answered microversion.
+func headerSummary(r *resp, base string) string {
+	h := r.header
+	has := func(k string) string {
+		if h.Get(k) != "" {
+			return "+"
+		}
+		return "-"
+	}
+	return fmt.Sprintf("[loc=%s cache=%s%s ct=%s vary=%s mv=%s]",
+		strings.TrimPrefix(h.Get("Location"), base), has("Cache-Control"), has("Last-Modified"),
+		h.Get("Content-Type"), strings.ToLower(strings.Join(h.Values("Vary"), ",")), h.Get("OpenStack-API-Version"))
 }

@@ -22,7 +22,7 @@ func (s *Service) providerTraits(c *reqCtx) error {
 	id := c.vars["uuid"]
 	sp, err := s.getProvider(c.r.Context(), id)
 	if errors.Is(err, ErrProviderNotFound) {
-		return errNotFound(fmt.Sprintf("No resource provider with uuid %s found: %v", id, err))
+		return errNotFound(fmt.Sprintf("No resource provider with uuid %s found: No resource provider with uuid %s found", id, id))
 	} else if err != nil {
 		return err
 	}

@@ -146,10 +146,10 @@ func (c *reqCtx) checkBodyContentType() error {
 		// body that followed was never framed, so the connection ends
 		// with this answer.
 		c.w.Header().Set("Connection", "close")
-		return errBadRequest("content-length header must be an integer")
+		return raisedErr(errBadRequest("content-length header must be an integer"))
 	}
 	if c.r.ContentLength > 0 && c.r.Header.Get("Content-Type") == "" {
-		return errBadRequest("content-type header required when content-length > 0")
+		return raisedErr(errBadRequest("content-type header required when content-length > 0"))
 	}
 	return nil
 }
