@@ -128,7 +128,7 @@ func (s *Service) dispatch(rt *route) http.Handler {
 			if h == nil {
 				w.Header().Set("Allow", strings.Join(rt.order, ", "))
 				w.Header().Add("Vary", "openstack-api-version")
-				s.writeError(c, &httpError{status: 405, detail: fmt.Sprintf("The method %s is not allowed for this resource. \n\n The method specified is not allowed for this resource.", r.Method)})
+				s.writeError(c, &httpError{status: 405, detail: "The method specified is not allowed for this resource."})
 				return
 			}
 		}
@@ -255,6 +255,54 @@ const (
 	codeMissingValue     = "placement.query.missing_value"
 )
 
+// templatedExplanation is webob's explanation for the statuses whose
+// wording quotes the request.
+func templatedExplanation(r *http.Request, status int) string {
+	switch status {
+	case 405:
+		return "The method " + r.Method + " is not allowed for this resource."
+	case 406:
+		// Placement reads a missing or */* Accept as application/json.
+		a := r.Header.Get("Accept")
+		if a == "" || a == "*/*" {
+			a = "application/json"
+		}
+		return "The resource could not be generated that was acceptable to your browser (content of type " + a + "."
+	case 415:
+		ct := r.Header.Get("Content-Type")
+		if ct == "" {
+			ct = "None"
+		}
+		return "The request media type " + ct + " is not supported by this server."
+	}
+	return explanations[status]
+}
+
+var pyHTMLEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#x27;")
+
+// webobHTMLBody is the body webob puts in an HTML error page: the
+// explanation and the detail, HTML-escaped, in the status's template.
+func webobHTMLBody(r *http.Request, he *httpError) string {
+	esc := pyHTMLEscaper.Replace
+	switch he.status {
+	case 405:
+		return "The method " + esc(r.Method) + " is not allowed for this resource. <br /><br />\n" + esc(he.detail)
+	case 406:
+		a := r.Header.Get("Accept")
+		if a == "" || a == "*/*" {
+			a = "application/json"
+		}
+		return "The resource could not be generated that was acceptable to your browser\n(content of type " + esc(a) + ". <br /><br />\n" + esc(he.detail)
+	case 415:
+		ct := r.Header.Get("Content-Type")
+		if ct == "" {
+			ct = "None"
+		}
+		return "The request media type " + esc(ct) + " is not supported by this server.\n<br /><br />\n" + esc(he.detail)
+	}
+	return esc(explanations[he.status]) + "<br /><br />\n" + esc(he.detail) + "\n\n"
+}
+
 // webob's explanation line for each status, which Placement's error
 // details begin with.
 var explanations = map[int]string{
@@ -278,12 +326,11 @@ func (s *Service) writeError(c *reqCtx, err error) {
 	}
 	title := http.StatusText(he.status)
 	detail := he.detail
-	switch {
-	case he.status == 405:
-		// handle_405 words its detail whole.
-	case he.noVersion:
-		// The microversion middleware's 406 keeps its own shape.
-		detail = explanations[he.status] + " \n\n " + detail
+	switch he.status {
+	case 405, 406, 415:
+		// webob's explanations that quote the request come out in
+		// this shape.
+		detail = templatedExplanation(c.r, he.status) + " \n\n " + detail
 	default:
 		if bestErrorType(c.r.Header.Get("Accept")) != "text/html" {
 			detail = webobStripTags(detail)
@@ -302,10 +349,11 @@ func (s *Service) writeError(c *reqCtx, err error) {
 	}
 	switch bestErrorType(c.r.Header.Get("Accept")) {
 	case "text/html":
+		html := webobHTMLBody(c.r, he)
 		h.Set("Content-Type", "text/html; charset=UTF-8")
 		c.w.WriteHeader(he.status)
 		fmt.Fprintf(c.w, "<html>\n <head>\n  <title>%d %s</title>\n </head>\n <body>\n  <h1>%d %s</h1>\n  %s\n </body>\n</html>",
-			he.status, title, he.status, title, strings.ReplaceAll(detail, "\n\n", "<br /><br />\n"))
+			he.status, title, he.status, title, html)
 		return
 	case "text/plain":
 		h.Set("Content-Type", "text/plain; charset=UTF-8")

@@ -14,7 +14,7 @@ func (c *reqCtx) minVersion(minor, status int) error {
 		return nil
 	}
 	if status == 405 {
-		return &httpError{status: 405, detail: fmt.Sprintf("The method %s is not allowed for this resource. \n\n The method specified is not allowed for this resource.", c.r.Method)}
+		return &httpError{status: 405, detail: "The method specified is not allowed for this resource."}
 	}
 	return errNotFound("")
 }

@@ -73,14 +73,17 @@ func quality(ranges []acceptRange, mt string) float64 {
 	return best
 }
 
-// bestErrorType is how webob picks an error body's format.
+// bestErrorType is how webob picks an error body's format: the better of
+// HTML and JSON that the Accept header takes, else plain text. Placement
+// reads a missing or "*/*" Accept as application/json first.
 func bestErrorType(accept string) string {
-	if strings.TrimSpace(accept) == "" {
+	a := strings.TrimSpace(accept)
+	if a == "" || a == "*/*" {
 		return "application/json"
 	}
-	ranges := parseAccept(accept)
-	best, bq := "application/json", 0.0
-	for _, t := range []string{"application/json", "text/html", "text/plain"} {
+	ranges := parseAccept(a)
+	best, bq := "text/plain", 0.0
+	for _, t := range []string{"text/html", "application/json"} {
 		if q := quality(ranges, t); q > bq {
 			best, bq = t, q
 		}
