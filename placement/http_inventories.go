@@ -3,7 +3,6 @@ package placement
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -13,7 +12,6 @@ import (
 // maxInt is Placement's MAX_INT, the default max_unit and every field's cap.
 const maxInt = 2147483647
 
-var rcNameRe = regexp.MustCompile(`^[A-Z0-9_]+$`)
 
 func serializeInventory(inv etcdschema.Inventory) map[string]any {
 	return map[string]any{

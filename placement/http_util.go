@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // acceptRange is one media range of an Accept header.
@@ -128,14 +128,26 @@ func (c *reqCtx) readJSON() (any, error) {
 	if err != nil {
 		return nil, errBadRequest("read body: %v", err)
 	}
+	// Placement decodes the body as UTF-8, then parses it with Python's
+	// json; a refusal quotes Python's words, which pyJSONError finds.
+	malformed := func(goErr string) error {
+		if msg := pyJSONError(body); msg != "" {
+			return errBadRequest("Malformed JSON: %s", msg)
+		}
+		// Python takes what Go does not (NaN, Infinity).
+		return errBadRequest("Malformed JSON: %s", goErr)
+	}
+	if !utf8.Valid(body) {
+		return nil, malformed("invalid UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, errBadRequest("Malformed JSON: %v", err)
+		return nil, malformed(err.Error())
 	}
-	if dec.More() {
-		return nil, errBadRequest("Malformed JSON: extra data")
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, malformed("extra data")
 	}
 	return v, nil
 }
@@ -233,25 +245,6 @@ func jsonNumber(v any) (float64, bool) {
 	return f, err == nil
 }
 
-// schemaErr is a 400 in jsonschema's words.
-func schemaErr(format string, args ...any) *httpError {
-	return errBadRequest("JSON does not validate: "+format, args...)
-}
-
-// uuidPatternRe is Placement's UUID_PATTERN for JSON keys.
-var uuidPatternRe = regexp.MustCompile(`^[0-9a-fA-F-]{36}$`)
-
-// onlyProps is JSON schema's additionalProperties: false. The first key not
-// in allowed, in sorted order so the answer does not depend on map order,
-// is refused with jsonschema's wording.
-func onlyProps(obj map[string]any, allowed ...string) error {
-	for _, k := range sortedKeys(obj) {
-		if !slices.Contains(allowed, k) {
-			return schemaErr("Additional properties are not allowed ('%s' was unexpected)", k)
-		}
-	}
-	return nil
-}
 
 // nonNil is in, or an empty list (JSON [] rather than null).
 func nonNil(in []string) []string {

@@ -3,7 +3,6 @@ package placement
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -13,7 +12,6 @@ import (
 )
 
 var (
-	customNameRe = regexp.MustCompile(`^CUSTOM_[A-Z0-9_]+$`)
 	stdTraitSet  = toSet(standardTraits)
 	stdClassSet  = toSet(standardResourceClasses)
 )
