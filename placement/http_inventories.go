@@ -12,7 +12,6 @@ import (
 // maxInt is Placement's MAX_INT, the default max_unit and every field's cap.
 const maxInt = 2147483647
 
-
 func serializeInventory(inv etcdschema.Inventory) map[string]any {
 	return map[string]any{
 		"total": inv.Total, "reserved": inv.Reserved, "min_unit": inv.MinUnit,

@@ -42,7 +42,7 @@ func TestHTTPAgainstReference(t *testing.T) {
 	}
 	// known: why Berth answers differently on purpose (logged, not failed).
 	known := map[string]string{
-		"POST /resource_providers/$RP1/inventories {\"resource_class\": \"VCPU\", \"total\": 8}": "Placement's duplicate inventory message leaks its SQL; Berth says what happened",
+		"POST /resource_providers/$RP1/inventories {\"resource_class\": \"VCPU\", \"total\": 8}":                                                                                                                       "Placement's duplicate inventory message leaks its SQL; Berth says what happened",
 		"POST /allocations {\"$C2\": {\"allocations\": {\"$RP1\": {\"resources\": {\"CUSTOM_NOPE\": 1}}}, \"project_id\": \"p\", \"user_id\": \"u\", \"consumer_generation\": null, \"consumer_type\": \"INSTANCE\"}}": "Placement leaks a consumer record (generation 0) when an allocation names a missing provider; Berth does not",
 	}
 	steps := []struct {

@@ -245,7 +245,6 @@ func jsonNumber(v any) (float64, bool) {
 	return f, err == nil
 }
 
-
 // nonNil is in, or an empty list (JSON [] rather than null).
 func nonNil(in []string) []string {
 	if in == nil {

@@ -12,8 +12,8 @@ import (
 )
 
 var (
-	stdTraitSet  = toSet(standardTraits)
-	stdClassSet  = toSet(standardResourceClasses)
+	stdTraitSet = toSet(standardTraits)
+	stdClassSet = toSet(standardResourceClasses)
 )
 
 func toSet(in []string) map[string]bool {
