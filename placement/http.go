@@ -87,6 +87,8 @@ type reqCtx struct {
 	auth    authInfo
 	code    string // Placement error code for an error answer
 	headers http.Header
+	// bodyOrder is the key order of the JSON body's objects (readJSON).
+	bodyOrder map[string][]string
 }
 
 // atLeast reports whether the request's microversion is 1.minor or later.

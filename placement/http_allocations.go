@@ -104,7 +104,7 @@ func (s *Service) putAllocations(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := validateBody(v, pickSchema(c.mv, putAllocationVersions, schemaPutAllocations)); err != nil {
+	if err := c.validateBody(v, pickSchema(c.mv, putAllocationVersions, schemaPutAllocations)); err != nil {
 		return err
 	}
 	w := allocationBody(c, v.(map[string]any), false)
@@ -136,7 +136,7 @@ func (s *Service) postAllocations(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := validateBody(v, pickSchema(c.mv, postAllocationVersions, schemaPostAllocations)); err != nil {
+	if err := c.validateBody(v, pickSchema(c.mv, postAllocationVersions, schemaPostAllocations)); err != nil {
 		return err
 	}
 	writes := map[string]AllocationWrite{}

@@ -161,7 +161,7 @@ func (s *Service) setInventories(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := validateBody(v, schemaPutInventories); err != nil {
+	if err := c.validateBody(v, schemaPutInventories); err != nil {
 		return err
 	}
 	obj := v.(map[string]any)
@@ -217,7 +217,7 @@ func (s *Service) createInventory(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := validateBody(v, schemaPostInventory); err != nil {
+	if err := c.validateBody(v, schemaPostInventory); err != nil {
 		return err
 	}
 	obj := v.(map[string]any)
@@ -273,7 +273,7 @@ func (s *Service) updateInventory(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := validateBody(v, schemaInventory); err != nil {
+	if err := c.validateBody(v, schemaInventory); err != nil {
 		return err
 	}
 	obj := v.(map[string]any)

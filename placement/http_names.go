@@ -221,7 +221,7 @@ func classBody(c *reqCtx) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := validateBody(v, schemaResourceClass); err != nil {
+	if err := c.validateBody(v, schemaResourceClass); err != nil {
 		return "", err
 	}
 	name := v.(map[string]any)["name"].(string)
@@ -269,7 +269,7 @@ func (s *Service) updateResourceClass(c *reqCtx) error {
 	ctx := c.r.Context()
 	if c.atLeast(7) {
 		// Placement validates the name as the body {"name": NAME}.
-		if err := validateBody(map[string]any{"name": name}, schemaResourceClass); err != nil {
+		if err := c.validateBody(map[string]any{"name": name}, schemaResourceClass); err != nil {
 			return err
 		}
 		created, err := s.createCustom(ctx, s.keys.CustomResourceClass(name), &etcdschema.CustomResourceClass{Name: name, CreatedAt: s.now()})

@@ -103,7 +103,7 @@ func providerBody(c *reqCtx, withUUID bool) (map[string]any, error) {
 	case c.atLeast(14):
 		sch = schemaPutRP114
 	}
-	if err := validateBody(v, sch); err != nil {
+	if err := c.validateBody(v, sch); err != nil {
 		return nil, err
 	}
 	return v.(map[string]any), nil

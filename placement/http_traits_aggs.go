@@ -48,7 +48,7 @@ func (s *Service) setProviderTraits(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := validateBody(v, schemaSetProviderTraits); err != nil {
+	if err := c.validateBody(v, schemaSetProviderTraits); err != nil {
 		return err
 	}
 	obj := v.(map[string]any)
@@ -159,7 +159,7 @@ func (s *Service) setAggregates(c *reqCtx) error {
 	var aggs []string
 	var gen *int64
 	if c.atLeast(19) {
-		if err := validateBody(v, schemaAggregates119); err != nil {
+		if err := c.validateBody(v, schemaAggregates119); err != nil {
 			return err
 		}
 		obj := v.(map[string]any)
@@ -167,7 +167,7 @@ func (s *Service) setAggregates(c *reqCtx) error {
 		gen = &g
 		aggs = aggregateUUIDs(obj["aggregates"])
 	} else {
-		if err := validateBody(v, schemaAggregates); err != nil {
+		if err := c.validateBody(v, schemaAggregates); err != nil {
 			return err
 		}
 		aggs = aggregateUUIDs(v)

@@ -149,6 +149,7 @@ func (c *reqCtx) readJSON() (any, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, malformed("extra data")
 	}
+	c.bodyOrder = jsonKeyOrder(body)
 	return v, nil
 }
 

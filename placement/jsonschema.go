@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/big"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -241,11 +242,30 @@ func jsonEqual(a, b any) bool {
 	return a == b
 }
 
-// instanceKeys are an object's keys in the order the client sent them,
-// which Python's json keeps; Go maps do not, so sorted order stands in.
-func instanceKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
+// validator walks one instance. order holds the key order of each object
+// of the instance as the client sent it (Python's json keeps it, and it
+// decides which of two equal errors jsonschema reports), keyed by
+// pathKey; objects it does not know are walked in sorted order.
+type validator struct {
+	order map[string][]string
+}
+
+// pathKey spells an instance path as a map key.
+func pathKey(path []any) string {
+	var b strings.Builder
+	for _, p := range path {
+		fmt.Fprintf(&b, "\x00%v", p)
+	}
+	return b.String()
+}
+
+// keys lists obj's keys in the client's order when known.
+func (v *validator) keys(obj map[string]any, path []any) []string {
+	if ks, ok := v.order[pathKey(path)]; ok && len(ks) == len(obj) {
+		return ks
+	}
+	ks := make([]string, 0, len(obj))
+	for k := range obj {
 		ks = append(ks, k)
 	}
 	sort.Strings(ks)
@@ -254,10 +274,14 @@ func instanceKeys(m map[string]any) []string {
 
 // iterErrors is Validator.iter_errors: every error of inst against sch.
 func iterErrors(inst any, sch *schemaNode) []*schemaError {
+	return (&validator{}).iter(inst, sch, nil)
+}
+
+func (vd *validator) iter(inst any, sch *schemaNode, path []any) []*schemaError {
 	var out []*schemaError
 	for _, k := range sch.keys {
 		v := sch.vals[k]
-		for _, e := range keywordErrors(k, v, inst, sch) {
+		for _, e := range vd.keyword(k, v, inst, sch, path) {
 			if e.validator == "" {
 				e.validator, e.schema, e.instance = k, sch, inst
 			}
@@ -268,8 +292,12 @@ func iterErrors(inst any, sch *schemaNode) []*schemaError {
 	return out
 }
 
-func descend(inst any, sch *schemaNode, path any, schemaPath any) []*schemaError {
-	errs := iterErrors(inst, sch)
+func (vd *validator) descend(inst any, sch *schemaNode, at []any, path any, schemaPath any) []*schemaError {
+	sub := at
+	if path != nil {
+		sub = append(append([]any(nil), at...), path)
+	}
+	errs := vd.iter(inst, sch, sub)
 	for _, e := range errs {
 		if path != nil {
 			e.path = append([]any{path}, e.path...)
@@ -285,7 +313,7 @@ func newErr(format string, args ...any) *schemaError {
 	return &schemaError{msg: fmt.Sprintf(format, args...)}
 }
 
-func keywordErrors(k string, v any, inst any, sch *schemaNode) []*schemaError {
+func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []any) []*schemaError {
 	switch k {
 	case "type":
 		var types []string
@@ -316,7 +344,7 @@ func keywordErrors(k string, v any, inst any, sch *schemaNode) []*schemaError {
 		var out []*schemaError
 		for _, p := range props.keys {
 			if iv, ok := obj[p]; ok {
-				out = append(out, descend(iv, props.vals[p].(*schemaNode), p, p)...)
+				out = append(out, vd.descend(iv, props.vals[p].(*schemaNode), at, p, p)...)
 			}
 		}
 		return out
@@ -329,9 +357,9 @@ func keywordErrors(k string, v any, inst any, sch *schemaNode) []*schemaError {
 		var out []*schemaError
 		for _, p := range pp.keys {
 			re := schemaRegexp(p)
-			for _, ik := range instanceKeys(obj) {
+			for _, ik := range vd.keys(obj, at) {
 				if re.MatchString(ik) {
-					out = append(out, descend(obj[ik], pp.vals[p].(*schemaNode), ik, p)...)
+					out = append(out, vd.descend(obj[ik], pp.vals[p].(*schemaNode), at, ik, p)...)
 				}
 			}
 		}
@@ -355,7 +383,7 @@ func keywordErrors(k string, v any, inst any, sch *schemaNode) []*schemaError {
 				patterns = schemaRegexp(strings.Join(pp.keys, "|"))
 			}
 		}
-		for _, ik := range instanceKeys(obj) {
+		for _, ik := range vd.keys(obj, at) {
 			if props != nil {
 				if _, ok := props.vals[ik]; ok {
 					continue
@@ -369,7 +397,7 @@ func keywordErrors(k string, v any, inst any, sch *schemaNode) []*schemaError {
 		if sub, ok := v.(*schemaNode); ok {
 			var out []*schemaError
 			for _, ex := range extras {
-				out = append(out, descend(obj[ex], sub, ex, nil)...)
+				out = append(out, vd.descend(obj[ex], sub, at, ex, nil)...)
 			}
 			return out
 		}
@@ -432,7 +460,7 @@ func keywordErrors(k string, v any, inst any, sch *schemaNode) []*schemaError {
 		}
 		var out []*schemaError
 		for i, x := range arr {
-			out = append(out, descend(x, sub, i, nil)...)
+			out = append(out, vd.descend(x, sub, at, i, nil)...)
 		}
 		return out
 	case "minItems", "maxItems":
@@ -513,7 +541,7 @@ func keywordErrors(k string, v any, inst any, sch *schemaNode) []*schemaError {
 	case "anyOf":
 		var all []*schemaError
 		for i, sub := range v.([]any) {
-			errs := descend(inst, sub.(*schemaNode), nil, i)
+			errs := vd.descend(inst, sub.(*schemaNode), at, nil, i)
 			if len(errs) == 0 {
 				return nil
 			}
@@ -583,26 +611,80 @@ func bestMatch(errs []*schemaError) *schemaError {
 }
 
 // validateBody is util.extract_json's validation: a 400 with
-// "JSON does not validate: <str(error)>".
-func validateBody(v any, sch *schemaNode) error {
-	if e := bestMatch(iterErrors(v, sch)); e != nil {
+// "JSON does not validate: <str(error)>". It walks objects in the order
+// the body gave their keys (readJSON records it).
+func (c *reqCtx) validateBody(v any, sch *schemaNode) error {
+	vd := &validator{order: c.bodyOrder}
+	if e := bestMatch(vd.iter(v, sch, nil)); e != nil {
 		return errBadRequest("JSON does not validate: %s", e.String())
 	}
 	return nil
 }
 
 // validateQuery is util.validate_query_params: the query string as a dict
-// (the last value of a repeated key) against the schema.
+// (the last value of a repeated key, keys in query order) against the
+// schema.
 func validateQuery(c *reqCtx, sch *schemaNode) error {
 	q := c.query()
 	obj := make(map[string]any, len(q))
 	for k, vs := range q {
 		obj[k] = vs[len(vs)-1]
 	}
-	if e := bestMatch(iterErrors(obj, sch)); e != nil {
+	vd := &validator{order: map[string][]string{pathKey(nil): orderedQueryKeys(c.r.URL.RawQuery)}}
+	if e := bestMatch(vd.iter(obj, sch, nil)); e != nil {
 		return errBadRequest("Invalid query string parameters: %s", e.String())
 	}
 	return nil
+}
+
+// jsonKeyOrder records the key order of every object in a JSON text, by
+// pathKey. It runs on text already decoded once, so errors cannot occur;
+// on one it gives up (sorted order stands in).
+func jsonKeyOrder(body []byte) map[string][]string {
+	order := map[string][]string{}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var walk func(path []any) error
+	walk = func(path []any) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		d, ok := tok.(json.Delim)
+		if !ok {
+			return nil
+		}
+		switch d {
+		case '{':
+			var keys []string
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				k := kt.(string)
+				if !slices.Contains(keys, k) {
+					keys = append(keys, k)
+				}
+				if err := walk(append(append([]any(nil), path...), k)); err != nil {
+					return err
+				}
+			}
+			order[pathKey(path)] = keys
+		case '[':
+			for i := 0; dec.More(); i++ {
+				if err := walk(append(append([]any(nil), path...), i)); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = dec.Token() // the closing delimiter
+		return err
+	}
+	if walk(nil) != nil {
+		return nil
+	}
+	return order
 }
 
 // schemaJSON renders a schema back (for tests and debugging).
