@@ -60,6 +60,7 @@ type clConn struct {
 	head     []byte // an incomplete head held back
 	bodyLeft int64
 	out      []byte // inspected bytes not yet returned to the reader
+	buf      []byte // read buffer while inspecting heads
 }
 
 func (c *clConn) Read(p []byte) (int, error) {
@@ -67,7 +68,18 @@ func (c *clConn) Read(p []byte) (int, error) {
 		if c.state == clPassthrough && len(c.head) == 0 {
 			return c.Conn.Read(p)
 		}
-		buf := make([]byte, max(len(p), 4096))
+		if c.state == clBody && len(c.head) == 0 && len(p) > 0 {
+			// A body of known length goes straight to the reader.
+			n, err := c.Conn.Read(p[:min(int64(len(p)), c.bodyLeft)])
+			if c.bodyLeft -= int64(n); c.bodyLeft == 0 {
+				c.state = clHead
+			}
+			return n, err
+		}
+		if c.buf == nil {
+			c.buf = make([]byte, 4096)
+		}
+		buf := c.buf
 		n, err := c.Conn.Read(buf)
 		if n > 0 {
 			c.feed(buf[:n])
