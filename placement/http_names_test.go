@@ -66,8 +66,12 @@ func TestHTTPTraits(t *testing.T) {
 		t.Fatalf("new provider's traits: %s", r.raw)
 	}
 	r = a.must(200, "PUT", base, "1.6", map[string]any{"traits": []string{"CUSTOM_X", "HW_CPU_X86_AVX"}, "resource_provider_generation": 0})
-	if got := r.body["traits"].([]any); len(got) != 2 || got[0] != "HW_CPU_X86_AVX" || r.body["resource_provider_generation"] != float64(1) {
-		t.Fatalf("set traits (standard first, as Placement lists them): %s", r.raw)
+	if got := r.body["traits"].([]any); len(got) != 2 || got[0] != "CUSTOM_X" || r.body["resource_provider_generation"] != float64(1) {
+		t.Fatalf("set traits (sorted by name, as Placement answers a PUT): %s", r.raw)
+	}
+	r = a.must(200, "GET", base, "1.6", nil)
+	if got := r.body["traits"].([]any); len(got) != 2 || got[0] != "HW_CPU_X86_AVX" {
+		t.Fatalf("get traits (standard first, as Placement lists them by id): %s", r.raw)
 	}
 	runErrCases(t, a, []errCase{
 		{desc: "stale generation", method: "PUT", path: base, mv: "1.23", body: map[string]any{"traits": []string{}, "resource_provider_generation": 0}, status: 409, code: codeConcurrentUpdate},

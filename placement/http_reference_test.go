@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
@@ -29,14 +30,20 @@ func TestHTTPAgainstReference(t *testing.T) {
 	// that has seen earlier runs.
 	run := strings.ReplaceAll(uuid.NewString(), "-", "")[:8]
 	ids := map[string]string{}
-	for _, k := range []string{"RP1", "RP2", "RP3", "RP4", "C1", "C2", "C3", "AGG"} {
+	for _, k := range []string{"RP1", "RP2", "RP3", "RP4", "C1", "C2", "C3", "AGG", "CN", "NUMA0", "NUMA1", "SS", "AGG2"} {
 		ids[k] = uuid.NewString()
 	}
 	ids["RUN"] = run
 	ids["CUSTOM"] = "CUSTOM_T" + strings.ToUpper(run)
+	names := make([]string, 0, len(ids))
+	for k := range ids {
+		names = append(names, k)
+	}
+	// Longest first, so that $AGG2 is not read as $AGG then "2".
+	sort.Slice(names, func(i, j int) bool { return len(names[i]) > len(names[j]) })
 	sub := func(s string) string {
-		for k, v := range ids {
-			s = strings.ReplaceAll(s, "$"+k, v)
+		for _, k := range names {
+			s = strings.ReplaceAll(s, "$"+k, ids[k])
 		}
 		return s
 	}
@@ -248,6 +255,36 @@ func TestHTTPAgainstReference(t *testing.T) {
 		{"PUT", "/allocations/$C3", "1.38", `{"allocations": {"$RP1": {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u", "consumer_generation": 1, "consumer_type": "INSTANCE"}`, nil},
 		{"GET", "/resource_providers/$RP1/allocations", "1.38", ``, nil},
 		{"DELETE", "/allocations/$C3", "1.38", ``, nil},
+		// A nested compute node with a sharing storage provider.
+		{"POST", "/resource_providers", "1.39", `{"name": "cn-$RUN", "uuid": "$CN"}`, nil},
+		{"POST", "/resource_providers", "1.39", `{"name": "numa0-$RUN", "uuid": "$NUMA0", "parent_provider_uuid": "$CN"}`, nil},
+		{"POST", "/resource_providers", "1.39", `{"name": "numa1-$RUN", "uuid": "$NUMA1", "parent_provider_uuid": "$CN"}`, nil},
+		{"POST", "/resource_providers", "1.39", `{"name": "ss-$RUN", "uuid": "$SS"}`, nil},
+		{"PUT", "/resource_providers/$CN/inventories", "1.39", `{"resource_provider_generation": 0, "inventories": {"MEMORY_MB": {"total": 2048}, "CUSTOM_RC$RUN": {"total": 4}}}`, nil},
+		{"PUT", "/resource_providers/$NUMA0/inventories", "1.39", `{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 4}}}`, nil},
+		{"PUT", "/resource_providers/$NUMA1/inventories", "1.39", `{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 4}, "SRIOV_NET_VF": {"total": 2}}}`, nil},
+		{"PUT", "/resource_providers/$SS/inventories", "1.39", `{"resource_provider_generation": 0, "inventories": {"DISK_GB": {"total": 500}}}`, nil},
+		{"PUT", "/resource_providers/$SS/traits", "1.39", `{"traits": ["MISC_SHARES_VIA_AGGREGATE"], "resource_provider_generation": 1}`, nil},
+		{"PUT", "/resource_providers/$NUMA1/traits", "1.39", `{"traits": ["HW_NUMA_ROOT", "$CUSTOM"], "resource_provider_generation": 1}`, nil},
+		{"PUT", "/resource_providers/$SS/aggregates", "1.39", `{"aggregates": ["$AGG2"], "resource_provider_generation": 2}`, nil},
+		{"PUT", "/resource_providers/$CN/aggregates", "1.39", `{"aggregates": ["$AGG2"], "resource_provider_generation": 1}`, nil},
+		{"GET", "/allocation_candidates?resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&in_tree=$CN", "1.39", ``, nil},
+		{"GET", "/allocation_candidates?resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&member_of=$AGG2", "1.39", ``, nil},
+		{"GET", "/allocation_candidates?resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&member_of=$AGG2", "1.28", ``, nil},
+		{"GET", "/allocation_candidates?resources=VCPU:1,DISK_GB:10&member_of=$AGG2", "1.26", ``, nil},
+		{"GET", "/allocation_candidates?resources=DISK_GB:10&member_of=$AGG2", "1.39", ``, nil},
+		{"GET", "/allocation_candidates?resources_A=VCPU:1&resources_B=VCPU:1&resources_C=DISK_GB:5&group_policy=isolate&in_tree_A=$CN", "1.39", ``, nil},
+		{"GET", "/allocation_candidates?resources_A=VCPU:1&resources_B=VCPU:1&group_policy=none&in_tree=$CN", "1.39", ``, nil},
+		{"GET", "/allocation_candidates?resources_A=VCPU:1&resources_B=SRIOV_NET_VF:1&same_subtree=_A,_B&group_policy=none&member_of=$AGG2", "1.39", ``, nil},
+		{"GET", "/allocation_candidates?resources=MEMORY_MB:1&resources_N=VCPU:1&required_N=HW_NUMA_ROOT&member_of=$AGG2", "1.39", ``, nil},
+		{"GET", "/allocation_candidates?resources=MEMORY_MB:1&required_T=HW_NUMA_ROOT&resources_V=VCPU:1&same_subtree=_T,_V&member_of=$AGG2", "1.39", ``, nil},
+		{"GET", "/allocation_candidates?resources=VCPU:1&required=$CUSTOM&member_of=$AGG2", "1.39", ``, nil},
+		{"GET", "/allocation_candidates?resources=VCPU:1&required=!$CUSTOM&member_of=$AGG2", "1.39", ``, nil},
+		{"GET", "/allocation_candidates?resources=VCPU:5&member_of=$AGG2", "1.39", ``, nil},
+		{"GET", "/allocation_candidates?resources=VCPU:3,CUSTOM_RC$RUN:1&member_of=$AGG2&limit=2", "1.39", ``, nil},
+		{"GET", "/resource_providers?in_tree=$NUMA1", "1.39", ``, nil},
+		{"GET", "/resource_providers?resources=DISK_GB:10&member_of=$AGG2", "1.39", ``, nil},
+		{"GET", "/resource_providers?required=MISC_SHARES_VIA_AGGREGATE&member_of=$AGG2", "1.39", ``, nil},
 	}
 	idRe := regexp.MustCompile(`req-[0-9a-f-]{36}`)
 	norm := func(s string) string {
@@ -288,8 +325,17 @@ func TestHTTPAgainstReference(t *testing.T) {
 	t.Logf("%d steps, %d differ", len(steps), diffs)
 }
 
-// canonicalJSON spells a decoded body with sorted keys.
+// canonicalJSON spells a decoded body with sorted keys; the order of
+// allocation requests and of resource providers in a list is not part of
+// the API, so those lists are sorted too.
 func canonicalJSON(v any) string {
+	if m, ok := v.(map[string]any); ok {
+		for _, k := range []string{"allocation_requests", "resource_providers"} {
+			if l, ok := m[k].([]any); ok {
+				sort.Slice(l, func(i, j int) bool { return canonicalJSON(l[i]) < canonicalJSON(l[j]) })
+			}
+		}
+	}
 	b, _ := json.Marshal(v)
 	return string(b)
 }

@@ -76,7 +76,9 @@ func (s *Service) setProviderTraits(c *reqCtx) error {
 		return err
 	}
 	c.setCacheHeaders(p.UpdatedAt)
-	return c.writeJSON(200, map[string]any{"traits": traitOrder(p.Traits), "resource_provider_generation": p.Generation})
+	// Placement answers a PUT with the traits as its name lookup returns
+	// them, sorted by name (a GET lists them by id, see traitOrder).
+	return c.writeJSON(200, map[string]any{"traits": sortedStrings(p.Traits), "resource_provider_generation": p.Generation})
 }
 
 func (s *Service) deleteProviderTraits(c *reqCtx) error {
