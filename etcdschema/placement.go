@@ -1,6 +1,9 @@
 package etcdschema
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Versions of placement's stored values (see values.go for the rules).
 const (
@@ -25,7 +28,15 @@ type Inventory struct {
 // Capacity is Placement's rule: int((total - reserved) * allocation_ratio).
 // The float conversion mirrors Placement's SQL so figures match exactly.
 func (i Inventory) Capacity() int64 {
-	return int64(float64(i.Total-i.Reserved) * i.AllocationRatio)
+	c := float64(i.Total-i.Reserved) * i.AllocationRatio
+	// A large ratio (up to 3.4e38 is valid) must not wrap around.
+	switch {
+	case c >= math.MaxInt64:
+		return math.MaxInt64
+	case c <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(c)
 }
 
 // Provider is a resource provider record stored at Keys.Provider(uuid). The

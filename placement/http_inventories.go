@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -15,8 +16,21 @@ const maxInt = 2147483647
 func serializeInventory(inv etcdschema.Inventory) map[string]any {
 	return map[string]any{
 		"total": inv.Total, "reserved": inv.Reserved, "min_unit": inv.MinUnit,
-		"max_unit": inv.MaxUnit, "step_size": inv.StepSize, "allocation_ratio": inv.AllocationRatio,
+		"max_unit": inv.MaxUnit, "step_size": inv.StepSize, "allocation_ratio": pyFloat(inv.AllocationRatio),
 	}
+}
+
+// echoInventory is an inventory as Placement answers a write of it: the
+// fields the request gave, spelled as Python re-encodes what it read (16
+// stays 16, 2.0 stays 2.0), and the defaults for the others.
+func echoInventory(inv etcdschema.Inventory, given map[string]any) map[string]any {
+	out := serializeInventory(inv)
+	for k := range out {
+		if n, ok := given[k].(json.Number); ok {
+			out[k] = json.RawMessage(pyNumberRepr(n))
+		}
+	}
+	return out
 }
 
 // inventoryRecord reads one inventory object that its schema has
@@ -194,8 +208,10 @@ func (s *Service) setInventories(c *reqCtx) error {
 		return err
 	}
 	out := map[string]any{}
+	given := obj["inventories"].(map[string]any)
 	for rc, inv := range p.Inventories {
-		out[rc] = serializeInventory(inv)
+		g, _ := given[rc].(map[string]any)
+		out[rc] = echoInventory(inv, g)
 	}
 	c.setCacheHeaders(p.UpdatedAt)
 	return c.writeJSON(200, map[string]any{"resource_provider_generation": p.Generation, "inventories": out})
@@ -250,7 +266,7 @@ func (s *Service) createInventory(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	out := serializeInventory(inv)
+	out := echoInventory(inv, obj)
 	out["resource_provider_generation"] = p.Generation
 	c.setLocation("/resource_providers/" + id + "/inventories/" + rc)
 	c.setCacheHeaders(p.UpdatedAt)
@@ -296,7 +312,7 @@ func (s *Service) updateInventory(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	out := serializeInventory(inv)
+	out := echoInventory(inv, obj)
 	out["resource_provider_generation"] = p.Generation
 	c.setCacheHeaders(p.UpdatedAt)
 	return c.writeJSON(200, out)

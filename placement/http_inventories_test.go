@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -79,4 +80,26 @@ func TestHTTPInventoryErrors(t *testing.T) {
 	})
 	// Reserved equal to total is fine from 1.26.
 	a.must(201, "POST", base, "1.26", map[string]any{"resource_class": "MEMORY_MB", "total": 10, "reserved": 10})
+}
+
+// Numbers come back as Placement writes them: a write echoes what it was
+// given (16 stays 16), a read gives the stored float (16.0); and a ratio
+// so large that the capacity exceeds int64 does not wrap around.
+func TestHTTPInventoryNumbers(t *testing.T) {
+	a := newAPI(t)
+	a.provider(rpA)
+	base := "/resource_providers/" + rpA + "/inventories"
+	r := a.must(201, "POST", base, "1.39", `{"resource_class": "VCPU", "total": 4, "allocation_ratio": 16}`)
+	if !strings.Contains(r.raw, `"allocation_ratio":16,`) && !strings.Contains(r.raw, `"allocation_ratio":16}`) {
+		t.Fatalf("POST echo: %s", r.raw)
+	}
+	r = a.must(200, "GET", base+"/VCPU", "1.39", nil)
+	if !strings.Contains(r.raw, `"allocation_ratio":16.0`) {
+		t.Fatalf("GET: %s", r.raw)
+	}
+	a.must(200, "PUT", base+"/VCPU", "1.39", `{"resource_provider_generation": 1, "total": 4, "allocation_ratio": 1e20}`)
+	r = a.must(200, "GET", "/allocation_candidates?resources=VCPU:1000000", "1.39", nil)
+	if n := len(r.body["allocation_requests"].([]any)); n != 1 {
+		t.Fatalf("huge ratio: %d candidates: %s", n, r.raw)
+	}
 }

@@ -163,6 +163,18 @@ func pyFloatRepr(f float64) string {
 	return s
 }
 
+// pyFloat is a float that JSON-encodes as Python's json.dumps does
+// (1.0, not 1): Placement's float fields read the same to clients that
+// print them.
+type pyFloat float64
+
+func (f pyFloat) MarshalJSON() ([]byte, error) {
+	if math.IsInf(float64(f), 0) || math.IsNaN(float64(f)) {
+		return nil, fmt.Errorf("placement: %v is not JSON", float64(f))
+	}
+	return []byte(pyFloatRepr(float64(f))), nil
+}
+
 // pformat is pprint.pformat(v, width=72) with its default sorted dicts.
 func pformat(v any) string {
 	var b strings.Builder
