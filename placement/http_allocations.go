@@ -3,6 +3,9 @@ package placement
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -75,6 +78,58 @@ func (s *Service) unknownAllocationClass(c *reqCtx, claimErr error, writes map[s
 	return "", nil
 }
 
+// providersWithoutInventory is Placement's first capacity check: a
+// provider in the write that has inventory of none of the classes the
+// write asks for fails the whole write, naming every class asked for (in
+// class id order) and every such provider. Like unknownAllocationClass it
+// runs only once a claim has failed for want of inventory.
+func (s *Service) providersWithoutInventory(c *reqCtx, claimErr error, writes map[string]AllocationWrite) (*httpError, error) {
+	if !errors.Is(claimErr, ErrInsufficientCapacity) {
+		return nil, nil
+	}
+	classes := map[string]bool{}
+	providers := map[string]bool{}
+	for _, w := range writes {
+		for rp, a := range w.Allocations {
+			providers[rp] = true
+			for rc := range a.Resources {
+				classes[rc] = true
+			}
+		}
+	}
+	var missing []string
+	for _, rp := range sortedKeys(providers) {
+		sp, err := s.getProvider(c.r.Context(), rp)
+		if errors.Is(err, ErrProviderNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		has := false
+		for rc := range classes {
+			if _, ok := sp.p.Inventories[rc]; ok {
+				has = true
+			}
+		}
+		if !has {
+			missing = append(missing, rp)
+		}
+	}
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	names := sortedKeys(classes)
+	rank := func(rc string) int {
+		if i := slices.Index(standardResourceClasses, rc); i >= 0 {
+			return i
+		}
+		return len(standardResourceClasses)
+	}
+	sort.SliceStable(names, func(i, j int) bool { return rank(names[i]) < rank(names[j]) })
+	return errConflict(codeDefault, "Unable to allocate inventory: Inventory for '%s' on resource provider '%s' invalid.",
+		strings.Join(names, ", "), strings.Join(missing, ", ")), nil
+}
+
 // allocationError answers a failed allocation write as Placement does.
 func allocationError(consumer string, err error) error {
 	switch {
@@ -116,6 +171,11 @@ func (s *Service) putAllocations(c *reqCtx) error {
 		} else if rc != "" {
 			return errBadRequest("Unable to allocate inventory for consumer %s: No such resource class %s.", consumer, rc)
 		}
+		if herr, rerr := s.providersWithoutInventory(c, err, map[string]AllocationWrite{consumer: w}); rerr != nil {
+			return rerr
+		} else if herr != nil {
+			return herr
+		}
 		return allocationError(consumer, err)
 	}
 	_ = s.WaitForRevision(c.r.Context(), rev)
@@ -152,6 +212,11 @@ func (s *Service) postAllocations(c *reqCtx) error {
 			return uerr
 		} else if rc != "" {
 			return errBadRequest("Unable to allocate inventory No such resource class %s.", rc)
+		}
+		if herr, rerr := s.providersWithoutInventory(c, err, writes); rerr != nil {
+			return rerr
+		} else if herr != nil {
+			return herr
 		}
 		return allocationError("", err)
 	}

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/berth-project/berth/etcdschema"
@@ -81,6 +82,11 @@ func (s *Service) listTraits(c *reqCtx) error {
 		out = append(out, t)
 	}
 	s.idx.mu.RUnlock()
+	if strings.HasPrefix(q.Get("name"), "in:") {
+		// Placement's name IN (...) lookup comes back by name; its other
+		// lists come in id order (standard traits first).
+		sort.Strings(out)
+	}
 	c.setCacheHeaders(s.now())
 	return c.writeJSON(200, map[string]any{"traits": out})
 }

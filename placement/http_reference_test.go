@@ -30,7 +30,7 @@ func TestHTTPAgainstReference(t *testing.T) {
 	// that has seen earlier runs.
 	run := strings.ReplaceAll(uuid.NewString(), "-", "")[:8]
 	ids := map[string]string{}
-	for _, k := range []string{"RP1", "RP2", "RP3", "RP4", "C1", "C2", "C3", "AGG", "CN", "NUMA0", "NUMA1", "SS", "AGG2"} {
+	for _, k := range []string{"RP1", "RP2", "RP3", "RP4", "C1", "C2", "C3", "AGG", "RP5", "CN", "NUMA0", "NUMA1", "SS", "AGG2"} {
 		ids[k] = uuid.NewString()
 	}
 	ids["RUN"] = run
@@ -289,6 +289,28 @@ func TestHTTPAgainstReference(t *testing.T) {
 		{"GET", "/allocation_candidates?resources=VCPU:5&member_of=$AGG2", "1.39", ``, nil},
 		{"GET", "/allocation_candidates?resources=VCPU:3,CUSTOM_RC$RUN:1&member_of=$AGG2&limit=2", "1.39", ``, nil},
 		{"GET", "/resource_providers?in_tree=$NUMA1", "1.39", ``, nil},
+		{"PUT", "/allocations/$C3", "1.38", `{"allocations": {"$NUMA0": {"resources": {"VCPU": 2}}, "$SS": {"resources": {"DISK_GB": 20}}, "$CN": {"resources": {"MEMORY_MB": 256}}}, "project_id": "p3", "user_id": "u3", "consumer_generation": null, "consumer_type": "INSTANCE"}`, nil},
+		{"GET", "/allocations/$C3", "1.0", ``, nil},
+		{"GET", "/allocations/$C3", "1.12", ``, nil},
+		{"GET", "/allocations/$C3", "1.28", ``, nil},
+		{"GET", "/allocations/$C3", "1.38", ``, nil},
+		{"GET", "/resource_providers/$SS/allocations", "1.0", ``, nil},
+		{"GET", "/resource_providers/$SS/allocations", "1.38", ``, nil},
+		{"GET", "/resource_providers/$SS/usages", "1.0", ``, nil},
+		{"GET", "/resource_providers/$SS/usages", "1.39", ``, nil},
+		{"GET", "/usages?project_id=p3&user_id=u3", "1.9", ``, nil},
+		{"GET", "/usages?project_id=p3&user_id=nobody", "1.9", ``, nil},
+		{"GET", "/allocation_candidates?resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&member_of=$AGG2", "1.39", ``, nil},
+		{"POST", "/allocations", "1.38", `{"$C3": {"allocations": {"$NUMA1": {"resources": {"VCPU": 1}}}, "project_id": "p3", "user_id": "u3", "consumer_generation": 1, "consumer_type": "INSTANCE"}}`, nil},
+		{"GET", "/allocations/$C3", "1.38", ``, nil},
+		{"GET", "/resource_providers/$NUMA0", "1.39", ``, nil},
+		{"GET", "/resource_providers/$NUMA1", "1.39", ``, nil},
+		{"POST", "/resource_providers", "1.0", `{"name": "old-$RUN", "uuid": "$RP4"}`, nil},
+		{"GET", "/resource_providers/$RP4", "1.0", ``, nil},
+		{"POST", "/resource_providers", "1.19", `{"name": "old2-$RUN", "uuid": "$RP5"}`, nil},
+		{"DELETE", "/resource_providers/$RP4", "1.0", ``, nil},
+		{"GET", "/resource_classes", "1.2", ``, nil},
+		{"GET", "/traits?name=in:HW_NUMA_ROOT,COMPUTE_NODE,$CUSTOM", "1.6", ``, nil},
 		{"GET", "/resource_providers?resources=DISK_GB:10&member_of=$AGG2", "1.39", ``, nil},
 		{"GET", "/resource_providers?required=MISC_SHARES_VIA_AGGREGATE&member_of=$AGG2", "1.39", ``, nil},
 	}
