@@ -110,16 +110,6 @@ func (o *osc) failsWith(t *testing.T, want string, args ...string) {
 	}
 }
 
-// knownBug skips the calling (sub)test when the CLI printed the symptom of
-// a Berth bug that is known and tracked, and fails it on any other
-// mismatch: once the bug is fixed the full check runs again by itself.
-func knownBug(t *testing.T, printed, symptom, bug string) {
-	t.Helper()
-	if strings.Contains(printed, symptom) {
-		t.Skipf("known: %s (the CLI printed %q)", bug, strings.TrimSpace(printed))
-	}
-}
-
 // table parses cliff's table format into rows of column → cell.
 func table(t *testing.T, out string) []map[string]string {
 	t.Helper()

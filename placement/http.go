@@ -111,6 +111,14 @@ func (s *Service) dispatch(rt *route) http.Handler {
 		path := r.URL.Path
 		if path != "/" && path != "" {
 			if !s.authenticate(c) {
+				if s.opts.Auth.Mode == "tokens" {
+					// A deployment's clients (the openstack CLI) read
+					// errors[0].detail from every 4xx, as they do behind
+					// keystonemiddleware; noauth2's bare body is kept for
+					// noauth, where the conformance suite expects it.
+					s.writeError(c, &httpError{status: 401, detail: "The request you have made requires authentication."})
+					return
+				}
 				writeUnauthorized(c)
 				return
 			}
@@ -309,6 +317,7 @@ func webobHTMLBody(r *http.Request, he *httpError) string {
 // details begin with.
 var explanations = map[int]string{
 	400: "The server could not comply with the request since it is either malformed or otherwise incorrect.",
+	401: "This server could not verify that you are authorized to access the document you requested. Either you supplied the wrong credentials (e.g., bad password), or your browser does not understand how to supply the credentials required.",
 	403: "Access was denied to this resource.",
 	404: "The resource could not be found.",
 	405: "",

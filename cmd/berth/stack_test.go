@@ -116,6 +116,9 @@ func tok(v string, kv ...string) map[string]string {
 // settings reach the Placement API `berth server` serves.
 func TestPlacementAuthFromConfig(t *testing.T) {
 	const unauthorized = `"title":"Unauthorized"`
+	// In tokens mode a 401 is OpenStack's error JSON, which the openstack
+	// CLI reads errors[0].detail from.
+	const tokenRequired = `"detail":"This server could not verify that you are authorized to access the document you requested. Either you supplied the wrong credentials (e.g., bad password), or your browser does not understand how to supply the credentials required.\n\n The request you have made requires authentication.  "`
 	const forbidden = "Policy does not allow placement:resource_providers:list to be performed."
 
 	t.Run("noauth by default", func(t *testing.T) {
@@ -156,7 +159,7 @@ func TestPlacementAuthFromConfig(t *testing.T) {
 		runAuthCases(t, base, []authCase{
 			{desc: "root is open", path: "/", want: 200},
 			{desc: "no token", path: "/resource_providers", want: 401, wantBody: unauthorized},
-			{desc: "unknown token", path: "/resource_providers", header: tok("wrong"), want: 401, wantBody: unauthorized},
+			{desc: "unknown token", path: "/resource_providers", header: tok("wrong"), want: 401, wantBody: tokenRequired},
 			// noauth's conventions do not apply in tokens mode.
 			{desc: "noauth admin is unknown", path: "/resource_providers", header: tok("admin"), want: 401},
 			{desc: "noauth user:project is unknown", path: "/resource_providers", header: tok("alice:p1"), want: 401},
