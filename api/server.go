@@ -33,6 +33,9 @@ type Server struct {
 	cli       *clientv3.Client
 	keys      etcdschema.Keys
 	placement Allocations
+	// defaultAZ is the zone of hosts in no AZ aggregate (Nova's
+	// default_availability_zone); see zone.
+	defaultAZ string
 	log       hclog.Logger
 	router    *mux.Router
 }
@@ -43,6 +46,7 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Lo
 	r := s.router
 	r.HandleFunc("/", s.versions).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.schedulingRoutes(r)
 	r.HandleFunc("/v1/servers", s.createServers).Methods(http.MethodPost)
 	r.HandleFunc("/v1/servers", s.listServers).Methods(http.MethodGet)
 	r.HandleFunc("/v1/servers/detail", s.listServers).Methods(http.MethodGet)
@@ -57,6 +61,33 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Lo
 		writeError(w, http.StatusMethodNotAllowed, "The method is not allowed for this resource.")
 	})
 	return s
+}
+
+// SetDefaultAvailabilityZone sets the zone of hosts in no AZ aggregate
+// (default "nova"); requests may name it or an aggregate's zone.
+func (s *Server) SetDefaultAvailabilityZone(az string) { s.defaultAZ = az }
+
+// zone is the default availability zone, Nova's "nova" unless set.
+func (s *Server) zone() string {
+	if s.defaultAZ == "" {
+		return "nova"
+	}
+	return s.defaultAZ
+}
+
+// schedulingRoutes are the server groups and host aggregates (issue 4).
+func (s *Server) schedulingRoutes(r *mux.Router) {
+	r.HandleFunc("/v1/server-groups", s.createServerGroup).Methods(http.MethodPost)
+	r.HandleFunc("/v1/server-groups", s.listServerGroups).Methods(http.MethodGet)
+	r.HandleFunc("/v1/server-groups/{id}", s.showServerGroup).Methods(http.MethodGet)
+	r.HandleFunc("/v1/server-groups/{id}", s.deleteServerGroup).Methods(http.MethodDelete)
+	r.HandleFunc("/v1/os-aggregates", s.createAggregate).Methods(http.MethodPost)
+	r.HandleFunc("/v1/os-aggregates", s.listAggregates).Methods(http.MethodGet)
+	r.HandleFunc("/v1/os-aggregates/sync", s.syncAggregates).Methods(http.MethodPost)
+	r.HandleFunc("/v1/os-aggregates/{id}", s.showAggregate).Methods(http.MethodGet)
+	r.HandleFunc("/v1/os-aggregates/{id}", s.updateAggregate).Methods(http.MethodPut)
+	r.HandleFunc("/v1/os-aggregates/{id}", s.deleteAggregate).Methods(http.MethodDelete)
+	r.HandleFunc("/v1/os-aggregates/{id}/action", s.aggregateAction).Methods(http.MethodPost)
 }
 
 // ServeHTTP stamps each request with an id, as OpenStack services do.
@@ -99,18 +130,18 @@ func (s *Server) versions(w http.ResponseWriter, _ *http.Request) {
 type createRequest struct {
 	Server *createBody `json:"server"`
 	createBody
-	OSHints *etcdschema.SchedulerHints `json:"os:scheduler_hints"`
+	OSHints *rawHints `json:"os:scheduler_hints"`
 }
 
 type createBody struct {
-	Name             string                     `json:"name"`
-	Flavor           string                     `json:"flavor"`
-	FlavorRef        string                     `json:"flavorRef"`
-	Count            *int                       `json:"count"`
-	MinCount         *int                       `json:"min_count"`
-	MaxCount         *int                       `json:"max_count"`
-	AvailabilityZone string                     `json:"availability_zone"`
-	Hints            *etcdschema.SchedulerHints `json:"scheduler_hints"`
+	Name             string    `json:"name"`
+	Flavor           string    `json:"flavor"`
+	FlavorRef        string    `json:"flavorRef"`
+	Count            *int      `json:"count"`
+	MinCount         *int      `json:"min_count"`
+	MaxCount         *int      `json:"max_count"`
+	AvailabilityZone string    `json:"availability_zone"`
+	Hints            *rawHints `json:"scheduler_hints"`
 }
 
 func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
@@ -127,10 +158,10 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 	}
 	hints := etcdschema.SchedulerHints{}
 	if body.Hints != nil {
-		hints = *body.Hints
+		hints = body.Hints.hints()
 	}
 	if req.OSHints != nil {
-		hints = *req.OSHints
+		hints = req.OSHints.hints()
 	}
 	flavorName := body.Flavor
 	if flavorName == "" {
@@ -161,6 +192,10 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 		s.writeStoreError(w, err, fmt.Sprintf("Flavor %s could not be found.", flavorName))
 		return
 	}
+	if msg, status := s.checkPlacementRequest(ctx, body.AvailabilityZone, hints); msg != "" {
+		writeError(w, status, msg)
+		return
+	}
 	project, user := identity(r)
 	rid := requestID(ctx)
 	resID := "r-" + uuid.NewString()[:8]
@@ -175,21 +210,39 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 			Index: i, Count: count, Flavor: *flavor, ProjectID: project, UserID: user,
 			AvailabilityZone: body.AvailabilityZone, Hints: hints, RequestID: rid, CreatedAt: now}
 	}
-	// Two keys a server; a reservation goes in as few transactions as etcd
+	// Two keys a server (three in a group); a reservation goes in as few transactions as etcd
 	// allows, so the superconductor sees whole multi-instance requests.
-	const perTxn = 64
+	perTxn := 64
+	if hints.Group != "" {
+		perTxn = 42 // three keys a server, within etcd's 128 operations
+	}
 	for start := 0; start < count; start += perTxn {
 		end := min(start+perTxn, count)
 		var ops []clientv3.Op
+		var cmps []clientv3.Cmp
 		for _, br := range brs[start:end] {
 			m := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, ProjectID: project, CreatedAt: now}
 			ops = append(ops,
 				clientv3.OpPut(s.keys.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(m)),
 				clientv3.OpPut(s.keys.BuildRequest(br.InstanceUUID), etcdschema.MustEncode(br)))
+			if hints.Group != "" {
+				// Nova adds the instance to its group at create; the
+				// scheduler later records its host on the same key.
+				ops = append(ops, clientv3.OpPut(s.keys.ServerGroupMember(hints.Group, br.InstanceUUID),
+					etcdschema.MustEncode(&etcdschema.ServerGroupMember{InstanceUUID: br.InstanceUUID, CreatedAt: now})))
+			}
 		}
-		if _, err := s.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+		if hints.Group != "" {
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.ServerGroup(hints.Group)), ">", 0))
+		}
+		resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
 			s.log.Error("store build requests", "request_id", rid, "error", err)
 			writeError(w, http.StatusServiceUnavailable, "Could not store the build requests; try again.")
+			return
+		}
+		if !resp.Succeeded {
+			writeError(w, http.StatusConflict, fmt.Sprintf("Server group %s was deleted while the servers were being requested.", hints.Group))
 			return
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/scheduler"
 )
 
 // CellConductorConfig configures a cell conductor.
@@ -119,9 +120,18 @@ func (c *CellConductor) process(ctx context.Context, it Item) error {
 			log.Warn("alternate has no usable allocation request, discarding it", "host", sel.ServiceHost)
 			continue
 		}
-		err := c.cfg.Placement.PutAllocations(ctx, uuid, placement.AllocationWrite{
-			Allocations: ar.Allocations, ProjectID: inst.ProjectID, UserID: inst.UserID,
-		})
+		write := placement.AllocationWrite{Allocations: ar.Allocations, ProjectID: inst.ProjectID, UserID: inst.UserID}
+		var err error
+		if alts.Group != "" {
+			err = c.claimInGroup(ctx, alts.Group, sel.ServiceHost, uuid, write)
+		} else {
+			err = c.cfg.Placement.PutAllocations(ctx, uuid, write)
+		}
+		if errors.Is(err, scheduler.ErrGroupPolicy) || errors.Is(err, placement.ErrGuardFailed) {
+			log.Info("alternate would break the server group's policy, discarding it", "host", sel.ServiceHost,
+				"group", alts.Group, "error", err)
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, placement.ErrInsufficientCapacity) || errors.Is(err, placement.ErrConcurrentUpdate) ||
 				errors.Is(err, placement.ErrProviderNotFound) {
@@ -187,6 +197,29 @@ func (c *CellConductor) process(ctx context.Context, it Item) error {
 	}
 	log.Warn("build failed on every host", "attempts", len(alts.Attempts), "reasons", inst.Fault.Details)
 	return nil
+}
+
+// groupClaimer is what a retry into a server group needs of placement: a
+// claim that carries the group's guard in its own transaction.
+type groupClaimer interface {
+	PutAllocationsWithOptions(ctx context.Context, writes map[string]placement.AllocationWrite, opts placement.ClaimOptions) (int64, error)
+}
+
+// claimInGroup claims an alternate for a member of a server group only if
+// the group's hard policy still allows the host, moving the member's place
+// there in the same transaction (scheduler.GroupRetryGuard).
+func (c *CellConductor) claimInGroup(ctx context.Context, group, host, uuid string, w placement.AllocationWrite) error {
+	p, ok := c.cfg.Placement.(groupClaimer)
+	if !ok {
+		return fmt.Errorf("claim alternate %s for %s: placement cannot guard a server group claim", host, uuid)
+	}
+	guards, ops, err := scheduler.GroupRetryGuard(ctx, c.cfg.Client, c.cfg.Keys, c.log, group, host, uuid)
+	if err != nil {
+		return err
+	}
+	_, err = p.PutAllocationsWithOptions(ctx, map[string]placement.AllocationWrite{uuid: w},
+		placement.ClaimOptions{Guards: guards, GuardOps: ops})
+	return err
 }
 
 // commit applies ops and finishes the item, if we still hold it and neither

@@ -256,7 +256,7 @@ func (s *Superconductor) handOff(ctx context.Context, g leasedRequest, sels []et
 		ProjectID: br.ProjectID, CreatedAt: br.CreatedAt}
 	alts := &etcdschema.Alternates{InstanceUUID: br.InstanceUUID, Cell: chosen.Cell,
 		MaxAttempts: s.cfg.MaxAttempts, Remaining: sels[1:],
-		Attempts: []etcdschema.Attempt{{Host: chosen.ServiceHost, At: now}}}
+		Attempts: []etcdschema.Attempt{{Host: chosen.ServiceHost, At: now}}, Group: br.Hints.Group}
 	build := &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: br.InstanceUUID, Name: br.Name,
 		Cell: chosen.Cell, Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
 		Attempt: 1, RequestID: br.RequestID, CastAt: now}

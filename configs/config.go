@@ -22,6 +22,10 @@ type Config struct {
 
 	Etcd Etcd
 	Log  Log
+	// DefaultAvailabilityZone is the zone of hosts in no AZ aggregate
+	// (Nova's default_availability_zone); the API and the scheduler of
+	// one deployment must agree on it.
+	DefaultAvailabilityZone string
 
 	API            *API
 	Placement      *Placement
@@ -121,6 +125,11 @@ type Scheduler struct {
 	OrphanGrace              time.Duration
 	StuckBuildRequestTimeout time.Duration
 	Weights                  Weights
+
+	// Nova's [scheduler] gates of the aggregate request filters.
+	LimitTenantsToPlacementAggregate     bool
+	PlacementAggregateRequiredForTenants bool
+	EnableIsolatedAggregateFiltering     bool
 
 	declRange           hcl.Range
 	enabledFiltersRange *hcl.Range // nil when the filters are the defaults

@@ -104,6 +104,7 @@ func (d *decoder) config(r *rawFile) *Config {
 	c := &Config{Filename: d.filename}
 	c.Etcd = d.etcd(r.Etcd)
 	c.Log = d.log(r.Log)
+	c.DefaultAvailabilityZone = d.zone(r.Body, "default_availability_zone", r.DefaultAvailabilityZone, d.def.DefaultAvailabilityZone)
 	if r.API != nil {
 		c.API = &API{
 			Bind:      d.bind(r.API.Body, "bind", r.API.Bind, d.def.API.Bind),
@@ -301,6 +302,9 @@ func (d *decoder) scheduler(r *rawScheduler) *Scheduler {
 		declRange:                   r.DefRange,
 		filename:                    d.filename,
 	}
+	s.LimitTenantsToPlacementAggregate = d.boolean(r.LimitTenants, def.LimitTenantsToPlacementAggregate)
+	s.PlacementAggregateRequiredForTenants = d.boolean(r.AggregateRequiredForTenants, def.PlacementAggregateRequiredForTenants)
+	s.EnableIsolatedAggregateFiltering = d.boolean(r.IsolatedAggregates, def.EnableIsolatedAggregateFiltering)
 	if r.EnabledFilters != nil {
 		s.EnabledFilters = *r.EnabledFilters
 		s.enabledFiltersRange = attrRange(r.Body, "enabled_filters")

@@ -247,6 +247,11 @@ func TestParseErrors(t *testing.T) {
 			},
 		},
 		{
+			desc: "bad default availability zone",
+			src:  "default_availability_zone = \"az:1\"\n",
+			want: []diag{{"1:29", "Invalid default_availability_zone", `without ':'; got "az:1"`}},
+		},
+		{
 			desc: "duplicate filter",
 			src:  "scheduler {\n  enabled_filters = [\"ComputeFilter\", \"ComputeFilter\"]\n}\n",
 			want: []diag{{"2:21", "Duplicate filter", `"ComputeFilter" is listed twice`}},
@@ -339,7 +344,13 @@ agent {
 	if cfg.Etcd.Embedded != nil {
 		t.Errorf("endpoints set but Embedded = %+v", cfg.Etcd.Embedded)
 	}
+	if cfg.DefaultAvailabilityZone != "nova" {
+		t.Errorf("DefaultAvailabilityZone = %q, want nova", cfg.DefaultAvailabilityZone)
+	}
 	s := cfg.Scheduler
+	if s.LimitTenantsToPlacementAggregate || s.PlacementAggregateRequiredForTenants || s.EnableIsolatedAggregateFiltering {
+		t.Errorf("aggregate request filters must be off by default: %+v", s)
+	}
 	if s.MaxAttempts != 5 || s.TrackInstanceChanges || s.HostSubsetSize != 1 || s.MaxPlacementResults != 1000 || s.ElectionTTL != 10*time.Second || s.Bind != "127.0.0.1:8775" {
 		t.Errorf("Scheduler = %+v", s)
 	}

@@ -40,8 +40,9 @@ func Defaults() *Config {
 				QuotaBackendBytes: 8 << 30,
 			},
 		},
-		Log: Log{Level: "info", Format: LogFormatText},
-		API: &API{Bind: "127.0.0.1:8774"}, // Nova's compute API port
+		Log:                     Log{Level: "info", Format: LogFormatText},
+		DefaultAvailabilityZone: "nova",
+		API:                     &API{Bind: "127.0.0.1:8774"}, // Nova's compute API port
 		Placement: &Placement{
 			Bind: "127.0.0.1:8778", // Placement's usual port
 			Auth: AuthNoAuth,
@@ -57,8 +58,10 @@ func Defaults() *Config {
 				"ComputeFilter",
 				"SameHostFilter",
 				"DifferentHostFilter",
-				// Nova also enables the server-group filters by default;
-				// Berth adds them with server groups (issue 4).
+				// Nova enables the server-group filters by default; a
+				// group request is refused without its policy's filter.
+				"ServerGroupAntiAffinityFilter",
+				"ServerGroupAffinityFilter",
 			},
 			MaxHostsToWeigh: 0,
 			ElectionTTL:     10 * time.Second,

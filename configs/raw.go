@@ -6,6 +6,10 @@ import "github.com/hashicorp/hcl/v2"
 // told from zero, every block keeps its body and range for diagnostics.
 
 type rawFile struct {
+	// DefaultAvailabilityZone is Nova's [DEFAULT] option: shared by the
+	// API (which zones a request may name) and the scheduler.
+	DefaultAvailabilityZone *string `hcl:"default_availability_zone"`
+
 	Etcd           *rawEtcd           `hcl:"etcd,block"`
 	Log            *rawLog            `hcl:"log,block"`
 	API            *rawAPI            `hcl:"api,block"`
@@ -14,6 +18,8 @@ type rawFile struct {
 	Superconductor *rawSuperconductor `hcl:"superconductor,block"`
 	Conductor      *rawConductor      `hcl:"conductor,block"`
 	Agent          *rawAgent          `hcl:"agent,block"`
+
+	Body hcl.Body `hcl:",body"`
 }
 
 type rawEtcd struct {
@@ -87,6 +93,9 @@ type rawScheduler struct {
 	TrackInstanceChanges        *bool       `hcl:"track_instance_changes"`
 	EnabledFilters              *[]string   `hcl:"enabled_filters"`
 	MaxHostsToWeigh             *int64      `hcl:"max_hosts_to_weigh"`
+	LimitTenants                *bool       `hcl:"limit_tenants_to_placement_aggregate"`
+	AggregateRequiredForTenants *bool       `hcl:"placement_aggregate_required_for_tenants"`
+	IsolatedAggregates          *bool       `hcl:"enable_isolated_aggregate_filtering"`
 	ElectionTTL                 *string     `hcl:"election_ttl"`
 	AdvertiseURL                *string     `hcl:"advertise_url"`
 	LeaderInterval              *string     `hcl:"leader_interval"`

@@ -166,6 +166,19 @@ func (d *decoder) httpURL(b hcl.Body, name string, v *string, def string) string
 	return *v
 }
 
+// zone reads an availability zone name: not empty, no colon (Nova's API
+// uses "zone:host"), at most 255 characters.
+func (d *decoder) zone(b hcl.Body, name string, v *string, def string) string {
+	if v == nil {
+		return def
+	}
+	if strings.TrimSpace(*v) == "" || len(*v) > 255 || strings.Contains(*v, ":") {
+		d.bad(b, name, "Invalid "+name,
+			fmt.Sprintf("%s must be 1 to 255 characters without ':'; got %q.", name, *v))
+	}
+	return *v
+}
+
 // nameRE is what a host or cell may be called: it becomes one segment of
 // etcd keys (/hosts/<host>/...), so no slashes or spaces.
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$`)

@@ -139,6 +139,57 @@ func (k Keys) Alternates(uuid string) string { return k.join("alternates", uuid)
 // AlternatesPrefix is the prefix of every alternates list.
 func (k Keys) AlternatesPrefix() string { return k.join("alternates") + "/" }
 
+// ---- server groups and aggregates ------------------------------------------
+
+// ServerGroup is a server group record (policy, rules, owner).
+func (k Keys) ServerGroup(uuid string) string { return k.join("server_groups", uuid) }
+
+// ServerGroups is the prefix of every server group record and its
+// sub-keys; group records are the keys directly under it.
+func (k Keys) ServerGroups() string { return k.join("server_groups") + "/" }
+
+// ServerGroupPrefix holds one group's members and placement guards (not the
+// group record itself, which is ServerGroup(uuid)).
+func (k Keys) ServerGroupPrefix(uuid string) string { return k.join("server_groups", uuid) + "/" }
+
+// ServerGroupMember records that an instance belongs to a group, and once
+// scheduled, on which host it was placed.
+func (k Keys) ServerGroupMember(group, instance string) string {
+	return k.join("server_groups", group, "members", instance)
+}
+
+// ServerGroupMembers is the prefix of one group's members.
+func (k Keys) ServerGroupMembers(group string) string {
+	return k.join("server_groups", group, "members") + "/"
+}
+
+// ServerGroupSlot is one of the max_server_per_host places an
+// anti-affinity group has on a host; a claim creates it only if absent.
+func (k Keys) ServerGroupSlot(group, host string, slot int) string {
+	return k.join("server_groups", group, "slots", host, fmt.Sprint(slot))
+}
+
+// ServerGroupSlots is the prefix of one group's slots on every host.
+func (k Keys) ServerGroupSlots(group string) string {
+	return k.join("server_groups", group, "slots") + "/"
+}
+
+// ServerGroupAffinityHost is the one host an affinity group lives on,
+// created by the claim that places its first member.
+func (k Keys) ServerGroupAffinityHost(group string) string {
+	return k.join("server_groups", group, "affinity_host")
+}
+
+// Aggregate is a host aggregate record (Nova's aggregates table row with its
+// hosts and metadata).
+func (k Keys) Aggregate(uuid string) string { return k.join("aggregates", uuid) }
+
+// Aggregates is the prefix of every aggregate record.
+func (k Keys) Aggregates() string { return k.join("aggregates") + "/" }
+
+// AggregateName reserves an aggregate name (value: the aggregate's uuid).
+func (k Keys) AggregateName(name string) string { return k.join("aggregate_names", name) }
+
 // ---- cells -----------------------------------------------------------------
 
 // Cell is a cell record.

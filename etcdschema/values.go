@@ -327,6 +327,9 @@ type Alternates struct {
 	MaxAttempts  int         `json:"max_attempts"`
 	Remaining    []Selection `json:"remaining"`
 	Attempts     []Attempt   `json:"attempts"`
+	// Group is the server group the instance was scheduled into, if any:
+	// a retry on an alternate must still keep the group's policy.
+	Group string `json:"group,omitempty"`
 }
 
 func (*Alternates) SchemaVersion() int { return AlternatesVersion }

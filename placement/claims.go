@@ -113,6 +113,7 @@ func (s *Service) writeAllocations(ctx context.Context, writes map[string]Alloca
 		if err != nil {
 			return 0, fmt.Errorf("claim %s: %w", what, err)
 		}
+		ops = append(ops, opts.GuardOps...)
 		if len(cmps) > maxTxnOps || len(ops) > maxTxnOps {
 			return 0, fmt.Errorf("claim %s: %w", what, detailf(ErrTooManyOps, "the write needs %d compares and %d operations, etcd allows %d of each in one transaction", len(cmps), len(ops), maxTxnOps))
 		}

@@ -16,4 +16,8 @@ type ClaimOptions struct {
 	// mapping", "the record is still the one I wrote"). When a guard fails
 	// the write is not retried: it returns ErrGuardFailed.
 	Guards []clientv3.Cmp
+	// GuardOps are the caller's writes made together with the claim, only
+	// when it succeeds: the scheduler takes a server group's place this
+	// way, so a claim and the place it relies on are one atomic step.
+	GuardOps []clientv3.Op
 }

@@ -52,7 +52,7 @@ func runFilters(filters []Filter, hosts []*HostState, spec *RequestSpec, i int, 
 		if i > 0 && f.RunOncePerRequest() {
 			continue
 		}
-		kept := hosts[:0:0]
+		kept := make([]*HostState, 0, len(hosts))
 		for _, h := range hosts {
 			if f.HostPasses(h, spec, i) {
 				kept = append(kept, h)

@@ -34,6 +34,10 @@ type hostRecord struct {
 	// instRev is the revision of the last re-read of the host's instance
 	// info; watch events at or below it are already in instances.
 	instRev int64
+	// builds are the build casts waiting for or running on the host: the
+	// IoOpsWeigher's num_io_ops (Nova counts instances in building task
+	// states; a Berth build is in flight exactly while its cast exists).
+	builds map[string]bool
 }
 
 // HostManager keeps every host's service, liveness and instances current
@@ -54,6 +58,10 @@ type HostManager struct {
 	rereadCh chan struct{}
 
 	hostsInf, mapsInf *informer.Informer
+
+	// aggs is the aggregate cache (aggregates.go), fed by its own watch.
+	aggs    aggregateCache
+	aggsInf *informer.Informer
 }
 
 // HostManagerOption tunes a host manager.
@@ -74,6 +82,8 @@ func NewHostManager(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger
 	for _, o := range opts {
 		o(hm)
 	}
+	hm.aggs.reset(nil)
+	hm.aggsInf = informer.New(cli, keys.Aggregates(), aggregatesHandler{hm}, log)
 	hm.hostsInf = informer.New(cli, keys.HostsPrefix(), hostsHandler{hm}, log)
 	hm.mapsInf = informer.New(cli, keys.HostMappings(), mappingsHandler{hm}, log)
 	return hm
@@ -82,6 +92,7 @@ func NewHostManager(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger
 // Run follows etcd until ctx ends.
 func (hm *HostManager) Run(ctx context.Context) {
 	go hm.mapsInf.Run(ctx)
+	go hm.aggsInf.Run(ctx)
 	go hm.reconcile(ctx)
 	hm.hostsInf.Run(ctx)
 }
@@ -91,7 +102,10 @@ func (hm *HostManager) WaitSynced(ctx context.Context) error {
 	if err := hm.hostsInf.WaitSynced(ctx); err != nil {
 		return err
 	}
-	return hm.mapsInf.WaitSynced(ctx)
+	if err := hm.mapsInf.WaitSynced(ctx); err != nil {
+		return err
+	}
+	return hm.aggsInf.WaitSynced(ctx)
 }
 
 // HostForProvider returns the host whose compute node is provider uuid.
@@ -110,6 +124,7 @@ type hostView struct {
 	Up        bool
 	Instances map[string]*etcdschema.InstanceInfo
 	Updated   bool
+	IOOps     int
 }
 
 func (hm *HostManager) view(host string) (hostView, bool) {
@@ -141,7 +156,7 @@ func (hm *HostManager) viewLocked(host string) (hostView, bool) {
 	}
 	return hostView{Host: host, Cell: cell, Service: *r.service,
 		Up: r.alive && !r.service.ForcedDown, Instances: r.instances,
-		Updated: hm.track && r.synced && !r.stale}, true
+		Updated: hm.track && r.synced && !r.stale, IOOps: len(r.builds)}, true
 }
 
 type hostsHandler struct{ hm *HostManager }
@@ -175,7 +190,7 @@ func (h hostsHandler) Apply(evs []informer.Event) {
 func (hm *HostManager) record(host string) *hostRecord {
 	r, ok := hm.hosts[host]
 	if !ok {
-		r = &hostRecord{instances: map[string]*etcdschema.InstanceInfo{}}
+		r = &hostRecord{instances: map[string]*etcdschema.InstanceInfo{}, builds: map[string]bool{}}
 		hm.hosts[host] = r
 	}
 	return r
@@ -240,6 +255,14 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 			next[keyOf(uuid, &info)] = &info
 		}
 		r.instances = next
+	case strings.HasPrefix(rest, "builds/"):
+		uuid := strings.TrimPrefix(rest, "builds/")
+		r := hm.record(host)
+		delete(r.builds, uuid)
+		var b etcdschema.Build
+		if !ev.Deleted && etcdschema.Decode(ev.Key, ev.Value, &b) == nil && b.Op == etcdschema.OpBuild {
+			r.builds[uuid] = true
+		}
 	}
 }
 

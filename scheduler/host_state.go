@@ -26,6 +26,13 @@ type HostState struct {
 	NumInstances int
 	// FailedBuilds is the agent's consecutive failed build count.
 	FailedBuilds int
+	// NumIOOps counts builds in flight on the host, including those picked
+	// in this request (Nova's num_io_ops).
+	NumIOOps int
+	// Aggregates are the host aggregates the host is in (shared, read-only).
+	Aggregates []*etcdschema.Aggregate
+	// AvailabilityZone is the AZ of the host's aggregates, else the default.
+	AvailabilityZone string
 }
 
 // Free returns capacity minus usage of one resource class.
@@ -53,4 +60,19 @@ func (h *HostState) consume(ar placement.AllocationRequest) {
 		h.Resources = next
 	}
 	h.NumInstances++
+	h.NumIOOps++
+}
+
+// addInstance records an instance picked for this host earlier in the same
+// request, as Nova's _consume_selected_host adds a stub instance, so that
+// the instance-based filters and weighers see it at the next pick. The
+// map is shared with the host manager's view and is copied, not written.
+func (h *HostState) addInstance(uuid string, f etcdschema.Flavor) {
+	next := make(map[string]*etcdschema.InstanceInfo, len(h.Instances)+1)
+	for k, v := range h.Instances {
+		next[k] = v
+	}
+	next[uuid] = &etcdschema.InstanceInfo{UUID: uuid, Host: h.Host, FlavorID: f.ID, Flavor: f.Name,
+		State: etcdschema.StatusBuild}
+	h.Instances = next
 }

@@ -1,9 +1,11 @@
 package scheduler
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -73,4 +75,90 @@ func validResourceClass(rc string) bool {
 		}
 	}
 	return true
+}
+
+// Metadata keys Nova's aggregate request filters read.
+const (
+	// tenantMetadataPrefix marks an aggregate for projects: any key with
+	// this prefix whose value is the project id (filter_tenant_id,
+	// filter_tenant_id_2, ...).
+	tenantMetadataPrefix = "filter_tenant_id"
+	// traitMetadataPrefix with value "required" isolates an aggregate for
+	// requests that require the trait.
+	traitMetadataPrefix = "trait:"
+)
+
+// applyAggregateRequestFilters runs Nova's aggregate request filters
+// (request_filter.py, in its order) on a query built by
+// BuildPlacementQuery, over the aggregates the host manager knows:
+//
+//   - require_tenant_aggregate, when limit_tenants_to_placement_aggregate:
+//     member_of the aggregates whose filter_tenant_id* metadata names the
+//     project; with none, fail if placement_aggregate_required_for_tenants.
+//   - map_az_to_placement_aggregate: member_of the aggregates whose
+//     availability_zone is the requested one. Berth adds one thing: a
+//     request for the default AZ, which no aggregate names, forbids every
+//     AZ aggregate, since a host in an AZ aggregate is not in the default
+//     zone (Nova left that to the AvailabilityZoneFilter it later removed).
+//   - isolate_aggregates, when enable_isolated_aggregate_filtering: forbid
+//     aggregates with trait:T=required metadata for a T the request does
+//     not require.
+//
+// member_of and forbidden aggregates go on the unsuffixed group, as Nova's
+// requested_destination aggregates do. A returned error is Nova's
+// RequestFilterFailed: the request cannot be placed.
+func applyAggregateRequestFilters(q *placement.CandidateQuery, spec *RequestSpec, aggs []*etcdschema.Aggregate, cfg Config) error {
+	g := &q.Groups[0]
+	if cfg.LimitTenantsToPlacementAggregate {
+		var mine []string
+		for _, a := range aggs {
+			for k, v := range a.Metadata {
+				if strings.HasPrefix(k, tenantMetadataPrefix) && v == spec.ProjectID {
+					mine = append(mine, a.UUID)
+					break
+				}
+			}
+		}
+		switch {
+		case len(mine) > 0:
+			g.MemberOf = append(g.MemberOf, mine)
+		case cfg.PlacementAggregateRequiredForTenants:
+			return fmt.Errorf("no hosts available for tenant %s: no aggregate is assigned to it (filter_tenant_id)", spec.ProjectID)
+		}
+	}
+	if az := spec.AvailabilityZone; az != "" {
+		var inAZ, anyAZ []string
+		for _, a := range aggs {
+			switch z := a.AvailabilityZone(); {
+			case z == az:
+				inAZ = append(inAZ, a.UUID)
+			case z != "":
+				anyAZ = append(anyAZ, a.UUID)
+			}
+		}
+		switch {
+		case len(inAZ) > 0:
+			g.MemberOf = append(g.MemberOf, inAZ)
+		case az == cfg.DefaultAvailabilityZone:
+			g.ForbiddenAggregates = append(g.ForbiddenAggregates, anyAZ...)
+		}
+	}
+	if cfg.EnableIsolatedAggregateFiltering {
+		required := map[string]bool{}
+		for _, grp := range q.Groups {
+			for _, t := range grp.Required {
+				required[t] = true
+			}
+		}
+		for _, a := range aggs {
+			for k, v := range a.Metadata {
+				if strings.HasPrefix(k, traitMetadataPrefix) && v == "required" &&
+					!required[strings.TrimPrefix(k, traitMetadataPrefix)] {
+					g.ForbiddenAggregates = append(g.ForbiddenAggregates, a.UUID)
+					break
+				}
+			}
+		}
+	}
+	return nil
 }

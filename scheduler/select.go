@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -38,6 +39,16 @@ type Config struct {
 	ShuffleBestSameWeighedHosts bool
 	EnabledFilters              []string
 	Weights                     map[string]float64
+	// MaxHostsToWeigh caps the hosts filtered and weighed per request
+	// (0 = all); see limit.go.
+	MaxHostsToWeigh int
+	// DefaultAvailabilityZone is the AZ of hosts in no AZ aggregate
+	// ("" means Nova's "nova").
+	DefaultAvailabilityZone string
+	// Nova's [scheduler] gates of the aggregate request filters.
+	LimitTenantsToPlacementAggregate     bool
+	PlacementAggregateRequiredForTenants bool
+	EnableIsolatedAggregateFiltering     bool
 }
 
 // DefaultConfig is Nova's defaults.
@@ -59,6 +70,9 @@ type Scheduler struct {
 	filters   []Filter
 	weighers  []weigherWithMultiplier
 	log       hclog.Logger
+	// guardLosses counts claims refused because another scheduler took a
+	// server group's place first.
+	guardLosses atomic.Int64
 }
 
 // New builds a scheduler over a placement service and a host manager.
@@ -77,6 +91,15 @@ func New(cfg Config, p Placement, hm *HostManager, log hclog.Logger) (*Scheduler
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: weights: %w", err)
 	}
+	if cfg.DefaultAvailabilityZone == "" {
+		cfg.DefaultAvailabilityZone = "nova"
+	}
+	for _, f := range filters {
+		if l, ok := f.(legacyFilter); ok {
+			log.Warn("legacy filter enabled: placement already enforces what it checks",
+				"filter", f.Name(), "detail", l.LegacyNotice())
+		}
+	}
 	return &Scheduler{cfg: cfg, placement: p, hosts: hm, filters: filters, weighers: ws, log: log}, nil
 }
 
@@ -91,6 +114,23 @@ func (s *Scheduler) SelectDestinations(ctx context.Context, spec *RequestSpec) (
 	}
 	log := s.log.With("request_id", spec.RequestID)
 	q := BuildPlacementQuery(spec, s.cfg.MaxPlacementResults)
+	aggs := s.hosts.aggregates()
+	if err := applyAggregateRequestFilters(&q, spec, aggs.all, s.cfg); err != nil {
+		return nil, &NoValidHostError{Reason: err.Error() + "."}
+	}
+	if spec.Hints.Group != "" {
+		g, err := s.loadGroup(ctx, spec.Hints.Group)
+		if errors.Is(err, ErrGroupNotFound) {
+			return nil, &NoValidHostError{Reason: fmt.Sprintf("Server group %s does not exist.", spec.Hints.Group)}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("select destinations: %w", err)
+		}
+		if err := s.checkGroupPolicy(g); err != nil {
+			return nil, &NoValidHostError{Reason: err.Error() + "."}
+		}
+		spec.Group = g
+	}
 	cands, err := s.placement.AllocationCandidates(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("select destinations: allocation candidates: %w", err)
@@ -98,12 +138,13 @@ func (s *Scheduler) SelectDestinations(ctx context.Context, spec *RequestSpec) (
 	if len(cands.AllocationRequests) == 0 {
 		return nil, &NoValidHostError{Reason: "Placement found no resource provider with room for the flavor."}
 	}
-	hosts := s.hostStates(spec, cands)
+	hosts := s.hostStates(spec, cands, aggs)
 	if err := s.fillUntrustedInstances(ctx, spec, hosts); err != nil {
 		return nil, fmt.Errorf("select destinations: %w", err)
 	}
 	counts := map[string]int{}
-	filtered := runFilters(s.filters, hosts, spec, 0, counts)
+	spec.InstanceUUID = spec.InstanceUUIDs[0]
+	filtered := s.filterFirst(hosts, spec, counts)
 
 	n := len(spec.InstanceUUIDs)
 	claimRevs := make([]int64, 0, n) // revision of each claim, for rollback
@@ -111,43 +152,62 @@ func (s *Scheduler) SelectDestinations(ctx context.Context, spec *RequestSpec) (
 	claimedReqs := make([]placement.AllocationRequest, 0, n)
 	selectedHosts := map[string]bool{}
 	var lastSorted []weighed
+	groupPlaced := map[string]string{}
 	for i, uuid := range spec.InstanceUUIDs {
+		spec.InstanceUUID = uuid
 		if i > 0 {
 			filtered = runFilters(s.filters, filtered, spec, i, counts)
 		}
-		sorted := s.sortHosts(filtered, spec)
-		lastSorted = sorted
 		var picked *HostState
 		var pickedReq placement.AllocationRequest
-		for _, w := range sorted {
-			h := w.host
-			if len(h.Candidates) == 0 {
-				continue
-			}
-			ar := h.Candidates[0]
-			rev, err := s.placement.PutAllocationsWithOptions(ctx, map[string]placement.AllocationWrite{uuid: {
-				Allocations: ar.Allocations, ProjectID: spec.ProjectID, UserID: spec.UserID,
-			}}, placement.ClaimOptions{})
-			if err == nil {
-				picked, pickedReq = h, ar
+		// A server-group guard lost to another scheduler means our view
+		// of the group is old: re-read it, filter again and walk again.
+		for reload := 0; picked == nil; reload++ {
+			sorted := s.sortHosts(filtered, spec)
+			lastSorted = sorted
+			var guardLost bool
+			var err error
+			var rev int64
+			picked, pickedReq, rev, guardLost, err = s.claimFirst(ctx, sorted, spec, uuid)
+			if picked != nil {
 				claimRevs = append(claimRevs, rev)
+			}
+			if err != nil {
+				s.rollback(ctx, spec.InstanceUUIDs[:i], claimRevs)
+				s.releaseGroupPlaces(ctx, spec.Group, groupPlaced)
+				return nil, err
+			}
+			if picked != nil || !guardLost || reload >= maxGroupReloads {
 				break
 			}
-			if isClaimRace(err) {
-				log.Debug("claim lost, trying the next host", "instance", uuid, "host", h.Host, "error", err)
-				continue
+			g, err := s.loadGroup(ctx, spec.Hints.Group)
+			if err != nil {
+				s.rollback(ctx, spec.InstanceUUIDs[:i], claimRevs)
+				s.releaseGroupPlaces(ctx, spec.Group, groupPlaced)
+				return nil, fmt.Errorf("select destinations: %w", err)
 			}
-			s.rollback(ctx, spec.InstanceUUIDs[:i], claimRevs)
-			return nil, fmt.Errorf("claim %s on %s: %w", uuid, h.Host, err)
+			for _, u := range spec.InstanceUUIDs[:i] { // our own picks are committed
+				g.place(groupPlaced[u], u)
+			}
+			spec.Group = g
+			filtered = runFilters(s.filters, filtered, spec, i, counts)
+			log.Debug("server group changed under the request; filtered again", "instance", uuid,
+				"group", spec.Hints.Group, "hosts", len(filtered))
 		}
 		if picked == nil {
 			s.rollback(ctx, spec.InstanceUUIDs[:i], claimRevs)
+			s.releaseGroupPlaces(ctx, spec.Group, groupPlaced)
 			return nil, &NoValidHostError{
 				Reason:  fmt.Sprintf("There are not enough hosts available (placed %d of %d).", i, n),
 				Removed: orderedCounts(s.filters, counts),
 			}
 		}
 		picked.consume(pickedReq)
+		picked.addInstance(uuid, spec.Flavor)
+		if spec.Group != nil {
+			spec.Group.place(picked.Host, uuid)
+			groupPlaced[uuid] = picked.Host
+		}
 		chosen = append(chosen, picked)
 		claimedReqs = append(claimedReqs, pickedReq)
 		selectedHosts[picked.Host] = true
@@ -170,6 +230,46 @@ func (s *Scheduler) SelectDestinations(ctx context.Context, spec *RequestSpec) (
 	log.Debug("selected destinations", "instances", n, "candidates", len(hosts),
 		"passed_filters", len(filtered), "elapsed", time.Since(start))
 	return out, nil
+}
+
+// maxGroupReloads bounds how often one pick re-reads a server group whose
+// guard another scheduler took first.
+const maxGroupReloads = 3
+
+// claimFirst walks the sorted hosts and claims the first that takes the
+// instance: Nova's claim loop, with the server-group guard in the same
+// etcd transaction as the claim. guardLost says a host was passed over
+// because the group changed under us. rev is the claim's etcd revision.
+func (s *Scheduler) claimFirst(ctx context.Context, sorted []weighed, spec *RequestSpec, uuid string) (picked *HostState, ar placement.AllocationRequest, rev int64, guardLost bool, err error) {
+	for _, w := range sorted {
+		h := w.host
+		if len(h.Candidates) == 0 {
+			continue
+		}
+		ar = h.Candidates[0]
+		write := placement.AllocationWrite{Allocations: ar.Allocations, ProjectID: spec.ProjectID, UserID: spec.UserID}
+		var opts placement.ClaimOptions
+		committed := func(int64) {}
+		if spec.Group != nil {
+			opts.Guards, opts.GuardOps, committed = groupGuard(s.hosts.keys, spec.Group, h.Host, uuid)
+		}
+		rev, err = s.placement.PutAllocationsWithOptions(ctx, map[string]placement.AllocationWrite{uuid: write}, opts)
+		switch {
+		case err == nil:
+			committed(rev)
+			return h, ar, rev, guardLost, nil
+		case errors.Is(err, placement.ErrGuardFailed):
+			s.log.Debug("server group place taken by another scheduler", "instance", uuid, "host", h.Host,
+				"group", spec.Group.Group.UUID)
+			guardLost = true
+			s.guardLosses.Add(1)
+		case isClaimRace(err):
+			s.log.Debug("claim lost, trying the next host", "instance", uuid, "host", h.Host, "error", err)
+		default:
+			return nil, ar, 0, false, fmt.Errorf("claim %s on %s: %w", uuid, h.Host, err)
+		}
+	}
+	return nil, placement.AllocationRequest{}, 0, guardLost, nil
 }
 
 func isClaimRace(err error) bool {
@@ -222,9 +322,9 @@ func (s *Scheduler) sortHosts(hosts []*HostState, spec *RequestSpec) []weighed {
 
 // hostStates joins placement's candidates with the host manager: one
 // HostState per compute node (root provider) that has a known service.
-func (s *Scheduler) hostStates(spec *RequestSpec, c *placement.Candidates) []*HostState {
-	byRoot := make(map[string]*HostState, len(c.ProviderSummaries))
-	order := make([]*HostState, 0, len(c.ProviderSummaries))
+func (s *Scheduler) hostStates(spec *RequestSpec, c *placement.Candidates, aggs *aggregateSnapshot) []*HostState {
+	byRoot := map[string]*HostState{}
+	var order []*HostState
 	ignore := map[string]bool{}
 	for _, h := range spec.IgnoreHosts {
 		ignore[h] = true
@@ -241,11 +341,14 @@ func (s *Scheduler) hostStates(spec *RequestSpec, c *placement.Candidates) []*Ho
 				byRoot[root] = nil
 				continue
 			}
+			hostAggs := aggs.byHost[v.Host]
 			hs = &HostState{
 				Host: v.Host, Cell: v.Cell, ProviderUUID: root, Service: v.Service, Up: v.Up,
 				Instances: v.Instances, NumInstances: len(v.Instances),
 				FailedBuilds: v.Service.FailedBuilds,
 				Resources:    c.ProviderSummaries[root].Resources,
+				NumIOOps:     v.IOOps, Aggregates: hostAggs,
+				AvailabilityZone: hostAvailabilityZone(hostAggs, s.cfg.DefaultAvailabilityZone),
 			}
 			byRoot[root] = hs
 			order = append(order, hs)
@@ -273,6 +376,7 @@ func (s *Scheduler) selection(h *HostState, ar placement.AllocationRequest) etcd
 	return etcdschema.Selection{
 		ComputeNodeUUID: h.ProviderUUID, ServiceHost: h.Host, Nodename: h.Host, Cell: h.Cell,
 		AllocationRequest: string(b), AllocationRequestVersion: AllocationRequestVersion,
+		AvailabilityZone: h.AvailabilityZone,
 	}
 }
 

@@ -22,6 +22,13 @@ type RequestSpec struct {
 	Hints            etcdschema.SchedulerHints `json:"scheduler_hints,omitempty"`
 	IgnoreHosts      []string                  `json:"ignore_hosts,omitempty"`
 	RequestID        string                    `json:"request_id,omitempty"`
+
+	// Group is the server group named by the group hint, loaded by the
+	// scheduler from etcd for each request (Nova's setup_instance_group).
+	Group *GroupInfo `json:"-"`
+	// InstanceUUID is the instance being placed at the current pick
+	// (Nova sets spec.instance_uuid per instance); not serialised.
+	InstanceUUID string `json:"-"`
 }
 
 // NoValidHostError says why no host could take the request: how many

@@ -57,7 +57,10 @@ func cmdServerCLI(args []string, stdout, stderr io.Writer) int {
 		name    = fs.String("name", "", "server name (default: berth-<time>)")
 		wait    = fs.Bool("wait", false, "wait until every server is ACTIVE or ERROR (create) or gone (delete)")
 		timeout = fs.Duration("timeout", 5*time.Minute, "how long --wait waits")
+		az      = fs.String("az", "", "availability zone (create)")
+		hints   = hintFlag{}
 	)
+	fs.Var(hints, "hint", "scheduler hint KEY=VALUE: group=ID, same_host=ID, different_host=ID (create; repeatable)")
 	pos, err := parseInterspersed(fs, rest)
 	if err != nil {
 		return 2
@@ -77,7 +80,11 @@ func cmdServerCLI(args []string, stdout, stderr io.Writer) int {
 		if *name == "" {
 			*name = "berth-" + time.Now().Format("150405")
 		}
-		resp, err := c.CreateServers(ctx, api.CreateRequest{Name: *name, Flavor: *flavor, Count: *count})
+		req := api.CreateRequest{Name: *name, Flavor: *flavor, Count: *count, AvailabilityZone: *az}
+		if len(hints) > 0 {
+			req.Hints = hints
+		}
+		resp, err := c.CreateServers(ctx, req)
 		if err != nil {
 			return fail(err)
 		}
@@ -213,6 +220,7 @@ func printServer(w io.Writer, v *api.ServerView) {
 	row("task_state", dash(v.TaskState))
 	row("host", dash(v.Host))
 	row("cell", dash(v.Cell))
+	row("availability_zone", dash(v.AZ))
 	row("flavor", fmt.Sprintf("%s (%d vCPU, %d MB RAM, %d GB disk)", v.Flavor.Name, v.Flavor.VCPUs, v.Flavor.RAM, v.Flavor.Disk))
 	row("attempts", fmt.Sprint(v.Attempts))
 	if v.Fault != nil {

@@ -18,13 +18,23 @@ Run:
   berth agent -config FILE        a compute host agent
 
 CLI (finds the API with --api or BERTH_API, default http://127.0.0.1:8774):
-  berth server create --flavor NAME [--count N] [--name NAME] [--wait]
+  berth server create --flavor NAME [--count N] [--name NAME] [--az ZONE]
+                      [--hint group=ID|same_host=ID|different_host=ID]... [--wait]
   berth server list
   berth server show ID
   berth server delete ID [--wait]
 
 Config:
   berth config validate FILE...   check config files without starting anything
+
+Server groups and host aggregates (same --api):
+  berth server-group create NAME --policy POLICY [--max-per-host N]
+  berth server-group list [--all-projects] | show ID | delete ID...
+  berth aggregate create NAME [--az ZONE]
+  berth aggregate list | show ID | delete ID...
+  berth aggregate add-host|remove-host ID HOST
+  berth aggregate set ID KEY=VALUE... | unset ID KEY...
+  berth aggregate sync            mirror every aggregate's hosts to placement again
 
 Run 'berth COMMAND -h' for a command's flags.
 `
@@ -53,6 +63,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdAgent(rest, stdout, stderr)
 	case "config":
 		return cmdConfig(rest, stdout, stderr)
+	case "server-group":
+		return cmdServerGroupCLI(rest, stdout, stderr)
+	case "aggregate":
+		return cmdAggregateCLI(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

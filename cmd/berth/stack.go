@@ -172,7 +172,9 @@ func (s *stack) startServerRoles(ctx context.Context) error {
 		if err := api.EnsureFlavors(ctx, s.cli, s.keys, api.DefaultFlavors()); err != nil {
 			return err
 		}
-		if err := s.serve("compute API", cfg.API.Bind, api.New(s.cli, s.keys, s.placement, s.log.Named("api"))); err != nil {
+		computeAPI := api.New(s.cli, s.keys, s.placement, s.log.Named("api"))
+		computeAPI.SetDefaultAvailabilityZone(cfg.DefaultAvailabilityZone)
+		if err := s.serve("compute API", cfg.API.Bind, computeAPI); err != nil {
 			return err
 		}
 	}
@@ -191,7 +193,9 @@ func (s *stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 		return err
 	}
 	var err error
-	s.sched, err = scheduler.New(schedulerConfig(c, s.log), s.placement, s.hosts, log)
+	sc := schedulerConfig(c)
+	sc.DefaultAvailabilityZone = s.cfg.DefaultAvailabilityZone
+	s.sched, err = scheduler.New(sc, s.placement, s.hosts, log)
 	if err != nil {
 		return err
 	}
@@ -297,29 +301,22 @@ func placementHandlerOptions(p *configs.Placement) placement.HandlerOptions {
 }
 
 // schedulerConfig maps the HCL scheduler block to the scheduler's config.
-func schedulerConfig(c *configs.Scheduler, log hclog.Logger) scheduler.Config {
+func schedulerConfig(c *configs.Scheduler) scheduler.Config {
 	sc := scheduler.Config{
 		MaxAttempts: c.MaxAttempts, HostSubsetSize: c.HostSubsetSize,
 		MaxPlacementResults: c.MaxPlacementResults, ShuffleBestSameWeighedHosts: c.ShuffleBestSameWeighedHosts,
-		EnabledFilters: c.EnabledFilters, Weights: map[string]float64{},
+		EnabledFilters:                       c.EnabledFilters,
+		MaxHostsToWeigh:                      c.MaxHostsToWeigh,
+		LimitTenantsToPlacementAggregate:     c.LimitTenantsToPlacementAggregate,
+		PlacementAggregateRequiredForTenants: c.PlacementAggregateRequiredForTenants,
+		EnableIsolatedAggregateFiltering:     c.EnableIsolatedAggregateFiltering,
 	}
-	known := map[string]bool{}
-	for _, n := range scheduler.WeigherNames() {
-		known[n] = true
-	}
-	for name, m := range map[string]float64{
+	// Every multiplier is passed, 0 too: an aggregate's
+	// <name>_weight_multiplier metadata may switch a weigher on for its hosts.
+	sc.Weights = map[string]float64{
 		"ram": c.Weights.RAM, "cpu": c.Weights.CPU, "disk": c.Weights.Disk, "io_ops": c.Weights.IOOps,
 		"build_failure": c.Weights.BuildFailure, "soft_affinity": c.Weights.SoftAffinity,
 		"soft_anti_affinity": c.Weights.SoftAntiAffinity, "num_instances": c.Weights.NumInstances,
-	} {
-		if m == 0 {
-			continue
-		}
-		if !known[name] {
-			log.Warn("weigher not implemented in this build; its multiplier is ignored", "weigher", name, "multiplier", m)
-			continue
-		}
-		sc.Weights[name] = m
 	}
 	return sc
 }

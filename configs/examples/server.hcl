@@ -8,6 +8,12 @@
 # active-active: start as many as you like against the same etcd.
 # Check a file without starting anything: berth config validate server.hcl
 
+# The availability zone of hosts in no aggregate with an
+# availability_zone (Nova's default_availability_zone, default "nova").
+# The compute API accepts this zone and those of the aggregates; every
+# API and scheduler of a deployment must use the same value.
+default_availability_zone = "nova"
+
 # Where Berth keeps its shared state.
 etcd {
   # Every Berth key lives under this prefix (default "/berth"). Two Berth
@@ -139,16 +145,50 @@ scheduler {
   track_instance_changes = true
 
   # Filters in the order they run; cheap ones first. An unknown name stops
-  # the scheduler at start-up. Default: the three below (the server-group
-  # filters join them when server groups land).
+  # the scheduler at start-up. Default: the five below. A server group
+  # with policy affinity or anti-affinity is refused (NoValidHost) unless
+  # its filter is listed.
+  #
+  # Also available, off by default:
+  #   AvailabilityZoneFilter            host in the requested zone (the
+  #                                     zone request filter always runs)
+  #   AggregateInstanceExtraSpecsFilter flavor extra specs (unscoped or
+  #                                     aggregate_instance_extra_specs:)
+  #                                     against aggregate metadata
+  #   AggregateTypeAffinityFilter       aggregate instance_type metadata
+  #   TypeAffinityFilter                one flavor per host (Nova removed
+  #                                     it in Queens; kept for the seeds)
+  #   CoreFilter, RamFilter, DiskFilter Nova's legacy resource filters;
+  #                                     placement already enforces them,
+  #                                     and the scheduler logs so once
   enabled_filters = [
     "ComputeFilter",
     "SameHostFilter",
     "DifferentHostFilter",
+    "ServerGroupAntiAffinityFilter",
+    "ServerGroupAffinityFilter",
   ]
 
-  # Weigh at most this many hosts that passed the filters; 0 weighs them all (default 0).
+  # Stop filtering once this many hosts passed, and weigh only those: a
+  # cap on the work per request, like Nomad's limit iterator or
+  # kube-scheduler's percentageOfNodesToScore. The walk starts at a random
+  # candidate so schedulers look at different hosts. Raised to instances x
+  # max_attempts for the request. 0 filters and weighs them all (default 0).
   max_hosts_to_weigh = 0
+
+  # Nova's tenant isolation request filter: a project named by an
+  # aggregate's filter_tenant_id (or filter_tenant_id_<n>) metadata is
+  # placed only on that aggregate's hosts (default false).
+  limit_tenants_to_placement_aggregate = false
+
+  # With the above, refuse projects that no aggregate names, instead of
+  # placing them anywhere (default false).
+  placement_aggregate_required_for_tenants = false
+
+  # Nova's isolated aggregates: an aggregate with metadata
+  # trait:<TRAIT>=required takes only requests whose flavor requires
+  # <TRAIT> (default false).
+  enable_isolated_aggregate_filtering = false
 
   # TTL of the leader-election lease, in whole seconds (default "10s").
   # The leader runs the singleton duties (down hosts, orphan clean-up); a
@@ -177,7 +217,10 @@ scheduler {
   stuck_build_request_timeout = "10m"
 
   # Weigher multipliers; a negative one turns a preference into an
-  # aversion and 0 switches the weigher off. Each defaults to the value shown.
+  # aversion and 0 switches the weigher off. Each defaults to the value
+  # shown. An aggregate's metadata "<name>_weight_multiplier" (e.g.
+  # ram_weight_multiplier = "-1") overrides it for the aggregate's hosts;
+  # a host in several such aggregates gets the lowest value, as in Nova.
   weights {
     ram                = 1.0       # prefer hosts with more free RAM (spread)
     cpu                = 1.0       # prefer hosts with more free vCPUs

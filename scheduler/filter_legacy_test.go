@@ -1,0 +1,62 @@
+package scheduler
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/berth-project/berth/placement"
+)
+
+func TestLegacyResourceFilters(t *testing.T) {
+	small := flavorSpec("1", "f") // 1 vCPU, 512 MB, no disk
+	small.Flavor.DiskGB = 10
+	overridden := flavorSpec("1", "f", "resources:VCPU", "4")
+	checkFilter(t, CoreFilter{}, []filterCase{
+		{"room passes", withRes(placement.VCPU, 16, 15), small, true},
+		{"full fails", withRes(placement.VCPU, 16, 16), small, false},
+		{"resources:VCPU overrides the flavor", withRes(placement.VCPU, 16, 13), overridden, false},
+		{"no VCPU inventory passes", withRes(placement.MemoryMB, 1024, 0), small, true},
+	})
+	checkFilter(t, RamFilter{}, []filterCase{
+		{"room passes", withRes(placement.MemoryMB, 2048, 1536), small, true},
+		{"full fails", withRes(placement.MemoryMB, 2048, 1537), small, false},
+	})
+	checkFilter(t, DiskFilter{}, []filterCase{
+		{"room passes", withRes(placement.DiskGB, 100, 90), small, true},
+		{"full fails", withRes(placement.DiskGB, 100, 91), small, false},
+	})
+	for _, f := range []Filter{CoreFilter{}, RamFilter{}, DiskFilter{}} {
+		if _, ok := f.(legacyFilter); !ok {
+			t.Errorf("%s does not say placement enforces it", f.Name())
+		}
+	}
+}
+
+func TestLegacyFiltersSayPlacementEnforcesThemOnce(t *testing.T) {
+	var buf bytes.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Warn})
+	cfg := DefaultConfig()
+	cfg.EnabledFilters = []string{"ComputeFilter", "CoreFilter", "RamFilter"}
+	s, err := New(cfg, nil, nil, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"CoreFilter", "RamFilter"} {
+		if n := strings.Count(buf.String(), "filter="+name); n != 1 {
+			t.Errorf("%s logged %d times at start-up, want once:\n%s", name, n, buf.String())
+		}
+	}
+	if strings.Contains(buf.String(), "ComputeFilter") {
+		t.Errorf("ComputeFilter is not legacy:\n%s", buf.String())
+	}
+	// Filtering logs nothing more, however many hosts it sees.
+	before := buf.Len()
+	hosts := []*HostState{withRes(placement.VCPU, 4, 0), withRes(placement.VCPU, 4, 4)}
+	runFilters(s.filters, hosts, flavorSpec("1", "f"), 0, map[string]int{})
+	if buf.Len() != before {
+		t.Errorf("filtering logged again: %s", buf.String()[before:])
+	}
+}

@@ -1,0 +1,87 @@
+package scheduler
+
+import (
+	"testing"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/placement"
+)
+
+// agg builds an aggregate with metadata key=value pairs.
+func agg(uuid string, kv ...string) *etcdschema.Aggregate {
+	a := &etcdschema.Aggregate{UUID: uuid, Name: uuid, Metadata: map[string]string{}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		a.Metadata[kv[i]] = kv[i+1]
+	}
+	return a
+}
+
+// inAggs is a host named name in the given aggregates.
+func inAggs(name string, aggs ...*etcdschema.Aggregate) *HostState {
+	h := hostWith(true, false)
+	h.Host = name
+	h.Aggregates = aggs
+	h.AvailabilityZone = hostAvailabilityZone(aggs, "nova")
+	return h
+}
+
+// withFlavorInstances is a host holding one instance per flavor id given.
+func withFlavorInstances(flavorIDs ...string) *HostState {
+	h := hostWith(true, false)
+	for i, id := range flavorIDs {
+		u := "i" + string(rune('a'+i))
+		h.Instances[u] = &etcdschema.InstanceInfo{UUID: u, FlavorID: id}
+	}
+	return h
+}
+
+// withRes is a host with capacity and usage of one class.
+func withRes(rc string, capacity, used int64) *HostState {
+	h := hostWith(true, false)
+	h.Resources = map[string]placement.ResourceSummary{rc: {Capacity: capacity, Used: used}}
+	return h
+}
+
+// group is a GroupInfo with members placed on hosts (host -> members).
+func group(policy string, maxPerHost int, placed map[string][]string, unplaced ...string) *GroupInfo {
+	g := &GroupInfo{Group: &etcdschema.ServerGroup{UUID: "g", Policy: policy,
+		Rules: etcdschema.ServerGroupRules{MaxServerPerHost: maxPerHost}},
+		Members: map[string]bool{}, HostMembers: map[string]map[string]bool{}, slots: map[string]map[int]string{}}
+	for h, ms := range placed {
+		for _, m := range ms {
+			g.place(h, m)
+		}
+	}
+	for _, m := range unplaced {
+		g.Members[m] = true
+	}
+	return g
+}
+
+type filterCase struct {
+	desc string
+	host *HostState
+	spec *RequestSpec
+	want bool
+}
+
+// checkFilter runs a filter's table.
+func checkFilter(t *testing.T, f Filter, cases []filterCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.desc, func(t *testing.T) {
+			if got := f.HostPasses(c.host, c.spec, 0); got != c.want {
+				t.Fatalf("%s.HostPasses = %v, want %v", f.Name(), got, c.want)
+			}
+		})
+	}
+}
+
+// flavorSpec is a request for a flavor with extra specs key=value pairs.
+func flavorSpec(id, name string, kv ...string) *RequestSpec {
+	f := etcdschema.Flavor{ID: id, Name: name, VCPUs: 1, RAMMB: 512, ExtraSpecs: map[string]string{}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		f.ExtraSpecs[kv[i]] = kv[i+1]
+	}
+	return &RequestSpec{Flavor: f, InstanceUUIDs: []string{"new"}, InstanceUUID: "new"}
+}

@@ -1,0 +1,33 @@
+package scheduler
+
+import "github.com/berth-project/berth/etcdschema"
+
+// The issue 4 filters and weighers that read a host's instances declare
+// it, so hosts whose instance cache is not trusted have them read from
+// the cells first (InstanceReader, instances.go).
+
+// NeedsInstances: always; every instance's flavor counts.
+func (TypeAffinityFilter) NeedsInstances(*RequestSpec) bool { return true }
+
+// NeedsInstances: with an anti-affinity group, whose members on a host
+// count the agent-reported ones too.
+func (ServerGroupAntiAffinityFilter) NeedsInstances(spec *RequestSpec) bool {
+	return spec.Group != nil && spec.Group.Policy() == etcdschema.PolicyAntiAffinity
+}
+
+// NeedsInstances: with a soft-affinity group.
+func (ServerGroupSoftAffinityWeigher) NeedsInstances(spec *RequestSpec) bool {
+	return spec.Group != nil && spec.Group.Policy() == etcdschema.PolicySoftAffinity
+}
+
+// NeedsInstances: with a soft-anti-affinity group.
+func (ServerGroupSoftAntiAffinityWeigher) NeedsInstances(spec *RequestSpec) bool {
+	return spec.Group != nil && spec.Group.Policy() == etcdschema.PolicySoftAntiAffinity
+}
+
+var (
+	_ InstanceReader = TypeAffinityFilter{}
+	_ InstanceReader = ServerGroupAntiAffinityFilter{}
+	_ InstanceReader = ServerGroupSoftAffinityWeigher{}
+	_ InstanceReader = ServerGroupSoftAntiAffinityWeigher{}
+)

@@ -1,0 +1,44 @@
+package scheduler
+
+import "github.com/berth-project/berth/etcdschema"
+
+// ServerGroupSoftAffinityWeigher prefers hosts holding more members of the
+// request's soft-affinity group; ServerGroupSoftAntiAffinityWeigher
+// prefers hosts holding fewer members of its soft-anti-affinity group. Both
+// weigh 0 for any other request, so they can stay enabled. Nova ships both
+// at 1.0; a negative multiplier is refused by Nova's config (min 0).
+type (
+	ServerGroupSoftAffinityWeigher     struct{}
+	ServerGroupSoftAntiAffinityWeigher struct{}
+)
+
+var (
+	_ Weigher = ServerGroupSoftAffinityWeigher{}
+	_ Weigher = ServerGroupSoftAntiAffinityWeigher{}
+)
+
+func init() {
+	registerWeigher("soft_affinity", func() Weigher { return ServerGroupSoftAffinityWeigher{} })
+	registerWeigher("soft_anti_affinity", func() Weigher { return ServerGroupSoftAntiAffinityWeigher{} })
+}
+
+func (ServerGroupSoftAffinityWeigher) Name() string { return "ServerGroupSoftAffinityWeigher" }
+
+func (ServerGroupSoftAffinityWeigher) Weigh(h *HostState, spec *RequestSpec) float64 {
+	return membersWeight(h, spec, etcdschema.PolicySoftAffinity)
+}
+
+func (ServerGroupSoftAntiAffinityWeigher) Name() string { return "ServerGroupSoftAntiAffinityWeigher" }
+
+func (ServerGroupSoftAntiAffinityWeigher) Weigh(h *HostState, spec *RequestSpec) float64 {
+	return -membersWeight(h, spec, etcdschema.PolicySoftAntiAffinity)
+}
+
+// membersWeight is the number of the group's members on h when the
+// request's group has policy, else 0.
+func membersWeight(h *HostState, spec *RequestSpec, policy string) float64 {
+	if spec.Group == nil || spec.Group.Policy() != policy {
+		return 0
+	}
+	return float64(spec.Group.membersOn(h))
+}
