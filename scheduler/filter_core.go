@@ -22,5 +22,5 @@ func (CoreFilter) RunOncePerRequest() bool { return false }
 func (CoreFilter) LegacyNotice() string    { return legacyNotice }
 
 func (CoreFilter) HostPasses(h *HostState, spec *RequestSpec, _ int) bool {
-	return legacyFits(h, spec, placement.VCPU)
+	return legacyFits(h, spec, placement.VCPU, "vcpu")
 }

@@ -22,5 +22,5 @@ func (DiskFilter) RunOncePerRequest() bool { return false }
 func (DiskFilter) LegacyNotice() string    { return legacyNotice }
 
 func (DiskFilter) HostPasses(h *HostState, spec *RequestSpec, _ int) bool {
-	return legacyFits(h, spec, placement.DiskGB)
+	return legacyFits(h, spec, placement.DiskGB, "disk_gb")
 }

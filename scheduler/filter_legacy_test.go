@@ -28,6 +28,31 @@ func TestLegacyResourceFilters(t *testing.T) {
 		{"room passes", withRes(placement.DiskGB, 100, 90), small, true},
 		{"full fails", withRes(placement.DiskGB, 100, 91), small, false},
 	})
+	// A passing host carries Nova's limit for the class; a failing one not.
+	for _, c := range []struct {
+		f        Filter
+		rc, key  string
+		total    int64
+		used     int64
+		want     int64
+		wantPass bool
+	}{
+		{CoreFilter{}, placement.VCPU, "vcpu", 64, 3, 64, true},
+		{RamFilter{}, placement.MemoryMB, "memory_mb", 2048, 100, 2048, true},
+		{DiskFilter{}, placement.DiskGB, "disk_gb", 64, 64, 0, false},
+	} {
+		h := withRes(c.rc, c.total, c.used)
+		if got := c.f.HostPasses(h, small, 0); got != c.wantPass {
+			t.Fatalf("%s passed=%v, want %v", c.f.Name(), got, c.wantPass)
+		}
+		if got := h.Limits[c.key]; got != c.want {
+			t.Errorf("%s set limit %s=%d, want %d", c.f.Name(), c.key, got, c.want)
+		}
+	}
+	sel := (&Scheduler{}).selection(&HostState{Limits: map[string]int64{"vcpu": 64}}, placement.AllocationRequest{})
+	if sel.Limits["vcpu"] != int64(64) {
+		t.Errorf("selection limits %v, want vcpu=64", sel.Limits)
+	}
 	for _, f := range []Filter{CoreFilter{}, RamFilter{}, DiskFilter{}} {
 		if _, ok := f.(legacyFilter); !ok {
 			t.Errorf("%s does not say placement enforces it", f.Name())

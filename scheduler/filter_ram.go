@@ -22,5 +22,5 @@ func (RamFilter) RunOncePerRequest() bool { return false }
 func (RamFilter) LegacyNotice() string    { return legacyNotice }
 
 func (RamFilter) HostPasses(h *HostState, spec *RequestSpec, _ int) bool {
-	return legacyFits(h, spec, placement.MemoryMB)
+	return legacyFits(h, spec, placement.MemoryMB, "memory_mb")
 }

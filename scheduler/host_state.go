@@ -33,6 +33,17 @@ type HostState struct {
 	Aggregates []*etcdschema.Aggregate
 	// AvailabilityZone is the AZ of the host's aggregates, else the default.
 	AvailabilityZone string
+	// Limits are Nova's SchedulerLimits the filters set (the legacy
+	// Core/Ram/DiskFilter), copied into the host's Selections; nil when no
+	// filter set one.
+	Limits map[string]int64
+}
+
+func (h *HostState) setLimit(key string, v int64) {
+	if h.Limits == nil {
+		h.Limits = map[string]int64{}
+	}
+	h.Limits[key] = v
 }
 
 // Free returns capacity minus usage of one resource class.

@@ -373,11 +373,18 @@ func rootOf(ar placement.AllocationRequest, sums map[string]placement.ProviderSu
 
 func (s *Scheduler) selection(h *HostState, ar placement.AllocationRequest) etcdschema.Selection {
 	b, _ := json.Marshal(ar)
-	return etcdschema.Selection{
+	sel := etcdschema.Selection{
 		ComputeNodeUUID: h.ProviderUUID, ServiceHost: h.Host, Nodename: h.Host, Cell: h.Cell,
 		AllocationRequest: string(b), AllocationRequestVersion: AllocationRequestVersion,
 		AvailabilityZone: h.AvailabilityZone,
 	}
+	if len(h.Limits) > 0 {
+		sel.Limits = make(map[string]any, len(h.Limits))
+		for k, v := range h.Limits {
+			sel.Limits[k] = v
+		}
+	}
+	return sel
 }
 
 func orderedCounts(filters []Filter, counts map[string]int) []FilterCount {
