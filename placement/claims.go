@@ -236,6 +236,17 @@ func (s *Service) decodeProviders(rd *claimRead, uuids []string, resps []*etcdRe
 // planClaim checks the writes against what was read and returns the
 // transaction's compares and operations.
 func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string]AllocationWrite, opts ClaimOptions, mustExist bool) ([]clientv3.Cmp, []clientv3.Op, error) {
+	return s.planClaimWith(rd, consumers, writes, opts, mustExist, nil)
+}
+
+// finishProvider amends the next record of a provider a claim touches,
+// after its usages and generation are set and before it is encoded. The
+// reshaper uses it to write the provider's new inventories in the same put.
+type finishProvider func(rp string, next *etcdschema.Provider) error
+
+// planClaimWith is planClaim with finish (may be nil) called for every
+// provider record the transaction will put.
+func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[string]AllocationWrite, opts ClaimOptions, mustExist bool, finish finishProvider) ([]clientv3.Cmp, []clientv3.Op, error) {
 	now := s.now()
 	// Usages before and after, per provider touched.
 	after := map[string]map[string]int64{}
@@ -275,13 +286,8 @@ func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string
 			return nil, nil, detailf(ErrNotFound, "No allocations for consumer '%s'", c)
 		}
 		if !opts.IgnoreConsumerGeneration {
-			switch {
-			case w.ConsumerGeneration == nil && old != nil:
-				return nil, nil, detailf(ErrConsumerGenerationConflict, "consumer generation conflict - expected %d but got None", old.Generation)
-			case w.ConsumerGeneration != nil && old == nil:
-				return nil, nil, detailf(ErrConsumerGenerationConflict, "consumer generation conflict - expected null but got %d", *w.ConsumerGeneration)
-			case w.ConsumerGeneration != nil && *w.ConsumerGeneration != old.Generation:
-				return nil, nil, detailf(ErrConsumerGenerationConflict, "consumer generation conflict - expected %d but got %d", old.Generation, *w.ConsumerGeneration)
+			if err := checkConsumerGeneration(w, old); err != nil {
+				return nil, nil, err
 			}
 		}
 		if old != nil {
@@ -385,6 +391,11 @@ func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string
 			next.Generation++
 		}
 		next.UpdatedAt = now
+		if finish != nil {
+			if err := finish(rp, next); err != nil {
+				return nil, nil, err
+			}
+		}
 		val, err := etcdschema.Encode(next)
 		if err != nil {
 			return nil, nil, err
@@ -394,6 +405,21 @@ func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string
 		ops = append(ops, clientv3.OpPut(pk, string(val)))
 	}
 	return cmps, ops, nil
+}
+
+// checkConsumerGeneration is Placement's consumer generation rule (1.28):
+// the caller names the generation it read, or null for a consumer that
+// must not exist yet.
+func checkConsumerGeneration(w AllocationWrite, old *etcdschema.Consumer) error {
+	switch {
+	case w.ConsumerGeneration == nil && old != nil:
+		return detailf(ErrConsumerGenerationConflict, "consumer generation conflict - expected %d but got None", old.Generation)
+	case w.ConsumerGeneration != nil && old == nil:
+		return detailf(ErrConsumerGenerationConflict, "consumer generation conflict - expected null but got %d", *w.ConsumerGeneration)
+	case w.ConsumerGeneration != nil && *w.ConsumerGeneration != old.Generation:
+		return detailf(ErrConsumerGenerationConflict, "consumer generation conflict - expected %d but got %d", old.Generation, *w.ConsumerGeneration)
+	}
+	return nil
 }
 
 // readMany runs several reads in one transaction, so they see one

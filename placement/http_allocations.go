@@ -118,6 +118,14 @@ func (s *Service) providersWithoutInventory(c *reqCtx, claimErr error, writes ma
 	if len(missing) == 0 {
 		return nil, nil
 	}
+	return errConflict(codeDefault, "Unable to allocate inventory: Inventory for '%s' on resource provider '%s' invalid.",
+		strings.Join(classIDOrder(classes), ", "), strings.Join(missing, ", ")), nil
+}
+
+// classIDOrder lists classes in the order of Placement's class ids, as it
+// names them in a message: the standard ones in os-resource-classes'
+// order, then the custom ones (by name here; by creation there).
+func classIDOrder(classes map[string]bool) []string {
 	names := sortedKeys(classes)
 	rank := func(rc string) int {
 		if i := slices.Index(standardResourceClasses, rc); i >= 0 {
@@ -126,8 +134,7 @@ func (s *Service) providersWithoutInventory(c *reqCtx, claimErr error, writes ma
 		return len(standardResourceClasses)
 	}
 	sort.SliceStable(names, func(i, j int) bool { return rank(names[i]) < rank(names[j]) })
-	return errConflict(codeDefault, "Unable to allocate inventory: Inventory for '%s' on resource provider '%s' invalid.",
-		strings.Join(names, ", "), strings.Join(missing, ", ")), nil
+	return names
 }
 
 // allocationError answers a failed allocation write as Placement does.

@@ -368,6 +368,9 @@ func (s *Service) reshape(c *reqCtx) error {
 	if err := c.minVersion(30, 404); err != nil {
 		return err
 	}
+	if err := c.requireContent(); err != nil {
+		return err
+	}
 	if err := c.requireAdmin("placement:reshaper:reshape"); err != nil {
 		return err
 	}

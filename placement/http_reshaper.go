@@ -1,7 +1,70 @@
 package placement
 
-// reshapeHTTP is POST /reshaper (1.30). Not implemented yet: it answers
-// 501 so callers fail loudly instead of half-applying a reshape.
+import (
+	"errors"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// reshapeHTTP is POST /reshaper (1.30; mappings accepted from 1.34,
+// consumer_type required from 1.38). The version, content type and policy
+// checks are in reshape; Service.Reshape does the work.
 func (s *Service) reshapeHTTP(c *reqCtx) error {
-	return &httpError{status: 501, detail: "POST /reshaper is not implemented by Berth yet"}
+	v, err := c.readJSON()
+	if err != nil {
+		return err
+	}
+	if err := c.validateBody(v, pickSchema(c.mv, reshaperVersions, schemaReshaper)); err != nil {
+		return err
+	}
+	rev, err := s.Reshape(c.r.Context(), reshapeBody(c, v.(map[string]any)))
+	if err != nil {
+		return reshapeError(err)
+	}
+	_ = s.WaitForRevision(c.r.Context(), rev)
+	return c.writeEmpty(204)
+}
+
+// reshapeBody reads a body its schema has validated into a Reshape.
+func reshapeBody(c *reqCtx, obj map[string]any) Reshape {
+	r := Reshape{Inventories: map[string]ProviderInventories{}, Allocations: map[string]AllocationWrite{}}
+	for rp, pv := range obj["inventories"].(map[string]any) {
+		po := pv.(map[string]any)
+		gen, _ := jsonInt(po["resource_provider_generation"])
+		invs := map[string]etcdschema.Inventory{}
+		for rc, iv := range po["inventories"].(map[string]any) {
+			// The schema checks only keys that look like class names; any
+			// other key names a class that cannot exist, which the reshape
+			// refuses as unknown, as Placement does.
+			rec, _ := iv.(map[string]any)
+			invs[rc] = inventoryRecord(rec)
+		}
+		r.Inventories[rp] = ProviderInventories{Generation: gen, Inventories: invs}
+	}
+	for cu, body := range obj["allocations"].(map[string]any) {
+		r.Allocations[cu] = allocationBody(c, body.(map[string]any), true)
+	}
+	return r
+}
+
+// reshapeError answers a failed reshape in the reshaper handler's words.
+func reshapeError(err error) error {
+	msg := errDetail(err)
+	switch {
+	case errors.Is(err, ErrInventoryProviderNotFound):
+		return &httpError{status: 400, code: codeProviderNotFound, detail: msg}
+	case errors.Is(err, ErrProviderNotFound):
+		return errBadRequest("%s", msg)
+	case errors.Is(err, ErrResourceClassNotFound):
+		return errBadRequest("malformed reshaper data: %s", msg)
+	case errors.Is(err, ErrGenerationConflict), errors.Is(err, ErrConsumerGenerationConflict):
+		return errConflict(codeConcurrentUpdate, "%s", msg)
+	case errors.Is(err, ErrConcurrentUpdate):
+		return errConflict(codeConcurrentUpdate, "update conflict: %s", msg)
+	case errors.Is(err, ErrInventoryInUse):
+		return errConflict(codeInventoryInUse, "update conflict: %s", msg)
+	case errors.Is(err, ErrInsufficientCapacity):
+		return errConflict(codeDefault, "Unable to allocate inventory: %s", msg)
+	}
+	return err
 }

@@ -71,14 +71,19 @@ var (
 	schemaInventory     = mustSchema(inventorySchema(jList(jStr("total"), jStr("resource_provider_generation"))))
 	schemaPostInventory = mustSchema(inventorySchema(jList(jStr("total"), jStr("resource_class")),
 		"resource_class", jObj("type", jStr("string"), "pattern", jStr(patRC))))
-	schemaPutInventories = mustSchema(jObj("type", jStr("object"),
-		"properties", jObj(
-			"resource_provider_generation", tInt,
-			"inventories", jObj("type", jStr("object"),
-				"patternProperties", jObj(patRC, inventorySchema(jList(jStr("total")))))),
-		"required", jList(jStr("resource_provider_generation"), jStr("inventories")),
-		"additionalProperties", "false"))
+	schemaPutInventories = mustSchema(putInventoriesSchema)
 )
+
+// putInventoriesSchema is PUT_INVENTORY_SCHEMA: the body of PUT
+// /resource_providers/{u}/inventories, and each provider's part of a
+// reshape.
+var putInventoriesSchema = jObj("type", jStr("object"),
+	"properties", jObj(
+		"resource_provider_generation", tInt,
+		"inventories", jObj("type", jStr("object"),
+			"patternProperties", jObj(patRC, inventorySchema(jList(jStr("total")))))),
+	"required", jList(jStr("resource_provider_generation"), jStr("inventories")),
+	"additionalProperties", "false")
 
 // Resource providers.
 func providerSchema(props ...string) *schemaNode {
@@ -190,8 +195,10 @@ func allocationSchema(mv int, post bool) string {
 		"additionalProperties", "false", "required", jList(req...))
 }
 
-func postAllocationsSchema(mv int) string {
-	return jObj("type", jStr("object"), "minProperties", "1", "additionalProperties", "false",
+// postAllocationsSchema is POST /allocations' body at mv; the reshaper
+// uses it with minProps 0.
+func postAllocationsSchema(mv int, minProps string) string {
+	return jObj("type", jStr("object"), "minProperties", minProps, "additionalProperties", "false",
 		"patternProperties", jObj(patUUIDKey, allocationSchema(mv, true)))
 }
 
@@ -208,7 +215,7 @@ func init() {
 		schemaPutAllocations[mv] = mustSchema(allocationSchema(mv, false))
 	}
 	for _, mv := range postAllocationVersions {
-		schemaPostAllocations[mv] = mustSchema(postAllocationsSchema(mv))
+		schemaPostAllocations[mv] = mustSchema(postAllocationsSchema(mv, "1"))
 	}
 }
 
@@ -309,7 +316,7 @@ func init() {
 		schemaPostRP, schemaPutRP, schemaPostRP114, schemaPutRP114, schemaUsages, schemaUsages138,
 		schemaCustomTrait, schemaSetProviderTraits, schemaListTraits, schemaResourceClass,
 		schemaAggregates, schemaAggregates119}
-	for _, m := range []map[int]*schemaNode{schemaListProviders, schemaPutAllocations, schemaPostAllocations, schemaCandidates} {
+	for _, m := range []map[int]*schemaNode{schemaListProviders, schemaPutAllocations, schemaPostAllocations, schemaCandidates, schemaReshaper} {
 		for _, s := range m {
 			all = append(all, s)
 		}
@@ -318,3 +325,31 @@ func init() {
 		warmSchemaRegexps(s)
 	}
 }
+
+// Reshaper.
+
+// reshaperSchema is POST_RESHAPER_SCHEMA (1.30) and its 1.34 and 1.38
+// forms: per provider the PUT inventories body, at least one provider;
+// per consumer the POST /allocations body of mv (1.28's until 1.34), where
+// no consumer at all is allowed (minProperties 0 in place of POST's 1).
+func reshaperSchema(mv int) string {
+	return jObj("type", jStr("object"),
+		"properties", jObj(
+			"inventories", jObj("type", jStr("object"),
+				"patternProperties", jObj(patUUIDKey, putInventoriesSchema),
+				"minProperties", "1", "additionalProperties", "false"),
+			"allocations", postAllocationsSchema(mv, "0")),
+		"required", jList(jStr("inventories"), jStr("allocations")),
+		"additionalProperties", "false")
+}
+
+var (
+	reshaperVersions = []int{38, 34, 30}
+	schemaReshaper   = func() map[int]*schemaNode {
+		m := map[int]*schemaNode{}
+		for _, mv := range reshaperVersions {
+			m[mv] = mustSchema(reshaperSchema(mv))
+		}
+		return m
+	}()
+)
