@@ -58,9 +58,12 @@ var (
 //     (ErrInventoryInUse).
 //
 // A shrunken inventory under allocations the reshape does not touch is
-// allowed, as in Placement. Each provider's generation moves as in
-// Placement: +1 for the interim inventory (when the new one is not empty),
-// +1 when its allocations change, +1 for the final inventory.
+// allowed, as in Placement. Each provider in Inventories moves its
+// generation as Placement's does: +1 for the interim inventory (when the
+// new one is not empty), +1 when the allocation step visits it (a new
+// allocation names it, or a consumer whose allocations are emptied held
+// some there), +1 for the final inventory. Other providers whose usages
+// change move by one, as in every Berth claim.
 //
 // The transaction compares the mod revision of every provider and consumer
 // it read and of every custom class the new inventories use. Losing a race
