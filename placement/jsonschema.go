@@ -402,11 +402,15 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 			return out
 		}
 		if b, ok := v.(bool); ok && !b && len(extras) > 0 {
+			// jsonschema (4.10, Placement 8.0's) names the extras
+			// sorted, not in the instance's order.
+			sort.Strings(extras)
+			_, hasPatterns := sch.get("patternProperties")
 			reprs := make([]string, len(extras))
 			for i, x := range extras {
 				reprs[i] = pyRepr(x)
 			}
-			if _, ok := sch.get("patternProperties"); ok {
+			if hasPatterns {
 				verb := "does"
 				if len(extras) > 1 {
 					verb = "do"

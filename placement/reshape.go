@@ -50,11 +50,13 @@ var (
 //  2. every consumer's generation matches, and every provider its new
 //     allocations name exists;
 //  3. every resource class named exists;
-//  4. the new allocations fit (min_unit, max_unit, step_size and
+//  4. every provider the allocations name has inventory of at least one
+//     class they name;
+//  5. the new allocations fit (min_unit, max_unit, step_size and
 //     (total-reserved)*allocation_ratio), checked against the new
 //     inventories plus, until the end of the reshape, the old records of
 //     classes it removes — so allocations can move off a class that goes;
-//  5. no class removed from a provider still has allocations afterwards
+//  6. no class removed from a provider still has allocations afterwards
 //     (ErrInventoryInUse).
 //
 // A shrunken inventory under allocations the reshape does not touch is
@@ -62,8 +64,9 @@ var (
 // generation as Placement's does: +1 for the interim inventory (when the
 // new one is not empty), +1 when the allocation step visits it (a new
 // allocation names it, or a consumer whose allocations are emptied held
-// some there), +1 for the final inventory. Other providers whose usages
-// change move by one, as in every Berth claim.
+// some there), +1 for the final inventory. Other providers move as in any
+// allocation write: by one when visited, not at all when allocations only
+// move off them.
 //
 // The transaction compares the mod revision of every provider and consumer
 // it read and of every custom class the new inventories use. Losing a race
@@ -212,16 +215,15 @@ func (s *Service) planReshape(rd *claimRead, classes map[string]classRead, consu
 			}
 		}
 	}
-	// 3. Classes. Placement finds an unknown class inside its transaction,
-	// before any capacity check, so a capacity error below yields to it.
-	var classErr error
+	// 3. Classes: Placement meets an unknown one while it writes the
+	// interim inventories or as its capacity check starts, before any
+	// capacity error.
 	for _, rc := range reshapeClassOrder(providers, consumers, r) {
 		if !classes[rc].exists {
-			classErr = detailf(ErrResourceClassNotFound, "No such resource class %s.", rc)
-			break
+			return nil, nil, detailf(ErrResourceClassNotFound, "No such resource class %s.", rc)
 		}
 	}
-	// 4. The interim inventory every allocation is checked against: the
+	// The interim inventory every allocation is checked against: the
 	// new records over the old ones (a provider whose new inventory is
 	// empty keeps its old one, as Placement skips that interim step).
 	for _, rp := range providers {
@@ -236,6 +238,11 @@ func (s *Service) planReshape(rd *claimRead, classes map[string]classRead, consu
 			rd.providers[rp].p.Inventories = interim
 		}
 	}
+	// 4. Providers with none of the classes allocated.
+	if err := providersWithoutInterimInventory(rd, consumers, r); err != nil {
+		return nil, nil, err
+	}
+	// 5. The allocations against the interim inventories.
 	allocated := map[string]map[string]bool{} // rp → classes the new allocations use
 	// visited is Placement's set of providers whose generation the
 	// allocation step bumps: those named by new allocations, and those a
@@ -299,15 +306,9 @@ func (s *Service) planReshape(rd *claimRead, classes map[string]classRead, consu
 			return nil
 		})
 	if err != nil {
-		if classErr != nil && errors.Is(err, ErrInsufficientCapacity) {
-			return nil, nil, classErr
-		}
 		return nil, nil, err
 	}
-	if classErr != nil {
-		return nil, nil, classErr
-	}
-	// 5. Providers whose allocations did not change get their final
+	// Providers whose allocations did not change get their final
 	// inventory in a put of their own.
 	for _, rp := range providers {
 		if touched[rp] {
@@ -324,6 +325,7 @@ func (s *Service) planReshape(rd *claimRead, classes map[string]classRead, consu
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(pk), "=", sp.modRev))
 		ops = append(ops, clientv3.OpPut(pk, string(val)))
 	}
+	// 6. Inventory removed under allocations.
 	for _, rp := range providers {
 		if len(inUse[rp]) > 0 {
 			return nil, nil, detailf(ErrInventoryInUse, "Inventory for '%s' on resource provider '%s' in use.", strings.Join(inUse[rp], ", "), rp)
@@ -370,4 +372,53 @@ func reshapeClassOrder(providers, consumers []string, r Reshape) []string {
 		}
 	}
 	return out
+}
+
+// providersWithoutInterimInventory is the first check of Placement's
+// _check_capacity_exceeded as a reshape meets it: every provider the
+// allocations touch (those of consumers being emptied too) must have
+// interim inventory of at least one of the classes they name, else the
+// whole reshape fails naming every class and every such provider.
+func providersWithoutInterimInventory(rd *claimRead, consumers []string, r Reshape) error {
+	classes := map[string]bool{}
+	providers := map[string]bool{}
+	for _, c := range consumers {
+		w := r.Allocations[c]
+		if prev := rd.consumers[c]; len(w.Allocations) == 0 && prev != nil {
+			for rp, a := range prev.Allocations {
+				providers[rp] = true
+				for rc := range a.Resources {
+					classes[rc] = true
+				}
+			}
+		}
+		for rp, a := range w.Allocations {
+			providers[rp] = true
+			for rc := range a.Resources {
+				classes[rc] = true
+			}
+		}
+	}
+	var missing []string
+	for _, rp := range sortedKeys(providers) {
+		sp := rd.providers[rp]
+		if sp == nil {
+			continue // an old allocation on a provider since deleted
+		}
+		has := false
+		for rc := range classes {
+			if _, ok := sp.p.Inventories[rc]; ok {
+				has = true
+				break
+			}
+		}
+		if !has {
+			missing = append(missing, rp)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return detailf(ErrInsufficientCapacity, "Inventory for '%s' on resource provider '%s' invalid.",
+		strings.Join(classIDOrder(classes), ", "), strings.Join(missing, ", "))
 }
