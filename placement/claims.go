@@ -298,13 +298,17 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 				}
 			}
 		}
-		for rp, a := range w.Allocations {
+		// Sorted, so that of several faults the same one is reported every
+		// time (Placement reports the first in the body's order).
+		for _, rp := range sortedKeys(w.Allocations) {
+			a := w.Allocations[rp]
 			sp := rd.providers[rp]
 			if sp == nil {
 				return nil, nil, detailf(ErrProviderNotFound, "Allocation for resource provider '%s' that does not exist.", rp)
 			}
 			u := usage(rp)
-			for rc, n := range a.Resources {
+			for _, rc := range sortedKeys(a.Resources) {
+				n := a.Resources[rc]
 				inv, ok := sp.p.Inventories[rc]
 				if !ok {
 					return nil, nil, detailf(ErrInsufficientCapacity, "Inventory for '%s' on resource provider '%s' invalid.", rc, rp)
@@ -360,7 +364,8 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			continue // an old allocation on a provider since deleted
 		}
 		u := after[rp]
-		for rc, n := range u {
+		for _, rc := range sortedKeys(u) {
+			n := u[rc]
 			before := sp.p.Usages[rc]
 			if n == before {
 				continue

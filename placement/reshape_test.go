@@ -582,3 +582,123 @@ func assertConsistent(t *testing.T, s *Service) {
 		}
 	}
 }
+
+// TestReshapeGenerationsAsPlacement replays, over HTTP, a reshape whose
+// generations were read from a real Placement 8.0: VCPU moves from root to
+// its child, consumer c1 moves too and also moves its disk from other to
+// dst, c2 is emptied (it held VCPU on root and disk on other), c3 is not
+// named. Placement then bumps root and child by 3 (interim inventory,
+// allocation step, final inventory), other by 1 (c2 emptied there; c1
+// merely moving off does not count), dst by 1, and leaves c3 alone.
+func TestReshapeGenerationsAsPlacement(t *testing.T) {
+	a := newAPI(t)
+	const (
+		root  = "a0000000-0000-0000-0000-000000000001"
+		child = "a0000000-0000-0000-0000-000000000002"
+		other = "a0000000-0000-0000-0000-000000000003"
+		dst   = "a0000000-0000-0000-0000-000000000004"
+		c1    = "c0000000-0000-0000-0000-000000000001"
+		c2    = "c0000000-0000-0000-0000-000000000002"
+		c3    = "c0000000-0000-0000-0000-000000000003"
+	)
+	a.provider(root)
+	a.provider(other)
+	a.provider(dst)
+	a.provider(child, root)
+	a.inventory(root, map[string]int{VCPU: 8, DiskGB: 100})
+	a.inventory(other, map[string]int{DiskGB: 100})
+	a.inventory(dst, map[string]int{DiskGB: 100})
+	put := func(c string, allocs map[string]any) {
+		a.must(204, "PUT", "/allocations/"+c, "1.30", map[string]any{"allocations": allocs,
+			"project_id": "p", "user_id": "u", "consumer_generation": nil})
+	}
+	res := func(rc string, n int) map[string]any {
+		return map[string]any{"resources": map[string]any{rc: n}}
+	}
+	put(c1, map[string]any{root: res(VCPU, 2), other: res(DiskGB, 5)})
+	put(c2, map[string]any{root: res(VCPU, 1), other: res(DiskGB, 1)})
+	put(c3, map[string]any{root: res(DiskGB, 1)})
+	gens := func() [4]int {
+		return [4]int{a.generation(root), a.generation(child), a.generation(other), a.generation(dst)}
+	}
+	// What Placement 8.0 answered before and after the same requests.
+	if g := gens(); g != [4]int{4, 0, 3, 1} {
+		t.Fatalf("generations before the reshape %v, Placement's are [4 0 3 1]", g)
+	}
+	total := func(n int) map[string]any { return map[string]any{"total": n} }
+	a.must(204, "POST", "/reshaper", "1.30", map[string]any{
+		"inventories": map[string]any{
+			root:  map[string]any{"resource_provider_generation": 4, "inventories": map[string]any{DiskGB: total(100)}},
+			child: map[string]any{"resource_provider_generation": 0, "inventories": map[string]any{VCPU: total(8)}},
+		},
+		"allocations": map[string]any{
+			c1: map[string]any{"allocations": map[string]any{child: res(VCPU, 2), dst: res(DiskGB, 5)},
+				"project_id": "p", "user_id": "u", "consumer_generation": 1},
+			c2: map[string]any{"allocations": map[string]any{}, "project_id": "p", "user_id": "u", "consumer_generation": 1},
+		},
+	})
+	if g := gens(); g != [4]int{7, 3, 4, 2} {
+		t.Errorf("generations after the reshape %v, Placement's are [7 3 4 2]", g)
+	}
+	r := a.must(200, "GET", "/allocations/"+c1, "1.30", nil)
+	if g := num(r.body["consumer_generation"]); g != 2 {
+		t.Errorf("c1 consumer generation %d, want 2", g)
+	}
+	if r := a.must(200, "GET", "/allocations/"+c2, "1.30", nil); len(r.body["allocations"].(map[string]any)) != 0 {
+		t.Errorf("c2 still has allocations: %s", r.raw)
+	}
+	if r := a.must(200, "GET", "/resource_providers/"+other+"/usages", "1.30", nil); num(r.body["usages"].(map[string]any)[DiskGB]) != 0 {
+		t.Errorf("other's usages %s", r.raw)
+	}
+}
+
+// TestReshapeProvidersWithoutInventory checks, against answers read from a
+// real Placement 8.0, the reshape's capacity refusals: a provider with
+// interim inventory of none of the classes allocated (anywhere in the
+// reshape) fails it naming every class in class id order; one that has
+// some of them fails on the first class it lacks.
+func TestReshapeProvidersWithoutInventory(t *testing.T) {
+	a := newAPI(t)
+	const (
+		root  = "b0000000-0000-0000-0000-000000000001"
+		child = "b0000000-0000-0000-0000-000000000002"
+		dst   = "b0000000-0000-0000-0000-000000000004"
+		c1    = "d0000000-0000-0000-0000-000000000001"
+	)
+	a.provider(root)
+	a.provider(dst)
+	a.provider(child, root)
+	a.inventory(root, map[string]int{VCPU: 8})
+	a.inventory(dst, map[string]int{DiskGB: 100})
+	res := func(kv ...any) map[string]any {
+		r := map[string]any{}
+		for i := 0; i < len(kv); i += 2 {
+			r[kv[i].(string)] = kv[i+1]
+		}
+		return map[string]any{"resources": r}
+	}
+	cases := []struct {
+		allocs map[string]any
+		detail string
+	}{
+		{map[string]any{child: res(DiskGB, 1), dst: res(MemoryMB, 1)}, "Inventory for 'MEMORY_MB, DISK_GB' on resource provider '" + child + "' invalid."},
+		{map[string]any{child: res(DiskGB, 1, VCPU, 1), dst: res(MemoryMB, 1)}, "Inventory for 'DISK_GB' on resource provider '" + child + "' invalid."},
+		{map[string]any{root: res(VCPU, 1), child: res(MemoryMB, 1)}, "Inventory for 'MEMORY_MB' on resource provider '" + child + "' invalid."},
+	}
+	for i, tc := range cases {
+		r := a.must(409, "POST", "/reshaper", "1.30", map[string]any{
+			"inventories": map[string]any{
+				child: map[string]any{"resource_provider_generation": 0, "inventories": map[string]any{VCPU: map[string]any{"total": 8}}},
+			},
+			"allocations": map[string]any{
+				c1: map[string]any{"allocations": tc.allocs, "project_id": "p", "user_id": "u", "consumer_generation": nil},
+			},
+		})
+		if want := "Unable to allocate inventory: " + tc.detail; !strings.Contains(r.errDetail(), want) || r.errCode() != codeDefault {
+			t.Errorf("case %d: %s %q, want %s %q", i, r.errCode(), r.errDetail(), codeDefault, want)
+		}
+	}
+	if g := a.generation(child); g != 0 {
+		t.Errorf("child generation %d after refused reshapes, want 0", g)
+	}
+}
