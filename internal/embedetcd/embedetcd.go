@@ -37,6 +37,7 @@ type Config struct {
 type Server struct {
 	etcd   *embed.Etcd
 	client *clientv3.Client
+	gate   *gate
 	url    string
 }
 
@@ -105,7 +106,10 @@ func Start(cfg Config) (*Server, error) {
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd: %w", err)
 	}
-	return &Server{etcd: e, client: v3client.New(e.Server), url: cu.String()}, nil
+	cli := v3client.New(e.Server)
+	g := newGate()
+	cli.KV = gatedKV{kv: cli.KV, g: g}
+	return &Server{etcd: e, client: cli, gate: g, url: cu.String()}, nil
 }
 
 // Client is an in-process client: no gRPC over loopback, which the design
@@ -123,6 +127,9 @@ func (s *Server) Close() {
 	if s == nil {
 		return
 	}
+	// In-process reads must be out of the server before its backend
+	// closes (see gate).
+	s.gate.close(5 * time.Second)
 	s.client.Close()
 	s.etcd.Close()
 	<-s.etcd.Server.StopNotify()

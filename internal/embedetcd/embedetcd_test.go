@@ -1,0 +1,77 @@
+package embedetcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestCloseWhileReading closes the member while goroutines hammer it with
+// serializable reads and transactions through the in-process client, the
+// pattern of a test tearing down under a still-running informer. Close must
+// wait for them (before the gate, such a read could run against the closed
+// backend and crash the process), and every call after it must fail with
+// ErrClosed rather than reach the server.
+func TestCloseWhileReading(t *testing.T) {
+	for round := 0; round < 3; round++ {
+		srv, err := Start(Config{
+			DataDir:   filepath.Join(t.TempDir(), "etcd"),
+			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cli := srv.Client()
+		if _, err := cli.Put(context.Background(), "k", "v"); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		var closing atomic.Bool
+		started := make(chan struct{}, 8)
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				started <- struct{}{}
+				for {
+					_, err := cli.Get(ctx, "k", clientv3.WithSerializable())
+					if err == nil {
+						_, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.Version("k"), ">", 0)).
+							Then(clientv3.OpGet("k", clientv3.WithSerializable())).Commit()
+					}
+					if errors.Is(err, ErrClosed) || (err != nil && closing.Load()) {
+						return
+					}
+				}
+			}()
+		}
+		for i := 0; i < 8; i++ {
+			<-started
+		}
+		closing.Store(true)
+		srv.Close()
+		wg.Wait()
+		if _, err := cli.Get(ctx, "k"); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Get after Close: %v, want ErrClosed", err)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package embedetcd
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// ErrClosed is what the in-process client's KV calls return once the
+// member is closing.
+var ErrClosed = errors.New("embedded etcd: closed")
+
+// gate counts the in-process client's KV calls in flight so Close can wait
+// for them. The in-process client (v3client) calls the server's functions
+// directly, bypassing the gRPC server that etcd's own Close drains, and a
+// serializable read that runs while the backend closes dereferences a nil
+// bbolt transaction and crashes the whole process.
+type gate struct {
+	mu     sync.Mutex
+	n      int
+	closed bool
+	idle   chan struct{} // closed when closed and n reaches 0
+}
+
+func newGate() *gate { return &gate{idle: make(chan struct{})} }
+
+func (g *gate) enter() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return ErrClosed
+	}
+	g.n++
+	return nil
+}
+
+func (g *gate) exit() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n--
+	if g.closed && g.n == 0 {
+		close(g.idle)
+	}
+}
+
+// close refuses new calls and waits, up to max, for those in flight. A call
+// stuck longer (a linearizable read waiting on a member that is stopping)
+// is not worth hanging shutdown for.
+func (g *gate) close(max time.Duration) {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	g.closed = true
+	if g.n == 0 {
+		close(g.idle)
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.idle:
+	case <-time.After(max):
+	}
+}
+
+// gatedKV passes every KV call through the gate.
+type gatedKV struct {
+	kv clientv3.KV
+	g  *gate
+}
+
+func (k gatedKV) Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error) {
+	if err := k.g.enter(); err != nil {
+		return nil, err
+	}
+	defer k.g.exit()
+	return k.kv.Put(ctx, key, val, opts...)
+}
+
+func (k gatedKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	if err := k.g.enter(); err != nil {
+		return nil, err
+	}
+	defer k.g.exit()
+	return k.kv.Get(ctx, key, opts...)
+}
+
+func (k gatedKV) Delete(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.DeleteResponse, error) {
+	if err := k.g.enter(); err != nil {
+		return nil, err
+	}
+	defer k.g.exit()
+	return k.kv.Delete(ctx, key, opts...)
+}
+
+func (k gatedKV) Compact(ctx context.Context, rev int64, opts ...clientv3.CompactOption) (*clientv3.CompactResponse, error) {
+	if err := k.g.enter(); err != nil {
+		return nil, err
+	}
+	defer k.g.exit()
+	return k.kv.Compact(ctx, rev, opts...)
+}
+
+func (k gatedKV) Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse, error) {
+	if err := k.g.enter(); err != nil {
+		return clientv3.OpResponse{}, err
+	}
+	defer k.g.exit()
+	return k.kv.Do(ctx, op)
+}
+
+func (k gatedKV) Txn(ctx context.Context) clientv3.Txn {
+	return gatedTxn{txn: k.kv.Txn(ctx), g: k.g}
+}
+
+// gatedTxn gates Commit, where a transaction's reads run.
+type gatedTxn struct {
+	txn clientv3.Txn
+	g   *gate
+}
+
+func (t gatedTxn) If(cs ...clientv3.Cmp) clientv3.Txn {
+	return gatedTxn{txn: t.txn.If(cs...), g: t.g}
+}
+
+func (t gatedTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	return gatedTxn{txn: t.txn.Then(ops...), g: t.g}
+}
+
+func (t gatedTxn) Else(ops ...clientv3.Op) clientv3.Txn {
+	return gatedTxn{txn: t.txn.Else(ops...), g: t.g}
+}
+
+func (t gatedTxn) Commit() (*clientv3.TxnResponse, error) {
+	if err := t.g.enter(); err != nil {
+		return nil, err
+	}
+	defer t.g.exit()
+	return t.txn.Commit()
+}
+
+// GetStream holds the gate until the stream's last chunk is delivered.
+func (k gatedKV) GetStream(ctx context.Context, key string, opts ...clientv3.OpOption) (clientv3.GetStreamChan, error) {
+	if err := k.g.enter(); err != nil {
+		return nil, err
+	}
+	in, err := k.kv.GetStream(ctx, key, opts...)
+	if err != nil {
+		k.g.exit()
+		return nil, err
+	}
+	out := make(chan clientv3.RangeStreamResponse)
+	go func() {
+		defer k.g.exit()
+		defer close(out)
+		for r := range in {
+			select {
+			case out <- r:
+			case <-ctx.Done():
+				for range in {
+				}
+				return
+			}
+		}
+	}()
+	return out, nil
+}
