@@ -80,6 +80,7 @@ type Agent struct {
 	sem      chan struct{}
 	wg       sync.WaitGroup
 	wake     chan struct{}
+	syncNow  chan struct{} // the service's disabled flag changed
 }
 
 // New builds an agent; Run starts it.
@@ -107,7 +108,8 @@ func New(cfg Config, cli *clientv3.Client, keys etcdschema.Keys, p Placement, d 
 	a := &Agent{cfg: cfg, cli: cli, keys: keys, placement: p, driver: d,
 		log: log.With("host", cfg.Host, "cell", cfg.Cell), provider: ProviderUUIDForHost(cfg.Host),
 		pending: map[string]informer.Event{}, inFlight: map[string]bool{},
-		sem: make(chan struct{}, cfg.MaxConcurrentBuilds), wake: make(chan struct{}, 1)}
+		sem: make(chan struct{}, cfg.MaxConcurrentBuilds), wake: make(chan struct{}, 1),
+		syncNow: make(chan struct{}, 1)}
 	a.builds = informer.New(cli, keys.Builds(cfg.Host), buildsHandler{a}, a.log)
 	return a, nil
 }
@@ -130,6 +132,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	dispatched := make(chan struct{})
 	go func() { a.dispatch(ctx); close(dispatched) }()
 	go a.periodic(ctx)
+	go a.runServiceWatch(ctx)
 	a.log.Info("agent running", "provider", a.provider)
 	<-ctx.Done()
 	<-dispatched // no wg.Add after this point

@@ -38,11 +38,15 @@ type Server struct {
 	defaultAZ string
 	log       hclog.Logger
 	router    *mux.Router
+	// TraitSyncTimeout bounds how long a service enable/disable waits for
+	// an up agent to confirm its COMPUTE_STATUS_DISABLED trait.
+	TraitSyncTimeout time.Duration
 }
 
 // New builds the API handler.
 func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Logger) *Server {
-	s := &Server{cli: cli, keys: keys, placement: p, log: log, router: mux.NewRouter()}
+	s := &Server{cli: cli, keys: keys, placement: p, log: log, router: mux.NewRouter(),
+		TraitSyncTimeout: DefaultTraitSyncTimeout}
 	r := s.router
 	r.HandleFunc("/", s.versions).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
@@ -54,6 +58,7 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Lo
 	r.HandleFunc("/v1/servers/{id}", s.deleteServer).Methods(http.MethodDelete)
 	r.HandleFunc("/v1/flavors", s.listFlavors).Methods(http.MethodGet)
 	r.HandleFunc("/v1/flavors/{name}", s.showFlavor).Methods(http.MethodGet)
+	s.operatorRoutes(r)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "The resource could not be found.")
 	})

@@ -268,3 +268,11 @@ func (k Keys) BuildRequestLeases() string { return k.join("leases", "build_reque
 
 // RetryLeases is the prefix of one cell's retry leases.
 func (k Keys) RetryLeases(cell string) string { return k.join("cells", cell, "leases") + "/" }
+
+// FirstSegment returns the part of key after prefix up to the next "/",
+// e.g. the cell name of any key under CellsPrefix.
+func FirstSegment(key, prefix string) string {
+	rest := strings.TrimPrefix(key, prefix)
+	seg, _, _ := strings.Cut(rest, "/")
+	return seg
+}
