@@ -23,6 +23,13 @@ CLI (finds the API with --api or BERTH_API, default http://127.0.0.1:8774):
   berth server list
   berth server show ID
   berth server delete ID [--wait]
+  berth service list                          compute services: up/down, enabled/disabled
+  berth service disable HOST [--reason TEXT]  keep new builds off HOST (sets COMPUTE_STATUS_DISABLED)
+  berth service enable HOST
+  berth service force-down HOST [--unset]     mark HOST down whatever its heartbeat says
+  berth host list                             hosts with usage/capacity from Placement
+  berth cell list | create NAME | discover-hosts
+  berth selection show INSTANCE               alternates left and attempts made
 
 Config:
   berth config validate FILE...   check config files without starting anything
@@ -57,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cmdServerCLI(rest, stdout, stderr)
 		}
 		return cmdServerRole(rest, stdout, stderr)
+	case "service", "host", "cell", "selection":
+		return cmdOps(cmd, rest, stdout, stderr)
 	case "conductor":
 		return cmdConductor(rest, stdout, stderr)
 	case "agent":
