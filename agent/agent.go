@@ -124,6 +124,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.register(ctx); err != nil {
 		return err
 	}
+	// Like Nova's init_host, before the host reads up and before any cast
+	// is worked: the driver and etcd must agree on what runs here.
+	a.watchExits(ctx)
+	if err := a.reconcile(ctx); err != nil {
+		return err
+	}
 	lease, err := a.startLiveness(ctx)
 	if err != nil {
 		return err

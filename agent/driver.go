@@ -20,6 +20,23 @@ type Driver interface {
 	List(ctx context.Context) ([]string, error)
 }
 
+// ExitNotifier is implemented by drivers whose instances can stop on their
+// own (a process that exits, a VM that crashes). The agent registers a
+// function that puts such an instance in ERROR with the reason.
+type ExitNotifier interface {
+	NotifyExit(func(uuid, reason string))
+}
+
+// GuestResumer is implemented by drivers that bring back, on agent start,
+// instances they lost while the agent was down: Nova's
+// resume_guests_state_on_host_boot. For drivers without it, an ACTIVE
+// instance the driver does not run after a restart goes to ERROR (Nova's
+// default sets it SHUTOFF; Berth has no SHUTOFF, and an operator must see
+// it either way).
+type GuestResumer interface {
+	Resume(ctx context.Context, b *etcdschema.Build) error
+}
+
 // BuildError is a failed build with Nova's distinction: a reschedulable
 // failure (RescheduledException) is retried on an alternate host, anything
 // else puts the instance in ERROR at once.
@@ -45,7 +62,8 @@ type DriverFactory func(host string, cfg DriverConfig) (Driver, error)
 
 // DriverConfig holds every driver's settings; each reads its own part.
 type DriverConfig struct {
-	Fake FakeConfig
+	Fake    FakeConfig
+	Process ProcessConfig
 }
 
 var drivers = map[string]DriverFactory{}

@@ -31,7 +31,22 @@ type FakeDriver struct {
 	run  map[string]bool
 }
 
-var _ Driver = (*FakeDriver)(nil)
+var (
+	_ Driver       = (*FakeDriver)(nil)
+	_ GuestResumer = (*FakeDriver)(nil)
+)
+
+// Resume brings back an instance after an agent restart. The fake
+// driver's instances live only in the agent's memory, so every restart
+// loses them all; like a hypervisor with resume_guests_state_on_host_boot
+// it brings them back (at once, without build time or failures) rather
+// than turning each restart of a lab's agent into a page of ERRORs.
+func (d *FakeDriver) Resume(_ context.Context, b *etcdschema.Build) error {
+	d.mu.Lock()
+	d.run[b.InstanceUUID] = true
+	d.mu.Unlock()
+	return nil
+}
 
 func init() {
 	RegisterDriver("fake", func(host string, cfg DriverConfig) (Driver, error) {

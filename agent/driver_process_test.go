@@ -1,0 +1,217 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+func procBuild(uuid, command string) *etcdschema.Build {
+	f := etcdschema.Flavor{Name: "proc"}
+	if command != "" {
+		f.ExtraSpecs = map[string]string{CommandExtraSpec: command}
+	}
+	return &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: uuid, Name: "n-" + uuid, Flavor: f}
+}
+
+func newProcDriver(t *testing.T, dir string) (*ProcessDriver, chan string) {
+	t.Helper()
+	d, err := NewProcessDriver("h1", ProcessConfig{StateDir: dir, StopGrace: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exits := make(chan string, 10)
+	d.NotifyExit(func(uuid, reason string) { exits <- uuid + ": " + reason })
+	t.Cleanup(func() {
+		ids, _ := d.List(context.Background())
+		for _, id := range ids {
+			_ = d.Destroy(context.Background(), id)
+		}
+	})
+	return d, exits
+}
+
+func pidOf(t *testing.T, d *ProcessDriver, uuid string) int {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.run[uuid]
+	if !ok {
+		t.Fatalf("%s not running", uuid)
+	}
+	return e.state.PID
+}
+
+func gone(pid int) bool { return !sameProcess(pid, 0) }
+
+// groupAlive says whether any process of group pgid runs (zombies waiting
+// for init to reap them do not count).
+func groupAlive(pgid int) bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		fl := strings.Fields(s[i+1:])
+		// fields after ')': state, ppid, pgrp
+		if len(fl) > 2 && fl[0] != "Z" && fl[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestProcessDriverSpawnAndDestroy(t *testing.T) {
+	cases := []struct {
+		desc    string
+		command string
+	}{
+		{"exits on SIGTERM", "sleep 30"},
+		{"ignores SIGTERM, killed after the grace", `trap "" TERM; sleep 30 & wait; sleep 30`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			d, exits := newProcDriver(t, dir)
+			ctx := context.Background()
+			if err := d.Spawn(ctx, procBuild("i1", tc.command)); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Spawn(ctx, procBuild("i1", tc.command)); err != nil {
+				t.Fatalf("second spawn of a running instance: %v", err)
+			}
+			if ids, _ := d.List(ctx); len(ids) != 1 || ids[0] != "i1" {
+				t.Fatalf("List = %v", ids)
+			}
+			pid := pidOf(t, d, "i1")
+			if _, err := os.Stat(filepath.Join(dir, "i1.json")); err != nil {
+				t.Fatalf("no state record: %v", err)
+			}
+			if err := d.Destroy(ctx, "i1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := waitFor(func() bool { return !groupAlive(pid) }); err != nil {
+				t.Fatalf("process group %d still running after Destroy", pid)
+			}
+			if ids, _ := d.List(ctx); len(ids) != 0 {
+				t.Fatalf("List after Destroy = %v", ids)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "i1.json")); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("state record left: %v", err)
+			}
+			select {
+			case e := <-exits:
+				t.Fatalf("a Destroy was reported as an unexpected exit: %s", e)
+			default:
+			}
+			if err := d.Destroy(ctx, "i1"); err != nil {
+				t.Fatalf("destroying an unknown instance: %v", err)
+			}
+		})
+	}
+}
+
+func TestProcessDriverFailures(t *testing.T) {
+	cases := []struct {
+		desc          string
+		command       string
+		spawnErr      string // "" if Spawn succeeds
+		reschedulable bool
+		exit          string // reported later, when the process dies on its own
+		killIt        bool
+	}{
+		{desc: "no command anywhere", spawnErr: "has no berth:command extra spec"},
+		{desc: "exits at once", command: "exit 7", spawnErr: "exited with status 7", reschedulable: true},
+		{desc: "exits later", command: "sleep 1; exit 3", exit: "i1: instance process on h1 exited with status 3"},
+		{desc: "killed from outside", command: "sleep 30", exit: "was killed by signal 9", killIt: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			d, exits := newProcDriver(t, t.TempDir())
+			err := d.Spawn(context.Background(), procBuild("i1", tc.command))
+			if tc.spawnErr != "" {
+				var be *BuildError
+				if !errors.As(err, &be) || !strings.Contains(be.Reason, tc.spawnErr) || be.Reschedulable != tc.reschedulable {
+					t.Fatalf("Spawn = %#v; want a BuildError saying %q, reschedulable %v", err, tc.spawnErr, tc.reschedulable)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.killIt {
+				_ = syscall.Kill(pidOf(t, d, "i1"), syscall.SIGKILL)
+			}
+			select {
+			case got := <-exits:
+				if !strings.Contains(got, tc.exit) {
+					t.Fatalf("exit reported as %q, want %q", got, tc.exit)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("exit never reported")
+			}
+			if ids, _ := d.List(context.Background()); len(ids) != 0 {
+				t.Fatalf("List after exit = %v", ids)
+			}
+		})
+	}
+}
+
+func TestProcessDriverAdoptsAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	d1, _ := newProcDriver(t, dir)
+	if err := d1.Spawn(ctx, procBuild("live", "sleep 30")); err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, d1, "live")
+	// A record of a process that died while no agent ran.
+	stale := procState{UUID: "dead", PID: 1 << 22, StartTime: 1, Command: "x"}
+	if err := d1.writeState(stale); err != nil {
+		t.Fatal(err)
+	}
+
+	d2, exits := newProcDriver(t, dir) // the restarted agent's driver
+	if ids, _ := d2.List(ctx); len(ids) != 1 || ids[0] != "live" {
+		t.Fatalf("adopted %v, want [live]", ids)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "dead.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("stale record kept")
+	}
+	if err := d2.Destroy(ctx, "live"); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(func() bool { return gone(pid) }); err != nil {
+		t.Fatalf("adopted process %d not stopped", pid)
+	}
+	select {
+	case e := <-exits:
+		t.Fatalf("a Destroy of an adopted process was reported as an exit: %s", e)
+	default:
+	}
+}
+
+func TestProcessDriverRejectsUnreadableState(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewProcessDriver("h1", ProcessConfig{StateDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "unreadable state record") {
+		t.Fatalf("want an error naming the unreadable record, got %v", err)
+	}
+}

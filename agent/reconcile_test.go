@@ -1,0 +1,239 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/placement"
+)
+
+// agentEnv is one etcd and placement that agents come and go on.
+type agentEnv struct {
+	cli  *clientv3.Client
+	keys etcdschema.Keys
+	p    *placement.Service
+}
+
+func newAgentEnv(t *testing.T) *agentEnv {
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/t")
+	return &agentEnv{cli: cli, keys: keys, p: placement.New(cli, keys, hclog.NewNullLogger())}
+}
+
+// run starts an agent for h1 with driver d; stop waits for Run to return.
+func (e *agentEnv) run(t *testing.T, d Driver, maxBuilds int) (a *Agent, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := New(Config{Host: "h1", Cell: "cell1", ReportInterval: time.Second, TrackInstanceChanges: true,
+		MaxConcurrentBuilds: maxBuilds, Inventory: Inventory{VCPUs: 8, MemoryMB: 4096, DiskGB: 10}},
+		e.cli, e.keys, e.p, d, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = a.Run(ctx); close(done) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	if err := a.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return a, stop
+}
+
+// castCommand casts a build of a flavor running command (for the process
+// driver; ignored by the fake one).
+func (e *agentEnv) castCommand(t *testing.T, uuid, command string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.p.PutAllocations(ctx, uuid, placement.AllocationWrite{ProjectID: "p", UserID: "u",
+		Allocations: map[string]placement.ProviderAllocation{ProviderUUIDForHost("h1"): {Resources: map[string]int64{"VCPU": 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	f := etcdschema.Flavor{Name: "proc", VCPUs: 1, ExtraSpecs: map[string]string{CommandExtraSpec: command}}
+	inst := &etcdschema.Instance{UUID: uuid, Name: uuid, Status: etcdschema.StatusBuild, Host: "h1", Cell: "cell1", Flavor: f}
+	b := &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: uuid, Name: uuid, Cell: "cell1", Flavor: f, Attempt: 1}
+	if _, err := e.cli.Txn(ctx).Then(
+		clientv3.OpPut(e.keys.CellInstance("cell1", uuid), etcdschema.MustEncode(inst)),
+		clientv3.OpPut(e.keys.Build("h1", uuid), etcdschema.MustEncode(b))).Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *agentEnv) status(t *testing.T, uuid string) (string, string) {
+	in := instance(t, e.cli, e.keys, uuid)
+	msg := ""
+	if in.Fault != nil {
+		msg = in.Fault.Message
+	}
+	return in.Status, msg
+}
+
+func (e *agentEnv) waitStatus(t *testing.T, uuid, want string) string {
+	t.Helper()
+	var msg, got string
+	if err := waitFor(func() bool { got, msg = e.status(t, uuid); return got == want }); err != nil {
+		t.Fatalf("%s is %s (%s), want %s", uuid, got, msg, want)
+	}
+	return msg
+}
+
+func TestAgentRestartResumesFakeInstancesAndDestroysOrphans(t *testing.T) {
+	e := newAgentEnv(t)
+	_, stop := e.run(t, NewFakeDriver("h1", FakeConfig{}), 0)
+	e.castCommand(t, "i1", "")
+	e.waitStatus(t, "i1", etcdschema.StatusActive)
+	stop()
+
+	// The restarted agent's fake driver lost i1 and runs a stray "ghost".
+	d := NewFakeDriver("h1", FakeConfig{})
+	if err := d.Spawn(context.Background(), &etcdschema.Build{InstanceUUID: "ghost"}); err != nil {
+		t.Fatal(err)
+	}
+	e.run(t, d, 0)
+	if ids, _ := d.List(context.Background()); strings.Join(ids, ",") != "i1" {
+		t.Fatalf("driver runs %v after reconciliation, want [i1]", ids)
+	}
+	if st, _ := e.status(t, "i1"); st != etcdschema.StatusActive {
+		t.Fatalf("resumed instance is %s", st)
+	}
+}
+
+func TestAgentRestartWithProcessDriver(t *testing.T) {
+	e := newAgentEnv(t)
+	dir := t.TempDir()
+	newDriver := func() *ProcessDriver {
+		d, err := NewProcessDriver("h1", ProcessConfig{StateDir: dir, StopGrace: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d1 := newDriver()
+	_, stop := e.run(t, d1, 0)
+	t.Cleanup(func() {
+		for _, u := range []string{"kept", "lost", "ghost"} {
+			_ = d1.Destroy(context.Background(), u)
+		}
+	})
+	e.castCommand(t, "kept", "sleep 60")
+	e.castCommand(t, "lost", "sleep 60")
+	e.waitStatus(t, "kept", etcdschema.StatusActive)
+	e.waitStatus(t, "lost", etcdschema.StatusActive)
+	stop() // processes outlive their agent, as VMs outlive nova-compute
+
+	// While the agent is down: "lost" dies, and a process etcd knows
+	// nothing of appears in the driver's records.
+	lostPID := pidOf(t, d1, "lost")
+	if err := syscall.Kill(-lostPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(func() bool { return !groupAlive(lostPID) }); err != nil {
+		t.Fatal("lost process still running")
+	}
+	if err := d1.Spawn(context.Background(), procBuild("ghost", "sleep 60")); err != nil {
+		t.Fatal(err)
+	}
+	ghostPID := pidOf(t, d1, "ghost")
+	keptPID := pidOf(t, d1, "kept")
+
+	d2 := newDriver()
+	e.run(t, d2, 0)
+	msg := e.waitStatus(t, "lost", etcdschema.StatusError)
+	if !strings.Contains(msg, "was not running on h1 when its agent started") {
+		t.Fatalf("lost instance's fault: %q", msg)
+	}
+	if st, _ := e.status(t, "kept"); st != etcdschema.StatusActive {
+		t.Fatalf("adopted instance is %s", st)
+	}
+	if err := waitFor(func() bool { return !groupAlive(ghostPID) }); err != nil {
+		t.Fatal("orphan process not killed by reconciliation")
+	}
+	if !groupAlive(keptPID) {
+		t.Fatal("adopted process was killed")
+	}
+	if ids, _ := d2.List(context.Background()); strings.Join(ids, ",") != "kept" {
+		t.Fatalf("driver runs %v, want [kept]", ids)
+	}
+	// An ERROR instance keeps its claim until deleted, as in Nova.
+	prov, _ := e.p.Provider(context.Background(), ProviderUUIDForHost("h1"))
+	if prov.Usages["VCPU"] != 2 {
+		t.Fatalf("usage %d VCPU, want 2 (kept and lost)", prov.Usages["VCPU"])
+	}
+}
+
+func TestAgentProcessExitSetsError(t *testing.T) {
+	e := newAgentEnv(t)
+	d, err := NewProcessDriver("h1", ProcessConfig{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(t, d, 0)
+	e.castCommand(t, "i1", "sleep 1; exit 3")
+	e.waitStatus(t, "i1", etcdschema.StatusActive)
+	msg := e.waitStatus(t, "i1", etcdschema.StatusError)
+	if msg != "instance process on h1 exited with status 3" {
+		t.Fatalf("fault %q", msg)
+	}
+}
+
+// countingDriver wraps the fake driver and records how many spawns ran at
+// once.
+type countingDriver struct {
+	*FakeDriver
+	mu       sync.Mutex
+	now, max int
+}
+
+func (c *countingDriver) Spawn(ctx context.Context, b *etcdschema.Build) error {
+	c.mu.Lock()
+	c.now++
+	c.max = max(c.max, c.now)
+	c.mu.Unlock()
+	defer func() { c.mu.Lock(); c.now--; c.mu.Unlock() }()
+	return c.FakeDriver.Spawn(ctx, b)
+}
+
+func TestAgentHonoursMaxConcurrentBuildsAndResetsFailedBuilds(t *testing.T) {
+	e := newAgentEnv(t)
+	d := &countingDriver{FakeDriver: NewFakeDriver("h1", FakeConfig{BuildTime: 200 * time.Millisecond})}
+	e.run(t, d, 2)
+	ctx := context.Background()
+	// A failed build was counted before: success resets it.
+	svc := etcdschema.Service{}
+	resp, _ := e.cli.Get(ctx, e.keys.Service("h1"))
+	if err := json.Unmarshal(resp.Kvs[0].Value, &svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.FailedBuilds = 4
+	if _, err := e.cli.Put(ctx, e.keys.Service("h1"), etcdschema.MustEncode(&svc)); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"a", "b", "c", "d", "e"} {
+		e.castCommand(t, u, "")
+	}
+	for _, u := range []string{"a", "b", "c", "d", "e"} {
+		e.waitStatus(t, u, etcdschema.StatusActive)
+	}
+	d.mu.Lock()
+	most := d.max
+	d.mu.Unlock()
+	if most != 2 {
+		t.Fatalf("%d builds ran at once, want max_concurrent_builds = 2", most)
+	}
+	resp, _ = e.cli.Get(ctx, e.keys.Service("h1"))
+	if err := json.Unmarshal(resp.Kvs[0].Value, &svc); err != nil || svc.FailedBuilds != 0 {
+		t.Fatalf("failed_builds %d after successes, want 0 (%v)", svc.FailedBuilds, err)
+	}
+}
+
