@@ -236,4 +236,3 @@ func TestAgentHonoursMaxConcurrentBuildsAndResetsFailedBuilds(t *testing.T) {
 		t.Fatalf("failed_builds %d after successes, want 0 (%v)", svc.FailedBuilds, err)
 	}
 }
-
