@@ -180,8 +180,12 @@ type Agent struct {
 	MaxConcurrentBuilds  int
 	TrackInstanceChanges bool
 	InstanceSyncInterval time.Duration
+	// ProviderSyncInterval is the period of update_provider_tree: inventory
+	// and the disabled trait, the backstop for a missed service change.
+	ProviderSyncInterval time.Duration
 	Inventory            Inventory
 	Fake                 FakeDriver
+	Process              ProcessDriver
 
 	declRange hcl.Range
 }
@@ -207,6 +211,14 @@ type FakeDriver struct {
 	FailureRate       float64 // 0..1, chance that a build fails
 	Fail              bool    // every build fails
 	FailReschedulable bool    // failures ask for a reschedule rather than ERROR
+}
+
+// ProcessDriver configures the process driver: each instance is a child
+// process running the flavor's berth:command extra spec, or Command.
+type ProcessDriver struct {
+	Command   string        // run by /bin/sh -c when the flavor names none; "" fails such builds
+	StateDir  string        // pid records and output; "" is <tmp>/berth-process/<host>
+	StopGrace time.Duration // SIGTERM to SIGKILL on delete
 }
 
 // Enumerated values accepted in the config.

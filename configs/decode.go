@@ -366,9 +366,18 @@ func (d *decoder) agent(r *rawAgent) *Agent {
 		MaxConcurrentBuilds:  int(d.count(r.Body, "max_concurrent_builds", r.MaxConcurrentBuilds, int64(def.MaxConcurrentBuilds), 1, "the agent would build nothing")),
 		TrackInstanceChanges: d.boolean(r.TrackInstanceChanges, def.TrackInstanceChanges),
 		InstanceSyncInterval: d.duration(r.Body, "instance_sync_interval", r.InstanceSyncInterval, def.InstanceSyncInterval, time.Second, "schedulers re-list a host whose sync differs"),
+		ProviderSyncInterval: d.duration(r.Body, "provider_sync_interval", r.ProviderSyncInterval, def.ProviderSyncInterval, time.Second, "the agent would re-sync its provider without pause"),
 		Inventory:            def.Inventory,
 		Fake:                 def.Fake,
+		Process:              def.Process,
 		declRange:            r.DefRange,
+	}
+	if p := r.Process; p != nil {
+		a.Process = ProcessDriver{
+			Command:   d.str(p.Command, def.Process.Command),
+			StateDir:  d.str(p.StateDir, def.Process.StateDir),
+			StopGrace: d.duration(p.Body, "stop_grace", p.StopGrace, def.Process.StopGrace, 0, "a grace period cannot be negative"),
+		}
 	}
 	if i := r.Inventory; i != nil {
 		a.Inventory = Inventory{

@@ -99,13 +99,15 @@ func Defaults() *Config {
 			MaxConcurrentBuilds:  10,
 			TrackInstanceChanges: true,
 			InstanceSyncInterval: 120 * time.Second,
+			ProviderSyncInterval: 60 * time.Second, // Nova's update_resources_interval is 60 s too
 			Inventory: Inventory{
 				ReservedHostMemoryMB: 512,
 				CPUAllocationRatio:   4.0,
 				RAMAllocationRatio:   1.0,
 				DiskAllocationRatio:  1.0,
 			},
-			Fake: FakeDriver{FailReschedulable: true},
+			Fake:    FakeDriver{FailReschedulable: true},
+			Process: ProcessDriver{StopGrace: 10 * time.Second},
 		},
 	}
 }

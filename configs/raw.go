@@ -143,8 +143,10 @@ type rawAgent struct {
 	MaxConcurrentBuilds  *int64        `hcl:"max_concurrent_builds"`
 	TrackInstanceChanges *bool         `hcl:"track_instance_changes"`
 	InstanceSyncInterval *string       `hcl:"instance_sync_interval"`
+	ProviderSyncInterval *string       `hcl:"provider_sync_interval"`
 	Inventory            *rawInventory `hcl:"inventory,block"`
 	Fake                 *rawFake      `hcl:"fake,block"`
+	Process              *rawProcess   `hcl:"process,block"`
 	DefRange             hcl.Range     `hcl:",def_range"`
 	Body                 hcl.Body      `hcl:",body"`
 }
@@ -161,6 +163,13 @@ type rawInventory struct {
 	DiskAllocationRatio  *float64  `hcl:"disk_allocation_ratio"`
 	DefRange             hcl.Range `hcl:",def_range"`
 	Body                 hcl.Body  `hcl:",body"`
+}
+
+type rawProcess struct {
+	Command   *string  `hcl:"command"`
+	StateDir  *string  `hcl:"state_dir"`
+	StopGrace *string  `hcl:"stop_grace"`
+	Body      hcl.Body `hcl:",body"`
 }
 
 type rawFake struct {

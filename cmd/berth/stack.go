@@ -346,6 +346,8 @@ func (s *stack) startAgent(ctx context.Context, a *configs.Agent, dataDir string
 	drv, err := agent.NewDriver(a.Driver, a.Host, agent.DriverConfig{Fake: agent.FakeConfig{
 		BuildTime: a.Fake.BuildTime, FailureRate: a.Fake.FailureRate, Fail: a.Fake.Fail,
 		FailReschedulable: a.Fake.FailReschedulable,
+	}, Process: agent.ProcessConfig{
+		Command: a.Process.Command, StateDir: a.Process.StateDir, StopGrace: a.Process.StopGrace,
 	}})
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", a.Host, err)
@@ -354,7 +356,7 @@ func (s *stack) startAgent(ctx context.Context, a *configs.Agent, dataDir string
 	ag, err := agent.New(agent.Config{
 		Host: a.Host, Cell: a.Cell, ReportInterval: a.ReportInterval, ServiceDownTime: a.ServiceDownTime,
 		MaxConcurrentBuilds: a.MaxConcurrentBuilds, TrackInstanceChanges: a.TrackInstanceChanges,
-		InstanceSyncInterval: a.InstanceSyncInterval, DataDir: dataDir,
+		InstanceSyncInterval: a.InstanceSyncInterval, ProviderSyncInterval: a.ProviderSyncInterval, DataDir: dataDir,
 		Inventory: agent.Inventory{VCPUs: inv.VCPUs, MemoryMB: inv.MemoryMB, DiskGB: inv.DiskGB,
 			ReservedHostCPUs: inv.ReservedHostCPUs, ReservedHostMemoryMB: inv.ReservedHostMemoryMB,
 			ReservedHostDiskGB: inv.ReservedHostDiskGB, CPUAllocationRatio: inv.CPUAllocationRatio,

@@ -65,6 +65,26 @@ agent {
     disk_allocation_ratio   = 1.0
   }
 
+  # How often the agent re-syncs its provider (inventory and the
+  # COMPUTE_STATUS_DISABLED trait from its service record); a disable made
+  # while the agent was down is applied at its start anyway (default "60s").
+  provider_sync_interval = "60s"
+
+  # Settings of the process driver, used only when driver = "process".
+  # Each instance is a child process in its own process group running the
+  # flavor's "berth:command" extra spec, or this command when the flavor
+  # has none (default "": such builds fail, not reschedulable). It runs via
+  # /bin/sh -c with BERTH_INSTANCE_UUID, BERTH_INSTANCE_NAME, BERTH_HOST and
+  # BERTH_FLAVOR set. Processes outlive the agent; a restarted agent adopts
+  # them from state_dir, kills those etcd does not know, and sets ERROR on
+  # ACTIVE instances whose process is gone. A process that exits on its own
+  # puts its instance in ERROR with the exit status.
+  process {
+    command    = "sleep infinity"
+    state_dir  = "/var/lib/berth/process" # default: <tmp>/berth-process/<host>
+    stop_grace = "10s"                    # SIGTERM, then SIGKILL after this on delete (default "10s")
+  }
+
   # Settings of the fake driver, used only when driver = "fake".
   fake {
     build_time         = "0s"  # how long a build pretends to take
