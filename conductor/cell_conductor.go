@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testhook"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/scheduler"
 )
@@ -150,6 +151,7 @@ func (c *CellConductor) process(ctx context.Context, it Item) error {
 		build.Op = etcdschema.OpBuild
 		build.Attempt = inst.Attempts
 		build.CastAt = now
+		testhook.Pause(ctx, "cellconductor.before-commit", uuid)
 		ok, err := c.commit(ctx, it, instRev, altRev, []clientv3.Op{
 			clientv3.OpPut(k.CellInstance(c.cfg.Cell, uuid), etcdschema.MustEncode(&inst)),
 			clientv3.OpPut(k.Alternates(uuid), etcdschema.MustEncode(&alts)),

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testhook"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/scheduler"
 )
@@ -271,6 +272,7 @@ func (s *Superconductor) handOff(ctx context.Context, g leasedRequest, sels []et
 		clientv3.OpPut(k.Build(chosen.ServiceHost, br.InstanceUUID), etcdschema.MustEncode(build)),
 	}
 	ops = append(ops, FinishOps(g.item)...)
+	testhook.Pause(ctx, "superconductor.before-handoff", br.InstanceUUID)
 	resp, err := s.cfg.Client.Txn(ctx).
 		If(held, clientv3.Compare(clientv3.ModRevision(g.item.Key), "=", g.item.ModRev),
 			clientv3.Compare(clientv3.CreateRevision(k.InstanceMapping(br.InstanceUUID)), ">", 0)).
