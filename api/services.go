@@ -168,7 +168,6 @@ func (s *Server) updateService(w http.ResponseWriter, r *http.Request) {
 	key := s.keys.Service(host)
 	var (
 		svc      etcdschema.Service
-		changed  bool
 		attempts int
 	)
 	for ; attempts < 10; attempts++ {
@@ -186,7 +185,6 @@ func (s *Server) updateService(w http.ResponseWriter, r *http.Request) {
 			s.writeStoreError(w, err, "")
 			return
 		}
-		before := svc.Disabled
 		next := svc
 		if u.Status != nil {
 			next.Disabled = *u.Status == "disabled"
@@ -198,7 +196,6 @@ func (s *Server) updateService(w http.ResponseWriter, r *http.Request) {
 		if u.ForcedDown != nil {
 			next.ForcedDown = *u.ForcedDown
 		}
-		changed = next.Disabled != before
 		if next == svc {
 			break
 		}
@@ -226,7 +223,10 @@ func (s *Server) updateService(w http.ResponseWriter, r *http.Request) {
 	view := serviceView(&hostRecord{svc: svc, alive: alive.Count > 0})
 	s.log.Info("service updated", "host", host, "status", view.Status, "reason", view.DisabledReason,
 		"forced_down", view.ForcedDown, "state", view.State, "request_id", requestID(ctx))
-	if changed && view.State == "up" {
+	// Waited for on every status change request to an up host, not only
+	// when the flag flipped: repeating a disable whose wait timed out waits
+	// again (one read when the trait is already right).
+	if u.Status != nil && view.State == "up" {
 		if err := s.waitTrait(ctx, svc.ProviderUUID, svc.Disabled); err != nil {
 			view.Warning = fmt.Sprintf("%s is recorded, but the agent did not confirm the %s trait: %v; "+
 				"its periodic provider sync will", view.Status, placement.TraitComputeStatusDisabled, err)
