@@ -167,7 +167,7 @@ func printServices(w io.Writer, svcs []api.ServiceView) {
 
 func printHosts(w io.Writer, hosts []api.HostView) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tCELL\tSTATE\tSTATUS\tINSTANCES\tVCPU\tMEMORY_MB\tDISK_GB")
+	fmt.Fprintln(tw, "HOST\tCELL\tSTATE\tSTATUS\tINSTANCES\tVCPU\tMEMORY_MB\tDISK_GB\tPROVIDER")
 	use := func(h api.HostView, rc string) string {
 		r, ok := h.Resources[rc]
 		if !ok {
@@ -180,8 +180,8 @@ func printHosts(w io.Writer, hosts []api.HostView) {
 		if !h.Mapped {
 			cell += " (unmapped)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", h.Host, cell, h.State, h.Status, h.Instances,
-			use(h, "VCPU"), use(h, "MEMORY_MB"), use(h, "DISK_GB"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", h.Host, cell, h.State, h.Status, h.Instances,
+			use(h, "VCPU"), use(h, "MEMORY_MB"), use(h, "DISK_GB"), dash(h.Provider))
 	}
 	tw.Flush()
 }
