@@ -192,6 +192,21 @@ func (c *cluster) traits(host string) []string {
 	return out.Traits
 }
 
+// provider reads a host's provider record straight from etcd.
+func (c *cluster) provider(host string) etcdschema.Provider {
+	c.t.Helper()
+	key := c.keys.Provider(agent.ProviderUUIDForHost(host))
+	resp, err := c.cli.Get(context.Background(), key)
+	if err != nil || len(resp.Kvs) != 1 {
+		c.t.Fatalf("read %s: %v", key, err)
+	}
+	var p etcdschema.Provider
+	if err := etcdschema.Decode(key, resp.Kvs[0].Value, &p); err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}
+
 func (c *cluster) disabledTrait(host string) bool {
 	return slices.Contains(c.traits(host), placement.TraitComputeStatusDisabled)
 }
@@ -332,9 +347,13 @@ func TestRetryOnAlternatesDisableAndExhaust(t *testing.T) {
 	if !strings.Contains(out, "disabled") || !strings.Contains(out, "spare") {
 		t.Fatalf("disable output:\n%s", out)
 	}
-	// The API answered after the agent confirmed the trait.
+	// The API answered after the agent confirmed the trait; it is in the
+	// provider record in etcd (what etcdctl shows) and in the Placement API.
 	if !c.disabledTrait("compute-4") {
 		t.Fatal("COMPUTE_STATUS_DISABLED not on compute-4's provider after disable returned")
+	}
+	if rec := c.provider("compute-4"); !slices.Contains(rec.Traits, placement.TraitComputeStatusDisabled) {
+		t.Fatalf("provider record in etcd lacks the trait: %v", rec.Traits)
 	}
 
 	a := c.create("a")
@@ -458,6 +477,16 @@ func TestAgentDownDisabledAndBack(t *testing.T) {
 	if c.disabledTrait("compute-1") {
 		t.Fatal("trait still set after enable returned")
 	}
+	// forced_down overrides a live heartbeat: the scheduler treats the host
+	// as down.
+	if out := c.cliOK("service", "force-down", "compute-2"); !strings.Contains(out, "down") {
+		t.Fatalf("force-down:\n%s", out)
+	}
+	if v := c.settle(c.create("while-forced-down")); v.Status != "ACTIVE" || v.Host != "compute-1" {
+		t.Fatalf("server built while compute-2 is forced down: %+v", v)
+	}
+	c.cliOK("service", "force-down", "compute-2", "--unset")
+	c.waitState("compute-2", "up")
 	hosts := c.cliOK("host", "list")
 	if !strings.Contains(hosts, "compute-1") || !strings.Contains(hosts, "up") {
 		t.Fatalf("host list:\n%s", hosts)
