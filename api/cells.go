@@ -31,8 +31,8 @@ type CellView struct {
 
 // readCells lists the cell records. They sit directly under the cells
 // prefix, beside each cell's instances and retries, so rather than reading
-// every instance the walk asks for the first key after each cell's subtree:
-// one small read per cell.
+// every instance the walk reads one key at a time and jumps over each
+// cell's subtree: two small reads per cell.
 func (s *Server) readCells(ctx context.Context) (map[string]*etcdschema.Cell, error) {
 	out := map[string]*etcdschema.Cell{}
 	prefix := s.keys.CellsPrefix()
@@ -47,21 +47,21 @@ func (s *Server) readCells(ctx context.Context) (map[string]*etcdschema.Cell, er
 			return out, nil
 		}
 		key := string(resp.Kvs[0].Key)
-		name, ok := etcdschema.LastSegment(key, prefix)
-		if !ok {
-			// A subtree with no cell record (cell0, or a cell whose record
-			// was removed): skip past it.
-			name = etcdschema.FirstSegment(key, prefix)
-		} else {
+		if name, ok := etcdschema.LastSegment(key, prefix); ok {
 			var c etcdschema.Cell
 			if err := etcdschema.Decode(key, resp.Kvs[0].Value, &c); err != nil {
 				s.log.Warn("skipping unreadable cell record", "error", err)
 			} else {
 				out[name] = &c
 			}
+			// The next key: another cell named name+"-…" or name+".…"
+			// (both sort before "/"), or this cell's subtree.
+			from = key + "\x00"
+			continue
 		}
-		// "0" sorts right after "/": the first key past name's subtree.
-		from = prefix + name + "0"
+		// Inside a subtree (of a cell, or of cell0 which has no record):
+		// "0" sorts right after "/", so this is the first key past it.
+		from = prefix + etcdschema.FirstSegment(key, prefix) + "0"
 	}
 }
 

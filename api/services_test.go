@@ -241,12 +241,18 @@ func TestCellsCreateListDiscover(t *testing.T) {
 	if _, err := o.c.CreateCell(ctx, "cellx"); err == nil || !strings.Contains(err.Error(), "409") {
 		t.Fatalf("second create: want 409, got %v", err)
 	}
-	if _, err := o.c.CreateCell(ctx, "celly"); err != nil {
-		t.Fatal(err)
+	// Names that sort between "cellx" and its subtree ("-" and "." come
+	// before "/"), and after it.
+	for _, n := range []string{"cellx-2", "cellx.b", "celly"} {
+		if _, err := o.c.CreateCell(ctx, n); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// An instance in cellx must not hide celly from the walk.
-	if _, err := o.cli.Put(ctx, o.keys.CellInstance("cellx", "i1"), "{}"); err != nil {
-		t.Fatal(err)
+	for _, cell := range []string{"cellx", etcdschema.Cell0} { // cell0 has a subtree, no record
+		if _, err := o.cli.Put(ctx, o.keys.CellInstance(cell, "i1"), "{}"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mapped, unmapped, err := o.c.DiscoverHosts(ctx)
 	if err != nil || len(mapped) != 1 || mapped[0].Host != "h1" || len(unmapped) != 0 {
@@ -256,7 +262,11 @@ func TestCellsCreateListDiscover(t *testing.T) {
 		t.Fatalf("second discover mapped again: %+v", mapped)
 	}
 	cells, err := o.c.ListCells(ctx)
-	if err != nil || len(cells) != 2 || cells[0].Name != "cellx" || cells[0].Hosts != 1 || cells[1].Name != "celly" {
+	var names []string
+	for _, c := range cells {
+		names = append(names, c.Name)
+	}
+	if err != nil || strings.Join(names, ",") != "cellx,cellx-2,cellx.b,celly" || cells[0].Hosts != 1 {
 		t.Fatalf("cells: %+v, %v", cells, err)
 	}
 }
