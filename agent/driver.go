@@ -9,7 +9,10 @@ import (
 )
 
 // Driver builds and destroys instances on a host. Adding one touches
-// nothing but its own file and the registry below.
+// nothing but its own file, which registers it by name (RegisterDriver in
+// an init); a driver with settings also adds its part to DriverConfig and
+// its block to configs. Optional behaviour comes through the small
+// interfaces below, which the agent looks for.
 type Driver interface {
 	// Spawn builds the instance; a *BuildError says whether another host
 	// may succeed where this one failed.
