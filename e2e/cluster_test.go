@@ -104,6 +104,7 @@ type agentSpec struct {
 	host     string
 	memoryMB int
 	fail     bool
+	cell     string // "" is cell1
 	// processDir, when set, runs the process driver ("sleep 300" per
 	// instance) with its state records there, instead of the fake driver.
 	processDir string
@@ -116,10 +117,13 @@ func (c *cluster) agentConfig(a agentSpec) string {
 	if a.processDir != "" {
 		driver = fmt.Sprintf("driver = \"process\"\n  process {\n    command = \"sleep 300\"\n    state_dir = %q\n    stop_grace = \"2s\"\n  }", a.processDir)
 	}
+	if a.cell == "" {
+		a.cell = "cell1"
+	}
 	return writeFile(c.t, c.dir, a.host+".hcl", etcdBlock(c.etcd.ClientURL())+fmt.Sprintf(`
 agent {
   host = %q
-  cell = "cell1"
+  cell = %q
   %s
   report_interval = "1s"
   service_down_time = "3s"
@@ -134,7 +138,7 @@ agent {
     fail_reschedulable = true
   }
 }
-`, a.host, driver, a.memoryMB, a.fail))
+`, a.host, a.cell, driver, a.memoryMB, a.fail))
 }
 
 func (c *cluster) startAgents(specs ...agentSpec) map[string]*proc {

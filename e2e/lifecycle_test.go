@@ -26,8 +26,21 @@ func TestRetryOnAlternatesDisableAndExhaust(t *testing.T) {
 	c.startServer("server", allRoles, nil)
 	// compute-3 has the least RAM, so the RAM weigher ranks it last: the
 	// failing hosts are tried first and compute-3 is the last alternate.
+	// compute-5, healthy, is alone in cell2, which does not exist when its
+	// agent registers; it has the least RAM so it is never the first pick.
 	c.startAgents(agentSpec{host: "compute-1", memoryMB: 16384, fail: true}, agentSpec{host: "compute-2", memoryMB: 16384, fail: true},
-		agentSpec{host: "compute-3", memoryMB: 8192}, agentSpec{host: "compute-4", memoryMB: 16384, fail: true})
+		agentSpec{host: "compute-3", memoryMB: 8192}, agentSpec{host: "compute-4", memoryMB: 16384, fail: true},
+		agentSpec{host: "compute-5", memoryMB: 4096, cell: "cell2"})
+	if out := c.cliOK("host", "list"); !strings.Contains(out, "cell2 (unmapped)") {
+		t.Fatalf("compute-5 should be unmapped before cell2 exists:\n%s", out)
+	}
+	c.cliOK("cell", "create", "cell2")
+	if out := c.cliOK("cell", "discover-hosts"); !strings.Contains(out, "mapped compute-5 to cell2") {
+		t.Fatalf("discover-hosts:\n%s", out)
+	}
+	if out := c.cliOK("cell", "list"); !strings.Contains(out, "cell2") {
+		t.Fatalf("cell list:\n%s", out)
+	}
 
 	out := c.cliOK("service", "disable", "compute-4", "--reason", "spare")
 	if !strings.Contains(out, "disabled") || !strings.Contains(out, "spare") {
@@ -71,6 +84,10 @@ func TestRetryOnAlternatesDisableAndExhaust(t *testing.T) {
 	sel = c.cliOK("selection", "show", b)
 	if strings.Contains(sel, "compute-3") || strings.Count(sel, "failed the build") != 3 || !strings.Contains(sel, "none left") {
 		t.Fatalf("selection of b: want 3 failed attempts, none on the disabled compute-3, no alternate left:\n%s", sel)
+	}
+	// Retries stay in the chosen host's cell: compute-5 would have built it.
+	if strings.Contains(v.Fault.Details, "compute-5") || strings.Count(v.Fault.Details, "failed the build") != 3 {
+		t.Errorf("b was retried outside cell1 or not 3 times: %q", v.Fault.Details)
 	}
 	if con := c.consumer(b); con != nil {
 		t.Fatalf("allocation left for the failed instance: %+v", con.Allocations)
