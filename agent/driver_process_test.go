@@ -24,7 +24,14 @@ func procBuild(uuid, command string) *etcdschema.Build {
 
 func newProcDriver(t *testing.T, dir string) (*ProcessDriver, chan string) {
 	t.Helper()
-	d, err := NewProcessDriver("h1", ProcessConfig{StateDir: dir, StopGrace: 300 * time.Millisecond})
+	return newProcDriverSettle(t, dir, 0)
+}
+
+// newProcDriverSettle sets how long Spawn watches a new process (0: the
+// default).
+func newProcDriverSettle(t *testing.T, dir string, settle time.Duration) (*ProcessDriver, chan string) {
+	t.Helper()
+	d, err := NewProcessDriver("h1", ProcessConfig{StateDir: dir, StopGrace: 300 * time.Millisecond, Settle: settle})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,15 +140,17 @@ func TestProcessDriverFailures(t *testing.T) {
 		reschedulable bool
 		exit          string // reported later, when the process dies on its own
 		killIt        bool
+		settle        time.Duration
 	}{
 		{desc: "no command anywhere", spawnErr: "has no berth:command extra spec"},
-		{desc: "exits at once", command: "exit 7", spawnErr: "exited with status 7", reschedulable: true},
+		// A long settle: a loaded machine may take a while to run sh at all.
+		{desc: "exits at once", command: "exit 7", spawnErr: "exited with status 7", reschedulable: true, settle: 10 * time.Second},
 		{desc: "exits later", command: "sleep 1; exit 3", exit: "i1: instance process on h1 exited with status 3"},
 		{desc: "killed from outside", command: "sleep 30", exit: "was killed by signal 9", killIt: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {
-			d, exits := newProcDriver(t, t.TempDir())
+			d, exits := newProcDriverSettle(t, t.TempDir(), tc.settle)
 			err := d.Spawn(context.Background(), procBuild("i1", tc.command))
 			if tc.spawnErr != "" {
 				var be *BuildError
