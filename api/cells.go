@@ -227,6 +227,16 @@ func (s *Server) showSelection(w http.ResponseWriter, r *http.Request) {
 		s.writeStoreError(w, err, "")
 		return
 	}
+	if len(resp.Kvs) == 0 && v.extra != nil {
+		// The alternates are gone (ACTIVE): the instance keeps the failed
+		// attempts; the last attempt is the build that worked.
+		for _, a := range v.extra.FailedAttempts {
+			out.Attempts = append(out.Attempts, AttemptView{Host: a.Host, Reason: a.Reason, At: a.At})
+		}
+		if v.Host != "" && len(out.Attempts) > 0 {
+			out.Attempts = append(out.Attempts, AttemptView{Host: v.Host, At: v.Updated})
+		}
+	}
 	if len(resp.Kvs) == 1 {
 		var alts etcdschema.Alternates
 		if err := etcdschema.Decode(key, resp.Kvs[0].Value, &alts); err != nil {

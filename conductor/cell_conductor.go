@@ -146,6 +146,7 @@ func (c *CellConductor) process(ctx context.Context, it Item) error {
 		inst.Host, inst.Node = sel.ServiceHost, sel.Nodename
 		inst.Status, inst.TaskState = etcdschema.StatusBuild, etcdschema.TaskSpawning
 		inst.Attempts = len(alts.Attempts)
+		inst.FailedAttempts = append([]etcdschema.Attempt(nil), alts.Attempts[:len(alts.Attempts)-1]...)
 		inst.UpdatedAt = now
 		build := retry.Build
 		build.Op = etcdschema.OpBuild

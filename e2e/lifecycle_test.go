@@ -60,9 +60,12 @@ func TestRetryOnAlternatesDisableAndExhaust(t *testing.T) {
 	if v.Status != "ACTIVE" || v.Host != "compute-3" || v.Attempts != 3 {
 		t.Fatalf("server a: %s on %s after %d attempts, want ACTIVE on compute-3 after 3:\n%+v", v.Status, v.Host, v.Attempts, v)
 	}
+	// The alternates record went with ACTIVE; the failed attempts and their
+	// reasons stay with the instance.
 	sel := c.cliOK("selection", "show", a)
-	if !strings.Contains(sel, "3 attempt(s) made") {
-		t.Fatalf("selection show:\n%s", sel)
+	if !strings.Contains(sel, "3 attempt(s) made") || strings.Count(sel, "failed the build") != 2 ||
+		!strings.Contains(sel, "3        compute-3") {
+		t.Fatalf("selection show of a:\n%s", sel)
 	}
 
 	// Now only failing hosts are enabled.

@@ -189,18 +189,20 @@ func printHosts(w io.Writer, hosts []api.HostView) {
 func printSelection(w io.Writer, s *api.SelectionView) {
 	fmt.Fprintf(w, "instance %s: %s on %s (cell %s), %d attempt(s) made\n", s.Instance, s.Status, dash(s.Host),
 		dash(s.Cell), s.AttemptsMade)
+	if len(s.Attempts) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ATTEMPT\tHOST\tAT\tREASON")
+		for i, a := range s.Attempts {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", i+1, a.Host, a.At.Format(time.RFC3339), dash(a.Reason))
+		}
+		tw.Flush()
+	}
 	if !s.Kept {
 		fmt.Fprintln(w, "no alternates kept (the instance is ACTIVE, deleted, or was never scheduled)")
 		return
 	}
 	fmt.Fprintf(w, "max attempts %d\n", s.MaxAttempts)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ATTEMPT\tHOST\tAT\tREASON")
-	for i, a := range s.Attempts {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", i+1, a.Host, a.At.Format(time.RFC3339), dash(a.Reason))
-	}
-	tw.Flush()
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ALTERNATE\tHOST\tNODE\tCELL")
 	for i, a := range s.Alternates {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", i+1, a.Host, a.Node, a.Cell)
