@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -33,8 +34,14 @@ func newAgentEnv(t *testing.T) *agentEnv {
 // run starts an agent for h1 with driver d; stop waits for Run to return.
 func (e *agentEnv) run(t *testing.T, d Driver, maxBuilds int) (a *Agent, stop func()) {
 	t.Helper()
+	return e.runTracking(t, d, maxBuilds, true)
+}
+
+// runTracking is run with track_instance_changes set as given.
+func (e *agentEnv) runTracking(t *testing.T, d Driver, maxBuilds int, track bool) (a *Agent, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := New(Config{Host: "h1", Cell: "cell1", ReportInterval: time.Second, TrackInstanceChanges: true,
+	a, err := New(Config{Host: "h1", Cell: "cell1", ReportInterval: time.Second, TrackInstanceChanges: track,
 		MaxConcurrentBuilds: maxBuilds, Inventory: Inventory{VCPUs: 8, MemoryMB: 4096, DiskGB: 10}},
 		e.cli, e.keys, e.p, d, hclog.NewNullLogger())
 	if err != nil {
@@ -89,23 +96,29 @@ func (e *agentEnv) waitStatus(t *testing.T, uuid, want string) string {
 }
 
 func TestAgentRestartResumesFakeInstancesAndDestroysOrphans(t *testing.T) {
-	e := newAgentEnv(t)
-	_, stop := e.run(t, NewFakeDriver("h1", FakeConfig{}), 0)
-	e.castCommand(t, "i1", "")
-	e.waitStatus(t, "i1", etcdschema.StatusActive)
-	stop()
+	// With track_instance_changes the host's instance info indexes what it
+	// runs; without, the agent lists its cell.
+	for _, track := range []bool{true, false} {
+		t.Run(fmt.Sprintf("track_instance_changes=%v", track), func(t *testing.T) {
+			e := newAgentEnv(t)
+			_, stop := e.runTracking(t, NewFakeDriver("h1", FakeConfig{}), 0, track)
+			e.castCommand(t, "i1", "")
+			e.waitStatus(t, "i1", etcdschema.StatusActive)
+			stop()
 
-	// The restarted agent's fake driver lost i1 and runs a stray "ghost".
-	d := NewFakeDriver("h1", FakeConfig{})
-	if err := d.Spawn(context.Background(), &etcdschema.Build{InstanceUUID: "ghost"}); err != nil {
-		t.Fatal(err)
-	}
-	e.run(t, d, 0)
-	if ids, _ := d.List(context.Background()); strings.Join(ids, ",") != "i1" {
-		t.Fatalf("driver runs %v after reconciliation, want [i1]", ids)
-	}
-	if st, _ := e.status(t, "i1"); st != etcdschema.StatusActive {
-		t.Fatalf("resumed instance is %s", st)
+			// The restarted agent's fake driver lost i1 and runs a stray "ghost".
+			d := NewFakeDriver("h1", FakeConfig{})
+			if err := d.Spawn(context.Background(), &etcdschema.Build{InstanceUUID: "ghost"}); err != nil {
+				t.Fatal(err)
+			}
+			e.runTracking(t, d, 0, track)
+			if ids, _ := d.List(context.Background()); strings.Join(ids, ",") != "i1" {
+				t.Fatalf("driver runs %v after reconciliation, want [i1]", ids)
+			}
+			if st, _ := e.status(t, "i1"); st != etcdschema.StatusActive {
+				t.Fatalf("resumed instance is %s", st)
+			}
+		})
 	}
 }
 
