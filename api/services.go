@@ -39,7 +39,7 @@ type ServiceView struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// hostRecords is one consistent read of every host's service and liveness.
+// hostRecord is what one read of the hosts prefix says of one host.
 type hostRecord struct {
 	svc     etcdschema.Service
 	rev     int64
