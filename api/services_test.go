@@ -270,3 +270,37 @@ func TestCellsCreateListDiscover(t *testing.T) {
 		t.Fatalf("cells: %+v, %v", cells, err)
 	}
 }
+
+func TestServiceDisableWarnsWhenAgentDoesNotConfirm(t *testing.T) {
+	o := newOpsStack(t)
+	ctx := context.Background()
+	// A host that reads up (its alive key is there) but whose agent is hung:
+	// nothing will set the trait.
+	prov := agent.ProviderUUIDForHost("h1")
+	if err := o.p.EnsureProvider(ctx, prov, "h1", ""); err != nil {
+		t.Fatal(err)
+	}
+	svc := &etcdschema.Service{Host: "h1", Cell: "cell1", ProviderUUID: prov}
+	if _, err := o.cli.Put(ctx, o.keys.Service("h1"), etcdschema.MustEncode(svc)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.cli.Put(ctx, o.keys.Alive("h1"), etcdschema.MustEncode(&etcdschema.Alive{Host: "h1"})); err != nil {
+		t.Fatal(err)
+	}
+	a := New(o.cli, o.keys, o.p, hclog.NewNullLogger())
+	a.TraitSyncTimeout = 300 * time.Millisecond
+	srv := httptest.NewServer(a)
+	t.Cleanup(srv.Close)
+
+	start := time.Now()
+	v, err := NewClient(srv.URL).UpdateService(ctx, "h1", ServiceUpdate{Status: ptr("disabled")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("answered after %s, want about the 300ms timeout", took)
+	}
+	if v.Status != "disabled" || v.State != "up" || !strings.Contains(v.Warning, "did not confirm") {
+		t.Fatalf("want the disable recorded with a warning, got %+v", v)
+	}
+}
