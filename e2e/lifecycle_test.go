@@ -42,7 +42,9 @@ func TestRetryOnAlternatesDisableAndExhaust(t *testing.T) {
 		t.Fatalf("cell list:\n%s", out)
 	}
 
+	start := time.Now()
 	out := c.cliOK("service", "disable", "compute-4", "--reason", "spare")
+	t.Logf("disable with the agent up answered in %s (trait confirmed)", time.Since(start).Round(time.Millisecond))
 	if !strings.Contains(out, "disabled") || !strings.Contains(out, "spare") {
 		t.Fatalf("disable output:\n%s", out)
 	}
