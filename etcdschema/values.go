@@ -270,13 +270,14 @@ type Instance struct {
 	AvailabilityZone string    `json:"availability_zone,omitempty"`
 	Fault            *Fault    `json:"fault,omitempty"`
 	Attempts         int       `json:"attempts"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
+
 	// FailedAttempts are the builds that failed before the current one,
 	// with their reasons; written by the cell conductor with each retry so
 	// they outlive the alternates record, which goes when the instance is
 	// ACTIVE. Absent in records written before it existed.
 	FailedAttempts []Attempt `json:"failed_attempts,omitempty"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
 }
 
 func (*Instance) SchemaVersion() int { return InstanceVersion }
