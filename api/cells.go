@@ -233,7 +233,7 @@ func (s *Server) showSelection(w http.ResponseWriter, r *http.Request) {
 		for _, a := range v.extra.FailedAttempts {
 			out.Attempts = append(out.Attempts, AttemptView{Host: a.Host, Reason: a.Reason, At: a.At})
 		}
-		if v.Host != "" && len(out.Attempts) > 0 {
+		if v.Host != "" && v.Status != etcdschema.StatusError && len(out.Attempts) > 0 {
 			out.Attempts = append(out.Attempts, AttemptView{Host: v.Host, At: v.Updated})
 		}
 	}

@@ -186,6 +186,9 @@ func (c *CellConductor) process(ctx context.Context, it Item) error {
 	}
 	msg := fmt.Sprintf("Exceeded maximum number of retries. Exhausted all hosts available for retrying build failures for instance %s.", uuid)
 	inst.Status, inst.TaskState, inst.Host, inst.Node = etcdschema.StatusError, "", "", ""
+	// The leader deletes the alternates of a settled instance after a
+	// while; the attempts stay on the instance.
+	inst.FailedAttempts = append([]etcdschema.Attempt(nil), alts.Attempts...)
 	inst.Fault = &etcdschema.Fault{Code: 500, Message: msg, Details: strings.Join(reasons, "; "), Created: now}
 	inst.UpdatedAt = now
 	ok, err := c.commit(ctx, it, instRev, altRev, []clientv3.Op{

@@ -73,7 +73,8 @@ func (c *cluster) startServer(name, roles string, env []string) *proc {
 		case "scheduler":
 			fmt.Fprintf(&b, "scheduler {\n  bind = \"127.0.0.1:%d\"\n  max_attempts = 3\n}\n", etcdtest.FreePort(c.t))
 		case "superconductor":
-			b.WriteString("superconductor {}\n")
+			// A short lease: a killed superconductor's work moves on in 2 s.
+			b.WriteString("superconductor {\n  lease_ttl = \"2s\"\n}\n")
 		}
 	}
 	p := startProcEnv(c.t, name, env, "server", "-config", writeFile(c.t, c.dir, name+".hcl", b.String()))
