@@ -161,6 +161,13 @@ func (a *Agent) periodic(ctx context.Context) {
 	sync := time.NewTicker(a.cfg.InstanceSyncInterval)
 	defer prov.Stop()
 	defer sync.Stop()
+	// One uuid list at once: until a host's first HostSync the schedulers
+	// read its instances from its cell on every request that needs them.
+	if a.cfg.TrackInstanceChanges {
+		if err := a.syncInstances(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("instance sync failed", "error", err)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():

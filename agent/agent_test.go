@@ -115,3 +115,17 @@ func TestAgentFailedBuildFreesClaimAndFilesRetry(t *testing.T) {
 		t.Fatalf("claim not freed: provider uses %d VCPU", prov.Usages["VCPU"])
 	}
 }
+
+// TestAgentSendsHostSyncAtStart checks the first uuid list is written when
+// the agent starts, not one instance_sync_interval (120 s here) later:
+// until then the schedulers read the host's instances from its cell.
+func TestAgentSendsHostSyncAtStart(t *testing.T) {
+	cli, keys, _, _ := startAgent(t, FakeConfig{})
+	err := waitFor(func() bool {
+		resp, err := cli.Get(context.Background(), keys.HostSync("h1"))
+		return err == nil && len(resp.Kvs) == 1
+	})
+	if err != nil {
+		t.Fatal("no HostSync written at start")
+	}
+}
