@@ -106,6 +106,8 @@ type agentSpec struct {
 	memoryMB int
 	fail     bool
 	cell     string // "" is cell1
+	// buildTime is the fake driver's build_time ("" for none).
+	buildTime string
 	// processDir, when set, runs the process driver ("sleep 300" per
 	// instance) with its state records there, instead of the fake driver.
 	processDir string
@@ -120,6 +122,10 @@ func (c *cluster) agentConfig(a agentSpec) string {
 	}
 	if a.cell == "" {
 		a.cell = "cell1"
+	}
+	buildTime := ""
+	if a.buildTime != "" {
+		buildTime = fmt.Sprintf("build_time = %q", a.buildTime)
 	}
 	return writeFile(c.t, c.dir, a.host+".hcl", etcdBlock(c.etcd.ClientURL())+fmt.Sprintf(`
 agent {
@@ -137,9 +143,10 @@ agent {
   fake {
     fail = %v
     fail_reschedulable = true
+    %s
   }
 }
-`, a.host, a.cell, driver, a.memoryMB, a.fail))
+`, a.host, a.cell, driver, a.memoryMB, a.fail, buildTime))
 }
 
 func (c *cluster) startAgents(specs ...agentSpec) map[string]*proc {

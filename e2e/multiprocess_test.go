@@ -1,18 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/berth-project/berth/etcdschema"
-	"github.com/berth-project/berth/internal/etcdtest"
 )
 
 func writeFile(t *testing.T, dir, name, content string) string {
@@ -33,64 +26,13 @@ func etcdBlock(url string) string {
 // through the CLI, waits for ACTIVE, deletes them and checks that no
 // allocation is left behind.
 func TestMultiProcessBootAndDelete(t *testing.T) {
-	if testing.Short() {
-		t.Skip("e2e: starts real processes")
-	}
-	etcd := etcdtest.Start(t)
-	dir := t.TempDir()
-	apiAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	placeAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	schedAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	apiURL := "http://" + apiAddr
-
-	server := writeFile(t, dir, "server.hcl", etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
-api { bind = %q }
-placement { bind = %q }
-scheduler { bind = %q }
-superconductor {}
-`, apiAddr, placeAddr, schedAddr))
-	conductor := writeFile(t, dir, "conductor.hcl", etcdBlock(etcd.ClientURL())+`
-conductor {
-  cell = "cell1"
-  lease_ttl = "3s"
-}
-`)
-	startProc(t, "conductor", "conductor", "-config", conductor)
-	startProc(t, "server", "server", "-config", server)
-	for i := 1; i <= 3; i++ {
-		agent := writeFile(t, dir, fmt.Sprintf("agent%d.hcl", i), etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
-agent {
-  host = "compute-%d"
-  cell = "cell1"
-  report_interval = "1s"
-  service_down_time = "5s"
-  inventory {
-    vcpus = 8
-    memory_mb = 16384
-    disk_gb = 200
-    reserved_host_memory_mb = 0
-  }
-}
-`, i))
-		startProc(t, fmt.Sprintf("agent-%d", i), "agent", "-config", agent)
-	}
-	waitHTTP(t, apiURL+"/healthz")
-
-	keys := etcdschema.New("/berth")
-	cli := etcd.Client()
-	eventually(t, 30*time.Second, "three agents alive", func() (bool, string) {
-		resp, err := cli.Get(context.Background(), keys.HostsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-		if err != nil {
-			return false, err.Error()
-		}
-		alive := 0
-		for _, kv := range resp.Kvs {
-			if strings.HasSuffix(string(kv.Key), "/alive") {
-				alive++
-			}
-		}
-		return alive == 3, fmt.Sprintf("%d alive", alive)
-	})
+	c := newCluster(t)
+	c.startConductor("conductor", "cell1", nil)
+	c.startServer("server", allRoles, nil)
+	// startAgents waits until the API reports every host up.
+	c.startAgents(agentSpec{host: "compute-1", memoryMB: 16384},
+		agentSpec{host: "compute-2", memoryMB: 16384}, agentSpec{host: "compute-3", memoryMB: 16384})
+	apiURL, cli, keys := c.apiURL, c.cli, c.keys
 
 	out, err := runCLI(t, apiURL, "server", "create", "--flavor", "m1.small", "--count", "5", "--name", "web", "--wait", "--timeout", "60s")
 	if err != nil {

@@ -20,13 +20,8 @@ import (
 // leading scheduler is then killed (SIGKILL): the other leads within the
 // election TTL, and builds keep working through it.
 func TestRemoteSchedulersAndLeaderFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("e2e: starts real processes")
-	}
-	etcd := etcdtest.Start(t)
-	dir := t.TempDir()
-	apiAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	apiURL := "http://" + apiAddr
+	c := newCluster(t)
+	etcd, dir, apiAddr, apiURL := c.etcd, c.dir, c.apiAddr, c.apiURL
 	scheds := map[int]*proc{}
 	for i := 1; i <= 2; i++ {
 		f := writeFile(t, dir, fmt.Sprintf("sched%d.hcl", i), etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
@@ -45,32 +40,10 @@ superconductor {
   select_timeout = "5s"
 }
 `, apiAddr))
-	conductor := writeFile(t, dir, "conductor.hcl", etcdBlock(etcd.ClientURL())+`
-conductor {
-  cell = "cell1"
-  lease_ttl = "3s"
-}
-`)
-	startProc(t, "conductor", "conductor", "-config", conductor)
+	c.startConductor("conductor", "cell1", nil)
 	startProc(t, "front", "server", "-config", front)
-	for i := 1; i <= 2; i++ {
-		agent := writeFile(t, dir, fmt.Sprintf("agent%d.hcl", i), etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
-agent {
-  host = "compute-%d"
-  cell = "cell1"
-  report_interval = "1s"
-  service_down_time = "5s"
-  inventory {
-    vcpus = 8
-    memory_mb = 16384
-    disk_gb = 200
-    reserved_host_memory_mb = 0
-  }
-}
-`, i))
-		startProc(t, fmt.Sprintf("agent-%d", i), "agent", "-config", agent)
-	}
 	waitHTTP(t, apiURL+"/healthz")
+	c.startAgents(agentSpec{host: "compute-1", memoryMB: 16384}, agentSpec{host: "compute-2", memoryMB: 16384})
 	keys := etcdschema.New("/berth")
 	cli := etcd.Client()
 	ctx := context.Background()
@@ -137,13 +110,8 @@ agent {
 // and, after down_host_grace, takes the build back: the cell conductor
 // rebuilds it on the alternate, and the only allocation left is there.
 func TestBuildOnADeadHostIsRescheduled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("e2e: starts real processes")
-	}
-	etcd := etcdtest.Start(t)
-	dir := t.TempDir()
-	apiAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	apiURL := "http://" + apiAddr
+	c := newCluster(t)
+	etcd, dir, apiAddr, apiURL := c.etcd, c.dir, c.apiAddr, c.apiURL
 	server := writeFile(t, dir, "server.hcl", etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
 api { bind = %q }
 scheduler {
@@ -154,37 +122,12 @@ scheduler {
 }
 superconductor {}
 `, apiAddr, etcdtest.FreePort(t)))
-	conductor := writeFile(t, dir, "conductor.hcl", etcdBlock(etcd.ClientURL())+`
-conductor {
-  cell = "cell1"
-  lease_ttl = "3s"
-}
-`)
-	startProc(t, "conductor", "conductor", "-config", conductor)
+	c.startConductor("conductor", "cell1", nil)
 	startProc(t, "server", "server", "-config", server)
-	agents := map[string]*proc{}
-	for i := 1; i <= 2; i++ {
-		host := fmt.Sprintf("compute-%d", i)
-		agent := writeFile(t, dir, host+".hcl", etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
-agent {
-  host = %q
-  cell = "cell1"
-  report_interval = "1s"
-  service_down_time = "3s"
-  inventory {
-    vcpus = 8
-    memory_mb = 16384
-    disk_gb = 200
-    reserved_host_memory_mb = 0
-  }
-  fake {
-    build_time = "8s"
-  }
-}
-`, host))
-		agents[host] = startProc(t, "agent-"+host, "agent", "-config", agent)
-	}
 	waitHTTP(t, apiURL+"/healthz")
+	// Builds take 8 s, so the agent is killed while one is in flight.
+	agents := c.startAgents(agentSpec{host: "compute-1", memoryMB: 16384, buildTime: "8s"},
+		agentSpec{host: "compute-2", memoryMB: 16384, buildTime: "8s"})
 	keys := etcdschema.New("/berth")
 	cli := etcd.Client()
 	ctx := context.Background()
@@ -237,8 +180,8 @@ agent {
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("the rebuilt instance has no allocation: %v", err)
 	}
-	var c etcdschema.Consumer
-	if err := etcdschema.Decode("consumer", resp.Kvs[0].Value, &c); err != nil {
+	var cons etcdschema.Consumer
+	if err := etcdschema.Decode("consumer", resp.Kvs[0].Value, &cons); err != nil {
 		t.Fatal(err)
 	}
 	svc, err := cli.Get(ctx, keys.Service(first.Host))
@@ -249,7 +192,7 @@ agent {
 	if err := etcdschema.Decode("service", svc.Kvs[0].Value, &s); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.Allocations[s.ProviderUUID]; ok || len(c.Allocations) != 1 {
-		t.Fatalf("allocations %v: the claim on the dead host %s was not freed", c.Allocations, first.Host)
+	if _, ok := cons.Allocations[s.ProviderUUID]; ok || len(cons.Allocations) != 1 {
+		t.Fatalf("allocations %v: the claim on the dead host %s was not freed", cons.Allocations, first.Host)
 	}
 }
