@@ -508,11 +508,7 @@ func (s *Server) setAggregateMetadata(ctx context.Context, id string, meta map[s
 		if !ok {
 			return nil, nil, failf(http.StatusNotFound, "Aggregate %s could not be found.", id)
 		}
-		next := *a
-		next.Metadata = map[string]string{}
-		for k, v := range a.Metadata {
-			next.Metadata[k] = v
-		}
+		next := editableCopy(a)
 		for k, v := range meta {
 			if v == nil {
 				delete(next.Metadata, k)
@@ -635,11 +631,7 @@ func (s *Server) updateAggregate(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return nil, nil, failf(http.StatusNotFound, "Aggregate %s could not be found.", id)
 		}
-		next := *a
-		next.Metadata = map[string]string{}
-		for key, v := range a.Metadata {
-			next.Metadata[key] = v
-		}
+		next := editableCopy(a)
 		cmps := []clientv3.Cmp{unchanged(k, set, id)}
 		ops := []clientv3.Op{}
 		if b.Name != nil && *b.Name != a.Name {
@@ -694,4 +686,15 @@ func (s *Server) availabilityZones(ctx context.Context) (map[string]bool, error)
 		}
 	}
 	return out, nil
+}
+
+// editableCopy returns a copy of a whose metadata can be changed without
+// touching a, which the cached aggregate set shares with other requests.
+func editableCopy(a *etcdschema.Aggregate) etcdschema.Aggregate {
+	next := *a
+	next.Metadata = make(map[string]string, len(a.Metadata))
+	for k, v := range a.Metadata {
+		next.Metadata[k] = v
+	}
+	return next
 }
