@@ -79,6 +79,8 @@ type CreateRequest struct {
 	Count            int            `json:"count"`
 	AvailabilityZone string         `json:"availability_zone,omitempty"`
 	Hints            map[string]any `json:"scheduler_hints,omitempty"`
+	// Host pins the servers to one compute host (Nova's host, 2.74).
+	Host string `json:"host,omitempty"`
 }
 
 // CreateResponse lists the servers a create started.

@@ -147,6 +147,10 @@ type createBody struct {
 	MaxCount         *int      `json:"max_count"`
 	AvailabilityZone string    `json:"availability_zone"`
 	Hints            *rawHints `json:"scheduler_hints"`
+	// Host and HypervisorHostname ask for a particular compute host, as
+	// Nova's microversion 2.74 does (requested_destination).
+	Host               string `json:"host"`
+	HypervisorHostname string `json:"hypervisor_hostname"`
 }
 
 func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
@@ -201,6 +205,10 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, msg)
 		return
 	}
+	if msg, status := s.checkRequestedHost(ctx, body.Host, body.HypervisorHostname); msg != "" {
+		writeError(w, status, msg)
+		return
+	}
 	project, user := identity(r)
 	rid := requestID(ctx)
 	resID := "r-" + uuid.NewString()[:8]
@@ -213,7 +221,8 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 		}
 		brs[i] = &etcdschema.BuildRequest{InstanceUUID: uuid.NewString(), Name: name, ReservationID: resID,
 			Index: i, Count: count, Flavor: *flavor, ProjectID: project, UserID: user,
-			AvailabilityZone: body.AvailabilityZone, Hints: hints, RequestID: rid, CreatedAt: now}
+			AvailabilityZone: body.AvailabilityZone, Hints: hints, RequestID: rid, CreatedAt: now,
+			Host: body.Host, Node: body.HypervisorHostname}
 	}
 	// Two keys a server (three in a group); a reservation goes in as few transactions as etcd
 	// allows, so the superconductor sees whole multi-instance requests.
@@ -261,6 +270,33 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 
 // identity reads the caller's project and user. Keystone is out of scope;
 // the headers let multi-tenant tests and tools say who they are.
+// checkRequestedHost is Nova's API check of a requested host and
+// hypervisor_hostname: each must name a known compute host (Berth has one
+// node per host, named as the host), and they must agree.
+func (s *Server) checkRequestedHost(ctx context.Context, host, node string) (string, int) {
+	if host == "" && node == "" {
+		return "", 0
+	}
+	if host != "" && node != "" && host != node {
+		return fmt.Sprintf("Compute host %s has no node %s.", host, node), http.StatusBadRequest
+	}
+	name := host
+	if name == "" {
+		name = node
+	}
+	resp, err := s.cli.Get(ctx, s.keys.Service(name), clientv3.WithCountOnly())
+	if err != nil {
+		return fmt.Sprintf("look up compute host %s: %v", name, err), http.StatusServiceUnavailable
+	}
+	if resp.Count == 0 {
+		if host != "" {
+			return fmt.Sprintf("Compute host %s could not be found.", host), http.StatusBadRequest
+		}
+		return fmt.Sprintf("Hypervisor hostname %s could not be found.", node), http.StatusBadRequest
+	}
+	return "", 0
+}
+
 func identity(r *http.Request) (project, user string) {
 	project = r.Header.Get("X-Project-Id")
 	user = r.Header.Get("X-User-Id")

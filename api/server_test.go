@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,6 +22,12 @@ func (noAllocations) DeleteAllocations(context.Context, string) error { return p
 
 func newAPI(t *testing.T) (*httptest.Server, etcdschema.Keys) {
 	t.Helper()
+	srv, keys, _ := newAPIWithClient(t)
+	return srv, keys
+}
+
+func newAPIWithClient(t *testing.T) (*httptest.Server, etcdschema.Keys, *clientv3.Client) {
+	t.Helper()
 	cli := etcdtest.Client(t)
 	keys := etcdschema.New("/t")
 	if err := EnsureFlavors(context.Background(), cli, keys, DefaultFlavors()); err != nil {
@@ -28,7 +35,7 @@ func newAPI(t *testing.T) (*httptest.Server, etcdschema.Keys) {
 	}
 	srv := httptest.NewServer(New(cli, keys, noAllocations{}, hclog.NewNullLogger()))
 	t.Cleanup(srv.Close)
-	return srv, keys
+	return srv, keys, cli
 }
 
 func do(t *testing.T, method, url, body string) (int, map[string]any) {

@@ -154,6 +154,9 @@ func (s *Superconductor) schedule(ctx context.Context, group []leasedRequest) er
 		Flavor: first.Flavor, ProjectID: first.ProjectID, UserID: first.UserID,
 		AvailabilityZone: first.AvailabilityZone, Hints: first.Hints, RequestID: first.RequestID,
 	}
+	if first.Host != "" || first.Node != "" {
+		spec.RequestedDestination = &scheduler.Destination{Host: first.Host, Node: first.Node}
+	}
 	for _, g := range group {
 		spec.InstanceUUIDs = append(spec.InstanceUUIDs, g.br.InstanceUUID)
 	}

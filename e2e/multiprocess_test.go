@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -96,4 +97,39 @@ func TestMultiProcessBootAndDelete(t *testing.T) {
 func runCLI(t *testing.T, apiURL string, args ...string) (string, error) {
 	t.Helper()
 	return cli(t, apiURL, args...)
+}
+
+// TestCreateOnRequestedHost pins servers to a host, as Nova's host on
+// create, through the CLI, the API, the superconductor and the scheduler
+// in separate processes: each lands on the host it named, never on the
+// other two, and a host that does not exist is refused at the API.
+func TestCreateOnRequestedHost(t *testing.T) {
+	c := newCluster(t)
+	c.startConductor("conductor", "cell1", nil)
+	c.startServer("server", allRoles, nil)
+	c.startAgents(agentSpec{host: "compute-1", memoryMB: 16384},
+		agentSpec{host: "compute-2", memoryMB: 16384}, agentSpec{host: "compute-3", memoryMB: 16384})
+	for _, host := range []string{"compute-2", "compute-2", "compute-3"} {
+		out := c.cliOK("server", "create", "--flavor", "m1.tiny", "--name", "pinned", "--host", host, "--wait", "--timeout", "60s")
+		if !strings.Contains(out, "ACTIVE") {
+			t.Fatalf("server pinned to %s did not go ACTIVE:\n%s", host, out)
+		}
+		servers, err := c.api.ListServers(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		newest := servers[0]
+		for _, s := range servers {
+			if s.Created.After(newest.Created) {
+				newest = s
+			}
+		}
+		if newest.Host != host {
+			t.Fatalf("server pinned to %s built on %q", host, newest.Host)
+		}
+	}
+	out, err := cli(t, c.apiURL, "server", "create", "--flavor", "m1.tiny", "--name", "nowhere", "--host", "compute-9")
+	if err == nil || !strings.Contains(out, "Compute host compute-9 could not be found.") {
+		t.Fatalf("create on an unknown host: err %v, printed:\n%s", err, out)
+	}
 }

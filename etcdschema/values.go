@@ -212,6 +212,10 @@ type BuildRequest struct {
 	Hints            SchedulerHints `json:"scheduler_hints,omitempty"`
 	RequestID        string         `json:"request_id,omitempty"`
 	CreatedAt        time.Time      `json:"created_at"`
+	// Host and Node are the requested destination, when the user named
+	// one (Nova's host / hypervisor_hostname); empty otherwise.
+	Host string `json:"host,omitempty"`
+	Node string `json:"hypervisor_hostname,omitempty"`
 }
 
 func (*BuildRequest) SchemaVersion() int { return BuildRequestVersion }

@@ -118,6 +118,9 @@ func (s *Scheduler) SelectDestinations(ctx context.Context, spec *RequestSpec) (
 	if err := applyAggregateRequestFilters(&q, spec, aggs.all, s.cfg); err != nil {
 		return nil, &NoValidHostError{Reason: err.Error() + "."}
 	}
+	if err := s.applyRequestedDestination(&q, spec); err != nil {
+		return nil, err
+	}
 	if spec.Hints.Group != "" {
 		g, err := s.loadGroup(ctx, spec.Hints.Group)
 		if errors.Is(err, ErrGroupNotFound) {
@@ -337,7 +340,7 @@ func (s *Scheduler) hostStates(spec *RequestSpec, c *placement.Candidates, aggs 
 		hs, ok := byRoot[root]
 		if !ok {
 			v, ok := s.hosts.viewForProvider(root)
-			if !ok || ignore[v.Host] {
+			if !ok || ignore[v.Host] || !spec.RequestedDestination.admits(v.Host, v.Cell) {
 				byRoot[root] = nil
 				continue
 			}

@@ -22,6 +22,10 @@ type RequestSpec struct {
 	Hints            etcdschema.SchedulerHints `json:"scheduler_hints,omitempty"`
 	IgnoreHosts      []string                  `json:"ignore_hosts,omitempty"`
 	RequestID        string                    `json:"request_id,omitempty"`
+	// RequestedDestination pins the request to a host (and node) or a
+	// cell, as Nova's requested_destination (server create with host /
+	// hypervisor_hostname, microversion 2.74; forced evacuations).
+	RequestedDestination *Destination `json:"requested_destination,omitempty"`
 
 	// Group is the server group named by the group hint, loaded by the
 	// scheduler from etcd for each request (Nova's setup_instance_group).
@@ -29,6 +33,14 @@ type RequestSpec struct {
 	// InstanceUUID is the instance being placed at the current pick
 	// (Nova sets spec.instance_uuid per instance); not serialised.
 	InstanceUUID string `json:"-"`
+}
+
+// Destination is Nova's Destination object: any of host, node (Berth
+// has one node per host, named as the host) and cell.
+type Destination struct {
+	Host string `json:"host,omitempty"`
+	Node string `json:"node,omitempty"`
+	Cell string `json:"cell,omitempty"`
 }
 
 // NoValidHostError says why no host could take the request: how many

@@ -58,6 +58,7 @@ func cmdServerCLI(args []string, stdout, stderr io.Writer) int {
 		wait    = fs.Bool("wait", false, "wait until every server is ACTIVE or ERROR (create) or gone (delete)")
 		timeout = fs.Duration("timeout", 5*time.Minute, "how long --wait waits")
 		az      = fs.String("az", "", "availability zone (create)")
+		host    = fs.String("host", "", "compute host to build on (create)")
 		hints   = hintFlag{}
 	)
 	fs.Var(hints, "hint", "scheduler hint KEY=VALUE: group=ID, same_host=ID, different_host=ID (create; repeatable)")
@@ -80,7 +81,7 @@ func cmdServerCLI(args []string, stdout, stderr io.Writer) int {
 		if *name == "" {
 			*name = "berth-" + time.Now().Format("150405")
 		}
-		req := api.CreateRequest{Name: *name, Flavor: *flavor, Count: *count, AvailabilityZone: *az}
+		req := api.CreateRequest{Name: *name, Flavor: *flavor, Count: *count, AvailabilityZone: *az, Host: *host}
 		if len(hints) > 0 {
 			req.Hints = hints
 		}

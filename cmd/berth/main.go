@@ -18,7 +18,7 @@ Run:
   berth agent -config FILE        a compute host agent
 
 CLI (finds the API with --api or BERTH_API, default http://127.0.0.1:8774):
-  berth server create --flavor NAME [--count N] [--name NAME] [--az ZONE]
+  berth server create --flavor NAME [--count N] [--name NAME] [--az ZONE] [--host HOST]
                       [--hint group=ID|same_host=ID|different_host=ID]... [--wait]
   berth server list
   berth server show ID
