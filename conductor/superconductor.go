@@ -159,6 +159,9 @@ func (s *Superconductor) schedule(ctx context.Context, group []leasedRequest) er
 	}
 	for _, g := range group {
 		spec.InstanceUUIDs = append(spec.InstanceUUIDs, g.br.InstanceUUID)
+		// Read-your-writes: the scheduler sees every host that
+		// registered before the request was made.
+		spec.MinRevision = max(spec.MinRevision, g.item.ModRev)
 	}
 	// A superconductor that died after claiming but before the hand-off
 	// left a claim behind; we hold the requests now, so it is stale.

@@ -108,6 +108,18 @@ func (hm *HostManager) WaitSynced(ctx context.Context) error {
 	return hm.aggsInf.WaitSynced(ctx)
 }
 
+// WaitForRevision returns once the host manager has seen every change to
+// hosts, host mappings and aggregates up to etcd revision rev.
+func (hm *HostManager) WaitForRevision(ctx context.Context, rev int64) error {
+	if err := hm.hostsInf.WaitForRevision(ctx, rev); err != nil {
+		return err
+	}
+	if err := hm.mapsInf.WaitForRevision(ctx, rev); err != nil {
+		return err
+	}
+	return hm.aggsInf.WaitForRevision(ctx, rev)
+}
+
 // HostForProvider returns the host whose compute node is provider uuid.
 func (hm *HostManager) HostForProvider(uuid string) (string, bool) {
 	hm.mu.RLock()

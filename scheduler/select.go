@@ -113,6 +113,9 @@ func (s *Scheduler) SelectDestinations(ctx context.Context, spec *RequestSpec) (
 		return nil, fmt.Errorf("select destinations: no instance uuids")
 	}
 	log := s.log.With("request_id", spec.RequestID)
+	if spec.MinRevision > 0 {
+		s.catchUp(ctx, spec.MinRevision, log)
+	}
 	q := BuildPlacementQuery(spec, s.cfg.MaxPlacementResults)
 	aggs := s.hosts.aggregates()
 	if err := applyAggregateRequestFilters(&q, spec, aggs.all, s.cfg); err != nil {
@@ -398,4 +401,33 @@ func orderedCounts(filters []Filter, counts map[string]int) []FilterCount {
 		}
 	}
 	return out
+}
+
+// revisionWaiter is the part of placement.Service that waits for its index
+// to reach a revision (a test double need not have it).
+type revisionWaiter interface {
+	WaitForRevision(ctx context.Context, rev int64) error
+}
+
+// catchUpTimeout bounds how long a request waits for the views to reach
+// its revision; past it, it is scheduled on what the views hold.
+const catchUpTimeout = 5 * time.Second
+
+// catchUp waits until placement's index and the host manager have applied
+// rev. A view that cannot catch up in time (etcd unreachable) is logged and
+// the request goes on with what it has, as it would have without waiting.
+func (s *Scheduler) catchUp(ctx context.Context, rev int64, log hclog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
+	defer cancel()
+	if w, ok := s.placement.(revisionWaiter); ok {
+		if err := w.WaitForRevision(ctx, rev); err != nil {
+			log.Warn("placement index behind the request", "revision", rev, "error", err)
+		}
+	}
+	if s.hosts == nil {
+		return
+	}
+	if err := s.hosts.WaitForRevision(ctx, rev); err != nil {
+		log.Warn("host view behind the request", "revision", rev, "error", err)
+	}
 }

@@ -26,6 +26,11 @@ type RequestSpec struct {
 	// cell, as Nova's requested_destination (server create with host /
 	// hypervisor_hostname, microversion 2.74; forced evacuations).
 	RequestedDestination *Destination `json:"requested_destination,omitempty"`
+	// MinRevision is the etcd revision the request was read at (the
+	// BuildRequest's). The scheduler's views catch up to it before
+	// choosing, so a host that registered before the request was made is
+	// never missed because a watch lagged.
+	MinRevision int64 `json:"min_revision,omitempty"`
 
 	// Group is the server group named by the group hint, loaded by the
 	// scheduler from etcd for each request (Nova's setup_instance_group).

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -48,11 +49,60 @@ type Informer struct {
 	h      Handler
 	log    hclog.Logger
 	synced chan struct{}
+
+	// revMu guards the applied revision, the channel closed when it moves,
+	// and the current watch's context (for progress requests).
+	revMu       sync.Mutex
+	rev         int64
+	revCh       chan struct{}
+	progressCtx context.Context
 }
 
 // New returns an informer for prefix that feeds h.
 func New(cli *clientv3.Client, prefix string, h Handler, log hclog.Logger) *Informer {
-	return &Informer{cli: cli, prefix: prefix, h: h, log: log, synced: make(chan struct{})}
+	return &Informer{cli: cli, prefix: prefix, h: h, log: log, synced: make(chan struct{}), revCh: make(chan struct{})}
+}
+
+// setRev records that everything up to rev has been handed to the handler.
+func (in *Informer) setRev(rev int64) {
+	in.revMu.Lock()
+	defer in.revMu.Unlock()
+	if rev > in.rev {
+		in.rev = rev
+		close(in.revCh)
+		in.revCh = make(chan struct{})
+	}
+}
+
+// WaitForRevision returns once the handler has seen every change under the
+// prefix up to etcd revision rev: read-your-writes for a caller that knows
+// the revision of something it wrote or read. Revisions written outside
+// the prefix produce no events, so while waiting it asks etcd for progress
+// notifications, which carry the store revision once the watch has caught
+// up.
+func (in *Informer) WaitForRevision(ctx context.Context, rev int64) error {
+	tick := time.NewTimer(0)
+	defer tick.Stop()
+	for {
+		in.revMu.Lock()
+		cur, ch, pctx := in.rev, in.revCh, in.progressCtx
+		in.revMu.Unlock()
+		if cur >= rev {
+			return nil
+		}
+		if pctx != nil && pctx.Err() == nil {
+			if err := in.cli.RequestProgress(pctx); err != nil && pctx.Err() == nil {
+				in.log.Debug("watch progress request failed", "prefix", in.prefix, "error", err)
+			}
+		}
+		tick.Reset(100 * time.Millisecond)
+		select {
+		case <-ch:
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s to reach revision %d (at %d): %w", in.prefix, rev, cur, ctx.Err())
+		}
+	}
 }
 
 // Synced is closed once the first list has been handed to the handler.
@@ -124,12 +174,16 @@ func (in *Informer) list(ctx context.Context) (int64, error) {
 		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 	in.h.Reset(all, rev)
+	in.setRev(rev)
 	return rev, nil
 }
 
 func (in *Informer) watch(ctx context.Context, rev int64) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
+	in.revMu.Lock()
+	in.progressCtx = wctx
+	in.revMu.Unlock()
 	wch := in.cli.Watch(wctx, in.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
@@ -139,6 +193,13 @@ func (in *Informer) watch(ctx context.Context, rev int64) error {
 			return fmt.Errorf("watch %s: %w", in.prefix, err)
 		}
 		if len(resp.Events) == 0 {
+			// Only an event-less progress notification promises that
+			// everything up to its header revision was delivered (an
+			// unsynced watcher may send a partial batch under a newer
+			// header).
+			if resp.IsProgressNotify() {
+				in.setRev(resp.Header.Revision)
+			}
 			continue
 		}
 		evs := make([]Event, 0, len(resp.Events))
@@ -152,6 +213,7 @@ func (in *Informer) watch(ctx context.Context, rev int64) error {
 			evs = append(evs, ev)
 		}
 		in.h.Apply(evs)
+		in.setRev(evs[len(evs)-1].Revision)
 	}
 	return ctx.Err()
 }
