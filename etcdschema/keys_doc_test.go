@@ -54,12 +54,42 @@ func TestKeysDocJSONExamples(t *testing.T) {
 		if _, ok := v["version"]; !ok {
 			t.Errorf("%s:%d: json example has no \"version\" field", docPath, b.line)
 		}
+		// The example must be a value of the type its entry names, with no
+		// field that type does not have (a misspelt or stale json tag).
+		newValue, ok := docValueTypes[b.valueType]
+		if !ok {
+			t.Errorf("%s:%d: json example follows Value `%s`, which the test does not know; add it to docValueTypes", docPath, b.line, b.valueType)
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(b.text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(newValue()); err != nil {
+			t.Errorf("%s:%d: json example is not a %s: %v", docPath, b.line, b.valueType, err)
+		}
 	}
 }
 
+// docValueTypes are the value types the doc's entries name ("Value `T`").
+var docValueTypes = map[string]func() any{
+	"Aggregate": func() any { return new(Aggregate) }, "AggregateName": func() any { return new(AggregateName) },
+	"Alive": func() any { return new(Alive) }, "Alternates": func() any { return new(Alternates) },
+	"Build": func() any { return new(Build) }, "BuildRequest": func() any { return new(BuildRequest) },
+	"Cell": func() any { return new(Cell) }, "Consumer": func() any { return new(Consumer) },
+	"CustomResourceClass": func() any { return new(CustomResourceClass) }, "CustomTrait": func() any { return new(CustomTrait) },
+	"Flavor": func() any { return new(Flavor) }, "HostDown": func() any { return new(HostDown) },
+	"HostMapping": func() any { return new(HostMapping) }, "HostSync": func() any { return new(HostSync) },
+	"Instance": func() any { return new(Instance) }, "InstanceInfo": func() any { return new(InstanceInfo) },
+	"InstanceMapping": func() any { return new(InstanceMapping) }, "Lease": func() any { return new(Lease) },
+	"Member": func() any { return new(Member) }, "Provider": func() any { return new(Provider) },
+	"ProviderName": func() any { return new(ProviderName) }, "Retry": func() any { return new(Retry) },
+	"ServerGroup": func() any { return new(ServerGroup) }, "ServerGroupMember": func() any { return new(ServerGroupMember) },
+	"ServerGroupSlot": func() any { return new(ServerGroupSlot) }, "Service": func() any { return new(Service) },
+}
+
 type docBlock struct {
-	line int // 1-based line of the opening fence
-	text string
+	line      int // 1-based line of the opening fence
+	text      string
+	valueType string // T of the last "Value `T`" line before the block
 }
 
 // jsonBlocks returns the bodies of the ```json fenced blocks of a markdown
@@ -68,11 +98,17 @@ func jsonBlocks(md string) []docBlock {
 	var out []docBlock
 	var cur *docBlock
 	var body []string
+	valueType := ""
 	for i, line := range strings.Split(md, "\n") {
 		trimmed := strings.TrimSpace(line)
+		if cur == nil && strings.HasPrefix(trimmed, "Value `") {
+			if t, _, ok := strings.Cut(strings.TrimPrefix(trimmed, "Value `"), "`"); ok {
+				valueType = t
+			}
+		}
 		switch {
 		case cur == nil && trimmed == "```json":
-			cur = &docBlock{line: i + 1}
+			cur = &docBlock{line: i + 1, valueType: valueType}
 			body = nil
 		case cur != nil && trimmed == "```":
 			cur.text = strings.Join(body, "\n")
