@@ -162,11 +162,8 @@ func (s *Service) putAllocations(c *reqCtx) error {
 		return errBadRequest("Malformed consumer_uuid: %s", consumer)
 	}
 	consumer = normalizeUUID(consumer)
-	v, err := c.readJSON()
+	v, err := c.readBody(pickSchema(c.mv, putAllocationVersions, schemaPutAllocations))
 	if err != nil {
-		return err
-	}
-	if err := c.validateBody(v, pickSchema(c.mv, putAllocationVersions, schemaPutAllocations)); err != nil {
 		return err
 	}
 	w := allocationBody(c, v.(map[string]any), false)
@@ -199,11 +196,8 @@ func (s *Service) postAllocations(c *reqCtx) error {
 	if err := c.requireAdmin("placement:allocations:manage"); err != nil {
 		return err
 	}
-	v, err := c.readJSON()
+	v, err := c.readBody(pickSchema(c.mv, postAllocationVersions, schemaPostAllocations))
 	if err != nil {
-		return err
-	}
-	if err := c.validateBody(v, pickSchema(c.mv, postAllocationVersions, schemaPostAllocations)); err != nil {
 		return err
 	}
 	writes := map[string]AllocationWrite{}

@@ -171,11 +171,8 @@ func (s *Service) setInventories(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	v, err := c.readJSON()
+	v, err := c.readBody(schemaPutInventories)
 	if err != nil {
-		return err
-	}
-	if err := c.validateBody(v, schemaPutInventories); err != nil {
 		return err
 	}
 	obj := v.(map[string]any)
@@ -229,11 +226,8 @@ func (s *Service) createInventory(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	v, err := c.readJSON()
+	v, err := c.readBody(schemaPostInventory)
 	if err != nil {
-		return err
-	}
-	if err := c.validateBody(v, schemaPostInventory); err != nil {
 		return err
 	}
 	obj := v.(map[string]any)
@@ -285,11 +279,8 @@ func (s *Service) updateInventory(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	v, err := c.readJSON()
+	v, err := c.readBody(schemaInventory)
 	if err != nil {
-		return err
-	}
-	if err := c.validateBody(v, schemaInventory); err != nil {
 		return err
 	}
 	obj := v.(map[string]any)

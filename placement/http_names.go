@@ -223,11 +223,8 @@ func (s *Service) getResourceClass(c *reqCtx) error {
 
 // classBody validates {"name": "CUSTOM_..."}.
 func classBody(c *reqCtx) (string, error) {
-	v, err := c.readJSON()
+	v, err := c.readBody(schemaResourceClass)
 	if err != nil {
-		return "", err
-	}
-	if err := c.validateBody(v, schemaResourceClass); err != nil {
 		return "", err
 	}
 	name := v.(map[string]any)["name"].(string)

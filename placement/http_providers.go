@@ -90,10 +90,6 @@ func (s *Service) getResourceProvider(c *reqCtx) error {
 
 // providerBody validates POST/PUT /resource_providers bodies.
 func providerBody(c *reqCtx, withUUID bool) (map[string]any, error) {
-	v, err := c.readJSON()
-	if err != nil {
-		return nil, err
-	}
 	sch := schemaPutRP
 	switch {
 	case withUUID && c.atLeast(14):
@@ -103,7 +99,8 @@ func providerBody(c *reqCtx, withUUID bool) (map[string]any, error) {
 	case c.atLeast(14):
 		sch = schemaPutRP114
 	}
-	if err := c.validateBody(v, sch); err != nil {
+	v, err := c.readBody(sch)
+	if err != nil {
 		return nil, err
 	}
 	return v.(map[string]any), nil

@@ -10,11 +10,8 @@ import (
 // consumer_type required from 1.38). The version, content type and policy
 // checks are in reshape; Service.Reshape does the work.
 func (s *Service) reshapeHTTP(c *reqCtx) error {
-	v, err := c.readJSON()
+	v, err := c.readBody(pickSchema(c.mv, reshaperVersions, schemaReshaper))
 	if err != nil {
-		return err
-	}
-	if err := c.validateBody(v, pickSchema(c.mv, reshaperVersions, schemaReshaper)); err != nil {
 		return err
 	}
 	rev, err := s.Reshape(c.r.Context(), reshapeBody(c, v.(map[string]any)))

@@ -44,11 +44,8 @@ func (s *Service) setProviderTraits(c *reqCtx) error {
 	if _, err := s.lookupProvider(c, id); err != nil {
 		return err
 	}
-	v, err := c.readJSON()
+	v, err := c.readBody(schemaSetProviderTraits)
 	if err != nil {
-		return err
-	}
-	if err := c.validateBody(v, schemaSetProviderTraits); err != nil {
 		return err
 	}
 	obj := v.(map[string]any)
@@ -154,24 +151,22 @@ func (s *Service) setAggregates(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	v, err := c.readJSON()
+	sch := schemaAggregates
+	if c.atLeast(19) {
+		sch = schemaAggregates119
+	}
+	v, err := c.readBody(sch)
 	if err != nil {
 		return err
 	}
 	var aggs []string
 	var gen *int64
 	if c.atLeast(19) {
-		if err := c.validateBody(v, schemaAggregates119); err != nil {
-			return err
-		}
 		obj := v.(map[string]any)
 		g, _ := jsonInt(obj["resource_provider_generation"])
 		gen = &g
 		aggs = aggregateUUIDs(obj["aggregates"])
 	} else {
-		if err := c.validateBody(v, schemaAggregates); err != nil {
-			return err
-		}
 		aggs = aggregateUUIDs(v)
 	}
 	var p *etcdschema.Provider

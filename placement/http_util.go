@@ -118,6 +118,19 @@ func (c *reqCtx) requireContent() error {
 	return &httpError{status: 415, detail: fmt.Sprintf("The media type %s is not supported, use application/json", mt)}
 }
 
+// readBody is readJSON then validateBody against sch: Placement's
+// extract_json, which every handler taking a body calls.
+func (c *reqCtx) readBody(sch *schemaNode) (any, error) {
+	v, err := c.readJSON()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.validateBody(v, sch); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // readJSON is require_content("application/json") plus extract_json: it
 // decodes the body into a generic value for validation.
 func (c *reqCtx) readJSON() (any, error) {
