@@ -226,10 +226,7 @@ func (s *Service) postAllocations(c *reqCtx) error {
 }
 
 func (s *Service) getAllocations(c *reqCtx) error {
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:allocations:list"); err != nil {
+	if err := c.acceptAndRead("placement:allocations:list"); err != nil {
 		return err
 	}
 	consumer := c.vars["consumer_uuid"]
@@ -299,10 +296,7 @@ func (s *Service) deleteAllocationsHTTP(c *reqCtx) error {
 }
 
 func (s *Service) providerAllocations(c *reqCtx) error {
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:resource_providers:allocations:list"); err != nil {
+	if err := c.acceptAndRead("placement:resource_providers:allocations:list"); err != nil {
 		return err
 	}
 	id := c.vars["uuid"]
@@ -332,10 +326,7 @@ func (s *Service) providerAllocations(c *reqCtx) error {
 }
 
 func (s *Service) providerUsages(c *reqCtx) error {
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:resource_providers:usages"); err != nil {
+	if err := c.acceptAndRead("placement:resource_providers:usages"); err != nil {
 		return err
 	}
 	id := c.vars["uuid"]

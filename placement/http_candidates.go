@@ -291,10 +291,7 @@ func (s *Service) allocationCandidates(c *reqCtx) error {
 	if err := c.minVersion(10, 404); err != nil {
 		return err
 	}
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:allocation_candidates:list"); err != nil {
+	if err := c.acceptAndRead("placement:allocation_candidates:list"); err != nil {
 		return err
 	}
 	cq, err := s.parseCandidateQuery(c)

@@ -65,10 +65,7 @@ func checkCapacity(c *reqCtx, action, rp, rc string, inv etcdschema.Inventory) e
 }
 
 func (s *Service) getInventories(c *reqCtx) error {
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:resource_providers:inventories:list"); err != nil {
+	if err := c.acceptAndRead("placement:resource_providers:inventories:list"); err != nil {
 		return err
 	}
 	id := c.vars["uuid"]
@@ -87,10 +84,7 @@ func (s *Service) getInventories(c *reqCtx) error {
 }
 
 func (s *Service) getInventory(c *reqCtx) error {
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:resource_providers:inventories:show"); err != nil {
+	if err := c.acceptAndRead("placement:resource_providers:inventories:show"); err != nil {
 		return err
 	}
 	id, rc := c.vars["uuid"], c.vars["resource_class"]

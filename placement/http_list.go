@@ -169,10 +169,7 @@ func (s *Service) checkTraitsExist(c *reqCtx, req [][]string, forb []string, for
 }
 
 func (s *Service) listResourceProviders(c *reqCtx) error {
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:resource_providers:list"); err != nil {
+	if err := c.acceptAndRead("placement:resource_providers:list"); err != nil {
 		return err
 	}
 	if err := validateQuery(c, schemaForListProviders(c.mv)); err != nil {

@@ -26,10 +26,7 @@ func (s *Service) listTraits(c *reqCtx) error {
 	if err := c.minVersion(6, 404); err != nil {
 		return err
 	}
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:traits:list"); err != nil {
+	if err := c.acceptAndRead("placement:traits:list"); err != nil {
 		return err
 	}
 	if err := validateQuery(c, schemaListTraits); err != nil {
@@ -95,10 +92,7 @@ func (s *Service) getTrait(c *reqCtx) error {
 	if err := c.minVersion(6, 404); err != nil {
 		return err
 	}
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:traits:show"); err != nil {
+	if err := c.acceptAndRead("placement:traits:show"); err != nil {
 		return err
 	}
 	name := c.vars["name"]
@@ -181,10 +175,7 @@ func (s *Service) listResourceClasses(c *reqCtx) error {
 	if err := c.minVersion(2, 404); err != nil {
 		return err
 	}
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:resource_classes:list"); err != nil {
+	if err := c.acceptAndRead("placement:resource_classes:list"); err != nil {
 		return err
 	}
 	all, err := s.AllResourceClasses(c.r.Context())
@@ -203,10 +194,7 @@ func (s *Service) getResourceClass(c *reqCtx) error {
 	if err := c.minVersion(2, 404); err != nil {
 		return err
 	}
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:resource_classes:show"); err != nil {
+	if err := c.acceptAndRead("placement:resource_classes:show"); err != nil {
 		return err
 	}
 	name := c.vars["name"]

@@ -74,10 +74,7 @@ func (s *Service) lookupProvider(c *reqCtx, id string) (*storedProvider, error) 
 }
 
 func (s *Service) getResourceProvider(c *reqCtx) error {
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:resource_providers:show"); err != nil {
+	if err := c.acceptAndRead("placement:resource_providers:show"); err != nil {
 		return err
 	}
 	sp, err := s.lookupProvider(c, c.vars["uuid"])

@@ -13,10 +13,7 @@ func (s *Service) providerTraits(c *reqCtx) error {
 	if err := c.minVersion(6, 404); err != nil {
 		return err
 	}
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:resource_providers:traits:list"); err != nil {
+	if err := c.acceptAndRead("placement:resource_providers:traits:list"); err != nil {
 		return err
 	}
 	id := c.vars["uuid"]
@@ -107,10 +104,7 @@ func (s *Service) getAggregates(c *reqCtx) error {
 	if err := c.minVersion(1, 404); err != nil {
 		return err
 	}
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	if err := c.requireReader("placement:resource_providers:aggregates:list"); err != nil {
+	if err := c.acceptAndRead("placement:resource_providers:aggregates:list"); err != nil {
 		return err
 	}
 	id := c.vars["uuid"]
