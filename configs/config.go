@@ -67,7 +67,18 @@ type Embedded struct {
 	Name                    string
 	AutoCompactionRetention time.Duration
 	QuotaBackendBytes       int64
+	// InitialCluster is "name=peerURL,..." naming every member when this
+	// one is part of a multi-member cluster; "" is a cluster of one.
+	InitialCluster string
+	// InitialClusterState is ClusterStateNew or ClusterStateExisting.
+	InitialClusterState string
 }
+
+// Values of etcd { embedded { initial_cluster_state } }.
+const (
+	ClusterStateNew      = "new"      // the members in initial_cluster bootstrap together
+	ClusterStateExisting = "existing" // this member joins a running cluster
+)
 
 // Log configures the process logger (see internal/logging).
 type Log struct {

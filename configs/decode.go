@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -221,6 +222,11 @@ func (d *decoder) embedded(r *rawEmbedded) *Embedded {
 		Name:                    d.str(r.Name, def.Name),
 		AutoCompactionRetention: d.duration(r.Body, "auto_compaction_retention", r.AutoCompactionRetention, def.AutoCompactionRetention, time.Second, "without compaction etcd refuses writes once it reaches its quota"),
 		QuotaBackendBytes:       d.count(r.Body, "quota_backend_bytes", r.QuotaBackendBytes, def.QuotaBackendBytes, 0, "0 means etcd's own default"),
+		InitialCluster:          d.str(r.InitialCluster, def.InitialCluster),
+		InitialClusterState:     d.enum(r.Body, "initial_cluster_state", r.InitialClusterState, def.InitialClusterState, ClusterStateNew, ClusterStateExisting),
+	}
+	if r.InitialCluster != nil {
+		d.initialCluster(r.Body, m)
 	}
 	if m.DataDir == "" {
 		d.bad(r.Body, "data_dir", "Empty data_dir", "Embedded etcd needs a directory for its data.")
@@ -229,6 +235,45 @@ func (d *decoder) embedded(r *rawEmbedded) *Embedded {
 		d.bad(r.Body, "name", "Empty name", "The member name appears in etcd's cluster configuration; leave it out to use \"berth\".")
 	}
 	return m
+}
+
+// initialCluster checks "name=http://host:port,..." and that it names this
+// member with its own peer_url, which etcd would otherwise refuse with a
+// message about a cluster ID mismatch only after the member starts.
+func (d *decoder) initialCluster(b hcl.Body, m *Embedded) {
+	const name = "initial_cluster"
+	if strings.TrimSpace(m.InitialCluster) == "" {
+		d.bad(b, name, "Empty initial_cluster",
+			"initial_cluster lists every member as \"name=http://host:2380,...\"; leave it out for a cluster of this member alone.")
+		return
+	}
+	seen := map[string]bool{}
+	own := false
+	for _, entry := range strings.Split(m.InitialCluster, ",") {
+		n, u, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		pu, err := url.Parse(u)
+		if !ok || n == "" || err != nil || pu.Scheme != "http" || pu.Port() == "" {
+			d.bad(b, name, "Invalid initial_cluster",
+				fmt.Sprintf("Each member is name=http://host:port (embedded etcd peers talk plain HTTP), like \"etcd-1=http://10.0.0.11:2380\"; got %q.", entry))
+			return
+		}
+		if seen[n] {
+			d.bad(b, name, "Duplicate member in initial_cluster", fmt.Sprintf("Member %q is listed twice.", n))
+			return
+		}
+		seen[n] = true
+		if n == m.Name {
+			own = true
+			if pu.String() != m.PeerURL {
+				d.bad(b, name, "initial_cluster disagrees with peer_url",
+					fmt.Sprintf("initial_cluster gives this member (%q) the peer URL %q, but peer_url is %q; they must be the same.", n, u, m.PeerURL))
+			}
+		}
+	}
+	if !own {
+		d.bad(b, name, "This member is not in initial_cluster",
+			fmt.Sprintf("initial_cluster must list this member by its name %q (set name = ... to match one of its entries).", m.Name))
+	}
 }
 
 func (d *decoder) log(r *rawLog) Log {

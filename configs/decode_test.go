@@ -171,6 +171,31 @@ func TestParseErrors(t *testing.T) {
 			want: []diag{{"2:12", "Invalid prefix", `must start with "/"`}},
 		},
 		{
+			desc: "initial_cluster without this member",
+			src:  "etcd {\n  embedded {\n    name = \"etcd-9\"\n    initial_cluster = \"etcd-1=http://10.0.0.1:2380,etcd-2=http://10.0.0.2:2380\"\n  }\n}\n",
+			want: []diag{{"4:23", "This member is not in initial_cluster", `by its name "etcd-9"`}},
+		},
+		{
+			desc: "initial_cluster disagrees with peer_url",
+			src:  "etcd {\n  embedded {\n    name = \"etcd-1\"\n    peer_url = \"http://10.0.0.1:2380\"\n    initial_cluster = \"etcd-1=http://10.0.0.9:2380\"\n  }\n}\n",
+			want: []diag{{"5:23", "initial_cluster disagrees with peer_url", `peer_url is "http://10.0.0.1:2380"`}},
+		},
+		{
+			desc: "initial_cluster entry without a URL",
+			src:  "etcd {\n  embedded {\n    initial_cluster = \"berth=http://127.0.0.1:2380,etcd-2\"\n  }\n}\n",
+			want: []diag{{"3:23", "Invalid initial_cluster", `got "etcd-2"`}},
+		},
+		{
+			desc: "initial_cluster names a member twice",
+			src:  "etcd {\n  embedded {\n    initial_cluster = \"berth=http://127.0.0.1:2380,berth=http://127.0.0.2:2380\"\n  }\n}\n",
+			want: []diag{{"3:23", "Duplicate member in initial_cluster", `"berth" is listed twice`}},
+		},
+		{
+			desc: "initial_cluster_state neither new nor existing",
+			src:  "etcd {\n  embedded {\n    initial_cluster_state = \"join\"\n  }\n}\n",
+			want: []diag{{"3:29", "Invalid initial_cluster_state", `"join"`}},
+		},
+		{
 			desc: "embedded https client url",
 			src:  "etcd {\n  embedded {\n    client_url = \"https://127.0.0.1:2379\"\n  }\n}\n",
 			want: []diag{{"3:18", "Invalid client_url", "serves without TLS"}},

@@ -38,6 +38,8 @@ func Defaults() *Config {
 				// 8 GiB is etcd's suggested maximum; its 2 GiB default
 				// fills quickly between compactions under claim load.
 				QuotaBackendBytes: 8 << 30,
+				// A cluster of this member alone, bootstrapped on first start.
+				InitialClusterState: ClusterStateNew,
 			},
 		},
 		Log:                     Log{Level: "info", Format: LogFormatText},

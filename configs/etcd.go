@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/berth-project/berth/internal/embedetcd"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -71,5 +73,18 @@ func (m *Embedded) EmbedConfig() embedetcd.Config {
 		PeerURL:                 m.PeerURL,
 		AutoCompactionRetention: m.AutoCompactionRetention,
 		QuotaBackendBytes:       m.QuotaBackendBytes,
+		InitialCluster:          m.InitialCluster,
+		InitialClusterState:     m.InitialClusterState,
+		StartTimeout:            m.startTimeout(),
 	}
+}
+
+// startTimeout is how long a member waits to be ready: a member of a
+// cluster waits for a quorum of peers, which an operator starts one VM at
+// a time (and systemd restarts a member that gave up).
+func (m *Embedded) startTimeout() time.Duration {
+	if strings.Contains(m.InitialCluster, ",") {
+		return 5 * time.Minute
+	}
+	return 0 // embedetcd's default
 }

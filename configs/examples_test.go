@@ -21,6 +21,7 @@ func TestExamples(t *testing.T) {
 		"agent.hcl":      RoleAgent,
 		"all-in-one.hcl": RoleServer,
 		"dev.hcl":        RoleDev,
+		"etcd.hcl":       RoleEtcd,
 	}
 	files, err := filepath.Glob("examples/*.hcl")
 	if err != nil {

@@ -49,6 +49,8 @@ type rawEmbedded struct {
 	Name                    *string   `hcl:"name"`
 	AutoCompactionRetention *string   `hcl:"auto_compaction_retention"`
 	QuotaBackendBytes       *int64    `hcl:"quota_backend_bytes"`
+	InitialCluster          *string   `hcl:"initial_cluster"`
+	InitialClusterState     *string   `hcl:"initial_cluster_state"`
 	DefRange                hcl.Range `hcl:",def_range"`
 	Body                    hcl.Body  `hcl:",body"`
 }

@@ -13,6 +13,7 @@ const (
 	RoleConductor = "conductor"
 	RoleAgent     = "agent"
 	RoleDev       = "dev"
+	RoleEtcd      = "etcd"
 )
 
 // Require checks that the config holds what role needs to run. Parse
@@ -27,6 +28,15 @@ func (c *Config) Require(role string) error {
 	switch role {
 	case RoleDev:
 		// Dev runs everything with defaults (EnableAllRoles).
+	case RoleEtcd:
+		if c.Etcd.Embedded == nil {
+			var subject *hcl.Range
+			if c.Etcd.declRange != (hcl.Range{}) {
+				subject = c.Etcd.declRange.Ptr()
+			}
+			add(subject, "No embedded etcd member",
+				"berth etcd runs one etcd member: set etcd { embedded { ... } } (endpoints name a cluster run elsewhere).")
+		}
 	case RoleServer:
 		if c.API == nil && c.Placement == nil && c.Scheduler == nil && c.Superconductor == nil {
 			add(nil, "No server role enabled",
@@ -55,7 +65,7 @@ func (c *Config) Require(role string) error {
 		c.requireExternalEtcd(role, add)
 	default:
 		return fmt.Errorf("config: unknown role %q (want %s)", role,
-			strings.Join([]string{RoleServer, RoleConductor, RoleAgent, RoleDev}, ", "))
+			strings.Join([]string{RoleServer, RoleConductor, RoleAgent, RoleEtcd, RoleDev}, ", "))
 	}
 	return diagsError(c.Filename, diags)
 }

@@ -16,6 +16,7 @@ Run:
   berth server -config FILE       api, placement, scheduler, superconductor roles (as the file enables)
   berth conductor -config FILE    a cell conductor
   berth agent -config FILE        a compute host agent
+  berth etcd -config FILE         one member of Berth's etcd cluster (embedded etcd, no other install)
 
 CLI (finds the API with --api or BERTH_API, default http://127.0.0.1:8774):
   berth server create --flavor NAME [--count N] [--name NAME] [--az ZONE] [--host HOST]
@@ -70,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdConductor(rest, stdout, stderr)
 	case "agent":
 		return cmdAgent(rest, stdout, stderr)
+	case "etcd":
+		return cmdEtcd(rest, stdout, stderr)
 	case "config":
 		return cmdConfig(rest, stdout, stderr)
 	case "server-group":

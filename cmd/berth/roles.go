@@ -51,7 +51,7 @@ func signals() <-chan os.Signal {
 func startAndWait(name string, cfg *configs.Config, log hclog.Logger, stdout io.Writer,
 	start func(ctx context.Context, s *stack) error) int {
 	sig := signals()
-	s, err := connect(cfg, log)
+	s, err := connectUnlessSignalled(cfg, log, sig)
 	if err != nil {
 		log.Error("cannot reach etcd", "error", err)
 		return 1
@@ -71,6 +71,35 @@ func startAndWait(name string, cfg *configs.Config, log hclog.Logger, stdout io.
 	return 0
 }
 
+// connectUnlessSignalled is connect that a signal interrupts: an etcd
+// member of a cluster can wait minutes for its peers, and Ctrl-C must not
+// wait with it.
+func connectUnlessSignalled(cfg *configs.Config, log hclog.Logger, sig <-chan os.Signal) (*stack, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	interrupted := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case got := <-sig:
+			interrupted <- got
+			cancel()
+		case <-done:
+		}
+	}()
+	s, err := connect(ctx, cfg, log)
+	close(done)
+	select {
+	case got := <-interrupted:
+		if s != nil {
+			s.stop()
+		}
+		return nil, fmt.Errorf("interrupted by %s while starting", got)
+	default:
+	}
+	return s, err
+}
+
 func cmdServerRole(args []string, stdout, stderr io.Writer) int {
 	cfg, log, ok := loadRoleConfig("server", args, stderr)
 	if !ok {
@@ -88,6 +117,28 @@ func cmdConductor(args []string, stdout, stderr io.Writer) int {
 	}
 	return startAndWait("conductor", cfg, log, stdout, func(ctx context.Context, s *stack) error {
 		return s.startConductor(ctx, cfg.Conductor)
+	})
+}
+
+// cmdEtcd runs one etcd member and nothing else: the control plane's
+// cluster, three or five of these, without a separately installed etcd.
+func cmdEtcd(args []string, stdout, stderr io.Writer) int {
+	cfg, log, ok := loadRoleConfig(configs.RoleEtcd, args, stderr)
+	if !ok {
+		return 2
+	}
+	m := cfg.Etcd.Embedded
+	log.Info("starting etcd member", "member", m.Name, "client_url", m.ClientURL, "peer_url", m.PeerURL,
+		"initial_cluster", m.InitialCluster, "data_dir", m.DataDir)
+	return startAndWait(configs.RoleEtcd, cfg, log, stdout, func(ctx context.Context, s *stack) error {
+		go func() {
+			// A member that loses its storage or is removed from the
+			// cluster stops serving: the process must say so and exit.
+			if err, ok := <-s.etcd.Err(); ok && err != nil {
+				s.errs <- fmt.Errorf("etcd member: %w", err)
+			}
+		}()
+		return nil
 	})
 }
 

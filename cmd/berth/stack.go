@@ -50,12 +50,13 @@ type stack struct {
 	Endpoints [][2]string
 }
 
-// connect starts embedded etcd or dials the configured cluster.
-func connect(cfg *configs.Config, log hclog.Logger) (*stack, error) {
+// connect starts embedded etcd or dials the configured cluster; ctx ends
+// the wait of a cluster member for its peers.
+func connect(ctx context.Context, cfg *configs.Config, log hclog.Logger) (*stack, error) {
 	s := &stack{cfg: cfg, log: log, keys: etcdschema.New(cfg.Etcd.Prefix), errs: make(chan error, 16)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Etcd.Embedded != nil {
-		srv, err := embedetcd.Start(cfg.Etcd.Embedded.EmbedConfig())
+		srv, err := embedetcd.StartContext(ctx, cfg.Etcd.Embedded.EmbedConfig())
 		if err != nil {
 			return nil, err
 		}

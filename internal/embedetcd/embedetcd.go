@@ -1,5 +1,6 @@
-// Package embedetcd runs a single-member etcd inside a Berth process, for
-// `berth dev`, an all-in-one server and tests. It always runs with periodic
+// Package embedetcd runs an etcd member inside a Berth process: a single
+// member for `berth dev`, an all-in-one server and tests, or one member of
+// a cluster (`berth etcd`, InitialCluster set). It always runs with periodic
 // auto-compaction: Berth writes claims at thousands per second, and etcd
 // refuses writes once its backend reaches its quota.
 package embedetcd
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,7 +29,17 @@ type Config struct {
 	AutoCompactionRetention time.Duration
 	// QuotaBackendBytes is the backend size limit; 0 means etcd's default.
 	QuotaBackendBytes int64
-	// StartTimeout bounds how long Start waits for the member; 0 means 60s.
+	// InitialCluster lists every member as "name=peerURL,..." when this
+	// member is one of a cluster; empty means a cluster of this member
+	// alone. Used only when the data directory is new.
+	InitialCluster string
+	// InitialClusterState is "new" when the members bootstrap together
+	// and "existing" when this member joins a running cluster (after
+	// `etcdctl member add`); empty means "new".
+	InitialClusterState string
+	// StartTimeout bounds how long Start waits for the member; 0 means
+	// 60s. A member of a cluster is ready only once a quorum is up, so the
+	// etcd role waits longer.
 	StartTimeout time.Duration
 	// LogLevel is etcd's own zap level ("error" when empty: etcd is chatty).
 	LogLevel string
@@ -42,7 +54,11 @@ type Server struct {
 }
 
 // Start starts the member and waits until it serves.
-func Start(cfg Config) (*Server, error) {
+func Start(cfg Config) (*Server, error) { return StartContext(context.Background(), cfg) }
+
+// StartContext is Start that gives up when ctx ends, so that a member
+// waiting for its peers stops on Ctrl-C.
+func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DataDir == "" {
 		return nil, fmt.Errorf("embedded etcd: data_dir is required")
 	}
@@ -68,6 +84,20 @@ func Start(cfg Config) (*Server, error) {
 	ec.ListenPeerUrls = []url.URL{*pu}
 	ec.AdvertisePeerUrls = []url.URL{*pu}
 	ec.InitialCluster = fmt.Sprintf("%s=%s", ec.Name, pu.String())
+	if cfg.InitialCluster != "" {
+		if err := checkInitialCluster(cfg.InitialCluster, ec.Name, pu); err != nil {
+			return nil, fmt.Errorf("embedded etcd: %w", err)
+		}
+		ec.InitialCluster = cfg.InitialCluster
+	}
+	switch cfg.InitialClusterState {
+	case "", embed.ClusterStateFlagNew:
+		ec.ClusterState = embed.ClusterStateFlagNew
+	case embed.ClusterStateFlagExisting:
+		ec.ClusterState = embed.ClusterStateFlagExisting
+	default:
+		return nil, fmt.Errorf("embedded etcd: initial_cluster_state %q is not \"new\" or \"existing\"", cfg.InitialClusterState)
+	}
 	ec.AutoCompactionMode = "periodic"
 	retention := cfg.AutoCompactionRetention
 	if retention <= 0 {
@@ -101,7 +131,11 @@ func Start(cfg Config) (*Server, error) {
 	case <-time.After(timeout):
 		e.Server.Stop()
 		e.Close()
-		return nil, fmt.Errorf("embedded etcd: not ready after %s", timeout)
+		return nil, fmt.Errorf("embedded etcd: not ready after %s (a member of a cluster needs a quorum of its peers up)", timeout)
+	case <-ctx.Done():
+		e.Server.Stop()
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd: stopped while waiting to be ready: %w", ctx.Err())
 	case err := <-e.Err():
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd: %w", err)
@@ -139,4 +173,33 @@ func (s *Server) Close() {
 func (s *Server) Ping(ctx context.Context) error {
 	_, err := s.client.Get(ctx, "health")
 	return err
+}
+
+// checkInitialCluster makes sure the member list names this member with
+// its own peer URL: etcd would otherwise refuse to start with a message
+// about a mismatch deep in its logs.
+func checkInitialCluster(list, name string, peer *url.URL) error {
+	seen := map[string]bool{}
+	own := false
+	for _, m := range strings.Split(list, ",") {
+		n, u, ok := strings.Cut(strings.TrimSpace(m), "=")
+		pu, err := url.Parse(u)
+		if !ok || n == "" || err != nil || pu.Host == "" {
+			return fmt.Errorf("initial_cluster entry %q is not name=http://host:2380", m)
+		}
+		if seen[n] {
+			return fmt.Errorf("initial_cluster names member %q twice", n)
+		}
+		seen[n] = true
+		if n == name {
+			if pu.String() != peer.String() {
+				return fmt.Errorf("initial_cluster gives member %q the peer URL %s but its peer_url is %s", n, pu, peer)
+			}
+			own = true
+		}
+	}
+	if !own {
+		return fmt.Errorf("initial_cluster %q does not name this member %q", list, name)
+	}
+	return nil
 }

@@ -1,0 +1,48 @@
+# berth etcd — one member of Berth's etcd cluster.
+#
+#   berth etcd -config etcd.hcl
+#
+# Runs only an etcd member (the same etcd, v3.7, that Berth's clients are
+# built against), so a control plane needs no separately installed etcd.
+# Run three (or five) of these on different machines with the same
+# initial_cluster; servers, conductors and agents list every member's
+# client_url in their etcd { endpoints = [...] }. A member waits up to 5
+# minutes for a quorum of its peers at start.
+# Check this file: berth config validate etcd.hcl
+
+etcd {
+  prefix = "/berth"
+
+  embedded {
+    # This member's name: unique in the cluster, and one of the names in
+    # initial_cluster.
+    name = "etcd-1"
+
+    # Where the member keeps its data. Back it up like any etcd data dir;
+    # a member restarted with its data rejoins by itself.
+    data_dir = "/var/lib/berth/etcd"
+
+    # Where clients (Berth's roles, etcdctl) reach this member, and where
+    # its peers reach it. Use the machine's own address, not 0.0.0.0.
+    client_url = "http://10.0.0.11:2379"
+    peer_url   = "http://10.0.0.11:2380"
+
+    # Every member of the cluster, name=peer_url, the same on every member.
+    # Leave it out for a cluster of this member alone. Read only when
+    # data_dir is new.
+    initial_cluster = "etcd-1=http://10.0.0.11:2380,etcd-2=http://10.0.0.12:2380,etcd-3=http://10.0.0.13:2380"
+
+    # "new" when the members in initial_cluster bootstrap together (the
+    # default); "existing" when this member joins a running cluster after
+    # `etcdctl member add` (a replaced machine).
+    initial_cluster_state = "new"
+
+    auto_compaction_retention = "5m"
+    quota_backend_bytes       = 8589934592
+  }
+}
+
+log {
+  level  = "info"
+  format = "text"
+}
