@@ -34,6 +34,10 @@ CLI (finds the API with --api or BERTH_API, default http://127.0.0.1:8774):
 
 Config:
   berth config validate FILE...   check config files without starting anything
+  berth config render ROLE -name NAME -address IP -etcd NAME=IP,... [-cell CELL] [-data-dir DIR]
+                      [-var KEY=VALUE]... [-o FILE]
+                                  one machine's config for ROLE (etcd, server, conductor, agent)
+                                  from the deployment templates; what deploy/ runs on each VM
 
 Server groups and host aggregates (same --api):
   berth server-group create NAME --policy POLICY [--max-per-host N]
@@ -89,8 +93,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdConfig(args []string, stdout, stderr io.Writer) int {
+	if len(args) >= 1 && args[0] == "render" {
+		return cmdConfigRender(args[1:], stdout, stderr)
+	}
 	if len(args) < 2 || args[0] != "validate" {
-		fmt.Fprintln(stderr, "usage: berth config validate FILE...")
+		fmt.Fprintln(stderr, "usage: berth config validate FILE...\n       berth config render ROLE -name NAME -address IP -etcd NAME=IP,... [flags]")
 		return 2
 	}
 	if !configsValidate(args[1:], stdout) {

@@ -1,0 +1,311 @@
+package configs
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"net"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+)
+
+// The deployment templates: one HCL file per role for one machine of a
+// multi-host deployment. deploy/ renders them on each VM (`berth config
+// render`), and the multi-host e2e harness renders the same ones for each
+// of its network-namespace hosts, so what is tested is what is deployed.
+//
+//go:embed templates/*.hcl.tmpl
+var deployTemplates embed.FS
+
+// Deployment ports, the same on every machine (Nova and Placement's usual
+// ones for the APIs, etcd's for etcd).
+const (
+	DeployEtcdClientPort = 2379
+	DeployEtcdPeerPort   = 2380
+	DeployAPIPort        = 8774
+	DeployPlacementPort  = 8778
+	DeploySchedulerPort  = 8775
+)
+
+// DeployRoles are the roles RenderDeploy has a template for.
+var DeployRoles = []string{RoleEtcd, RoleServer, RoleConductor, RoleAgent}
+
+// EtcdMember is one member of the deployment's etcd cluster.
+type EtcdMember struct {
+	Name    string // the member's name (usually its machine's)
+	Address string // the machine's IP address or DNS name
+}
+
+// DeployVars is what differs between the machines of a deployment.
+type DeployVars struct {
+	// Name is this machine's name: the etcd member name of `berth etcd`
+	// and the compute host name of `berth agent`.
+	Name string
+	// Address is this machine's address, which its roles bind to and
+	// advertise.
+	Address string
+	// Etcd lists the cluster's members, the same on every machine.
+	Etcd []EtcdMember
+	// Cell is the cell of this machine's agent and conductor.
+	Cell string
+	// DataDir holds the etcd member's data and the process driver's
+	// state ("" = /var/lib/berth).
+	DataDir string
+	// Vars sets tunables (see DeployTunables); the others keep their
+	// defaults. An unknown name is an error.
+	Vars map[string]string
+}
+
+// tunable is a template variable an operator may set, with its kind
+// (checked before it is written into HCL) and default.
+type tunable struct {
+	kind string // "string", "duration", "int", "float" or "bool"
+	def  string
+	help string
+}
+
+// deployTunables are the -var names; each template uses those of its role.
+var deployTunables = map[string]tunable{
+	"etcd_prefix":               {"string", "/berth", "prefix of every Berth key"},
+	"log_level":                 {"string", "info", "trace, debug, info, warn or error"},
+	"log_format":                {"string", "text", "text or json"},
+	"initial_cluster_state":     {"string", ClusterStateNew, "etcd: new, or existing to join a running cluster"},
+	"auto_compaction_retention": {"duration", "5m", "etcd: history kept"},
+	"quota_backend_bytes":       {"int", "8589934592", "etcd: backend size limit"},
+	"max_attempts":              {"int", "3", "scheduler: hosts tried per instance"},
+	"election_ttl":              {"duration", "10s", "scheduler: leader lease TTL"},
+	"leader_interval":           {"duration", "30s", "scheduler: leader duty period"},
+	"down_host_grace":           {"duration", "60s", "scheduler: wait before rescheduling a down host's builds"},
+	"orphan_grace":              {"duration", "10m", "scheduler: age of orphaned allocations removed"},
+	"superconductor_workers":    {"int", "4", "superconductor: build requests at once"},
+	"superconductor_lease_ttl":  {"duration", "10s", "superconductor: lease TTL"},
+	"select_timeout":            {"duration", "30s", "superconductor: wait for one scheduler"},
+	"conductor_workers":         {"int", "4", "conductor: retries at once"},
+	"conductor_lease_ttl":       {"duration", "15s", "conductor: lease TTL"},
+	"driver":                    {"string", "process", "agent: process or fake"},
+	"process_command":           {"string", "sleep infinity", "agent: command of an instance without berth:command"},
+	"stop_grace":                {"duration", "10s", "agent: SIGTERM to SIGKILL on delete"},
+	"build_time":                {"duration", "0s", "agent, fake driver: build duration"},
+	"failure_rate":              {"float", "0", "agent, fake driver: probability a build fails"},
+	"fail":                      {"bool", "false", "agent, fake driver: every build fails"},
+	"report_interval":           {"duration", "10s", "agent: service record refresh"},
+	"service_down_time":         {"duration", "60s", "agent: liveness lease TTL"},
+	"max_concurrent_builds":     {"int", "10", "agent: builds at once"},
+	"instance_sync_interval":    {"duration", "120s", "agent: full instance list period"},
+	"provider_sync_interval":    {"duration", "60s", "agent: provider re-sync period"},
+	"vcpus":                     {"int", "0", "agent: vCPUs offered (0 = detected)"},
+	"memory_mb":                 {"int", "0", "agent: memory offered (0 = detected)"},
+	"disk_gb":                   {"int", "0", "agent: disk offered (0 = detected)"},
+	"reserved_host_memory_mb":   {"int", "512", "agent: memory kept for the host"},
+}
+
+// DeployTunables describes the -var names, one "name (default): help" line
+// each, sorted, for usage text.
+func DeployTunables() []string {
+	var out []string
+	for n, t := range deployTunables {
+		out = append(out, fmt.Sprintf("%s (default %q): %s", n, t.def, t.help))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// templateData is what the templates see.
+type templateData struct {
+	Name, Address, Cell string
+	Header              string
+	EtcdEndpoints       []string
+	InitialCluster      string
+	EtcdDataDir         string
+	EtcdClientURL       string
+	EtcdPeerURL         string
+	ProcessStateDir     string
+	Var                 map[string]string
+}
+
+// RenderDeploy renders role's deployment config for one machine and checks
+// the result is a valid config for that role, so a bad variable is caught
+// here, with its name, rather than when the service starts.
+func RenderDeploy(role string, v DeployVars) ([]byte, error) {
+	if !contains(DeployRoles, role) {
+		return nil, fmt.Errorf("render: no template for role %q (want one of %s)", role, strings.Join(DeployRoles, ", "))
+	}
+	data, err := v.templateData(role)
+	if err != nil {
+		return nil, fmt.Errorf("render %s config: %w", role, err)
+	}
+	name := role + ".hcl.tmpl"
+	tmpl, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
+		"q":    hclQuote,
+		"bind": func(addr string, port int) string { return net.JoinHostPort(addr, strconv.Itoa(port)) },
+		"url":  func(addr string, port int) string { return "http://" + net.JoinHostPort(addr, strconv.Itoa(port)) },
+	}).ParseFS(deployTemplates, path.Join("templates", name))
+	if err != nil {
+		return nil, fmt.Errorf("render %s config: template: %w", role, err)
+	}
+	var out bytes.Buffer
+	if err := tmpl.Execute(&out, data); err != nil {
+		return nil, fmt.Errorf("render %s config: %w", role, err)
+	}
+	cfg, err := Parse(out.Bytes(), fmt.Sprintf("%s.hcl (rendered for %s)", role, v.Name))
+	if err == nil {
+		err = cfg.Require(role)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("render %s config: the result is not valid (check the -var values): %w", role, err)
+	}
+	return out.Bytes(), nil
+}
+
+func (v DeployVars) templateData(role string) (*templateData, error) {
+	if err := checkDeployName("name", v.Name); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(v.Address) == "" || strings.ContainsAny(v.Address, " /\"") {
+		return nil, fmt.Errorf("address %q: want this machine's IP address or DNS name", v.Address)
+	}
+	if len(v.Etcd) == 0 {
+		return nil, fmt.Errorf("no etcd members: list the cluster as name=address,...")
+	}
+	if (role == RoleAgent || role == RoleConductor) && v.Cell == "" {
+		return nil, fmt.Errorf("the %s role needs a cell", role)
+	}
+	if v.Cell != "" {
+		if err := checkDeployName("cell", v.Cell); err != nil {
+			return nil, err
+		}
+	}
+	d := &templateData{
+		Name: v.Name, Address: v.Address, Cell: v.Cell,
+		Header: "Rendered by `berth config render`; change the template or re-render rather than editing.",
+		Var:    map[string]string{},
+	}
+	seen := map[string]bool{}
+	var peers []string
+	self := false
+	for _, m := range v.Etcd {
+		if err := checkDeployName("etcd member name", m.Name); err != nil {
+			return nil, err
+		}
+		if seen[m.Name] {
+			return nil, fmt.Errorf("etcd member %q listed twice", m.Name)
+		}
+		seen[m.Name] = true
+		if strings.TrimSpace(m.Address) == "" {
+			return nil, fmt.Errorf("etcd member %q has no address", m.Name)
+		}
+		d.EtcdEndpoints = append(d.EtcdEndpoints, "http://"+net.JoinHostPort(m.Address, strconv.Itoa(DeployEtcdClientPort)))
+		peers = append(peers, m.Name+"=http://"+net.JoinHostPort(m.Address, strconv.Itoa(DeployEtcdPeerPort)))
+		if m.Name == v.Name {
+			self = true
+			if m.Address != v.Address {
+				return nil, fmt.Errorf("etcd member %q has address %s but this machine's address is %s", m.Name, m.Address, v.Address)
+			}
+		}
+	}
+	if role == RoleEtcd && !self {
+		return nil, fmt.Errorf("this machine (%q) is not among the etcd members; the etcd role runs on a member", v.Name)
+	}
+	if len(v.Etcd) > 1 {
+		d.InitialCluster = strings.Join(peers, ",")
+	}
+	dataDir := v.DataDir
+	if dataDir == "" {
+		dataDir = "/var/lib/berth"
+	}
+	d.EtcdDataDir = path.Join(dataDir, "etcd")
+	d.ProcessStateDir = path.Join(dataDir, "process")
+	d.EtcdClientURL = "http://" + net.JoinHostPort(v.Address, strconv.Itoa(DeployEtcdClientPort))
+	d.EtcdPeerURL = "http://" + net.JoinHostPort(v.Address, strconv.Itoa(DeployEtcdPeerPort))
+
+	for n, t := range deployTunables {
+		d.Var[n] = t.def
+	}
+	for n, val := range v.Vars {
+		t, ok := deployTunables[n]
+		if !ok {
+			var known []string
+			for k := range deployTunables {
+				known = append(known, k)
+			}
+			sort.Strings(known)
+			return nil, fmt.Errorf("unknown variable %q (known: %s)", n, strings.Join(known, ", "))
+		}
+		if err := t.check(val); err != nil {
+			return nil, fmt.Errorf("variable %s=%q: %w", n, val, err)
+		}
+		d.Var[n] = val
+	}
+	return d, nil
+}
+
+// check keeps a value that the template writes unquoted (a number or a
+// bool) from being anything else.
+func (t tunable) check(v string) error {
+	var err error
+	switch t.kind {
+	case "int":
+		_, err = strconv.ParseInt(v, 10, 64)
+	case "float":
+		_, err = strconv.ParseFloat(v, 64)
+	case "bool":
+		_, err = strconv.ParseBool(v)
+		if err == nil && v != "true" && v != "false" {
+			err = fmt.Errorf("want true or false")
+		}
+	case "duration":
+		_, err = time.ParseDuration(v)
+	}
+	if err != nil {
+		return fmt.Errorf("not a valid %s", t.kind)
+	}
+	return nil
+}
+
+// checkDeployName accepts what may stand in an etcd key segment and a
+// systemd unit's environment: letters, digits, ".", "_", "-".
+func checkDeployName(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s is empty", what)
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%s %q: only letters, digits, \".\", \"_\" and \"-\" are allowed", what, s)
+		}
+	}
+	return nil
+}
+
+// hclQuote writes s as an HCL string literal: Go's quoting, with HCL's
+// template sequences "${" and "%{" escaped so a value is never evaluated.
+func hclQuote(s string) string {
+	q := strconv.Quote(s)
+	q = strings.ReplaceAll(q, "${", "$${")
+	return strings.ReplaceAll(q, "%{", "%%{")
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseEtcdMembers reads "name=address,name=address" (the -etcd flag).
+func ParseEtcdMembers(s string) ([]EtcdMember, error) {
+	var out []EtcdMember
+	for _, part := range strings.Split(s, ",") {
+		n, a, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || n == "" || a == "" {
+			return nil, fmt.Errorf("etcd member %q: want name=address, like etcd-1=10.0.0.11", part)
+		}
+		out = append(out, EtcdMember{Name: n, Address: a})
+	}
+	return out, nil
+}

@@ -1,0 +1,126 @@
+package configs
+
+import (
+	"strings"
+	"testing"
+)
+
+func labVars(name, addr, cell string) DeployVars {
+	return DeployVars{
+		Name: name, Address: addr, Cell: cell, DataDir: "/var/lib/berth",
+		Etcd: []EtcdMember{{"node1", "192.0.2.11"}, {"node2", "192.0.2.12"}, {"node3", "192.0.2.13"}},
+	}
+}
+
+// TestRenderDeployEveryRole renders each role for a lab machine and checks
+// the decoded config says what the machine's variables said.
+func TestRenderDeployEveryRole(t *testing.T) {
+	v := labVars("node2", "192.0.2.12", "cell1")
+	v.Vars = map[string]string{"service_down_time": "5s", "report_interval": "1s", "election_ttl": "3s", "driver": "fake", "build_time": "1s", "vcpus": "8"}
+	for _, role := range DeployRoles {
+		out, err := RenderDeploy(role, v)
+		if err != nil {
+			t.Fatalf("%s: %v", role, err)
+		}
+		cfg, err := Parse(out, role+".hcl")
+		if err != nil {
+			t.Fatalf("%s: rendered config does not parse: %v\n%s", role, err, out)
+		}
+		wantEndpoints := []string{"http://192.0.2.11:2379", "http://192.0.2.12:2379", "http://192.0.2.13:2379"}
+		switch role {
+		case RoleEtcd:
+			m := cfg.Etcd.Embedded
+			if m == nil || m.Name != "node2" || m.ClientURL != "http://192.0.2.12:2379" || m.PeerURL != "http://192.0.2.12:2380" ||
+				m.DataDir != "/var/lib/berth/etcd" || m.InitialClusterState != ClusterStateNew ||
+				m.InitialCluster != "node1=http://192.0.2.11:2380,node2=http://192.0.2.12:2380,node3=http://192.0.2.13:2380" {
+				t.Errorf("etcd member = %+v", m)
+			}
+		case RoleServer:
+			if strings.Join(cfg.Etcd.Endpoints, " ") != strings.Join(wantEndpoints, " ") {
+				t.Errorf("server endpoints = %v", cfg.Etcd.Endpoints)
+			}
+			if cfg.API.Bind != "192.0.2.12:8774" || cfg.Placement.Bind != "192.0.2.12:8778" ||
+				cfg.Scheduler.Bind != "192.0.2.12:8775" || cfg.Scheduler.AdvertiseURL != "http://192.0.2.12:8775" ||
+				cfg.Scheduler.ElectionTTL.String() != "3s" || cfg.Superconductor == nil {
+				t.Errorf("server = api %+v placement %+v scheduler %+v", cfg.API, cfg.Placement, cfg.Scheduler)
+			}
+		case RoleConductor:
+			if cfg.Conductor.Cell != "cell1" || len(cfg.Etcd.Endpoints) != 3 {
+				t.Errorf("conductor = %+v, endpoints %v", cfg.Conductor, cfg.Etcd.Endpoints)
+			}
+		case RoleAgent:
+			a := cfg.Agent
+			if a.Host != "node2" || a.Cell != "cell1" || a.Driver != "fake" || a.ServiceDownTime.String() != "5s" ||
+				a.Fake.BuildTime.String() != "1s" || a.Inventory.VCPUs != 8 || a.Process.StateDir != "/var/lib/berth/process" {
+				t.Errorf("agent = %+v", a)
+			}
+		}
+	}
+}
+
+func TestRenderDeploySingleMemberHasNoInitialCluster(t *testing.T) {
+	v := DeployVars{Name: "solo", Address: "127.0.0.1", Etcd: []EtcdMember{{"solo", "127.0.0.1"}}}
+	out, err := RenderDeploy(RoleEtcd, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "initial_cluster") {
+		t.Errorf("a single member needs no initial_cluster:\n%s", out)
+	}
+}
+
+func TestRenderDeployErrors(t *testing.T) {
+	cases := []struct {
+		desc string
+		role string
+		edit func(*DeployVars)
+		want string
+	}{
+		{"unknown role", "database", func(*DeployVars) {}, `no template for role "database"`},
+		{"unknown variable", RoleAgent, func(v *DeployVars) { v.Vars = map[string]string{"servce_down_time": "5s"} }, `unknown variable "servce_down_time"`},
+		{"number variable with HCL in it", RoleAgent, func(v *DeployVars) { v.Vars = map[string]string{"vcpus": "4\n}\nscheduler {"} }, "not a valid int"},
+		{"bad duration", RoleServer, func(v *DeployVars) { v.Vars = map[string]string{"election_ttl": "soon"} }, "not a valid duration"},
+		{"value the config refuses", RoleAgent, func(v *DeployVars) { v.Vars = map[string]string{"driver": "qemu"} }, "the result is not valid"},
+		{"agent without cell", RoleAgent, func(v *DeployVars) { v.Cell = "" }, "needs a cell"},
+		{"bad name", RoleAgent, func(v *DeployVars) { v.Name = "node/1" }, `name "node/1"`},
+		{"etcd on a machine not a member", RoleEtcd, func(v *DeployVars) { v.Name = "node9" }, "not among the etcd members"},
+		{"member address differs", RoleEtcd, func(v *DeployVars) { v.Address = "192.0.2.99" }, "but this machine's address is 192.0.2.99"},
+		{"no members", RoleServer, func(v *DeployVars) { v.Etcd = nil }, "no etcd members"},
+	}
+	for _, c := range cases {
+		t.Run(c.desc, func(t *testing.T) {
+			v := labVars("node1", "192.0.2.11", "cell1")
+			c.edit(&v)
+			_, err := RenderDeploy(c.role, v)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v; want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestHCLQuoteEscapesTemplates(t *testing.T) {
+	v := labVars("node1", "192.0.2.11", "cell1")
+	v.Vars = map[string]string{"process_command": `echo "${HOME}" %{ if true }x%{ endif }`}
+	out, err := RenderDeploy(RoleAgent, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(out, "agent.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Agent.Process.Command; got != `echo "${HOME}" %{ if true }x%{ endif }` {
+		t.Errorf("command = %q: HCL evaluated the value", got)
+	}
+}
+
+func TestParseEtcdMembers(t *testing.T) {
+	got, err := ParseEtcdMembers("a=10.0.0.1, b=10.0.0.2")
+	if err != nil || len(got) != 2 || got[1] != (EtcdMember{"b", "10.0.0.2"}) {
+		t.Fatalf("ParseEtcdMembers = %v, %v", got, err)
+	}
+	if _, err := ParseEtcdMembers("a=10.0.0.1,b"); err == nil || !strings.Contains(err.Error(), `"b"`) {
+		t.Fatalf("err = %v; want it to name the bad entry", err)
+	}
+}
