@@ -1,0 +1,429 @@
+#!/usr/bin/env bash
+# deploy/install.sh: install Berth's roles on one Linux machine with systemd.
+#
+# The same script provisions the Vagrant lab (see the Vagrantfile) and an
+# operator's own VMs: everything about the machine comes from flags or an
+# env file, nothing from Vagrant. It installs the binary, renders one HCL
+# config per role with `berth config render` (the templates are compiled
+# into the binary, so configs always match the binary's options), checks
+# them with `berth config validate`, installs the systemd units from
+# deploy/systemd/, and enables and starts them. Running it again with the
+# same flags changes nothing and restarts nothing; with a new binary or new
+# settings it restarts only the units whose files changed.
+set -euo pipefail
+
+prog=install.sh
+here=$(cd "$(dirname "$0")" && pwd)
+roles_known="etcd server conductor agent"
+
+usage() {
+    cat <<'EOF'
+Usage: install.sh --binary PATH --name NAME --address IP --etcd NAME=IP[,NAME=IP]...
+                  --roles ROLE[,ROLE]... [--cell CELL] [--data-dir DIR]
+                  [--var KEY=VALUE]... [--env-file FILE] [--root DIR] [--no-start]
+
+Installs Berth on this machine: the binary as /usr/local/bin/berth, one
+config per role as /etc/berth/ROLE.hcl, one unit per role as
+/etc/systemd/system/berth-ROLE.service, then enables and starts the units.
+
+  --binary PATH     the berth binary to install (built for this machine)
+  --name NAME       this machine's name: its etcd member name and its
+                    compute host name (letters, digits, ".", "_", "-")
+  --address IP      this machine's IPv4 address: its roles listen on it and
+                    the other machines reach it there
+  --etcd LIST       every etcd member as NAME=IP, comma separated: the same
+                    list on every machine (client port 2379, peer port 2380)
+  --roles LIST      what runs here, comma separated: etcd, server,
+                    conductor, agent
+  --cell CELL       the cell of this machine's conductor and agent
+                    (required with either)
+  --data-dir DIR    where the roles keep their state (default /var/lib/berth)
+  --var KEY=VALUE   a template setting for `berth config render -var`, e.g.
+                    driver=process, vcpus=16, initial_cluster_state=existing;
+                    repeatable
+  --env-file FILE   read settings from FILE first; flags override it. Lines
+                    are KEY=VALUE (no quotes, # comments) with KEY one of
+                    BERTH_BINARY BERTH_NAME BERTH_ADDRESS BERTH_ETCD
+                    BERTH_ROLES BERTH_CELL BERTH_DATA_DIR BERTH_ROOT
+                    BERTH_NO_START (1 or 0) and BERTH_VARS (KEY=VALUE
+                    settings separated by blanks)
+  --root DIR        install into the tree under DIR instead of / (tests,
+                    packaging): no system user is created and nothing is
+                    started; units are enabled in the tree with
+                    `systemctl --root` unless --no-start
+  --no-start        install the files only: do not enable or start units
+  -h, --help        this text
+
+Example (one of three machines, each running every role):
+  install.sh --binary ./berth --name node1 --address 10.0.0.11 \
+      --etcd node1=10.0.0.11,node2=10.0.0.12,node3=10.0.0.13 \
+      --roles etcd,server,conductor,agent --cell cell1
+EOF
+}
+
+# die reports a usage or input mistake: exit 2, like berth itself.
+die() {
+    echo "$prog: $*" >&2
+    echo "$prog: run '$prog --help' for usage" >&2
+    exit 2
+}
+
+# fail reports a failed installation step: exit 1.
+fail() {
+    echo "$prog: $*" >&2
+    exit 1
+}
+
+say() { echo "$prog: $*"; }
+
+binary='' name='' address='' etcd='' roles='' cell='' data_dir='' root='' no_start='' env_file=''
+vars=()
+flag_vars=()
+set_flags=' '
+
+# need_value makes "--flag" at the end of the line an error, not a crash.
+need_value() {
+    [ "$2" -ge 2 ] || die "$1 needs a value"
+}
+
+while [ $# -gt 0 ]; do
+    arg=$1
+    # --flag=value is the same as --flag value.
+    case $arg in
+    --*=*)
+        set -- "${arg%%=*}" "${arg#*=}" "${@:2}"
+        arg=$1
+        ;;
+    esac
+    case $arg in
+    -h | --help)
+        usage
+        exit 0
+        ;;
+    --binary | --name | --address | --etcd | --roles | --cell | --data-dir | --root | --env-file)
+        need_value "$arg" $#
+        key=${arg#--}
+        key=${key//-/_}
+        printf -v "$key" '%s' "$2"
+        set_flags="$set_flags$key "
+        shift 2
+        ;;
+    --var)
+        need_value "$arg" $#
+        flag_vars+=("$2")
+        shift 2
+        ;;
+    --no-start)
+        no_start=1
+        set_flags="${set_flags}no_start "
+        shift
+        ;;
+    *)
+        die "unknown argument '$arg'"
+        ;;
+    esac
+done
+
+# read_env_file sets every setting the command line did not.
+read_env_file() {
+    local file=$1 line key value n=0
+    [ -f "$file" ] || die "--env-file $file: no such file"
+    while IFS= read -r line || [ -n "$line" ]; do
+        n=$((n + 1))
+        line=${line%$'\r'}
+        case $line in '' | '#'*) continue ;; esac
+        case $line in
+        *=*) ;;
+        *) die "$file:$n: want KEY=VALUE, got '$line'" ;;
+        esac
+        key=${line%%=*}
+        value=${line#*=}
+        case $key in
+        BERTH_BINARY | BERTH_NAME | BERTH_ADDRESS | BERTH_ETCD | BERTH_ROLES | BERTH_CELL | BERTH_DATA_DIR | BERTH_ROOT)
+            key=${key#BERTH_}
+            key=$(printf '%s' "$key" | tr '[:upper:]' '[:lower:]')
+            case $set_flags in *" $key "*) continue ;; esac
+            printf -v "$key" '%s' "$value"
+            ;;
+        BERTH_NO_START)
+            case $set_flags in *" no_start "*) continue ;; esac
+            case $value in
+            1) no_start=1 ;;
+            0 | '') no_start='' ;;
+            *) die "$file:$n: BERTH_NO_START must be 1 or 0, got '$value'" ;;
+            esac
+            ;;
+        BERTH_VARS)
+            # Word splitting is the format: KEY=VALUE settings separated by blanks.
+            # shellcheck disable=SC2206
+            vars+=($value)
+            ;;
+        *)
+            die "$file:$n: unknown key '$key' (want BERTH_BINARY, BERTH_NAME, BERTH_ADDRESS, BERTH_ETCD, BERTH_ROLES, BERTH_CELL, BERTH_DATA_DIR, BERTH_ROOT, BERTH_NO_START or BERTH_VARS)"
+            ;;
+        esac
+    done <"$file"
+}
+
+if [ -n "$env_file" ]; then
+    read_env_file "$env_file"
+fi
+# Command-line settings come after the file's, so `-var` given twice ends
+# with the command line's value.
+vars+=("${flag_vars[@]+"${flag_vars[@]}"}")
+data_dir=${data_dir:-/var/lib/berth}
+
+# ---- check every input before touching anything
+
+valid_name() {
+    case $1 in
+    '' | *[!A-Za-z0-9._-]*) return 1 ;;
+    esac
+}
+
+valid_ipv4() {
+    local ip=$1 part rest
+    case $ip in *[!0-9.]* | .* | *. | *..*) return 1 ;; esac
+    rest=$ip.
+    for _ in 1 2 3 4; do
+        part=${rest%%.*}
+        rest=${rest#*.}
+        [ -n "$part" ] && [ ${#part} -le 3 ] && [ "$((10#$part))" -le 255 ] || return 1
+    done
+    [ -z "$rest" ]
+}
+
+[ -n "$binary" ] || die "--binary is required (the berth binary to install)"
+[ -f "$binary" ] || die "--binary $binary: no such file"
+[ -x "$binary" ] || die "--binary $binary: not executable"
+[ -n "$name" ] || die "--name is required (this machine's etcd member and compute host name)"
+valid_name "$name" || die "--name '$name': use letters, digits, '.', '_' and '-' only"
+[ -n "$address" ] || die "--address is required (this machine's IPv4 address)"
+valid_ipv4 "$address" || die "--address '$address': not an IPv4 address"
+[ -n "$etcd" ] || die "--etcd is required (every etcd member as NAME=IP, comma separated)"
+[ -n "$roles" ] || die "--roles is required (any of: ${roles_known// /, })"
+case $data_dir in /*) ;; *) die "--data-dir '$data_dir': must be an absolute path" ;; esac
+if [ -n "$root" ]; then
+    case $root in /*) ;; *) root=$(pwd)/$root ;; esac
+    root=${root%/}
+fi
+
+etcd_members=' '
+etcd_self_ip=''
+IFS=, read -r -a members <<<"$etcd"
+for m in "${members[@]}"; do
+    case $m in
+    *=*) ;;
+    *) die "--etcd: '$m' is not NAME=IP" ;;
+    esac
+    mname=${m%%=*}
+    mip=${m#*=}
+    valid_name "$mname" || die "--etcd: member name '$mname' in '$m': use letters, digits, '.', '_' and '-' only"
+    valid_ipv4 "$mip" || die "--etcd: '$mip' in '$m' is not an IPv4 address"
+    case $etcd_members in *" $mname "*) die "--etcd: member '$mname' is listed twice" ;; esac
+    etcd_members="$etcd_members$mname "
+    if [ "$mname" = "$name" ]; then
+        etcd_self_ip=$mip
+    fi
+done
+
+want=' '
+IFS=, read -r -a role_list <<<"$roles"
+for r in "${role_list[@]}"; do
+    case " $roles_known " in
+    *" $r "*) ;;
+    *) die "--roles: unknown role '$r' (want any of: ${roles_known// /, })" ;;
+    esac
+    case $want in *" $r "*) die "--roles: '$r' is listed twice" ;; esac
+    want="$want$r "
+done
+has_role() { case $want in *" $1 "*) return 0 ;; esac; return 1; }
+
+if has_role etcd; then
+    [ -n "$etcd_self_ip" ] || die "--roles has etcd but --etcd does not list this machine ('$name'): add $name=$address"
+    [ "$etcd_self_ip" = "$address" ] || die "--etcd lists $name=$etcd_self_ip but --address is $address"
+fi
+if has_role conductor || has_role agent; then
+    [ -n "$cell" ] || die "--cell is required with the conductor and agent roles"
+fi
+if [ -n "$cell" ]; then
+    valid_name "$cell" || die "--cell '$cell': use letters, digits, '.', '_' and '-' only"
+fi
+for v in "${vars[@]+"${vars[@]}"}"; do
+    case $v in
+    [A-Za-z_]*=*) ;;
+    *) die "--var '$v': want KEY=VALUE" ;;
+    esac
+done
+for r in $want; do
+    [ -f "$here/systemd/berth-$r.service" ] || fail "$here/systemd/berth-$r.service is missing: run install.sh from a complete deploy/ directory"
+done
+
+if [ -z "$root" ] && [ "$(id -u)" != 0 ]; then
+    fail "installing into / needs root (run with sudo, or use --root DIR)"
+fi
+if [ -z "$root" ] && [ -z "$no_start" ]; then
+    command -v systemctl >/dev/null 2>&1 || fail "systemctl not found: this script installs systemd units (use --no-start to install the files only)"
+    [ -d /run/systemd/system ] || fail "systemd is not running here (use --no-start to install the files only)"
+fi
+
+# ---- install
+
+bin_path=/usr/local/bin/berth
+conf_dir=/etc/berth
+unit_dir=/etc/systemd/system
+
+# changed lists the roles whose binary, config or unit changed: those are
+# restarted; the others are only started (a no-op when running).
+changed=' '
+mark_changed() { case $changed in *" $1 "*) ;; *) changed="$changed$1 " ;; esac; }
+
+# put SRC DEST MODE ROLE...: install SRC as DEST (within the root) unless
+# DEST already has that content and mode, atomically (a running berth keeps
+# its old file), and mark ROLE... changed when it did.
+put() {
+    local src=$1 dest=$root$2 mode=$3 tmp
+    shift 3
+    if [ -f "$dest" ] && cmp -s "$src" "$dest" && [ "$(stat -c %a "$dest")" = "${mode#0}" ]; then
+        return 0
+    fi
+    mkdir -p "$(dirname "$dest")"
+    tmp=$(mktemp "$dest.XXXXXX")
+    cp "$src" "$tmp"
+    chmod "$mode" "$tmp"
+    if [ -z "$root" ] && [ "$mode" = 0640 ]; then
+        chgrp berth "$tmp"
+    fi
+    mv -f "$tmp" "$dest"
+    say "installed $dest"
+    for r in "$@"; do mark_changed "$r"; done
+}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The system user every unit runs as (User=berth). Packages and images made
+# with --root create it from usr/lib/sysusers.d/berth.conf at boot.
+printf 'u berth - "Berth control plane" %s /usr/sbin/nologin\n' "$data_dir" >"$work/sysusers.conf"
+put "$work/sysusers.conf" /usr/lib/sysusers.d/berth.conf 0644
+if [ -z "$root" ] && ! getent passwd berth >/dev/null; then
+    useradd --system --user-group --home-dir "$data_dir" --no-create-home --shell /usr/sbin/nologin \
+        --comment "Berth control plane" berth || fail "cannot create the system user berth"
+    say "created system user berth"
+fi
+
+mkdir -p "$root$data_dir" "$root$conf_dir"
+if [ -z "$root" ]; then
+    chown berth:berth "$root$data_dir"
+    chmod 0750 "$root$data_dir"
+    # Configs may hold tokens (placement auth = "tokens"): readable by berth only.
+    chown root:berth "$root$conf_dir"
+    chmod 0750 "$root$conf_dir"
+fi
+
+# Every role runs the same binary: a new one restarts them all.
+# shellcheck disable=SC2086 # $want is a list of role words
+put "$binary" "$bin_path" 0755 $want
+berth=$root$bin_path
+
+# Render with the binary being installed, so templates and options match.
+render_args=(-name "$name" -address "$address" -etcd "$etcd" -data-dir "$data_dir")
+if [ -n "$cell" ]; then
+    render_args+=(-cell "$cell")
+fi
+for v in "${vars[@]+"${vars[@]}"}"; do
+    render_args+=(-var "$v")
+done
+for r in $want; do
+    out=$work/$r.hcl
+    "$berth" config render "$r" "${render_args[@]}" -o "$out" ||
+        fail "berth config render $r failed (see above)"
+    "$berth" config validate "$out" >"$work/validate.out" 2>&1 || {
+        cat "$work/validate.out" >&2
+        fail "the rendered $r config does not validate"
+    }
+    put "$out" "$conf_dir/$r.hcl" 0640 "$r"
+    put "$here/systemd/berth-$r.service" "$unit_dir/berth-$r.service" 0644 "$r"
+
+    # A role beside a local etcd member wants that member started first (the
+    # units order themselves After=berth-etcd.service already).
+    dropin=$unit_dir/berth-$r.service.d/10-local-etcd.conf
+    if [ "$r" != etcd ] && has_role etcd; then
+        printf '# Written by install.sh: this machine runs an etcd member.\n[Unit]\nWants=berth-etcd.service\n' >"$work/dropin.conf"
+        put "$work/dropin.conf" "$dropin" 0644 "$r"
+    elif [ -e "$root$dropin" ]; then
+        rm -f "$root$dropin"
+        rmdir "$(dirname "$root$dropin")" 2>/dev/null || true
+        say "removed $root$dropin"
+        mark_changed "$r"
+    fi
+done
+
+# etcdctl and the berth CLI find this deployment from any login shell.
+{
+    echo "# Written by install.sh: where etcdctl and the berth CLI reach this deployment."
+    eps=''
+    for m in "${members[@]}"; do
+        eps="$eps${eps:+,}http://${m#*=}:2379"
+    done
+    echo "export ETCDCTL_API=3"
+    echo "export ETCDCTL_ENDPOINTS=$eps"
+    if has_role server; then
+        echo "export BERTH_API=http://$address:8774"
+    fi
+} >"$work/profile.sh"
+put "$work/profile.sh" /etc/profile.d/berth.sh 0644
+
+# What this machine was installed with: `install.sh --env-file
+# /etc/berth/deploy.env --binary NEW` upgrades it with the same settings.
+{
+    echo "# Written by install.sh; reuse with: install.sh --env-file $conf_dir/deploy.env"
+    echo "BERTH_NAME=$name"
+    echo "BERTH_ADDRESS=$address"
+    echo "BERTH_ETCD=$etcd"
+    echo "BERTH_ROLES=$roles"
+    echo "BERTH_CELL=$cell"
+    echo "BERTH_DATA_DIR=$data_dir"
+    echo "BERTH_VARS=${vars[*]+"${vars[*]}"}"
+} >"$work/deploy.env"
+put "$work/deploy.env" "$conf_dir/deploy.env" 0644
+
+for r in $roles_known; do
+    if ! has_role "$r" && [ -e "$root$unit_dir/berth-$r.service" ]; then
+        # Removing an etcd member needs `etcdctl member remove` first; never
+        # stop a role behind the operator's back.
+        say "note: berth-$r.service is installed but not in --roles; left as it is (disable it yourself)"
+    fi
+done
+
+units=()
+for r in $want; do units+=("berth-$r.service"); done
+
+if [ -n "$no_start" ]; then
+    say "installed ${units[*]} (--no-start: not enabled, not started)"
+    exit 0
+fi
+if [ -n "$root" ]; then
+    command -v systemctl >/dev/null 2>&1 || fail "systemctl not found: cannot enable units under $root (use --no-start)"
+    systemctl --root="$root" enable "${units[@]}" >/dev/null
+    say "enabled ${units[*]} under $root (--root: not started)"
+    exit 0
+fi
+
+systemctl daemon-reload
+systemctl enable "${units[@]}" >/dev/null
+# etcd first, so the others find it; starting does not wait for the
+# member's quorum (Type=simple): the others retry until etcd answers.
+for r in $roles_known; do
+    has_role "$r" || continue
+    case $changed in
+    *" $r "*)
+        systemctl restart "berth-$r.service"
+        say "restarted berth-$r.service"
+        ;;
+    *)
+        systemctl start "berth-$r.service"
+        say "berth-$r.service running"
+        ;;
+    esac
+done
