@@ -29,9 +29,9 @@ config per role as /etc/berth/ROLE.hcl, one unit per role as
   --binary PATH     the berth binary to install (built for this machine)
   --name NAME       this machine's name: its etcd member name and its
                     compute host name (letters, digits, ".", "_", "-")
-  --address IP      this machine's IPv4 address: its roles listen on it and
-                    the other machines reach it there
-  --etcd LIST       every etcd member as NAME=IP, comma separated: the same
+  --address IP      this machine's address (IP or DNS name): its roles
+                    listen on it and the other machines reach it there
+  --etcd LIST       every etcd member as NAME=ADDRESS, comma separated: the same
                     list on every machine (client port 2379, peer port 2380)
   --roles LIST      what runs here, comma separated: etcd, server,
                     conductor, agent
@@ -168,9 +168,22 @@ read_env_file() {
 if [ -n "$env_file" ]; then
     read_env_file "$env_file"
 fi
-# Command-line settings come after the file's, so `-var` given twice ends
-# with the command line's value.
+# A setting in both the file and the command line takes the command line's
+# value (berth config render refuses a -var given twice).
 vars+=("${flag_vars[@]+"${flag_vars[@]}"}")
+declare -A var_last=()
+for v in "${vars[@]+"${vars[@]}"}"; do
+    var_last[${v%%=*}]=$v
+done
+deduped=()
+for v in "${vars[@]+"${vars[@]}"}"; do
+    k=${v%%=*}
+    if [ -n "${var_last[$k]+x}" ]; then
+        deduped+=("${var_last[$k]}")
+        unset "var_last[$k]"
+    fi
+done
+vars=("${deduped[@]+"${deduped[@]}"}")
 data_dir=${data_dir:-/var/lib/berth}
 
 # ---- check every input before touching anything
@@ -181,10 +194,22 @@ valid_name() {
     esac
 }
 
-valid_ipv4() {
-    local ip=$1 part rest
-    case $ip in *[!0-9.]* | .* | *. | *..*) return 1 ;; esac
-    rest=$ip.
+# valid_address accepts an IPv4 address, an IPv6 address or a DNS name:
+# what the roles bind to and the others reach.
+valid_address() {
+    local a=$1 part rest
+    case $a in
+    '' | .* | *. | *..*) return 1 ;;
+    *:*)
+        case $a in *[!0-9A-Fa-f:]*) return 1 ;; esac
+        return 0
+        ;;
+    *[!0-9.]*)
+        case $a in -* | *[!A-Za-z0-9.-]*) return 1 ;; esac
+        return 0
+        ;;
+    esac
+    rest=$a.
     for _ in 1 2 3 4; do
         part=${rest%%.*}
         rest=${rest#*.}
@@ -198,8 +223,8 @@ valid_ipv4() {
 [ -x "$binary" ] || die "--binary $binary: not executable"
 [ -n "$name" ] || die "--name is required (this machine's etcd member and compute host name)"
 valid_name "$name" || die "--name '$name': use letters, digits, '.', '_' and '-' only"
-[ -n "$address" ] || die "--address is required (this machine's IPv4 address)"
-valid_ipv4 "$address" || die "--address '$address': not an IPv4 address"
+[ -n "$address" ] || die "--address is required (this machine's IP address or DNS name)"
+valid_address "$address" || die "--address '$address': not an IP address or DNS name"
 [ -n "$etcd" ] || die "--etcd is required (every etcd member as NAME=IP, comma separated)"
 [ -n "$roles" ] || die "--roles is required (any of: ${roles_known// /, })"
 case $data_dir in /*) ;; *) die "--data-dir '$data_dir': must be an absolute path" ;; esac
@@ -219,7 +244,7 @@ for m in "${members[@]}"; do
     mname=${m%%=*}
     mip=${m#*=}
     valid_name "$mname" || die "--etcd: member name '$mname' in '$m': use letters, digits, '.', '_' and '-' only"
-    valid_ipv4 "$mip" || die "--etcd: '$mip' in '$m' is not an IPv4 address"
+    valid_address "$mip" || die "--etcd: '$mip' in '$m' is not an IP address or DNS name"
     case $etcd_members in *" $mname "*) die "--etcd: member '$mname' is listed twice" ;; esac
     etcd_members="$etcd_members$mname "
     if [ "$mname" = "$name" ]; then
@@ -359,17 +384,25 @@ for r in $want; do
     fi
 done
 
+# url_of ADDRESS PORT: an http URL, with an IPv6 address in brackets.
+url_of() {
+    case $1 in
+    *:*) echo "http://[$1]:$2" ;;
+    *) echo "http://$1:$2" ;;
+    esac
+}
+
 # etcdctl and the berth CLI find this deployment from any login shell.
 {
     echo "# Written by install.sh: where etcdctl and the berth CLI reach this deployment."
     eps=''
     for m in "${members[@]}"; do
-        eps="$eps${eps:+,}http://${m#*=}:2379"
+        eps="$eps${eps:+,}$(url_of "${m#*=}" 2379)"
     done
     echo "export ETCDCTL_API=3"
     echo "export ETCDCTL_ENDPOINTS=$eps"
     if has_role server; then
-        echo "export BERTH_API=http://$address:8774"
+        echo "export BERTH_API=$(url_of "$address" 8774)"
     fi
 } >"$work/profile.sh"
 put "$work/profile.sh" /etc/profile.d/berth.sh 0644
@@ -405,7 +438,11 @@ if [ -n "$no_start" ]; then
 fi
 if [ -n "$root" ]; then
     command -v systemctl >/dev/null 2>&1 || fail "systemctl not found: cannot enable units under $root (use --no-start)"
-    systemctl --root="$root" enable "${units[@]}" >/dev/null
+    # Quiet: in a bare tree systemctl warns that multi-user.target is missing.
+    systemctl --root="$root" enable "${units[@]}" >"$work/enable.out" 2>&1 || {
+        cat "$work/enable.out" >&2
+        fail "systemctl --root=$root enable ${units[*]} failed"
+    }
     say "enabled ${units[*]} under $root (--root: not started)"
     exit 0
 fi

@@ -1,0 +1,633 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/configs"
+)
+
+// berthBin is the binary built for this run: install.sh installs it and
+// renders the configs with it.
+var berthBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "berth-deploy-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	berthBin = filepath.Join(dir, "berth")
+	build := exec.Command("go", "build", "-o", berthBin, "../cmd/berth")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build berth:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var allRoles = []string{configs.RoleEtcd, configs.RoleServer, configs.RoleConductor, configs.RoleAgent}
+
+// labNode is one line of lab-nodes.conf: a VM of the Vagrant lab.
+type labNode struct {
+	Name, Address string
+	Roles         []string
+	Cell          string
+}
+
+// readLab parses lab-nodes.conf as the Vagrantfile does.
+func readLab(t *testing.T) (nodes []labNode, vars []string) {
+	t.Helper()
+	f, err := os.Open("lab-nodes.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) == 0:
+		case fields[0] == "var" && len(fields) == 2 && strings.Contains(fields[1], "="):
+			vars = append(vars, fields[1])
+		case fields[0] != "var" && len(fields) == 4:
+			nodes = append(nodes, labNode{Name: fields[0], Address: fields[1], Roles: strings.Split(fields[2], ","), Cell: fields[3]})
+		default:
+			t.Fatalf("lab-nodes.conf:%d: want NAME ADDRESS ROLES CELL or var KEY=VALUE, got %q", n, sc.Text())
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 3 {
+		t.Fatalf("lab-nodes.conf has %d machines, the lab is 3", len(nodes))
+	}
+	return nodes, vars
+}
+
+func etcdFlag(nodes []labNode) string {
+	var parts []string
+	for _, n := range nodes {
+		parts = append(parts, n.Name+"="+n.Address)
+	}
+	return strings.Join(parts, ",")
+}
+
+// install runs the real install.sh and returns its output and exit code.
+func install(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{"install.sh"}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("run install.sh: %v", err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func mustInstall(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errs, code := install(t, args...)
+	if code != 0 {
+		t.Fatalf("install.sh %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errs)
+	}
+	return out
+}
+
+func labArgs(n labNode, nodes []labNode, vars []string, root string) []string {
+	args := []string{"--binary", berthBin, "--name", n.Name, "--address", n.Address,
+		"--etcd", etcdFlag(nodes), "--roles", strings.Join(n.Roles, ","), "--cell", n.Cell,
+		"--root", root, "--no-start"}
+	for _, v := range vars {
+		args = append(args, "--var", v)
+	}
+	return args
+}
+
+// TestInstallLabMachines installs each lab VM's roles into its own tree,
+// as the Vagrantfile's provisioner does into /, and checks the result; then
+// runs it again, and again from the deploy.env it wrote, and checks that
+// nothing changed.
+func TestInstallLabMachines(t *testing.T) {
+	nodes, vars := readLab(t)
+	for _, n := range nodes {
+		t.Run(n.Name, func(t *testing.T) {
+			root := t.TempDir()
+			mustInstall(t, labArgs(n, nodes, vars, root)...)
+			checkInstalled(t, root, n, nodes, vars)
+			before := snapshot(t, root)
+
+			out := mustInstall(t, labArgs(n, nodes, vars, root)...)
+			if strings.Contains(out, "installed /") {
+				t.Errorf("second run installed files again:\n%s", out)
+			}
+			out = mustInstall(t, "--env-file", filepath.Join(root, "etc/berth/deploy.env"),
+				"--binary", berthBin, "--root", root, "--no-start")
+			if strings.Contains(out, "installed /") {
+				t.Errorf("a run from deploy.env installed files again:\n%s", out)
+			}
+			if after := snapshot(t, root); !maps2Equal(before, after) {
+				t.Errorf("re-running changed the tree:\nbefore %v\nafter  %v", before, after)
+			}
+			verifyUnits(t, root, n.Roles)
+		})
+	}
+}
+
+// snapshot maps each path under root to its mode and content hash.
+func snapshot(t *testing.T, root string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			m[rel] = fmt.Sprintf("%v %x %v", info.Mode(), sha256.Sum256(b), info.ModTime().UnixNano())
+		} else {
+			m[rel] = info.Mode().String()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func maps2Equal(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// checkInstalled checks one machine's tree: the binary, a config per role
+// that validates and holds what the flags said, and units that point at
+// existing files.
+func checkInstalled(t *testing.T, root string, n labNode, nodes []labNode, vars []string) {
+	t.Helper()
+	mustExec(t, root, "/usr/local/bin/berth")
+	if sum(t, filepath.Join(root, "usr/local/bin/berth")) != sum(t, berthBin) {
+		t.Error("/usr/local/bin/berth is not the binary given with --binary")
+	}
+	sysusers := readFile(t, filepath.Join(root, "usr/lib/sysusers.d/berth.conf"))
+	if !strings.HasPrefix(sysusers, "u berth ") {
+		t.Errorf("sysusers.d/berth.conf does not declare the user berth: %q", sysusers)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "var/lib/berth")); err != nil || !fi.IsDir() {
+		t.Errorf("data dir /var/lib/berth not created under the root: %v", err)
+	}
+	varMap := map[string]string{}
+	for _, v := range vars {
+		k, val, _ := strings.Cut(v, "=")
+		varMap[k] = val
+	}
+	var endpoints []string
+	for _, m := range nodes {
+		endpoints = append(endpoints, "http://"+m.Address+":2379")
+	}
+
+	for _, role := range allRoles {
+		conf := filepath.Join(root, "etc/berth", role+".hcl")
+		unit := filepath.Join(root, "etc/systemd/system/berth-"+role+".service")
+		if !slices.Contains(n.Roles, role) {
+			for _, p := range []string{conf, unit} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s installed, but %s is not in --roles", p, role)
+				}
+			}
+			continue
+		}
+
+		// The binary's own validation, as the operator would run it.
+		out, err := exec.Command(berthBin, "config", "validate", conf).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), ": ok") {
+			t.Errorf("berth config validate %s: %v\n%s", conf, err, out)
+		}
+		cfg, err := configs.Load(conf)
+		if err != nil {
+			t.Errorf("load %s: %v", conf, err)
+			continue
+		}
+		if err := cfg.Require(role); err != nil {
+			t.Errorf("%s does not have what berth %s needs: %v", conf, role, err)
+		}
+		checkConfig(t, role, cfg, n, nodes, endpoints, varMap)
+		checkUnit(t, root, role, n)
+	}
+
+	profile := readFile(t, filepath.Join(root, "etc/profile.d/berth.sh"))
+	if want := "ETCDCTL_ENDPOINTS=" + strings.Join(endpoints, ","); !strings.Contains(profile, want) {
+		t.Errorf("profile.d/berth.sh lacks %s:\n%s", want, profile)
+	}
+	wantAPI := slices.Contains(n.Roles, configs.RoleServer)
+	if got := strings.Contains(profile, "BERTH_API=http://"+n.Address+":8774"); got != wantAPI {
+		t.Errorf("profile.d/berth.sh sets BERTH_API to this machine: %v, want %v:\n%s", got, wantAPI, profile)
+	}
+}
+
+// checkConfig checks that a rendered config says what the flags said.
+func checkConfig(t *testing.T, role string, cfg *configs.Config, n labNode, nodes []labNode,
+	endpoints []string, vars map[string]string) {
+	t.Helper()
+	if role != configs.RoleEtcd && !slices.Equal(cfg.Etcd.Endpoints, endpoints) {
+		t.Errorf("%s: etcd endpoints %v, want every member %v", role, cfg.Etcd.Endpoints, endpoints)
+	}
+	underData := func(what, p string) {
+		if !strings.HasPrefix(p, "/var/lib/berth/") {
+			t.Errorf("%s: %s %q is not under the data dir /var/lib/berth, which install.sh makes the berth user's", role, what, p)
+		}
+	}
+	switch role {
+	case configs.RoleEtcd:
+		m := cfg.Etcd.Embedded
+		if m == nil {
+			t.Fatalf("etcd: no embedded member")
+		}
+		if m.Name != n.Name || m.ClientURL != "http://"+n.Address+":2379" || m.PeerURL != "http://"+n.Address+":2380" {
+			t.Errorf("etcd: member %s client %s peer %s, want %s on %s", m.Name, m.ClientURL, m.PeerURL, n.Name, n.Address)
+		}
+		for _, o := range nodes {
+			if peer := o.Name + "=http://" + o.Address + ":2380"; !strings.Contains(m.InitialCluster, peer) {
+				t.Errorf("etcd: initial_cluster %q lacks %s", m.InitialCluster, peer)
+			}
+		}
+		underData("data_dir", m.DataDir)
+	case configs.RoleServer:
+		if cfg.API == nil || cfg.Placement == nil || cfg.Scheduler == nil || cfg.Superconductor == nil {
+			t.Fatalf("server: every server role should be enabled: %+v", cfg)
+		}
+		if cfg.API.Bind != n.Address+":8774" || cfg.Placement.Bind != n.Address+":8778" {
+			t.Errorf("server: api on %s, placement on %s, want %s:8774 and :8778", cfg.API.Bind, cfg.Placement.Bind, n.Address)
+		}
+		if !strings.Contains(cfg.Scheduler.AdvertiseURL, n.Address) {
+			t.Errorf("server: scheduler advertises %s, not this machine's address %s", cfg.Scheduler.AdvertiseURL, n.Address)
+		}
+	case configs.RoleConductor:
+		if cfg.Conductor.Cell != n.Cell {
+			t.Errorf("conductor: cell %s, want %s", cfg.Conductor.Cell, n.Cell)
+		}
+	case configs.RoleAgent:
+		a := cfg.Agent
+		if a.Host != n.Name || a.Cell != n.Cell {
+			t.Errorf("agent: host %s cell %s, want %s in %s", a.Host, a.Cell, n.Name, n.Cell)
+		}
+		if a.Driver != configs.DriverProcess || a.Process.Command != "sleep infinity" {
+			t.Errorf("agent: driver %s command %q, the lab runs process / sleep infinity", a.Driver, a.Process.Command)
+		}
+		if v, ok := vars["vcpus"]; ok && fmt.Sprint(a.Inventory.VCPUs) != v {
+			t.Errorf("agent: vcpus %d, lab-nodes.conf sets %s", a.Inventory.VCPUs, v)
+		}
+		if v, ok := vars["memory_mb"]; ok && fmt.Sprint(a.Inventory.MemoryMB) != v {
+			t.Errorf("agent: memory_mb %d, lab-nodes.conf sets %s", a.Inventory.MemoryMB, v)
+		}
+		underData("process.state_dir", a.Process.StateDir)
+	}
+}
+
+// unitFile is a parsed systemd unit: every Key=value, by section.Key.
+type unitFile map[string][]string
+
+func parseUnit(t *testing.T, path string) unitFile {
+	t.Helper()
+	u := unitFile{}
+	section := ""
+	for _, line := range strings.Split(readFile(t, path), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";"):
+		case strings.HasPrefix(line, "["):
+			section = strings.Trim(line, "[]")
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				t.Fatalf("%s: not Key=value: %q", path, line)
+			}
+			u[section+"."+k] = append(u[section+"."+k], v)
+		}
+	}
+	return u
+}
+
+func (u unitFile) one(key string) string {
+	if v := u[key]; len(v) > 0 {
+		return v[len(v)-1]
+	}
+	return ""
+}
+
+func checkUnit(t *testing.T, root, role string, n labNode) {
+	t.Helper()
+	path := filepath.Join(root, "etc/systemd/system/berth-"+role+".service")
+	u := parseUnit(t, path)
+	exec := strings.Fields(u.one("Service.ExecStart"))
+	if len(exec) != 4 || exec[1] != role || exec[2] != "-config" {
+		t.Fatalf("%s: ExecStart %q, want BINARY %s -config FILE", path, u.one("Service.ExecStart"), role)
+	}
+	mustExec(t, root, exec[0])
+	if exec[3] != "/etc/berth/"+role+".hcl" {
+		t.Errorf("%s: runs with %s, install.sh writes /etc/berth/%s.hcl", path, exec[3], role)
+	}
+	if _, err := os.Stat(filepath.Join(root, exec[3])); err != nil {
+		t.Errorf("%s: its config: %v", path, err)
+	}
+	if u.one("Service.User") != "berth" || u.one("Service.Restart") != "on-failure" {
+		t.Errorf("%s: User=%s Restart=%s, want berth and on-failure", path, u.one("Service.User"), u.one("Service.Restart"))
+	}
+	// berth stops its roles within 10s (HTTP) + 30s (roles): systemd must
+	// not SIGKILL it first.
+	if d, err := time.ParseDuration(u.one("Service.TimeoutStopSec")); err != nil || d <= 40*time.Second {
+		t.Errorf("%s: TimeoutStopSec=%s, want more than the 40s a graceful stop may take", path, u.one("Service.TimeoutStopSec"))
+	}
+	// Process-driver instances are the agent's children, in its cgroup:
+	// only KillMode=process lets them outlive an agent restart.
+	killMode := u.one("Service.KillMode")
+	if role == configs.RoleAgent && killMode != "process" {
+		t.Errorf("%s: KillMode=%q, want process", path, killMode)
+	}
+	if role != configs.RoleAgent && killMode != "" {
+		t.Errorf("%s: KillMode=%q; only the agent has children that must survive it", path, killMode)
+	}
+
+	dropIn := filepath.Join(root, "etc/systemd/system/berth-"+role+".service.d/10-local-etcd.conf")
+	_, err := os.Stat(dropIn)
+	localEtcd := role != configs.RoleEtcd && slices.Contains(n.Roles, configs.RoleEtcd)
+	if localEtcd != (err == nil) {
+		t.Errorf("%s: drop-in present %v, want %v (etcd is local: %v)", dropIn, err == nil, localEtcd, localEtcd)
+	}
+	if localEtcd {
+		if d := parseUnit(t, dropIn); d.one("Unit.Wants") != "berth-etcd.service" {
+			t.Errorf("%s: Wants=%q, want berth-etcd.service", dropIn, d.one("Unit.Wants"))
+		}
+		if !strings.Contains(u.one("Unit.After"), "berth-etcd.service") {
+			t.Errorf("%s: After=%q does not order it after the local etcd member", path, u.one("Unit.After"))
+		}
+	}
+}
+
+// verifyUnits runs systemd-analyze verify on the installed units inside the
+// tree (with the host's own units copied in for the targets they name): it
+// catches misspelled keys and bad values, and binaries that do not exist.
+func verifyUnits(t *testing.T, root string, roles []string) {
+	t.Helper()
+	sa, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Log("systemd-analyze not found: units not verified")
+		return
+	}
+	const hostUnits = "/usr/lib/systemd/system"
+	if _, err := os.Stat(filepath.Join(hostUnits, "multi-user.target")); err != nil {
+		t.Logf("no %s/multi-user.target here: units not verified", hostUnits)
+		return
+	}
+	copyHostUnits(t, root)
+	args := []string{"verify", "--root=" + root}
+	for _, r := range roles {
+		args = append(args, "berth-"+r+".service")
+	}
+	out, err := exec.Command(sa, args...).CombinedOutput()
+	// verify exits 0 on some problems (an unknown key is "ignoring"): any
+	// output is a failure.
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("systemd-analyze %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// copyHostUnits copies the host's /usr/lib/systemd/system into root, with
+// its alias symlinks (cp -a: os.CopyFS refuses symlinks).
+func copyHostUnits(t *testing.T, root string) {
+	t.Helper()
+	dst := filepath.Join(root, "usr/lib/systemd")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", "/usr/lib/systemd/system", dst).CombinedOutput(); err != nil {
+		t.Fatalf("copy the host's units into the tree: %v\n%s", err, out)
+	}
+}
+
+// TestSystemdAnalyzeCatchesMistakes makes sure verifyUnits can fail: a unit
+// with a misspelled KillMode and a missing binary must be reported.
+func TestSystemdAnalyzeCatchesMistakes(t *testing.T) {
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("systemd-analyze not found")
+	}
+	if _, err := os.Stat("/usr/lib/systemd/system/multi-user.target"); err != nil {
+		t.Skip("no host units to verify against")
+	}
+	root := t.TempDir()
+	unit := strings.Replace(readFile(t, "systemd/berth-agent.service"), "\nKillMode=process\n", "\nKillMode=procss\n", 1)
+	if err := os.MkdirAll(filepath.Join(root, "etc/systemd/system"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/systemd/system/berth-agent.service"), []byte(unit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	copyHostUnits(t, root)
+	out, _ := exec.Command("systemd-analyze", "verify", "--root="+root, "berth-agent.service").CombinedOutput()
+	for _, want := range []string{"procss", "/usr/local/bin/berth"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("systemd-analyze verify did not report %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestInstallRejectsBadInput: every mistake is refused with a message
+// naming it, before anything is installed.
+func TestInstallRejectsBadInput(t *testing.T) {
+	envFile := filepath.Join(t.TempDir(), "bad.env")
+	if err := os.WriteFile(envFile, []byte("BERTH_NAME=n1\nBERTH_COLOR=blue\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok := []string{"--binary", berthBin, "--name", "n1", "--address", "10.0.0.1", "--etcd", "n1=10.0.0.1",
+		"--roles", "etcd,agent", "--cell", "cell1", "--no-start"}
+	// with returns ok with flag set to value (or removed when value is "").
+	with := func(flag, value string) []string {
+		var out []string
+		for i := 0; i < len(ok); i++ {
+			if ok[i] == flag {
+				if value != "" {
+					out = append(out, flag, value)
+				}
+				i++
+				continue
+			}
+			out = append(out, ok[i])
+		}
+		return out
+	}
+	cases := []struct {
+		desc string
+		args []string
+		code int
+		want string
+	}{
+		{"no arguments", nil, 2, "--binary is required"},
+		{"unknown flag", append(with("", ""), "--colour", "blue"), 2, "unknown argument '--colour'"},
+		{"flag without value", append(with("", ""), "--cell"), 2, "--cell needs a value"},
+		{"missing binary file", with("--binary", "/nonexistent/berth"), 2, "--binary /nonexistent/berth: no such file"},
+		{"missing name", with("--name", ""), 2, "--name is required"},
+		{"bad name", with("--name", "n 1"), 2, "--name 'n 1'"},
+		{"bad address", with("--address", "10.0.0.300"), 2, "--address '10.0.0.300': not an IP address"},
+		{"etcd member without address", with("--etcd", "n1"), 2, "--etcd: 'n1' is not NAME=IP"},
+		{"etcd member twice", with("--etcd", "n1=10.0.0.1,n1=10.0.0.2"), 2, "member 'n1' is listed twice"},
+		{"etcd role, machine not a member", with("--etcd", "n2=10.0.0.2"), 2, "--etcd does not list this machine ('n1')"},
+		{"etcd role, other address", with("--etcd", "n1=10.0.0.9"), 2, "--etcd lists n1=10.0.0.9 but --address is 10.0.0.1"},
+		{"unknown role", with("--roles", "agent,scheduler"), 2, "unknown role 'scheduler'"},
+		{"role twice", with("--roles", "agent,agent"), 2, "'agent' is listed twice"},
+		{"agent without cell", with("--cell", ""), 2, "--cell is required"},
+		{"relative data dir", append(with("", ""), "--data-dir", "var/lib"), 2, "must be an absolute path"},
+		{"var without value", append(with("", ""), "--var", "vcpus"), 2, "--var 'vcpus': want KEY=VALUE"},
+		{"env file with unknown key", append(with("", ""), "--env-file", envFile), 2, "bad.env:2: unknown key 'BERTH_COLOR'"},
+		{"env file missing", append(with("", ""), "--env-file", "/nonexistent.env"), 2, "no such file"},
+		// Caught by berth config render, after the binary is installed but
+		// before any config or unit is.
+		{"unknown template variable", append(with("", ""), "--var", "colour=blue"), 1, `unknown variable "colour"`},
+		{"ill-typed template variable", append(with("", ""), "--var", "vcpus=many"), 1, `vcpus="many"`},
+	}
+	for _, c := range cases {
+		t.Run(c.desc, func(t *testing.T) {
+			root := t.TempDir()
+			args := c.args
+			if args != nil {
+				args = append([]string{"--root", root}, args...)
+			}
+			out, errs, code := install(t, args...)
+			if code != c.code || !strings.Contains(errs, c.want) {
+				t.Fatalf("exit %d, want %d; stderr should contain %q:\n%s%s", code, c.code, c.want, errs, out)
+			}
+			for _, p := range []string{"etc/berth/etcd.hcl", "etc/berth/agent.hcl", "etc/systemd/system/berth-agent.service"} {
+				if _, err := os.Stat(filepath.Join(root, p)); err == nil {
+					t.Errorf("%s installed although the input was refused", p)
+				}
+			}
+		})
+	}
+}
+
+// TestInstallRoleChanges: dropping etcd from a machine's roles removes the
+// drop-ins that made its other units want the local member, and roles no
+// longer listed are left installed (an operator decides to remove them).
+func TestInstallRoleChanges(t *testing.T) {
+	root := t.TempDir()
+	args := func(roles string) []string {
+		return []string{"--binary", berthBin, "--name", "n1", "--address", "10.0.0.1", "--etcd", "n1=10.0.0.1",
+			"--roles", roles, "--cell", "cell1", "--root", root, "--no-start"}
+	}
+	mustInstall(t, args("etcd,agent,conductor")...)
+	dropIn := filepath.Join(root, "etc/systemd/system/berth-agent.service.d/10-local-etcd.conf")
+	if _, err := os.Stat(dropIn); err != nil {
+		t.Fatalf("agent beside etcd: %v", err)
+	}
+	out := mustInstall(t, args("agent")...)
+	if _, err := os.Stat(dropIn); err == nil {
+		t.Error("the agent's local-etcd drop-in stayed after etcd left --roles")
+	}
+	for _, r := range []string{"etcd", "conductor"} {
+		if !strings.Contains(out, "berth-"+r+".service is installed but not in --roles") {
+			t.Errorf("no note about the %s unit left installed:\n%s", r, out)
+		}
+		if _, err := os.Stat(filepath.Join(root, "etc/systemd/system/berth-"+r+".service")); err != nil {
+			t.Errorf("berth-%s.service removed: %v", r, err)
+		}
+	}
+}
+
+// TestInstallEnablesUnderRoot: without --no-start, a --root install
+// enables the units in the tree (for images) and starts nothing.
+func TestInstallEnablesUnderRoot(t *testing.T) {
+	if _, err := exec.LookPath("systemctl"); err != nil {
+		t.Skip("systemctl not found")
+	}
+	root := t.TempDir()
+	out := mustInstall(t, "--binary", berthBin, "--name", "n1", "--address", "10.0.0.1", "--etcd", "n1=10.0.0.1",
+		"--roles", "etcd,server", "--root", root)
+	for _, r := range []string{"etcd", "server"} {
+		link := filepath.Join(root, "etc/systemd/system/multi-user.target.wants/berth-"+r+".service")
+		if target, err := os.Readlink(link); err != nil || target != "/etc/systemd/system/berth-"+r+".service" {
+			t.Errorf("%s: %q, %v; want a link to the unit", link, target, err)
+		}
+	}
+	if !strings.Contains(out, "not started") {
+		t.Errorf("install.sh did not say it started nothing:\n%s", out)
+	}
+}
+
+// TestShellcheck lints every script under deploy/ (Debian: shellcheck).
+func TestShellcheck(t *testing.T) {
+	sc, err := exec.LookPath("shellcheck")
+	if err != nil {
+		t.Skip("shellcheck not installed (Debian package shellcheck; .ci/run installs it)")
+	}
+	scripts, err := filepath.Glob("*.sh")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no scripts found: %v", err)
+	}
+	out, err := exec.Command(sc, append([]string{"--shell=bash", "--severity=style"}, scripts...)...).CombinedOutput()
+	if err != nil {
+		t.Errorf("shellcheck %s: %v\n%s", strings.Join(scripts, " "), err, out)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func sum(t *testing.T, p string) [32]byte {
+	t.Helper()
+	return sha256.Sum256([]byte(readFile(t, p)))
+}
+
+// mustExec checks that path, inside root, is an executable file.
+func mustExec(t *testing.T, root, path string) {
+	t.Helper()
+	fi, err := os.Stat(filepath.Join(root, path))
+	if err != nil {
+		t.Errorf("%s: %v", path, err)
+		return
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		t.Errorf("%s is not an executable file (%v)", path, fi.Mode())
+	}
+}
