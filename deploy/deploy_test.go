@@ -569,6 +569,32 @@ func TestInstallRoleChanges(t *testing.T) {
 	}
 }
 
+// TestInstallEnvFileKeepsSettings: deploy.env records every setting, a
+// value with blanks included, and a later run from it (an upgrade with a
+// new --binary) renders the same configs; a --var on that run's command
+// line wins over the file's.
+func TestInstallEnvFileKeepsSettings(t *testing.T) {
+	root := t.TempDir()
+	mustInstall(t, "--binary", berthBin, "--name", "n1", "--address", "10.0.0.1", "--etcd", "n1=10.0.0.1",
+		"--roles", "agent", "--cell", "cell1", "--root", root, "--no-start",
+		"--var", "process_command=sleep 1000", "--var", "vcpus=8")
+	env := filepath.Join(root, "etc/berth/deploy.env")
+	conf := filepath.Join(root, "etc/berth/agent.hcl")
+	out := mustInstall(t, "--env-file", env, "--binary", berthBin, "--root", root, "--no-start")
+	if strings.Contains(out, "installed /") {
+		t.Errorf("a run from deploy.env changed files:\n%s", out)
+	}
+	mustInstall(t, "--env-file", env, "--binary", berthBin, "--root", root, "--no-start", "--var", "vcpus=4")
+	cfg, err := configs.Load(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agent.Process.Command != "sleep 1000" || cfg.Agent.Inventory.VCPUs != 4 {
+		t.Errorf("agent command %q vcpus %d, want the file's \"sleep 1000\" and the command line's 4",
+			cfg.Agent.Process.Command, cfg.Agent.Inventory.VCPUs)
+	}
+}
+
 // TestInstallEnablesUnderRoot: without --no-start, a --root install
 // enables the units in the tree (for images) and starts nothing.
 func TestInstallEnablesUnderRoot(t *testing.T) {

@@ -45,8 +45,8 @@ config per role as /etc/berth/ROLE.hcl, one unit per role as
                     are KEY=VALUE (no quotes, # comments) with KEY one of
                     BERTH_BINARY BERTH_NAME BERTH_ADDRESS BERTH_ETCD
                     BERTH_ROLES BERTH_CELL BERTH_DATA_DIR BERTH_ROOT
-                    BERTH_NO_START (1 or 0) and BERTH_VARS (KEY=VALUE
-                    settings separated by blanks)
+                    BERTH_NO_START (1 or 0) and BERTH_VAR (one KEY=VALUE
+                    template setting; repeat the line for more)
   --root DIR        install into the tree under DIR instead of / (tests,
                     packaging): no system user is created and nothing is
                     started; units are enabled in the tree with
@@ -153,13 +153,12 @@ read_env_file() {
             *) die "$file:$n: BERTH_NO_START must be 1 or 0, got '$value'" ;;
             esac
             ;;
-        BERTH_VARS)
-            # Word splitting is the format: KEY=VALUE settings separated by blanks.
-            # shellcheck disable=SC2206
-            vars+=($value)
+        BERTH_VAR)
+            # One setting a line, so a value may hold blanks.
+            vars+=("$value")
             ;;
         *)
-            die "$file:$n: unknown key '$key' (want BERTH_BINARY, BERTH_NAME, BERTH_ADDRESS, BERTH_ETCD, BERTH_ROLES, BERTH_CELL, BERTH_DATA_DIR, BERTH_ROOT, BERTH_NO_START or BERTH_VARS)"
+            die "$file:$n: unknown key '$key' (want BERTH_BINARY, BERTH_NAME, BERTH_ADDRESS, BERTH_ETCD, BERTH_ROLES, BERTH_CELL, BERTH_DATA_DIR, BERTH_ROOT, BERTH_NO_START or BERTH_VAR)"
             ;;
         esac
     done <"$file"
@@ -417,7 +416,9 @@ put "$work/profile.sh" /etc/profile.d/berth.sh 0644
     echo "BERTH_ROLES=$roles"
     echo "BERTH_CELL=$cell"
     echo "BERTH_DATA_DIR=$data_dir"
-    echo "BERTH_VARS=${vars[*]+"${vars[*]}"}"
+    for v in "${vars[@]+"${vars[@]}"}"; do
+        echo "BERTH_VAR=$v"
+    done
 } >"$work/deploy.env"
 put "$work/deploy.env" "$conf_dir/deploy.env" 0644
 
