@@ -657,3 +657,69 @@ func mustExec(t *testing.T, root, path string) {
 		t.Errorf("%s is not an executable file (%v)", path, fi.Mode())
 	}
 }
+
+// TestInstallIntoRootFilesystem runs install.sh as the lab's provisioner
+// does, without --root, but inside a mount namespace whose /etc, /usr and
+// /var are overlays on a tmpfs: the system user is really created, and the
+// ownership install.sh sets is really applied, and the host is untouched.
+// It needs root and overlayfs; without them it is skipped, saying why.
+func TestInstallIntoRootFilesystem(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (to create the berth user and chown, inside a mount namespace)")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("unshare not found (util-linux)")
+	}
+	_, err = os.Stat("/etc/berth")
+	hadEtcBerth := err == nil
+	script := `set -e
+work=$1; shift
+mount -t tmpfs tmpfs "$work"
+for d in etc usr var; do
+    mkdir -p "$work/$d-up" "$work/$d-work"
+    mount -t overlay overlay -o "lowerdir=/$d,upperdir=$work/$d-up,workdir=$work/$d-work" "/$d" || exit 99
+done
+bash install.sh "$@"
+bash install.sh "$@" >"$work/second.out"
+echo "second: $(grep -c 'installed /' "$work/second.out" || true)"
+echo "user: $(getent passwd berth)"
+stat -c 'stat: %U:%G %a %n' /var/lib/berth /etc/berth /etc/berth/agent.hcl /etc/berth/etcd.hcl /usr/local/bin/berth /etc/systemd/system/berth-agent.service
+/usr/local/bin/berth config validate /etc/berth/agent.hcl /etc/berth/etcd.hcl
+`
+	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "bash", "-c", script, "ns", t.TempDir(),
+		"--binary", berthBin, "--name", "n1", "--address", "10.0.0.1", "--etcd", "n1=10.0.0.1",
+		"--roles", "etcd,agent", "--cell", "cell1", "--no-start")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 99 {
+		t.Skipf("overlayfs mounts not possible here:\n%s", out)
+	}
+	if err != nil {
+		if strings.Contains(string(out), "unshare failed") {
+			t.Skipf("no mount namespace here: %s", out)
+		}
+		t.Fatalf("install.sh into / in a mount namespace: %v\n%s", err, out)
+	}
+	got := string(out)
+	for _, want := range []string{
+		"created system user berth",
+		"second: 0",
+		"user: berth:",
+		":/var/lib/berth:/usr/sbin/nologin",
+		"stat: berth:berth 750 /var/lib/berth",
+		"stat: root:berth 750 /etc/berth",
+		"stat: root:berth 640 /etc/berth/agent.hcl",
+		"stat: root:berth 640 /etc/berth/etcd.hcl",
+		"stat: root:root 755 /usr/local/bin/berth",
+		"stat: root:root 644 /etc/systemd/system/berth-agent.service",
+		"/etc/berth/agent.hcl: ok",
+		"/etc/berth/etcd.hcl: ok",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+	if _, err := os.Stat("/etc/berth"); err == nil && !hadEtcBerth {
+		t.Error("/etc/berth exists on the host: the mount namespace leaked")
+	}
+}
