@@ -514,6 +514,8 @@ func TestInstallRejectsBadInput(t *testing.T) {
 		{"agent without cell", with("--cell", ""), 2, "--cell is required"},
 		{"relative data dir", append(with("", ""), "--data-dir", "var/lib"), 2, "must be an absolute path"},
 		{"var without value", append(with("", ""), "--var", "vcpus"), 2, "--var 'vcpus': want KEY=VALUE"},
+		{"var without name", append(with("", ""), "--var", "=4"), 2, "--var '=4': want KEY=VALUE, KEY a template variable name"},
+		{"var name with a blank", append(with("", ""), "--var", "v cpus=4"), 2, "--var 'v cpus=4'"},
 		{"env file with unknown key", append(with("", ""), "--env-file", envFile), 2, "bad.env:2: unknown key 'BERTH_COLOR'"},
 		{"env file missing", append(with("", ""), "--env-file", "/nonexistent.env"), 2, "no such file"},
 		// Caught by berth config render, after the binary is installed but

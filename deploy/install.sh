@@ -170,6 +170,12 @@ fi
 # A setting in both the file and the command line takes the command line's
 # value (berth config render refuses a -var given twice).
 vars+=("${flag_vars[@]+"${flag_vars[@]}"}")
+for v in "${vars[@]+"${vars[@]}"}"; do
+    case ${v%%=*} in
+    '' | [!A-Za-z_]* | *[!A-Za-z0-9_]*) die "--var '$v': want KEY=VALUE, KEY a template variable name" ;;
+    esac
+    case $v in *=*) ;; *) die "--var '$v': want KEY=VALUE" ;; esac
+done
 declare -A var_last=()
 for v in "${vars[@]+"${vars[@]}"}"; do
     var_last[${v%%=*}]=$v
@@ -273,12 +279,6 @@ fi
 if [ -n "$cell" ]; then
     valid_name "$cell" || die "--cell '$cell': use letters, digits, '.', '_' and '-' only"
 fi
-for v in "${vars[@]+"${vars[@]}"}"; do
-    case $v in
-    [A-Za-z_]*=*) ;;
-    *) die "--var '$v': want KEY=VALUE" ;;
-    esac
-done
 for r in $want; do
     [ -f "$here/systemd/berth-$r.service" ] || fail "$here/systemd/berth-$r.service is missing: run install.sh from a complete deploy/ directory"
 done
