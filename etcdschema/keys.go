@@ -166,7 +166,13 @@ func (k Keys) ServerGroupMembers(group string) string {
 // ServerGroupSlot is one of the max_server_per_host places an
 // anti-affinity group has on a host; a claim creates it only if absent.
 func (k Keys) ServerGroupSlot(group, host string, slot int) string {
-	return k.join("server_groups", group, "slots", host, fmt.Sprint(slot))
+	return k.serverGroupSlot(group, host, fmt.Sprint(slot))
+}
+
+// serverGroupSlot spells ServerGroupSlot with the slot as a string, so
+// ParseKey can build its pattern from the same code.
+func (k Keys) serverGroupSlot(group, host, slot string) string {
+	return k.join("server_groups", group, "slots", host, slot)
 }
 
 // ServerGroupSlots is the prefix of one group's slots on every host.
