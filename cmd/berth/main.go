@@ -39,6 +39,13 @@ Config:
                                   one machine's config for ROLE (etcd, server, conductor, agent)
                                   from the deployment templates; what deploy/ runs on each VM
 
+Debugging (reads etcd directly, no API needed):
+  berth debug dump [-etcd ENDPOINTS | -config FILE] [-prefix P] [-format table|json] [-o FILE]
+                                  the whole state at one etcd revision, for bug reports: a summary
+                                  table (hosts, instances per cell, in-flight work, leader), or every
+                                  key decoded and grouped by kind (json); undecodable and unknown
+                                  keys are shown, not fatal
+
 Server groups and host aggregates (same --api):
   berth server-group create NAME --policy POLICY [--max-per-host N]
   berth server-group list [--all-projects] | show ID | delete ID...
@@ -79,6 +86,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdEtcd(rest, stdout, stderr)
 	case "config":
 		return cmdConfig(rest, stdout, stderr)
+	case "debug":
+		return cmdDebug(rest, stdout, stderr)
 	case "server-group":
 		return cmdServerGroupCLI(rest, stdout, stderr)
 	case "aggregate":

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/dump"
+)
+
+const debugUsage = `usage: berth debug dump [-etcd ENDPOINTS | -config FILE] [-prefix PREFIX] [-format table|json] [-o FILE]
+`
+
+// defaultDumpEndpoint is where `berth dev` and a default embedded member
+// serve etcd clients.
+const defaultDumpEndpoint = "127.0.0.1:2379"
+
+// cmdDebug runs `berth debug dump`: the whole state under the prefix, read
+// at one revision, for bug reports.
+func cmdDebug(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "dump" {
+		if len(args) > 0 && args[0] != "-h" && args[0] != "--help" && args[0] != "help" {
+			fmt.Fprintf(stderr, "berth debug: unknown verb %q\n", args[0])
+		}
+		fmt.Fprint(stderr, debugUsage)
+		return 2
+	}
+	fs := flag.NewFlagSet("berth debug dump", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		endpoints = fs.String("etcd", "", "etcd endpoints, comma-separated (default "+defaultDumpEndpoint+" without -config)")
+		cfgPath   = fs.String("config", "", "a Berth config file whose etcd block (endpoints, prefix, tls, auth) to use")
+		prefix    = fs.String("prefix", "", "Berth's etcd prefix (default: the config's, else "+etcdschema.DefaultPrefix+")")
+		format    = fs.String("format", "table", "table (a summary) or json (every key, decoded, grouped by kind)")
+		outPath   = fs.String("o", "", "write the dump to FILE instead of stdout")
+		timeout   = fs.Duration("timeout", 30*time.Second, "give up reading etcd after this long")
+	)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, debugUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "berth debug dump: "+format+"\n", a...)
+		return 2
+	}
+	switch {
+	case fs.NArg() > 0:
+		return bad("unexpected argument %q", fs.Arg(0))
+	case *format != "table" && *format != "json":
+		return bad("-format %q: want table or json", *format)
+	case *endpoints != "" && *cfgPath != "":
+		return bad("-etcd and -config both name the cluster; give one")
+	case *timeout <= 0:
+		return bad("-timeout %s: must be positive", *timeout)
+	}
+
+	var cc clientv3.Config
+	keyPrefix := etcdschema.DefaultPrefix
+	if *cfgPath != "" {
+		cfg, err := configs.Load(*cfgPath)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		if cc, err = cfg.Etcd.ClientConfig(); err != nil {
+			return bad("%s: %v", *cfgPath, err)
+		}
+		keyPrefix = cfg.Etcd.Prefix
+	} else {
+		list := *endpoints
+		if list == "" {
+			list = defaultDumpEndpoint
+		}
+		for _, ep := range strings.Split(list, ",") {
+			if ep = strings.TrimSpace(ep); ep != "" {
+				cc.Endpoints = append(cc.Endpoints, ep)
+			}
+		}
+		if len(cc.Endpoints) == 0 {
+			return bad("-etcd %q names no endpoint", *endpoints)
+		}
+		cc.DialTimeout = 5 * time.Second
+	}
+	if *prefix != "" {
+		keyPrefix = *prefix
+	}
+	// The client's own logs would interleave with the dump on a terminal;
+	// its errors come back from the read.
+	cc.Logger = zap.NewNop()
+	cli, err := clientv3.New(cc)
+	if err != nil {
+		fmt.Fprintf(stderr, "berth debug dump: etcd client for %v: %v\n", cc.Endpoints, err)
+		return 1
+	}
+	defer cli.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	keys := etcdschema.New(keyPrefix)
+	snap, err := dump.Take(ctx, cli, keys, dump.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "berth debug dump: read etcd at %v: %v\n", cc.Endpoints, err)
+		return 1
+	}
+	// Render in memory first: -o never holds half a dump.
+	var buf bytes.Buffer
+	if *format == "json" {
+		err = dump.WriteJSON(&buf, snap)
+	} else {
+		err = dump.WriteTable(&buf, snap)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "berth debug dump: %v\n", err)
+		return 1
+	}
+	if *outPath == "" {
+		if _, err := stdout.Write(buf.Bytes()); err != nil {
+			fmt.Fprintf(stderr, "berth debug dump: %v\n", err)
+			return 1
+		}
+	} else {
+		if err := os.WriteFile(*outPath, buf.Bytes(), 0o644); err != nil {
+			fmt.Fprintf(stderr, "berth debug dump: %v\n", err)
+			return 1
+		}
+	}
+	n := len(snap.Entries) + len(snap.Unknown)
+	fmt.Fprintf(stderr, "dumped %d keys under %s at revision %d", n, keys.All(), snap.Revision)
+	if bad := len(snap.Undecodable()); bad > 0 || len(snap.Unknown) > 0 {
+		fmt.Fprintf(stderr, " (%d undecodable, %d unknown: see the dump)", bad, len(snap.Unknown))
+	}
+	if *outPath != "" {
+		fmt.Fprintf(stderr, " to %s", *outPath)
+	}
+	fmt.Fprintln(stderr)
+	return 0
+}
