@@ -355,6 +355,17 @@ func TestDebugDump(t *testing.T) {
 		}
 	}
 
+	// An etcd member's own config (embedded block): the dump dials its
+	// client_url, as an operator on that machine would.
+	memberCfg := filepath.Join(t.TempDir(), "etcd.hcl")
+	if err := os.WriteFile(memberCfg, []byte(fmt.Sprintf("etcd {\n  embedded {\n    name = \"etcd-1\"\n    data_dir = \"/var/lib/berth/etcd\"\n    client_url = %q\n  }\n}\n", etcdURL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runDump(t, "-config", memberCfg, "-format", "json", "-o", filepath.Join(t.TempDir(), "m.json")); code != 0 ||
+		!strings.Contains(stderr, "2 undecodable, 1 unknown") {
+		t.Errorf("dump -config of an etcd member's file: exit %d: %s", code, stderr)
+	}
+
 	// Another prefix holds nothing; that is a dump, not an error.
 	empty, stderr, code := runDump(t, "-etcd", etcdURL, "-prefix", "/elsewhere", "-format", "json")
 	if code != 0 || !strings.Contains(empty, `"keys": 0`) {
