@@ -547,6 +547,24 @@ func TestEtcdctlRecipes(t *testing.T) {
 	if dalt.InstanceUUID != x || len(dalt.Attempts) != len(alt.Attempts) || len(dalt.Remaining) != 1 {
 		t.Errorf("dump's alternates of x: %+v; etcdctl's: %+v", dalt, alt)
 	}
+	// etcd's own view: the members and the leader the dump reports are
+	// the ones etcdctl shows.
+	if d.Etcd == nil || d.Etcd.Error != "" || len(d.Etcd.Members) != 1 || !d.Etcd.Members[0].Leader {
+		t.Fatalf("dump's etcd section: %+v", d.Etcd)
+	}
+	members := rec.run("member list -w table")
+	status := rec.run("endpoint status --cluster -w table")
+	for _, m := range d.Etcd.Members {
+		if !strings.Contains(members, m.ID) || !strings.Contains(members, m.Name) {
+			t.Errorf("etcdctl member list lacks %s (%s):\n%s", m.ID, m.Name, members)
+		}
+		for _, u := range m.ClientURLs {
+			if !regexp.MustCompile(regexp.QuoteMeta(u) + `\s*\|\s*` + m.ID + `\s*\|.*\|\s*true\s*\|`).MatchString(status) {
+				t.Errorf("etcdctl endpoint status does not show %s at %s as the leader:\n%s", m.ID, u, status)
+			}
+		}
+	}
+
 	out, err := cli(t, c.apiURL, "debug", "dump", "-etcd", c.etcd.ClientURL())
 	if err != nil {
 		t.Fatalf("berth debug dump: %v\n%s", err, out)
@@ -565,8 +583,9 @@ func TestEtcdctlRecipes(t *testing.T) {
 
 // dumpDoc is the part of `berth debug dump -format json` the test reads.
 type dumpDoc struct {
-	Revision int64        `json:"revision"`
-	Summary  dump.Summary `json:"summary"`
+	Revision int64         `json:"revision"`
+	Summary  dump.Summary  `json:"summary"`
+	Etcd     *dump.Cluster `json:"etcd"`
 	Kinds    map[string][]struct {
 		Key   string          `json:"key"`
 		Value json.RawMessage `json:"value"`

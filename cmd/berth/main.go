@@ -42,9 +42,9 @@ Config:
 Debugging (reads etcd directly, no API needed):
   berth debug dump [-etcd ENDPOINTS | -config FILE] [-prefix P] [-format table|json] [-o FILE]
                                   the whole state at one etcd revision, for bug reports: a summary
-                                  table (hosts, instances per cell, in-flight work, leader), or every
-                                  key decoded and grouped by kind (json); undecodable and unknown
-                                  keys are shown, not fatal
+                                  table (hosts, instances per cell, in-flight work, leader, etcd
+                                  members), or every key decoded and grouped by kind (json);
+                                  undecodable and unknown keys are shown, not fatal
 
 Server groups and host aggregates (same --api):
   berth server-group create NAME --policy POLICY [--max-per-host N]

@@ -35,6 +35,8 @@ type Snapshot struct {
 	Entries []Entry
 	// Unknown are the keys under the prefix no etcdschema pattern matches.
 	Unknown []Entry
+	// Cluster is etcd's own view of its members, read after the keys.
+	Cluster *Cluster
 }
 
 // Entry is one key with its decoded value or its decode error.
@@ -55,6 +57,9 @@ type Entry struct {
 // Options tune Take.
 type Options struct {
 	PageSize int64 // 0 means DefaultPageSize
+
+	// afterPage, when set (by tests), runs after each page is read.
+	afterPage func(page int)
 }
 
 // Take reads every key under keys.All() at one revision: the first page's,
@@ -69,8 +74,9 @@ func Take(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, opts 
 	var err error
 	for i := 0; i < attempts; i++ {
 		var s *Snapshot
-		s, err = take(ctx, cli, keys, opts.PageSize)
+		s, err = take(ctx, cli, keys, opts)
 		if err == nil {
+			s.Cluster = readCluster(ctx, cli)
 			return s, nil
 		}
 		if !errors.Is(err, rpctypes.ErrCompacted) {
@@ -80,12 +86,12 @@ func Take(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, opts 
 	return nil, fmt.Errorf("dump %s: revision compacted during the read %d times: %w", keys.All(), attempts, err)
 }
 
-func take(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, pageSize int64) (*Snapshot, error) {
+func take(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, o Options) (*Snapshot, error) {
 	s := &Snapshot{Prefix: keys.Prefix(), TakenAt: time.Now().UTC()}
 	from := keys.All()
 	end := clientv3.GetPrefixRangeEnd(from)
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(pageSize)}
+	for page := 1; ; page++ {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(o.PageSize)}
 		if s.Revision > 0 {
 			opts = append(opts, clientv3.WithRev(s.Revision))
 		}
@@ -104,6 +110,9 @@ func take(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, pageS
 			} else {
 				s.Entries = append(s.Entries, e)
 			}
+		}
+		if o.afterPage != nil {
+			o.afterPage(page)
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
 			return s, nil

@@ -15,12 +15,14 @@ import (
 // Document is the JSON dump: one object with the snapshot's revision, the
 // summary, every entry grouped by kind, and the unknown keys.
 type Document struct {
-	Prefix   string                 `json:"prefix"`
-	Revision int64                  `json:"revision"`
-	TakenAt  time.Time              `json:"taken_at"`
-	Summary  Summary                `json:"summary"`
-	Kinds    map[string][]EntryJSON `json:"kinds"`
-	Unknown  []EntryJSON            `json:"unknown"`
+	Prefix   string    `json:"prefix"`
+	Revision int64     `json:"revision"`
+	TakenAt  time.Time `json:"taken_at"`
+	Summary  Summary   `json:"summary"`
+	// Etcd is etcd's view of its own cluster (members, endpoint status).
+	Etcd    *Cluster               `json:"etcd,omitempty"`
+	Kinds   map[string][]EntryJSON `json:"kinds"`
+	Unknown []EntryJSON            `json:"unknown"`
 	// Errors repeats the undecodable keys with their errors, so a reader
 	// finds them without scanning every kind.
 	Errors []EntryJSON `json:"undecodable"`
@@ -63,7 +65,7 @@ func entryJSON(e Entry, withRaw bool) EntryJSON {
 
 // Document builds the JSON dump of the snapshot.
 func (s *Snapshot) Document() Document {
-	d := Document{Prefix: s.Prefix, Revision: s.Revision, TakenAt: s.TakenAt, Summary: s.Summarize(),
+	d := Document{Prefix: s.Prefix, Revision: s.Revision, TakenAt: s.TakenAt, Summary: s.Summarize(), Etcd: s.Cluster,
 		Kinds: map[string][]EntryJSON{}, Unknown: []EntryJSON{}, Errors: []EntryJSON{}}
 	for _, e := range s.Entries {
 		g := Group(e.Parsed.Kind)
@@ -191,6 +193,28 @@ func WriteTable(w io.Writer, s *Snapshot) error {
 	for _, r := range roles {
 		for _, m := range sum.Members[r] {
 			p("%s\t%s\t%s\n", r, m.ID, dash(m.URL))
+		}
+	}
+
+	if cl := s.Cluster; cl != nil {
+		p("\nETCD MEMBER\tID\tCLIENT URLS\tLEADER\n")
+		if cl.Error != "" {
+			p("(%s)\t-\t-\t-\n", oneLine(cl.Error))
+		}
+		for _, m := range cl.Members {
+			name := dash(m.Name)
+			if m.Learner {
+				name += " (learner)"
+			}
+			p("%s\t%s\t%s\t%v\n", name, m.ID, dash(strings.Join(m.ClientURLs, ",")), m.Leader)
+		}
+		p("\nETCD ENDPOINT\tVERSION\tDB SIZE\tRAFT TERM\tRAFT INDEX\tERROR\n")
+		for _, e := range cl.Endpoints {
+			errText := e.Error
+			if errText == "" {
+				errText = strings.Join(e.Alarms, "; ")
+			}
+			p("%s\t%s\t%d\t%d\t%d\t%s\n", e.Endpoint, dash(e.Version), e.DBSize, e.RaftTerm, e.RaftIndex, dash(oneLine(errText)))
 		}
 	}
 
