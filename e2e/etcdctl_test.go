@@ -58,6 +58,9 @@ type recipes struct {
 	bin      string
 	endpoint string
 	doc      map[string]bool // recipe → run at least once
+	// readme are the README's other etcdctl lines (the lab walk-through's,
+	// which reach etcd through ETCDCTL_ENDPOINTS): each must at least run.
+	readme []string
 }
 
 func loadRecipes(t *testing.T, bin, endpoint string) *recipes {
@@ -94,6 +97,10 @@ func loadRecipes(t *testing.T, bin, endpoint string) *recipes {
 	const readmeE = "ETCDCTL_API=3 etcdctl --endpoints 127.0.0.1:2379 "
 	n := 0
 	for _, line := range strings.Split(string(rd), "\n") {
+		if cmd, ok := strings.CutPrefix(line, "    etcdctl "); ok {
+			cmd, _, _ = strings.Cut(cmd, "#")
+			r.readme = append(r.readme, strings.Join(strings.Fields(cmd), " "))
+		}
 		if cmd, ok := strings.CutPrefix(strings.TrimSpace(line), readmeE); ok {
 			n++
 			cmd = strings.ReplaceAll(strings.Join(strings.Fields(cmd), " "), "<id>", docUUID)
@@ -116,7 +123,13 @@ func (r *recipes) run(recipe string, replace ...string) string {
 		r.t.Fatalf("docs/etcd-keys.md gives no recipe %q", recipe)
 	}
 	r.doc[recipe] = true
-	cmdline := strings.NewReplacer(replace...).Replace(recipe)
+	return r.exec(strings.NewReplacer(replace...).Replace(recipe))
+}
+
+// exec runs etcdctl with the cluster's endpoint and the arguments of
+// cmdline (no shell quoting: recipes have none).
+func (r *recipes) exec(cmdline string) string {
+	r.t.Helper()
 	cmd := exec.Command(r.bin, append([]string{"--endpoints", r.endpoint}, strings.Fields(cmdline)...)...)
 	cmd.Env = append(os.Environ(), "ETCDCTL_API=3")
 	out, err := cmd.Output()
@@ -499,6 +512,14 @@ func TestEtcdctlRecipes(t *testing.T) {
 	}
 	if ls := pairs(t, rec.run("get --prefix /berth/cells/cell1/leases/")); len(ls) != 0 {
 		t.Errorf("retry leases left: %v", ls)
+	}
+
+	// ---- the README's lab walk-through: every etcdctl line runs ------------
+	if len(rec.readme) == 0 {
+		t.Error("README.md has no lab etcdctl lines")
+	}
+	for _, cmdline := range rec.readme {
+		rec.exec(strings.ReplaceAll(cmdline, "<id>", x))
 	}
 
 	// ---- berth debug dump says the same ---------------------------------------
