@@ -1,0 +1,349 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// mhCluster is a Berth deployment over several hosts of a hostNet: three
+// etcd members (`berth etcd`), servers, cell conductors and agents, each
+// with the config an operator's deployment renders for its host.
+type mhCluster struct {
+	t    *testing.T
+	net  *hostNet
+	dir  string
+	keys etcdschema.Keys
+	// vars are the short timings every config is rendered with.
+	vars map[string]string
+
+	hosts      map[string]*netHost
+	etcdNames  []string             // etcd-1..3, on ctl-1..3
+	etcd       map[string]*hostProc // by member name
+	servers    map[string]*hostProc // server-1, server-2 on ctl-1, ctl-2
+	conductors map[string]*hostProc
+	agents     map[string]*hostProc
+	agentCell  map[string]string
+
+	cli *clientv3.Client // every member's endpoint, as Berth's roles have
+
+	mu        sync.Mutex
+	requested map[string]string // server id -> the burst that asked for it
+}
+
+// Timings short enough for tests, passed to the deploy templates as -var
+// would: hosts read down 3 s after their last report, the scheduler
+// leader's lease is 2 s and it sweeps down hosts every second.
+var mhVars = map[string]string{
+	"log_level":               "debug",
+	"report_interval":         "1s",
+	"service_down_time":       "3s",
+	"election_ttl":            "2s",
+	"leader_interval":         "1s",
+	"down_host_grace":         "1s",
+	"superconductor_lease_ttl": "2s",
+	"conductor_lease_ttl":     "2s",
+	"build_time":              "200ms",
+	"vcpus":                   "32",
+	"memory_mb":               "65536",
+}
+
+// mhLayout is the deployment of scenario 1: hosts ctl-1..3 run an etcd
+// member each, ctl-1 and ctl-2 a server and a cell conductor (cell1,
+// cell2); compute-1..6 run an agent, three per cell.
+func newMHCluster(t *testing.T) *mhCluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("e2e: starts real processes")
+	}
+	c := &mhCluster{t: t, net: newHostNet(t), dir: t.TempDir(), keys: etcdschema.New("/berth"),
+		vars: mhVars, hosts: map[string]*netHost{}, etcd: map[string]*hostProc{},
+		servers: map[string]*hostProc{}, conductors: map[string]*hostProc{},
+		agents: map[string]*hostProc{}, agentCell: map[string]string{}, requested: map[string]string{}}
+	if c.net.netns {
+		t.Logf("hosts are network namespaces on bridge %s, subnet %s.0/24", c.net.bridge, c.net.subnet)
+	} else {
+		t.Logf("no network namespaces (%s): hosts are 127.0.0.x addresses", c.net.why)
+	}
+	for i := 1; i <= 3; i++ {
+		c.addHost(fmt.Sprintf("ctl-%d", i))
+		c.etcdNames = append(c.etcdNames, fmt.Sprintf("etcd-%d", i))
+	}
+	for i := 1; i <= 6; i++ {
+		c.addHost(fmt.Sprintf("compute-%d", i))
+	}
+
+	start := time.Now()
+	for i, name := range c.etcdNames {
+		c.startEtcd(name, c.hosts[fmt.Sprintf("ctl-%d", i+1)])
+	}
+	c.cli = c.client(c.endpoints()...)
+	c.waitMembersAgree(60 * time.Second)
+	t.Logf("etcd cluster of 3 up in %s", time.Since(start).Round(time.Millisecond))
+
+	c.startConductor("conductor-1", c.hosts["ctl-1"], "cell1", nil)
+	c.startConductor("conductor-2", c.hosts["ctl-2"], "cell2", nil)
+	c.startServer("server-1", c.hosts["ctl-1"])
+	c.startServer("server-2", c.hosts["ctl-2"])
+	for i := 1; i <= 6; i++ {
+		cell := "cell1"
+		if i > 3 {
+			cell = "cell2"
+		}
+		c.startAgent(fmt.Sprintf("compute-%d", i), cell, nil)
+	}
+	for i := 1; i <= 6; i++ {
+		c.waitState(fmt.Sprintf("compute-%d", i), "up", 30*time.Second)
+	}
+	t.Logf("cluster of %d hosts up in %s", len(c.hosts), time.Since(start).Round(time.Millisecond))
+	return c
+}
+
+func (c *mhCluster) addHost(name string) *netHost {
+	h := c.net.addHost(name)
+	c.hosts[name] = h
+	return h
+}
+
+// endpoints are every etcd member's client URL.
+func (c *mhCluster) endpoints() []string {
+	var out []string
+	for i := range c.etcdNames {
+		out = append(out, "http://"+c.hosts[fmt.Sprintf("ctl-%d", i+1)].addr+":2379")
+	}
+	return out
+}
+
+// etcdVar is the -etcd argument of `berth config render`: name=IP,...
+func (c *mhCluster) etcdVar() map[string]string {
+	m := map[string]string{}
+	for i, n := range c.etcdNames {
+		m[n] = c.hosts[fmt.Sprintf("ctl-%d", i+1)].addr
+	}
+	return m
+}
+
+func (c *mhCluster) client(endpoints ...string) *clientv3.Client {
+	c.t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		c.t.Fatalf("etcd client for %v: %v", endpoints, err)
+	}
+	c.net.root.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// config renders a host's config for role from the deployment templates
+// and writes it to the test's directory.
+func (c *mhCluster) config(role, name string, h *netHost, cell string, extra map[string]string) string {
+	c.t.Helper()
+	vars := map[string]string{}
+	for k, v := range c.vars {
+		vars[k] = v
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	dv := deployVars{Role: role, Name: name, Address: h.addr, Etcd: c.etcdVar(), Cell: cell,
+		DataDir: filepath.Join(c.dir, name), Vars: vars}
+	out, err := renderDeploy(dv)
+	if err != nil {
+		c.t.Fatalf("render %s config for %s on %s: %v", role, name, h.name, err)
+	}
+	return writeFile(c.t, c.dir, name+".hcl", string(out))
+}
+
+func (c *mhCluster) startEtcd(name string, h *netHost) *hostProc {
+	c.t.Helper()
+	p := c.net.start(h, name, nil, "etcd", "-config", c.config("etcd", name, h, "", nil))
+	c.etcd[name] = p
+	return p
+}
+
+func (c *mhCluster) startServer(name string, h *netHost) *hostProc {
+	c.t.Helper()
+	p := c.net.start(h, name, nil, "server", "-config", c.config("server", name, h, "", nil))
+	c.servers[name] = p
+	waitHTTP(c.t, "http://"+h.addr+":8774/healthz")
+	return p
+}
+
+func (c *mhCluster) startConductor(name string, h *netHost, cell string, env []string) *hostProc {
+	c.t.Helper()
+	p := c.net.start(h, name, env, "conductor", "-config", c.config("conductor", name, h, cell, nil))
+	c.conductors[name] = p
+	eventually(c.t, 30*time.Second, "cell "+cell+" recorded", func() (bool, string) {
+		resp, err := c.cli.Get(context.Background(), c.keys.Cell(cell))
+		return err == nil && len(resp.Kvs) == 1, fmt.Sprint(err)
+	})
+	return p
+}
+
+// startAgent starts the agent of host name (a host of the cluster) in
+// cell; extra overrides template variables (build_time, fail...).
+func (c *mhCluster) startAgent(name, cell string, extra map[string]string) *hostProc {
+	c.t.Helper()
+	h := c.hosts[name]
+	p := c.net.start(h, "agent-"+name, nil, "agent", "-config", c.config("agent", name, h, cell, extra))
+	c.agents[name] = p
+	c.agentCell[name] = cell
+	return p
+}
+
+// apis are the API clients of the servers running now.
+func (c *mhCluster) apis() []*api.Client {
+	var names []string
+	for n, p := range c.servers {
+		if p.running() {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var out []*api.Client
+	for _, n := range names {
+		out = append(out, api.NewClient("http://"+c.servers[n].host.addr+":8774"))
+	}
+	return out
+}
+
+// api is one running server's API.
+func (c *mhCluster) api() *api.Client {
+	c.t.Helper()
+	a := c.apis()
+	if len(a) == 0 {
+		c.t.Fatal("no server running")
+	}
+	return a[0]
+}
+
+func (c *mhCluster) service(host string) (api.ServiceView, error) {
+	svcs, err := c.api().ListServices(context.Background())
+	if err != nil {
+		return api.ServiceView{}, err
+	}
+	for _, s := range svcs {
+		if s.Host == host {
+			return s, nil
+		}
+	}
+	return api.ServiceView{}, fmt.Errorf("no service %s", host)
+}
+
+func (c *mhCluster) waitState(host, state string, timeout time.Duration) {
+	c.t.Helper()
+	eventually(c.t, timeout, host+" "+state, func() (bool, string) {
+		s, err := c.service(host)
+		return err == nil && s.State == state, fmt.Sprintf("%+v %v", s, err)
+	})
+}
+
+// burst asks for n servers, one request each, spread over clients in
+// turn, eight at a time. It returns the ids accepted and the errors of the
+// requests refused (a server killed mid-burst refuses its share).
+func (c *mhCluster) burst(name string, n int, clients func(i int) *api.Client) ([]string, []error) {
+	var (
+		mu   sync.Mutex
+		ids  []string
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, 8)
+	)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			resp, err := clients(i).CreateServers(ctx, api.CreateRequest{
+				Name: fmt.Sprintf("%s-%d", name, i), Flavor: "m1.tiny", Count: 1})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			for _, s := range resp.Servers {
+				ids = append(ids, s.ID)
+			}
+		}(i)
+	}
+	wg.Wait()
+	c.mu.Lock()
+	for _, id := range ids {
+		c.requested[id] = name
+	}
+	c.mu.Unlock()
+	return ids, errs
+}
+
+// alternate sends request i to server (i mod the running servers).
+func (c *mhCluster) alternate() func(int) *api.Client {
+	clients := c.apis()
+	return func(i int) *api.Client { return clients[i%len(clients)] }
+}
+
+// settleAll waits until every server asked for so far is ACTIVE or ERROR.
+func (c *mhCluster) settleAll(timeout time.Duration) map[string]api.ServerView {
+	c.t.Helper()
+	var byID map[string]api.ServerView
+	eventually(c.t, timeout, "every requested server ACTIVE or ERROR", func() (bool, string) {
+		list, err := c.api().ListServers(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		byID = map[string]api.ServerView{}
+		for _, s := range list {
+			byID[s.ID] = s
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		pending := map[string]int{}
+		for id := range c.requested {
+			s, ok := byID[id]
+			switch {
+			case !ok:
+				pending["missing"]++
+			case s.Status != "ACTIVE" && s.Status != "ERROR":
+				pending[s.Status+"/"+s.TaskState]++
+			}
+		}
+		return len(pending) == 0, fmt.Sprintf("%d requested, not settled: %v", len(c.requested), pending)
+	})
+	return byID
+}
+
+// schedulerLeader reads who leads the scheduler election: the candidate
+// with the lowest create revision; its value is role@host:pid:rand.
+func (c *mhCluster) schedulerLeader() (pid int, id string) {
+	resp, err := c.cli.Get(context.Background(), c.keys.Election("scheduler")+"/", clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) == 0 {
+		return 0, ""
+	}
+	id = string(resp.Kvs[0].Value)
+	parts := strings.Split(id, ":")
+	if len(parts) >= 3 {
+		fmt.Sscan(parts[1], &pid)
+	}
+	return pid, id
+}
+
+// countPrefix counts keys under prefix.
+func (c *mhCluster) countPrefix(prefix string) int {
+	resp, err := c.cli.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return -1
+	}
+	return int(resp.Count)
+}

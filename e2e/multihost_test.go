@@ -1,0 +1,468 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/agent"
+	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// TestMultiHost runs Berth as deployed on several machines, each a
+// network namespace with its own address (see netns_test.go), and puts it
+// through the failures a deployment meets. The scenarios share one
+// cluster, in order; each checks the invariants at its end, and each can
+// run alone (go test ./e2e -run TestMultiHost/agent_partitioned).
+func TestMultiHost(t *testing.T) {
+	c := newMHCluster(t)
+	run := func(name string, f func(t *testing.T, c *mhCluster)) {
+		t.Run(name, func(st *testing.T) {
+			c.use(st)
+			defer c.use(t)
+			start := time.Now()
+			f(st, c)
+			st.Logf("%s took %s", name, time.Since(start).Round(100*time.Millisecond))
+		})
+	}
+	run("bursts", scenarioBursts)
+	run("scheduler_leader_killed", scenarioLeaderKilled)
+	run("agent_partitioned", scenarioPartition)
+	run("etcd_member_killed", scenarioEtcdMemberKilled)
+	run("cell_conductor_killed", scenarioConductorKilled)
+}
+
+// use makes t the test that helpers report failures to (a subtest's own,
+// so FailNow stops the right goroutine); processes and hosts stay owned by
+// the top-level test, so they outlive the subtest that started them.
+func (c *mhCluster) use(t *testing.T) {
+	c.t = t
+	c.net.t = t
+}
+
+// Scenario 1: 200 servers in 4 bursts of 50, each burst's requests
+// alternating between the two servers' APIs.
+func scenarioBursts(t *testing.T, c *mhCluster) {
+	start := time.Now()
+	total := 0
+	for b := 1; b <= 4; b++ {
+		ids, errs := c.burst(fmt.Sprintf("burst%d", b), 50, c.alternate())
+		if len(errs) > 0 {
+			t.Fatalf("burst %d: %d of 50 requests refused, first: %v", b, len(errs), errs[0])
+		}
+		total += len(ids)
+	}
+	asked := time.Since(start)
+	byID := c.settleAll(3 * time.Minute)
+	active, errored := 0, 0
+	for id := range c.requested {
+		switch byID[id].Status {
+		case "ACTIVE":
+			active++
+		case "ERROR":
+			errored++
+		}
+	}
+	t.Logf("%d servers asked for in %s, all settled after %s: %d ACTIVE, %d ERROR",
+		total, asked.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), active, errored)
+	if total != 200 || active == 0 {
+		t.Fatalf("%d servers accepted, %d ACTIVE; want 200 accepted, most ACTIVE", total, active)
+	}
+	c.checkInvariants("bursts")
+}
+
+// Scenario 2: SIGKILL the process of the scheduler leader (a whole
+// server: api, placement, scheduler, superconductor) in the middle of a
+// burst. The other server's scheduler leads within the election TTL, and
+// every server asked for settles; requests the dead API refused are asked
+// again of the live one, as a client would.
+func scenarioLeaderKilled(t *testing.T, c *mhCluster) {
+	ttl, _ := time.ParseDuration(c.vars["election_ttl"])
+	eventually(t, 30*time.Second, "both schedulers campaigning", func() (bool, string) {
+		n := c.countPrefix(c.keys.Election("scheduler") + "/")
+		return n == 2, fmt.Sprintf("%d candidates", n)
+	})
+	pid, leaderID := c.schedulerLeader()
+	var victim *hostProc
+	for _, p := range c.servers {
+		if p.running() && p.pid() == pid {
+			victim = p
+		}
+	}
+	if victim == nil {
+		t.Fatalf("scheduler leader %q is none of the server processes", leaderID)
+	}
+	t.Logf("scheduler leader: %s (%s on %s)", leaderID, victim.name, victim.host.name)
+
+	var accepted atomic.Int64
+	var refused []error
+	var ids []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ids, refused = c.burstFailover("failover", 60, &accepted)
+	}()
+	eventually(t, 60*time.Second, "a third of the burst accepted", func() (bool, string) {
+		return accepted.Load() >= 20, fmt.Sprintf("%d accepted", accepted.Load())
+	})
+	killed := time.Now()
+	victim.kill(t)
+	var newID string
+	eventually(t, 30*time.Second, "a new scheduler leader", func() (bool, string) {
+		p, id := c.schedulerLeader()
+		newID = id
+		return p != 0 && p != pid, id
+	})
+	failover := time.Since(killed)
+	t.Logf("leader failover: %s after SIGKILL of %s (election_ttl %s); new leader %s", failover.Round(time.Millisecond), victim.name, ttl, newID)
+	// The old leader's lease outlives it by at most the TTL; allow 2 s for
+	// etcd's lease expiry sweep and the poll on a loaded 2-core machine.
+	if failover > ttl+2*time.Second {
+		t.Errorf("new leader after %s; election_ttl is %s", failover, ttl)
+	}
+	<-done
+	if len(ids) != 60 {
+		t.Fatalf("%d of 60 servers accepted (refusals: %v)", len(ids), refused)
+	}
+	byID := c.settleAll(2 * time.Minute)
+	counts := map[string]int{}
+	for _, id := range ids {
+		counts[byID[id].Status]++
+	}
+	t.Logf("burst of 60 across the kill: %d requests refused by the dying API and asked again; outcome %v", len(refused), counts)
+
+	c.net.restart(victim)
+	waitHTTP(t, "http://"+victim.host.addr+":8774/healthz")
+	eventually(t, 30*time.Second, "the restarted scheduler campaigning", func() (bool, string) {
+		n := c.countPrefix(c.keys.Election("scheduler") + "/")
+		return n == 2, fmt.Sprintf("%d candidates", n)
+	})
+	c.checkInvariants("scheduler_leader_killed")
+}
+
+// burstFailover is burst with a client's failover: a request the chosen
+// API fails is asked again of the other server.
+func (c *mhCluster) burstFailover(name string, n int, accepted *atomic.Int64) ([]string, []error) {
+	clients := []*api.Client{}
+	names := []string{}
+	for nm, p := range c.servers {
+		clients = append(clients, api.NewClient("http://"+p.host.addr+":8774"))
+		names = append(names, nm)
+	}
+	var (
+		mu      sync.Mutex
+		ids     []string
+		refused []error
+		wg      sync.WaitGroup
+		sem     = make(chan struct{}, 4)
+	)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for try := 0; try < len(clients)*3; try++ {
+				k := (i + try) % len(clients)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				resp, err := clients[k].CreateServers(ctx, api.CreateRequest{
+					Name: fmt.Sprintf("%s-%d", name, i), Flavor: "m1.tiny", Count: 1})
+				cancel()
+				mu.Lock()
+				if err != nil {
+					refused = append(refused, fmt.Errorf("%s: %w", names[k], err))
+					mu.Unlock()
+					continue
+				}
+				for _, s := range resp.Servers {
+					ids = append(ids, s.ID)
+				}
+				mu.Unlock()
+				accepted.Add(1)
+				return
+			}
+		}(i)
+	}
+	wg.Wait()
+	c.mu.Lock()
+	for _, id := range ids {
+		c.requested[id] = name
+	}
+	c.mu.Unlock()
+	return ids, refused
+}
+
+// Scenario 3: cut an agent's host off while it builds. It reads down
+// after service_down_time, nothing new lands there, and the leader's
+// down-host duty turns its builds into retries after down_host_grace,
+// which the cell conductor builds on the alternates. Healed, the agent
+// reads up again; its builds, finished in the dark, find their casts gone
+// and leave nothing behind in etcd.
+func scenarioPartition(t *testing.T, c *mhCluster) {
+	c.net.skipWithoutNetns(t)
+	const victim = "compute-3"
+	// Restart the victim with slow builds and the most RAM, so the RAM
+	// weigher sends it the whole next burst and the builds are still
+	// running when it is cut off.
+	old := c.agents[victim]
+	old.stop(t, 20*time.Second)
+	c.startAgent(victim, c.agentCell[victim], map[string]string{"build_time": "10s", "memory_mb": "262144"})
+	c.waitState(victim, "up", 30*time.Second)
+
+	ids, errs := c.burst("partition", 8, c.alternate())
+	if len(errs) > 0 {
+		t.Fatalf("burst refused: %v", errs)
+	}
+	var inFlight []string
+	eventually(t, 30*time.Second, "builds in flight on "+victim, func() (bool, string) {
+		inFlight = inFlight[:0]
+		for _, id := range ids {
+			resp, err := c.cli.Get(context.Background(), c.keys.Builds(victim)+id)
+			if err == nil && len(resp.Kvs) == 1 {
+				inFlight = append(inFlight, id)
+			}
+		}
+		return len(inFlight) == len(ids), fmt.Sprintf("%d of %d cast to %s", len(inFlight), len(ids), victim)
+	})
+
+	h := c.hosts[victim]
+	cut := time.Now()
+	c.net.cutOff(h)
+	c.waitState(victim, "down", 30*time.Second)
+	readDown := time.Since(cut)
+	svc := c.vars["service_down_time"]
+	t.Logf("%s read down %s after its link went down (service_down_time %s)", victim, readDown.Round(time.Millisecond), svc)
+
+	eventually(t, 60*time.Second, "the cut-off host's builds ACTIVE elsewhere", func() (bool, string) {
+		moved := 0
+		var state []string
+		for _, id := range inFlight {
+			v, err := c.api().GetServer(context.Background(), id)
+			if err != nil {
+				return false, err.Error()
+			}
+			if v.Status == "ACTIVE" && v.Host != victim && v.Host != "" {
+				moved++
+			} else {
+				state = append(state, v.Status+"@"+v.Host)
+			}
+		}
+		return moved == len(inFlight), fmt.Sprintf("%d of %d moved; others %v", moved, len(inFlight), state)
+	})
+	retried := time.Since(cut)
+	t.Logf("%d in-flight builds retried and ACTIVE elsewhere %s after the cut (down_host_grace %s, leader_interval %s)",
+		len(inFlight), retried.Round(time.Millisecond), c.vars["down_host_grace"], c.vars["leader_interval"])
+	if resp, err := c.cli.Get(context.Background(), c.keys.HostDown(victim)); err != nil || len(resp.Kvs) != 1 {
+		t.Errorf("no down record for %s: %v", victim, err)
+	}
+
+	// While it is cut off, nothing new lands there, though it has the
+	// most free RAM.
+	during, errs := c.burst("while-cut", 8, c.alternate())
+	if len(errs) > 0 {
+		t.Fatalf("burst while cut off refused: %v", errs)
+	}
+	byID := c.settleAll(time.Minute)
+	for _, id := range during {
+		if byID[id].Host == victim {
+			t.Errorf("server %s built on %s while it was cut off", id, victim)
+		}
+	}
+
+	healed := time.Now()
+	c.net.heal(h)
+	c.waitState(victim, "up", 60*time.Second)
+	t.Logf("%s read up %s after its link came back", victim, time.Since(healed).Round(time.Millisecond))
+	// Its builds ran on in the dark; when they end the agent finds each
+	// cast gone and records nothing. Wait for that, then nothing may place
+	// them on the victim.
+	eventually(t, 60*time.Second, victim+" to finish its superseded builds", func() (bool, string) {
+		b, _ := os.ReadFile(c.agents[victim].log)
+		n := strings.Count(string(b), "build outcome superseded")
+		return n >= len(inFlight), fmt.Sprintf("%d of %d", n, len(inFlight))
+	})
+	for _, id := range inFlight {
+		if v, err := c.api().GetServer(context.Background(), id); err != nil || v.Host == victim || v.Status != "ACTIVE" {
+			t.Errorf("server %s after the heal: %+v %v", id, v, err)
+		}
+		if con := c.consumer(id); con == nil || len(con.Allocations) != 1 {
+			t.Errorf("server %s holds allocations %+v after the heal, want one", id, con)
+		} else if _, onVictim := con.Allocations[agent.ProviderUUIDForHost(victim)]; onVictim {
+			t.Errorf("server %s still holds a claim on %s", id, victim)
+		}
+	}
+	// The returned host works again: a server pinned to it goes ACTIVE.
+	ids, errs = c.burstPinned("after-heal", victim)
+	if len(errs) > 0 {
+		t.Fatalf("pinned create: %v", errs)
+	}
+	byID = c.settleAll(time.Minute)
+	if v := byID[ids[0]]; v.Status != "ACTIVE" || v.Host != victim {
+		t.Errorf("server pinned to the healed %s: %+v", victim, v)
+	}
+	c.checkInvariants("agent_partitioned")
+}
+
+// burstPinned asks for one server on host.
+func (c *mhCluster) burstPinned(name, host string) ([]string, []error) {
+	resp, err := c.api().CreateServers(context.Background(), api.CreateRequest{Name: name, Flavor: "m1.tiny", Count: 1, Host: host})
+	if err != nil {
+		return nil, []error{err}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []string
+	for _, s := range resp.Servers {
+		ids = append(ids, s.ID)
+		c.requested[s.ID] = name
+	}
+	return ids, nil
+}
+
+// consumer reads a consumer's allocations; nil when it has none.
+func (c *mhCluster) consumer(id string) *etcdschema.Consumer {
+	c.t.Helper()
+	resp, err := c.cli.Get(context.Background(), c.keys.Consumer(id))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil
+	}
+	var con etcdschema.Consumer
+	if err := etcdschema.Decode(string(resp.Kvs[0].Key), resp.Kvs[0].Value, &con); err != nil {
+		c.t.Fatal(err)
+	}
+	return &con
+}
+
+// Scenario 4: SIGKILL the etcd raft leader; Berth goes on serving through
+// the two members left (every client has all three endpoints). The member
+// restarted on its data dir rejoins and catches up.
+func scenarioEtcdMemberKilled(t *testing.T, c *mhCluster) {
+	st, err := c.cli.Status(context.Background(), c.endpoints()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim string
+	for _, n := range c.etcdNames {
+		m, err := c.cli.MemberList(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mem := range m.Members {
+			if mem.ID == st.Leader && mem.Name == n {
+				victim = n
+			}
+		}
+	}
+	if victim == "" {
+		t.Fatalf("raft leader %x is none of %v", st.Leader, c.etcdNames)
+	}
+	p := c.etcd[victim]
+	killed := time.Now()
+	p.kill(t)
+	t.Logf("killed etcd raft leader %s on %s", victim, p.host.name)
+
+	ids, errs := c.burst("etcd-down", 40, c.alternate())
+	if len(errs) > 0 {
+		t.Fatalf("%d of 40 requests refused with an etcd member down, first: %v", len(errs), errs[0])
+	}
+	byID := c.settleAll(2 * time.Minute)
+	active := 0
+	for _, id := range ids {
+		if byID[id].Status == "ACTIVE" {
+			active++
+		}
+	}
+	t.Logf("40 servers asked for and settled with %s down (%d ACTIVE) in %s", victim, active, time.Since(killed).Round(time.Millisecond))
+	if active == 0 {
+		t.Fatal("no server went ACTIVE with one etcd member down")
+	}
+	c.waitMembersAgree(30 * time.Second) // the two left
+
+	restarted := time.Now()
+	c.net.restart(p)
+	c.waitMembersAgree(60 * time.Second)
+	t.Logf("%s restarted on its data dir and agreed with the others after %s", victim, time.Since(restarted).Round(time.Millisecond))
+	c.checkInvariants("etcd_member_killed")
+}
+
+// Scenario 5: a cell conductor dies holding retries (paused by testhook
+// just before committing each retry's cast, its alternate claimed); the
+// cell's other conductor takes them when their leases expire and builds
+// each once.
+func scenarioConductorKilled(t *testing.T, c *mhCluster) {
+	const cell = "cell3"
+	for _, h := range []string{"cond-3a", "cond-3b", "compute-7", "compute-8"} {
+		c.addHost(h)
+	}
+	env, file := pauseEnv(t, "cellconductor.before-commit")
+	first := c.startConductor("conductor-3a", c.hosts["cond-3a"], cell, env)
+	// compute-7 fails every build (reschedulably) and has far the most
+	// free RAM, so it is every server's first pick; compute-8 is the
+	// alternate in the same cell.
+	c.startAgent("compute-7", cell, map[string]string{"fail": "true", "memory_mb": "1048576"})
+	c.startAgent("compute-8", cell, nil)
+	c.waitState("compute-7", "up", 30*time.Second)
+	c.waitState("compute-8", "up", 30*time.Second)
+
+	// One request of four: all four are placed before any fails (the
+	// BuildFailure weigher would steer later requests away).
+	resp, err := c.api().CreateServers(context.Background(), api.CreateRequest{Name: "retry", Flavor: "m1.tiny", Count: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	c.mu.Lock()
+	for _, s := range resp.Servers {
+		ids = append(ids, s.ID)
+		c.requested[s.ID] = "retry"
+	}
+	c.mu.Unlock()
+	var held []string
+	eventually(t, 60*time.Second, "conductor-3a holding every retry", func() (bool, string) {
+		b, _ := os.ReadFile(file)
+		held = held[:0]
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if f := strings.Fields(line); len(f) == 2 {
+				held = append(held, f[1])
+			}
+		}
+		return len(held) == len(ids), fmt.Sprintf("%d of %d held", len(held), len(ids))
+	})
+	for _, id := range held {
+		if con := c.consumer(id); con == nil || len(con.Allocations) != 1 {
+			t.Fatalf("retry %s held without its alternate's claim: %+v", id, con)
+		}
+	}
+	c.startConductor("conductor-3b", c.hosts["cond-3b"], cell, nil)
+	killed := time.Now()
+	first.kill(t)
+	byID := c.settleAll(time.Minute)
+	t.Logf("%d retries held by the killed conductor finished by conductor-3b %s after the kill (lease_ttl %s)",
+		len(held), time.Since(killed).Round(time.Millisecond), c.vars["conductor_lease_ttl"])
+	for _, id := range ids {
+		v := byID[id]
+		if v.Status != "ACTIVE" || v.Host != "compute-8" || v.Attempts != 2 {
+			t.Errorf("server %s: %s on %s after %d attempts; want ACTIVE on compute-8 after 2", id, v.Status, v.Host, v.Attempts)
+		}
+		resp, err := c.cli.Get(context.Background(), c.keys.CellInstance(cell, id))
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Errorf("instance record of %s in %s: %v", id, cell, err)
+		}
+		if con := c.consumer(id); con == nil || len(con.Allocations) != 1 || con.Allocations[agent.ProviderUUIDForHost("compute-8")].Resources["MEMORY_MB"] != 512 {
+			t.Errorf("allocations of %s: %+v, want 512 MB on compute-8 only", id, con)
+		}
+	}
+	if n := c.countPrefix(c.keys.Retries(cell)); n != 0 {
+		t.Errorf("%d retries left in %s", n, cell)
+	}
+	c.checkInvariants("cell_conductor_killed")
+}
