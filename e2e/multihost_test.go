@@ -207,29 +207,42 @@ func (c *mhCluster) burstFailover(name string, n int, accepted *atomic.Int64) ([
 func scenarioPartition(t *testing.T, c *mhCluster) {
 	c.net.skipWithoutNetns(t)
 	const victim = "compute-3"
-	// Restart the victim with slow builds and the most RAM, so the RAM
-	// weigher sends it the whole next burst and the builds are still
-	// running when it is cut off.
+	// Restart the victim with slow builds and far the most RAM and vCPUs,
+	// so the weighers send it the next burst (its builds in flight, which
+	// the io_ops weigher counts against it, do not outweigh that) and the
+	// builds are still running when it is cut off.
 	old := c.agents[victim]
 	old.stop(t, 20*time.Second)
-	c.startAgent(victim, c.agentCell[victim], map[string]string{"build_time": "10s", "memory_mb": "262144"})
+	c.startAgent(victim, c.agentCell[victim], map[string]string{"build_time": "10s", "memory_mb": "1048576", "vcpus": "1024"})
 	c.waitState(victim, "up", 30*time.Second)
 
 	ids, errs := c.burst("partition", 8, c.alternate())
 	if len(errs) > 0 {
 		t.Fatalf("burst refused: %v", errs)
 	}
+	// Builds elsewhere take 200 ms; the victim's take 10 s. Wait until
+	// each server is either ACTIVE elsewhere or cast to the victim.
 	var inFlight []string
-	eventually(t, 30*time.Second, "builds in flight on "+victim, func() (bool, string) {
+	eventually(t, 30*time.Second, "the burst built elsewhere or in flight on "+victim, func() (bool, string) {
 		inFlight = inFlight[:0]
+		other := 0
 		for _, id := range ids {
-			resp, err := c.cli.Get(context.Background(), c.keys.Builds(victim)+id)
-			if err == nil && len(resp.Kvs) == 1 {
+			resp, err := c.cli.Get(context.Background(), c.keys.Build(victim, id))
+			if err != nil {
+				return false, err.Error()
+			}
+			if len(resp.Kvs) == 1 {
 				inFlight = append(inFlight, id)
+				continue
+			}
+			if v, err := c.api().GetServer(context.Background(), id); err == nil && v.Status == "ACTIVE" && v.Host != victim {
+				other++
 			}
 		}
-		return len(inFlight) == len(ids), fmt.Sprintf("%d of %d cast to %s", len(inFlight), len(ids), victim)
+		return len(inFlight) > 0 && len(inFlight)+other == len(ids),
+			fmt.Sprintf("%d of %d cast to %s, %d ACTIVE elsewhere", len(inFlight), len(ids), victim, other)
 	})
+	t.Logf("%d of %d servers in flight on %s", len(inFlight), len(ids), victim)
 
 	h := c.hosts[victim]
 	cut := time.Now()
@@ -306,6 +319,11 @@ func scenarioPartition(t *testing.T, c *mhCluster) {
 	if v := byID[ids[0]]; v.Status != "ACTIVE" || v.Host != victim {
 		t.Errorf("server pinned to the healed %s: %+v", victim, v)
 	}
+	// Back to the cluster's common sizes and build time, so later
+	// scenarios are not steered to it.
+	c.agents[victim].stop(t, 20*time.Second)
+	c.startAgent(victim, c.agentCell[victim], nil)
+	c.waitState(victim, "up", 30*time.Second)
 	c.checkInvariants("agent_partitioned")
 }
 
@@ -405,37 +423,44 @@ func scenarioConductorKilled(t *testing.T, c *mhCluster) {
 	}
 	env, file := pauseEnv(t, "cellconductor.before-commit")
 	first := c.startConductor("conductor-3a", c.hosts["cond-3a"], cell, env)
-	// compute-7 fails every build (reschedulably) and has far the most
-	// free RAM, so it is every server's first pick; compute-8 is the
-	// alternate in the same cell.
-	c.startAgent("compute-7", cell, map[string]string{"fail": "true", "memory_mb": "1048576"})
+	// compute-7 fails every build (reschedulably, after 3 s) and has far
+	// the most free RAM and vCPUs, so it is every server's first pick
+	// until its first failure is recorded; compute-8 is the alternate in
+	// the same cell.
+	c.startAgent("compute-7", cell, map[string]string{"fail": "true", "build_time": "3s", "memory_mb": "1048576", "vcpus": "1024"})
 	c.startAgent("compute-8", cell, nil)
 	c.waitState("compute-7", "up", 30*time.Second)
 	c.waitState("compute-8", "up", 30*time.Second)
 
-	// One request of four: all four are placed before any fails (the
-	// BuildFailure weigher would steer later requests away).
-	resp, err := c.api().CreateServers(context.Background(), api.CreateRequest{Name: "retry", Flavor: "m1.tiny", Count: 4})
-	if err != nil {
-		t.Fatal(err)
+	// Four requests of one, all placed before compute-7's first failure
+	// (after which the BuildFailure weigher steers away from it). One
+	// request of four would not do: a host chosen for one instance of a
+	// request is no alternate for the others.
+	ids, errs := c.burst("retry", 4, func(int) *api.Client { return c.api() })
+	if len(errs) > 0 {
+		t.Fatalf("burst refused: %v", errs)
 	}
-	var ids []string
-	c.mu.Lock()
-	for _, s := range resp.Servers {
-		ids = append(ids, s.ID)
-		c.requested[s.ID] = "retry"
-	}
-	c.mu.Unlock()
+	// Each server fails on compute-7, then conductor-3a leases its retry,
+	// claims compute-8 and stops before committing the cast. A server
+	// another scheduler pass sent elsewhere just settles.
 	var held []string
-	eventually(t, 60*time.Second, "conductor-3a holding every retry", func() (bool, string) {
+	eventually(t, 60*time.Second, "conductor-3a holding the retries", func() (bool, string) {
 		b, _ := os.ReadFile(file)
 		held = held[:0]
+		isHeld := map[string]bool{}
 		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 			if f := strings.Fields(line); len(f) == 2 {
 				held = append(held, f[1])
+				isHeld[f[1]] = true
 			}
 		}
-		return len(held) == len(ids), fmt.Sprintf("%d of %d held", len(held), len(ids))
+		settled := 0
+		for _, id := range ids {
+			if v, err := c.api().GetServer(context.Background(), id); err == nil && !isHeld[id] && (v.Status == "ACTIVE" || v.Status == "ERROR") {
+				settled++
+			}
+		}
+		return len(held) > 0 && len(held)+settled == len(ids), fmt.Sprintf("%d of %d held, %d settled", len(held), len(ids), settled)
 	})
 	for _, id := range held {
 		if con := c.consumer(id); con == nil || len(con.Allocations) != 1 {
@@ -448,7 +473,7 @@ func scenarioConductorKilled(t *testing.T, c *mhCluster) {
 	byID := c.settleAll(time.Minute)
 	t.Logf("%d retries held by the killed conductor finished by conductor-3b %s after the kill (lease_ttl %s)",
 		len(held), time.Since(killed).Round(time.Millisecond), c.vars["conductor_lease_ttl"])
-	for _, id := range ids {
+	for _, id := range held {
 		v := byID[id]
 		if v.Status != "ACTIVE" || v.Host != "compute-8" || v.Attempts != 2 {
 			t.Errorf("server %s: %s on %s after %d attempts; want ACTIVE on compute-8 after 2", id, v.Status, v.Host, v.Attempts)
