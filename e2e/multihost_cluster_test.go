@@ -45,17 +45,17 @@ type mhCluster struct {
 // would: hosts read down 3 s after their last report, the scheduler
 // leader's lease is 2 s and it sweeps down hosts every second.
 var mhVars = map[string]string{
-	"log_level":               "debug",
-	"report_interval":         "1s",
-	"service_down_time":       "3s",
-	"election_ttl":            "2s",
-	"leader_interval":         "1s",
-	"down_host_grace":         "1s",
+	"log_level":                "debug",
+	"report_interval":          "1s",
+	"service_down_time":        "3s",
+	"election_ttl":             "2s",
+	"leader_interval":          "1s",
+	"down_host_grace":          "1s",
 	"superconductor_lease_ttl": "2s",
-	"conductor_lease_ttl":     "2s",
-	"build_time":              "200ms",
-	"vcpus":                   "32",
-	"memory_mb":               "65536",
+	"conductor_lease_ttl":      "2s",
+	"build_time":               "200ms",
+	"vcpus":                    "32",
+	"memory_mb":                "65536",
 }
 
 // mhLayout is the deployment of scenario 1: hosts ctl-1..3 run an etcd
