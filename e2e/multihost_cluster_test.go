@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
 )
 
@@ -41,9 +42,10 @@ type mhCluster struct {
 	requested map[string]string // server id -> the burst that asked for it
 }
 
-// Timings short enough for tests, passed to the deploy templates as -var
-// would: hosts read down 3 s after their last report, the scheduler
-// leader's lease is 2 s and it sweeps down hosts every second.
+// The deployment templates' tunables (`berth config render -var`), set
+// for tests: the fake driver with 200 ms builds on hosts of fixed size,
+// and short timings (hosts read down 3 s after their last report, the
+// scheduler leader's lease is 2 s and it sweeps down hosts every second).
 var mhVars = map[string]string{
 	"log_level":                "debug",
 	"report_interval":          "1s",
@@ -53,12 +55,14 @@ var mhVars = map[string]string{
 	"down_host_grace":          "1s",
 	"superconductor_lease_ttl": "2s",
 	"conductor_lease_ttl":      "2s",
+	"driver":                   "fake",
 	"build_time":               "200ms",
+	"disk_gb":                  "2000",
 	"vcpus":                    "32",
 	"memory_mb":                "65536",
 }
 
-// mhLayout is the deployment of scenario 1: hosts ctl-1..3 run an etcd
+// newMHCluster deploys scenario 1's layout: hosts ctl-1..3 run an etcd
 // member each, ctl-1 and ctl-2 a server and a cell conductor (cell1,
 // cell2); compute-1..6 run an agent, three per cell.
 func newMHCluster(t *testing.T) *mhCluster {
@@ -124,13 +128,13 @@ func (c *mhCluster) endpoints() []string {
 	return out
 }
 
-// etcdVar is the -etcd argument of `berth config render`: name=IP,...
-func (c *mhCluster) etcdVar() map[string]string {
-	m := map[string]string{}
+// etcdMembers is the -etcd argument of `berth config render`.
+func (c *mhCluster) etcdMembers() []configs.EtcdMember {
+	var out []configs.EtcdMember
 	for i, n := range c.etcdNames {
-		m[n] = c.hosts[fmt.Sprintf("ctl-%d", i+1)].addr
+		out = append(out, configs.EtcdMember{Name: n, Address: c.hosts[fmt.Sprintf("ctl-%d", i+1)].addr})
 	}
-	return m
+	return out
 }
 
 func (c *mhCluster) client(endpoints ...string) *clientv3.Client {
@@ -154,9 +158,9 @@ func (c *mhCluster) config(role, name string, h *netHost, cell string, extra map
 	for k, v := range extra {
 		vars[k] = v
 	}
-	dv := deployVars{Role: role, Name: name, Address: h.addr, Etcd: c.etcdVar(), Cell: cell,
+	dv := configs.DeployVars{Name: name, Address: h.addr, Etcd: c.etcdMembers(), Cell: cell,
 		DataDir: filepath.Join(c.dir, name), Vars: vars}
-	out, err := renderDeploy(dv)
+	out, err := configs.RenderDeploy(role, dv)
 	if err != nil {
 		c.t.Fatalf("render %s config for %s on %s: %v", role, name, h.name, err)
 	}
