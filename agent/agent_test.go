@@ -129,3 +129,45 @@ func TestAgentSendsHostSyncAtStart(t *testing.T) {
 		t.Fatal("no HostSync written at start")
 	}
 }
+
+// TestAgentDestroysABuildTakenBackWhileBuilding: the leader takes a build
+// back from a host that read down (it deletes the cast and reschedules
+// the instance) while the agent, cut off but running, is still building
+// it. When the build ends the agent must not keep the instance: it runs
+// elsewhere now.
+func TestAgentDestroysABuildTakenBackWhileBuilding(t *testing.T) {
+	cli, keys, p, a := startAgent(t, FakeConfig{BuildTime: 500 * time.Millisecond})
+	ctx := context.Background()
+	cast(t, cli, keys, p, a, "i4")
+	inFlight := func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.inFlight["i4"]
+	}
+	if err := waitFor(inFlight); err != nil {
+		t.Fatal("build never started")
+	}
+	// What the down-host duty does: the instance back to scheduling, a
+	// retry filed, the cast deleted.
+	in := instance(t, cli, keys, "i4")
+	in.Host, in.TaskState = "", etcdschema.TaskScheduling
+	retry := &etcdschema.Retry{InstanceUUID: "i4", Cell: "cell1", FailedHost: "h1", Reason: "host h1 is down"}
+	if _, err := cli.Txn(ctx).Then(
+		clientv3.OpPut(keys.CellInstance("cell1", "i4"), etcdschema.MustEncode(&in)),
+		clientv3.OpPut(keys.Retry("cell1", "i4"), etcdschema.MustEncode(retry)),
+		clientv3.OpDelete(keys.Build("h1", "i4"))).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(func() bool { return !inFlight() }); err != nil {
+		t.Fatal("build never ended")
+	}
+	if running, _ := a.driver.List(ctx); len(running) != 0 {
+		t.Fatalf("driver still runs %v after its cast was taken back", running)
+	}
+	if got := instance(t, cli, keys, "i4"); got.Status != etcdschema.StatusBuild || got.Host != "" {
+		t.Fatalf("the agent wrote over the rescheduled instance: %+v", got)
+	}
+	if resp, _ := cli.Get(ctx, keys.HostInstance("h1", "i4")); len(resp.Kvs) != 0 {
+		t.Fatal("instance info written for an instance taken back")
+	}
+}

@@ -171,10 +171,7 @@ func (a *Agent) build(ctx context.Context, ev informer.Event, b *etcdschema.Buil
 			return err
 		}
 		if !ok {
-			// A newer cast (a delete) replaced this one while we built; it is
-			// worked next and destroys what we made.
-			a.log.Info("build outcome superseded by a newer cast", "instance", b.InstanceUUID)
-			return nil
+			return a.buildSuperseded(ctx, ev, b)
 		}
 		a.log.Info("instance active", "instance", b.InstanceUUID, "attempt", b.Attempt)
 		a.noteBuildResult(ctx, true)
@@ -210,6 +207,30 @@ func (a *Agent) build(ctx context.Context, ev informer.Event, b *etcdschema.Buil
 	_, err = a.endCastIf(ctx, ev, instKey, instRev, []clientv3.Op{clientv3.OpPut(instKey, etcdschema.MustEncode(inst))})
 	a.log.Warn("build failed, not reschedulable", "instance", b.InstanceUUID, "reason", be.Reason)
 	return err
+}
+
+// buildSuperseded handles a build whose outcome transaction found its cast
+// or instance changed. A newer cast (a delete) that replaced it is worked
+// next and destroys what we made. A cast that is gone was taken back: the
+// leader rescheduled the build after this host read down (a partition
+// that outlived service_down_time and down_host_grace), so the instance
+// is being built elsewhere and what runs here is an orphan, destroyed now
+// rather than left to the next start-up reconciliation.
+func (a *Agent) buildSuperseded(ctx context.Context, ev informer.Event, b *etcdschema.Build) error {
+	resp, err := a.cli.Get(ctx, ev.Key, clientv3.WithKeysOnly())
+	if err != nil {
+		return fmt.Errorf("read cast %s: %w", ev.Key, err)
+	}
+	if len(resp.Kvs) > 0 {
+		a.log.Info("build outcome superseded by a newer cast", "instance", b.InstanceUUID)
+		return nil
+	}
+	if err := a.driver.Destroy(context.WithoutCancel(ctx), b.InstanceUUID); err != nil {
+		return fmt.Errorf("destroy %s, whose cast was taken back: %w", b.InstanceUUID, err)
+	}
+	a.log.Warn("build outcome dropped: the cast was taken back while building (host read down); local instance destroyed",
+		"instance", b.InstanceUUID)
+	return nil
 }
 
 // destroy deletes the instance: driver, claim, then every record, in one
