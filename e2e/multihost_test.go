@@ -202,8 +202,8 @@ func (c *mhCluster) burstFailover(name string, n int, accepted *atomic.Int64) ([
 // after service_down_time, nothing new lands there, and the leader's
 // down-host duty turns its builds into retries after down_host_grace,
 // which the cell conductor builds on the alternates. Healed, the agent
-// reads up again; its builds, finished in the dark, find their casts gone
-// and leave nothing behind in etcd.
+// reads up again; its builds, finished in the dark, find their casts gone:
+// it destroys them and leaves nothing behind in etcd.
 func scenarioPartition(t *testing.T, c *mhCluster) {
 	c.net.skipWithoutNetns(t)
 	const victim = "compute-3"
@@ -293,13 +293,15 @@ func scenarioPartition(t *testing.T, c *mhCluster) {
 	c.waitState(victim, "up", 60*time.Second)
 	t.Logf("%s read up %s after its link came back", victim, time.Since(healed).Round(time.Millisecond))
 	// Its builds ran on in the dark; when they end the agent finds each
-	// cast gone and records nothing. Wait for that, then nothing may place
-	// them on the victim.
-	eventually(t, 60*time.Second, victim+" to finish its superseded builds", func() (bool, string) {
+	// cast taken back, records nothing and destroys what it built (the
+	// fake driver's instances are in its memory: its log is where to see
+	// it). Then nothing may place them on the victim.
+	eventually(t, 60*time.Second, victim+" to drop the builds taken back", func() (bool, string) {
 		b, _ := os.ReadFile(c.agents[victim].log)
-		n := strings.Count(string(b), "build outcome superseded")
-		return n >= len(inFlight), fmt.Sprintf("%d of %d", n, len(inFlight))
+		n := strings.Count(string(b), "build outcome dropped: the cast was taken back")
+		return n == len(inFlight), fmt.Sprintf("%d of %d", n, len(inFlight))
 	})
+	t.Logf("%s reconciled %s after the heal: %d builds taken back destroyed locally", victim, time.Since(healed).Round(time.Millisecond), len(inFlight))
 	for _, id := range inFlight {
 		if v, err := c.api().GetServer(context.Background(), id); err != nil || v.Host == victim || v.Status != "ACTIVE" {
 			t.Errorf("server %s after the heal: %+v %v", id, v, err)
