@@ -319,7 +319,11 @@ func (n *hostNet) run(p *hostProc) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), p.env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own group, so a kill reaches all it started; and killed with
+	// the test process, so a test binary that dies (a -timeout panic runs
+	// no cleanup) leaves no host running. ip netns exec execs in place, so
+	// the death signal reaches berth itself.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		n.t.Fatalf("start %s on %s: %v", p.name, p.host.name, err)
