@@ -384,19 +384,17 @@ func scenarioEtcdMemberKilled(t *testing.T, c *mhCluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	members, err := c.cli.MemberList(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var victim string
-	for _, n := range c.etcdNames {
-		m, err := c.cli.MemberList(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mem := range m.Members {
-			if mem.ID == st.Leader && mem.Name == n {
-				victim = n
-			}
+	for _, m := range members.Members {
+		if m.ID == st.Leader {
+			victim = m.Name
 		}
 	}
-	if victim == "" {
+	if _, ok := c.etcd[victim]; !ok {
 		t.Fatalf("raft leader %x is none of %v", st.Leader, c.etcdNames)
 	}
 	p := c.etcd[victim]

@@ -77,6 +77,15 @@ func newHostNet(t *testing.T) *hostNet {
 		n.why = err.Error()
 		return n
 	}
+	// A namespace first: containers may allow links but not namespaces.
+	probe := nsPrefix + n.owner + "-probe"
+	if out, err := ipCmd("netns", "add", probe); err != nil {
+		n.why = fmt.Sprintf("cannot make a network namespace (%v: %s)", err, out)
+		return n
+	}
+	if out, err := ipCmd("netns", "del", probe); err != nil {
+		t.Fatalf("remove probe namespace %s: %v: %s", probe, err, out)
+	}
 	n.bridge = linkPrefix + n.owner + "-br"
 	if out, err := ipCmd("link", "add", n.bridge, "type", "bridge"); err != nil {
 		n.why = fmt.Sprintf("cannot make a bridge (%v: %s)", err, out)
