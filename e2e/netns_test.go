@@ -71,6 +71,16 @@ func newHostNet(t *testing.T) *hostNet {
 		n.why = "no ip command (Debian: iproute2)"
 		return n
 	}
+	// Two runs at once (two worktrees' CI) must not pick the same subnet:
+	// choosing it and taking it (the bridge's address) is done under a lock.
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "berth-e2e-netns.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("netns lock: %v", err)
+	}
+	defer lock.Close() // closing releases the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("netns lock: %v", err)
+	}
 	removeStaleNetns(t)
 	subnet, err := freeSubnet()
 	if err != nil {
