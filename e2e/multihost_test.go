@@ -22,14 +22,24 @@ import (
 // run alone (go test ./e2e -run TestMultiHost/agent_partitioned).
 func TestMultiHost(t *testing.T) {
 	c := newMHCluster(t)
+	failed := ""
 	run := func(name string, f func(t *testing.T, c *mhCluster)) {
-		t.Run(name, func(st *testing.T) {
+		ok := t.Run(name, func(st *testing.T) {
+			if failed != "" {
+				// Its failure may have left the shared cluster broken (a
+				// host cut off, a process not restarted): this one would
+				// only fail for that.
+				st.Skipf("skipped: %s failed before it on the shared cluster", failed)
+			}
 			c.use(st)
 			defer c.use(t)
 			start := time.Now()
 			f(st, c)
 			st.Logf("%s took %s", name, time.Since(start).Round(100*time.Millisecond))
 		})
+		if !ok && failed == "" {
+			failed = name
+		}
 	}
 	run("bursts", scenarioBursts)
 	run("scheduler_leader_killed", scenarioLeaderKilled)
