@@ -22,6 +22,9 @@ type Config struct {
 
 	Etcd Etcd
 	Log  Log
+	// Status is where /healthz, /readyz and /metrics are served on a
+	// listener of their own; every role accepts it.
+	Status Status
 	// DefaultAvailabilityZone is the zone of hosts in no AZ aggregate
 	// (Nova's default_availability_zone); the API and the scheduler of
 	// one deployment must agree on it.
@@ -84,6 +87,13 @@ const (
 type Log struct {
 	Level  string // trace, debug, info, warn or error
 	Format string // text or json
+}
+
+// Status configures the status listener (/healthz, /readyz, /metrics).
+// Server roles also answer the three paths on their own HTTP servers;
+// conductors, agents and etcd members have no other HTTP server.
+type Status struct {
+	Bind string // host:port; "" serves no status listener
 }
 
 // API is the compute API role.

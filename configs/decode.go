@@ -105,6 +105,7 @@ func (d *decoder) config(r *rawFile) *Config {
 	c := &Config{Filename: d.filename}
 	c.Etcd = d.etcd(r.Etcd)
 	c.Log = d.log(r.Log)
+	c.Status = d.status(r.Status)
 	c.DefaultAvailabilityZone = d.zone(r.Body, "default_availability_zone", r.DefaultAvailabilityZone, d.def.DefaultAvailabilityZone)
 	if r.API != nil {
 		c.API = &API{
@@ -274,6 +275,21 @@ func (d *decoder) initialCluster(b hcl.Body, m *Embedded) {
 		d.bad(b, name, "This member is not in initial_cluster",
 			fmt.Sprintf("initial_cluster must list this member by its name %q (set name = ... to match one of its entries).", m.Name))
 	}
+}
+
+func (d *decoder) status(r *rawStatus) Status {
+	def := d.def.Status
+	if r == nil {
+		return def
+	}
+	if r.Bind == nil {
+		// An empty block would silently serve nothing.
+		d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing bind",
+			Detail:  "A status block serves /healthz, /readyz and /metrics on bind = \"host:port\"; set it, or remove the block to serve none.",
+			Subject: r.DefRange.Ptr()})
+		return def
+	}
+	return Status{Bind: d.bind(r.Body, "bind", r.Bind, def.Bind)}
 }
 
 func (d *decoder) log(r *rawLog) Log {

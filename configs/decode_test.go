@@ -272,6 +272,16 @@ func TestParseErrors(t *testing.T) {
 			},
 		},
 		{
+			desc: "status block without bind",
+			src:  "status {\n}\n",
+			want: []diag{{"1:1", "Missing bind", "remove the block to serve none"}},
+		},
+		{
+			desc: "bad status bind",
+			src:  "status {\n  bind = \"9102\"\n}\n",
+			want: []diag{{"2:10", "Invalid bind", `got "9102"`}},
+		},
+		{
 			desc: "bad default availability zone",
 			src:  "default_availability_zone = \"az:1\"\n",
 			want: []diag{{"1:29", "Invalid default_availability_zone", `without ':'; got "az:1"`}},
@@ -441,5 +451,20 @@ func TestLoadMissingFile(t *testing.T) {
 	_, err := Load("does-not-exist.hcl")
 	if err == nil || !strings.Contains(err.Error(), "does-not-exist.hcl") {
 		t.Fatalf("err = %v, want one naming the file", err)
+	}
+}
+
+// TestStatusBind: the status listener is off unless a file sets it, and
+// any role's file may set it.
+func TestStatusBind(t *testing.T) {
+	if b := Defaults().Status.Bind; b != "" {
+		t.Errorf("default status bind = %q, want off", b)
+	}
+	cfg, err := Parse([]byte("status {\n  bind = \"127.0.0.1:8793\"\n}\n"), "t.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Status.Bind != "127.0.0.1:8793" {
+		t.Errorf("status bind = %q", cfg.Status.Bind)
 	}
 }

@@ -42,7 +42,16 @@ func Defaults() *Config {
 				InitialClusterState: ClusterStateNew,
 			},
 		},
-		Log:                     Log{Level: "info", Format: LogFormatText},
+		Log: Log{Level: "info", Format: LogFormatText},
+		// No status listener unless the file asks for one. Server roles
+		// answer /healthz, /readyz and /metrics on their own HTTP servers
+		// anyway; conductors and agents have none, and any fixed port
+		// would clash when several run on one machine (berth dev, the e2e
+		// tests, a lab VM with a conductor and an agent). The deployment
+		// templates set a port per role by convention, next to the
+		// scheduler's 8790: etcd 8791, conductor 8792, agent 8793 (not
+		// 9100, node_exporter's port on many hosts).
+		Status:                  Status{Bind: ""},
 		DefaultAvailabilityZone: "nova",
 		API:                     &API{Bind: "127.0.0.1:8774"}, // Nova's compute API port
 		Placement: &Placement{

@@ -12,6 +12,7 @@ type rawFile struct {
 
 	Etcd           *rawEtcd           `hcl:"etcd,block"`
 	Log            *rawLog            `hcl:"log,block"`
+	Status         *rawStatus         `hcl:"status,block"`
 	API            *rawAPI            `hcl:"api,block"`
 	Placement      *rawPlacement      `hcl:"placement,block"`
 	Scheduler      *rawScheduler      `hcl:"scheduler,block"`
@@ -59,6 +60,12 @@ type rawLog struct {
 	Level  *string  `hcl:"level"`
 	Format *string  `hcl:"format"`
 	Body   hcl.Body `hcl:",body"`
+}
+
+type rawStatus struct {
+	Bind     *string   `hcl:"bind"`
+	DefRange hcl.Range `hcl:",def_range"`
+	Body     hcl.Body  `hcl:",body"`
 }
 
 type rawAPI struct {

@@ -20,6 +20,16 @@ log {
   format = "text" # text | json
 }
 
+# Where /healthz (the process runs), /readyz (etcd answers and the role's
+# caches are loaded; 503 with a JSON body naming each failing check) and
+# /metrics (Prometheus text format) are served. Every role accepts this
+# block; without it none is served (server roles answer the three paths
+# on their api, placement and scheduler listeners anyway). bind is
+# host:port and is required in the block. Deployments use 8793.
+status {
+  bind = "0.0.0.0:8793"
+}
+
 agent {
   # The compute host's name, unique in the deployment. Required; it is
   # part of etcd keys, so letters, digits, ".", "_", "-" only.

@@ -23,6 +23,16 @@ log {
   format = "text"
 }
 
+# Where /healthz (the process runs), /readyz (etcd answers and the role's
+# caches are loaded; 503 with a JSON body naming each failing check) and
+# /metrics (Prometheus text format) are served. Every role accepts this
+# block; without it none is served (server roles answer the three paths
+# on their api, placement and scheduler listeners anyway). bind is
+# host:port and is required in the block. Deployments use 8792.
+status {
+  bind = "0.0.0.0:8792"
+}
+
 conductor {
   # The cell this conductor serves. Required; letters, digits, ".", "_", "-".
   cell = "cell1"
