@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/informer"
+	"github.com/berth-project/berth/internal/metrics"
 )
 
 // Version is the agent version written into its service record.
@@ -60,6 +61,8 @@ type Config struct {
 	Inventory            Inventory
 	// DataDir is where disk size is detected when not configured.
 	DataDir string
+	// Metrics counts finished builds by outcome (nil: not counted).
+	Metrics *metrics.Metrics
 }
 
 // Agent is one host's compute service.

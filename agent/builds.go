@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/informer"
+	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -173,6 +174,7 @@ func (a *Agent) build(ctx context.Context, ev informer.Event, b *etcdschema.Buil
 		if !ok {
 			return a.buildSuperseded(ctx, ev, b)
 		}
+		a.cfg.Metrics.Build(metrics.BuildActive)
 		a.log.Info("instance active", "instance", b.InstanceUUID, "attempt", b.Attempt)
 		a.noteBuildResult(ctx, true)
 		return nil
@@ -199,12 +201,16 @@ func (a *Agent) build(ctx context.Context, ev informer.Event, b *etcdschema.Buil
 		if err != nil || !ok {
 			return err
 		}
+		a.cfg.Metrics.Build(metrics.BuildRescheduled)
 		a.log.Info("build failed, filed a reschedule", "instance", b.InstanceUUID, "reason", be.Reason)
 		return nil
 	}
 	inst.Status, inst.TaskState, inst.UpdatedAt = etcdschema.StatusError, "", now
 	inst.Fault = &etcdschema.Fault{Code: 500, Message: be.Reason, Created: now}
-	_, err = a.endCastIf(ctx, ev, instKey, instRev, []clientv3.Op{clientv3.OpPut(instKey, etcdschema.MustEncode(inst))})
+	ok, err := a.endCastIf(ctx, ev, instKey, instRev, []clientv3.Op{clientv3.OpPut(instKey, etcdschema.MustEncode(inst))})
+	if err == nil && ok {
+		a.cfg.Metrics.Build(metrics.BuildFailed)
+	}
 	a.log.Warn("build failed, not reschedulable", "instance", b.InstanceUUID, "reason", be.Reason)
 	return err
 }

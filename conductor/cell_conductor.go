@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/testhook"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/scheduler"
@@ -27,6 +28,7 @@ type CellConductorConfig struct {
 	Workers   int
 	LeaseTTL  time.Duration
 	Log       hclog.Logger
+	Metrics   *metrics.Metrics // nil: reschedules are not counted
 }
 
 // CellConductor retries failed builds inside its cell on the stored
@@ -173,6 +175,7 @@ func (c *CellConductor) process(ctx context.Context, it Item) error {
 			}
 			return fmt.Errorf("retry %s: instance or alternates changed during the hand-off", uuid)
 		}
+		c.cfg.Metrics.Reschedule(metrics.RescheduleCast)
 		log.Info("rescheduled on alternate", "host", sel.ServiceHost, "attempt", inst.Attempts,
 			"failed_host", retry.FailedHost, "reason", retry.Reason)
 		return nil
@@ -201,6 +204,7 @@ func (c *CellConductor) process(ctx context.Context, it Item) error {
 	if !ok {
 		return fmt.Errorf("retry %s: instance changed while marking it ERROR", uuid)
 	}
+	c.cfg.Metrics.Reschedule(metrics.RescheduleExhausted)
 	log.Warn("build failed on every host", "attempts", len(alts.Attempts), "reasons", inst.Fault.Details)
 	return nil
 }

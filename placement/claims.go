@@ -85,6 +85,12 @@ type claimRead struct {
 // compares every record it read. A lost race is re-read and retried
 // retryCount times, then ErrConcurrentUpdate.
 func (s *Service) writeAllocations(ctx context.Context, writes map[string]AllocationWrite, opts ClaimOptions, mustExist bool) (int64, error) {
+	rev, err := s.writeAllocationsRetrying(ctx, writes, opts, mustExist)
+	s.metrics.Claim(claimOutcome(err))
+	return rev, err
+}
+
+func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[string]AllocationWrite, opts ClaimOptions, mustExist bool) (int64, error) {
 	if len(writes) == 0 {
 		return 0, nil
 	}
@@ -138,6 +144,7 @@ func (s *Service) writeAllocations(ctx context.Context, writes map[string]Alloca
 		} else if resp.Succeeded {
 			return resp.Header.Revision, nil
 		}
+		s.metrics.ClaimConflict()
 		s.log.Debug("claim lost a race, retrying", "consumer", what, "attempt", attempt+1)
 	}
 	return 0, fmt.Errorf("claim %s: %w", what, detailf(ErrConcurrentUpdate, "Inventory and/or allocations changed while attempting to allocate: gave up after %d retries", s.retryCount))

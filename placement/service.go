@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/metrics"
 )
 
 // allocationConflictRetryCount is Placement's allocation_conflict_retry_count:
@@ -30,6 +31,8 @@ type Service struct {
 
 	// RetryCount overrides allocationConflictRetryCount (tests).
 	retryCount int
+
+	metrics *metrics.Metrics // nil: not counted
 
 	progressMu  sync.Mutex
 	progressCtx context.Context

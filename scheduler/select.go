@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -73,6 +74,7 @@ type Scheduler struct {
 	// guardLosses counts claims refused because another scheduler took a
 	// server group's place first.
 	guardLosses atomic.Int64
+	metrics     *metrics.Metrics // nil: not observed
 }
 
 // New builds a scheduler over a placement service and a host manager.
@@ -103,11 +105,8 @@ func New(cfg Config, p Placement, hm *HostManager, log hclog.Logger) (*Scheduler
 	return &Scheduler{cfg: cfg, placement: p, hosts: hm, filters: filters, weighers: ws, log: log}, nil
 }
 
-// SelectDestinations places every instance of spec: it claims resources
-// for each, all or nothing, and returns per instance the chosen Selection
-// (claimed) followed by up to max_attempts-1 alternates from the same cell
-// (unclaimed, each with the allocation request a conductor can claim).
-func (s *Scheduler) SelectDestinations(ctx context.Context, spec *RequestSpec) ([][]etcdschema.Selection, error) {
+// selectDestinations is SelectDestinations without its metrics.
+func (s *Scheduler) selectDestinations(ctx context.Context, spec *RequestSpec) ([][]etcdschema.Selection, error) {
 	start := time.Now()
 	if len(spec.InstanceUUIDs) == 0 {
 		return nil, fmt.Errorf("select destinations: no instance uuids")
