@@ -17,6 +17,8 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/status"
 )
 
 // TestConformanceGabbits runs OpenStack Placement's own gabbits (in
@@ -118,7 +120,9 @@ func (h *gabbiHarness) api(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no placement running", http.StatusServiceUnavailable)
 		return
 	}
-	svc.Handler().ServeHTTP(w, r)
+	// As cmd/berth serves it: with /healthz, /readyz and /metrics mounted,
+	// which must change no answer a gabbit checks.
+	status.Mount(svc.Handler(), status.New(metrics.New()).Handler()).ServeHTTP(w, r)
 }
 
 func (h *gabbiHarness) control(w http.ResponseWriter, r *http.Request) {

@@ -56,6 +56,11 @@ func startAndWait(name string, cfg *configs.Config, log hclog.Logger, stdout io.
 		log.Error("cannot reach etcd", "error", err)
 		return 1
 	}
+	if err := s.serveStatus(); err != nil {
+		log.Error("start failed", "error", err)
+		s.stop()
+		return 1
+	}
 	if err := start(context.Background(), s); err != nil {
 		log.Error("start failed", "error", err)
 		s.stop()

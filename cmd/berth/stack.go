@@ -22,6 +22,8 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/members"
+	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/status"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/scheduler"
 )
@@ -41,11 +43,18 @@ type stack struct {
 	sched     *scheduler.Scheduler
 	schedID   string // this process's scheduler registration id
 
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	servers []*http.Server
-	errs    chan error
+	// metrics is this process's registry (see internal/metrics for why
+	// not the global one); status its /healthz, /readyz and /metrics.
+	metrics   *metrics.Metrics
+	status    *status.Status
+	statusSrv *http.Server // the status { bind } listener, stopped last
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	servers  []*http.Server
+	errs     chan error
+	stopOnce sync.Once
 	// Endpoints lists what the process serves, for the banner.
 	Endpoints [][2]string
 }
@@ -53,14 +62,14 @@ type stack struct {
 // connect starts embedded etcd or dials the configured cluster; ctx ends
 // the wait of a cluster member for its peers.
 func connect(ctx context.Context, cfg *configs.Config, log hclog.Logger) (*stack, error) {
-	s := &stack{cfg: cfg, log: log, keys: etcdschema.New(cfg.Etcd.Prefix), errs: make(chan error, 16)}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s := newStack(cfg, log)
 	if cfg.Etcd.Embedded != nil {
 		srv, err := embedetcd.StartContext(ctx, cfg.Etcd.Embedded.EmbedConfig())
 		if err != nil {
 			return nil, err
 		}
-		s.etcd, s.cli = srv, srv.Client()
+		s.etcd = srv
+		s.attach(srv.Client())
 		s.Endpoints = append(s.Endpoints, [2]string{"etcd", srv.ClientURL()})
 		return s, nil
 	}
@@ -78,8 +87,62 @@ func connect(ctx context.Context, cfg *configs.Config, log hclog.Logger) (*stack
 		cli.Close()
 		return nil, fmt.Errorf("etcd at %v is not reachable: %w", cc.Endpoints, err)
 	}
-	s.cli, s.ownCli = cli, true
+	s.attach(cli)
+	s.ownCli = true
 	return s, nil
+}
+
+// newStack is a stack with no etcd client yet (see attach).
+func newStack(cfg *configs.Config, log hclog.Logger) *stack {
+	s := &stack{cfg: cfg, log: log, keys: etcdschema.New(cfg.Etcd.Prefix), errs: make(chan error, 16)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.metrics = metrics.New()
+	s.status = status.New(s.metrics)
+	return s
+}
+
+// attach makes cli the stack's etcd client, its KV requests timed (the
+// embedded member's in-process client as well as a networked one), and
+// adds the etcd readiness check. It runs before any role shares cli.
+func (s *stack) attach(cli *clientv3.Client) {
+	cli.KV = s.metrics.InstrumentKV(cli.KV)
+	s.cli = cli
+	// The same never-written key connect reads: a linearizable read needs
+	// the cluster's quorum, and a count-only read costs nothing.
+	s.status.Etcd(cli, s.keys.Cell("health-check"))
+}
+
+// readyWhen adds a readiness check that passes once wait returns nil (a
+// role's WaitSynced), failing with notYet until then.
+func (s *stack) readyWhen(name, notYet string, wait func(context.Context) error) {
+	ch := make(chan struct{})
+	go func() {
+		if wait(s.ctx) == nil {
+			close(ch)
+		}
+	}()
+	s.status.Ready(name, ch, notYet)
+}
+
+// serveStatus serves /healthz, /readyz and /metrics on status.bind, when
+// set. It starts before the roles, so /healthz answers and /readyz says
+// what is still loading during start-up, and stops after them.
+func (s *stack) serveStatus() error {
+	if s.cfg.Status.Bind == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.cfg.Status.Bind)
+	if err != nil {
+		return fmt.Errorf("status: listen on %s: %w", s.cfg.Status.Bind, err)
+	}
+	s.statusSrv = &http.Server{Handler: s.status.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.Endpoints = append(s.Endpoints, [2]string{"status", "http://" + ln.Addr().String()})
+	go func() {
+		if err := s.statusSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.errs <- fmt.Errorf("status: %w", err)
+		}
+	}()
+	return nil
 }
 
 // go runs a role until the stack stops; a role that fails stops the process.
@@ -100,10 +163,16 @@ func (s *stack) startPlacement(ctx context.Context) error {
 		return nil
 	}
 	s.placement = placement.New(s.cli, s.keys, s.log)
+	s.placement.SetMetrics(s.metrics)
 	loaded := make(chan error, 1)
+	indexReady := make(chan struct{})
+	s.status.Ready("placement index", indexReady, "the placement index has not loaded the providers and consumers yet")
 	s.run("placement", func(ctx context.Context) error {
 		err := s.placement.Start(ctx)
 		loaded <- err
+		if err == nil {
+			close(indexReady)
+		}
 		if err != nil {
 			return err
 		}
@@ -133,6 +202,9 @@ func (s *stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Li
 	for _, w := range wrap {
 		ln = w(ln)
 	}
+	// Every API server of the process also answers the status paths,
+	// which none of the APIs uses.
+	h = status.Mount(h, s.status.Handler())
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	s.servers = append(s.servers, srv)
 	s.Endpoints = append(s.Endpoints, [2]string{name, "http://" + ln.Addr().String()})
@@ -190,6 +262,8 @@ func (s *stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 	s.hosts = scheduler.NewHostManager(s.cli, s.keys, log.Named("hosts"),
 		scheduler.WithTrackInstanceChanges(c.TrackInstanceChanges))
 	go s.hosts.Run(s.ctx)
+	s.readyWhen("host manager", "the host manager has not read the hosts yet", s.hosts.WaitSynced)
+	s.metrics.WatchHosts(s.hosts.HostCounts)
 	if err := c.CheckFilters(scheduler.FilterNames()); err != nil {
 		return err
 	}
@@ -200,6 +274,7 @@ func (s *stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 	if err != nil {
 		return err
 	}
+	s.sched.SetMetrics(s.metrics)
 	if err := s.hosts.WaitSynced(ctx); err != nil {
 		return err
 	}
@@ -215,6 +290,7 @@ func (s *stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 	reg := &members.Registration{Cli: s.cli, Keys: s.keys, Role: scheduler.Role, ID: s.schedID, URL: url,
 		TTL: c.ElectionTTL, Log: log}
 	s.run("scheduler registration", reg.Run)
+	s.status.Ready("scheduler registration", reg.Registered(), "the scheduler is not registered under /members/scheduler/ yet")
 	sups := members.NewWatcher(s.cli, s.keys, roleSuperconductor, log)
 	go sups.Run(s.ctx)
 	leader := scheduler.NewLeader(scheduler.LeaderConfig{
@@ -264,6 +340,7 @@ func (s *stack) startSuperconductor(ctx context.Context, c *configs.Superconduct
 		SelectTimeout: c.SelectTimeout, MaxAttempts: maxAttempts, Log: log,
 	})
 	s.run("superconductor", sup.Run)
+	s.readyWhen("superconductor queue", "the superconductor has not read the build requests yet", sup.WaitSynced)
 	reg := &members.Registration{Cli: s.cli, Keys: s.keys, Role: roleSuperconductor, ID: holder,
 		TTL: c.LeaseTTL, Log: log}
 	s.run("superconductor registration", reg.Run)
@@ -332,9 +409,10 @@ func (s *stack) startConductor(ctx context.Context, c *configs.Conductor) error 
 	}
 	cc := conductor.NewCellConductor(conductor.CellConductorConfig{
 		Client: s.cli, Keys: s.keys, Cell: c.Cell, Placement: s.placement, Holder: holderID("conductor-" + c.Cell),
-		Workers: c.Workers, LeaseTTL: c.LeaseTTL, Log: s.log.Named("conductor"),
+		Workers: c.Workers, LeaseTTL: c.LeaseTTL, Log: s.log.Named("conductor"), Metrics: s.metrics,
 	})
 	s.run("conductor "+c.Cell, cc.Run)
+	s.readyWhen("conductor "+c.Cell+" queue", "the cell conductor is not watching its retries yet", cc.WaitSynced)
 	return cc.WaitSynced(ctx)
 }
 
@@ -343,6 +421,7 @@ func (s *stack) startAgent(ctx context.Context, a *configs.Agent, dataDir string
 	if s.placement == nil {
 		// Agents only write: they need placement's store, not its index.
 		s.placement = placement.New(s.cli, s.keys, s.log)
+		s.placement.SetMetrics(s.metrics)
 	}
 	drv, err := agent.NewDriver(a.Driver, a.Host, agent.DriverConfig{Fake: agent.FakeConfig{
 		BuildTime: a.Fake.BuildTime, FailureRate: a.Fake.FailureRate, Fail: a.Fake.Fail,
@@ -358,6 +437,7 @@ func (s *stack) startAgent(ctx context.Context, a *configs.Agent, dataDir string
 		Host: a.Host, Cell: a.Cell, ReportInterval: a.ReportInterval, ServiceDownTime: a.ServiceDownTime,
 		MaxConcurrentBuilds: a.MaxConcurrentBuilds, TrackInstanceChanges: a.TrackInstanceChanges,
 		InstanceSyncInterval: a.InstanceSyncInterval, ProviderSyncInterval: a.ProviderSyncInterval, DataDir: dataDir,
+		Metrics: s.metrics,
 		Inventory: agent.Inventory{VCPUs: inv.VCPUs, MemoryMB: inv.MemoryMB, DiskGB: inv.DiskGB,
 			ReservedHostCPUs: inv.ReservedHostCPUs, ReservedHostMemoryMB: inv.ReservedHostMemoryMB,
 			ReservedHostDiskGB: inv.ReservedHostDiskGB, CPUAllocationRatio: inv.CPUAllocationRatio,
@@ -367,10 +447,15 @@ func (s *stack) startAgent(ctx context.Context, a *configs.Agent, dataDir string
 		return err
 	}
 	s.run("agent "+a.Host, ag.Run)
+	// The builds watch starts once the host is registered, reconciled and
+	// alive, so its first list means the agent is taking work.
+	s.readyWhen("agent "+a.Host, "the agent has not registered its host and read its builds yet", ag.WaitSynced)
 	return nil
 }
 
 // wait blocks until a signal or a role's failure, then stops everything.
+// A second signal during the stop exits at once, for an operator who
+// will not wait for running builds.
 func (s *stack) wait(sig <-chan os.Signal) error {
 	var err error
 	select {
@@ -379,19 +464,43 @@ func (s *stack) wait(sig <-chan os.Signal) error {
 	case err = <-s.errs:
 		s.log.Error("role failed, shutting down", "error", err)
 	}
-	s.stop()
+	stopped := make(chan struct{})
+	go func() { s.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case got := <-sig:
+		s.log.Warn("second signal: exiting without waiting for the roles to stop", "signal", got.String())
+		return fmt.Errorf("interrupted during shutdown by %s", got)
+	}
 	return err
 }
 
-// stop shuts down in dependency order: stop taking requests, stop the
-// roles (agents finish running builds, queues revoke their leases), then
-// etcd.
+// stop shuts down in dependency order, once:
+//  1. /readyz answers 503, and the API, Placement and scheduler servers
+//     stop accepting and finish the requests they have;
+//  2. the roles stop: queues stop leasing, hand their in-flight items back
+//     and revoke their session, so another conductor takes them at once
+//     rather than after the lease TTL; the scheduler resigns leadership
+//     and revokes its member key; agents finish the builds they started
+//     (casts not started stay in etcd for the restarted agent, or for the
+//     leader's down-host duty should it not come back, as a stopped
+//     nova-compute leaves its queue) and revoke their liveness lease;
+//  3. the status listener stops, then the etcd client or embedded member.
 func (s *stack) stop() {
+	s.stopOnce.Do(s.stopNow)
+}
+
+func (s *stack) stopNow() {
+	start := time.Now()
+	s.status.Stopping()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	var shut sync.WaitGroup
 	for _, srv := range s.servers {
-		_ = srv.Shutdown(ctx)
+		shut.Add(1)
+		go func() { defer shut.Done(); _ = srv.Shutdown(ctx) }()
 	}
+	shut.Wait()
 	s.cancel()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -400,12 +509,16 @@ func (s *stack) stop() {
 	case <-time.After(30 * time.Second):
 		s.log.Warn("roles did not stop within 30s")
 	}
+	if s.statusSrv != nil {
+		_ = s.statusSrv.Shutdown(ctx)
+	}
 	if s.ownCli {
 		s.cli.Close()
 	}
 	if s.etcd != nil {
 		s.etcd.Close()
 	}
+	s.log.Info("stopped", "took", time.Since(start).Round(time.Millisecond))
 }
 
 // memberID is holderID made one etcd key segment (/members/<role>/<id>):

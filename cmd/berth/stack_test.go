@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/berth-project/berth/configs"
-	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
 )
 
@@ -34,9 +33,8 @@ func startPlacementFromHCL(t *testing.T, hcl string) string {
 	if err := cfg.Require(configs.RoleServer); err != nil {
 		t.Fatalf("require server: %v", err)
 	}
-	s := &stack{cfg: cfg, log: hclog.NewNullLogger(), keys: etcdschema.New(cfg.Etcd.Prefix),
-		cli: etcdtest.Client(t), errs: make(chan error, 16)}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s := newStack(cfg, hclog.NewNullLogger())
+	s.attach(etcdtest.Client(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.startServerRoles(ctx); err != nil {

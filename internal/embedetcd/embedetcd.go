@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -51,6 +52,9 @@ type Server struct {
 	client *clientv3.Client
 	gate   *gate
 	url    string
+	// closeOnce: a test closes the member to simulate an outage and its
+	// cleanup closes it again; etcd's own Close panics the second time.
+	closeOnce sync.Once
 }
 
 // Start starts the member and waits until it serves.
@@ -161,12 +165,14 @@ func (s *Server) Close() {
 	if s == nil {
 		return
 	}
-	// In-process reads must be out of the server before its backend
-	// closes (see gate).
-	s.gate.close(5 * time.Second)
-	s.client.Close()
-	s.etcd.Close()
-	<-s.etcd.Server.StopNotify()
+	s.closeOnce.Do(func() {
+		// In-process reads must be out of the server before its backend
+		// closes (see gate).
+		s.gate.close(5 * time.Second)
+		s.client.Close()
+		s.etcd.Close()
+		<-s.etcd.Server.StopNotify()
+	})
 }
 
 // Ping checks the member answers a linearizable read.

@@ -1,0 +1,397 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/status"
+	"github.com/berth-project/berth/internal/testhook"
+)
+
+// stackHCL is every role on loopback with ephemeral ports, a status
+// listener, and a cell1 conductor; agents are added per test.
+const stackHCL = `
+status {
+  bind = "127.0.0.1:0"
+}
+api {
+  bind = "127.0.0.1:0"
+}
+placement {
+  bind = "127.0.0.1:0"
+}
+scheduler {
+  bind         = "127.0.0.1:0"
+  max_attempts = 2
+}
+superconductor {}
+conductor {
+  cell = "cell1"
+}
+agent {
+  cell = "cell1"
+  inventory {
+    vcpus     = 8
+    memory_mb = 16384
+    disk_gb   = 100
+  }
+}
+`
+
+// testStack is a whole control plane in one stack, as `berth dev` wires it,
+// over a real embedded etcd reached through cli.
+type testStack struct {
+	*stack
+	endpoints map[string]string
+}
+
+// startTestStack starts every role of stackHCL, one agent per host
+// (failing hosts' builds fail, reschedulable), over cli.
+func startTestStack(t *testing.T, cli *clientv3.Client, hosts []string, failing map[string]bool) *testStack {
+	t.Helper()
+	cfg, err := configs.Parse([]byte(stackHCL), "stack.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStack(cfg, hclog.NewNullLogger())
+	s.attach(cli)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.serveStatus(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.stop)
+	if err := s.startServerRoles(ctx); err != nil {
+		t.Fatalf("start server roles: %v", err)
+	}
+	if err := s.startConductor(ctx, cfg.Conductor); err != nil {
+		t.Fatalf("start conductor: %v", err)
+	}
+	for _, h := range hosts {
+		a := *cfg.Agent
+		a.Host = h
+		a.Fake.Fail = failing[h]
+		if err := s.startAgent(ctx, &a, t.TempDir()); err != nil {
+			t.Fatalf("start agent %s: %v", h, err)
+		}
+	}
+	ts := &testStack{stack: s, endpoints: map[string]string{}}
+	for _, ep := range s.Endpoints {
+		ts.endpoints[ep[0]] = ep[1]
+	}
+	return ts
+}
+
+// get answers a GET: status code and body.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// waitReady polls /readyz until 200, within 30 s.
+func waitReady(t *testing.T, base string) status.Readiness {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := get(t, base+status.PathReady)
+		var r status.Readiness
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatalf("/readyz body is not JSON: %v: %s", err, body)
+		}
+		if code == http.StatusOK {
+			if !r.Ready {
+				t.Fatalf("/readyz 200 with ready=false: %s", body)
+			}
+			return r
+		}
+		if code != http.StatusServiceUnavailable || r.Ready {
+			t.Fatalf("/readyz = %d, %s; want 200 or 503 with ready=false", code, body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after 30s: %s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// scrape reads /metrics into "name{labels}" → value.
+func scrape(t *testing.T, base string) map[string]float64 {
+	t.Helper()
+	code, body := get(t, base+status.PathMetrics)
+	if code != http.StatusOK {
+		t.Fatalf("/metrics = %d: %s", code, body)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// waitStatus polls a server until it is ACTIVE or ERROR.
+func waitStatus(t *testing.T, c *api.Client, id string) *api.ServerView {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := c.GetServer(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Status == "ACTIVE" || v.Status == "ERROR" {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server %s still %s after 30s", id, v.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func create(t *testing.T, c *api.Client, name, host string) string {
+	t.Helper()
+	resp, err := c.CreateServers(context.Background(), api.CreateRequest{Name: name, Flavor: "m1.tiny", Count: 1, Host: host})
+	if err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+	return resp.Servers[0].ID
+}
+
+// TestMetricsMoveWithRealWork boots a server that goes ACTIVE and one
+// pinned to a failing host (rescheduled, then out of alternates), and
+// checks each counter moved on every endpoint that serves /metrics.
+func TestMetricsMoveWithRealWork(t *testing.T) {
+	s := startTestStack(t, etcdtest.Client(t), []string{"good", "bad"}, map[string]bool{"bad": true})
+	r := waitReady(t, s.endpoints["status"])
+	want := []string{status.EtcdCheck, "placement index", "host manager", "scheduler registration",
+		"superconductor queue", "conductor cell1 queue", "agent good", "agent bad"}
+	var got []string
+	for _, c := range r.Checks {
+		got = append(got, c.Name)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("readiness checks = %v, want %v", got, want)
+	}
+	c := api.NewClient(s.endpoints["compute API"])
+	if v := waitStatus(t, c, create(t, c, "ok", "good")); v.Status != "ACTIVE" {
+		t.Fatalf("server on good = %s (%+v), want ACTIVE", v.Status, v.Fault)
+	}
+	// Pinned to the failing host there is no alternate: the build fails
+	// reschedulable, and the cell conductor finds nothing left.
+	if v := waitStatus(t, c, create(t, c, "doomed", "bad")); v.Status != "ERROR" {
+		t.Fatalf("server on bad = %s, want ERROR", v.Status)
+	}
+
+	// One registry per process: every listener serves the same figures.
+	for _, ep := range []string{"status", "compute API", "placement", "scheduler"} {
+		t.Run(ep, func(t *testing.T) {
+			base := s.endpoints[ep]
+			if code, body := get(t, base+status.PathHealth); code != http.StatusOK {
+				t.Errorf("/healthz = %d: %s", code, body)
+			}
+			m := scrape(t, base)
+			atLeast := map[string]float64{
+				`berth_scheduler_select_destinations_seconds_count{outcome="selected"}`: 2,
+				`berth_placement_claims_total{outcome="committed"}`:                     2, // two claims; the free of the failed build is one more
+				`berth_agent_builds_total{outcome="active"}`:                            1,
+				`berth_agent_builds_total{outcome="rescheduled"}`:                       1,
+				`berth_conductor_reschedules_total{outcome="exhausted"}`:                1,
+				`berth_etcd_request_duration_seconds_count{operation="txn"}`:            5,
+				`berth_etcd_request_duration_seconds_count{operation="get"}`:            1,
+				`go_goroutines`: 1,
+			}
+			exactly := map[string]float64{
+				`berth_scheduler_select_destinations_seconds_count{outcome="no_valid_host"}`: 0,
+				`berth_agent_builds_total{outcome="failed"}`:                                 0,
+				`berth_conductor_reschedules_total{outcome="rescheduled"}`:                   0,
+				`berth_scheduler_hosts{state="up"}`:                                          2,
+				`berth_scheduler_hosts{state="down"}`:                                        0,
+				`berth_scheduler_hosts{state="disabled"}`:                                    0,
+			}
+			for k, min := range atLeast {
+				if v, ok := m[k]; !ok || v < min {
+					t.Errorf("%s = %v (present %v), want at least %v", k, v, ok, min)
+				}
+			}
+			for k, wantV := range exactly {
+				if v, ok := m[k]; !ok || v != wantV {
+					t.Errorf("%s = %v (present %v), want %v", k, v, ok, wantV)
+				}
+			}
+			if _, ok := m["process_resident_memory_bytes"]; !ok {
+				t.Errorf("no process collector figures")
+			}
+		})
+	}
+}
+
+// TestReadyzFollowsEtcd: /readyz is 200 while etcd answers and 503, naming
+// the etcd check and why, once the member is closed, for the in-process
+// client and for a networked one (whose read the check bounds).
+func TestReadyzFollowsEtcd(t *testing.T) {
+	for _, networked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("networked=%v", networked), func(t *testing.T) {
+			srv := etcdtest.Start(t)
+			cli := srv.Client()
+			if networked {
+				var err error
+				cli, err = clientv3.New(clientv3.Config{Endpoints: []string{srv.ClientURL()}, DialTimeout: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cli.Close() })
+			}
+			cfg, err := configs.Parse([]byte("status {\n  bind = \"127.0.0.1:0\"\n}\n"), "t.hcl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newStack(cfg, hclog.NewNullLogger())
+			s.attach(cli)
+			if err := s.serveStatus(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.stop)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := s.startPlacement(ctx); err != nil {
+				t.Fatal(err)
+			}
+			base := s.Endpoints[len(s.Endpoints)-1][1]
+			waitReady(t, base)
+
+			t0 := time.Now()
+			srv.Close()
+			t.Logf("etcd close took %s", time.Since(t0))
+			start := time.Now()
+			code, body := get(t, base+status.PathReady)
+			if code != http.StatusServiceUnavailable {
+				t.Fatalf("/readyz with etcd closed = %d: %s", code, body)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("/readyz took %s with etcd down; the etcd check must be bounded", took)
+			}
+			var r status.Readiness
+			if err := json.Unmarshal([]byte(body), &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Ready || len(r.Checks) == 0 || r.Checks[0].Name != status.EtcdCheck || r.Checks[0].OK || r.Checks[0].Error == "" {
+				t.Errorf("/readyz body = %s, want the etcd check failing with its error", body)
+			}
+			if code, _ := get(t, base+status.PathHealth); code != http.StatusOK {
+				t.Errorf("/healthz = %d with etcd down; the process still runs", code)
+			}
+		})
+	}
+}
+
+// TestGracefulStopHandsBackAtOnce stops a stack holding a queue lease
+// (paused just before its commit) and checks that its leases, member keys,
+// election key and the agents' liveness keys are gone at once: well
+// within the TTLs (10 s for leases and the election, 60 s for liveness)
+// that a killed process would leave them for.
+func TestGracefulStopHandsBackAtOnce(t *testing.T) {
+	cases := []struct {
+		desc    string
+		point   string
+		hosts   []string
+		failing map[string]bool
+		lease   func(s *testStack) string // the prefix whose lease must go
+	}{
+		{desc: "superconductor holding a build request", point: "superconductor.before-handoff",
+			hosts: []string{"h1"}, lease: func(s *testStack) string { return s.keys.BuildRequestLeases() }},
+		{desc: "cell conductor holding a retry", point: "cellconductor.before-commit",
+			hosts: []string{"h1", "h2"}, failing: map[string]bool{"h1": true, "h2": true},
+			lease: func(s *testStack) string { return s.keys.RetryLeases("cell1") }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Setenv(testhook.EnvPoint, tc.point)
+			cli := etcdtest.Client(t)
+			s := startTestStack(t, cli, tc.hosts, tc.failing)
+			waitReady(t, s.endpoints["status"])
+			c := api.NewClient(s.endpoints["compute API"])
+			create(t, c, "held", "")
+
+			ctx := context.Background()
+			count := func(prefix string) int64 {
+				resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp.Count
+			}
+			leases := tc.lease(s)
+			deadline := time.Now().Add(30 * time.Second)
+			for count(leases) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("no lease under %s after 30s", leases)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			held := map[string]string{
+				"queue lease":            leases,
+				"scheduler member":       s.keys.Members("scheduler"),
+				"superconductor member":  s.keys.Members(roleSuperconductor),
+				"scheduler election key": s.keys.Election("scheduler") + "/",
+			}
+			for _, h := range tc.hosts {
+				held["liveness of "+h] = s.keys.Alive(h)
+			}
+			for what, p := range held {
+				if count(p) == 0 {
+					t.Fatalf("%s (%s) absent before the stop", what, p)
+				}
+			}
+
+			start := time.Now()
+			s.stop()
+			// Revocations are synchronous in stop: the keys are gone when it
+			// returns. The 2 s poll is only slack for a slow machine, still
+			// well under every TTL.
+			deadline = time.Now().Add(2 * time.Second)
+			for what, p := range held {
+				for count(p) != 0 {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s (%s) still present %s after the stop began", what, p, time.Since(start))
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			if took := time.Since(start); took > 8*time.Second {
+				t.Errorf("graceful stop took %s; the TTLs are 10 s", took)
+			}
+		})
+	}
+}
