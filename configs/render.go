@@ -29,6 +29,14 @@ const (
 	DeployAPIPort        = 8774
 	DeployPlacementPort  = 8778
 	DeploySchedulerPort  = 8775
+	// The status listeners (/healthz, /readyz, /metrics) of the roles
+	// without an HTTP server of their own; servers answer on their API
+	// ports. Next to each other, clear of the OpenStack API ports
+	// (8774-8780) and of node_exporter's 9100, and distinct because an
+	// etcd member, a conductor and an agent often share a machine.
+	DeployEtcdStatusPort      = 8791
+	DeployConductorStatusPort = 8792
+	DeployAgentStatusPort     = 8793
 )
 
 // DeployRoles are the roles RenderDeploy has a template for.

@@ -27,6 +27,13 @@ func TestRenderDeployEveryRole(t *testing.T) {
 			t.Fatalf("%s: rendered config does not parse: %v\n%s", role, err, out)
 		}
 		wantEndpoints := []string{"http://192.0.2.11:2379", "http://192.0.2.12:2379", "http://192.0.2.13:2379"}
+		// Servers answer the status paths on their API ports; the other
+		// roles, which may share a machine, each have their own port.
+		wantStatus := map[string]string{RoleEtcd: "192.0.2.12:8791", RoleConductor: "192.0.2.12:8792",
+			RoleAgent: "192.0.2.12:8793", RoleServer: ""}[role]
+		if cfg.Status.Bind != wantStatus {
+			t.Errorf("%s status bind = %q, want %q", role, cfg.Status.Bind, wantStatus)
+		}
 		switch role {
 		case RoleEtcd:
 			m := cfg.Etcd.Embedded
