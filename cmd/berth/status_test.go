@@ -320,7 +320,8 @@ func TestReadyzFollowsEtcd(t *testing.T) {
 // (paused just before its commit) and checks that its leases, member keys,
 // election key and the agents' liveness keys are gone at once: well
 // within the TTLs (10 s for leases and the election, 60 s for liveness)
-// that a killed process would leave them for.
+// that a killed process would leave them for. A second stack then
+// finishes the handed-back work before the lease TTL would have run out.
 func TestGracefulStopHandsBackAtOnce(t *testing.T) {
 	cases := []struct {
 		desc    string
@@ -328,21 +329,25 @@ func TestGracefulStopHandsBackAtOnce(t *testing.T) {
 		hosts   []string
 		failing map[string]bool
 		lease   func(s *testStack) string // the prefix whose lease must go
+		settled string                    // the server's status once the work is finished
 	}{
 		{desc: "superconductor holding a build request", point: "superconductor.before-handoff",
-			hosts: []string{"h1"}, lease: func(s *testStack) string { return s.keys.BuildRequestLeases() }},
+			hosts: []string{"h1"}, lease: func(s *testStack) string { return s.keys.BuildRequestLeases() },
+			settled: "ACTIVE"},
 		{desc: "cell conductor holding a retry", point: "cellconductor.before-commit",
 			hosts: []string{"h1", "h2"}, failing: map[string]bool{"h1": true, "h2": true},
-			lease: func(s *testStack) string { return s.keys.RetryLeases("cell1") }},
+			lease:   func(s *testStack) string { return s.keys.RetryLeases("cell1") },
+			settled: "ERROR"}, // the alternate fails too: out of hosts
 	}
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Setenv(testhook.EnvPoint, tc.point)
-			cli := etcdtest.Client(t)
+			srv := etcdtest.Start(t)
+			cli := srv.Client()
 			s := startTestStack(t, cli, tc.hosts, tc.failing)
 			waitReady(t, s.endpoints["status"])
 			c := api.NewClient(s.endpoints["compute API"])
-			create(t, c, "held", "")
+			id := create(t, c, "held", "")
 
 			ctx := context.Background()
 			count := func(prefix string) int64 {
@@ -391,6 +396,23 @@ func TestGracefulStopHandsBackAtOnce(t *testing.T) {
 			}
 			if took := time.Since(start); took > 8*time.Second {
 				t.Errorf("graceful stop took %s; the TTLs are 10 s", took)
+			}
+
+			// Another process (its own networked client) takes the work
+			// over at once.
+			t.Setenv(testhook.EnvPoint, "")
+			cli2, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.ClientURL()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cli2.Close() })
+			s2 := startTestStack(t, cli2, tc.hosts, tc.failing)
+			c2 := api.NewClient(s2.endpoints["compute API"])
+			if v := waitStatus(t, c2, id); v.Status != tc.settled {
+				t.Fatalf("server after the hand-back = %s, want %s", v.Status, tc.settled)
+			}
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("the handed-back work finished %s after the stop began; a lease left to expire takes 10-15 s", took)
 			}
 		})
 	}
