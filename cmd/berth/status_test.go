@@ -255,6 +255,25 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 			}
 		})
 	}
+
+	// An operator disables and forces down the failing host: the hosts
+	// gauge follows the host manager's view.
+	disabled, forced := "disabled", true
+	if _, err := c.UpdateService(context.Background(), "bad", api.ServiceUpdate{Status: &disabled, ForcedDown: &forced}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m := scrape(t, s.endpoints["scheduler"])
+		up, down, dis := m[`berth_scheduler_hosts{state="up"}`], m[`berth_scheduler_hosts{state="down"}`], m[`berth_scheduler_hosts{state="disabled"}`]
+		if up == 1 && down == 1 && dis == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hosts up %v down %v disabled %v after disabling and forcing down one of two; want 1 1 1", up, down, dis)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // TestReadyzFollowsEtcd: /readyz is 200 while etcd answers and 503, naming
