@@ -46,3 +46,11 @@ log {
   level  = "info"
   format = "text"
 }
+
+# /healthz, /readyz (this member answers a linearizable read, so the
+# cluster has quorum) and /metrics of the berth process. etcd's own
+# /metrics and /health are on client_url, as for any etcd. See
+# conductor.hcl for the block. Deployments use 8791.
+status {
+  bind = "10.0.0.11:8791"
+}
