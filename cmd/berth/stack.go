@@ -202,8 +202,9 @@ func (s *stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Li
 	for _, w := range wrap {
 		ln = w(ln)
 	}
-	// Every API server of the process also answers the status paths,
-	// which none of the APIs uses.
+	// Every API server of the process also answers the status paths. No
+	// API has them as routes (the compute API's own /healthz said the
+	// same as this one).
 	h = status.Mount(h, s.status.Handler())
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	s.servers = append(s.servers, srv)

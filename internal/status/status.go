@@ -53,11 +53,16 @@ type check struct {
 }
 
 // New returns a Status with no checks; add them with Check, Ready and Etcd.
+// A nil *Status accepts checks and ignores them, and serves health and an
+// always-ready /readyz, so code that builds a process without one works.
 func New(m *metrics.Metrics) *Status { return &Status{metrics: m} }
 
 // Check adds a readiness check: fn returns nil when that part is ready,
 // else an error saying why not.
 func (s *Status) Check(name string, fn func(ctx context.Context) error) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.checks = append(s.checks, check{name, fn})
@@ -92,7 +97,11 @@ func (s *Status) Etcd(cli *clientv3.Client, key string) {
 
 // Stopping makes /readyz fail from now on: a process shutting down takes
 // no more work, and a load balancer should stop sending it any.
-func (s *Status) Stopping() { s.stopping.Store(true) }
+func (s *Status) Stopping() {
+	if s != nil {
+		s.stopping.Store(true)
+	}
+}
 
 // CheckResult is one check in /readyz's answer.
 type CheckResult struct {
@@ -130,6 +139,9 @@ func (s *Status) Evaluate(ctx context.Context) Readiness {
 
 // Handler serves the three paths, and 404 for anything else.
 func (s *Status) Handler() http.Handler {
+	if s == nil {
+		s = New(nil)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(PathHealth, s.health)
 	mux.HandleFunc(PathReady, s.ready)

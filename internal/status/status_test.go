@@ -82,3 +82,15 @@ func TestMount(t *testing.T) {
 		})
 	}
 }
+
+// TestNilStatus: a process built without a Status still answers.
+func TestNilStatus(t *testing.T) {
+	var st *Status
+	st.Check("x", nil)
+	st.Stopping()
+	for _, p := range []string{PathHealth, PathReady} {
+		if code, body := do(t, st.Handler(), http.MethodGet, p); code != http.StatusOK {
+			t.Errorf("%s = %d %s", p, code, body)
+		}
+	}
+}
