@@ -159,6 +159,12 @@ func (q *Queue) currentSession(ctx context.Context) (*concurrency.Session, error
 	if q.session != nil {
 		select {
 		case <-q.session.Done():
+			if ctx.Err() != nil {
+				// Shutting down: the session ended with our context, but
+				// its lease still holds our lease keys. Keep it for Run to
+				// revoke; dropping it here left them for the whole TTL.
+				return nil, fmt.Errorf("queue %s: %w", q.itemPrefix, ctx.Err())
+			}
 			q.log.Warn("queue session lost, starting a new one", "prefix", q.itemPrefix)
 			q.session = nil
 		default:
