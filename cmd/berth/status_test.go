@@ -75,9 +75,9 @@ func startTestStack(t *testing.T, cli *clientv3.Client, hosts []string, failing 
 		t.Fatal(err)
 	}
 	t.Cleanup(s.stop)
-	if err := s.startServerRoles(ctx); err != nil {
-		t.Fatalf("start server roles: %v", err)
-	}
+	// Conductor and agents first, and the agents up before the
+	// superconductor starts: a build request already in etcd (handed back
+	// by a stopped stack) must find its host up, not be buried.
 	if err := s.startConductor(ctx, cfg.Conductor); err != nil {
 		t.Fatalf("start conductor: %v", err)
 	}
@@ -88,6 +88,15 @@ func startTestStack(t *testing.T, cli *clientv3.Client, hosts []string, failing 
 		if err := s.startAgent(ctx, &a, t.TempDir()); err != nil {
 			t.Fatalf("start agent %s: %v", h, err)
 		}
+	}
+	for r := s.status.Evaluate(ctx); !r.Ready; r = s.status.Evaluate(ctx) {
+		if ctx.Err() != nil {
+			t.Fatalf("conductor and agents not ready: %+v", r.Checks)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := s.startServerRoles(ctx); err != nil {
+		t.Fatalf("start server roles: %v", err)
 	}
 	ts := &testStack{stack: s, endpoints: map[string]string{}}
 	for _, ep := range s.Endpoints {
@@ -195,8 +204,8 @@ func create(t *testing.T, c *api.Client, name, host string) string {
 func TestMetricsMoveWithRealWork(t *testing.T) {
 	s := startTestStack(t, etcdtest.Client(t), []string{"good", "bad"}, map[string]bool{"bad": true})
 	r := waitReady(t, s.endpoints["status"])
-	want := []string{status.EtcdCheck, "placement index", "host manager", "scheduler registration",
-		"superconductor queue", "conductor cell1 queue", "agent good", "agent bad"}
+	want := []string{status.EtcdCheck, "placement index", "conductor cell1 queue", "agent good", "agent bad",
+		"host manager", "scheduler registration", "superconductor queue"}
 	var got []string
 	for _, c := range r.Checks {
 		got = append(got, c.Name)
