@@ -120,7 +120,7 @@ func TestValidateFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if ValidateFiles([]string{good, bad, missing}, &out) {
+	if ValidateFiles([]string{good, bad, missing}, "", &out) {
 		t.Error("ValidateFiles = true with a bad file")
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -137,8 +137,17 @@ func TestValidateFiles(t *testing.T) {
 		t.Errorf("line 2 = %q", lines[2])
 	}
 	out.Reset()
-	if !ValidateFiles([]string{good}, &out) {
+	if !ValidateFiles([]string{good}, "", &out) {
 		t.Errorf("ValidateFiles = false for a good file: %s", out.String())
+	}
+	// With a role, a file that parses but lacks what the role needs fails.
+	out.Reset()
+	if ValidateFiles([]string{good}, RoleAgent, &out) || !strings.Contains(out.String(), "Missing agent block") {
+		t.Errorf("ValidateFiles(agent) of an api-only file = ok; output: %s", out.String())
+	}
+	out.Reset()
+	if !ValidateFiles([]string{good}, RoleServer, &out) {
+		t.Errorf("ValidateFiles(server) of an api file failed: %s", out.String())
 	}
 }
 

@@ -10,13 +10,18 @@ import (
 )
 
 // ValidateFiles parses and checks each file (every value and cross-field
-// rule, not role requirements) for `berth config validate`. It prints
-// "FILE: ok" or one diagnostic per line to w, and reports whether every
-// file was fine. Every file is checked even after a bad one.
-func ValidateFiles(paths []string, w io.Writer) bool {
+// rule; with a role, also what that role requires, as `berth ROLE -config`
+// would at start) for `berth config validate`. It prints "FILE: ok" or one
+// diagnostic per line to w, and reports whether every file was fine. Every
+// file is checked even after a bad one.
+func ValidateFiles(paths []string, role string, w io.Writer) bool {
 	ok := true
 	for _, p := range paths {
-		if _, err := Load(p); err != nil {
+		cfg, err := Load(p)
+		if err == nil && role != "" {
+			err = cfg.Require(role)
+		}
+		if err != nil {
 			ok = false
 			var de *DiagnosticsError
 			if errors.As(err, &de) {

@@ -362,7 +362,7 @@ for r in $want; do
     out=$work/$r.hcl
     "$berth" config render "$r" "${render_args[@]}" -o "$out" ||
         fail "berth config render $r failed (see above)"
-    "$berth" config validate "$out" >"$work/validate.out" 2>&1 || {
+    "$berth" config validate -role "$r" "$out" >"$work/validate.out" 2>&1 || {
         cat "$work/validate.out" >&2
         fail "the rendered $r config does not validate"
     }

@@ -4,9 +4,12 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/berth-project/berth/configs"
 )
 
 const usage = `berth: a cloud scheduling control plane (Nova scheduler, Placement and cells v2 on etcd)
@@ -33,7 +36,9 @@ CLI (finds the API with --api or BERTH_API, default http://127.0.0.1:8774):
   berth selection show INSTANCE               alternates left and attempts made
 
 Config:
-  berth config validate FILE...   check config files without starting anything
+  berth config validate [-role ROLE] FILE...
+                                  check config files without starting anything (-role: and
+                                  that they hold what ROLE needs)
   berth config render ROLE -name NAME -address IP -etcd NAME=IP,... [-cell CELL] [-data-dir DIR]
                       [-var KEY=VALUE]... [-o FILE]
                                   one machine's config for ROLE (etcd, server, conductor, agent)
@@ -105,11 +110,28 @@ func cmdConfig(args []string, stdout, stderr io.Writer) int {
 	if len(args) >= 1 && args[0] == "render" {
 		return cmdConfigRender(args[1:], stdout, stderr)
 	}
-	if len(args) < 2 || args[0] != "validate" {
-		fmt.Fprintln(stderr, "usage: berth config validate FILE...\n       berth config render ROLE -name NAME -address IP -etcd NAME=IP,... [flags]")
+	const use = "usage: berth config validate [-role ROLE] FILE...\n       berth config render ROLE -name NAME -address IP -etcd NAME=IP,... [flags]"
+	if len(args) < 1 || args[0] != "validate" {
+		fmt.Fprintln(stderr, use)
 		return 2
 	}
-	if !configsValidate(args[1:], stdout) {
+	fs := flag.NewFlagSet("berth config validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	role := fs.String("role", "", "also check what this role needs to start (server, conductor, agent, etcd, dev)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, use)
+		return 2
+	}
+	switch *role {
+	case "", configs.RoleServer, configs.RoleConductor, configs.RoleAgent, configs.RoleEtcd, configs.RoleDev:
+	default:
+		fmt.Fprintf(stderr, "berth config validate: -role %q is not server, conductor, agent, etcd or dev\n", *role)
+		return 2
+	}
+	if !configsValidate(fs.Args(), *role, stdout) {
 		return 1
 	}
 	return 0

@@ -15,7 +15,9 @@ import (
 	"github.com/berth-project/berth/internal/logging"
 )
 
-func configsValidate(paths []string, w io.Writer) bool { return configs.ValidateFiles(paths, w) }
+func configsValidate(paths []string, role string, w io.Writer) bool {
+	return configs.ValidateFiles(paths, role, w)
+}
 
 // loadRoleConfig reads -config and checks the role's requirements before
 // anything touches etcd.
