@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+)
+
+// BenchmarkBootPipeline boots b.N servers through the whole pipeline in
+// one process: embedded etcd, the real API over HTTP, placement, one or
+// three scheduler+superconductor stacks (each with its own placement index
+// and host manager, as separate `berth server` processes would have), a
+// cell conductor per cell, and real agents with the fake driver at zero
+// build time. It reports servers/s from the first request to the last
+// ACTIVE, and etcd writes per server: write transactions (the revision
+// delta) and keys written, both measured from a watch of the whole prefix.
+//
+// Run it with an explicit count, so the stack is built once:
+//
+//	go test -run XXX -bench BootPipeline -benchtime 3000x ./cmd/berth/
+//
+// BERTH_BENCH_HOSTS (default 1000), BERTH_BENCH_CLIENTS (default 32) and
+// BERTH_BENCH_COUNT (servers per API request, default 1) change the load;
+// BERTH_BENCH_TALLY=1 prints every write transaction's shape and count.
+func BenchmarkBootPipeline(b *testing.B) {
+	for _, scheds := range []int{1, 3} {
+		b.Run(fmt.Sprintf("schedulers=%d", scheds), func(b *testing.B) {
+			benchBoot(b, scheds, envInt(b, "BERTH_BENCH_HOSTS", 1000), envInt(b, "BERTH_BENCH_CLIENTS", 32),
+				envInt(b, "BERTH_BENCH_COUNT", 1))
+		})
+	}
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// pipeline is a whole Berth in one process for the boot benchmark.
+type pipeline struct {
+	cli    *clientv3.Client
+	keys   etcdschema.Keys
+	stacks []*stack
+	apis   []string
+}
+
+// startPipeline starts nScheds server stacks (API, placement index,
+// scheduler, superconductor) over one etcd, two cell conductors on the
+// first, and hosts agents (fake driver, zero build time) across two cells.
+func startPipeline(tb testing.TB, nScheds, hosts int) *pipeline {
+	tb.Helper()
+	cli := etcdtest.Client(tb)
+	p := &pipeline{cli: cli, keys: etcdschema.New(etcdschema.DefaultPrefix)}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	log := hclog.NewNullLogger()
+	for i := 0; i < nScheds; i++ {
+		cfg := configs.Defaults()
+		cfg.EnableAllRoles()
+		cfg.Etcd.Embedded = nil
+		cfg.Placement = nil // no Placement HTTP API: nothing here calls it
+		cfg.API.Bind = "127.0.0.1:0"
+		cfg.Scheduler.Bind = "127.0.0.1:0"
+		s := &stack{cfg: cfg, log: log, keys: p.keys, cli: cli, errs: make(chan error, 16)}
+		s.ctx, s.cancel = context.WithCancel(context.Background())
+		tb.Cleanup(s.stop)
+		if err := s.startServerRoles(ctx); err != nil {
+			tb.Fatalf("stack %d: %v", i, err)
+		}
+		for _, ep := range s.Endpoints {
+			if ep[0] == "compute API" {
+				p.apis = append(p.apis, ep[1])
+			}
+		}
+		p.stacks = append(p.stacks, s)
+	}
+	first := p.stacks[0]
+	for c := 1; c <= 2; c++ {
+		cc := *first.cfg.Conductor
+		cc.Cell = fmt.Sprintf("cell%d", c)
+		if err := first.startConductor(ctx, &cc); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	dir := tb.TempDir()
+	for h := 1; h <= hosts; h++ {
+		a := *first.cfg.Agent
+		a.Host = fmt.Sprintf("compute-%d", h)
+		a.Cell = fmt.Sprintf("cell%d", (h-1)%2+1)
+		a.Inventory.VCPUs, a.Inventory.MemoryMB, a.Inventory.DiskGB = devVCPUs, devMemoryMB, devDiskGB
+		if err := first.startAgent(ctx, &a, dir); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	// Every host up and known to every scheduler before the clock starts.
+	for _, s := range p.stacks {
+		for s.hosts.Stats().Hosts < hosts || p.aliveHosts(tb, ctx) < hosts {
+			if ctx.Err() != nil {
+				tb.Fatalf("hosts did not come up: %d of %d", s.hosts.Stats().Hosts, hosts)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// Then let the agents' start-up writes (trait sync, instance sync)
+	// settle, so they are not counted as the boots' writes.
+	var last int64
+	for quiet := 0; quiet < 5; {
+		resp, err := cli.Get(ctx, "health")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if resp.Header.Revision == last {
+			quiet++
+		} else {
+			quiet, last = 0, resp.Header.Revision
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return p
+}
+
+func (p *pipeline) aliveHosts(tb testing.TB, ctx context.Context) int {
+	resp, err := p.cli.Get(ctx, p.keys.HostsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := 0
+	for _, kv := range resp.Kvs {
+		if strings.HasSuffix(string(kv.Key), "/alive") {
+			n++
+		}
+	}
+	return n
+}
+
+// keyKind names a key by its shape: "hosts/*/builds", "cells/*/instances",
+// "placement/consumers", "build_requests", ...
+func keyKind(prefix, key string) string {
+	rest := strings.TrimPrefix(key, prefix+"/")
+	seg := strings.Split(rest, "/")
+	switch {
+	case (seg[0] == "hosts" || seg[0] == "cells") && len(seg) > 2:
+		return seg[0] + "/*/" + seg[2]
+	case (seg[0] == "placement" || seg[0] == "leases") && len(seg) > 1:
+		return seg[0] + "/" + seg[1]
+	}
+	return seg[0]
+}
+
+// writeTally follows every write under the prefix from one revision: keys
+// written per kind, and write transactions grouped by the kinds they touch.
+type writeTally struct {
+	mu     sync.Mutex
+	keys   map[string]int // "put hosts/*/builds" → count
+	txns   map[int64][]string
+	active map[string]time.Time
+	failed map[string]string
+	notify chan struct{}
+}
+
+func (p *pipeline) follow(ctx context.Context, tb testing.TB, from int64) *writeTally {
+	t := &writeTally{keys: map[string]int{}, txns: map[int64][]string{}, active: map[string]time.Time{},
+		failed: map[string]string{}, notify: make(chan struct{}, 1)}
+	wch := p.cli.Watch(ctx, p.keys.All(), clientv3.WithPrefix(), clientv3.WithRev(from))
+	go func() {
+		for resp := range wch {
+			if err := resp.Err(); err != nil {
+				tb.Errorf("watch: %v", err)
+				return
+			}
+			now := time.Now()
+			t.mu.Lock()
+			for _, ev := range resp.Events {
+				key := string(ev.Kv.Key)
+				kind := keyKind(p.keys.Prefix(), key)
+				op := "put "
+				if ev.Type == clientv3.EventTypeDelete {
+					op = "del "
+				}
+				t.keys[op+kind]++
+				t.txns[ev.Kv.ModRevision] = append(t.txns[ev.Kv.ModRevision], op+kind)
+				if ev.Type == clientv3.EventTypePut && kind == "cells/*/instances" {
+					var inst etcdschema.Instance
+					if etcdschema.Decode(key, ev.Kv.Value, &inst) == nil {
+						switch inst.Status {
+						case etcdschema.StatusActive:
+							t.active[inst.UUID] = now
+						case etcdschema.StatusError:
+							t.failed[inst.UUID] = inst.Fault.Message
+						}
+					}
+				}
+			}
+			t.mu.Unlock()
+			select {
+			case t.notify <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return t
+}
+
+func benchBoot(b *testing.B, nScheds, hosts, clients, count int) {
+	if b.N == 1 {
+		// The testing package's first call, before the -benchtime Nx one:
+		// building a thousand agents for one server would only add noise.
+		b.Log("b.N = 1: skipped; run with -benchtime Nx, N > 1")
+		return
+	}
+	p := startPipeline(b, nScheds, hosts)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start, err := p.cli.Get(ctx, "health")
+	if err != nil {
+		b.Fatal(err)
+	}
+	tally := p.follow(ctx, b, start.Header.Revision+1)
+
+	requests := (b.N + count - 1) / count
+	var next atomic.Int64
+	var sentMu sync.Mutex
+	sent := map[string]time.Time{}
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	b.ResetTimer()
+	t0 := time.Now()
+	for w := 0; w < clients; w++ {
+		wg.Add(1)
+		c := api.NewClient(p.apis[w%len(p.apis)])
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(requests) {
+					return
+				}
+				n := min(count, b.N-int(i)*count)
+				at := time.Now()
+				resp, err := c.CreateServers(ctx, api.CreateRequest{Name: fmt.Sprintf("bench-%d", i), Flavor: "m1.small", Count: n})
+				if err != nil {
+					errs <- err
+					return
+				}
+				sentMu.Lock()
+				for _, s := range resp.Servers {
+					sent[s.ID] = at
+				}
+				sentMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatalf("create: %v", err)
+	}
+	accepted := time.Since(t0)
+	deadline := time.After(time.Duration(b.N)*20*time.Millisecond + 60*time.Second)
+	for {
+		tally.mu.Lock()
+		done, failed := len(tally.active), len(tally.failed)
+		tally.mu.Unlock()
+		if failed > 0 {
+			b.Fatalf("%d servers failed: %v", failed, tally.failed)
+		}
+		if done >= b.N {
+			break
+		}
+		select {
+		case <-tally.notify:
+		case <-deadline:
+			b.Fatalf("only %d of %d servers ACTIVE", done, b.N)
+		}
+	}
+	elapsed := time.Since(t0)
+	b.StopTimer()
+	end, err := p.cli.Get(ctx, "health")
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	var lat []time.Duration
+	var last time.Time
+	for id, at := range sent {
+		if done, ok := tally.active[id]; ok {
+			lat = append(lat, done.Sub(at))
+			if done.After(last) {
+				last = done
+			}
+		}
+	}
+	if len(lat) != b.N {
+		b.Fatalf("%d of %d requested servers seen ACTIVE", len(lat), b.N)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	// Only the transactions up to the last ACTIVE belong to the boots.
+	txns := 0
+	shapes := map[string]int{}
+	keys := 0
+	for rev, ops := range tally.txns {
+		if rev > end.Header.Revision {
+			continue
+		}
+		txns++
+		keys += len(ops)
+		sort.Strings(ops)
+		shapes[strings.Join(ops, ", ")]++
+	}
+	n := float64(b.N)
+	b.ReportMetric(n/elapsed.Seconds(), "servers/s")
+	b.ReportMetric(n/accepted.Seconds(), "accepted/s")
+	b.ReportMetric(float64(end.Header.Revision-start.Header.Revision)/n, "revs/server")
+	b.ReportMetric(float64(txns)/n, "txns/server")
+	b.ReportMetric(float64(keys)/n, "keys/server")
+	b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Milliseconds()), "p99-ms")
+	b.ReportMetric(0, "ns/op")
+	if os.Getenv("BERTH_BENCH_TALLY") != "" {
+		type shape struct {
+			ops string
+			n   int
+		}
+		var all []shape
+		for s, c := range shapes {
+			all = append(all, shape{s, c})
+		}
+		sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n })
+		for _, s := range all {
+			b.Logf("%8.3f txns/server  %6d  [%s]", float64(s.n)/n, s.n, s.ops)
+		}
+	}
+}
