@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -154,6 +155,11 @@ type rpEntry struct {
 	modRev int64
 	traits []int32
 	aggs   []int32
+	// summary is p's ProviderSummary, rendered once per provider record
+	// and shared by every answer that names it until p is replaced (a
+	// claim on another provider leaves this one's summary valid). Render
+	// runs under the read lock, so concurrent searches may both store it.
+	summary atomic.Pointer[ProviderSummary]
 }
 
 type consumerEntry struct {
@@ -271,6 +277,7 @@ func (st *indexState) applyProvider(key string, val []byte, modRev int64) error 
 	}
 	e.p = p
 	e.modRev = modRev
+	e.summary.Store(nil)
 	st.link(e)
 	return nil
 }
