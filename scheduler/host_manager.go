@@ -157,6 +157,22 @@ func (hm *HostManager) viewForProvider(uuid string) (hostView, bool) {
 	return hm.viewLocked(host)
 }
 
+// viewsForProviders is viewForProvider for many providers under one read
+// lock: a request joins up to max_placement_results candidates, and a lock
+// round per candidate queued them behind every watch update.
+func (hm *HostManager) viewsForProviders(uuids []string) ([]hostView, []bool) {
+	views := make([]hostView, len(uuids))
+	oks := make([]bool, len(uuids))
+	hm.mu.RLock()
+	defer hm.mu.RUnlock()
+	for i, uuid := range uuids {
+		if host, ok := hm.byProvider[uuid]; ok {
+			views[i], oks[i] = hm.viewLocked(host)
+		}
+	}
+	return views, oks
+}
+
 func (hm *HostManager) viewLocked(host string) (hostView, bool) {
 	r, ok := hm.hosts[host]
 	if !ok || r.service == nil {

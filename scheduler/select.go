@@ -328,38 +328,52 @@ func (s *Scheduler) sortHosts(hosts []*HostState, spec *RequestSpec) []weighed {
 // hostStates joins placement's candidates with the host manager: one
 // HostState per compute node (root provider) that has a known service.
 func (s *Scheduler) hostStates(spec *RequestSpec, c *placement.Candidates, aggs *aggregateSnapshot) []*HostState {
-	byRoot := map[string]*HostState{}
-	var order []*HostState
 	ignore := map[string]bool{}
 	for _, h := range spec.IgnoreHosts {
 		ignore[h] = true
 	}
-	for _, ar := range c.AllocationRequests {
+	// Each candidate's root, and the distinct roots in answer order, so
+	// the host manager is asked for all of them under one lock.
+	rootIdx := make([]int, len(c.AllocationRequests))
+	pos := make(map[string]int, len(c.AllocationRequests))
+	var roots []string
+	for i, ar := range c.AllocationRequests {
 		root := rootOf(ar, c.ProviderSummaries)
 		if root == "" {
+			rootIdx[i] = -1
 			continue
 		}
-		hs, ok := byRoot[root]
+		j, ok := pos[root]
 		if !ok {
-			v, ok := s.hosts.viewForProvider(root)
-			if !ok || ignore[v.Host] || !spec.RequestedDestination.admits(v.Host, v.Cell) {
-				byRoot[root] = nil
-				continue
-			}
-			hostAggs := aggs.byHost[v.Host]
-			hs = &HostState{
-				Host: v.Host, Cell: v.Cell, ProviderUUID: root, Service: v.Service, Up: v.Up,
-				Instances: v.Instances, NumInstances: len(v.Instances),
-				FailedBuilds: v.Service.FailedBuilds,
-				Resources:    c.ProviderSummaries[root].Resources,
-				NumIOOps:     v.IOOps, Aggregates: hostAggs,
-				AvailabilityZone: hostAvailabilityZone(hostAggs, s.cfg.DefaultAvailabilityZone),
-			}
-			byRoot[root] = hs
-			order = append(order, hs)
+			j = len(roots)
+			pos[root] = j
+			roots = append(roots, root)
 		}
-		if hs != nil {
-			hs.Candidates = append(hs.Candidates, ar)
+		rootIdx[i] = j
+	}
+	views, oks := s.hosts.viewsForProviders(roots)
+	states := make([]*HostState, len(roots))
+	order := make([]*HostState, 0, len(roots))
+	for j, root := range roots {
+		v := views[j]
+		if !oks[j] || ignore[v.Host] || !spec.RequestedDestination.admits(v.Host, v.Cell) {
+			continue
+		}
+		hostAggs := aggs.byHost[v.Host]
+		hs := &HostState{
+			Host: v.Host, Cell: v.Cell, ProviderUUID: root, Service: v.Service, Up: v.Up,
+			Instances: v.Instances, NumInstances: len(v.Instances),
+			FailedBuilds: v.Service.FailedBuilds,
+			Resources:    c.ProviderSummaries[root].Resources,
+			NumIOOps:     v.IOOps, Aggregates: hostAggs,
+			AvailabilityZone: hostAvailabilityZone(hostAggs, s.cfg.DefaultAvailabilityZone),
+		}
+		states[j] = hs
+		order = append(order, hs)
+	}
+	for i, ar := range c.AllocationRequests {
+		if j := rootIdx[i]; j >= 0 && states[j] != nil {
+			states[j].Candidates = append(states[j].Candidates, ar)
 		}
 	}
 	return order
