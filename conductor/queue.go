@@ -22,6 +22,9 @@ type Item struct {
 	Value    []byte
 	ModRev   int64
 	LeaseKey string
+	// Extra holds the keys QueueConfig.AlsoRead named for this item, read
+	// in the acquiring transaction (absent keys are missing from the map).
+	Extra map[string][]byte
 }
 
 // ProcessFunc does one item's work. It must finish the item by deleting its
@@ -44,6 +47,7 @@ type Queue struct {
 	workers     int
 	process     ProcessFunc
 	deferFn     func(it Item, all []Item) bool
+	alsoRead    func(id string) []string
 	log         hclog.Logger
 
 	mu      sync.Mutex
@@ -74,7 +78,11 @@ type QueueConfig struct {
 	// gather (a multi-instance request's siblings); deferred items are
 	// offered again whenever an item finishes.
 	Defer func(it Item, all []Item) bool
-	Log   hclog.Logger
+	// AlsoRead, when set, names keys to read in the same transaction that
+	// leases an item (Item.Extra): state the work needs to see as of the
+	// moment it was leased, without another round trip to etcd.
+	AlsoRead func(id string) []string
+	Log      hclog.Logger
 }
 
 // NewQueue builds a queue; Run starts it.
@@ -88,7 +96,7 @@ func NewQueue(c QueueConfig) *Queue {
 	}
 	q := &Queue{
 		cli: c.Client, itemPrefix: c.ItemPrefix, leasePrefix: c.LeasePrefix, leaseKey: c.LeaseKey,
-		holder: c.Holder, ttl: ttl, workers: c.Workers, process: c.Process, deferFn: c.Defer, log: c.Log,
+		holder: c.Holder, ttl: ttl, workers: c.Workers, process: c.Process, deferFn: c.Defer, alsoRead: c.AlsoRead, log: c.Log,
 		items: map[string]Item{}, leased: map[string]bool{}, queued: map[string]bool{},
 		inFlite: map[string]bool{}, defered: map[string]bool{}, work: make(chan string, 1024),
 	}
@@ -269,10 +277,18 @@ func (q *Queue) acquire(ctx context.Context, it Item) (bool, Item, error) {
 		return false, it, err
 	}
 	val := etcdschema.MustEncode(&etcdschema.Lease{Holder: q.holder, LeaseID: int64(sess.Lease()), Since: time.Now().UTC()})
+	ops := []clientv3.Op{clientv3.OpPut(it.LeaseKey, val, clientv3.WithLease(sess.Lease())), clientv3.OpGet(it.Key)}
+	var extra []string
+	if q.alsoRead != nil {
+		extra = q.alsoRead(it.ID)
+		for _, k := range extra {
+			ops = append(ops, clientv3.OpGet(k))
+		}
+	}
 	resp, err := q.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(it.LeaseKey), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(it.Key), ">", 0)).
-		Then(clientv3.OpPut(it.LeaseKey, val, clientv3.WithLease(sess.Lease())), clientv3.OpGet(it.Key)).
+		Then(ops...).
 		Commit()
 	if err != nil {
 		return false, it, fmt.Errorf("lease %s: %w", it.Key, err)
@@ -284,6 +300,14 @@ func (q *Queue) acquire(ctx context.Context, it Item) (bool, Item, error) {
 	if len(kvs) == 1 { // the freshest value, read in the same transaction
 		it.Value = kvs[0].Value
 		it.ModRev = kvs[0].ModRevision
+	}
+	if len(extra) > 0 {
+		it.Extra = make(map[string][]byte, len(extra))
+		for i, k := range extra {
+			if kvs := resp.Responses[2+i].GetResponseRange().Kvs; len(kvs) == 1 {
+				it.Extra[k] = kvs[0].Value
+			}
+		}
 	}
 	return true, it, nil
 }

@@ -128,3 +128,49 @@ func TestQueueHandsOverADeadHoldersItem(t *testing.T) {
 		t.Fatalf("the dead holder's item (lease %x) was never handed over", leaseID)
 	}
 }
+
+// AlsoRead's keys are read in the transaction that leases the item: a
+// key that exists is in Item.Extra with its value, an absent one is not.
+func TestQueueReadsExtraKeysWithTheLease(t *testing.T) {
+	cli := etcdtest.Client(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan Item, 2)
+	var q *Queue
+	q = NewQueue(QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
+		LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: "a",
+		LeaseTTL: 2 * time.Second, Workers: 1, Log: hclog.NewNullLogger(),
+		AlsoRead: func(id string) []string { return []string{"/q/extra/" + id} },
+		Process: func(ctx context.Context, it Item) error {
+			got <- it
+			return finish(q, cli)(ctx, it)
+		}})
+	go q.Run(ctx)
+	if err := q.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "/q/extra/with", "claim"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"with", "without"} {
+		if _, err := cli.Put(ctx, "/q/items/"+id, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		select {
+		case it := <-got:
+			v, ok := it.Extra["/q/extra/"+it.ID]
+			switch {
+			case it.Extra == nil:
+				t.Errorf("item %s: no Extra map", it.ID)
+			case it.ID == "with" && (!ok || string(v) != "claim"):
+				t.Errorf("item with: Extra = %q, want the extra key's value", it.Extra)
+			case it.ID == "without" && ok:
+				t.Errorf("item without: Extra has %q for a key that does not exist", v)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("items were not worked")
+		}
+	}
+}

@@ -59,6 +59,10 @@ func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
 		Client: cfg.Client, ItemPrefix: cfg.Keys.BuildRequests(), LeasePrefix: cfg.Keys.BuildRequestLeases(),
 		LeaseKey: cfg.Keys.BuildRequestLease, Holder: cfg.Holder, LeaseTTL: cfg.LeaseTTL,
 		Workers: cfg.Workers, Process: s.process, Defer: leadsElsewhere, Log: cfg.Log,
+		// Whether the instance already holds a claim, read as we lease it:
+		// a claim can only be left by an earlier holder, so this read is
+		// as good as one made after the lease, and costs no round trip.
+		AlsoRead: func(id string) []string { return []string{cfg.Keys.Consumer(id)} },
 	})
 	return s
 }
@@ -164,8 +168,16 @@ func (s *Superconductor) schedule(ctx context.Context, group []leasedRequest) er
 		spec.MinRevision = max(spec.MinRevision, g.item.ModRev)
 	}
 	// A superconductor that died after claiming but before the hand-off
-	// left a claim behind; we hold the requests now, so it is stale.
-	if err := s.freeClaims(ctx, spec.InstanceUUIDs); err != nil {
+	// left a claim behind; we hold the requests now, so it is stale. The
+	// lease transaction read each instance's consumer key: only those
+	// that exist are freed.
+	var stale []string
+	for _, g := range group {
+		if _, ok := g.item.Extra[s.cfg.Keys.Consumer(g.br.InstanceUUID)]; ok || g.item.Extra == nil {
+			stale = append(stale, g.br.InstanceUUID)
+		}
+	}
+	if err := s.freeClaims(ctx, stale); err != nil {
 		return err
 	}
 	sels, err := s.selectDestinations(ctx, spec)
