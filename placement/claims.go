@@ -110,6 +110,24 @@ func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[strin
 	if len(consumers) > 1 {
 		what = fmt.Sprintf("%d consumers", len(consumers))
 	}
+	// First, optimistically, from the watch-fed index: the transaction
+	// compares the mod revision of every record the plan used, so a stale
+	// index costs a failed compare, never a wrong write. Anything but a
+	// commit (a plan error included, which the index's lag may have
+	// caused) falls through to the reads below, which decide as before.
+	// This saves the claim's read round trip whenever the index is
+	// current, which it is for the scheduler's claims (it waited for the
+	// request's revision before searching).
+	if rd, ok := s.readFromIndex(consumers, writes); ok {
+		if cmps, ops, err := s.planClaim(rd, consumers, writes, opts, mustExist); err == nil {
+			if rev, ok, err := s.commitClaim(ctx, cmps, append(ops, opts.GuardOps...), opts); err != nil || ok {
+				if err != nil {
+					return 0, fmt.Errorf("claim %s: %w", what, err)
+				}
+				return rev, nil
+			}
+		}
+	}
 	for attempt := 0; attempt <= s.retryCount; attempt++ {
 		rd, err := s.readForClaim(ctx, consumers, writes)
 		if err != nil {
@@ -123,31 +141,92 @@ func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[strin
 		if len(cmps) > maxTxnOps || len(ops) > maxTxnOps {
 			return 0, fmt.Errorf("claim %s: %w", what, detailf(ErrTooManyOps, "the write needs %d compares and %d operations, etcd allows %d of each in one transaction", len(cmps), len(ops), maxTxnOps))
 		}
-		var resp *clientv3.TxnResponse
-		if len(opts.Guards) == 0 {
-			resp, err = s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
-		} else {
-			// The guards are the outer condition and the claim the inner
-			// one, so a failed guard is told apart from a lost race.
-			resp, err = s.cli.Txn(ctx).If(opts.Guards...).Then(clientv3.OpTxn(cmps, ops, nil)).Commit()
-		}
+		rev, ok, err := s.commitClaim(ctx, cmps, ops, opts)
 		if err != nil {
 			return 0, fmt.Errorf("claim %s: %w", what, err)
 		}
-		if len(opts.Guards) > 0 {
-			if !resp.Succeeded {
-				return 0, fmt.Errorf("claim %s: %w", what, ErrGuardFailed)
-			}
-			if resp.Responses[0].GetResponseTxn().Succeeded {
-				return resp.Header.Revision, nil
-			}
-		} else if resp.Succeeded {
-			return resp.Header.Revision, nil
+		if ok {
+			return rev, nil
 		}
 		s.metrics.ClaimConflict()
 		s.log.Debug("claim lost a race, retrying", "consumer", what, "attempt", attempt+1)
 	}
 	return 0, fmt.Errorf("claim %s: %w", what, detailf(ErrConcurrentUpdate, "Inventory and/or allocations changed while attempting to allocate: gave up after %d retries", s.retryCount))
+}
+
+// commitClaim runs a planned claim: ok is false when its compares failed
+// (a lost race), ErrGuardFailed when the caller's guards did.
+func (s *Service) commitClaim(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op, opts ClaimOptions) (int64, bool, error) {
+	if len(cmps) > maxTxnOps || len(ops) > maxTxnOps {
+		return 0, false, detailf(ErrTooManyOps, "the write needs %d compares and %d operations, etcd allows %d of each in one transaction", len(cmps), len(ops), maxTxnOps)
+	}
+	var resp *clientv3.TxnResponse
+	var err error
+	if len(opts.Guards) == 0 {
+		resp, err = s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	} else {
+		// The guards are the outer condition and the claim the inner
+		// one, so a failed guard is told apart from a lost race.
+		resp, err = s.cli.Txn(ctx).If(opts.Guards...).Then(clientv3.OpTxn(cmps, ops, nil)).Commit()
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if len(opts.Guards) > 0 {
+		if !resp.Succeeded {
+			return 0, false, ErrGuardFailed
+		}
+		return resp.Header.Revision, resp.Responses[0].GetResponseTxn().Succeeded, nil
+	}
+	return resp.Header.Revision, resp.Succeeded, nil
+}
+
+// readFromIndex is readForClaim answered from the watch-fed index, when
+// it is loaded and knows every provider involved. The records are the
+// index's own (never mutated: planClaim clones before it writes).
+func (s *Service) readFromIndex(consumers []string, writes map[string]AllocationWrite) (*claimRead, bool) {
+	s.idx.mu.RLock()
+	defer s.idx.mu.RUnlock()
+	st := s.idx.st
+	if st.rev == 0 {
+		return nil, false // not started: an agent's or the API's store-only service
+	}
+	rd := &claimRead{
+		consumers:    make(map[string]*etcdschema.Consumer, len(consumers)),
+		consumerRevs: make(map[string]int64, len(consumers)),
+		providers:    map[string]*storedProvider{},
+	}
+	addProvider := func(rp string) bool {
+		if _, ok := rd.providers[rp]; ok {
+			return true
+		}
+		e, ok := st.providers[rp]
+		if !ok {
+			return false
+		}
+		p := *e.p // shallow: normalizeProvider only replaces nil fields
+		normalizeProvider(&p)
+		rd.providers[rp] = &storedProvider{p: &p, modRev: e.modRev}
+		return true
+	}
+	for _, c := range consumers {
+		rd.consumers[c] = nil
+		if ce, ok := st.consumers[c]; ok {
+			rd.consumers[c] = ce.c
+			rd.consumerRevs[c] = ce.modRev
+			for rp := range ce.c.Allocations {
+				if !addProvider(rp) {
+					return nil, false
+				}
+			}
+		}
+		for rp := range writes[c].Allocations {
+			if !addProvider(rp) {
+				return nil, false
+			}
+		}
+	}
+	return rd, true
 }
 
 // readForClaim reads the consumers and every provider their old and new

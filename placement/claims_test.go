@@ -1,11 +1,15 @@
 package placement
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
 )
 
 func TestPutAllocationsRules(t *testing.T) {
@@ -121,5 +125,61 @@ func TestPutAllocationsMultiIsAtomic(t *testing.T) {
 	}
 	if err := s.PutAllocationsMulti(ctx, many); !errors.Is(err, ErrTooManyOps) {
 		t.Fatalf("too many: %v", err)
+	}
+}
+
+// A claim is planned first from the index; when the index is behind etcd
+// the compare fails and the claim is decided on a fresh read, so a stale
+// index never over-commits, never hides a consumer, and never refuses a
+// claim etcd would take.
+func TestClaimFromAStaleIndexFallsBackToEtcd(t *testing.T) {
+	cli := etcdtest.Client(t)
+	log := hclog.NewNullLogger()
+	keys := etcdschema.New("/test")
+	stale := New(cli, keys, log)
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	if err := stale.Start(watchCtx); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	mkProvider(t, stale, "rp", "", map[string]etcdschema.Inventory{VCPU: inv(4)})
+	mkProvider(t, stale, "rp2", "", map[string]etcdschema.Inventory{VCPU: inv(4)})
+	syncIdx(t, stale)
+	stopWatch() // from here on the index sees nothing
+	fresh := New(cli, keys, log) // store only, no index
+	if err := fresh.PutAllocations(ctx, "c1", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 4})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.PutAllocations(ctx, "c3", AllocationWrite{Allocations: alloc("rp2", map[string]int64{VCPU: 3})}); err != nil {
+		t.Fatal(err)
+	}
+	// The index thinks rp is empty: the claim must still be refused.
+	err := stale.PutAllocations(ctx, "c2", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 1})})
+	if !errors.Is(err, ErrInsufficientCapacity) {
+		t.Fatalf("claim on a provider full in etcd but empty in the index: %v, want ErrInsufficientCapacity", err)
+	}
+	// The index does not know c3: a new claim for it must not replace it.
+	err = stale.PutAllocations(ctx, "c3", AllocationWrite{Allocations: alloc("rp2", map[string]int64{VCPU: 1})})
+	if !errors.Is(err, ErrConsumerGenerationConflict) {
+		t.Fatalf("claim for a consumer only etcd knows: %v, want ErrConsumerGenerationConflict", err)
+	}
+	// Nor does it know c1: deleting it must work from etcd's record.
+	if err := stale.DeleteAllocations(ctx, "c1"); err != nil {
+		t.Fatalf("delete a consumer the index never saw: %v", err)
+	}
+	// rp is empty again in etcd, as the (stale) index says: a claim
+	// planned from the index goes through.
+	if err := stale.PutAllocations(ctx, "c2", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 4})}); err != nil {
+		t.Fatalf("claim after the free: %v", err)
+	}
+	for rp, want := range map[string]int64{"rp": 4, "rp2": 3} {
+		p, err := fresh.Provider(ctx, rp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Usages[VCPU] != want {
+			t.Errorf("%s: VCPU used %d, want %d", rp, p.Usages[VCPU], want)
+		}
 	}
 }
