@@ -3,6 +3,7 @@ package conductor
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -46,7 +47,7 @@ type Queue struct {
 	ttl         int
 	workers     int
 	process     ProcessFunc
-	deferFn     func(it Item, all []Item) bool
+	deferFn     func(it Item, all iter.Seq[Item]) bool
 	alsoRead    func(id string) []string
 	log         hclog.Logger
 
@@ -77,7 +78,7 @@ type QueueConfig struct {
 	// Defer, when set, may leave an item for another item's holder to
 	// gather (a multi-instance request's siblings); deferred items are
 	// offered again whenever an item finishes.
-	Defer func(it Item, all []Item) bool
+	Defer func(it Item, all iter.Seq[Item]) bool
 	// AlsoRead, when set, names keys to read in the same transaction that
 	// leases an item (Item.Extra): state the work needs to see as of the
 	// moment it was leased, without another round trip to etcd.
@@ -359,9 +360,15 @@ func (q *Queue) deferred(id string) bool {
 	if !ok || q.deferFn == nil {
 		return false
 	}
-	all := make([]Item, 0, len(q.items))
-	for _, x := range q.items {
-		all = append(all, x)
+	// The pending items are offered as an iterator under our lock, not
+	// copied: a backlog of thousands was copied on every dequeue, O(n²)
+	// over a burst, though the hook looks at them only for multi-creates.
+	all := func(yield func(Item) bool) {
+		for _, x := range q.items {
+			if !yield(x) {
+				return
+			}
+		}
 	}
 	if q.deferFn(it, all) {
 		q.defered[id] = true

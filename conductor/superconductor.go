@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"time"
 
@@ -71,12 +72,12 @@ func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
 // same reservation exists: that sibling's holder gathers the whole request
 // and schedules it as one, as Nova's multi-create does (all or nothing,
 // each pick seeing the previous ones).
-func leadsElsewhere(it Item, all []Item) bool {
+func leadsElsewhere(it Item, all iter.Seq[Item]) bool {
 	var br etcdschema.BuildRequest
 	if etcdschema.Decode(it.Key, it.Value, &br) != nil || br.Count < 2 || br.Index == 0 {
 		return false
 	}
-	for _, o := range all {
+	for o := range all {
 		if o.ID == it.ID {
 			continue
 		}
