@@ -146,7 +146,7 @@ func TestClaimFromAStaleIndexFallsBackToEtcd(t *testing.T) {
 	mkProvider(t, stale, "rp", "", map[string]etcdschema.Inventory{VCPU: inv(4)})
 	mkProvider(t, stale, "rp2", "", map[string]etcdschema.Inventory{VCPU: inv(4)})
 	syncIdx(t, stale)
-	stopWatch() // from here on the index sees nothing
+	stopWatch()                  // from here on the index sees nothing
 	fresh := New(cli, keys, log) // store only, no index
 	if err := fresh.PutAllocations(ctx, "c1", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 4})}); err != nil {
 		t.Fatal(err)

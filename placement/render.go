@@ -16,6 +16,7 @@ func (st *indexState) render(areqs []*areq, onlyUsed bool) *Candidates {
 	out := &Candidates{
 		AllocationRequests: make([]AllocationRequest, 0, len(areqs)),
 		ProviderSummaries:  make(map[string]ProviderSummary, len(areqs)),
+		roots:              make([]string, 0, len(areqs)),
 	}
 	// Sized for the usual one provider per request: growing these maps
 	// was a visible share of select_destinations' allocations.
@@ -76,6 +77,7 @@ func (st *indexState) render(areqs []*areq, onlyUsed bool) *Candidates {
 			sort.Strings(v)
 		}
 		out.AllocationRequests = append(out.AllocationRequests, ar)
+		out.roots = append(out.roots, st.slots[a.anchor].p.UUID) // the tree root it is anchored at
 	}
 	addSummary := func(slot int32) {
 		e := st.slots[slot]

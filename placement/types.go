@@ -84,6 +84,18 @@ type ProviderSummary struct {
 type Candidates struct {
 	AllocationRequests []AllocationRequest
 	ProviderSummaries  map[string]ProviderSummary
+	// roots[i] is the root provider of AllocationRequests[i]'s tree, when
+	// the answer came from the index (RootOf).
+	roots []string
+}
+
+// RootOf returns the root provider uuid of the tree allocation request i
+// draws from, and false when the answer does not say (one built by hand).
+func (c *Candidates) RootOf(i int) (string, bool) {
+	if i < len(c.roots) && c.roots[i] != "" {
+		return c.roots[i], true
+	}
+	return "", false
 }
 
 // AllocationWrite replaces one consumer's allocations (PUT /allocations/{c}).

@@ -338,7 +338,10 @@ func (s *Scheduler) hostStates(spec *RequestSpec, c *placement.Candidates, aggs 
 	pos := make(map[string]int, len(c.AllocationRequests))
 	var roots []string
 	for i, ar := range c.AllocationRequests {
-		root := rootOf(ar, c.ProviderSummaries)
+		root, ok := c.RootOf(i)
+		if !ok {
+			root = rootOf(ar, c.ProviderSummaries)
+		}
 		if root == "" {
 			rootIdx[i] = -1
 			continue
