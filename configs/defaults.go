@@ -98,7 +98,12 @@ func Defaults() *Config {
 				NumInstances:     0.0,
 			},
 		},
-		Superconductor: &Superconductor{Workers: 4, LeaseTTL: 10 * time.Second, SelectTimeout: 30 * time.Second},
+		// A worker spends most of a request waiting on etcd round trips
+		// (lease, claim, hand-off) and 1-3 ms on the CPU scheduling: with 4
+		// a 2-core machine stayed half idle under a burst
+		// (BenchmarkBootPipeline, docs/benchmarks.md). Idle workers cost
+		// nothing.
+		Superconductor: &Superconductor{Workers: 16, LeaseTTL: 10 * time.Second, SelectTimeout: 30 * time.Second},
 		Conductor: &Conductor{
 			Workers:  4,
 			LeaseTTL: 15 * time.Second,

@@ -66,5 +66,5 @@ scheduler {
 }
 
 superconductor {
-  workers = 4
+  workers = 16
 }

@@ -42,7 +42,7 @@ scheduler {
 }
 
 superconductor {
-  workers = 4
+  workers = 16
 }
 
 conductor {
