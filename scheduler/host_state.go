@@ -37,6 +37,12 @@ type HostState struct {
 	// Core/Ram/DiskFilter), copied into the host's Selections; nil when no
 	// filter set one.
 	Limits map[string]int64
+
+	// trusted is the host manager's "instance cache is current" for the
+	// host, taken with the rest of the view when hostStates built this
+	// state (viewed says it was), so fillUntrustedInstances need not look
+	// every host up again under the lock.
+	viewed, trusted bool
 }
 
 func (h *HostState) setLimit(key string, v int64) {

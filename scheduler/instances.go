@@ -51,8 +51,11 @@ func (s *Scheduler) fillUntrustedInstances(ctx context.Context, spec *RequestSpe
 	byCell := map[string]map[string]bool{}
 	var untrusted []*HostState
 	for _, h := range hosts {
-		v, ok := s.hosts.view(h.Host)
-		if !ok || v.Updated {
+		if h.viewed {
+			if h.trusted {
+				continue
+			}
+		} else if v, ok := s.hosts.view(h.Host); !ok || v.Updated {
 			continue
 		}
 		if byCell[h.Cell] == nil {

@@ -370,6 +370,7 @@ func (s *Scheduler) hostStates(spec *RequestSpec, c *placement.Candidates, aggs 
 			Resources:    c.ProviderSummaries[root].Resources,
 			NumIOOps:     v.IOOps, Aggregates: hostAggs,
 			AvailabilityZone: hostAvailabilityZone(hostAggs, s.cfg.DefaultAvailabilityZone),
+			viewed:           true, trusted: v.Updated,
 		}
 		states[j] = hs
 		order = append(order, hs)
