@@ -9,12 +9,16 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/informer"
 )
+
+// etcdResponseOp is one operation's answer inside a transaction.
+type etcdResponseOp = etcdserverpb.ResponseOp
 
 // Item is one work item read from etcd.
 type Item struct {
@@ -234,6 +238,117 @@ func (q *Queue) TryAcquire(ctx context.Context, id string) (Item, bool, error) {
 	return cur, true, nil
 }
 
+// TryAcquireMany leases several items in one etcd transaction, each in
+// its own sub-transaction with the same compares as TryAcquire, so each
+// is leased or not on its own: a multi-instance request's siblings cost
+// one write instead of one each. It returns the items leased.
+func (q *Queue) TryAcquireMany(ctx context.Context, ids []string) ([]Item, error) {
+	var its []Item
+	q.mu.Lock()
+	for _, id := range ids {
+		if it, ok := q.items[id]; ok && !q.inFlite[id] {
+			q.inFlite[id] = true
+			its = append(its, it)
+		}
+	}
+	q.mu.Unlock()
+	var got []Item
+	for start := 0; start < len(its); start += maxAcquirePerTxn {
+		chunk := its[start:min(start+maxAcquirePerTxn, len(its))]
+		ok, err := q.acquireMany(ctx, chunk)
+		got = append(got, ok...)
+		if err != nil {
+			q.releaseFlights(its, got)
+			return got, err
+		}
+	}
+	q.releaseFlights(its, got)
+	return got, nil
+}
+
+// maxAcquirePerTxn keeps a batched lease within etcd's default of 128
+// operations per transaction level.
+const maxAcquirePerTxn = 64
+
+// releaseFlights clears the in-flight mark of the items tried but not
+// leased.
+func (q *Queue) releaseFlights(tried, leased []Item) {
+	won := make(map[string]bool, len(leased))
+	for _, it := range leased {
+		won[it.ID] = true
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, it := range tried {
+		if !won[it.ID] {
+			delete(q.inFlite, it.ID)
+		}
+	}
+}
+
+func (q *Queue) acquireMany(ctx context.Context, its []Item) ([]Item, error) {
+	if len(its) == 0 {
+		return nil, nil
+	}
+	sess, err := q.currentSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	val := etcdschema.MustEncode(&etcdschema.Lease{Holder: q.holder, LeaseID: int64(sess.Lease()), Since: time.Now().UTC()})
+	subs := make([]clientv3.Op, len(its))
+	extras := make([][]string, len(its))
+	for i, it := range its {
+		cmps, ops, extra := q.acquireOps(it, val, sess.Lease())
+		subs[i], extras[i] = clientv3.OpTxn(cmps, ops, nil), extra
+	}
+	resp, err := q.cli.Txn(ctx).Then(subs...).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("lease %d items under %s: %w", len(its), q.itemPrefix, err)
+	}
+	var got []Item
+	for i, it := range its {
+		sub := resp.Responses[i].GetResponseTxn()
+		if sub == nil || !sub.Succeeded {
+			continue
+		}
+		got = append(got, q.leased1(it, extras[i], sub.Responses))
+	}
+	return got, nil
+}
+
+// acquireOps is one item's lease: if its lease key is absent and the
+// item exists, put the lease key and read the item and the extra keys.
+func (q *Queue) acquireOps(it Item, val string, lease clientv3.LeaseID) ([]clientv3.Cmp, []clientv3.Op, []string) {
+	ops := []clientv3.Op{clientv3.OpPut(it.LeaseKey, val, clientv3.WithLease(lease)), clientv3.OpGet(it.Key)}
+	var extra []string
+	if q.alsoRead != nil {
+		extra = q.alsoRead(it.ID)
+		for _, k := range extra {
+			ops = append(ops, clientv3.OpGet(k))
+		}
+	}
+	return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.LeaseKey), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(it.Key), ">", 0)}, ops, extra
+}
+
+// leased1 fills an item from its lease's read responses (as acquireOps
+// ordered them).
+func (q *Queue) leased1(it Item, extra []string, resps []*etcdResponseOp) Item {
+	if kvs := resps[1].GetResponseRange().Kvs; len(kvs) == 1 { // the freshest value
+		it.Value = kvs[0].Value
+		it.ModRev = kvs[0].ModRevision
+	}
+	if len(extra) > 0 {
+		it.Extra = make(map[string][]byte, len(extra))
+		for i, k := range extra {
+			if kvs := resps[2+i].GetResponseRange().Kvs; len(kvs) == 1 {
+				it.Extra[k] = kvs[0].Value
+			}
+		}
+	}
+	return it
+}
+
 // Release gives up an acquired item without finishing it.
 func (q *Queue) Release(ctx context.Context, it Item) {
 	q.mu.Lock()
@@ -278,39 +393,15 @@ func (q *Queue) acquire(ctx context.Context, it Item) (bool, Item, error) {
 		return false, it, err
 	}
 	val := etcdschema.MustEncode(&etcdschema.Lease{Holder: q.holder, LeaseID: int64(sess.Lease()), Since: time.Now().UTC()})
-	ops := []clientv3.Op{clientv3.OpPut(it.LeaseKey, val, clientv3.WithLease(sess.Lease())), clientv3.OpGet(it.Key)}
-	var extra []string
-	if q.alsoRead != nil {
-		extra = q.alsoRead(it.ID)
-		for _, k := range extra {
-			ops = append(ops, clientv3.OpGet(k))
-		}
-	}
-	resp, err := q.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(it.LeaseKey), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(it.Key), ">", 0)).
-		Then(ops...).
-		Commit()
+	cmps, ops, extra := q.acquireOps(it, val, sess.Lease())
+	resp, err := q.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
 		return false, it, fmt.Errorf("lease %s: %w", it.Key, err)
 	}
 	if !resp.Succeeded {
 		return false, it, nil
 	}
-	kvs := resp.Responses[1].GetResponseRange().Kvs
-	if len(kvs) == 1 { // the freshest value, read in the same transaction
-		it.Value = kvs[0].Value
-		it.ModRev = kvs[0].ModRevision
-	}
-	if len(extra) > 0 {
-		it.Extra = make(map[string][]byte, len(extra))
-		for i, k := range extra {
-			if kvs := resp.Responses[2+i].GetResponseRange().Kvs; len(kvs) == 1 {
-				it.Extra[k] = kvs[0].Value
-			}
-		}
-	}
-	return true, it, nil
+	return true, q.leased1(it, extra, resp.Responses), nil
 }
 
 func (q *Queue) worker(ctx context.Context) {

@@ -130,7 +130,7 @@ func (s *Superconductor) process(ctx context.Context, it Item) error {
 // gatherSiblings leases the other pending BuildRequests of the same
 // reservation, so a multi-instance request is scheduled as one.
 func (s *Superconductor) gatherSiblings(ctx context.Context, br etcdschema.BuildRequest) []leasedRequest {
-	var out []leasedRequest
+	var ids []string
 	for _, p := range s.queue.Pending() {
 		if p.ID == br.InstanceUUID {
 			continue
@@ -139,15 +139,22 @@ func (s *Superconductor) gatherSiblings(ctx context.Context, br etcdschema.Build
 		if etcdschema.Decode(p.Key, p.Value, &sib) != nil || sib.ReservationID != br.ReservationID {
 			continue
 		}
-		got, ok, err := s.queue.TryAcquire(ctx, p.ID)
-		if err != nil || !ok {
+		ids = append(ids, p.ID)
+	}
+	// One transaction leases them all (each on its own terms): a
+	// 64-server request costs one lease write, not 63.
+	got, err := s.queue.TryAcquireMany(ctx, ids)
+	if err != nil {
+		s.log.Warn("could not lease every sibling; scheduling those leased", "reservation", br.ReservationID, "error", err)
+	}
+	var out []leasedRequest
+	for _, it := range got {
+		var sib etcdschema.BuildRequest
+		if etcdschema.Decode(it.Key, it.Value, &sib) != nil {
+			s.queue.Release(ctx, it)
 			continue
 		}
-		if etcdschema.Decode(got.Key, got.Value, &sib) != nil {
-			s.queue.Release(ctx, got)
-			continue
-		}
-		out = append(out, leasedRequest{item: got, br: sib})
+		out = append(out, leasedRequest{item: it, br: sib})
 	}
 	return out
 }
@@ -190,10 +197,48 @@ func (s *Superconductor) schedule(ctx context.Context, group []leasedRequest) er
 	if err != nil {
 		return fmt.Errorf("select destinations for %d instance(s): %w", len(group), err)
 	}
+	return s.handOffAll(ctx, group, sels)
+}
+
+// maxHandOffsPerTxn keeps a batched hand-off within etcd's default of 128
+// operations per transaction level (each instance is one sub-transaction).
+const maxHandOffsPerTxn = 64
+
+// handOffAll hands off every instance of a request: a single one in its
+// own transaction, several in one transaction with a sub-transaction each
+// (each with its own compares, so each succeeds or fails alone, exactly
+// as separate hand-offs would): a multi-create's hand-offs cost one etcd
+// write, not one per instance.
+func (s *Superconductor) handOffAll(ctx context.Context, group []leasedRequest, sels [][]etcdschema.Selection) error {
+	if len(group) == 1 {
+		return s.handOff(ctx, group[0], sels[0])
+	}
 	var firstErr error
-	for i, g := range group {
-		if err := s.handOff(ctx, g, sels[i]); err != nil && firstErr == nil {
+	note := func(err error) {
+		if err != nil && firstErr == nil {
 			firstErr = err
+		}
+	}
+	for start := 0; start < len(group); start += maxHandOffsPerTxn {
+		end := min(start+maxHandOffsPerTxn, len(group))
+		subs := make([]clientv3.Op, 0, end-start)
+		for i := start; i < end; i++ {
+			cmps, ops, err := s.handOffOps(ctx, group[i], sels[i])
+			if err != nil {
+				return err
+			}
+			subs = append(subs, clientv3.OpTxn(cmps, ops, nil))
+		}
+		resp, err := s.cfg.Client.Txn(ctx).Then(subs...).Commit()
+		if err != nil {
+			return fmt.Errorf("hand off %d instances: %w", end-start, err)
+		}
+		for i := start; i < end; i++ {
+			if sub := resp.Responses[i-start].GetResponseTxn(); sub != nil && sub.Succeeded {
+				s.handedOff(group[i], sels[i])
+				continue
+			}
+			note(s.lostHandOff(ctx, group[i]))
 		}
 	}
 	return firstErr
@@ -262,6 +307,24 @@ func (s *Superconductor) freeClaims(ctx context.Context, uuids []string) error {
 // the build to the host and deletes the BuildRequest: one transaction, so
 // either all of it happened or none did and another holder starts over.
 func (s *Superconductor) handOff(ctx context.Context, g leasedRequest, sels []etcdschema.Selection) error {
+	cmps, ops, err := s.handOffOps(ctx, g, sels)
+	if err != nil {
+		return err
+	}
+	resp, err := s.cfg.Client.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return fmt.Errorf("hand off %s to %s: %w", g.br.InstanceUUID, sels[0].ServiceHost, err)
+	}
+	if !resp.Succeeded {
+		return s.lostHandOff(ctx, g)
+	}
+	s.handedOff(g, sels)
+	return nil
+}
+
+// handOffOps are one instance's hand-off: the compares (the lease is still
+// ours, the BuildRequest unchanged, the mapping present) and the writes.
+func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels []etcdschema.Selection) ([]clientv3.Cmp, []clientv3.Op, error) {
 	k := s.cfg.Keys
 	br := g.br
 	chosen := sels[0]
@@ -282,7 +345,7 @@ func (s *Superconductor) handOff(ctx context.Context, g leasedRequest, sels []et
 		Attempt: 1, RequestID: br.RequestID, CastAt: now}
 	held, err := s.queue.StillHeld(ctx, g.item)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	ops := []clientv3.Op{
 		clientv3.OpPut(k.CellInstance(chosen.Cell, br.InstanceUUID), etcdschema.MustEncode(inst)),
@@ -292,21 +355,21 @@ func (s *Superconductor) handOff(ctx context.Context, g leasedRequest, sels []et
 	}
 	ops = append(ops, FinishOps(g.item)...)
 	testhook.Pause(ctx, "superconductor.before-handoff", br.InstanceUUID)
-	resp, err := s.cfg.Client.Txn(ctx).
-		If(held, clientv3.Compare(clientv3.ModRevision(g.item.Key), "=", g.item.ModRev),
-			clientv3.Compare(clientv3.CreateRevision(k.InstanceMapping(br.InstanceUUID)), ">", 0)).
-		Then(ops...).Commit()
-	if err != nil {
-		return fmt.Errorf("hand off %s to %s: %w", br.InstanceUUID, chosen.ServiceHost, err)
-	}
-	if !resp.Succeeded {
-		// Our lease key (if still ours) would otherwise outlive the request.
-		defer s.queue.Release(context.WithoutCancel(ctx), g.item)
-		return s.abandon(ctx, br.InstanceUUID)
-	}
-	s.log.Debug("handed off", "instance", br.InstanceUUID, "host", chosen.ServiceHost,
-		"cell", chosen.Cell, "alternates", len(sels)-1)
-	return nil
+	cmps := []clientv3.Cmp{held, clientv3.Compare(clientv3.ModRevision(g.item.Key), "=", g.item.ModRev),
+		clientv3.Compare(clientv3.CreateRevision(k.InstanceMapping(br.InstanceUUID)), ">", 0)}
+	return cmps, ops, nil
+}
+
+func (s *Superconductor) handedOff(g leasedRequest, sels []etcdschema.Selection) {
+	s.log.Debug("handed off", "instance", g.br.InstanceUUID, "host", sels[0].ServiceHost,
+		"cell", sels[0].Cell, "alternates", len(sels)-1)
+}
+
+// lostHandOff runs when a hand-off's compares failed.
+func (s *Superconductor) lostHandOff(ctx context.Context, g leasedRequest) error {
+	// Our lease key (if still ours) would otherwise outlive the request.
+	defer s.queue.Release(context.WithoutCancel(ctx), g.item)
+	return s.abandon(ctx, g.br.InstanceUUID)
 }
 
 // abandon runs when a hand-off's preconditions failed. If the user deleted

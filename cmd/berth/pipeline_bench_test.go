@@ -374,3 +374,83 @@ func benchBoot(b *testing.B, nScheds, hosts, clients, count int) {
 		}
 	}
 }
+
+// TestMultiCreateLeasesAndHandsOffInOneWriteEach boots multi-create
+// requests through the whole pipeline and counts, from a watch of every
+// write, the transactions that lease build requests and that hand
+// instances off: a request of 10 costs two lease writes (the first
+// instance's, then its nine siblings' together) and one hand-off write,
+// not ten each, and every server still becomes ACTIVE on its own claim.
+func TestMultiCreateLeasesAndHandsOffInOneWriteEach(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a whole pipeline with 20 agents")
+	}
+	p := startPipeline(t, 1, 20)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start, err := p.cli.Get(ctx, "health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := p.follow(ctx, t, start.Header.Revision+1)
+	const requests, count = 3, 10
+	c := api.NewClient(p.apis[0])
+	for i := 0; i < requests; i++ {
+		if _, err := c.CreateServers(ctx, api.CreateRequest{Name: fmt.Sprintf("multi-%d", i), Flavor: "m1.small", Count: count}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		tally.mu.Lock()
+		done, failed := len(tally.active), len(tally.failed)
+		tally.mu.Unlock()
+		if failed > 0 {
+			t.Fatalf("servers failed: %v", tally.failed)
+		}
+		if done == requests*count {
+			break
+		}
+		select {
+		case <-tally.notify:
+		case <-ctx.Done():
+			t.Fatalf("only %d of %d servers ACTIVE", done, requests*count)
+		}
+	}
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	var leaseTxns, leaseKeys, handOffTxns, handOffKeys, claimTxns int
+	for _, ops := range tally.txns {
+		n := func(op string) int {
+			c := 0
+			for _, o := range ops {
+				if o == op {
+					c++
+				}
+			}
+			return c
+		}
+		if k := n("put leases/build_requests"); k > 0 {
+			leaseTxns++
+			leaseKeys += k
+		}
+		if k := n("put hosts/*/builds"); k > 0 {
+			handOffTxns++
+			handOffKeys += k
+		}
+		if n("put placement/consumers") > 0 {
+			claimTxns++
+		}
+	}
+	if leaseKeys != requests*count || handOffKeys != requests*count {
+		t.Fatalf("%d lease keys and %d casts written, want %d of each", leaseKeys, handOffKeys, requests*count)
+	}
+	if leaseTxns != 2*requests {
+		t.Errorf("%d lease transactions for %d requests of %d, want %d", leaseTxns, requests, count, 2*requests)
+	}
+	if handOffTxns != requests {
+		t.Errorf("%d hand-off transactions for %d requests of %d, want %d", handOffTxns, requests, count, requests)
+	}
+	if claimTxns != requests*count {
+		t.Errorf("%d claim transactions, want one per server (%d)", claimTxns, requests*count)
+	}
+}
