@@ -140,7 +140,7 @@ func (st *indexState) candidates(q CandidateQuery) *Candidates {
 			out = out[:q.Limit]
 		}
 	}
-	return st.render(out, excludeNested)
+	return st.render(out, excludeNested, q.OmitMappings)
 }
 
 // search holds what one query computed once for all its groups.

@@ -12,7 +12,7 @@ import "sort"
 // spent a quarter of its CPU rebuilding unchanged summaries), and
 // allocation requests asking the same amounts of one provider share one
 // resources map.
-func (st *indexState) render(areqs []*areq, onlyUsed bool) *Candidates {
+func (st *indexState) render(areqs []*areq, onlyUsed, omitMappings bool) *Candidates {
 	out := &Candidates{
 		AllocationRequests: make([]AllocationRequest, 0, len(areqs)),
 		ProviderSummaries:  make(map[string]ProviderSummary, len(areqs)),
@@ -29,15 +29,17 @@ func (st *indexState) render(areqs []*areq, onlyUsed bool) *Candidates {
 	// answer instead of one per allocation request.
 	nmap := 0
 	for _, a := range areqs {
-		nmap += len(a.mappings)
+		if !omitMappings {
+			nmap += len(a.mappings)
+		}
 	}
 	backing := make([]string, 0, nmap)
 	var lastRes []resReq         // the amounts of the last single-provider request
 	var lastMap map[string]int64 // and its resources map, shared while they repeat
 	for _, a := range areqs {
-		ar := AllocationRequest{
-			Allocations: make(map[string]ProviderAllocation, 1),
-			Mappings:    make(map[string][]string, 1),
+		ar := AllocationRequest{Allocations: make(map[string]ProviderAllocation, 1)}
+		if !omitMappings {
+			ar.Mappings = make(map[string][]string, 1)
 		}
 		if single, ok := singleProviderRes(a.res); ok {
 			if lastMap == nil || !sameAmounts(lastRes, a.res) {
@@ -64,6 +66,9 @@ func (st *indexState) render(areqs []*areq, onlyUsed bool) *Candidates {
 			}
 		}
 		for _, m := range a.mappings {
+			if omitMappings {
+				break
+			}
 			uuid := st.slots[m.slot].p.UUID
 			if prev, ok := ar.Mappings[m.suffix]; ok {
 				ar.Mappings[m.suffix] = append(prev, uuid)

@@ -53,6 +53,10 @@ type CandidateQuery struct {
 	// NotNestedAware asks for the answer of microversions before 1.29:
 	// no allocation request uses two providers of one tree.
 	NotNestedAware bool
+	// OmitMappings leaves AllocationRequest.Mappings nil: for in-process
+	// callers that only claim what Allocations says (the scheduler), one
+	// map less per allocation request. The HTTP API never sets it.
+	OmitMappings bool
 }
 
 // ProviderAllocation is the resources one consumer holds on one provider.

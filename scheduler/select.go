@@ -116,6 +116,9 @@ func (s *Scheduler) selectDestinations(ctx context.Context, spec *RequestSpec) (
 		s.catchUp(ctx, spec.MinRevision, log)
 	}
 	q := BuildPlacementQuery(spec, s.cfg.MaxPlacementResults)
+	// Nothing here or in the conductors reads an allocation request's
+	// mappings (claims take its allocations): skip building them.
+	q.OmitMappings = true
 	aggs := s.hosts.aggregates()
 	if err := applyAggregateRequestFilters(&q, spec, aggs.all, s.cfg); err != nil {
 		return nil, &NoValidHostError{Reason: err.Error() + "."}
