@@ -84,6 +84,13 @@ type Agent struct {
 	wg       sync.WaitGroup
 	wake     chan struct{}
 	syncNow  chan struct{} // the service's disabled flag changed
+
+	// failedBuilds is the failed_builds this agent last read or wrote
+	// (-1: not known yet). The agent is the field's only writer (the API
+	// and registration keep it), so a success with the count already 0
+	// needs no read of the service record: one etcd read less per build.
+	failedMu     sync.Mutex
+	failedBuilds int
 }
 
 // New builds an agent; Run starts it.
@@ -112,7 +119,7 @@ func New(cfg Config, cli *clientv3.Client, keys etcdschema.Keys, p Placement, d 
 		log: log.With("host", cfg.Host, "cell", cfg.Cell), provider: ProviderUUIDForHost(cfg.Host),
 		pending: map[string]informer.Event{}, inFlight: map[string]bool{},
 		sem: make(chan struct{}, cfg.MaxConcurrentBuilds), wake: make(chan struct{}, 1),
-		syncNow: make(chan struct{}, 1)}
+		syncNow: make(chan struct{}, 1), failedBuilds: -1}
 	a.builds = informer.New(cli, keys.Builds(cfg.Host), buildsHandler{a}, a.log)
 	return a, nil
 }

@@ -171,3 +171,47 @@ func TestAgentDestroysABuildTakenBackWhileBuilding(t *testing.T) {
 		t.Fatal("instance info written for an instance taken back")
 	}
 }
+
+// The failed_builds count: +1 per failure, 0 after a success. An agent
+// that starts with a count left by its previous run must reset it on its
+// first success, though it skips the service read once it knows the
+// count is 0.
+func TestAgentFailedBuildsCountSurvivesRestartAndResets(t *testing.T) {
+	cli, keys, _, a := startAgent(t, FakeConfig{})
+	ctx := context.Background()
+	failed := func() (int, int64) {
+		t.Helper()
+		resp, err := cli.Get(ctx, keys.Service("h1"))
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("service: %v", err)
+		}
+		var s etcdschema.Service
+		if err := etcdschema.Decode("service", resp.Kvs[0].Value, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.FailedBuilds, resp.Kvs[0].ModRevision
+	}
+	a.noteBuildResult(ctx, false)
+	a.noteBuildResult(ctx, false)
+	if n, _ := failed(); n != 2 {
+		t.Fatalf("failed_builds %d after two failures, want 2", n)
+	}
+	// A new agent process for the host (as after a restart) knows nothing.
+	b, err := New(a.cfg, cli, keys, a.placement, a.driver, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.noteBuildResult(ctx, true)
+	n, rev := failed()
+	if n != 0 {
+		t.Fatalf("failed_builds %d after a success, want 0", n)
+	}
+	b.noteBuildResult(ctx, true)
+	if n2, rev2 := failed(); n2 != 0 || rev2 != rev {
+		t.Fatalf("a second success rewrote the service (%d at %d, was %d)", n2, rev2, rev)
+	}
+	b.noteBuildResult(ctx, false)
+	if n, _ := failed(); n != 1 {
+		t.Fatalf("failed_builds %d after a failure following successes, want 1", n)
+	}
+}

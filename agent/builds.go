@@ -306,16 +306,26 @@ func (a *Agent) endCastIf(ctx context.Context, ev informer.Event, instKey string
 }
 
 // noteBuildResult keeps the failed_builds count the BuildFailure weigher
-// reads: +1 per failure, back to 0 on success; written only on change.
+// reads: +1 per failure, back to 0 on success; written only on change,
+// and read only when this agent does not already know it is 0.
 func (a *Agent) noteBuildResult(ctx context.Context, ok bool) {
+	a.failedMu.Lock()
+	defer a.failedMu.Unlock()
+	if ok && a.failedBuilds == 0 {
+		return
+	}
+	wrote := -1
 	err := a.updateService(context.WithoutCancel(ctx), func(s *etcdschema.Service) {
 		if ok {
 			s.FailedBuilds = 0
 		} else {
 			s.FailedBuilds++
 		}
+		wrote = s.FailedBuilds
 	})
 	if err != nil {
+		wrote = -1 // unknown: read it next time
 		a.log.Warn("could not record build result", "error", err)
 	}
+	a.failedBuilds = wrote
 }
