@@ -120,12 +120,17 @@ func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[strin
 	// request's revision before searching).
 	if rd, ok := s.readFromIndex(consumers, writes); ok {
 		if cmps, ops, err := s.planClaim(rd, consumers, writes, opts, mustExist); err == nil {
-			if rev, ok, err := s.commitClaim(ctx, cmps, append(ops, opts.GuardOps...), opts); err != nil || ok {
-				if err != nil {
-					return 0, fmt.Errorf("claim %s: %w", what, err)
-				}
+			rev, ok, err := s.commitClaim(ctx, cmps, append(ops, opts.GuardOps...), opts)
+			if err != nil {
+				return 0, fmt.Errorf("claim %s: %w", what, err)
+			}
+			if ok {
 				return rev, nil
 			}
+			// A claim transaction lost, to a concurrent claim or to a
+			// change the index had not applied yet: counted as the read
+			// path counts its lost races.
+			s.metrics.ClaimConflict()
 		}
 	}
 	for attempt := 0; attempt <= s.retryCount; attempt++ {
