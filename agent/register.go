@@ -222,13 +222,21 @@ func (a *Agent) grantAlive(ctx context.Context, ref *leaseRef) error {
 	if err != nil {
 		return fmt.Errorf("agent %s: grant liveness lease: %w", a.cfg.Host, err)
 	}
-	alive := &etcdschema.Alive{Host: a.cfg.Host, LeaseID: int64(lease.ID), Since: time.Now().UTC()}
-	if _, err := a.cli.Put(ctx, a.keys.Alive(a.cfg.Host), etcdschema.MustEncode(alive), clientv3.WithLease(lease.ID)); err != nil {
-		return fmt.Errorf("agent %s: write alive key: %w", a.cfg.Host, err)
+	if err := a.putAlive(ctx, lease.ID); err != nil {
+		return err
 	}
 	ref.mu.Lock()
 	ref.id = lease.ID
 	ref.mu.Unlock()
+	return nil
+}
+
+// putAlive writes the host's alive key, bound to lease.
+func (a *Agent) putAlive(ctx context.Context, lease clientv3.LeaseID) error {
+	alive := &etcdschema.Alive{Host: a.cfg.Host, LeaseID: int64(lease), Since: time.Now().UTC()}
+	if _, err := a.cli.Put(ctx, a.keys.Alive(a.cfg.Host), etcdschema.MustEncode(alive), clientv3.WithLease(lease)); err != nil {
+		return fmt.Errorf("agent %s: write alive key: %w", a.cfg.Host, err)
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ package etcdschema
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -239,6 +240,19 @@ func (k Keys) Member(role, id string) string { return k.join("members", role, id
 
 // Members is the prefix of one role's registrations.
 func (k Keys) Members(role string) string { return k.join("members", role) + "/" }
+
+// ---- load tool -------------------------------------------------------------
+
+// BenchCAS is one worker's scratch key for `berth bench -baseline`: the
+// etcd compare-and-swap transactions Berth's claims are measured against.
+// The tool deletes them when it is done.
+func (k Keys) BenchCAS(worker int) string { return k.benchCAS(strconv.Itoa(worker)) }
+
+// benchCAS spells BenchCAS with the worker as a string (for ParseKey).
+func (k Keys) benchCAS(worker string) string { return k.join("bench", "cas", worker) }
+
+// BenchCASPrefix is the prefix of every BenchCAS key.
+func (k Keys) BenchCASPrefix() string { return k.join("bench", "cas") + "/" }
 
 // ---- parsing ---------------------------------------------------------------
 

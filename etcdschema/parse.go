@@ -52,6 +52,10 @@ const (
 	// id as a plain string, not JSON.
 	KindElectionCandidate KeyKind = "ElectionCandidate"
 	KindMember            KeyKind = "Member"
+
+	// KindBenchCAS is berth bench's scratch counter (not JSON); the worker
+	// number is in Slot.
+	KindBenchCAS KeyKind = "BenchCAS"
 )
 
 // ParsedKey is a key taken apart: its kind and the variable segments the
@@ -114,6 +118,7 @@ var keyPatterns = []keyPattern{
 	// concurrency.Election puts each candidate at <prefix>/<lease id hex>.
 	{KindElectionCandidate, []string{"Role", "ID"}, func(k Keys, a []string) string { return k.Election(a[0]) + "/" + a[1] }, nil},
 	{KindMember, []string{"Role", "ID"}, func(k Keys, a []string) string { return k.Member(a[0], a[1]) }, func() Versioned { return new(Member) }},
+	{KindBenchCAS, []string{"Slot"}, func(k Keys, a []string) string { return k.benchCAS(a[0]) }, nil},
 }
 
 // placeholder marks variable segment i in a pattern's shape; a NUL byte

@@ -2,8 +2,10 @@ package placement
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -85,8 +87,16 @@ type claimRead struct {
 // compares every record it read. A lost race is re-read and retried
 // retryCount times, then ErrConcurrentUpdate.
 func (s *Service) writeAllocations(ctx context.Context, writes map[string]AllocationWrite, opts ClaimOptions, mustExist bool) (int64, error) {
+	start := time.Now()
 	rev, err := s.writeAllocationsRetrying(ctx, writes, opts, mustExist)
 	s.metrics.Claim(claimOutcome(err))
+	switch {
+	case err == nil && len(writes) > 0:
+		s.claimWrites.Add(1)
+		s.claimNanos.Add(int64(time.Since(start)))
+	case errors.Is(err, ErrConcurrentUpdate):
+		s.claimGaveUp.Add(1)
+	}
 	return rev, err
 }
 
@@ -154,6 +164,7 @@ func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[strin
 			return rev, nil
 		}
 		s.metrics.ClaimConflict()
+		s.claimRaces.Add(1)
 		s.log.Debug("claim lost a race, retrying", "consumer", what, "attempt", attempt+1)
 	}
 	return 0, fmt.Errorf("claim %s: %w", what, detailf(ErrConcurrentUpdate, "Inventory and/or allocations changed while attempting to allocate: gave up after %d retries", s.retryCount))

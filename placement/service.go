@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -34,6 +35,14 @@ type Service struct {
 
 	metrics *metrics.Metrics // nil: not counted
 
+	// claimRaces counts claim transactions that lost a race and were
+	// retried; claimGaveUp those that ran out of retries; claimWrites and
+	// claimNanos the successful allocation writes (claims and frees) and
+	// their time, reads and retries included. berth bench reports them
+	// (ClaimStats) whether or not metrics are served.
+	claimRaces, claimGaveUp atomic.Int64
+	claimWrites, claimNanos atomic.Int64
+
 	progressMu  sync.Mutex
 	progressCtx context.Context
 
@@ -45,6 +54,23 @@ type Service struct {
 	// checks and its transaction, to force the race the transaction's
 	// compare must catch.
 	beforeDeleteTxn func(id string)
+}
+
+// ClaimStats counts a service's allocation writes since New.
+type ClaimStats struct {
+	// Races is how many claim transactions lost a race (each was re-read
+	// and retried), GaveUp how many writes ran out of retries.
+	Races, GaveUp int64
+	// Writes is how many allocation writes (claims, frees) succeeded and
+	// Time their total duration, reads and retries included.
+	Writes int64
+	Time   time.Duration
+}
+
+// ClaimStats returns the service's claim counters.
+func (s *Service) ClaimStats() ClaimStats {
+	return ClaimStats{Races: s.claimRaces.Load(), GaveUp: s.claimGaveUp.Load(), Writes: s.claimWrites.Load(),
+		Time: time.Duration(s.claimNanos.Load())}
 }
 
 // New returns a Service on cli. Call Start before AllocationCandidates.

@@ -20,6 +20,8 @@ Run:
   berth conductor -config FILE    a cell conductor
   berth agent -config FILE        a compute host agent
   berth etcd -config FILE         one member of Berth's etcd cluster (embedded etcd, no other install)
+  berth bench [SCENARIO] [flags]  load tool: populate, boot, churn, failover, coldstart
+                                  against simulated hosts (-h for flags)
 
 CLI (finds the API with --api or BERTH_API, default http://127.0.0.1:8774):
   berth server create --flavor NAME [--count N] [--name NAME] [--az ZONE] [--host HOST]
@@ -89,6 +91,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdAgent(rest, stdout, stderr)
 	case "etcd":
 		return cmdEtcd(rest, stdout, stderr)
+	case "bench":
+		return cmdBench(rest, stdout, stderr)
 	case "config":
 		return cmdConfig(rest, stdout, stderr)
 	case "debug":

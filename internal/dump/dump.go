@@ -131,8 +131,10 @@ func decode(keys etcdschema.Keys, key string, raw []byte) Entry {
 		return e
 	}
 	e.Parsed = pk
-	if pk.Kind == etcdschema.KindElectionCandidate {
-		e.Value = string(raw) // etcd's election value: the candidate's id
+	if pk.Kind == etcdschema.KindElectionCandidate || pk.Kind == etcdschema.KindBenchCAS {
+		// etcd's election value (the candidate's id), or berth bench's
+		// baseline counter: plain strings, not versioned JSON.
+		e.Value = string(raw)
 		return e
 	}
 	v := etcdschema.NewValue(pk.Kind)
@@ -198,6 +200,7 @@ var groups = map[etcdschema.KeyKind]string{
 	etcdschema.KindRetryLease:              "retry_leases",
 	etcdschema.KindElectionCandidate:       "election_candidates",
 	etcdschema.KindMember:                  "members",
+	etcdschema.KindBenchCAS:                "bench_cas",
 }
 
 // ---- summary ---------------------------------------------------------------

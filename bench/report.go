@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// Pct is one stage's latency distribution, in milliseconds.
+type Pct struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50_ms"`
+	P90 float64 `json:"p90_ms"`
+	P99 float64 `json:"p99_ms"`
+	Max float64 `json:"max_ms"`
+}
+
+func pct(sorted []time.Duration) Pct {
+	if len(sorted) == 0 {
+		return Pct{}
+	}
+	at := func(p float64) float64 {
+		i := int(float64(len(sorted)-1) * p)
+		return float64(sorted[i].Microseconds()) / 1000
+	}
+	return Pct{N: len(sorted), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: at(1)}
+}
+
+// StageOrder is the pipeline's stages in order, as the report lists them.
+var StageOrder = []string{"api_accept", "queue", "schedule", "handoff", "build", "total"}
+
+// StageHelp says what marks each stage's start and end.
+var StageHelp = map[string]string{
+	"api_accept": "POST /v1/servers round trip (client)",
+	"queue":      "BuildRequest put -> superconductor lease put",
+	"schedule":   "lease put -> claim (consumer put): select_destinations incl. claim txn",
+	"handoff":    "claim -> build cast put (hand-off txn)",
+	"build":      "first cast -> instance ACTIVE (agent; incl. reschedules)",
+	"total":      "POST sent -> instance ACTIVE",
+}
+
+// Result is one scenario run: the report's table and one JSON line.
+type Result struct {
+	Scenario string    `json:"scenario"`
+	At       time.Time `json:"at"`
+	Command  string    `json:"command,omitempty"`
+	// Error is why the run failed ("" when it did not).
+	Error      string    `json:"error,omitempty"`
+	LoadAvg    [2]string `json:"loadavg"` // /proc/loadavg at start and end
+	Hosts      int       `json:"hosts"`
+	Cells      int       `json:"cells"`
+	Schedulers int       `json:"schedulers"`
+	Servers    int       `json:"servers,omitempty"`
+	// Measured is how many servers the measured phase created (boot:
+	// Servers; churn: the replacements). Per-server figures divide by it.
+	Measured  int     `json:"measured,omitempty"`
+	Clients   int     `json:"clients,omitempty"`
+	Rate      float64 `json:"rate,omitempty"`
+	BuildTime string  `json:"build_time,omitempty"`
+
+	PopulateSeconds float64 `json:"populate_s,omitempty"`
+	HostsPerSec     float64 `json:"hosts_per_s,omitempty"`
+
+	Seconds       float64        `json:"seconds,omitempty"`
+	ServersPerSec float64        `json:"servers_per_s,omitempty"`
+	Active        int            `json:"active,omitempty"`
+	Errors        int            `json:"errors,omitempty"`
+	NoValidHost   int            `json:"no_valid_host"`
+	Lost          int            `json:"lost"`
+	Reschedules   int            `json:"reschedules,omitempty"`
+	APIErrors     int            `json:"api_errors,omitempty"`
+	Deleted       int            `json:"deleted,omitempty"`
+	Stages        map[string]Pct `json:"stages,omitempty"`
+
+	ClaimsPerSec  float64 `json:"claims_per_s,omitempty"`
+	ClaimRaces    int64   `json:"claim_races"`
+	ClaimFailures int64   `json:"claim_failures"`
+	// ClaimMeanMs is the mean time of a successful allocation write in the
+	// tool's own schedulers and conductors (read, txn and retries).
+	ClaimMeanMs   float64 `json:"claim_mean_ms,omitempty"`
+	CASPerSec     float64 `json:"cas_per_s,omitempty"`
+	CASWorkers    int     `json:"cas_workers,omitempty"`
+	ClaimCASRatio float64 `json:"claims_to_cas,omitempty"`
+	// ClaimOnlyPerSec is placement's claim alone (no scheduling in front),
+	// with the CAS baseline's workers, and its ratio to the CAS rate.
+	ClaimOnlyPerSec   float64 `json:"claim_only_per_s,omitempty"`
+	ClaimOnlyCASRatio float64 `json:"claim_only_to_cas,omitempty"`
+
+	WritesPerServer float64 `json:"writes_per_server,omitempty"`
+	Writes          *Writes `json:"writes,omitempty"`
+
+	CPUSeconds     float64 `json:"process_cpu_s,omitempty"`
+	CPUMsPerServer float64 `json:"process_cpu_ms_per_server,omitempty"`
+	HeapMB         float64 `json:"heap_mb,omitempty"`
+
+	// Failover.
+	LeaderKilled     string  `json:"leader_killed,omitempty"`
+	NewLeader        string  `json:"new_leader,omitempty"`
+	NewLeaderSeconds float64 `json:"new_leader_s,omitempty"`
+
+	// Coldstart.
+	Instances          int     `json:"instances,omitempty"`
+	PlacementLoadSec   float64 `json:"placement_load_s,omitempty"`
+	HostManagerLoadSec float64 `json:"hostmanager_load_s,omitempty"`
+	ColdStartSec       float64 `json:"coldstart_s,omitempty"`
+	ColdStartCPUSec    float64 `json:"coldstart_cpu_s,omitempty"`
+	ColdStartHeapMB    float64 `json:"coldstart_heap_mb,omitempty"`
+}
+
+// WriteJSON appends the result as one JSON line.
+func (r *Result) WriteJSON(w io.Writer) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// WriteTable prints the result for a human.
+func (r *Result) WriteTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, f string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(f, a...)) }
+	row("scenario", "%s (%d hosts, %d cells, %d scheduler(s))", r.Scenario, r.Hosts, r.Cells, r.Schedulers)
+	row("load average", "start %s, end %s", r.LoadAvg[0], r.LoadAvg[1])
+	if r.Error != "" {
+		row("FAILED", "%s", r.Error)
+	}
+	if r.HostsPerSec > 0 {
+		row("populate", "%.1f s, %.0f hosts/s", r.PopulateSeconds, r.HostsPerSec)
+	}
+	if r.Servers > 0 {
+		row("servers", "%d requested from %d clients (rate %s), build time %s", r.Servers, r.Clients, rateString(r.Rate), r.BuildTime)
+		row("outcome", "%d ACTIVE, %d ERROR, %d NoValidHost, %d lost, %d reschedules, %d API errors",
+			r.Active, r.Errors, r.NoValidHost, r.Lost, r.Reschedules, r.APIErrors)
+		if r.Deleted > 0 {
+			row("deleted", "%d", r.Deleted)
+		}
+		row("throughput", "%.1f servers/s to ACTIVE over %.2f s", r.ServersPerSec, r.Seconds)
+	}
+	if len(r.Stages) > 0 {
+		fmt.Fprintf(tw, "stage (ms)\tp50 / p90 / p99 / max  (n)\n")
+		for _, s := range StageOrder {
+			p, ok := r.Stages[s]
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(tw, "  %s\t%.1f / %.1f / %.1f / %.1f  (%d)   %s\n", s, p.P50, p.P90, p.P99, p.Max, p.N, StageHelp[s])
+		}
+	}
+	if r.ClaimsPerSec > 0 {
+		row("claims", "%.1f/s, %d races lost (retried), %d gave up; mean claim %.1f ms (read + txn + retries, in-process counter)",
+			r.ClaimsPerSec, r.ClaimRaces, r.ClaimFailures, r.ClaimMeanMs)
+	}
+	if r.CASPerSec > 0 {
+		row("etcd CAS baseline", "%.1f txn/s with %d workers; pipeline claims/CAS = %.3f", r.CASPerSec, r.CASWorkers, r.ClaimCASRatio)
+		if r.ClaimOnlyPerSec > 0 {
+			row("claim baseline", "%.1f claims/s alone (placement read + claim txn) with %d workers; claims/CAS = %.3f",
+				r.ClaimOnlyPerSec, r.CASWorkers, r.ClaimOnlyCASRatio)
+		}
+	}
+	if r.Writes != nil && r.Measured > 0 {
+		row("etcd writes", "%.2f revisions per measured server (%d servers, %d revisions seen)", r.WritesPerServer, r.Measured, r.Writes.Revisions)
+		kinds := map[string]bool{}
+		for k := range r.Writes.Puts {
+			kinds[k] = true
+		}
+		for k := range r.Writes.Deletes {
+			kinds[k] = true
+		}
+		names := make([]string, 0, len(kinds))
+		for k := range kinds {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Fprintf(tw, "  %s\t%.2f puts, %.2f deletes per server\n", k,
+				float64(r.Writes.Puts[k])/float64(r.Measured), float64(r.Writes.Deletes[k])/float64(r.Measured))
+		}
+	}
+	if r.CPUSeconds > 0 {
+		row("process", "%.1f CPU s (%.1f ms per measured server, everything in the process), heap %.0f MB",
+			r.CPUSeconds, r.CPUMsPerServer, r.HeapMB)
+	}
+	if r.LeaderKilled != "" {
+		row("failover", "killed leader %s; new leader %s after %.2f s", r.LeaderKilled, r.NewLeader, r.NewLeaderSeconds)
+	}
+	if r.ColdStartSec > 0 {
+		row("cold start", "%.1f s (placement index %.1f s + host manager %.1f s), %.1f CPU s, heap %.0f MB, %d instances",
+			r.ColdStartSec, r.PlacementLoadSec, r.HostManagerLoadSec, r.ColdStartCPUSec, r.ColdStartHeapMB, r.Instances)
+	}
+	tw.Flush()
+}
+
+func rateString(r float64) string {
+	if r <= 0 {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%.0f/s", r)
+}
+
+// LoadAvg is /proc/loadavg's first three fields ("" where unreadable).
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// cpuTime is the process's user + system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// heapMB is the live heap after a GC.
+func heapMB() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapAlloc) / (1 << 20)
+}

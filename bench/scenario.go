@@ -1,0 +1,843 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/agent"
+	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/placement"
+)
+
+// Target is the Berth under load: an etcd client and the compute API, and
+// for a Berth the tool started itself, hooks into its roles.
+type Target struct {
+	Client *clientv3.Client
+	Keys   etcdschema.Keys
+	API    string
+	// Schedulers is how many schedulers serve the target (for the report).
+	Schedulers int
+	// Sync waits until every scheduler's placement index and host manager
+	// have seen rev. Nil for an existing Berth: the run then waits for the
+	// API to place one probe server first.
+	Sync func(ctx context.Context, rev int64) error
+	// ClaimStats sums the schedulers' placement claim counters; nil when
+	// the schedulers are in other processes.
+	ClaimStats func() placement.ClaimStats
+	// KillLeader crashes the scheduler (with its superconductor) whose
+	// election id is id, without resigning or revoking anything, as a
+	// killed process would. Nil when the tool did not start the schedulers.
+	KillLeader func(ctx context.Context, id string) error
+	// ClaimWorkers is how many claims can be in flight at once (every
+	// superconductor's workers); the CAS baseline uses as many workers.
+	ClaimWorkers int
+}
+
+// Config is a run's parameters (the command's flags).
+type Config struct {
+	Scenario         string
+	Hosts, Cells     int
+	Servers          int
+	Rate             float64
+	Clients          int
+	BuildTime        time.Duration
+	FailureRate      float64
+	HintRatio        float64
+	GroupRatio       float64
+	Groups           int
+	Duration         time.Duration
+	InstancesPerHost int
+	Baseline         bool
+	BaselineTime     time.Duration
+	Timeout          time.Duration
+	RegisterWorkers  int
+	// Progress receives a progress line every ProgressEvery (nil: none).
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	Log           hclog.Logger
+}
+
+// Scenarios lists what Run accepts.
+var Scenarios = []string{"populate", "boot", "churn", "failover", "coldstart"}
+
+// Run runs one scenario against t.
+func Run(ctx context.Context, t *Target, cfg Config) (*Result, error) {
+	if cfg.Log == nil {
+		cfg.Log = hclog.NewNullLogger()
+	}
+	if cfg.Clients <= 0 {
+		cfg.Clients = 16
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Minute
+	}
+	if cfg.BaselineTime <= 0 {
+		cfg.BaselineTime = 3 * time.Second
+	}
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = 2 * time.Second
+	}
+	if cfg.Groups <= 0 {
+		cfg.Groups = 20
+	}
+	res := &Result{Scenario: cfg.Scenario, At: time.Now().UTC(), Hosts: cfg.Hosts, Cells: cfg.Cells,
+		Schedulers: t.Schedulers}
+	res.LoadAvg[0] = LoadAvg()
+	defer func() { res.LoadAvg[1] = LoadAvg() }()
+	r := &runner{t: t, cfg: cfg, res: res}
+	var err error
+	switch cfg.Scenario {
+	case "coldstart":
+		err = r.coldstart(ctx)
+	case "populate", "boot", "churn", "failover":
+		err = r.withFleet(ctx)
+	default:
+		return nil, fmt.Errorf("unknown scenario %q (want one of %v)", cfg.Scenario, Scenarios)
+	}
+	res.LoadAvg[1] = LoadAvg()
+	return res, err
+}
+
+type runner struct {
+	t   *Target
+	cfg Config
+	res *Result
+
+	rec   *Recorder
+	fleet *Fleet
+	api   *api.Client
+
+	groups    []string
+	poolMu    sync.Mutex
+	pool      []string // ACTIVE servers, for hints and churn
+	posted    atomic.Int64
+	expected  atomic.Int64
+	apiErrors atomic.Int64
+	ids       []string
+	idsMu     sync.Mutex
+}
+
+func (r *runner) progress(ctx context.Context, what func() string) func() {
+	if r.cfg.Progress == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(r.cfg.ProgressEvery)
+		defer t.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fmt.Fprintf(r.cfg.Progress, "[bench %s %5.1fs] %s (load %s)\n", r.cfg.Scenario,
+					time.Since(start).Seconds(), what(), LoadAvg())
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// withFleet populates the fleet and runs the scenario that needs it.
+func (r *runner) withFleet(ctx context.Context) (err error) {
+	cfg, t := r.cfg, r.t
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	from, err := r.revision(ctx)
+	if err != nil {
+		return err
+	}
+	from++
+	r.rec = NewRecorder(t.Client, t.Keys)
+	var bg sync.WaitGroup
+	bgErr := make(chan error, 2)
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		if err := r.rec.Run(ctx, from); err != nil {
+			bgErr <- err
+			cancel()
+		}
+	}()
+	defer bg.Wait()
+	defer cancel()
+	defer func() {
+		// A failed watch cancels everything; say so rather than only
+		// "context canceled".
+		select {
+		case e := <-bgErr:
+			if err == nil {
+				err = e
+			} else {
+				err = fmt.Errorf("%w (because %v)", err, e)
+			}
+		default:
+		}
+	}()
+
+	place := placement.New(t.Client, t.Keys, cfg.Log) // its store only, as agents use it
+	r.fleet, err = NewFleet(t.Client, t.Keys, place, FleetConfig{Hosts: cfg.Hosts, Cells: cfg.Cells,
+		BuildTime: cfg.BuildTime, FailureRate: cfg.FailureRate, RegisterWorkers: cfg.RegisterWorkers}, cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer r.fleet.Close()
+	// The fleet watches before it registers, so its watch is live (synced)
+	// rather than catching up on every registration write: a watch far
+	// behind holds up the progress notifications other watchers on the
+	// same client stream wait for, and may be compacted away.
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		if err := r.fleet.Run(ctx, from); err != nil {
+			bgErr <- err
+			cancel()
+		}
+	}()
+	var registered atomic.Int64
+	stop := r.progress(ctx, func() string { return fmt.Sprintf("registered %d/%d hosts", registered.Load(), cfg.Hosts) })
+	start := time.Now()
+	err = r.fleet.Register(ctx, func(n int) { registered.Store(int64(n)) })
+	stop()
+	if err != nil {
+		return fmt.Errorf("populate: %w", err)
+	}
+	r.res.PopulateSeconds = time.Since(start).Seconds()
+	r.res.HostsPerSec = float64(cfg.Hosts) / r.res.PopulateSeconds
+	if cfg.Scenario == "populate" {
+		return nil
+	}
+	rev, err := r.revision(ctx)
+	if err != nil {
+		return err
+	}
+	if t.Sync != nil {
+		if err := t.Sync(ctx, rev); err != nil {
+			return fmt.Errorf("wait for the schedulers to see the hosts: %w", err)
+		}
+	}
+	r.api = api.NewClient(t.API)
+	r.api.HTTP.Transport = newTransport(cfg.Clients)
+	if err := r.makeGroups(ctx); err != nil {
+		return err
+	}
+	switch cfg.Scenario {
+	case "boot", "failover":
+		err = r.boot(ctx)
+	case "churn":
+		err = r.churn(ctx)
+	}
+	if err == nil && cfg.Baseline {
+		err = r.baseline(ctx)
+	}
+	return err
+}
+
+func (r *runner) makeGroups(ctx context.Context) error {
+	if r.cfg.GroupRatio <= 0 {
+		return nil
+	}
+	policies := []string{"anti-affinity", "soft-anti-affinity", "soft-affinity", "affinity"}
+	for i := 0; i < r.cfg.Groups; i++ {
+		g, err := r.api.CreateServerGroup(ctx, fmt.Sprintf("bench-%d", i), policies[i%len(policies)], 0)
+		if err != nil {
+			return fmt.Errorf("create server group: %w", err)
+		}
+		r.groups = append(r.groups, g.ID)
+	}
+	return nil
+}
+
+var flavors = []string{"m1.tiny", "m1.small", "m1.small", "m1.medium", "m1.large"}
+
+// request is server i's create: a mixed flavor, maybe a same_host or
+// different_host hint naming an ACTIVE server, maybe a group (whose
+// members are m1.tiny, so an affinity group fits on one host).
+func (r *runner) request(i int64) api.CreateRequest {
+	req := api.CreateRequest{Name: fmt.Sprintf("bench-%d", i), Flavor: flavors[rand.IntN(len(flavors))], Count: 1}
+	if r.cfg.HintRatio > 0 && rand.Float64() < r.cfg.HintRatio {
+		r.poolMu.Lock()
+		var other string
+		if len(r.pool) > 0 {
+			other = r.pool[rand.IntN(len(r.pool))]
+		}
+		r.poolMu.Unlock()
+		if other != "" {
+			if rand.IntN(2) == 0 {
+				req.Hints = map[string]any{"same_host": other}
+				req.Flavor = "m1.tiny"
+			} else {
+				req.Hints = map[string]any{"different_host": other}
+			}
+		}
+	}
+	if len(r.groups) > 0 && rand.Float64() < r.cfg.GroupRatio {
+		if req.Hints == nil {
+			req.Hints = map[string]any{}
+		}
+		req.Hints["group"] = r.groups[rand.IntN(len(r.groups))]
+		req.Flavor = "m1.tiny"
+	}
+	return req
+}
+
+// create posts one server and tracks it; it returns its id.
+func (r *runner) create(ctx context.Context, i int64) (string, error) {
+	req := r.request(i)
+	t0 := time.Now()
+	resp, err := r.api.CreateServers(ctx, req)
+	t1 := time.Now()
+	r.posted.Add(1)
+	if err != nil {
+		r.apiErrors.Add(1)
+		return "", fmt.Errorf("create server: %w", err)
+	}
+	ids := make([]string, 0, len(resp.Servers))
+	for _, s := range resp.Servers {
+		ids = append(ids, s.ID)
+	}
+	r.rec.Expect(ids, t0, t1)
+	r.expected.Add(int64(len(ids)))
+	r.idsMu.Lock()
+	r.ids = append(r.ids, ids...)
+	r.idsMu.Unlock()
+	if len(ids) != 1 {
+		return "", fmt.Errorf("create server: %d servers in the answer, want 1", len(ids))
+	}
+	return ids[0], nil
+}
+
+// poolWhenActive adds id to the pool once ACTIVE.
+func (r *runner) poolWhenActive(ctx context.Context, id string) {
+	done := r.rec.Done(id)
+	go func() {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		}
+		if r.rec.isActive(id) {
+			r.poolMu.Lock()
+			r.pool = append(r.pool, id)
+			r.poolMu.Unlock()
+		}
+	}()
+}
+
+// ticker paces creates at rate per second (nil when unlimited).
+func pacer(ctx context.Context, rate float64) <-chan struct{} {
+	if rate <= 0 {
+		return nil
+	}
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		interval := time.Duration(float64(time.Second) / rate)
+		next := time.Now()
+		for {
+			// Catch up after a slow send instead of drifting below the rate.
+			if d := time.Until(next); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case ch <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			next = next.Add(interval)
+		}
+	}()
+	return ch
+}
+
+func (r *runner) boot(ctx context.Context) error {
+	cfg := r.cfg
+	n := int64(cfg.Servers)
+	if n <= 0 {
+		return fmt.Errorf("boot: -servers must be at least 1")
+	}
+	r.res.Servers, r.res.Clients, r.res.Rate, r.res.BuildTime = cfg.Servers, cfg.Clients, cfg.Rate, cfg.BuildTime.String()
+	stop := r.progress(ctx, func() string {
+		return fmt.Sprintf("posted %d/%d, finished %d, API errors %d, casts worked %d", r.posted.Load(), n,
+			r.rec.Finished(), r.apiErrors.Load(), r.fleet.Worked())
+	})
+	defer stop()
+	claims0 := r.claimStats()
+	r.rec.StartCounting()
+	rev0, err := r.revision(ctx)
+	if err != nil {
+		return err
+	}
+	cpu0, start := cpuTime(), time.Now()
+	pace := pacer(ctx, cfg.Rate)
+	var next atomic.Int64
+	var failover *failoverWatch
+	if cfg.Scenario == "failover" {
+		failover = &failoverWatch{at: max(n/3, 1)} // a third of the way in, but always
+	}
+	var wg sync.WaitGroup
+	var firstErr error
+	var errMu sync.Mutex
+	for c := 0; c < cfg.Clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > n {
+					return
+				}
+				if pace != nil {
+					if _, ok := <-pace; !ok {
+						return
+					}
+				}
+				if failover != nil && i == failover.at {
+					go failover.kill(ctx, r)
+				}
+				id, err := r.create(ctx, i)
+				if err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+					continue
+				}
+				if cfg.HintRatio > 0 {
+					r.poolWhenActive(ctx, id)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	wctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	werr := r.rec.WaitFinished(wctx, int(r.expected.Load()))
+	cancel()
+	elapsed := time.Since(start)
+	r.res.CPUSeconds = (cpuTime() - cpu0).Seconds()
+	rev1, err := r.revision(ctx)
+	if err != nil {
+		return err
+	}
+	r.finish(rev0, rev1, elapsed, claims0)
+	if failover != nil {
+		if err := failover.wait(ctx); err != nil {
+			return err
+		}
+		r.res.LeaderKilled, r.res.NewLeader, r.res.NewLeaderSeconds = failover.killed, failover.newLeader, failover.took.Seconds()
+	}
+	if werr != nil {
+		return fmt.Errorf("boot: %w", werr)
+	}
+	if r.res.Lost > 0 {
+		return fmt.Errorf("boot: %d servers lost", r.res.Lost)
+	}
+	if firstErr != nil {
+		return fmt.Errorf("boot: %d API errors, first: %w", r.apiErrors.Load(), firstErr)
+	}
+	return nil
+}
+
+func (r *runner) revision(ctx context.Context) (int64, error) {
+	resp, err := r.t.Client.Get(ctx, r.t.Keys.Cell("-"), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("read etcd revision: %w", err)
+	}
+	return resp.Header.Revision, nil
+}
+
+func (r *runner) claimStats() placement.ClaimStats {
+	if r.t.ClaimStats == nil {
+		return placement.ClaimStats{}
+	}
+	return r.t.ClaimStats()
+}
+
+// finish fills the result from the recorder.
+func (r *runner) finish(rev0, rev1 int64, elapsed time.Duration, claims0 placement.ClaimStats) {
+	r.idsMu.Lock()
+	ids := append([]string(nil), r.ids...)
+	r.idsMu.Unlock()
+	samples, o := r.rec.stageSamples(ids)
+	res := r.res
+	res.Active, res.Errors, res.NoValidHost, res.Lost, res.Reschedules = o.Active, o.Error, o.NoValidHost, o.Lost, o.Reschedules
+	res.APIErrors = int(r.apiErrors.Load())
+	res.Seconds = elapsed.Seconds()
+	if span := o.lastActive.Sub(o.firstStart); o.Active > 0 && span > 0 {
+		res.ServersPerSec = float64(o.Active) / span.Seconds()
+	}
+	res.Stages = map[string]Pct{}
+	for k, v := range samples {
+		res.Stages[k] = pct(v)
+	}
+	if n, span := r.rec.claimSpan(ids); n > 1 && span > 0 {
+		res.ClaimsPerSec = float64(n) / span.Seconds()
+	}
+	c := r.claimStats()
+	res.ClaimRaces, res.ClaimFailures = c.Races-claims0.Races, c.GaveUp-claims0.GaveUp
+	if n := c.Writes - claims0.Writes; n > 0 {
+		res.ClaimMeanMs = float64((c.Time - claims0.Time).Microseconds()) / 1000 / float64(n)
+	}
+	w := r.rec.writes()
+	res.Writes = &w
+	res.Measured = len(ids)
+	if len(ids) > 0 {
+		res.CPUMsPerServer = res.CPUSeconds * 1000 / float64(len(ids))
+		// The etcd revision delta: every write transaction of the phase,
+		// the pipeline's and anything else's (leader sweeps write nothing
+		// when there is nothing to fix).
+		res.WritesPerServer = float64(rev1-rev0) / float64(len(ids))
+	}
+	res.HeapMB = heapMB()
+}
+
+// churn keeps -servers servers alive and, for -duration, each client
+// deletes a random ACTIVE one and boots a replacement, waiting for it.
+func (r *runner) churn(ctx context.Context) error {
+	cfg := r.cfg
+	if cfg.Servers <= 0 || cfg.Duration <= 0 {
+		return fmt.Errorf("churn: -servers (the steady population) and -duration must be positive")
+	}
+	// The steady population first.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, cfg.Clients)
+	for c := 0; c < cfg.Clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(cfg.Servers) {
+					return
+				}
+				id, err := r.create(ctx, i)
+				if err != nil {
+					errc <- err
+					return
+				}
+				r.poolWhenActive(ctx, id)
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	wctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	err := r.rec.WaitFinished(wctx, int(r.expected.Load()))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("churn: steady population: %w", err)
+	}
+	// The measured phase: only the replacements count.
+	r.idsMu.Lock()
+	r.ids = nil
+	r.idsMu.Unlock()
+	r.res.Servers, r.res.Clients, r.res.BuildTime = cfg.Servers, cfg.Clients, cfg.BuildTime.String()
+	var deleted atomic.Int64
+	stop := r.progress(ctx, func() string {
+		return fmt.Sprintf("replaced %d, finished %d, API errors %d", deleted.Load(), r.rec.Finished(), r.apiErrors.Load())
+	})
+	defer stop()
+	claims0 := r.claimStats()
+	r.rec.StartCounting()
+	rev0, err := r.revision(ctx)
+	if err != nil {
+		return err
+	}
+	cpu0, start := cpuTime(), time.Now()
+	deadline := start.Add(cfg.Duration)
+	for c := 0; c < cfg.Clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				r.poolMu.Lock()
+				if len(r.pool) == 0 {
+					r.poolMu.Unlock()
+					errc <- errors.New("churn: no ACTIVE server left to delete")
+					return
+				}
+				k := rand.IntN(len(r.pool))
+				victim := r.pool[k]
+				r.pool[k] = r.pool[len(r.pool)-1]
+				r.pool = r.pool[:len(r.pool)-1]
+				r.poolMu.Unlock()
+				if err := r.api.DeleteServer(ctx, victim); err != nil {
+					errc <- fmt.Errorf("churn: delete %s: %w", victim, err)
+					return
+				}
+				deleted.Add(1)
+				id, err := r.create(ctx, int64(cfg.Servers)+next.Add(1))
+				if err != nil {
+					errc <- err
+					return
+				}
+				select {
+				case <-r.rec.Done(id):
+				case <-ctx.Done():
+					return
+				}
+				if r.rec.isActive(id) {
+					r.poolMu.Lock()
+					r.pool = append(r.pool, id)
+					r.poolMu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	r.res.CPUSeconds = (cpuTime() - cpu0).Seconds()
+	rev1, err := r.revision(ctx)
+	if err != nil {
+		return err
+	}
+	r.res.Deleted = int(deleted.Load())
+	r.finish(rev0, rev1, elapsed, claims0)
+	// Replacements per second over the phase (each one a delete too).
+	r.res.ServersPerSec = float64(r.res.Active) / elapsed.Seconds()
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	if r.res.Lost > 0 {
+		return fmt.Errorf("churn: %d servers lost", r.res.Lost)
+	}
+	return nil
+}
+
+// baseline measures etcd's single-key compare-and-swap transactions with
+// as many workers as claims can be in flight, each on its own key (claims
+// of different servers mostly touch different providers).
+func (r *runner) baseline(ctx context.Context) error {
+	workers := r.t.ClaimWorkers
+	if workers <= 0 {
+		workers = r.cfg.Clients
+	}
+	cas, err := CASBaseline(ctx, r.t.Client, r.t.Keys, workers, r.cfg.BaselineTime)
+	if err != nil {
+		return err
+	}
+	r.res.CASPerSec, r.res.CASWorkers = cas, workers
+	if cas > 0 {
+		r.res.ClaimCASRatio = r.res.ClaimsPerSec / cas
+	}
+	if r.fleet == nil {
+		return nil
+	}
+	// Claims alone, through placement's real claim (read + compare-and-
+	// swap transaction on consumer and provider), with the same workers:
+	// what the claim design costs over a bare CAS, without the scheduler's
+	// CPU in front of it.
+	place := placement.New(r.t.Client, r.t.Keys, r.cfg.Log)
+	providers := make([]string, r.fleet.Hosts())
+	for i := range providers {
+		providers[i] = agent.ProviderUUIDForHost(r.fleet.HostName(i + 1))
+	}
+	claims, err := ClaimBaseline(ctx, place, providers, workers, r.cfg.BaselineTime)
+	if err != nil {
+		return err
+	}
+	r.res.ClaimOnlyPerSec = claims
+	if cas > 0 {
+		r.res.ClaimOnlyCASRatio = claims / cas
+	}
+	return nil
+}
+
+// ClaimBaseline runs workers goroutines claiming one VCPU for a fresh
+// consumer on providers (worker w uses providers w, w+workers, ...,
+// round-robin, so workers do not race each other) for d, and returns
+// claims per second. Every claim is freed again afterwards.
+func ClaimBaseline(ctx context.Context, place *placement.Service, providers []string, workers int, d time.Duration) (float64, error) {
+	if len(providers) < workers {
+		workers = len(providers)
+	}
+	var total atomic.Int64
+	errc := make(chan error, workers)
+	var mu sync.Mutex
+	var made []string
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			var mine []string
+			defer func() { mu.Lock(); made = append(made, mine...); mu.Unlock() }()
+			for i := w; time.Now().Before(deadline); i += workers {
+				c := uuid.NewString()
+				err := place.PutAllocations(ctx, c, placement.AllocationWrite{ProjectID: "bench", UserID: "bench",
+					Allocations: map[string]placement.ProviderAllocation{providers[i%len(providers)]: {
+						Resources: map[string]int64{placement.VCPU: 1}}}})
+				if err != nil {
+					errc <- fmt.Errorf("claim baseline: %w", err)
+					return
+				}
+				mine = append(mine, c)
+				total.Add(1)
+			}
+		}(w)
+	}
+	wg.Wait()
+	rate := float64(total.Load()) / time.Since(start).Seconds()
+	for _, c := range made {
+		if err := place.DeleteAllocations(context.WithoutCancel(ctx), c); err != nil {
+			return 0, fmt.Errorf("claim baseline: free %s: %w", c, err)
+		}
+	}
+	select {
+	case err := <-errc:
+		return 0, err
+	default:
+	}
+	return rate, nil
+}
+
+// CASBaseline runs workers goroutines, each compare-and-swapping its own
+// key (If(ModRevision == last) Then(Put)) for d, and returns transactions
+// per second. The keys are deleted afterwards.
+func CASBaseline(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, workers int, d time.Duration) (float64, error) {
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = cli.Delete(dctx, keys.BenchCASPrefix(), clientv3.WithPrefix())
+	}()
+	var total atomic.Int64
+	errc := make(chan error, workers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			key := keys.BenchCAS(w)
+			resp, err := cli.Put(ctx, key, "0")
+			if err != nil {
+				errc <- fmt.Errorf("baseline: %w", err)
+				return
+			}
+			rev := resp.Header.Revision
+			for i := 1; time.Now().Before(deadline); i++ {
+				t, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+					Then(clientv3.OpPut(key, strconv.Itoa(i))).Commit()
+				if err != nil {
+					errc <- fmt.Errorf("baseline: %w", err)
+					return
+				}
+				if !t.Succeeded {
+					errc <- fmt.Errorf("baseline: %s changed under its only writer", key)
+					return
+				}
+				rev = t.Header.Revision
+				total.Add(1)
+			}
+		}(w)
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return 0, err
+	default:
+	}
+	return float64(total.Load()) / time.Since(start).Seconds(), nil
+}
+
+// failoverWatch kills the scheduler leader once the at-th server is
+// posted and times how long until another scheduler leads.
+type failoverWatch struct {
+	at        int64
+	done      chan struct{}
+	once      sync.Once
+	killed    string
+	newLeader string
+	took      time.Duration
+	err       error
+}
+
+func (f *failoverWatch) kill(ctx context.Context, r *runner) {
+	f.once.Do(func() { f.done = make(chan struct{}) })
+	defer close(f.done)
+	if r.t.KillLeader == nil {
+		f.err = errors.New("failover: the target has no in-process schedulers to kill (run without -api/-etcd)")
+		return
+	}
+	leader, err := Leader(ctx, r.t.Client, r.t.Keys)
+	if err != nil {
+		f.err = err
+		return
+	}
+	f.killed = leader
+	start := time.Now()
+	if err := r.t.KillLeader(ctx, leader); err != nil {
+		f.err = fmt.Errorf("failover: kill %s: %w", leader, err)
+		return
+	}
+	for {
+		l, err := Leader(ctx, r.t.Client, r.t.Keys)
+		if err == nil && l != "" && l != leader {
+			f.newLeader, f.took = l, time.Since(start)
+			return
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			f.err = ctx.Err()
+			return
+		}
+	}
+}
+
+func (f *failoverWatch) wait(ctx context.Context) error {
+	f.once.Do(func() { f.done = make(chan struct{}) })
+	if f.killed == "" && f.err == nil {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	} else {
+		<-f.done
+	}
+	return f.err
+}
+
+// Leader is the id of the scheduler that leads: the value of the election
+// key with the lowest create revision ("" when none campaigns).
+func Leader(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys) (string, error) {
+	resp, err := cli.Get(ctx, keys.Election("scheduler")+"/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return "", fmt.Errorf("read the scheduler election: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", nil
+	}
+	return string(resp.Kvs[0].Value), nil
+}

@@ -1,0 +1,424 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/bench"
+	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/logging"
+	"github.com/berth-project/berth/placement"
+)
+
+// cmdBench is `berth bench [SCENARIO] [flags]`: the load tool. It runs
+// the scenario against a Berth it starts in this process (embedded etcd,
+// the API and one cell conductor per cell in one stack, and each
+// scheduler with its superconductor in a stack of its own with its own
+// etcd client, so one can be crashed) or against an existing one (-etcd
+// and -api). The fleet, the recorder, the scenarios and the report are
+// package bench.
+func cmdBench(args []string, stdout, stderr io.Writer) int {
+	scenario := "boot"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		scenario, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("berth bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		scen         = fs.String("scenario", scenario, "populate, boot, churn, failover or coldstart (or give it as the first argument)")
+		hosts        = fs.Int("hosts", 1000, "simulated hosts")
+		cells        = fs.Int("cells", 2, "cells (hosts round-robin; one conductor each when the tool starts Berth)")
+		servers      = fs.Int("servers", 1000, "servers to boot (churn: the steady population)")
+		rate         = fs.Float64("rate", 0, "servers posted per second (0: as fast as the clients go)")
+		clients      = fs.Int("clients", 16, "concurrent API clients")
+		buildTime    = fs.Duration("build-time", 0, "simulated build time per server")
+		failureRate  = fs.Float64("failure-rate", 0, "probability that a build fails (reschedulable)")
+		hintRatio    = fs.Float64("hint-ratio", 0, "fraction of servers with a same_host or different_host hint naming an ACTIVE server")
+		groupRatio   = fs.Float64("group-ratio", 0, "fraction of servers in a server group (m1.tiny)")
+		groups       = fs.Int("groups", 20, "server groups to spread -group-ratio servers over (policies rotate)")
+		duration     = fs.Duration("duration", 30*time.Second, "churn: how long to delete and replace servers")
+		perHost      = fs.Int("instances-per-host", 10, "coldstart: instances written per host")
+		baseline     = fs.Bool("baseline", false, "after the scenario, measure etcd's single-key CAS txn/s with as many workers as claims in flight")
+		baselineTime = fs.Duration("baseline-time", 3*time.Second, "how long the CAS baseline runs")
+		schedulers   = fs.Int("schedulers", 1, "schedulers (each with its superconductor) to start")
+		workers      = fs.Int("workers", 0, "superconductor workers per scheduler (0: the config's)")
+		condWorkers  = fs.Int("conductor-workers", 0, "cell conductor workers (0: the config's)")
+		regWorkers   = fs.Int("register-workers", 32, "hosts registering at once")
+		etcdEps      = fs.String("etcd", "", "comma-separated endpoints of an existing Berth's etcd (with -api)")
+		apiURL       = fs.String("api", "", "an existing Berth's compute API URL (with -etcd)")
+		prefix       = fs.String("prefix", etcdschema.DefaultPrefix, "etcd key prefix")
+		cfgPath      = fs.String("config", "", "HCL config for the started Berth (scheduler options, ...)")
+		dataDir      = fs.String("data-dir", "", "embedded etcd data dir (default: a temp dir, removed at exit)")
+		jsonPath     = fs.String("json", "", "append the result as a JSON line to FILE")
+		format       = fs.String("format", "table", "stdout: table or json")
+		cpuProfile   = fs.String("cpuprofile", "", "write a CPU profile of the whole run to FILE")
+		memProfile   = fs.String("memprofile", "", "write a heap profile at the end to FILE")
+		timeout      = fs.Duration("timeout", 10*time.Minute, "how long to wait for servers to finish")
+		logLevel     = fs.String("log-level", "warn", "log level of the started roles")
+	)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "berth bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	bad := func(f string, a ...any) int { fmt.Fprintf(stderr, "berth bench: "+f+"\n", a...); return 2 }
+	switch {
+	case *hosts < 1 || *cells < 1:
+		return bad("-hosts and -cells must be at least 1")
+	case *schedulers < 1:
+		return bad("-schedulers must be at least 1")
+	case *failureRate < 0 || *failureRate >= 1:
+		return bad("-failure-rate must be in [0, 1)")
+	case *hintRatio < 0 || *hintRatio > 1 || *groupRatio < 0 || *groupRatio > 1:
+		return bad("-hint-ratio and -group-ratio must be in [0, 1]")
+	case *format != "table" && *format != "json":
+		return bad("-format must be table or json, not %q", *format)
+	case (*etcdEps == "") != (*apiURL == "") && *scen != "coldstart":
+		return bad("an existing Berth needs both -etcd and -api")
+	case *scen == "failover" && *schedulers < 2 && *etcdEps == "":
+		return bad("failover needs -schedulers 2 or more")
+	}
+	known := false
+	for _, s := range bench.Scenarios {
+		known = known || s == *scen
+	}
+	if !known {
+		return bad("unknown scenario %q (want one of %s)", *scen, strings.Join(bench.Scenarios, ", "))
+	}
+	cfg := configs.Defaults()
+	if *cfgPath != "" {
+		var err error
+		if cfg, err = configs.Load(*cfgPath); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+	}
+	cfg.Log.Level = *logLevel
+	cfg.Etcd.Prefix = *prefix
+	log := logging.New(cfg.Log, stderr).Named("bench")
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return bad("%v", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return bad("%v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+
+	var target *bench.Target
+	var cleanup func()
+	var err error
+	if *etcdEps != "" {
+		target, cleanup, err = existingTarget(ctx, cfg, strings.Split(*etcdEps, ","), *apiURL)
+	} else {
+		target, cleanup, err = startTarget(ctx, cfg, log, benchStart{dataDir: *dataDir, cells: *cells,
+			schedulers: *schedulers, workers: *workers, condWorkers: *condWorkers, etcdOnly: *scen == "coldstart"})
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "berth bench:", err)
+		return 1
+	}
+	defer cleanup()
+	res, runErr := bench.Run(ctx, target, bench.Config{Scenario: *scen, Hosts: *hosts, Cells: *cells,
+		Servers: *servers, Rate: *rate, Clients: *clients, BuildTime: *buildTime, FailureRate: *failureRate,
+		HintRatio: *hintRatio, GroupRatio: *groupRatio, Groups: *groups, Duration: *duration,
+		InstancesPerHost: *perHost, Baseline: *baseline, BaselineTime: *baselineTime, Timeout: *timeout,
+		RegisterWorkers: *regWorkers, Progress: stderr, Log: log.Named("fleet")})
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile); err != nil {
+			fmt.Fprintln(stderr, "berth bench:", err)
+		}
+	}
+	if res != nil {
+		res.Command = "berth bench " + strings.Join(append([]string{*scen}, args...), " ")
+		if runErr != nil {
+			res.Error = runErr.Error()
+		}
+		if *format == "json" {
+			_ = res.WriteJSON(stdout)
+		} else {
+			res.WriteTable(stdout)
+		}
+		if *jsonPath != "" {
+			if err := appendJSON(*jsonPath, res); err != nil {
+				fmt.Fprintln(stderr, "berth bench:", err)
+				return 1
+			}
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintln(stderr, "berth bench:", runErr)
+		return 1
+	}
+	return 0
+}
+
+func appendJSON(path string, res *bench.Result) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := res.WriteJSON(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return f.Close()
+}
+
+// existingTarget is a Berth someone else runs: no hooks into its roles.
+func existingTarget(ctx context.Context, cfg *configs.Config, endpoints []string, apiURL string) (*bench.Target, func(), error) {
+	cfg.Etcd.Embedded, cfg.Etcd.Endpoints = nil, endpoints
+	cc, err := cfg.Etcd.ClientConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	cli, err := clientv3.New(cc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
+	}
+	keys := etcdschema.New(cfg.Etcd.Prefix)
+	resp, err := cli.Get(ctx, keys.Members("scheduler"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		cli.Close()
+		return nil, nil, fmt.Errorf("etcd at %v: %w", endpoints, err)
+	}
+	return &bench.Target{Client: cli, Keys: keys, API: apiURL, Schedulers: int(resp.Count)}, func() { cli.Close() }, nil
+}
+
+type benchStart struct {
+	dataDir              string
+	cells, schedulers    int
+	workers, condWorkers int
+	etcdOnly             bool // coldstart: the tool loads a scheduler's views itself
+}
+
+// startTarget starts Berth in this process with the stack `berth dev`
+// and `berth server` use.
+func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o benchStart) (*bench.Target, func(), error) {
+	cfg.EnableAllRoles()
+	cfg.Placement = nil // no Placement HTTP API: nothing here calls it
+	if o.workers > 0 {
+		cfg.Superconductor.Workers = o.workers
+	}
+	if o.condWorkers > 0 {
+		cfg.Conductor.Workers = o.condWorkers
+	}
+	emb := configs.Defaults().Etcd.Embedded
+	if cfg.Etcd.Embedded != nil {
+		emb = cfg.Etcd.Embedded
+	}
+	cfg.Etcd.Embedded, cfg.Etcd.Endpoints = emb, nil
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	if o.dataDir != "" {
+		emb.DataDir = o.dataDir
+	} else {
+		tmp, err := os.MkdirTemp("", "berth-bench-")
+		if err != nil {
+			return nil, nil, err
+		}
+		cleanups = append(cleanups, func() { os.RemoveAll(tmp) })
+		emb.DataDir = filepath.Join(tmp, "etcd")
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	emb.ClientURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	emb.PeerURL = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	cfg.API.Bind = "127.0.0.1:0"
+	cfg.Scheduler.Bind = "127.0.0.1:0"
+
+	// The first stack: etcd, the API and the cell conductors. Schedulers
+	// live in stacks of their own, so a failover kills one without the
+	// API or the conductors.
+	base := *cfg
+	base.Scheduler, base.Superconductor = nil, nil
+	if o.etcdOnly {
+		base.API = nil
+	}
+	s0, err := connect(ctx, &base, log.Named("berth"))
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	cleanups = append(cleanups, s0.stop)
+	// The tool's own client (fleet, recorder, baseline, coldstart loads)
+	// talks to etcd over the network as agents and a fresh scheduler
+	// would, and keeps its watches off the roles' client streams.
+	own, err := clientv3.New(clientv3.Config{Endpoints: []string{emb.ClientURL}, DialTimeout: cfg.Etcd.DialTimeout})
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("etcd client for %s: %w", emb.ClientURL, err)
+	}
+	cleanups = append(cleanups, func() { own.Close() })
+	t := &bench.Target{Client: own, Keys: s0.keys}
+	if o.etcdOnly {
+		return t, cleanup, nil
+	}
+	if err := s0.startServerRoles(ctx); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	for c := 1; c <= o.cells; c++ {
+		cc := *cfg.Conductor
+		cc.Cell = bench.CellName(c)
+		if err := s0.startConductor(ctx, &cc); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+	}
+	for _, ep := range s0.Endpoints {
+		if ep[0] == "compute API" {
+			t.API = ep[1]
+		}
+	}
+	var scheds []*stack
+	for i := 0; i < o.schedulers; i++ {
+		sc := *cfg
+		sc.API, sc.Conductor = nil, nil
+		etcdCfg := cfg.Etcd
+		etcdCfg.Embedded, etcdCfg.Endpoints = nil, []string{emb.ClientURL}
+		sc.Etcd = etcdCfg
+		s, err := connect(ctx, &sc, log.Named(fmt.Sprintf("berth-%d", i+1)))
+		if err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		cleanups = append(cleanups, s.stop)
+		if err := s.startServerRoles(ctx); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		scheds = append(scheds, s)
+	}
+	t.Schedulers = len(scheds)
+	t.ClaimWorkers = len(scheds) * cfg.Superconductor.Workers
+	all := append([]*stack{s0}, scheds...)
+	t.Sync = func(ctx context.Context, rev int64) error {
+		for _, s := range all {
+			if err := s.placement.WaitForRevision(ctx, rev); err != nil {
+				return err
+			}
+			if s.hosts != nil {
+				if err := s.hosts.WaitForRevision(ctx, rev); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	t.ClaimStats = func() placement.ClaimStats {
+		var sum placement.ClaimStats
+		for _, s := range all {
+			c := s.placement.ClaimStats()
+			sum.Races += c.Races
+			sum.GaveUp += c.GaveUp
+			sum.Writes += c.Writes
+			sum.Time += c.Time
+		}
+		return sum
+	}
+	t.KillLeader = func(ctx context.Context, id string) error {
+		for _, s := range scheds {
+			if s.schedID == id {
+				s.crash()
+				return nil
+			}
+		}
+		return fmt.Errorf("no scheduler started here has id %s", id)
+	}
+	return t, cleanup, nil
+}
+
+// crash stops a stack as a killed process would: its etcd client goes
+// first, so nothing is resigned or revoked and its leases (election,
+// registration, work-queue sessions) expire after their TTLs. stop
+// afterwards does nothing.
+func (s *stack) crash() {
+	s.stopOnce.Do(func() {}) // the crash is the stop: no graceful one later
+	drained := make(chan struct{})
+	go func() { // roles failing on the closed client must not block
+		for {
+			select {
+			case <-s.errs:
+			case <-drained:
+				return
+			}
+		}
+	}()
+	for _, srv := range s.servers {
+		_ = srv.Close()
+	}
+	_ = s.cli.Close()
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		s.log.Warn("crashed stack's roles did not stop within 30s")
+	}
+	close(drained)
+	s.servers, s.ownCli = nil, false
+}
+
+func freePorts(n int) ([]int, error) {
+	var out []int
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free port: %w", err)
+		}
+		lns = append(lns, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
