@@ -141,6 +141,7 @@ func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[strin
 			// change the index had not applied yet: counted as the read
 			// path counts its lost races.
 			s.metrics.ClaimConflict()
+			s.claimRaces.Add(1)
 		}
 	}
 	for attempt := 0; attempt <= s.retryCount; attempt++ {
