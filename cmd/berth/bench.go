@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -33,6 +34,9 @@ import (
 // and -api). The fleet, the recorder, the scenarios and the report are
 // package bench.
 func cmdBench(args []string, stdout, stderr io.Writer) int {
+	// The roles' logger and the progress line write stderr from different
+	// goroutines; a bytes.Buffer (tests) is not safe for that.
+	stderr = &lockedWriter{w: stderr}
 	scenario := "boot"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		scenario, args = args[0], args[1:]
@@ -421,4 +425,16 @@ func freePorts(n int) ([]int, error) {
 		out = append(out, l.Addr().(*net.TCPAddr).Port)
 	}
 	return out, nil
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
