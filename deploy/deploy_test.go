@@ -16,29 +16,14 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/internal/testbin"
 )
 
 // berthBin is the binary built for this run: install.sh installs it and
 // renders the configs with it.
 var berthBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "berth-deploy-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	berthBin = filepath.Join(dir, "berth")
-	build := exec.Command("go", "build", "-o", berthBin, "../cmd/berth")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build berth:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m.Run, "berth-deploy-bin-", &berthBin) }
 
 var allRoles = []string{configs.RoleEtcd, configs.RoleServer, configs.RoleConductor, configs.RoleAgent}
 

@@ -261,16 +261,22 @@ func (c *cluster) settle(id string) *api.ServerView {
 // consumer reads a consumer's allocations; nil when it has none.
 func (c *cluster) consumer(id string) *etcdschema.Consumer {
 	c.t.Helper()
-	resp, err := c.cli.Get(context.Background(), c.keys.Consumer(id))
+	return readConsumer(c.t, c.cli, c.keys, id)
+}
+
+// readConsumer reads a consumer's allocations from etcd; nil when it has none.
+func readConsumer(t testing.TB, cli *clientv3.Client, keys etcdschema.Keys, id string) *etcdschema.Consumer {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), keys.Consumer(id))
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if len(resp.Kvs) == 0 {
 		return nil
 	}
 	var con etcdschema.Consumer
 	if err := etcdschema.Decode(string(resp.Kvs[0].Key), resp.Kvs[0].Value, &con); err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return &con
 }

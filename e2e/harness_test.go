@@ -18,28 +18,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testbin"
 )
 
 // berthBin is the binary built once for the whole package.
 var berthBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "berth-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	berthBin = filepath.Join(dir, "berth")
-	build := exec.Command("go", "build", "-o", berthBin, "../cmd/berth")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build berth:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m.Run, "berth-e2e-bin-", &berthBin) }
 
 // proc is one running berth process with its output captured to a file.
 type proc struct {

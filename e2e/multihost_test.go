@@ -372,18 +372,7 @@ func (c *mhCluster) burstPinned(name, host string) ([]string, []error) {
 // consumer reads a consumer's allocations; nil when it has none.
 func (c *mhCluster) consumer(id string) *etcdschema.Consumer {
 	c.t.Helper()
-	resp, err := c.cli.Get(context.Background(), c.keys.Consumer(id))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if len(resp.Kvs) == 0 {
-		return nil
-	}
-	var con etcdschema.Consumer
-	if err := etcdschema.Decode(string(resp.Kvs[0].Key), resp.Kvs[0].Value, &con); err != nil {
-		c.t.Fatal(err)
-	}
-	return &con
+	return readConsumer(c.t, c.cli, c.keys, id)
 }
 
 // Scenario 4: SIGKILL the etcd raft leader; Berth goes on serving through
