@@ -67,30 +67,40 @@ func emptyCandidates() *Candidates {
 }
 
 func (st *indexState) candidates(q CandidateQuery) *Candidates {
-	if len(q.Groups) == 0 {
+	out, excludeNested, ok := st.search(q)
+	if !ok {
 		return emptyCandidates()
+	}
+	return st.render(out, excludeNested, q.OmitMappings)
+}
+
+// search finds q's allocation requests, limited, in answer order.
+// excludeNested says the pre-1.29 nested exclusion applied; ok false means
+// the answer is empty.
+func (st *indexState) search(q CandidateQuery) (out []*areq, excludeNested, ok bool) {
+	if len(q.Groups) == 0 {
+		return nil, false, false
 	}
 	anchorOK, ok := st.anchorFilter(q.RootRequired, q.RootForbidden)
 	if !ok {
-		return emptyCandidates()
+		return nil, false, false
 	}
 	groups := make([]*groupCtx, 0, len(q.Groups))
 	for _, g := range q.Groups {
 		gc, ok := st.buildGroup(g)
 		if !ok {
-			return emptyCandidates()
+			return nil, false, false
 		}
 		groups = append(groups, gc)
 	}
 	hasTrees := !st.allSingletons()
-	excludeNested := q.NotNestedAware && hasTrees
+	excludeNested = q.NotNestedAware && hasTrees
 	var sharingAnchors map[int32][]int32
 	if st.sharing.count() > 0 {
 		sharingAnchors = st.sharingAnchors()
 	}
 	s := &search{st: st, anchorOK: anchorOK, sharingAnchors: sharingAnchors, hasTrees: hasTrees}
 
-	var out []*areq
 	if len(groups) == 1 {
 		// One group: stream, dropping what the nested exclusion would
 		// drop, and stop at limit.
@@ -123,7 +133,7 @@ func (st *indexState) candidates(q CandidateQuery) *Candidates {
 				return true
 			})
 			if len(perGroup[i]) == 0 {
-				return emptyCandidates()
+				return nil, false, false
 			}
 		}
 		out = s.merge(groups, perGroup, q)
@@ -140,7 +150,7 @@ func (st *indexState) candidates(q CandidateQuery) *Candidates {
 			out = out[:q.Limit]
 		}
 	}
-	return st.render(out, excludeNested, q.OmitMappings)
+	return out, excludeNested, true
 }
 
 // search holds what one query computed once for all its groups.

@@ -75,6 +75,7 @@ func TestCandidatesFlat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkCompact(t, s, tc.q, got)
 		if tc.desc == "limit" {
 			if len(got.AllocationRequests) != 1 || len(got.ProviderSummaries) != 1 {
 				t.Errorf("%s: %d requests %d summaries", tc.desc, len(got.AllocationRequests), len(got.ProviderSummaries))
@@ -141,6 +142,7 @@ func TestCandidatesNestedAndGranular(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkCompact(t, s, tc.q, got)
 		if g := providersOf(got); !equalStrings(g, tc.want) {
 			t.Errorf("%s: got %v want %v", tc.desc, g, tc.want)
 		}
@@ -165,7 +167,9 @@ func TestCandidatesSharing(t *testing.T) {
 		}
 	}
 	syncIdx(t, s)
-	got, _ := s.AllocationCandidates(ctx, CandidateQuery{Groups: []RequestGroup{{Resources: map[string]int64{VCPU: 1, DiskGB: 10}}}})
+	sq := CandidateQuery{Groups: []RequestGroup{{Resources: map[string]int64{VCPU: 1, DiskGB: 10}}}}
+	got, _ := s.AllocationCandidates(ctx, sq)
+	checkCompact(t, s, sq, got)
 	if g := providersOf(got); !equalStrings(g, []string{"cn1:VCPU,nfs:DISK_GB"}) {
 		t.Fatalf("sharing: %v", g)
 	}

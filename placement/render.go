@@ -85,25 +85,9 @@ func (st *indexState) render(areqs []*areq, onlyUsed, omitMappings bool) *Candid
 		out.roots = append(out.roots, st.slots[a.anchor].p.UUID) // the tree root it is anchored at
 	}
 	addSummary := func(slot int32) {
-		e := st.slots[slot]
-		if e == nil {
-			return
+		if e := st.slots[slot]; e != nil {
+			out.ProviderSummaries[e.p.UUID] = *st.summaryOf(e)
 		}
-		if ps := e.summary.Load(); ps != nil {
-			out.ProviderSummaries[e.p.UUID] = *ps
-			return
-		}
-		ps := ProviderSummary{
-			Resources:          make(map[string]ResourceSummary, len(e.p.Inventories)),
-			Traits:             e.p.Traits,
-			ParentProviderUUID: e.p.ParentProviderUUID,
-			RootProviderUUID:   e.p.RootProviderUUID,
-		}
-		for rc, inv := range e.p.Inventories {
-			ps.Resources[rc] = ResourceSummary{Capacity: inv.Capacity(), Used: e.p.Usages[rc]}
-		}
-		e.summary.Store(&ps)
-		out.ProviderSummaries[e.p.UUID] = ps
 	}
 	if onlyUsed {
 		for slot := range used {
@@ -130,6 +114,25 @@ func (st *indexState) render(areqs []*areq, onlyUsed, omitMappings bool) *Candid
 		}
 	}
 	return out
+}
+
+// summaryOf is e's provider summary, rendered once per provider record
+// and cached on the entry (shared: read-only).
+func (st *indexState) summaryOf(e *rpEntry) *ProviderSummary {
+	if ps := e.summary.Load(); ps != nil {
+		return ps
+	}
+	ps := &ProviderSummary{
+		Resources:          make(map[string]ResourceSummary, len(e.p.Inventories)),
+		Traits:             e.p.Traits,
+		ParentProviderUUID: e.p.ParentProviderUUID,
+		RootProviderUUID:   e.p.RootProviderUUID,
+	}
+	for rc, inv := range e.p.Inventories {
+		ps.Resources[rc] = ResourceSummary{Capacity: inv.Capacity(), Used: e.p.Usages[rc]}
+	}
+	e.summary.Store(ps)
+	return ps
 }
 
 // classNames maps class ids back to names.

@@ -49,7 +49,7 @@ func TestLegacyResourceFilters(t *testing.T) {
 			t.Errorf("%s set limit %s=%d, want %d", c.f.Name(), c.key, got, c.want)
 		}
 	}
-	sel := (&Scheduler{}).selection(&HostState{Limits: map[string]int64{"vcpu": 64}}, placement.AllocationRequest{})
+	sel := (&Scheduler{}).selection(&HostState{Limits: map[string]int64{"vcpu": 64}}, placement.Candidate{})
 	if sel.Limits["vcpu"] != int64(64) {
 		t.Errorf("selection limits %v, want vcpu=64", sel.Limits)
 	}

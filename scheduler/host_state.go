@@ -20,8 +20,9 @@ type HostState struct {
 	Instances map[string]*etcdschema.InstanceInfo
 	// Resources is capacity and usage per class of the root provider.
 	Resources map[string]placement.ResourceSummary
-	// Candidates are the allocation requests placement offered, in its order.
-	Candidates []placement.AllocationRequest
+	// Candidates are the allocation requests placement offered, in its
+	// order, in placement's compact in-process form.
+	Candidates []placement.Candidate
 	// NumInstances counts instances including those picked in this request.
 	NumInstances int
 	// FailedBuilds is the agent's consecutive failed build count.
@@ -63,13 +64,13 @@ func (h *HostState) Total(rc string) int64 { return h.Resources[rc].Capacity }
 
 // consume takes a claimed allocation request away from the host's free
 // resources so the next pick in the same request sees it.
-func (h *HostState) consume(ar placement.AllocationRequest) {
-	if alloc, ok := ar.Allocations[h.ProviderUUID]; ok {
+func (h *HostState) consume(c placement.Candidate) {
+	if amounts := c.Amounts(h.ProviderUUID); amounts != nil {
 		next := make(map[string]placement.ResourceSummary, len(h.Resources))
 		for rc, r := range h.Resources {
 			next[rc] = r
 		}
-		for rc, amount := range alloc.Resources {
+		for rc, amount := range amounts {
 			r := next[rc]
 			r.Used += amount
 			next[rc] = r

@@ -25,7 +25,10 @@ const AllocationRequestVersion = "1.36"
 // Placement is what the scheduler needs of the placement service: the
 // candidate search on its in-memory index and the claim transactions.
 type Placement interface {
-	AllocationCandidates(ctx context.Context, q placement.CandidateQuery) (*placement.Candidates, error)
+	// CompactCandidates is the allocation candidates search in placement's
+	// in-process form: the HTTP API's map-shaped answer costs a request a
+	// fifth of its CPU to build and is not needed here.
+	CompactCandidates(ctx context.Context, q placement.CandidateQuery) ([]placement.Candidate, error)
 	// PutAllocationsWithOptions returns the etcd revision of the claim, so
 	// a rollback can free exactly that claim and nothing written since.
 	PutAllocationsWithOptions(ctx context.Context, writes map[string]placement.AllocationWrite, opts placement.ClaimOptions) (int64, error)
@@ -139,11 +142,11 @@ func (s *Scheduler) selectDestinations(ctx context.Context, spec *RequestSpec) (
 		}
 		spec.Group = g
 	}
-	cands, err := s.placement.AllocationCandidates(ctx, q)
+	cands, err := s.placement.CompactCandidates(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("select destinations: allocation candidates: %w", err)
 	}
-	if len(cands.AllocationRequests) == 0 {
+	if len(cands) == 0 {
 		return nil, &NoValidHostError{Reason: "Placement found no resource provider with room for the flavor."}
 	}
 	hosts := s.hostStates(spec, cands, aggs)
@@ -157,7 +160,7 @@ func (s *Scheduler) selectDestinations(ctx context.Context, spec *RequestSpec) (
 	n := len(spec.InstanceUUIDs)
 	claimRevs := make([]int64, 0, n) // revision of each claim, for rollback
 	chosen := make([]*HostState, 0, n)
-	claimedReqs := make([]placement.AllocationRequest, 0, n)
+	claimedReqs := make([]placement.Candidate, 0, n)
 	selectedHosts := map[string]bool{}
 	var lastSorted []weighed
 	groupPlaced := map[string]string{}
@@ -167,7 +170,7 @@ func (s *Scheduler) selectDestinations(ctx context.Context, spec *RequestSpec) (
 			filtered = runFilters(s.filters, filtered, spec, i, counts)
 		}
 		var picked *HostState
-		var pickedReq placement.AllocationRequest
+		var pickedReq placement.Candidate
 		// A server-group guard lost to another scheduler means our view
 		// of the group is old: re-read it, filter again and walk again.
 		for reload := 0; picked == nil; reload++ {
@@ -248,14 +251,14 @@ const maxGroupReloads = 3
 // instance: Nova's claim loop, with the server-group guard in the same
 // etcd transaction as the claim. guardLost says a host was passed over
 // because the group changed under us. rev is the claim's etcd revision.
-func (s *Scheduler) claimFirst(ctx context.Context, sorted []weighed, spec *RequestSpec, uuid string) (picked *HostState, ar placement.AllocationRequest, rev int64, guardLost bool, err error) {
+func (s *Scheduler) claimFirst(ctx context.Context, sorted []weighed, spec *RequestSpec, uuid string) (picked *HostState, ar placement.Candidate, rev int64, guardLost bool, err error) {
 	for _, w := range sorted {
 		h := w.host
 		if len(h.Candidates) == 0 {
 			continue
 		}
 		ar = h.Candidates[0]
-		write := placement.AllocationWrite{Allocations: ar.Allocations, ProjectID: spec.ProjectID, UserID: spec.UserID}
+		write := placement.AllocationWrite{Allocations: ar.AllocationRequest().Allocations, ProjectID: spec.ProjectID, UserID: spec.UserID}
 		var opts placement.ClaimOptions
 		committed := func(int64) {}
 		if spec.Group != nil {
@@ -277,7 +280,7 @@ func (s *Scheduler) claimFirst(ctx context.Context, sorted []weighed, spec *Requ
 			return nil, ar, 0, false, fmt.Errorf("claim %s on %s: %w", uuid, h.Host, err)
 		}
 	}
-	return nil, placement.AllocationRequest{}, 0, guardLost, nil
+	return nil, placement.Candidate{}, 0, guardLost, nil
 }
 
 func isClaimRace(err error) bool {
@@ -330,75 +333,84 @@ func (s *Scheduler) sortHosts(hosts []*HostState, spec *RequestSpec) []weighed {
 
 // hostStates joins placement's candidates with the host manager: one
 // HostState per compute node (root provider) that has a known service.
-func (s *Scheduler) hostStates(spec *RequestSpec, c *placement.Candidates, aggs *aggregateSnapshot) []*HostState {
-	ignore := map[string]bool{}
-	for _, h := range spec.IgnoreHosts {
-		ignore[h] = true
+func (s *Scheduler) hostStates(spec *RequestSpec, cands []placement.Candidate, aggs *aggregateSnapshot) []*HostState {
+	var ignore map[string]bool
+	if len(spec.IgnoreHosts) > 0 {
+		ignore = make(map[string]bool, len(spec.IgnoreHosts))
+		for _, h := range spec.IgnoreHosts {
+			ignore[h] = true
+		}
 	}
 	// Each candidate's root, and the distinct roots in answer order, so
 	// the host manager is asked for all of them under one lock.
-	rootIdx := make([]int, len(c.AllocationRequests))
-	pos := make(map[string]int, len(c.AllocationRequests))
-	var roots []string
-	for i, ar := range c.AllocationRequests {
-		root, ok := c.RootOf(i)
-		if !ok {
-			root = rootOf(ar, c.ProviderSummaries)
-		}
-		if root == "" {
+	rootIdx := make([]int, len(cands))
+	pos := make(map[string]int, len(cands))
+	roots := make([]string, 0, len(cands))
+	for i, c := range cands {
+		if c.Root == "" {
 			rootIdx[i] = -1
 			continue
 		}
-		j, ok := pos[root]
+		j, ok := pos[c.Root]
 		if !ok {
 			j = len(roots)
-			pos[root] = j
-			roots = append(roots, root)
+			pos[c.Root] = j
+			roots = append(roots, c.Root)
 		}
 		rootIdx[i] = j
 	}
 	views, oks := s.hosts.viewsForProviders(roots)
-	states := make([]*HostState, len(roots))
+	// Every state and every state's candidate list come from one array
+	// each: a request joins up to 1,000 hosts, and one allocation per
+	// host was the join's largest cost after the views.
+	perRoot := make([]int, len(roots)+1)
+	for _, j := range rootIdx {
+		if j >= 0 {
+			perRoot[j+1]++
+		}
+	}
+	for j := 1; j < len(perRoot); j++ {
+		perRoot[j] += perRoot[j-1]
+	}
+	backing := make([]placement.Candidate, len(cands))
+	fill := make([]int, len(roots))
+	for i, c := range cands {
+		if j := rootIdx[i]; j >= 0 {
+			backing[perRoot[j]+fill[j]] = c
+			fill[j]++
+		}
+	}
+	all := make([]HostState, len(roots))
 	order := make([]*HostState, 0, len(roots))
 	for j, root := range roots {
-		v := views[j]
+		v := &views[j]
 		if !oks[j] || ignore[v.Host] || !spec.RequestedDestination.admits(v.Host, v.Cell) {
 			continue
 		}
+		first := backing[perRoot[j]]
+		var res map[string]placement.ResourceSummary
+		if first.RootSummary != nil {
+			res = first.RootSummary.Resources
+		}
 		hostAggs := aggs.byHost[v.Host]
-		hs := &HostState{
+		hs := &all[j]
+		*hs = HostState{
 			Host: v.Host, Cell: v.Cell, ProviderUUID: root, Service: v.Service, Up: v.Up,
 			Instances: v.Instances, NumInstances: len(v.Instances),
 			FailedBuilds: v.Service.FailedBuilds,
-			Resources:    c.ProviderSummaries[root].Resources,
+			Resources:    res,
+			Candidates:   backing[perRoot[j]:perRoot[j+1]:perRoot[j+1]],
 			NumIOOps:     v.IOOps, Aggregates: hostAggs,
 			AvailabilityZone: hostAvailabilityZone(hostAggs, s.cfg.DefaultAvailabilityZone),
 			viewed:           true, trusted: v.Updated,
 		}
-		states[j] = hs
 		order = append(order, hs)
-	}
-	for i, ar := range c.AllocationRequests {
-		if j := rootIdx[i]; j >= 0 && states[j] != nil {
-			states[j].Candidates = append(states[j].Candidates, ar)
-		}
 	}
 	return order
 }
 
-// rootOf returns the root provider of an allocation request's providers.
-func rootOf(ar placement.AllocationRequest, sums map[string]placement.ProviderSummary) string {
-	for rp := range ar.Allocations {
-		if sum, ok := sums[rp]; ok && sum.RootProviderUUID != "" {
-			return sum.RootProviderUUID
-		}
-		return rp
-	}
-	return ""
-}
-
-func (s *Scheduler) selection(h *HostState, ar placement.AllocationRequest) etcdschema.Selection {
-	b, _ := json.Marshal(ar)
+func (s *Scheduler) selection(h *HostState, c placement.Candidate) etcdschema.Selection {
+	b, _ := json.Marshal(c.AllocationRequest())
 	sel := etcdschema.Selection{
 		ComputeNodeUUID: h.ProviderUUID, ServiceHost: h.Host, Nodename: h.Host, Cell: h.Cell,
 		AllocationRequest: string(b), AllocationRequestVersion: AllocationRequestVersion,

@@ -1,0 +1,148 @@
+package placement
+
+import "context"
+
+// The compact answer is for a caller in the same process (the scheduler):
+// the same search and the same candidates, in the same order, as
+// AllocationCandidates, without rendering Placement's map-shaped answer.
+// A select_destinations at 1,000 candidates spent a fifth of its CPU (and
+// most of its garbage) building 1,000 allocation requests and a provider
+// summary map it then read one entry of per candidate. Here each candidate
+// is a few words in one array per answer that name the provider, the
+// shared resources map and the root's cached summary; the contract's
+// AllocationRequest is built only for the few the caller claims or
+// offers as alternates. The HTTP API keeps rendering through render, so
+// its answers do not change.
+
+// CandidatePart is the resources one allocation request takes from one
+// provider. Resources is shared with other candidates of the same answer:
+// read-only.
+type CandidatePart struct {
+	Provider  string
+	Resources map[string]int64
+}
+
+// Candidate is one allocation request in compact form.
+type Candidate struct {
+	// Root is the uuid of the tree root the request is anchored at.
+	Root string
+	// RootSummary is Root's provider summary (capacity and usage per
+	// class), shared with the index and every other answer: read-only.
+	// nil only when the root is not indexed (a half-applied tree move).
+	RootSummary *ProviderSummary
+	// Parts are the providers the request takes resources from.
+	Parts []CandidatePart
+}
+
+// AllocationRequest renders c as the contract's allocation request (no
+// mappings: nothing in-process reads them). Its resources maps are shared
+// with the answer: read-only.
+func (c Candidate) AllocationRequest() AllocationRequest {
+	ar := AllocationRequest{Allocations: make(map[string]ProviderAllocation, len(c.Parts))}
+	for _, p := range c.Parts {
+		if prev, ok := ar.Allocations[p.Provider]; ok {
+			// Two parts on one provider (multi-provider search can give a
+			// provider two classes): merge into a fresh map.
+			m := make(map[string]int64, len(prev.Resources)+len(p.Resources))
+			for rc, n := range prev.Resources {
+				m[rc] += n
+			}
+			for rc, n := range p.Resources {
+				m[rc] += n
+			}
+			ar.Allocations[p.Provider] = ProviderAllocation{Resources: m}
+			continue
+		}
+		ar.Allocations[p.Provider] = ProviderAllocation{Resources: p.Resources}
+	}
+	return ar
+}
+
+// Amounts returns the resources c takes from provider uuid (nil if none).
+// The map may be shared: read-only.
+func (c Candidate) Amounts(uuid string) map[string]int64 {
+	var out map[string]int64
+	n := 0
+	for _, p := range c.Parts {
+		if p.Provider != uuid {
+			continue
+		}
+		n++
+		if n == 1 {
+			out = p.Resources
+			continue
+		}
+		m := make(map[string]int64, len(out)+len(p.Resources))
+		for rc, v := range out {
+			m[rc] += v
+		}
+		for rc, v := range p.Resources {
+			m[rc] += v
+		}
+		out = m
+	}
+	return out
+}
+
+// CompactCandidates answers q as AllocationCandidates does (same search,
+// same candidates, same order) in compact form; see Candidate.
+func (s *Service) CompactCandidates(ctx context.Context, q CandidateQuery) ([]Candidate, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.idx.mu.RLock()
+	defer s.idx.mu.RUnlock()
+	areqs, _, ok := s.idx.st.search(q)
+	if !ok {
+		return nil, nil
+	}
+	return s.idx.st.compact(areqs), nil
+}
+
+// compact is render's counterpart for an in-process caller.
+func (st *indexState) compact(areqs []*areq) []Candidate {
+	out := make([]Candidate, len(areqs))
+	names := st.classNames()
+	// The usual request takes everything from one provider: its part is a
+	// one-element window of one backing array, and requests asking the
+	// same amounts share one resources map, as in render.
+	backing := make([]CandidatePart, 0, len(areqs))
+	var lastRes []resReq
+	var lastMap map[string]int64
+	for i, a := range areqs {
+		root := st.slots[a.anchor]
+		out[i].Root = root.p.UUID
+		out[i].RootSummary = st.summaryOf(root)
+		if single, ok := singleProviderRes(a.res); ok {
+			if lastMap == nil || !sameAmounts(lastRes, a.res) {
+				lastRes, lastMap = a.res, make(map[string]int64, len(a.res))
+				for _, r := range a.res {
+					lastMap[names[r.rc]] += r.amount
+				}
+			}
+			at := len(backing)
+			backing = append(backing, CandidatePart{Provider: st.slots[single].p.UUID, Resources: lastMap})
+			out[i].Parts = backing[at : at+1 : at+1]
+			continue
+		}
+		// Several providers: one part per provider, in first-use order.
+		var parts []CandidatePart
+		for _, r := range a.res {
+			uuid := st.slots[r.slot].p.UUID
+			k := -1
+			for j := range parts {
+				if parts[j].Provider == uuid {
+					k = j
+					break
+				}
+			}
+			if k < 0 {
+				k = len(parts)
+				parts = append(parts, CandidatePart{Provider: uuid, Resources: make(map[string]int64, len(a.res))})
+			}
+			parts[k].Resources[names[r.rc]] += r.amount
+		}
+		out[i].Parts = parts
+	}
+	return out
+}
