@@ -14,5 +14,5 @@ func (ComputeFilter) Name() string            { return "ComputeFilter" }
 func (ComputeFilter) RunOncePerRequest() bool { return true }
 
 func (ComputeFilter) HostPasses(h *HostState, _ *RequestSpec, _ int) bool {
-	return h.Up && !h.Service.Disabled
+	return h.Up && h.Service != nil && !h.Service.Disabled
 }

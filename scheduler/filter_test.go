@@ -7,7 +7,7 @@ import (
 )
 
 func hostWith(up, disabled bool, instances ...string) *HostState {
-	h := &HostState{Host: "h", Up: up, Service: etcdschema.Service{Disabled: disabled},
+	h := &HostState{Host: "h", Up: up, Service: &etcdschema.Service{Disabled: disabled},
 		Instances: map[string]*etcdschema.InstanceInfo{}}
 	for _, u := range instances {
 		h.Instances[u] = &etcdschema.InstanceInfo{UUID: u}

@@ -130,9 +130,12 @@ func (hm *HostManager) HostForProvider(uuid string) (string, bool) {
 
 // hostView is a consistent copy of one host's record for a request.
 type hostView struct {
-	Host      string
-	Cell      string
-	Service   etcdschema.Service
+	Host string
+	Cell string
+	// Service is the host's record, shared read-only: a change replaces
+	// the record, never writes into it, and a copy per candidate per
+	// request was a third of the candidate join.
+	Service   *etcdschema.Service
 	Up        bool
 	Instances map[string]*etcdschema.InstanceInfo
 	Updated   bool
@@ -182,7 +185,7 @@ func (hm *HostManager) viewLocked(host string) (hostView, bool) {
 	if cell == "" {
 		cell = r.service.Cell
 	}
-	return hostView{Host: host, Cell: cell, Service: *r.service,
+	return hostView{Host: host, Cell: cell, Service: r.service,
 		Up: r.alive && !r.service.ForcedDown, Instances: r.instances,
 		Updated: hm.track && r.synced && !r.stale, IOOps: len(r.builds)}, true
 }

@@ -14,8 +14,10 @@ type HostState struct {
 	Host         string
 	Cell         string
 	ProviderUUID string
-	Service      etcdschema.Service
-	Up           bool
+	// Service is the host's service record, shared with the host manager:
+	// read-only.
+	Service *etcdschema.Service
+	Up      bool
 	// Instances on the host, as reported by its agent.
 	Instances map[string]*etcdschema.InstanceInfo
 	// Resources is capacity and usage per class of the root provider.
