@@ -162,7 +162,7 @@ func (s *Scheduler) selectDestinations(ctx context.Context, spec *RequestSpec) (
 	chosen := make([]*HostState, 0, n)
 	claimedReqs := make([]placement.Candidate, 0, n)
 	selectedHosts := map[string]bool{}
-	var lastSorted []weighed
+	var lastSorted *ranking
 	groupPlaced := map[string]string{}
 	for i, uuid := range spec.InstanceUUIDs {
 		spec.InstanceUUID = uuid
@@ -227,11 +227,11 @@ func (s *Scheduler) selectDestinations(ctx context.Context, spec *RequestSpec) (
 	out := make([][]etcdschema.Selection, n)
 	for i, h := range chosen {
 		out[i] = append(out[i], s.selection(h, claimedReqs[i]))
-		for _, w := range lastSorted {
+		for k := 0; k < lastSorted.len(); k++ {
 			if len(out[i]) >= s.cfg.MaxAttempts {
 				break
 			}
-			alt := w.host
+			alt := lastSorted.at(k).host
 			if alt.Cell != h.Cell || selectedHosts[alt.Host] || len(alt.Candidates) == 0 {
 				continue
 			}
@@ -251,9 +251,9 @@ const maxGroupReloads = 3
 // instance: Nova's claim loop, with the server-group guard in the same
 // etcd transaction as the claim. guardLost says a host was passed over
 // because the group changed under us. rev is the claim's etcd revision.
-func (s *Scheduler) claimFirst(ctx context.Context, sorted []weighed, spec *RequestSpec, uuid string) (picked *HostState, ar placement.Candidate, rev int64, guardLost bool, err error) {
-	for _, w := range sorted {
-		h := w.host
+func (s *Scheduler) claimFirst(ctx context.Context, sorted *ranking, spec *RequestSpec, uuid string) (picked *HostState, ar placement.Candidate, rev int64, guardLost bool, err error) {
+	for k := 0; k < sorted.len(); k++ {
+		h := sorted.at(k).host
 		if len(h.Candidates) == 0 {
 			continue
 		}
@@ -309,24 +309,27 @@ func (s *Scheduler) rollback(ctx context.Context, uuids []string, revs []int64) 
 }
 
 // sortHosts weighs hosts and moves a random one of the best
-// host_subset_size to the front, as Nova does.
-func (s *Scheduler) sortHosts(hosts []*HostState, spec *RequestSpec) []weighed {
-	sorted := weighHosts(s.weighers, hosts, spec)
-	if len(sorted) == 0 {
+// host_subset_size to the front, as Nova does. Only the best few are
+// sorted up front (see weighRanking): enough for the claim, the subset
+// and the alternates of a request that meets no conflict.
+func (s *Scheduler) sortHosts(hosts []*HostState, spec *RequestSpec) *ranking {
+	k := 2*s.cfg.MaxAttempts + s.cfg.HostSubsetSize + 8
+	sorted := weighRanking(s.weighers, hosts, spec, k)
+	if sorted.len() == 0 {
 		return sorted
 	}
 	if s.cfg.ShuffleBestSameWeighedHosts {
 		top := 1
-		for top < len(sorted) && sorted[top].weight == sorted[0].weight {
+		for top < sorted.len() && sorted.at(top).weight == sorted.at(0).weight {
 			top++
 		}
-		rand.Shuffle(top, func(a, b int) { sorted[a], sorted[b] = sorted[b], sorted[a] })
+		rand.Shuffle(top, func(a, b int) { sorted.w[a], sorted.w[b] = sorted.w[b], sorted.w[a] })
 	}
-	if k := min(s.cfg.HostSubsetSize, len(sorted)); k > 1 {
+	if k := min(s.cfg.HostSubsetSize, sorted.len()); k > 1 {
 		j := rand.IntN(k)
-		pick := sorted[j]
-		copy(sorted[1:j+1], sorted[:j])
-		sorted[0] = pick
+		pick := sorted.at(j)
+		copy(sorted.w[1:j+1], sorted.w[:j])
+		sorted.w[0] = pick
 	}
 	return sorted
 }

@@ -74,23 +74,59 @@ type weighed struct {
 // override). The result is sorted best first; ties keep the input order so
 // results are deterministic for a given input.
 func weighHosts(ws []weigherWithMultiplier, hosts []*HostState, spec *RequestSpec) []weighed {
+	r := weighRanking(ws, hosts, spec, len(hosts))
+	return r.w
+}
+
+// requestConstant is a weigher that may know, from the request alone, that
+// it weighs every host the same (the server-group weighers for a request
+// in no group of their policy): weighing 1,000 hosts to find that out
+// cost as much as a real weigher.
+type requestConstant interface {
+	constantFor(spec *RequestSpec) bool
+}
+
+// weighRanking weighs hosts (see weighHosts) and ranks them, sorting only
+// the best k up front: a request claims the first host that takes it and
+// offers a few alternates, so sorting all 1,000 candidates was mostly
+// wasted. The ranking sorts the rest when a caller looks past k.
+func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, spec *RequestSpec, k int) *ranking {
 	out := make([]weighed, len(hosts))
 	for i, h := range hosts {
 		out[i].host, out[i].order = h, i
 	}
 	if len(hosts) < 2 {
-		return out
+		return &ranking{w: out, sorted: len(out)}
+	}
+	// Only aggregates override a multiplier: without any, each weigher's
+	// multiplier is the same for every host.
+	anyAggs := false
+	for _, h := range hosts {
+		if len(h.Aggregates) > 0 {
+			anyAggs = true
+			break
+		}
 	}
 	raw := make([]float64, len(hosts))
-	mult := make([]float64, len(hosts))
+	var mult []float64
+	if anyAggs {
+		mult = make([]float64, len(hosts))
+	}
 	for _, w := range ws {
-		anyNonZero := false
-		for i, h := range hosts {
-			mult[i] = w.multiplierFor(h)
-			anyNonZero = anyNonZero || mult[i] != 0
+		if c, ok := w.Weigher.(requestConstant); ok && c.constantFor(spec) {
+			continue // all-equal values weigh 0
 		}
-		if !anyNonZero {
-			continue // cannot change the order
+		if anyAggs {
+			anyNonZero := false
+			for i, h := range hosts {
+				mult[i] = w.multiplierFor(h)
+				anyNonZero = anyNonZero || mult[i] != 0
+			}
+			if !anyNonZero {
+				continue // cannot change the order
+			}
+		} else if w.multiplier == 0 {
+			continue
 		}
 		lo, hi := 0.0, 0.0
 		for i, h := range hosts {
@@ -106,17 +142,70 @@ func weighHosts(ws []weigherWithMultiplier, hosts []*HostState, spec *RequestSpe
 		if hi == lo {
 			continue
 		}
-		for i := range out {
-			out[i].weight += mult[i] * (raw[i] - lo) / (hi - lo)
+		span := hi - lo
+		if anyAggs {
+			for i := range out {
+				out[i].weight += mult[i] * (raw[i] - lo) / span
+			}
+		} else {
+			m := w.multiplier
+			for i := range out {
+				out[i].weight += m * (raw[i] - lo) / span
+			}
 		}
 	}
-	// An unstable sort with the input order as tie-break is stable and
-	// O(n log n); sort.SliceStable was a quarter of a 10,000-host pick.
-	slices.SortFunc(out, func(a, b weighed) int {
-		if c := cmp.Compare(b.weight, a.weight); c != 0 {
-			return c
+	return newRanking(out, k)
+}
+
+// compareWeighed orders best first; the input order breaks ties, so an
+// unstable sort gives a stable, deterministic order (sort.SliceStable was a
+// quarter of a 10,000-host pick).
+func compareWeighed(a, b weighed) int {
+	if c := cmp.Compare(b.weight, a.weight); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.order, b.order)
+}
+
+// ranking is weighed hosts best first, sorted only as far as looked at:
+// w[:sorted] are in their final order and each is better than any host
+// after them; w[sorted:] are the rest, in no order until someone looks.
+type ranking struct {
+	w      []weighed
+	sorted int
+}
+
+// newRanking sorts the best k of w to the front (all of w when k is not
+// much smaller) and leaves the rest for later.
+func newRanking(w []weighed, k int) *ranking {
+	if k <= 0 || k*8 >= len(w) {
+		slices.SortFunc(w, compareWeighed)
+		return &ranking{w: w, sorted: len(w)}
+	}
+	// Keep the best k seen so far sorted in w[:k]; a better host swaps
+	// with the worst of them (which moves to its slot, so nothing is lost)
+	// and bubbles up. O(n) compares when few displace the best k.
+	slices.SortFunc(w[:k], compareWeighed)
+	for i := k; i < len(w); i++ {
+		if compareWeighed(w[i], w[k-1]) >= 0 {
+			continue
 		}
-		return cmp.Compare(a.order, b.order)
-	})
-	return out
+		w[i], w[k-1] = w[k-1], w[i]
+		for j := k - 1; j > 0 && compareWeighed(w[j], w[j-1]) < 0; j-- {
+			w[j], w[j-1] = w[j-1], w[j]
+		}
+	}
+	return &ranking{w: w, sorted: k}
+}
+
+// len is the number of hosts ranked.
+func (r *ranking) len() int { return len(r.w) }
+
+// at is the host ranked i (0 = best).
+func (r *ranking) at(i int) weighed {
+	if i >= r.sorted {
+		slices.SortFunc(r.w[r.sorted:], compareWeighed)
+		r.sorted = len(r.w)
+	}
+	return r.w[i]
 }

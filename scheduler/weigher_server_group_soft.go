@@ -34,6 +34,14 @@ func (ServerGroupSoftAntiAffinityWeigher) Weigh(h *HostState, spec *RequestSpec)
 	return -membersWeight(h, spec, etcdschema.PolicySoftAntiAffinity)
 }
 
+func (ServerGroupSoftAffinityWeigher) constantFor(spec *RequestSpec) bool {
+	return spec.Group == nil || spec.Group.Policy() != etcdschema.PolicySoftAffinity
+}
+
+func (ServerGroupSoftAntiAffinityWeigher) constantFor(spec *RequestSpec) bool {
+	return spec.Group == nil || spec.Group.Policy() != etcdschema.PolicySoftAntiAffinity
+}
+
 // membersWeight is the number of the group's members on h when the
 // request's group has policy, else 0.
 func membersWeight(h *HostState, spec *RequestSpec, policy string) float64 {

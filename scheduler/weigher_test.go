@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/berth-project/berth/placement"
@@ -59,6 +62,34 @@ func TestWeighingNormalisesToUnitRange(t *testing.T) {
 	for _, w := range out {
 		if w.weight != want[w.host.Host] {
 			t.Fatalf("%s weighs %v, want %v", w.host.Host, w.weight, want[w.host.Host])
+		}
+	}
+}
+
+// A ranking that sorts only the best k up front gives the same order as a
+// full sort, wherever a caller stops looking, ties included.
+func TestRankingMatchesFullSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 200; trial++ {
+		n := 1 + rng.IntN(300)
+		w := make([]weighed, n)
+		for i := range w {
+			w[i] = weighed{host: &HostState{Host: fmt.Sprint(i)}, weight: float64(rng.IntN(20)), order: i}
+		}
+		full := slices.Clone(w)
+		slices.SortFunc(full, compareWeighed)
+		k := 1 + rng.IntN(12)
+		r := newRanking(slices.Clone(w), k)
+		look := rng.IntN(n + 1) // how far a caller looks before all of it
+		for i := 0; i < look; i++ {
+			if r.at(i) != full[i] {
+				t.Fatalf("trial %d (n=%d k=%d): rank %d is %v, want %v", trial, n, k, i, r.at(i), full[i])
+			}
+		}
+		for i := 0; i < n; i++ {
+			if r.at(i) != full[i] {
+				t.Fatalf("trial %d (n=%d k=%d): rank %d is %v, want %v", trial, n, k, i, r.at(i), full[i])
+			}
 		}
 	}
 }
