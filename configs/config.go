@@ -136,6 +136,7 @@ type Scheduler struct {
 	TrackInstanceChanges        bool
 	EnabledFilters              []string // in the order they run
 	MaxHostsToWeigh             int      // 0 weighs every host that passed the filters
+	PlacementSampleSize         int      // 0 asks placement for max_placement_results candidates in its order
 	ElectionTTL                 time.Duration
 	// AdvertiseURL is the URL registered under /members/scheduler/ for
 	// superconductors to call; "" derives it from Bind.

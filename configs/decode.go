@@ -353,6 +353,7 @@ func (d *decoder) scheduler(r *rawScheduler) *Scheduler {
 		TrackInstanceChanges:        d.boolean(r.TrackInstanceChanges, def.TrackInstanceChanges),
 		EnabledFilters:              def.EnabledFilters,
 		MaxHostsToWeigh:             int(d.count(r.Body, "max_hosts_to_weigh", r.MaxHostsToWeigh, int64(def.MaxHostsToWeigh), 0, "0 weighs every host")),
+		PlacementSampleSize:         int(d.count(r.Body, "placement_sample_size", r.PlacementSampleSize, int64(def.PlacementSampleSize), 0, "0 asks placement for max_placement_results candidates")),
 		ElectionTTL:                 d.leaseTTL(r.Body, "election_ttl", r.ElectionTTL, def.ElectionTTL),
 		AdvertiseURL:                d.advertiseURL(r.Body, "advertise_url", r.AdvertiseURL, def.AdvertiseURL),
 		LeaderInterval:              d.duration(r.Body, "leader_interval", r.LeaderInterval, def.LeaderInterval, 100*time.Millisecond, "the leader would do nothing but sweep"),

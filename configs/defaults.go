@@ -75,8 +75,15 @@ func Defaults() *Config {
 				"ServerGroupAffinityFilter",
 			},
 			MaxHostsToWeigh: 0,
-			ElectionTTL:     10 * time.Second,
-			AdvertiseURL:    "",
+			// Not Nova's behaviour (0): a request samples 100 candidates
+			// from a random start instead of filtering and weighing 1,000
+			// in index order, which was most of its CPU at 10,000 hosts
+			// (docs/benchmarks.md). Requests that must land on given hosts
+			// are not sampled, and a sample that finds no valid host is
+			// retried over max_placement_results (scheduler/sample.go).
+			PlacementSampleSize: 100,
+			ElectionTTL:         10 * time.Second,
+			AdvertiseURL:        "",
 			// The leader sweeps every 30 s. A host must be down a minute
 			// past its alive lease before its casts are taken back; an
 			// allocation or alternates list must be 10 minutes without an

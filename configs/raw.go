@@ -102,6 +102,7 @@ type rawScheduler struct {
 	TrackInstanceChanges        *bool       `hcl:"track_instance_changes"`
 	EnabledFilters              *[]string   `hcl:"enabled_filters"`
 	MaxHostsToWeigh             *int64      `hcl:"max_hosts_to_weigh"`
+	PlacementSampleSize         *int64      `hcl:"placement_sample_size"`
 	LimitTenants                *bool       `hcl:"limit_tenants_to_placement_aggregate"`
 	AggregateRequiredForTenants *bool       `hcl:"placement_aggregate_required_for_tenants"`
 	IsolatedAggregates          *bool       `hcl:"enable_isolated_aggregate_filtering"`

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"math/rand/v2"
 	"sort"
 	"strings"
 )
@@ -100,6 +101,9 @@ func (st *indexState) search(q CandidateQuery) (out []*areq, excludeNested, ok b
 		sharingAnchors = st.sharingAnchors()
 	}
 	s := &search{st: st, anchorOK: anchorOK, sharingAnchors: sharingAnchors, hasTrees: hasTrees}
+	if n := len(st.slots); q.RandomStart && n > 0 {
+		s.start = rand.Int32N(int32(n))
+	}
 
 	if len(groups) == 1 {
 		// One group: stream, dropping what the nested exclusion would
@@ -159,6 +163,9 @@ type search struct {
 	anchorOK       func(root int32) bool
 	sharingAnchors map[int32][]int32 // sharing slot -> anchor root slots
 	hasTrees       bool
+	// start is the slot the walks begin at (they wrap around): 0, or
+	// random for CandidateQuery.RandomStart.
+	start int32
 }
 
 func (st *indexState) buildGroup(g RequestGroup) (*groupCtx, bool) {
@@ -383,7 +390,11 @@ func (s *search) singleProvider(g *groupCtx, emit func(*areq) bool) {
 		cols[i] = st.cols[rc]
 	}
 	n := int32(len(st.slots))
-	for slot := int32(0); slot < n; slot++ {
+	for i := int32(0); i < n; i++ {
+		slot := i + s.start
+		if slot >= n {
+			slot -= n
+		}
 		e := st.slots[slot]
 		if e == nil {
 			continue
@@ -477,7 +488,11 @@ func (s *search) multiProvider(g *groupCtx, emit func(*areq) bool) {
 	seen := map[string]bool{} // Placement keeps a set: equal requests collapse
 	n := int32(len(st.slots))
 	choices := make([][]int32, len(g.rcs))
-	for root := int32(0); root < n; root++ {
+	for i := int32(0); i < n; i++ {
+		root := i + s.start
+		if root >= n {
+			root -= n
+		}
 		re := st.slots[root]
 		if re == nil || re.p.ParentProviderUUID != "" {
 			continue

@@ -34,3 +34,45 @@ func checkCompact(t *testing.T, s *Service, q CandidateQuery, want *Candidates) 
 		}
 	}
 }
+
+// RandomStart walks from a random provider: without a limit the answer is
+// the same set; with a limit below what fits, windows differ between
+// queries and every fitting provider turns up.
+func TestCandidatesRandomStart(t *testing.T) {
+	s, _ := newStarted(t)
+	ctx := testCtx(t)
+	names := []string{"a", "b", "c", "d", "e", "f"}
+	for _, n := range names {
+		mkProvider(t, s, n, "", compute(8, 8192, 100))
+	}
+	mkProvider(t, s, "tiny", "", compute(1, 512, 1))
+	syncIdx(t, s)
+	g := []RequestGroup{{Resources: map[string]int64{VCPU: 2, MemoryMB: 1024}}}
+	all, err := s.AllocationCandidates(ctx, CandidateQuery{Groups: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rnd, err := s.AllocationCandidates(ctx, CandidateQuery{Groups: g, RandomStart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := providersOf(all), providersOf(rnd); !equalStrings(a, b) || len(a) != len(names) {
+		t.Fatalf("random start changed the answer: %v, want %v", b, a)
+	}
+	seen := map[string]bool{}
+	for i := 0; i < 500 && len(seen) < len(names); i++ {
+		got, err := s.CompactCandidates(ctx, CandidateQuery{Groups: g, Limit: 2, RandomStart: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 {
+			t.Fatalf("limit 2: %d candidates", len(got))
+		}
+		for _, c := range got {
+			seen[c.Parts[0].Provider] = true
+		}
+	}
+	if len(seen) != len(names) {
+		t.Fatalf("500 sampled windows named %d of %d fitting providers: %v", len(seen), len(names), seen)
+	}
+}

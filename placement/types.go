@@ -53,6 +53,13 @@ type CandidateQuery struct {
 	// NotNestedAware asks for the answer of microversions before 1.29:
 	// no allocation request uses two providers of one tree.
 	NotNestedAware bool
+	// RandomStart starts the walk over providers at a random one and
+	// wraps around, so a Limit smaller than the providers that fit
+	// samples a different window each time (like Placement's
+	// randomize_allocation_candidates, which shuffles before limiting,
+	// but without building every candidate first). For in-process callers
+	// (the scheduler's placement_sample_size); the HTTP API never sets it.
+	RandomStart bool
 	// OmitMappings leaves AllocationRequest.Mappings nil: for in-process
 	// callers that only claim what Allocations says (the scheduler), one
 	// map less per allocation request. The HTTP API never sets it.

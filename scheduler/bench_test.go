@@ -161,6 +161,13 @@ func BenchmarkSelectDestinations(b *testing.B) {
 			cfg := DefaultConfig()
 			cfg.EnabledFilters = []string{"ComputeFilter", "SameHostFilter", "DifferentHostFilter"}
 			cfg.Weights = map[string]float64{"ram": 1, "cpu": 1, "disk": 1, "build_failure": 1e6}
+			// BERTH_BENCH_SAMPLE sets placement_sample_size (default 0,
+			// Nova's behaviour: every request weighs 1,000 candidates).
+			if v := os.Getenv("BERTH_BENCH_SAMPLE"); v != "" {
+				if _, err := fmt.Sscan(v, &cfg.PlacementSampleSize); err != nil {
+					b.Fatalf("BERTH_BENCH_SAMPLE=%q: %v", v, err)
+				}
+			}
 			s, err := New(cfg, tp, hm, log)
 			if err != nil {
 				b.Fatal(err)

@@ -46,6 +46,10 @@ type Config struct {
 	// MaxHostsToWeigh caps the hosts filtered and weighed per request
 	// (0 = all); see limit.go.
 	MaxHostsToWeigh int
+	// PlacementSampleSize asks placement for this many candidates from a
+	// random start instead of max_placement_results in index order (0 =
+	// Nova's behaviour); see sample.go.
+	PlacementSampleSize int
 	// DefaultAvailabilityZone is the AZ of hosts in no AZ aggregate
 	// ("" means Nova's "nova").
 	DefaultAvailabilityZone string
@@ -110,6 +114,23 @@ func New(cfg Config, p Placement, hm *HostManager, log hclog.Logger) (*Scheduler
 
 // selectDestinations is SelectDestinations without its metrics.
 func (s *Scheduler) selectDestinations(ctx context.Context, spec *RequestSpec) ([][]etcdschema.Selection, error) {
+	out, err := s.selectOnce(ctx, spec, true)
+	var nvh *NoValidHostError
+	if errors.As(err, &nvh) && nvh.sampled {
+		// A sample can miss the hosts a request needs (few left with room,
+		// different_host or anti-affinity ruling most out): sampling may
+		// change which host is picked, never whether one is.
+		s.log.Debug("no valid host in the sampled candidates; asking for all", "request_id", spec.RequestID,
+			"reason", nvh.Reason)
+		return s.selectOnce(ctx, spec, false)
+	}
+	return out, err
+}
+
+// selectOnce schedules the request over one candidate search: a sample of
+// placement's candidates when maySample and sampleSize allow it, else up
+// to max_placement_results of them.
+func (s *Scheduler) selectOnce(ctx context.Context, spec *RequestSpec, maySample bool) (out [][]etcdschema.Selection, err error) {
 	start := time.Now()
 	if len(spec.InstanceUUIDs) == 0 {
 		return nil, fmt.Errorf("select destinations: no instance uuids")
@@ -141,6 +162,16 @@ func (s *Scheduler) selectDestinations(ctx context.Context, spec *RequestSpec) (
 			return nil, &NoValidHostError{Reason: err.Error() + "."}
 		}
 		spec.Group = g
+	}
+	sampled := false
+	if n := s.sampleSize(spec); maySample && n > 0 && n < q.Limit {
+		q.Limit, q.RandomStart, sampled = n, true, true
+		defer func() {
+			var nvh *NoValidHostError
+			if errors.As(err, &nvh) {
+				nvh.sampled = true
+			}
+		}()
 	}
 	cands, err := s.placement.CompactCandidates(ctx, q)
 	if err != nil {
@@ -224,7 +255,7 @@ func (s *Scheduler) selectDestinations(ctx context.Context, spec *RequestSpec) (
 		selectedHosts[picked.Host] = true
 	}
 
-	out := make([][]etcdschema.Selection, n)
+	out = make([][]etcdschema.Selection, n)
 	for i, h := range chosen {
 		out[i] = append(out[i], s.selection(h, claimedReqs[i]))
 		for k := 0; k < lastSorted.len(); k++ {
@@ -238,7 +269,7 @@ func (s *Scheduler) selectDestinations(ctx context.Context, spec *RequestSpec) (
 			out[i] = append(out[i], s.selection(alt, alt.Candidates[0]))
 		}
 	}
-	log.Debug("selected destinations", "instances", n, "candidates", len(hosts),
+	log.Debug("selected destinations", "instances", n, "candidates", len(hosts), "sampled", sampled,
 		"passed_filters", len(filtered), "elapsed", time.Since(start))
 	return out, nil
 }

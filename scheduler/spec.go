@@ -54,6 +54,9 @@ type NoValidHostError struct {
 	Reason string
 	// Removed counts the hosts each filter removed, in filter order.
 	Removed []FilterCount
+	// sampled says the request saw a sample of the candidates
+	// (placement_sample_size): it is tried again over all of them.
+	sampled bool
 }
 
 // FilterCount is how many hosts one step removed.

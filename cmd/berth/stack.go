@@ -386,6 +386,7 @@ func schedulerConfig(c *configs.Scheduler) scheduler.Config {
 		MaxPlacementResults: c.MaxPlacementResults, ShuffleBestSameWeighedHosts: c.ShuffleBestSameWeighedHosts,
 		EnabledFilters:                       c.EnabledFilters,
 		MaxHostsToWeigh:                      c.MaxHostsToWeigh,
+		PlacementSampleSize:                  c.PlacementSampleSize,
 		LimitTenantsToPlacementAggregate:     c.LimitTenantsToPlacementAggregate,
 		PlacementAggregateRequiredForTenants: c.PlacementAggregateRequiredForTenants,
 		EnableIsolatedAggregateFiltering:     c.EnableIsolatedAggregateFiltering,

@@ -176,6 +176,18 @@ scheduler {
   # max_attempts for the request. 0 filters and weighs them all (default 0).
   max_hosts_to_weigh = 0
 
+  # Ask placement for this many candidates, walking its providers from a
+  # random one, instead of max_placement_results in its own order: a
+  # request filters and weighs a random sample rather than the first 1,000
+  # hosts with room, a tenth of the work (kube-scheduler and Nomad sample
+  # too; Nova operators lower max_placement_results with Placement's
+  # randomize_allocation_candidates). Not sampled: same_host requests, a
+  # hard-affinity group with members, or a cloud with no more compute
+  # nodes than this. A sampled request that finds no valid host is tried
+  # again over max_placement_results. Raised to instances x max_attempts.
+  # 0 is Nova's behaviour (default 100).
+  placement_sample_size = 100
+
   # Nova's tenant isolation request filter: a project named by an
   # aggregate's filter_tenant_id (or filter_tenant_id_<n>) metadata is
   # placed only on that aggregate's hosts (default false).
