@@ -106,11 +106,13 @@ func Defaults() *Config {
 			},
 		},
 		// A worker spends most of a request waiting on etcd round trips
-		// (lease, claim, hand-off) and 1-3 ms on the CPU scheduling: with 4
-		// a 2-core machine stayed half idle under a burst
-		// (BenchmarkBootPipeline, docs/benchmarks.md). Idle workers cost
-		// nothing.
-		Superconductor: &Superconductor{Workers: 16, LeaseTTL: 10 * time.Second, SelectTimeout: 30 * time.Second},
+		// (lease, claim, hand-off) and well under 1 ms on the CPU
+		// scheduling (sampled candidates): with 4, then 16, a 2-core
+		// machine stayed half idle under a burst, the queue stage was most
+		// of a server's time, and etcd batched fewer writes per fsync. 64
+		// took `berth bench boot` at 10,000 hosts from 126 to 340
+		// servers/s (docs/benchmarks.md). Idle workers cost nothing.
+		Superconductor: &Superconductor{Workers: 64, LeaseTTL: 10 * time.Second, SelectTimeout: 30 * time.Second},
 		Conductor: &Conductor{
 			Workers:  4,
 			LeaseTTL: 15 * time.Second,

@@ -131,3 +131,64 @@ func TestParseEtcdMembers(t *testing.T) {
 		t.Fatalf("err = %v; want it to name the bad entry", err)
 	}
 }
+
+// TestRenderDeployDefaultsMatchConfigDefaults keeps the templates' tunable
+// defaults from drifting from defaults.go: a machine rendered with no -var
+// must run with the same settings as a config file that leaves them out.
+func TestRenderDeployDefaultsMatchConfigDefaults(t *testing.T) {
+	def := Defaults()
+	v := labVars("node1", "192.0.2.11", "cell1")
+	parse := func(role string) *Config {
+		out, err := RenderDeploy(role, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Parse(out, role+".hcl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	srv := parse(RoleServer)
+	type pair struct {
+		name      string
+		got, want any
+	}
+	checks := []pair{
+		{"max_attempts", srv.Scheduler.MaxAttempts, def.Scheduler.MaxAttempts},
+		{"election_ttl", srv.Scheduler.ElectionTTL, def.Scheduler.ElectionTTL},
+		{"leader_interval", srv.Scheduler.LeaderInterval, def.Scheduler.LeaderInterval},
+		{"down_host_grace", srv.Scheduler.DownHostGrace, def.Scheduler.DownHostGrace},
+		{"orphan_grace", srv.Scheduler.OrphanGrace, def.Scheduler.OrphanGrace},
+		{"superconductor_workers", srv.Superconductor.Workers, def.Superconductor.Workers},
+		{"superconductor_lease_ttl", srv.Superconductor.LeaseTTL, def.Superconductor.LeaseTTL},
+		{"select_timeout", srv.Superconductor.SelectTimeout, def.Superconductor.SelectTimeout},
+		{"log_level", srv.Log.Level, def.Log.Level},
+		{"etcd_prefix", srv.Etcd.Prefix, def.Etcd.Prefix},
+	}
+	cond := parse(RoleConductor)
+	checks = append(checks,
+		pair{"conductor_workers", cond.Conductor.Workers, def.Conductor.Workers},
+		pair{"conductor_lease_ttl", cond.Conductor.LeaseTTL, def.Conductor.LeaseTTL})
+	ag := parse(RoleAgent).Agent
+	fileDefaults, err := Parse([]byte("agent {\n  host = \"h\"\n  cell = \"c\"\n}\n"), "agent.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	da := fileDefaults.Agent
+	checks = append(checks,
+		pair{"report_interval", ag.ReportInterval, da.ReportInterval},
+		pair{"service_down_time", ag.ServiceDownTime, da.ServiceDownTime},
+		pair{"max_concurrent_builds", ag.MaxConcurrentBuilds, da.MaxConcurrentBuilds},
+		pair{"instance_sync_interval", ag.InstanceSyncInterval, da.InstanceSyncInterval},
+		pair{"provider_sync_interval", ag.ProviderSyncInterval, da.ProviderSyncInterval},
+		pair{"reserved_host_memory_mb", ag.Inventory.ReservedHostMemoryMB, da.Inventory.ReservedHostMemoryMB},
+		pair{"stop_grace", ag.Process.StopGrace, da.Process.StopGrace},
+		pair{"etcd auto_compaction_retention", parse(RoleEtcd).Etcd.Embedded.AutoCompactionRetention, def.Etcd.Embedded.AutoCompactionRetention},
+	)
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: the template renders %v, the config default is %v", c.name, c.got, c.want)
+		}
+	}
+}

@@ -66,5 +66,5 @@ scheduler {
 }
 
 superconductor {
-  workers = 16
+  workers = 64
 }
