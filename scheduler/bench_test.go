@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -226,8 +228,13 @@ func heapMB() float64 {
 // BenchmarkColdStart100k: 100,000 hosts with 10 instances each (2.5M
 // keys: providers, services, alive keys, host mappings, instance info,
 // consumers, syncs). It times the scheduler's start-up loads — the
-// placement index and the host manager — and reports the heap each adds.
-// BERTH_BENCH_HOSTS overrides the host count.
+// placement index and the host manager — and reports the heap they add
+// and the process's peak RSS. BERTH_BENCH_HOSTS overrides the host count.
+//
+// concurrent loads both at once, as `berth server` does; sequential loads
+// one after the other, which gives each its own CPU and heap.
+// BERTH_BENCH_CPUPROFILE and BERTH_BENCH_MEMPROFILE write profiles of the
+// loads alone (without populating etcd, which -cpuprofile would include).
 func BenchmarkColdStart100k(b *testing.B) {
 	n := 100000
 	if v := benchHosts(); v > 0 {
@@ -240,46 +247,174 @@ func BenchmarkColdStart100k(b *testing.B) {
 	populateHosts(b, cli, keys, n, perHost)
 	b.Logf("populated %d hosts x %d instances in %s", n, perHost, time.Since(t0))
 	log := hclog.NewNullLogger()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		ctx, cancel := context.WithCancel(context.Background())
-		base := heapMB()
-		cpu0 := cpuTime()
-		start := time.Now()
-		ps := placement.New(cli, keys, log)
-		if err := ps.Start(ctx); err != nil {
-			b.Fatal(err)
+	for _, concurrent := range []bool{true, false} {
+		name := "sequential"
+		if concurrent {
+			name = "concurrent"
 		}
-		placeDone := time.Since(start)
-		placeCPU := cpuTime() - cpu0
-		placeHeap := heapMB() - base
-		cpu1 := cpuTime()
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				coldStart(b, cli, keys, log, n, perHost, concurrent)
+			}
+		})
+	}
+}
+
+// coldStart loads a placement index and a host manager from cli and
+// reports their times, CPU, heap and the peak RSS.
+func coldStart(b *testing.B, cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger, n, perHost int, concurrent bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.StopTimer()
+	base := heapMB()
+	resetPeakRSS(b)
+	rss0 := procStatusMB(b, "VmRSS:")
+	stopProfile := startLoadProfile(b)
+	b.StartTimer()
+	cpu0 := cpuTime()
+	start := time.Now()
+	ps := placement.New(cli, keys, log)
+	hm := NewHostManager(cli, keys, log)
+	var placeDone, hmDone, placeCPU, hmCPU time.Duration
+	var placeHeap float64
+	loadPlacement := func() error {
+		if err := ps.Start(ctx); err != nil {
+			return err
+		}
+		placeDone = time.Since(start)
+		return nil
+	}
+	loadHosts := func() error {
 		hmStart := time.Now()
-		hm := NewHostManager(cli, keys, log)
 		go hm.Run(ctx)
 		if err := hm.WaitSynced(ctx); err != nil {
+			return err
+		}
+		hmDone = time.Since(hmStart)
+		return nil
+	}
+	if concurrent {
+		hostsErr := make(chan error, 1)
+		go func() { hostsErr <- loadHosts() }()
+		if err := loadPlacement(); err != nil {
 			b.Fatal(err)
 		}
-		hmDone := time.Since(hmStart)
-		hmCPU := cpuTime() - cpu1
-		hmHeap := heapMB() - base - placeHeap
-		st := hm.Stats()
-		if st.Hosts != n || st.Instances != n*perHost || st.Trusted != n {
-			b.Fatalf("host manager loaded %+v, want %d hosts, %d instances, all trusted", st, n, n*perHost)
+		if err := <-hostsErr; err != nil {
+			b.Fatal(err)
 		}
-		b.ReportMetric(placeDone.Seconds(), "s-placement-load")
-		b.ReportMetric(hmDone.Seconds(), "s-hostmanager-load")
-		// CPU seconds of the whole process (embedded etcd serving the
-		// reads included): on a shared machine wall time mostly measures
-		// the other tenants.
+	} else {
+		if err := loadPlacement(); err != nil {
+			b.Fatal(err)
+		}
+		placeCPU = cpuTime() - cpu0
+		b.StopTimer()
+		placeHeap = heapMB() - base
+		b.StartTimer()
+		cpu1 := cpuTime()
+		if err := loadHosts(); err != nil {
+			b.Fatal(err)
+		}
+		hmCPU = cpuTime() - cpu1
+	}
+	total := time.Since(start)
+	totalCPU := cpuTime() - cpu0
+	b.StopTimer()
+	stopProfile()
+	peak := procStatusMB(b, "VmHWM:")
+	heap := heapMB() - base
+	st := hm.Stats()
+	if st.Hosts != n || st.Instances != n*perHost || st.Trusted != n {
+		b.Fatalf("host manager loaded %+v, want %d hosts, %d instances, all trusted", st, n, n*perHost)
+	}
+	b.ReportMetric(total.Seconds(), "s-both-loaded")
+	b.ReportMetric(placeDone.Seconds(), "s-placement-load")
+	b.ReportMetric(hmDone.Seconds(), "s-hostmanager-load")
+	// CPU seconds of the whole process (embedded etcd serving the reads
+	// included): on a shared machine wall time mostly measures the other
+	// tenants.
+	b.ReportMetric(totalCPU.Seconds(), "cpu-s-both")
+	b.ReportMetric(heap, "MB-heap-both")
+	// Peak RSS of the whole process since just before the load, and the
+	// RSS before it: the embedded etcd's memory (its index, the pages it
+	// has read) is in both, so the growth is what the loads added.
+	b.ReportMetric(peak, "MB-peak-rss")
+	b.ReportMetric(peak-rss0, "MB-peak-rss-growth")
+	if !concurrent {
 		b.ReportMetric(placeCPU.Seconds(), "cpu-s-placement-load")
 		b.ReportMetric(hmCPU.Seconds(), "cpu-s-hostmanager-load")
 		b.ReportMetric(placeHeap, "MB-placement-heap")
-		b.ReportMetric(hmHeap, "MB-hostmanager-heap")
-		b.ReportMetric(hmHeap*(1<<20)/float64(n), "B/host-hostmanager")
-		runtime.KeepAlive(ps)
-		runtime.KeepAlive(hm)
-		cancel()
+		b.ReportMetric(heap-placeHeap, "MB-hostmanager-heap")
+		b.ReportMetric((heap-placeHeap)*(1<<20)/float64(n), "B/host-hostmanager")
+	}
+	runtime.KeepAlive(ps)
+	runtime.KeepAlive(hm)
+}
+
+// resetPeakRSS resets the process's VmHWM to its current RSS (Linux
+// clear_refs 5), so VmHWM then reports the peak of what follows.
+func resetPeakRSS(b *testing.B) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Logf("reset peak RSS: %v", err)
+	}
+}
+
+// procStatusMB is a figure in kB from /proc/self/status (VmHWM:,
+// VmRSS:), in MB.
+func procStatusMB(b *testing.B, field string) float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Logf("peak RSS: %v", err)
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			var kb float64
+			fmt.Sscanf(strings.TrimSpace(v), "%f", &kb)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// startLoadProfile starts a CPU profile into $BERTH_BENCH_CPUPROFILE when
+// set; the returned func stops it. With $BERTH_BENCH_MEMPROFILE set it
+// writes the allocations so far into that path with ".base" appended,
+// and the returned func those at the end into the path: the load's own
+// are `go tool pprof -diff_base PATH.base PATH`. Each sub-benchmark
+// overwrites them: select one with -bench.
+func startLoadProfile(b *testing.B) func() {
+	writeAllocs := func(path string) {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if path := os.Getenv("BERTH_BENCH_MEMPROFILE"); path != "" {
+		writeAllocs(path + ".base")
+	}
+	var cpuf *os.File
+	if path := os.Getenv("BERTH_BENCH_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		cpuf = f
+	}
+	return func() {
+		if cpuf != nil {
+			pprof.StopCPUProfile()
+			cpuf.Close()
+		}
+		if path := os.Getenv("BERTH_BENCH_MEMPROFILE"); path != "" {
+			writeAllocs(path)
+		}
 	}
 }
 

@@ -220,6 +220,17 @@ func (s *stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Li
 // startServerRoles starts the roles of `berth server` its config enables.
 func (s *stack) startServerRoles(ctx context.Context) error {
 	cfg := s.cfg
+	// The scheduler needs both the placement index and the host manager:
+	// the host manager starts loading first, so the two loads (each mostly
+	// one goroutine decoding etcd's pages) overlap instead of adding up.
+	// Nothing answers from the host manager before startScheduler waits
+	// for it, and /readyz names each until it has loaded.
+	if cfg.Scheduler != nil {
+		if err := cfg.Scheduler.CheckFilters(scheduler.FilterNames()); err != nil {
+			return err
+		}
+		s.startHostManager(cfg.Scheduler)
+	}
 	if err := s.startPlacement(ctx); err != nil {
 		return err
 	}
@@ -255,16 +266,26 @@ func (s *stack) startServerRoles(ctx context.Context) error {
 	return nil
 }
 
-// startScheduler runs the host manager, serves select_destinations over
-// HTTP, registers the endpoint under /members/scheduler/ and campaigns
-// for leadership.
-func (s *stack) startScheduler(ctx context.Context, c *configs.Scheduler) error {
-	log := s.log.Named("scheduler")
-	s.hosts = scheduler.NewHostManager(s.cli, s.keys, log.Named("hosts"),
+// startHostManager starts the scheduler's host manager loading and
+// following the hosts, without waiting for it.
+func (s *stack) startHostManager(c *configs.Scheduler) {
+	if s.hosts != nil {
+		return
+	}
+	s.hosts = scheduler.NewHostManager(s.cli, s.keys, s.log.Named("scheduler").Named("hosts"),
 		scheduler.WithTrackInstanceChanges(c.TrackInstanceChanges))
 	go s.hosts.Run(s.ctx)
 	s.readyWhen("host manager", "the host manager has not read the hosts yet", s.hosts.WaitSynced)
 	s.metrics.WatchHosts(s.hosts.HostCounts)
+}
+
+// startScheduler waits for the host manager (started by startHostManager,
+// started here if not yet), serves select_destinations over HTTP,
+// registers the endpoint under /members/scheduler/ and campaigns for
+// leadership. The placement index is loaded before it is called.
+func (s *stack) startScheduler(ctx context.Context, c *configs.Scheduler) error {
+	log := s.log.Named("scheduler")
+	s.startHostManager(c)
 	if err := c.CheckFilters(scheduler.FilterNames()); err != nil {
 		return err
 	}
