@@ -192,12 +192,45 @@ func (hm *HostManager) viewLocked(host string) (hostView, bool) {
 
 type hostsHandler struct{ hm *HostManager }
 
+// Decode reads one host key's value (informer.Decoder): outside the host
+// manager's lock, and during a list on a few goroutines while the next
+// page is fetched. Keys applyLocked reads nothing from decode to nil.
+func (h hostsHandler) Decode(key string, value []byte) (any, error) {
+	_, rest, err := h.hm.keys.ParseHostKey(key)
+	if err != nil {
+		return nil, nil
+	}
+	switch {
+	case rest == "service":
+		s := &etcdschema.Service{}
+		return s, etcdschema.Decode(key, value, s)
+	case rest == "sync" && h.hm.track:
+		hs := &etcdschema.HostSync{}
+		return hs, etcdschema.Decode(key, value, hs)
+	case strings.HasPrefix(rest, "instances/") && h.hm.track:
+		info := &etcdschema.InstanceInfo{}
+		return info, etcdschema.Decode(key, value, info)
+	case strings.HasPrefix(rest, "builds/"):
+		b := &etcdschema.Build{}
+		return b, etcdschema.Decode(key, value, b)
+	}
+	return nil, nil
+}
+
 func (h hostsHandler) Reset(kvs []informer.Event, rev int64) {
 	hm := h.hm
 	hm.mu.Lock()
 	defer hm.mu.Unlock()
-	hm.hosts = map[string]*hostRecord{}
-	hm.byProvider = map[string]string{}
+	// Every host has one service key: counting them sizes the maps once
+	// instead of growing them through every doubling.
+	n := 0
+	for _, kv := range kvs {
+		if strings.HasSuffix(kv.Key, "/service") {
+			n++
+		}
+	}
+	hm.hosts = make(map[string]*hostRecord, n)
+	hm.byProvider = make(map[string]string, n)
 	for _, kv := range kvs {
 		hm.applyLocked(kv, true)
 	}
@@ -222,7 +255,9 @@ func (hm *HostManager) record(host string) *hostRecord {
 	r, ok := hm.hosts[host]
 	if !ok {
 		r = &hostRecord{instances: map[string]*etcdschema.InstanceInfo{}, builds: map[string]bool{}}
-		hm.hosts[host] = r
+		// host is a substring of an etcd key: a copy does not keep the
+		// whole key alive.
+		hm.hosts[strings.Clone(host)] = r
 	}
 	return r
 }
@@ -244,8 +279,8 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 			}
 			return
 		}
-		var s etcdschema.Service
-		if err := etcdschema.Decode(ev.Key, ev.Value, &s); err != nil {
+		s, err := decoded[*etcdschema.Service](ev)
+		if err != nil {
 			hm.log.Warn("ignoring unreadable service record", "host", host, "error", err)
 			return
 		}
@@ -253,7 +288,7 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 		if r.service != nil && r.service.ProviderUUID != s.ProviderUUID {
 			delete(hm.byProvider, r.service.ProviderUUID)
 		}
-		r.service = &s
+		r.service = s
 		hm.byProvider[s.ProviderUUID] = host
 	case rest == "alive":
 		hm.record(host).alive = !ev.Deleted
@@ -278,21 +313,22 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 		if ev.Deleted {
 			delete(next, uuid)
 		} else {
-			var info etcdschema.InstanceInfo
-			if err := etcdschema.Decode(ev.Key, ev.Value, &info); err != nil {
+			info, err := decoded[*etcdschema.InstanceInfo](ev)
+			if err != nil {
 				hm.log.Warn("ignoring unreadable instance info", "host", host, "instance", uuid, "error", err)
 				return
 			}
-			next[keyOf(uuid, &info)] = &info
+			next[keyOf(uuid, info)] = info
 		}
 		r.instances = next
 	case strings.HasPrefix(rest, "builds/"):
 		uuid := strings.TrimPrefix(rest, "builds/")
 		r := hm.record(host)
 		delete(r.builds, uuid)
-		var b etcdschema.Build
-		if !ev.Deleted && etcdschema.Decode(ev.Key, ev.Value, &b) == nil && b.Op == etcdschema.OpBuild {
-			r.builds[uuid] = true
+		if !ev.Deleted {
+			if b, err := decoded[*etcdschema.Build](ev); err == nil && b.Op == etcdschema.OpBuild {
+				r.builds[uuid] = true
+			}
 		}
 	}
 }
@@ -344,8 +380,8 @@ func (hm *HostManager) applySyncLocked(host string, ev informer.Event) {
 		r.synced = false
 		return
 	}
-	var hs etcdschema.HostSync
-	if err := etcdschema.Decode(ev.Key, ev.Value, &hs); err != nil {
+	hs, err := decoded[*etcdschema.HostSync](ev)
+	if err != nil {
 		hm.log.Warn("ignoring unreadable instance sync", "host", host, "error", err)
 		return
 	}
@@ -490,6 +526,18 @@ func (hm *HostManager) Stats() Stats {
 		}
 	}
 	return st
+}
+
+// decoded is what hostsHandler.Decode made of ev's value.
+func decoded[T any](ev informer.Event) (T, error) {
+	v, ok := ev.Decoded.(T)
+	if ev.DecodeErr != nil {
+		return v, ev.DecodeErr
+	}
+	if !ok {
+		return v, fmt.Errorf("decode %s: got %T, want %T", ev.Key, ev.Decoded, v)
+	}
+	return v, nil
 }
 
 // keyOf is the cache key of an instance: its uuid as decoded from the

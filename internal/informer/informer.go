@@ -28,12 +28,17 @@ const PageSize = 50000
 // Event is one change under the prefix.
 type Event struct {
 	Key      string
-	Value    []byte // nil for deletes
+	Value    []byte // nil for deletes, and once decoded (Decoder)
 	Deleted  bool
 	Revision int64 // mod revision of the change
+	// Decoded and DecodeErr are the handler's Decoder's result for Value
+	// (never set for deletes or without a Decoder).
+	Decoded   any
+	DecodeErr error
 }
 
-// Handler receives the state of the prefix.
+// Handler receives the state of the prefix. A Handler that is also a
+// Decoder gets its values decoded before Reset and Apply see them.
 type Handler interface {
 	// Reset replaces everything known with the listed keys (at startup and
 	// after a re-list). Events follow from rev+1.
@@ -148,30 +153,30 @@ func (in *Informer) Run(ctx context.Context) {
 	}
 }
 
+// list reads the prefix at one revision (pages fetched while the last is
+// decoded, see List) and hands it to the handler's Reset.
 func (in *Informer) list(ctx context.Context) (int64, error) {
-	var all []Event
-	key := in.prefix
-	end := clientv3.GetPrefixRangeEnd(in.prefix)
-	var rev int64
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(PageSize)}
-		if rev > 0 {
-			opts = append(opts, clientv3.WithRev(rev)) // every page from one snapshot
+	var pages [][]Event
+	n := 0
+	var decode DecodeFunc
+	if d, ok := in.h.(Decoder); ok {
+		decode = d.Decode
+	}
+	rev, err := List(ctx, in.cli, in.prefix, 0, decode, func(page []Event) error {
+		pages = append(pages, page)
+		n += len(page)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	all := pages[0]
+	if len(pages) > 1 {
+		all = make([]Event, 0, n)
+		for i, p := range pages {
+			all = append(all, p...)
+			pages[i] = nil
 		}
-		resp, err := in.cli.Get(ctx, key, opts...)
-		if err != nil {
-			return 0, fmt.Errorf("list %s: %w", in.prefix, err)
-		}
-		if rev == 0 {
-			rev = resp.Header.Revision
-		}
-		for _, kv := range resp.Kvs {
-			all = append(all, Event{Key: string(kv.Key), Value: kv.Value, Revision: kv.ModRevision})
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			break
-		}
-		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 	in.h.Reset(all, rev)
 	in.setRev(rev)
@@ -184,6 +189,7 @@ func (in *Informer) watch(ctx context.Context, rev int64) error {
 	in.revMu.Lock()
 	in.progressCtx = wctx
 	in.revMu.Unlock()
+	dec, _ := in.h.(Decoder)
 	wch := in.cli.Watch(wctx, in.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
@@ -207,6 +213,8 @@ func (in *Informer) watch(ctx context.Context, rev int64) error {
 			ev := Event{Key: string(e.Kv.Key), Revision: e.Kv.ModRevision}
 			if e.Type == mvccpb.DELETE {
 				ev.Deleted = true
+			} else if dec != nil {
+				ev.Decoded, ev.DecodeErr = dec.Decode(ev.Key, e.Kv.Value)
 			} else {
 				ev.Value = e.Kv.Value
 			}

@@ -2,11 +2,13 @@ package informer
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/etcdtest"
 )
@@ -82,5 +84,168 @@ func TestWaitForRevision(t *testing.T) {
 	defer cancelShort()
 	if err := in.WaitForRevision(short, resp.Header.Revision+1000); err == nil {
 		t.Fatal("waiting for a revision etcd has not reached returned without error")
+	}
+}
+
+// decodingRecorder is a recorder that is also a Decoder: it keeps the
+// decoded values, and notes any event that still carries its raw value.
+type decodingRecorder struct {
+	recorder
+	raw int
+}
+
+func (d *decodingRecorder) Decode(key string, value []byte) (any, error) {
+	if string(value) == "bad" {
+		return nil, fmt.Errorf("bad value at %s", key)
+	}
+	return "decoded:" + string(value), nil
+}
+
+func (d *decodingRecorder) keep(evs []Event) {
+	for _, e := range evs {
+		if e.Value != nil {
+			d.raw++
+		}
+		switch {
+		case e.Deleted:
+			delete(d.vals, e.Key)
+		case e.DecodeErr != nil:
+			d.vals[e.Key] = "error:" + e.DecodeErr.Error()
+		default:
+			d.vals[e.Key] = e.Decoded.(string)
+		}
+	}
+}
+
+func (d *decodingRecorder) Reset(evs []Event, _ int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.vals = map[string]string{}
+	d.keep(evs)
+}
+
+func (d *decodingRecorder) Apply(evs []Event) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.keep(evs)
+}
+
+// TestListPagesAtOneRevision lists a prefix in many pages (each decoded
+// on several goroutines while the next is fetched) while a writer keeps
+// changing it: every page is at the first page's revision, in key order,
+// and the watch then delivers the writes after it, decoded too.
+func TestListPagesAtOneRevision(t *testing.T) {
+	defer func(n int64) { pageSize = n }(pageSize)
+	pageSize = 700 // > minParallelDecode: pages are decoded in parallel
+	cli := etcdtest.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const n = 5000
+	var populated int64
+	for i := 0; i < n; i += 100 {
+		var ops []clientv3.Op
+		for j := i; j < i+100; j++ {
+			v := fmt.Sprintf("v%d", j)
+			if j == 4321 {
+				v = "bad"
+			}
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/p/k%05d", j), v))
+		}
+		resp, err := cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		populated = resp.Header.Revision
+	}
+	// Once the first page is in, a writer changes the keys the list has
+	// not reached yet: a list not pinned to one revision would see some.
+	stop := make(chan struct{})
+	wrote := make(chan int64, 1)
+	writer := func() {
+		var last int64
+		defer func() { wrote <- last }()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			resp, err := cli.Put(ctx, fmt.Sprintf("/p/k%05d", n-1-i%100), "late")
+			if err != nil {
+				return
+			}
+			last = resp.Header.Revision
+		}
+	}
+	var keys []string
+	pages := 0
+	rev, err := List(ctx, cli, "/p/", 0, func(key string, value []byte) (any, error) {
+		return string(value), nil
+	}, func(page []Event) error {
+		pages++
+		if pages == 1 {
+			go writer()
+		}
+		for _, e := range page {
+			if e.Value != nil {
+				t.Errorf("%s still has its raw value after decoding", e.Key)
+			}
+			if e.Revision > populated || e.Decoded == "late" {
+				t.Errorf("%s at revision %d (%v), populated at %d", e.Key, e.Revision, e.Decoded, populated)
+			}
+			keys = append(keys, e.Key)
+		}
+		return nil
+	})
+	close(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev != populated {
+		t.Fatalf("List returned revision %d, want %d", rev, populated)
+	}
+	if pages < n/int(pageSize) {
+		t.Fatalf("listed in %d pages, want at least %d", pages, n/int(pageSize))
+	}
+	if len(keys) != n {
+		t.Fatalf("listed %d keys, want %d", len(keys), n)
+	}
+	for i, k := range keys {
+		if want := fmt.Sprintf("/p/k%05d", i); k != want {
+			t.Fatalf("key %d is %s, want %s (order lost)", i, k, want)
+		}
+	}
+	last := <-wrote
+
+	// The informer: Reset and Apply see decoded values only.
+	d := &decodingRecorder{}
+	in := New(cli, "/p/", d, hclog.NewNullLogger())
+	go in.Run(ctx)
+	if err := in.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.WaitForRevision(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Put(ctx, "/p/k00000", "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.WaitForRevision(ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.get("/p/k00000"); got != "decoded:new" {
+		t.Errorf("watched value = %q, want decoded:new", got)
+	}
+	if got := d.get("/p/k00001"); got != "decoded:v1" {
+		t.Errorf("listed value = %q, want decoded:v1", got)
+	}
+	if got := d.get("/p/k04321"); got != "error:bad value at /p/k04321" {
+		t.Errorf("undecodable value = %q, want its error", got)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.raw != 0 {
+		t.Errorf("%d events reached the handler with their raw value", d.raw)
 	}
 }
