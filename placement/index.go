@@ -246,17 +246,33 @@ func (st *indexState) aggID(a string, create bool) (int32, bool) {
 	return id, true
 }
 
-func (st *indexState) applyProvider(key string, val []byte, modRev int64) error {
+// decodeProvider reads a provider record; it touches no index state, so
+// a load runs it on several goroutines (informer.List).
+func decodeProvider(key string, val []byte) (any, error) {
 	p := &etcdschema.Provider{}
 	if err := etcdschema.Decode(key, val, p); err != nil {
-		return err
+		return nil, err
 	}
 	if p.UUID == "" {
-		return fmt.Errorf("provider at %s has no uuid", key)
+		return nil, fmt.Errorf("provider at %s has no uuid", key)
 	}
 	if p.RootProviderUUID == "" {
 		p.RootProviderUUID = p.UUID
 	}
+	return p, nil
+}
+
+func (st *indexState) applyProvider(key string, val []byte, modRev int64) error {
+	p, err := decodeProvider(key, val)
+	if err != nil {
+		return err
+	}
+	st.putProvider(p.(*etcdschema.Provider), modRev)
+	return nil
+}
+
+// putProvider indexes a decoded provider record.
+func (st *indexState) putProvider(p *etcdschema.Provider, modRev int64) {
 	e, ok := st.providers[p.UUID]
 	if ok {
 		st.unlink(e)
@@ -279,7 +295,6 @@ func (st *indexState) applyProvider(key string, val []byte, modRev int64) error 
 	e.modRev = modRev
 	e.summary.Store(nil)
 	st.link(e)
-	return nil
 }
 
 func (st *indexState) removeProvider(uuid string) {
@@ -368,11 +383,27 @@ func (st *indexState) unlink(e *rpEntry) {
 	}
 }
 
-func (st *indexState) applyConsumer(key string, val []byte, modRev int64) error {
+// decodeConsumer reads a consumer record (like decodeProvider, without
+// index state).
+func decodeConsumer(key string, val []byte) (any, error) {
 	c := &etcdschema.Consumer{}
 	if err := etcdschema.Decode(key, val, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (st *indexState) applyConsumer(key string, val []byte, modRev int64) error {
+	c, err := decodeConsumer(key, val)
+	if err != nil {
 		return err
 	}
+	st.putConsumer(c.(*etcdschema.Consumer), modRev)
+	return nil
+}
+
+// putConsumer indexes a decoded consumer record.
+func (st *indexState) putConsumer(c *etcdschema.Consumer, modRev int64) {
 	if old, ok := st.consumers[c.UUID]; ok {
 		st.unlinkConsumer(old.c)
 	}
@@ -385,7 +416,6 @@ func (st *indexState) applyConsumer(key string, val []byte, modRev int64) error 
 		}
 		m[c.UUID] = struct{}{}
 	}
-	return nil
 }
 
 func (st *indexState) removeConsumer(uuid string) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/informer"
 )
 
 func TestStartLoadsExistingAndFollowsWatch(t *testing.T) {
@@ -31,9 +32,9 @@ func TestStartLoadsExistingAndFollowsWatch(t *testing.T) {
 func TestLoadPagesThroughManyProviders(t *testing.T) {
 	s, cli := newStarted(t)
 	ctx := testCtx(t)
-	for i := 0; i < loadPageSize+7; i += 100 {
+	for i := 0; i < informer.PageSize+7; i += 100 {
 		ops := []clientv3Op{}
-		for j := i; j < i+100 && j < loadPageSize+7; j++ {
+		for j := i; j < i+100 && j < informer.PageSize+7; j++ {
 			p := &etcdschema.Provider{UUID: fmt.Sprintf("p%05d", j), Name: fmt.Sprintf("n%05d", j)}
 			normalizeProvider(p)
 			ops = append(ops, opPut(s.keys.Provider(p.UUID), etcdschema.MustEncode(p)))
@@ -43,8 +44,8 @@ func TestLoadPagesThroughManyProviders(t *testing.T) {
 		}
 	}
 	s2 := startOn(t, cli)
-	if n := len(s2.idx.st.providers); n != loadPageSize+7 {
-		t.Fatalf("loaded %d providers, want %d", n, loadPageSize+7)
+	if n := len(s2.idx.st.providers); n != informer.PageSize+7 {
+		t.Fatalf("loaded %d providers, want %d", n, informer.PageSize+7)
 	}
 }
 

@@ -9,27 +9,38 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-)
 
-// loadPageSize bounds each range read of the initial load, so a 100,000
-// provider deployment is read in pages instead of one huge response. It is
-// large because etcd answers a limited range by also counting every key to
-// the prefix's end: a load costs about n²/(2·loadPageSize) key visits,
-// which at 5,000 made a million consumers take about a minute to load.
-const loadPageSize = 50000
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/informer"
+)
 
 // load reads every placement record at one revision into a fresh index
 // state and installs it. It returns that revision; the watch starts after it
-// so no event is missed or applied twice.
+// so no event is missed or applied twice. Pages are read as informer.List
+// does (the next fetched while this one is decoded, on a few goroutines);
+// they are applied in key order, one at a time.
 func (s *Service) load(ctx context.Context) (int64, error) {
 	for attempt := 0; ; attempt++ {
 		st := newIndexState()
-		rev, err := s.loadPrefix(ctx, s.keys.Providers(), 0, func(key string, val []byte, modRev int64) error {
-			return st.applyProvider(key, val, modRev)
+		rev, err := informer.List(ctx, s.cli, s.keys.Providers(), 0, decodeProvider, func(page []informer.Event) error {
+			for _, ev := range page {
+				if s.loaded(ev) {
+					st.putProvider(ev.Decoded.(*etcdschema.Provider), ev.Revision)
+				}
+			}
+			return nil
 		})
 		if err == nil {
-			_, err = s.loadPrefix(ctx, s.keys.Consumers(), rev, func(key string, val []byte, modRev int64) error {
-				return st.applyConsumer(key, val, modRev)
+			err = s.sizeConsumers(ctx, st, rev)
+		}
+		if err == nil {
+			_, err = informer.List(ctx, s.cli, s.keys.Consumers(), rev, decodeConsumer, func(page []informer.Event) error {
+				for _, ev := range page {
+					if s.loaded(ev) {
+						st.putConsumer(ev.Decoded.(*etcdschema.Consumer), ev.Revision)
+					}
+				}
+				return nil
 			})
 		}
 		if errors.Is(err, rpctypes.ErrCompacted) && attempt < 5 {
@@ -38,7 +49,7 @@ func (s *Service) load(ctx context.Context) (int64, error) {
 			continue
 		}
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("load placement index: %w", err)
 		}
 		st.rev = rev
 		s.idx.install(st)
@@ -47,35 +58,28 @@ func (s *Service) load(ctx context.Context) (int64, error) {
 	}
 }
 
-// loadPrefix pages through prefix at revision rev (0: the current one,
-// which it returns) and calls fn for every key.
-func (s *Service) loadPrefix(ctx context.Context, prefix string, rev int64, fn func(string, []byte, int64) error) (int64, error) {
-	end := clientv3.GetPrefixRangeEnd(prefix)
-	from := prefix
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(loadPageSize)}
-		if rev > 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		resp, err := s.cli.Get(ctx, from, opts...)
-		if err != nil {
-			return rev, fmt.Errorf("load %s: %w", prefix, err)
-		}
-		if rev == 0 {
-			rev = resp.Header.Revision
-		}
-		for _, kv := range resp.Kvs {
-			if err := fn(string(kv.Key), kv.Value, kv.ModRevision); err != nil {
-				// A record this build cannot read is logged and skipped:
-				// refusing to start would take all of placement down.
-				s.log.Error("skipping unreadable placement record", "key", string(kv.Key), "error", err)
-			}
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			return rev, nil
-		}
-		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+// loaded says whether a listed record was decoded; one this build cannot
+// read is logged and skipped: refusing to start would take all of
+// placement down.
+func (s *Service) loaded(ev informer.Event) bool {
+	if ev.DecodeErr != nil {
+		s.log.Error("skipping unreadable placement record", "key", ev.Key, "error", ev.DecodeErr)
+		return false
 	}
+	return true
+}
+
+// sizeConsumers sizes the consumer maps from a count at rev (etcd counts
+// without reading values): a million-entry map grown by doubling rehashes
+// every entry several times over and leaves the old tables to the GC.
+func (s *Service) sizeConsumers(ctx context.Context, st *indexState, rev int64) error {
+	resp, err := s.cli.Get(ctx, s.keys.Consumers(), clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithRev(rev))
+	if err != nil {
+		return fmt.Errorf("count %s: %w", s.keys.Consumers(), err)
+	}
+	st.consumers = make(map[string]*consumerEntry, resp.Count)
+	st.rpConsumers = make(map[string]map[string]struct{}, len(st.providers))
+	return nil
 }
 
 // follow applies watch events from rev+1 on, re-listing everything when the
