@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -25,6 +27,12 @@ import (
 // benchEtcd is an embedded etcd with room for millions of keys.
 func benchEtcd(b *testing.B) *clientv3.Client {
 	b.Helper()
+	return benchEtcdServer(b).Client()
+}
+
+// benchEtcdServer is benchEtcd's member itself.
+func benchEtcdServer(b *testing.B) *embedetcd.Server {
+	b.Helper()
 	srv, err := embedetcd.Start(embedetcd.Config{
 		DataDir:           b.TempDir(),
 		ClientURL:         fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(b)),
@@ -35,7 +43,7 @@ func benchEtcd(b *testing.B) *clientv3.Client {
 		b.Fatal(err)
 	}
 	b.Cleanup(srv.Close)
-	return srv.Client()
+	return srv
 }
 
 // populateHosts writes n hosts the way agents and claims leave them:
@@ -241,12 +249,28 @@ func BenchmarkColdStart100k(b *testing.B) {
 		n = v
 	}
 	const perHost = 10
-	cli := benchEtcd(b)
+	srv := benchEtcdServer(b)
 	keys := etcdschema.New("/bench")
 	t0 := time.Now()
-	populateHosts(b, cli, keys, n, perHost)
+	populateHosts(b, srv.Client(), keys, n, perHost)
 	b.Logf("populated %d hosts x %d instances in %s", n, perHost, time.Since(t0))
+	// The loads read over gRPC, as a scheduler of `berth server` does
+	// (etcd's in-process client has no RangeStream; `berth dev` lists in
+	// pages).
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.ClientURL()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cli.Close()
 	log := hclog.NewNullLogger()
+	// process: a scheduler's loads alone in a child process, as `berth
+	// server` runs against an etcd elsewhere: its peak RSS is the
+	// scheduler's own, without the embedded etcd's memory.
+	b.Run("process", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			coldStartProcess(b, srv.ClientURL(), n, perHost)
+		}
+	})
 	for _, concurrent := range []bool{true, false} {
 		name := "sequential"
 		if concurrent {
@@ -348,6 +372,115 @@ func coldStart(b *testing.B, cli *clientv3.Client, keys etcdschema.Keys, log hcl
 	}
 	runtime.KeepAlive(ps)
 	runtime.KeepAlive(hm)
+}
+
+// coldStartEnv names the etcd a TestColdStartChild process loads from.
+const coldStartEnv = "BERTH_COLDSTART_CHILD_ETCD"
+
+// childResult is what TestColdStartChild prints, one JSON line.
+type childResult struct {
+	Seconds, PlacementSeconds, HostManagerSeconds, CPUSeconds float64
+	HeapMB, PeakRSSMB                                         float64
+	Hosts, Instances, Trusted                                 int
+}
+
+// coldStartProcess runs TestColdStartChild in a child process of this
+// test binary and reports what it measured.
+func coldStartProcess(b *testing.B, etcdURL string, n, perHost int) {
+	b.StopTimer()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestColdStartChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), coldStartEnv+"="+etcdURL)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("cold start child: %v\n%s", err, out)
+	}
+	var r childResult
+	found := false
+	for _, line := range strings.Split(string(out), "\n") {
+		if j, ok := strings.CutPrefix(strings.TrimSpace(line), "coldstart-result: "); ok {
+			if err := json.Unmarshal([]byte(j), &r); err != nil {
+				b.Fatalf("cold start child result %q: %v", j, err)
+			}
+			found = true
+		}
+	}
+	if !found {
+		b.Fatalf("cold start child printed no result:\n%s", out)
+	}
+	if r.Hosts != n || r.Instances != n*perHost || r.Trusted != n {
+		b.Fatalf("child's host manager loaded %+v, want %d hosts, %d instances, all trusted", r, n, n*perHost)
+	}
+	b.ReportMetric(r.Seconds, "s-both-loaded")
+	b.ReportMetric(r.PlacementSeconds, "s-placement-load")
+	b.ReportMetric(r.HostManagerSeconds, "s-hostmanager-load")
+	b.ReportMetric(r.CPUSeconds, "cpu-s-both")
+	b.ReportMetric(r.HeapMB, "MB-heap-both")
+	b.ReportMetric(r.PeakRSSMB, "MB-peak-rss")
+}
+
+// TestColdStartChild is BenchmarkColdStart100k/process's child: it loads
+// a placement index and a host manager at once from the etcd in
+// $BERTH_COLDSTART_CHILD_ETCD, as `berth server` does, and prints the
+// time, the process's CPU, the heap in use after, and the peak RSS of
+// the whole process. Without that variable it is skipped.
+func TestColdStartChild(t *testing.T) {
+	url := os.Getenv(coldStartEnv)
+	if url == "" {
+		t.Skip("run by BenchmarkColdStart100k/process")
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := hclog.NewNullLogger()
+	keys := etcdschema.New("/bench")
+	cpu0 := cpuTime()
+	start := time.Now()
+	ps := placement.New(cli, keys, log)
+	hm := NewHostManager(cli, keys, log)
+	var r childResult
+	hostsErr := make(chan error, 1)
+	go func() {
+		go hm.Run(ctx)
+		err := hm.WaitSynced(ctx)
+		r.HostManagerSeconds = time.Since(start).Seconds()
+		hostsErr <- err
+	}()
+	if err := ps.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.PlacementSeconds = time.Since(start).Seconds()
+	if err := <-hostsErr; err != nil {
+		t.Fatal(err)
+	}
+	r.Seconds = time.Since(start).Seconds()
+	r.CPUSeconds = (cpuTime() - cpu0).Seconds()
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	r.HeapMB = float64(ms.HeapAlloc) / (1 << 20)
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb float64
+			fmt.Sscanf(strings.TrimSpace(v), "%f", &kb)
+			r.PeakRSSMB = kb / 1024
+		}
+	}
+	st := hm.Stats()
+	r.Hosts, r.Instances, r.Trusted = st.Hosts, st.Instances, st.Trusted
+	j, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("coldstart-result: %s\n", j)
+	runtime.KeepAlive(ps)
 }
 
 // resetPeakRSS resets the process's VmHWM to its current RSS (Linux

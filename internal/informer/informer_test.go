@@ -2,12 +2,14 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/etcdtest"
@@ -137,7 +139,16 @@ func (d *decodingRecorder) Apply(evs []Event) {
 func TestListPagesAtOneRevision(t *testing.T) {
 	defer func(n int64) { pageSize = n }(pageSize)
 	pageSize = 700 // > minParallelDecode: pages are decoded in parallel
-	cli := etcdtest.Client(t)
+	// The in-process client has no RangeStream (paged reads); a
+	// networked one streams (chunks etcd sizes itself).
+	t.Run("paged", func(t *testing.T) { testListAtOneRevision(t, etcdtest.Client(t), true) })
+	t.Run("streamed", func(t *testing.T) {
+		_, cli := etcdtest.NetClient(t)
+		testListAtOneRevision(t, cli, false)
+	})
+}
+
+func testListAtOneRevision(t *testing.T, cli *clientv3.Client, paged bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const n = 5000
@@ -204,8 +215,11 @@ func TestListPagesAtOneRevision(t *testing.T) {
 	if rev != populated {
 		t.Fatalf("List returned revision %d, want %d", rev, populated)
 	}
-	if pages < n/int(pageSize) {
+	if paged && pages < n/int(pageSize) {
 		t.Fatalf("listed in %d pages, want at least %d", pages, n/int(pageSize))
+	}
+	if pages < 2 {
+		t.Fatalf("listed in %d chunks: the test needs several", pages)
 	}
 	if len(keys) != n {
 		t.Fatalf("listed %d keys, want %d", len(keys), n)
@@ -247,5 +261,32 @@ func TestListPagesAtOneRevision(t *testing.T) {
 	defer d.mu.Unlock()
 	if d.raw != 0 {
 		t.Errorf("%d events reached the handler with their raw value", d.raw)
+	}
+}
+
+// TestListCompactedRevision: a list pinned to a compacted revision fails
+// with etcd's ErrCompacted, streamed or paged, so callers can re-list.
+func TestListCompactedRevision(t *testing.T) {
+	_, net := etcdtest.NetClient(t)
+	for name, cli := range map[string]*clientv3.Client{"paged": etcdtest.Client(t), "streamed": net} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			first, err := cli.Put(ctx, "/c/a", "1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			last, err := cli.Put(ctx, "/c/a", "2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cli.Compact(ctx, last.Header.Revision); err != nil {
+				t.Fatal(err)
+			}
+			_, err = List(ctx, cli, "/c/", first.Header.Revision, nil, func([]Event) error { return nil })
+			if !errors.Is(err, rpctypes.ErrCompacted) {
+				t.Fatalf("list at a compacted revision: %v, want ErrCompacted", err)
+			}
+		})
 	}
 }
