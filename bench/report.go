@@ -193,7 +193,7 @@ func (r *Result) WriteTable(w io.Writer) {
 		row("failover", "killed leader %s; new leader %s after %.2f s", r.LeaderKilled, r.NewLeader, r.NewLeaderSeconds)
 	}
 	if r.ColdStartSec > 0 {
-		row("cold start", "%.1f s (placement index %.1f s + host manager %.1f s), %.1f CPU s, heap %.0f MB, %d instances",
+		row("cold start", "%.1f s (at once: placement index %.1f s, host manager %.1f s), %.1f CPU s, heap %.0f MB, %d instances",
 			r.ColdStartSec, r.PlacementLoadSec, r.HostManagerLoadSec, r.ColdStartCPUSec, r.ColdStartHeapMB, r.Instances)
 	}
 	tw.Flush()
