@@ -390,6 +390,11 @@ func coldStartProcess(b *testing.B, etcdURL string, n, perHost int) {
 	b.StopTimer()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestColdStartChild$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), coldStartEnv+"="+etcdURL)
+	// The child's own Go memory limit (GOMEMLIMIT would also bind this
+	// process, which holds the etcd).
+	if lim := os.Getenv("BERTH_BENCH_CHILD_GOMEMLIMIT"); lim != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+lim)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		b.Fatalf("cold start child: %v\n%s", err, out)
