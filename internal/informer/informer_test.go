@@ -290,3 +290,31 @@ func TestListCompactedRevision(t *testing.T) {
 		})
 	}
 }
+
+// TestListEmptyPrefix: an empty prefix lists as one empty chunk at the
+// current revision, streamed or paged.
+func TestListEmptyPrefix(t *testing.T) {
+	_, net := etcdtest.NetClient(t)
+	for name, cli := range map[string]*clientv3.Client{"paged": etcdtest.Client(t), "streamed": net} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			put, err := cli.Put(ctx, "/elsewhere", "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls, keys := 0, 0
+			rev, err := List(ctx, cli, "/empty/", 0, nil, func(page []Event) error {
+				calls++
+				keys += len(page)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rev < put.Header.Revision || keys != 0 || calls < 1 {
+				t.Fatalf("List of an empty prefix: revision %d (want >= %d), %d keys in %d calls", rev, put.Header.Revision, keys, calls)
+			}
+		})
+	}
+}
