@@ -221,8 +221,9 @@ func (s *stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Li
 func (s *stack) startServerRoles(ctx context.Context) error {
 	cfg := s.cfg
 	// The scheduler needs both the placement index and the host manager:
-	// the host manager starts loading first, so the two loads (each mostly
-	// one goroutine decoding etcd's pages) overlap instead of adding up.
+	// the host manager starts loading first, so the two loads overlap
+	// (one's decoding runs while the other waits for etcd) instead of
+	// adding up.
 	// Nothing answers from the host manager before startScheduler waits
 	// for it, and /readyz names each until it has loaded.
 	if cfg.Scheduler != nil {
