@@ -72,8 +72,10 @@ func MustEncode(v Versioned) string {
 
 // Decode unmarshals the value stored at key into v and checks its version.
 func Decode(key string, data []byte, v Versioned) error {
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("decode %s: %w", key, err)
+	if f, ok := v.(fastDecoder); !ok || !f.decodeFast(data) {
+		if err := json.Unmarshal(data, v); err != nil {
+			return fmt.Errorf("decode %s: %w", key, err)
+		}
 	}
 	got := v.storedVersion()
 	if got < 1 || got > v.SchemaVersion() {

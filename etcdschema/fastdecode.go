@@ -1,0 +1,149 @@
+package etcdschema
+
+import "time"
+
+// fastDecoder is a value type with a decoder for the plain JSON that
+// Encode writes, tried before encoding/json (whose reflection and
+// validation pass were most of a cold start's CPU: a scheduler decodes
+// every instance's InstanceInfo when it starts). decodeFast reports false
+// for anything it does not read exactly as encoding/json would, and
+// Decode then uses encoding/json on the same bytes.
+type fastDecoder interface {
+	decodeFast(data []byte) bool
+}
+
+// flatMember is one member of a flat JSON object: its name, and either
+// a string (str, no escapes, ASCII) or an integer (num).
+type flatMember struct {
+	name  []byte
+	str   []byte
+	num   int64
+	isStr bool
+}
+
+// eachFlatMember calls set for every member of a JSON object whose
+// members are plain ASCII strings without escapes or integers, in order.
+// It returns false, having stopped, at anything else — escapes,
+// non-ASCII or control bytes, other value types, nesting, trailing data
+// — or when set does.
+func eachFlatMember(data []byte, set func(m *flatMember) bool) bool {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return skipWS(data, i+1) == len(data)
+	}
+	var m flatMember
+	for {
+		var ok bool
+		if m.name, i, ok = plainString(data, i); !ok {
+			return false
+		}
+		i = skipWS(data, i)
+		if i >= len(data) || data[i] != ':' {
+			return false
+		}
+		i = skipWS(data, i+1)
+		if i >= len(data) {
+			return false
+		}
+		switch c := data[i]; {
+		case c == '"':
+			if m.str, i, ok = plainString(data, i); !ok {
+				return false
+			}
+			m.isStr = true
+		case c >= '0' && c <= '9':
+			j := i
+			var n int64
+			for j < len(data) && data[j] >= '0' && data[j] <= '9' {
+				if j-i >= 18 || (j > i && data[i] == '0') {
+					return false // too long to be sure of int64; or a leading zero JSON rejects
+				}
+				n = n*10 + int64(data[j]-'0')
+				j++
+			}
+			if j < len(data) && (data[j] == '.' || data[j] == 'e' || data[j] == 'E') {
+				return false
+			}
+			m.num, m.isStr, i = n, false, j
+		default:
+			return false
+		}
+		if !set(&m) {
+			return false
+		}
+		i = skipWS(data, i)
+		if i >= len(data) {
+			return false
+		}
+		switch data[i] {
+		case ',':
+			i = skipWS(data, i+1)
+		case '}':
+			return skipWS(data, i+1) == len(data)
+		default:
+			return false
+		}
+	}
+}
+
+// plainString reads a JSON string at data[i] that has no escapes and
+// only printable ASCII (what encoding/json would return byte for byte),
+// returning its contents and the index after it.
+func plainString(data []byte, i int) ([]byte, int, bool) {
+	if i >= len(data) || data[i] != '"' {
+		return nil, i, false
+	}
+	for j := i + 1; j < len(data); j++ {
+		switch c := data[j]; {
+		case c == '"':
+			return data[i+1 : j], j + 1, true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, i, false
+		}
+	}
+	return nil, i, false
+}
+
+func skipWS(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func (v *InstanceInfo) decodeFast(data []byte) bool {
+	return eachFlatMember(data, func(m *flatMember) bool {
+		switch string(m.name) {
+		case "version":
+			if m.isStr {
+				return false
+			}
+			v.Version = int(m.num)
+		case "uuid":
+			v.UUID = string(m.str)
+		case "host":
+			v.Host = string(m.str)
+		case "flavor_id":
+			v.FlavorID = string(m.str)
+		case "flavor":
+			v.Flavor = string(m.str)
+		case "state":
+			v.State = string(m.str)
+		case "updated_at":
+			var t time.Time
+			if !m.isStr || t.UnmarshalText(m.str) != nil {
+				return false
+			}
+			v.UpdatedAt = t
+		default:
+			return false // a name encoding/json may match differently (case) or ignore
+		}
+		// A string where the field is a number (or the reverse) is
+		// encoding/json's error to report.
+		return m.isStr != (string(m.name) == "version")
+	})
+}
