@@ -62,6 +62,11 @@ type Queue struct {
 	inFlite map[string]bool
 	defered map[string]bool
 	work    chan string
+	// overflow holds ids offered while work was full, oldest first; a
+	// worker that takes an id moves the next ones in. Without it a burst
+	// larger than work's buffer waited for the periodic sweep (the lease
+	// TTL, 10 s) to be offered again.
+	overflow []string
 
 	sessMu  sync.Mutex
 	session *concurrency.Session
@@ -447,6 +452,7 @@ func (q *Queue) deferred(id string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.queued, id)
+	q.refillLocked() // this id left work: room for an overflowed one
 	it, ok := q.items[id]
 	if !ok || q.deferFn == nil {
 		return false
@@ -475,10 +481,37 @@ func (q *Queue) enqueueLocked(id string) {
 	if _, ok := q.items[id]; !ok {
 		return
 	}
+	q.queued[id] = true
 	select {
 	case q.work <- id:
-		q.queued[id] = true
-	default: // full: the periodic sweep will offer it again
+	default: // full: a worker moves it in when it takes an id (refillLocked)
+		q.overflow = append(q.overflow, id)
+	}
+}
+
+// refillLocked moves overflowed ids into work while it has room, in the
+// order they were offered; ids finished or taken meanwhile are dropped.
+func (q *Queue) refillLocked() {
+	n := 0
+	for n < len(q.overflow) {
+		id := q.overflow[n]
+		if _, ok := q.items[id]; !ok || q.leased[id] || q.inFlite[id] {
+			// Finished or taken meanwhile: whoever frees it offers it again.
+			delete(q.queued, id)
+			n++
+			continue
+		}
+		select {
+		case q.work <- id:
+			n++
+			continue
+		default:
+		}
+		break
+	}
+	q.overflow = q.overflow[n:]
+	if len(q.overflow) == 0 {
+		q.overflow = nil // let a drained burst's backing array go
 	}
 }
 

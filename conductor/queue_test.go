@@ -2,6 +2,7 @@ package conductor
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -171,6 +172,73 @@ func TestQueueReadsExtraKeysWithTheLease(t *testing.T) {
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatal("items were not worked")
+		}
+	}
+}
+
+// TestQueueBurstLargerThanItsBuffer: a burst of more items than the work
+// buffer holds is worked without waiting for the periodic sweep (the lease
+// TTL, a minute here): workers move the overflow in as they take items.
+// Before, every item past the buffer waited a whole TTL.
+func TestQueueBurstLargerThanItsBuffer(t *testing.T) {
+	_, cli := etcdtest.NetClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const n = 1500 // the buffer is 1024
+	ready := make(chan struct{})
+	var q *Queue
+	var mu sync.Mutex
+	seen := map[string]int{}
+	done := make(chan struct{}, n)
+	q = NewQueue(QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
+		LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: "a",
+		LeaseTTL: time.Minute, Workers: 16, Log: hclog.NewNullLogger(),
+		Process: func(ctx context.Context, it Item) error {
+			<-ready // the whole burst is queued before any is worked
+			mu.Lock()
+			seen[it.ID]++
+			mu.Unlock()
+			if err := finish(q, cli)(ctx, it); err != nil {
+				return err
+			}
+			done <- struct{}{}
+			return nil
+		}})
+	go q.Run(ctx)
+	if err := q.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i += 100 {
+		var ops []clientv3.Op
+		for j := i; j < i+100; j++ {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/q/items/%05d", j), "x"))
+		}
+		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Wait until the queue has seen every item, then let the work go.
+	deadline := time.Now().Add(20 * time.Second)
+	for len(q.Pending()) < n-16 {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue saw %d of %d items", len(q.Pending()), n)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+	close(ready)
+	timeout := time.After(40 * time.Second) // well under the 60 s sweep
+	for i := 0; i < n; i++ {
+		select {
+		case <-done:
+		case <-timeout:
+			t.Fatalf("only %d of %d items done before the sweep would run", i, n)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("item %s worked %d times", id, c)
 		}
 	}
 }
