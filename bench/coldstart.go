@@ -122,27 +122,7 @@ func PopulateDirect(ctx context.Context, cli *clientv3.Client, keys etcdschema.K
 			}
 		}()
 	}
-	var ferr error
-feed:
-	for i := 1; i <= hosts; i++ {
-		select {
-		case work <- i:
-		case ferr = <-errc:
-			break feed
-		case <-ctx.Done():
-			ferr = ctx.Err()
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	if ferr == nil {
-		select {
-		case ferr = <-errc:
-		default:
-		}
-	}
-	return ferr
+	return feed(ctx, hosts, func(i int) int { return i }, work, errc, &wg)
 }
 
 // coldstart populates etcd directly, then starts what a fresh scheduler

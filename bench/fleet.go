@@ -158,26 +158,7 @@ func (f *Fleet) Register(ctx context.Context, progress func(done int)) error {
 			}
 		}()
 	}
-	var ferr error
-feed:
-	for i := 1; i <= len(f.agents); i++ {
-		select {
-		case work <- f.agents[f.HostName(i)]:
-		case ferr = <-errc:
-			break feed
-		case <-ctx.Done():
-			ferr = ctx.Err()
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	if ferr == nil {
-		select {
-		case ferr = <-errc:
-		default:
-		}
-	}
+	ferr := feed(ctx, len(f.agents), func(i int) *agent.Agent { return f.agents[f.HostName(i)] }, work, errc, &wg)
 	if progress != nil {
 		progress(int(done.Load()))
 	}
@@ -270,4 +251,31 @@ func (f *Fleet) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, _ = f.cli.Revoke(ctx, f.lease)
+}
+
+// feed hands item(1..n) to a pool of workers until they are all handed
+// out, a worker reports an error, or ctx ends; then it closes work, waits
+// for the workers (wg) and returns the first error.
+func feed[T any](ctx context.Context, n int, item func(i int) T, work chan<- T, errc <-chan error, wg *sync.WaitGroup) error {
+	var ferr error
+loop:
+	for i := 1; i <= n; i++ {
+		select {
+		case work <- item(i):
+		case ferr = <-errc:
+			break loop
+		case <-ctx.Done():
+			ferr = ctx.Err()
+			break loop
+		}
+	}
+	close(work)
+	wg.Wait()
+	if ferr == nil {
+		select {
+		case ferr = <-errc:
+		default:
+		}
+	}
+	return ferr
 }
