@@ -381,13 +381,10 @@ func (r *runner) boot(ctx context.Context) error {
 			r.rec.Finished(), r.apiErrors.Load(), r.fleet.Worked())
 	})
 	defer stop()
-	claims0 := r.claimStats()
-	r.rec.StartCounting()
-	rev0, err := r.revision(ctx)
+	m, err := r.startMeasuring(ctx)
 	if err != nil {
 		return err
 	}
-	cpu0, start := cpuTime(), time.Now()
 	pace := pacer(ctx, cfg.Rate)
 	var next atomic.Int64
 	var failover *failoverWatch
@@ -433,13 +430,9 @@ func (r *runner) boot(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	werr := r.rec.WaitFinished(wctx, int(r.expected.Load()))
 	cancel()
-	elapsed := time.Since(start)
-	r.res.CPUSeconds = (cpuTime() - cpu0).Seconds()
-	rev1, err := r.revision(ctx)
-	if err != nil {
+	if err := r.finish(ctx, m); err != nil {
 		return err
 	}
-	r.finish(rev0, rev1, elapsed, claims0)
 	if failover != nil {
 		if err := failover.wait(ctx); err != nil {
 			return err
@@ -473,8 +466,36 @@ func (r *runner) claimStats() placement.ClaimStats {
 	return r.t.ClaimStats()
 }
 
-// finish fills the result from the recorder.
-func (r *runner) finish(rev0, rev1 int64, elapsed time.Duration, claims0 placement.ClaimStats) {
+// measuring is what a measured phase started from.
+type measuring struct {
+	claims placement.ClaimStats
+	rev    int64
+	cpu    time.Duration
+	start  time.Time
+}
+
+// startMeasuring zeroes the recorder's write counters and notes the claim
+// counters, etcd revision, process CPU and time the phase starts from.
+func (r *runner) startMeasuring(ctx context.Context) (measuring, error) {
+	m := measuring{claims: r.claimStats()}
+	r.rec.StartCounting()
+	rev, err := r.revision(ctx)
+	if err != nil {
+		return m, err
+	}
+	m.rev, m.cpu, m.start = rev, cpuTime(), time.Now()
+	return m, nil
+}
+
+// finish ends the phase begun by m and fills the result from the recorder.
+func (r *runner) finish(ctx context.Context, m measuring) error {
+	elapsed := time.Since(m.start)
+	r.res.CPUSeconds = (cpuTime() - m.cpu).Seconds()
+	rev1, err := r.revision(ctx)
+	if err != nil {
+		return err
+	}
+	rev0, claims0 := m.rev, m.claims
 	r.idsMu.Lock()
 	ids := append([]string(nil), r.ids...)
 	r.idsMu.Unlock()
@@ -509,6 +530,7 @@ func (r *runner) finish(rev0, rev1 int64, elapsed time.Duration, claims0 placeme
 		res.WritesPerServer = float64(rev1-rev0) / float64(len(ids))
 	}
 	res.HeapMB = heapMB()
+	return nil
 }
 
 // churn keeps -servers servers alive and, for -duration, each client
@@ -562,14 +584,11 @@ func (r *runner) churn(ctx context.Context) error {
 		return fmt.Sprintf("replaced %d, finished %d, API errors %d", deleted.Load(), r.rec.Finished(), r.apiErrors.Load())
 	})
 	defer stop()
-	claims0 := r.claimStats()
-	r.rec.StartCounting()
-	rev0, err := r.revision(ctx)
+	m, err := r.startMeasuring(ctx)
 	if err != nil {
 		return err
 	}
-	cpu0, start := cpuTime(), time.Now()
-	deadline := start.Add(cfg.Duration)
+	deadline := m.start.Add(cfg.Duration)
 	for c := 0; c < cfg.Clients; c++ {
 		wg.Add(1)
 		go func() {
@@ -610,16 +629,12 @@ func (r *runner) churn(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	r.res.CPUSeconds = (cpuTime() - cpu0).Seconds()
-	rev1, err := r.revision(ctx)
-	if err != nil {
+	if err := r.finish(ctx, m); err != nil {
 		return err
 	}
 	r.res.Deleted = int(deleted.Load())
-	r.finish(rev0, rev1, elapsed, claims0)
 	// Replacements per second over the phase (each one a delete too).
-	r.res.ServersPerSec = float64(r.res.Active) / elapsed.Seconds()
+	r.res.ServersPerSec = float64(r.res.Active) / r.res.Seconds
 	select {
 	case err := <-errc:
 		return err
