@@ -255,12 +255,28 @@ func (c *mhCluster) waitState(host, state string, timeout time.Duration) {
 // turn, eight at a time. It returns the ids accepted and the errors of the
 // requests refused (a server killed mid-burst refuses its share).
 func (c *mhCluster) burst(name string, n int, clients func(i int) *api.Client) ([]string, []error) {
+	return c.burstEach(name, n, 8, func(i int) ([]string, []error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, err := clients(i).CreateServers(ctx, api.CreateRequest{
+			Name: fmt.Sprintf("%s-%d", name, i), Flavor: "m1.tiny", Count: 1})
+		if err != nil {
+			return nil, []error{err}
+		}
+		return serverIDs(resp), nil
+	})
+}
+
+// burstEach runs one(i) for every i below n, parallel at a time, records
+// every id it returns as requested under name, and returns all the ids and
+// errors.
+func (c *mhCluster) burstEach(name string, n, parallel int, one func(i int) ([]string, []error)) ([]string, []error) {
 	var (
 		mu   sync.Mutex
 		ids  []string
 		errs []error
 		wg   sync.WaitGroup
-		sem  = make(chan struct{}, 8)
+		sem  = make(chan struct{}, parallel)
 	)
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -268,19 +284,10 @@ func (c *mhCluster) burst(name string, n int, clients func(i int) *api.Client) (
 		go func(i int) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			resp, err := clients(i).CreateServers(ctx, api.CreateRequest{
-				Name: fmt.Sprintf("%s-%d", name, i), Flavor: "m1.tiny", Count: 1})
+			got, failed := one(i)
 			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			for _, s := range resp.Servers {
-				ids = append(ids, s.ID)
-			}
+			ids, errs = append(ids, got...), append(errs, failed...)
+			mu.Unlock()
 		}(i)
 	}
 	wg.Wait()
@@ -290,6 +297,14 @@ func (c *mhCluster) burst(name string, n int, clients func(i int) *api.Client) (
 	}
 	c.mu.Unlock()
 	return ids, errs
+}
+
+func serverIDs(resp *api.CreateResponse) []string {
+	var ids []string
+	for _, s := range resp.Servers {
+		ids = append(ids, s.ID)
+	}
+	return ids
 }
 
 // alternate sends request i to server (i mod the running servers).

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -179,47 +178,23 @@ func (c *mhCluster) burstFailover(name string, n int, accepted *atomic.Int64) ([
 		clients = append(clients, api.NewClient("http://"+p.host.addr+":8774"))
 		names = append(names, nm)
 	}
-	var (
-		mu      sync.Mutex
-		ids     []string
-		refused []error
-		wg      sync.WaitGroup
-		sem     = make(chan struct{}, 4)
-	)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			for try := 0; try < len(clients)*3; try++ {
-				k := (i + try) % len(clients)
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				resp, err := clients[k].CreateServers(ctx, api.CreateRequest{
-					Name: fmt.Sprintf("%s-%d", name, i), Flavor: "m1.tiny", Count: 1})
-				cancel()
-				mu.Lock()
-				if err != nil {
-					refused = append(refused, fmt.Errorf("%s: %w", names[k], err))
-					mu.Unlock()
-					continue
-				}
-				for _, s := range resp.Servers {
-					ids = append(ids, s.ID)
-				}
-				mu.Unlock()
-				accepted.Add(1)
-				return
+	return c.burstEach(name, n, 4, func(i int) ([]string, []error) {
+		var refused []error
+		for try := 0; try < len(clients)*3; try++ {
+			k := (i + try) % len(clients)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			resp, err := clients[k].CreateServers(ctx, api.CreateRequest{
+				Name: fmt.Sprintf("%s-%d", name, i), Flavor: "m1.tiny", Count: 1})
+			cancel()
+			if err != nil {
+				refused = append(refused, fmt.Errorf("%s: %w", names[k], err))
+				continue
 			}
-		}(i)
-	}
-	wg.Wait()
-	c.mu.Lock()
-	for _, id := range ids {
-		c.requested[id] = name
-	}
-	c.mu.Unlock()
-	return ids, refused
+			accepted.Add(1)
+			return serverIDs(resp), refused
+		}
+		return nil, refused
+	})
 }
 
 // Scenario 3: cut an agent's host off while it builds. It reads down
