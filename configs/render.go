@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -139,7 +140,7 @@ type templateData struct {
 // the result is a valid config for that role, so a bad variable is caught
 // here, with its name, rather than when the service starts.
 func RenderDeploy(role string, v DeployVars) ([]byte, error) {
-	if !contains(DeployRoles, role) {
+	if !slices.Contains(DeployRoles, role) {
 		return nil, fmt.Errorf("render: no template for role %q (want one of %s)", role, strings.Join(DeployRoles, ", "))
 	}
 	data, err := v.templateData(role)
@@ -294,15 +295,6 @@ func hclQuote(s string) string {
 	q := strconv.Quote(s)
 	q = strings.ReplaceAll(q, "${", "$${")
 	return strings.ReplaceAll(q, "%{", "%%{")
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // ParseEtcdMembers reads "name=address,name=address" (the -etcd flag).
