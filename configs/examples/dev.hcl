@@ -42,7 +42,7 @@ scheduler {
 }
 
 superconductor {
-  workers = 16
+  workers = 64
 }
 
 conductor {
