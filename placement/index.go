@@ -49,32 +49,61 @@ func (ix *index) install(st *indexState) {
 }
 
 func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.Keys, log hclog.Logger) {
+	// Decoding is most of the work, and needs no index state: it is done
+	// before the write lock, so candidate searches and claims planned from
+	// the index wait only for the map updates, not for the JSON.
+	type change struct {
+		provider *etcdschema.Provider
+		consumer *etcdschema.Consumer
+		// gone names a deleted provider (isProvider) or consumer.
+		gone       string
+		isProvider bool
+		modRev     int64
+	}
+	changes := make([]change, 0, len(evs))
+	for _, ev := range evs {
+		key := string(ev.Kv.Key)
+		isProvider := strings.HasPrefix(key, keys.Providers())
+		prefix := keys.Providers()
+		decode := decodeProvider
+		if !isProvider {
+			if !strings.HasPrefix(key, keys.Consumers()) {
+				continue
+			}
+			prefix, decode = keys.Consumers(), decodeConsumer
+		}
+		if eventIsDelete(ev.Type) {
+			if uuid, ok := etcdschema.LastSegment(key, prefix); ok {
+				changes = append(changes, change{gone: uuid, isProvider: isProvider})
+			}
+			continue
+		}
+		v, err := decode(key, ev.Kv.Value)
+		if err != nil {
+			log.Error("skipping unreadable placement record", "key", key, "error", err)
+			continue
+		}
+		ch := change{isProvider: isProvider, modRev: ev.Kv.ModRevision}
+		if isProvider {
+			ch.provider = v.(*etcdschema.Provider)
+		} else {
+			ch.consumer = v.(*etcdschema.Consumer)
+		}
+		changes = append(changes, ch)
+	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	st := ix.st
-	for _, ev := range evs {
-		key := string(ev.Kv.Key)
-		var err error
+	for _, ch := range changes {
 		switch {
-		case strings.HasPrefix(key, keys.Providers()):
-			if eventIsDelete(ev.Type) {
-				if uuid, ok := etcdschema.LastSegment(key, keys.Providers()); ok {
-					st.removeProvider(uuid)
-				}
-			} else {
-				err = st.applyProvider(key, ev.Kv.Value, ev.Kv.ModRevision)
-			}
-		case strings.HasPrefix(key, keys.Consumers()):
-			if eventIsDelete(ev.Type) {
-				if uuid, ok := etcdschema.LastSegment(key, keys.Consumers()); ok {
-					st.removeConsumer(uuid)
-				}
-			} else {
-				err = st.applyConsumer(key, ev.Kv.Value, ev.Kv.ModRevision)
-			}
-		}
-		if err != nil {
-			log.Error("skipping unreadable placement record", "key", key, "error", err)
+		case ch.provider != nil:
+			st.putProvider(ch.provider, ch.modRev)
+		case ch.consumer != nil:
+			st.putConsumer(ch.consumer, ch.modRev)
+		case ch.isProvider:
+			st.removeProvider(ch.gone)
+		default:
+			st.removeConsumer(ch.gone)
 		}
 	}
 	if rev > st.rev {
@@ -262,15 +291,6 @@ func decodeProvider(key string, val []byte) (any, error) {
 	return p, nil
 }
 
-func (st *indexState) applyProvider(key string, val []byte, modRev int64) error {
-	p, err := decodeProvider(key, val)
-	if err != nil {
-		return err
-	}
-	st.putProvider(p.(*etcdschema.Provider), modRev)
-	return nil
-}
-
 // putProvider indexes a decoded provider record.
 func (st *indexState) putProvider(p *etcdschema.Provider, modRev int64) {
 	e, ok := st.providers[p.UUID]
@@ -391,15 +411,6 @@ func decodeConsumer(key string, val []byte) (any, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-func (st *indexState) applyConsumer(key string, val []byte, modRev int64) error {
-	c, err := decodeConsumer(key, val)
-	if err != nil {
-		return err
-	}
-	st.putConsumer(c.(*etcdschema.Consumer), modRev)
-	return nil
 }
 
 // putConsumer indexes a decoded consumer record.
