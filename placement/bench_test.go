@@ -15,7 +15,7 @@ import (
 
 // populate writes n compute providers with VCPU, MEMORY_MB and DISK_GB
 // straight into etcd (100 a transaction), every tenth one disabled.
-func populate(b *testing.B, cli *clientv3.Client, keys etcdschema.Keys, n int) {
+func populate(b testing.TB, cli *clientv3.Client, keys etcdschema.Keys, n int) {
 	b.Helper()
 	ctx := context.Background()
 	var ops []clientv3.Op

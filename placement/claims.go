@@ -171,31 +171,21 @@ func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[strin
 	return 0, fmt.Errorf("claim %s: %w", what, detailf(ErrConcurrentUpdate, "Inventory and/or allocations changed while attempting to allocate: gave up after %d retries", s.retryCount))
 }
 
-// commitClaim runs a planned claim: ok is false when its compares failed
-// (a lost race), ErrGuardFailed when the caller's guards did.
+// commitClaim runs a planned claim, batched with the claims ready at the
+// same moment (claim_batch.go): ok is false when its compares failed (a
+// lost race), ErrGuardFailed when the caller's guards did.
 func (s *Service) commitClaim(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op, opts ClaimOptions) (int64, bool, error) {
 	if len(cmps) > maxTxnOps || len(ops) > maxTxnOps {
 		return 0, false, detailf(ErrTooManyOps, "the write needs %d compares and %d operations, etcd allows %d of each in one transaction", len(cmps), len(ops), maxTxnOps)
 	}
-	var resp *clientv3.TxnResponse
-	var err error
-	if len(opts.Guards) == 0 {
-		resp, err = s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
-	} else {
-		// The guards are the outer condition and the claim the inner
-		// one, so a failed guard is told apart from a lost race.
-		resp, err = s.cli.Txn(ctx).If(opts.Guards...).Then(clientv3.OpTxn(cmps, ops, nil)).Commit()
+	r := s.claims.commit(ctx, cmps, ops, opts.Guards)
+	switch {
+	case r.err != nil:
+		return 0, false, r.err
+	case r.guardFailed:
+		return 0, false, ErrGuardFailed
 	}
-	if err != nil {
-		return 0, false, err
-	}
-	if len(opts.Guards) > 0 {
-		if !resp.Succeeded {
-			return 0, false, ErrGuardFailed
-		}
-		return resp.Header.Revision, resp.Responses[0].GetResponseTxn().Succeeded, nil
-	}
-	return resp.Header.Revision, resp.Succeeded, nil
+	return r.rev, r.ok, nil
 }
 
 // readFromIndex is readForClaim answered from the watch-fed index, when

@@ -30,6 +30,10 @@ type Service struct {
 	idx  *index
 	now  func() time.Time
 
+	// claims sends allocation writes ready at the same moment as one
+	// etcd transaction (group commit; claim_batch.go).
+	claims *claimBatcher
+
 	// RetryCount overrides allocationConflictRetryCount (tests).
 	retryCount int
 
@@ -65,12 +69,17 @@ type ClaimStats struct {
 	// Time their total duration, reads and retries included.
 	Writes int64
 	Time   time.Duration
+	// Txns is how many claim transactions were sent and Batched how many
+	// claims they carried (Batched/Txns claims per transaction: the group
+	// commit's effect).
+	Txns, Batched int64
 }
 
 // ClaimStats returns the service's claim counters.
 func (s *Service) ClaimStats() ClaimStats {
+	txns, batched := s.claims.counts()
 	return ClaimStats{Races: s.claimRaces.Load(), GaveUp: s.claimGaveUp.Load(), Writes: s.claimWrites.Load(),
-		Time: time.Duration(s.claimNanos.Load())}
+		Time: time.Duration(s.claimNanos.Load()), Txns: txns, Batched: batched}
 }
 
 // New returns a Service on cli. Call Start before AllocationCandidates.
@@ -85,6 +94,7 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *Service 
 		idx:        newIndex(),
 		now:        func() time.Time { return time.Now().UTC() },
 		retryCount: allocationConflictRetryCount,
+		claims:     newClaimBatcher(func(ctx context.Context) clientv3.Txn { return cli.Txn(ctx) }),
 	}
 }
 
