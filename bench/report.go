@@ -92,6 +92,15 @@ type Result struct {
 	// with the CAS baseline's workers, and its ratio to the CAS rate.
 	ClaimOnlyPerSec   float64 `json:"claim_only_per_s,omitempty"`
 	ClaimOnlyCASRatio float64 `json:"claim_only_to_cas,omitempty"`
+	// ClaimOnlyVia says which placement the claim baseline claimed
+	// through, ClaimOnlyServices how many (one per scheduler), and
+	// ClaimOnlyPerTxn how many claims an etcd transaction carried.
+	ClaimOnlyVia      string  `json:"claim_only_via,omitempty"`
+	ClaimOnlyServices int     `json:"claim_only_services,omitempty"`
+	ClaimOnlyPerTxn   float64 `json:"claim_only_per_txn,omitempty"`
+	// ClaimsPerTxn is how many claims an etcd transaction carried in the
+	// measured phase (the schedulers' and conductors' group commit).
+	ClaimsPerTxn float64 `json:"claims_per_txn,omitempty"`
 
 	WritesPerServer float64 `json:"writes_per_server,omitempty"`
 	Writes          *Writes `json:"writes,omitempty"`
@@ -156,14 +165,14 @@ func (r *Result) WriteTable(w io.Writer) {
 		}
 	}
 	if r.ClaimsPerSec > 0 {
-		row("claims", "%.1f/s, %d races lost (retried), %d gave up; mean claim %.1f ms (read + txn + retries, in-process counter)",
-			r.ClaimsPerSec, r.ClaimRaces, r.ClaimFailures, r.ClaimMeanMs)
+		row("claims", "%.1f/s, %d races lost (retried), %d gave up; mean claim %.1f ms (read + txn + retries, in-process counter); %.2f claims per etcd txn",
+			r.ClaimsPerSec, r.ClaimRaces, r.ClaimFailures, r.ClaimMeanMs, r.ClaimsPerTxn)
 	}
 	if r.CASPerSec > 0 {
 		row("etcd CAS baseline", "%.1f txn/s with %d workers; pipeline claims/CAS = %.3f", r.CASPerSec, r.CASWorkers, r.ClaimCASRatio)
 		if r.ClaimOnlyPerSec > 0 {
-			row("claim baseline", "%.1f claims/s alone (placement read + claim txn) with %d workers; claims/CAS = %.3f",
-				r.ClaimOnlyPerSec, r.CASWorkers, r.ClaimOnlyCASRatio)
+			row("claim baseline", "%.1f claims/s alone with %d workers through %d x %s; %.2f claims per etcd txn; claims/CAS = %.3f",
+				r.ClaimOnlyPerSec, r.CASWorkers, r.ClaimOnlyServices, r.ClaimOnlyVia, r.ClaimOnlyPerTxn, r.ClaimOnlyCASRatio)
 		}
 	}
 	if r.Writes != nil && r.Measured > 0 {

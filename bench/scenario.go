@@ -43,6 +43,11 @@ type Target struct {
 	// ClaimWorkers is how many claims can be in flight at once (every
 	// superconductor's workers); the CAS baseline uses as many workers.
 	ClaimWorkers int
+	// ClaimServices are the schedulers' own placement services (their
+	// watch-fed indexes and claim batching), for the claim baseline; nil
+	// when the schedulers are in other processes, and the baseline then
+	// claims through a placement of its own that reads before it writes.
+	ClaimServices []*placement.Service
 }
 
 // Config is a run's parameters (the command's flags).
@@ -516,6 +521,9 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 	}
 	c := r.claimStats()
 	res.ClaimRaces, res.ClaimFailures = c.Races-claims0.Races, c.GaveUp-claims0.GaveUp
+	if n := c.Txns - claims0.Txns; n > 0 {
+		res.ClaimsPerTxn = float64(c.Batched-claims0.Batched) / float64(n)
+	}
 	if n := c.Writes - claims0.Writes; n > 0 {
 		res.ClaimMeanMs = float64((c.Time - claims0.Time).Microseconds()) / 1000 / float64(n)
 	}
@@ -665,20 +673,29 @@ func (r *runner) baseline(ctx context.Context) error {
 	if r.fleet == nil {
 		return nil
 	}
-	// Claims alone, through placement's real claim (read + compare-and-
-	// swap transaction on consumer and provider), with the same workers:
-	// what the claim design costs over a bare CAS, without the scheduler's
-	// CPU in front of it.
-	place := placement.New(r.t.Client, r.t.Keys, r.cfg.Log)
+	// Claims alone, through the schedulers' own placement services when
+	// the tool started them (the claim select_destinations makes: planned
+	// from the watch-fed index, one compare-and-swap transaction on
+	// consumer and provider, batched with the claims ready at the same
+	// moment), with the same workers spread over the schedulers: what the
+	// claim design costs over a bare CAS, without the scheduling in front.
+	svcs, via := r.t.ClaimServices, "the schedulers' placement: index-planned claim txn, group commit"
+	if len(svcs) == 0 {
+		svcs = []*placement.Service{placement.New(r.t.Client, r.t.Keys, r.cfg.Log)}
+		via = "a placement of the tool's own: read + claim txn"
+	}
 	providers := make([]string, r.fleet.Hosts())
 	for i := range providers {
 		providers[i] = agent.ProviderUUIDForHost(r.fleet.HostName(i + 1))
 	}
-	claims, err := ClaimBaseline(ctx, place, providers, workers, r.cfg.BaselineTime)
+	claims, stats, err := ClaimBaseline(ctx, svcs, providers, workers, r.cfg.BaselineTime)
 	if err != nil {
 		return err
 	}
-	r.res.ClaimOnlyPerSec = claims
+	r.res.ClaimOnlyPerSec, r.res.ClaimOnlyVia, r.res.ClaimOnlyServices = claims, via, len(svcs)
+	if stats.Txns > 0 {
+		r.res.ClaimOnlyPerTxn = float64(stats.Batched) / float64(stats.Txns)
+	}
 	if cas > 0 {
 		r.res.ClaimOnlyCASRatio = claims / cas
 	}
@@ -687,12 +704,24 @@ func (r *runner) baseline(ctx context.Context) error {
 
 // ClaimBaseline runs workers goroutines claiming one VCPU for a fresh
 // consumer on providers (worker w uses providers w, w+workers, ...,
-// round-robin, so workers do not race each other) for d, and returns
-// claims per second. Every claim is freed again afterwards.
-func ClaimBaseline(ctx context.Context, place *placement.Service, providers []string, workers int, d time.Duration) (float64, error) {
+// round-robin, so workers do not race each other) through services
+// (worker w through services[w % len]) for d, and returns claims per
+// second and the services' claim counters over the run. Every claim is
+// freed again afterwards.
+func ClaimBaseline(ctx context.Context, services []*placement.Service, providers []string, workers int, d time.Duration) (float64, placement.ClaimStats, error) {
 	if len(providers) < workers {
 		workers = len(providers)
 	}
+	stats := func() placement.ClaimStats {
+		var sum placement.ClaimStats
+		for _, s := range services {
+			c := s.ClaimStats()
+			sum.Txns += c.Txns
+			sum.Batched += c.Batched
+		}
+		return sum
+	}
+	before := stats()
 	var total atomic.Int64
 	errc := make(chan error, workers)
 	var mu sync.Mutex
@@ -704,6 +733,7 @@ func ClaimBaseline(ctx context.Context, place *placement.Service, providers []st
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
+			place := services[w%len(services)]
 			var mine []string
 			defer func() { mu.Lock(); made = append(made, mine...); mu.Unlock() }()
 			for i := w; time.Now().Before(deadline); i += workers {
@@ -722,17 +752,51 @@ func ClaimBaseline(ctx context.Context, place *placement.Service, providers []st
 	}
 	wg.Wait()
 	rate := float64(total.Load()) / time.Since(start).Seconds()
-	for _, c := range made {
-		if err := place.DeleteAllocations(context.WithoutCancel(ctx), c); err != nil {
-			return 0, fmt.Errorf("claim baseline: free %s: %w", c, err)
-		}
+	after := stats()
+	after.Txns -= before.Txns
+	after.Batched -= before.Batched
+	if err := freeAll(ctx, services[0], made); err != nil {
+		return 0, after, err
 	}
 	select {
 	case err := <-errc:
-		return 0, err
+		return 0, after, err
 	default:
 	}
-	return rate, nil
+	return rate, after, nil
+}
+
+// freeAll deletes the baseline's claims, a few at a time.
+func freeAll(ctx context.Context, place *placement.Service, consumers []string) error {
+	ctx = context.WithoutCancel(ctx)
+	var wg sync.WaitGroup
+	errc := make(chan error, 1)
+	next := make(chan string)
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range next {
+				if err := place.DeleteAllocations(ctx, c); err != nil {
+					select {
+					case errc <- fmt.Errorf("claim baseline: free %s: %w", c, err):
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for _, c := range consumers {
+		next <- c
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
 }
 
 // CASBaseline runs workers goroutines, each compare-and-swapping its own

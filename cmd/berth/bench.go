@@ -339,6 +339,9 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	}
 	t.Schedulers = len(scheds)
 	t.ClaimWorkers = len(scheds) * cfg.Superconductor.Workers
+	for _, s := range scheds {
+		t.ClaimServices = append(t.ClaimServices, s.placement)
+	}
 	all := append([]*stack{s0}, scheds...)
 	t.Sync = func(ctx context.Context, rev int64) error {
 		for _, s := range all {
@@ -361,6 +364,8 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 			sum.GaveUp += c.GaveUp
 			sum.Writes += c.Writes
 			sum.Time += c.Time
+			sum.Txns += c.Txns
+			sum.Batched += c.Batched
 		}
 		return sum
 	}
