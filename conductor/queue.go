@@ -155,7 +155,9 @@ func (q *Queue) Run(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, _ = q.cli.Revoke(rctx, q.session.Lease())
 		cancel()
-		q.session.Close()
+		// Orphan, not Close: Close revokes again with the session's own
+		// context, which is done by now, and only logs a cancelled call.
+		q.session.Orphan()
 	}
 	q.sessMu.Unlock()
 	return nil

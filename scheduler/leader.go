@@ -130,7 +130,13 @@ func (l *Leader) Run(ctx context.Context) error {
 		}
 		backoff = 100 * time.Millisecond
 		l.term(ctx, sess)
-		sess.Close()
+		// Revoke with a fresh context: when ctx is done, Close would
+		// revoke with it and only log a cancelled call, leaving the lease
+		// to expire.
+		sess.Orphan()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		_, _ = l.cfg.Client.Revoke(rctx, sess.Lease())
+		cancel()
 	}
 	return nil
 }
