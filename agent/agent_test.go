@@ -172,6 +172,37 @@ func TestAgentDestroysABuildTakenBackWhileBuilding(t *testing.T) {
 	}
 }
 
+// TestAgentDoesNotBuildAnInstanceThatNamesAnotherHost: a cast whose
+// instance has moved on to another host (taken back and cast elsewhere
+// before this agent got to it) must not be built here: no second copy,
+// no ACTIVE written over the other host's build, the stale cast removed.
+func TestAgentDoesNotBuildAnInstanceThatNamesAnotherHost(t *testing.T) {
+	cli, keys, _, a := startAgent(t, FakeConfig{})
+	ctx := context.Background()
+	inst := &etcdschema.Instance{UUID: "i6", Name: "x", Status: etcdschema.StatusBuild, Host: "h2", Cell: "cell1"}
+	b := &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: "i6", Cell: "cell1", Attempt: 1}
+	if _, err := cli.Txn(ctx).Then(
+		clientv3.OpPut(keys.CellInstance("cell1", "i6"), etcdschema.MustEncode(inst)),
+		clientv3.OpPut(keys.Build("h1", "i6"), etcdschema.MustEncode(b))).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(func() bool {
+		resp, err := cli.Get(ctx, keys.Build("h1", "i6"))
+		return err == nil && len(resp.Kvs) == 0
+	}); err != nil {
+		t.Fatal("the stale cast was never ended")
+	}
+	if running, _ := a.driver.List(ctx); len(running) != 0 {
+		t.Fatalf("driver runs %v for an instance on another host", running)
+	}
+	if got := instance(t, cli, keys, "i6"); got.Status != etcdschema.StatusBuild || got.Host != "h2" {
+		t.Fatalf("the agent wrote over the other host's instance: %+v", got)
+	}
+	if resp, _ := cli.Get(ctx, keys.HostInstance("h1", "i6")); len(resp.Kvs) != 0 {
+		t.Fatal("instance info written for an instance on another host")
+	}
+}
+
 // The failed_builds count: +1 per failure, 0 after a success. An agent
 // that starts with a count left by its previous run must reset it on its
 // first success, though it skips the service read once it knows the

@@ -151,6 +151,16 @@ func (a *Agent) build(ctx context.Context, ev informer.Event, b *etcdschema.Buil
 	if inst.Status == etcdschema.StatusActive && inst.Host == a.cfg.Host {
 		return a.endCast(ctx, ev, nil) // built before a restart; only the cast was left
 	}
+	if inst.Host != a.cfg.Host {
+		// A cast is written in one transaction with the instance naming
+		// its host; an instance naming another host (or none) has moved
+		// on — its cast here was taken back or replaced while this event
+		// waited. Building it would run a second copy and mark the
+		// instance ACTIVE where it is not; the claim is the new host's.
+		a.log.Info("cast is stale: the instance names another host; not building", "instance", b.InstanceUUID,
+			"instance_host", inst.Host)
+		return a.endCast(ctx, ev, nil)
+	}
 	// Spawning runs without the caller's cancellation: a build that started
 	// finishes (or fails) even when the agent is asked to stop, so its
 	// outcome is recorded rather than left half done.
