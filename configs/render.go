@@ -110,6 +110,7 @@ var deployTunables = map[string]tunable{
 	"memory_mb":                 {"int", "0", "agent: memory offered (0 = detected)"},
 	"disk_gb":                   {"int", "0", "agent: disk offered (0 = detected)"},
 	"reserved_host_memory_mb":   {"int", "512", "agent: memory kept for the host"},
+	"status_port":               {"port", "0", "etcd, conductor, agent: /healthz, /readyz and /metrics port (0 = the role's: 8791, 8792, 8793); set it for a second conductor on one machine"},
 }
 
 // DeployTunables describes the -var names, one "name (default): help" line
@@ -151,7 +152,15 @@ func RenderDeploy(role string, v DeployVars) ([]byte, error) {
 	tmpl, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
 		"q":    hclQuote,
 		"bind": func(addr string, port int) string { return net.JoinHostPort(addr, strconv.Itoa(port)) },
-		"url":  func(addr string, port int) string { return "http://" + net.JoinHostPort(addr, strconv.Itoa(port)) },
+		// statusBind is the status listener: the role's conventional port
+		// unless status_port (checked as a port, 0 = unset) says another.
+		"statusBind": func(addr, port string, def int) string {
+			if port != "" && port != "0" {
+				return net.JoinHostPort(addr, port)
+			}
+			return net.JoinHostPort(addr, strconv.Itoa(def))
+		},
+		"url": func(addr string, port int) string { return "http://" + net.JoinHostPort(addr, strconv.Itoa(port)) },
 	}).ParseFS(deployTemplates, path.Join("templates", name))
 	if err != nil {
 		return nil, fmt.Errorf("render %s config: template: %w", role, err)
@@ -268,6 +277,12 @@ func (t tunable) check(v string) error {
 		}
 	case "duration":
 		_, err = time.ParseDuration(v)
+	case "port":
+		var n int64
+		n, err = strconv.ParseInt(v, 10, 32)
+		if err == nil && (n < 0 || n > 65535) {
+			err = fmt.Errorf("out of range")
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("not a valid %s", t.kind)

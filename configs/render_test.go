@@ -87,6 +87,8 @@ func TestRenderDeployErrors(t *testing.T) {
 		{"unknown variable", RoleAgent, func(v *DeployVars) { v.Vars = map[string]string{"servce_down_time": "5s"} }, `unknown variable "servce_down_time"`},
 		{"number variable with HCL in it", RoleAgent, func(v *DeployVars) { v.Vars = map[string]string{"vcpus": "4\n}\nscheduler {"} }, "not a valid int"},
 		{"bad duration", RoleServer, func(v *DeployVars) { v.Vars = map[string]string{"election_ttl": "soon"} }, "not a valid duration"},
+		{"port out of range", RoleConductor, func(v *DeployVars) { v.Vars = map[string]string{"status_port": "70000"} }, "not a valid port"},
+		{"port not a number", RoleConductor, func(v *DeployVars) { v.Vars = map[string]string{"status_port": "88\"\n"} }, "not a valid port"},
 		{"value the config refuses", RoleAgent, func(v *DeployVars) { v.Vars = map[string]string{"driver": "qemu"} }, "the result is not valid"},
 		{"agent without cell", RoleAgent, func(v *DeployVars) { v.Cell = "" }, "needs a cell"},
 		{"bad name", RoleAgent, func(v *DeployVars) { v.Name = "node/1" }, `name "node/1"`},
@@ -135,6 +137,27 @@ func TestParseEtcdMembers(t *testing.T) {
 // TestRenderDeployDefaultsMatchConfigDefaults keeps the templates' tunable
 // defaults from drifting from defaults.go: a machine rendered with no -var
 // must run with the same settings as a config file that leaves them out.
+// TestRenderDeployStatusPort: two conductors (two cells) on one machine
+// need two status ports; status_port moves the listener of any role that
+// has one.
+func TestRenderDeployStatusPort(t *testing.T) {
+	v := labVars("node2", "192.0.2.12", "cell2")
+	v.Vars = map[string]string{"status_port": "8794"}
+	for _, role := range []string{RoleEtcd, RoleConductor, RoleAgent} {
+		out, err := RenderDeploy(role, v)
+		if err != nil {
+			t.Fatalf("%s: %v", role, err)
+		}
+		cfg, err := Parse(out, role+".hcl")
+		if err != nil {
+			t.Fatalf("%s: %v", role, err)
+		}
+		if cfg.Status.Bind != "192.0.2.12:8794" {
+			t.Errorf("%s status bind = %q, want 192.0.2.12:8794", role, cfg.Status.Bind)
+		}
+	}
+}
+
 func TestRenderDeployDefaultsMatchConfigDefaults(t *testing.T) {
 	def := Defaults()
 	v := labVars("node1", "192.0.2.11", "cell1")
