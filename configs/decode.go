@@ -1,8 +1,8 @@
 package configs
 
 import (
+	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/berth-project/berth/internal/etcdcluster"
 )
 
 // Load reads and parses one config file. A read failure is a plain wrapped
@@ -248,30 +250,21 @@ func (d *decoder) initialCluster(b hcl.Body, m *Embedded) {
 			"initial_cluster lists every member as \"name=http://host:2380,...\"; leave it out for a cluster of this member alone.")
 		return
 	}
-	seen := map[string]bool{}
-	own := false
-	for _, entry := range strings.Split(m.InitialCluster, ",") {
-		n, u, ok := strings.Cut(strings.TrimSpace(entry), "=")
-		pu, err := url.Parse(u)
-		if !ok || n == "" || err != nil || pu.Scheme != "http" || pu.Port() == "" {
-			d.bad(b, name, "Invalid initial_cluster",
-				fmt.Sprintf("Each member is name=http://host:port (embedded etcd peers talk plain HTTP), like \"etcd-1=http://10.0.0.11:2380\"; got %q.", entry))
-			return
-		}
-		if seen[n] {
-			d.bad(b, name, "Duplicate member in initial_cluster", fmt.Sprintf("Member %q is listed twice.", n))
-			return
-		}
-		seen[n] = true
-		if n == m.Name {
-			own = true
-			if pu.String() != m.PeerURL {
-				d.bad(b, name, "initial_cluster disagrees with peer_url",
-					fmt.Sprintf("initial_cluster gives this member (%q) the peer URL %q, but peer_url is %q; they must be the same.", n, u, m.PeerURL))
-			}
-		}
-	}
-	if !own {
+	_, err := etcdcluster.Parse(m.InitialCluster, m.Name, m.PeerURL)
+	var malformed *etcdcluster.MalformedError
+	var dup *etcdcluster.DuplicateError
+	var mismatch *etcdcluster.PeerMismatchError
+	switch {
+	case err == nil:
+	case errors.As(err, &malformed):
+		d.bad(b, name, "Invalid initial_cluster",
+			fmt.Sprintf("Each member is name=http://host:port (embedded etcd peers talk plain HTTP), like \"etcd-1=http://10.0.0.11:2380\"; got %q.", malformed.Entry))
+	case errors.As(err, &dup):
+		d.bad(b, name, "Duplicate member in initial_cluster", fmt.Sprintf("Member %q is listed twice.", dup.Name))
+	case errors.As(err, &mismatch):
+		d.bad(b, name, "initial_cluster disagrees with peer_url",
+			fmt.Sprintf("initial_cluster gives this member (%q) the peer URL %q, but peer_url is %q; they must be the same.", mismatch.Name, mismatch.Listed, mismatch.Own))
+	default:
 		d.bad(b, name, "This member is not in initial_cluster",
 			fmt.Sprintf("initial_cluster must list this member by its name %q (set name = ... to match one of its entries).", m.Name))
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +17,8 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
+
+	"github.com/berth-project/berth/internal/etcdcluster"
 )
 
 // Config says where the member keeps its data and listens.
@@ -89,7 +90,7 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	ec.AdvertisePeerUrls = []url.URL{*pu}
 	ec.InitialCluster = fmt.Sprintf("%s=%s", ec.Name, pu.String())
 	if cfg.InitialCluster != "" {
-		if err := checkInitialCluster(cfg.InitialCluster, ec.Name, pu); err != nil {
+		if _, err := etcdcluster.Parse(cfg.InitialCluster, ec.Name, pu.String()); err != nil {
 			return nil, fmt.Errorf("embedded etcd: %w", err)
 		}
 		ec.InitialCluster = cfg.InitialCluster
@@ -179,33 +180,4 @@ func (s *Server) Close() {
 func (s *Server) Ping(ctx context.Context) error {
 	_, err := s.client.Get(ctx, "health")
 	return err
-}
-
-// checkInitialCluster makes sure the member list names this member with
-// its own peer URL: etcd would otherwise refuse to start with a message
-// about a mismatch deep in its logs.
-func checkInitialCluster(list, name string, peer *url.URL) error {
-	seen := map[string]bool{}
-	own := false
-	for _, m := range strings.Split(list, ",") {
-		n, u, ok := strings.Cut(strings.TrimSpace(m), "=")
-		pu, err := url.Parse(u)
-		if !ok || n == "" || err != nil || pu.Host == "" {
-			return fmt.Errorf("initial_cluster entry %q is not name=http://host:2380", m)
-		}
-		if seen[n] {
-			return fmt.Errorf("initial_cluster names member %q twice", n)
-		}
-		seen[n] = true
-		if n == name {
-			if pu.String() != peer.String() {
-				return fmt.Errorf("initial_cluster gives member %q the peer URL %s but its peer_url is %s", n, pu, peer)
-			}
-			own = true
-		}
-	}
-	if !own {
-		return fmt.Errorf("initial_cluster %q does not name this member %q", list, name)
-	}
-	return nil
 }

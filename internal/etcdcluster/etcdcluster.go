@@ -1,0 +1,82 @@
+// Package etcdcluster reads an etcd member list ("name=http://host:2380,
+// ..."), as an embedded member's initial_cluster gives it. The config
+// decoder (which words its faults as HCL diagnostics) and the embedded
+// member (for callers that skip the config) check it with the same rules.
+package etcdcluster
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Member is one entry of a member list.
+type Member struct {
+	Name    string
+	PeerURL *url.URL
+}
+
+// MalformedError is an entry that is not name=http://host:port (embedded
+// members' peers talk plain HTTP).
+type MalformedError struct{ Entry string }
+
+func (e *MalformedError) Error() string {
+	return fmt.Sprintf("initial_cluster entry %q is not name=http://host:port", e.Entry)
+}
+
+// DuplicateError is a member named twice.
+type DuplicateError struct{ Name string }
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("initial_cluster names member %q twice", e.Name)
+}
+
+// PeerMismatchError is this member listed with another peer URL than its
+// own, which etcd would refuse only after starting, with a message about
+// a mismatch deep in its logs.
+type PeerMismatchError struct {
+	Name        string
+	Listed, Own string
+}
+
+func (e *PeerMismatchError) Error() string {
+	return fmt.Sprintf("initial_cluster gives member %q the peer URL %s but its peer_url is %s", e.Name, e.Listed, e.Own)
+}
+
+// NotListedError is a list that does not name this member.
+type NotListedError struct{ List, Name string }
+
+func (e *NotListedError) Error() string {
+	return fmt.Sprintf("initial_cluster %q does not name this member %q", e.List, e.Name)
+}
+
+// Parse reads list and checks that it names the member called name with
+// its own peer URL (peer). Its errors are one of the types above.
+func Parse(list, name, peer string) ([]Member, error) {
+	var out []Member
+	seen := map[string]bool{}
+	own := false
+	for _, entry := range strings.Split(list, ",") {
+		entry = strings.TrimSpace(entry)
+		n, u, ok := strings.Cut(entry, "=")
+		pu, err := url.Parse(u)
+		if !ok || n == "" || err != nil || pu.Scheme != "http" || pu.Hostname() == "" || pu.Port() == "" {
+			return nil, &MalformedError{Entry: entry}
+		}
+		if seen[n] {
+			return nil, &DuplicateError{Name: n}
+		}
+		seen[n] = true
+		if n == name {
+			own = true
+			if pu.String() != peer {
+				return nil, &PeerMismatchError{Name: n, Listed: u, Own: peer}
+			}
+		}
+		out = append(out, Member{Name: n, PeerURL: pu})
+	}
+	if !own {
+		return nil, &NotListedError{List: list, Name: name}
+	}
+	return out, nil
+}
