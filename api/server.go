@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/metrics"
 )
 
 // MaxCount is the most servers one request may ask for.
@@ -48,6 +49,7 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Lo
 	s := &Server{cli: cli, keys: keys, placement: p, log: log, router: mux.NewRouter(),
 		TraitSyncTimeout: DefaultTraitSyncTimeout}
 	r := s.router
+	r.Use(metrics.RouteLabel) // the route template for berth_http_requests_total
 	r.HandleFunc("/", s.versions).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.schedulingRoutes(r)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
+
+	"github.com/berth-project/berth/internal/metrics"
 )
 
 // HandlerOptions configure the Placement HTTP API. Set them with
@@ -44,6 +46,7 @@ type handlerFunc func(*reqCtx) error
 
 func (s *Service) newRouter() http.Handler {
 	r := mux.NewRouter()
+	r.Use(metrics.RouteLabel) // the route template for berth_http_requests_total
 	add := func(path string, ms ...any) {
 		rt := &route{path: path, methods: map[string]handlerFunc{}}
 		for i := 0; i < len(ms); i += 2 {

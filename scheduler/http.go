@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/metrics"
 )
 
 // SelectPath is the scheduler's one HTTP route.
@@ -47,6 +48,7 @@ type ErrorBody struct {
 // rolled back guarded by its revision (see rollback).
 func (s *Scheduler) Handler() http.Handler {
 	r := mux.NewRouter()
+	r.Use(metrics.RouteLabel) // the route template for berth_http_requests_total
 	r.HandleFunc(SelectPath, s.serveSelect).Methods(http.MethodPost)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "NotFound", "the scheduler serves only POST "+SelectPath)

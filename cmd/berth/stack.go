@@ -205,7 +205,7 @@ func (s *stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Li
 	// Every API server of the process also answers the status paths. No
 	// API has them as routes (the compute API's own /healthz said the
 	// same as this one).
-	h = status.Mount(h, s.status.Handler())
+	h = status.Mount(s.metrics.InstrumentHTTP(name, h), s.status.Handler())
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	s.servers = append(s.servers, srv)
 	s.Endpoints = append(s.Endpoints, [2]string{name, "http://" + ln.Addr().String()})

@@ -240,6 +240,9 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 				`berth_etcd_request_duration_seconds_count{operation="txn"}`:            5,
 				`berth_etcd_request_duration_seconds_count{operation="get"}`:            1,
 				`go_goroutines`: 1,
+				// Labelled by route template, from every listener alike.
+				`berth_http_requests_total{code="202",method="POST",route="/v1/servers",server="compute API"}`:     2,
+				`berth_http_requests_total{code="200",method="GET",route="/v1/servers/{id}",server="compute API"}`: 2,
 			}
 			exactly := map[string]float64{
 				`berth_scheduler_select_destinations_seconds_count{outcome="no_valid_host"}`: 0,

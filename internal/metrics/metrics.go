@@ -66,6 +66,7 @@ type Metrics struct {
 	builds         *prometheus.CounterVec
 	etcdSeconds    *prometheus.HistogramVec
 	etcdErrors     *prometheus.CounterVec
+	http           *httpMetrics
 }
 
 // latencyBuckets span an in-memory pick (well under a millisecond) to a
@@ -124,6 +125,7 @@ func New() *Metrics {
 	for _, o := range []string{BuildActive, BuildFailed, BuildRescheduled} {
 		m.builds.WithLabelValues(o)
 	}
+	m.http = newHTTPMetrics(m.reg)
 	return m
 }
 
