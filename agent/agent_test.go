@@ -161,14 +161,23 @@ func TestAgentDestroysABuildTakenBackWhileBuilding(t *testing.T) {
 	if err := waitFor(func() bool { return !inFlight() }); err != nil {
 		t.Fatal("build never ended")
 	}
+	assertNotKept(t, cli, keys, a, "i4", "")
+}
+
+// assertNotKept checks that agent a (host h1) neither runs uuid nor wrote
+// it as its own: the instance is still BUILD on host (its new place) and
+// h1 reports no instance info for it.
+func assertNotKept(t *testing.T, cli *clientv3.Client, keys etcdschema.Keys, a *Agent, uuid, host string) {
+	t.Helper()
+	ctx := context.Background()
 	if running, _ := a.driver.List(ctx); len(running) != 0 {
-		t.Fatalf("driver still runs %v after its cast was taken back", running)
+		t.Fatalf("driver runs %v, though %s is not this host's", running, uuid)
 	}
-	if got := instance(t, cli, keys, "i4"); got.Status != etcdschema.StatusBuild || got.Host != "" {
-		t.Fatalf("the agent wrote over the rescheduled instance: %+v", got)
+	if got := instance(t, cli, keys, uuid); got.Status != etcdschema.StatusBuild || got.Host != host {
+		t.Fatalf("the agent wrote over an instance not its own: %+v", got)
 	}
-	if resp, _ := cli.Get(ctx, keys.HostInstance("h1", "i4")); len(resp.Kvs) != 0 {
-		t.Fatal("instance info written for an instance taken back")
+	if resp, _ := cli.Get(ctx, keys.HostInstance("h1", uuid)); len(resp.Kvs) != 0 {
+		t.Fatalf("instance info written on h1 for %s", uuid)
 	}
 }
 
@@ -192,15 +201,7 @@ func TestAgentDoesNotBuildAnInstanceThatNamesAnotherHost(t *testing.T) {
 	}); err != nil {
 		t.Fatal("the stale cast was never ended")
 	}
-	if running, _ := a.driver.List(ctx); len(running) != 0 {
-		t.Fatalf("driver runs %v for an instance on another host", running)
-	}
-	if got := instance(t, cli, keys, "i6"); got.Status != etcdschema.StatusBuild || got.Host != "h2" {
-		t.Fatalf("the agent wrote over the other host's instance: %+v", got)
-	}
-	if resp, _ := cli.Get(ctx, keys.HostInstance("h1", "i6")); len(resp.Kvs) != 0 {
-		t.Fatal("instance info written for an instance on another host")
-	}
+	assertNotKept(t, cli, keys, a, "i6", "h2")
 }
 
 // The failed_builds count: +1 per failure, 0 after a success. An agent
