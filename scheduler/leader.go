@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/metrics"
 )
 
 // ErrNotLeader is returned by a fenced write whose fence no longer holds:
@@ -65,6 +66,8 @@ type LeaderConfig struct {
 	TTL    time.Duration
 	Duties []Duty
 	Log    hclog.Logger
+	// Metrics counts terms and duty sweeps (nil: not counted).
+	Metrics *metrics.Metrics
 }
 
 // Leader campaigns in /elections/scheduler and, while elected, runs the
@@ -81,6 +84,9 @@ type Leader struct {
 
 // NewLeader returns a candidate; Run campaigns.
 func NewLeader(cfg LeaderConfig) *Leader {
+	for _, d := range cfg.Duties {
+		cfg.Metrics.DeclareDuties(d.Name)
+	}
 	return &Leader{cfg: cfg, changed: make(chan struct{})}
 }
 
@@ -164,6 +170,8 @@ func (l *Leader) term(ctx context.Context, sess *concurrency.Session) {
 	}
 	f := Fence{Key: e.Key(), Rev: e.Rev()}
 	l.setFence(&f)
+	l.cfg.Metrics.Leading(true)
+	defer l.cfg.Metrics.Leading(false)
 	log.Info("elected leader", "id", l.cfg.ID, "election_key", f.Key, "fence_revision", f.Rev)
 	var wg sync.WaitGroup
 	for _, d := range l.cfg.Duties {
@@ -195,13 +203,18 @@ func (l *Leader) runDuty(ctx context.Context, d Duty, f Fence) {
 	t := time.NewTicker(d.Interval)
 	defer t.Stop()
 	for {
+		start := time.Now()
 		err := d.Run(ctx, f)
 		switch {
 		case errors.Is(err, ErrNotLeader):
+			l.cfg.Metrics.ObserveDuty(d.Name, metrics.DutyNotLeader, start)
 			log.Warn("duty stopped: fenced write refused, another scheduler leads")
 			return
 		case err != nil && ctx.Err() == nil:
+			l.cfg.Metrics.ObserveDuty(d.Name, metrics.DutyError, start)
 			log.Warn("duty failed; retrying next interval", "error", err)
+		case err == nil:
+			l.cfg.Metrics.ObserveDuty(d.Name, metrics.DutyOK, start)
 		}
 		select {
 		case <-ctx.Done():

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/metrics"
 )
 
 // TestLeaderFailoverAndFencing: two candidates with their own etcd
@@ -122,4 +123,62 @@ func TestLeaderResignsOnStop(t *testing.T) {
 	stopA()
 	<-done
 	waitFor(t, "b to lead well before the 60 s TTL", func() bool { _, ok := b.Fence(); return ok })
+}
+
+// TestLeaderMetrics: the leader gauge follows the term, and every duty
+// sweep is counted by outcome.
+func TestLeaderMetrics(t *testing.T) {
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/t")
+	m := metrics.New()
+	ctx, stop := context.WithCancel(context.Background())
+	fails := func(context.Context, Fence) error { return errors.New("etcd said no") }
+	a := NewLeader(LeaderConfig{Client: cli, Keys: keys, ID: "a", TTL: 60 * time.Second, Log: hclog.NewNullLogger(),
+		Metrics: m, Duties: []Duty{
+			{Name: "sweep", Interval: 10 * time.Millisecond, Run: func(context.Context, Fence) error { return nil }},
+			{Name: "broken", Interval: time.Hour, Run: fails},
+		}})
+	value := func(name string, labels ...string) float64 {
+		t.Helper()
+		mfs, err := m.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+		metric:
+			for _, mt := range mf.GetMetric() {
+				for i, lp := range mt.GetLabel() {
+					if i*2+1 >= len(labels) || lp.GetName() != labels[i*2] || lp.GetValue() != labels[i*2+1] {
+						continue metric
+					}
+				}
+				if mt.Gauge != nil {
+					return mt.GetGauge().GetValue()
+				}
+				return mt.GetCounter().GetValue()
+			}
+		}
+		t.Fatalf("no %s%v", name, labels)
+		return 0
+	}
+	if v := value("berth_scheduler_duty_runs_total", "duty", "broken", "outcome", "error"); v != 0 {
+		t.Fatalf("declared series = %v before any sweep", v)
+	}
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	waitFor(t, "two sweeps and the failure counted", func() bool {
+		return value("berth_scheduler_duty_runs_total", "duty", "sweep", "outcome", "ok") >= 2 &&
+			value("berth_scheduler_duty_runs_total", "duty", "broken", "outcome", "error") == 1
+	})
+	if value("berth_scheduler_leader") != 1 || value("berth_scheduler_leader_terms_total") != 1 {
+		t.Fatalf("leader gauge %v, terms %v while leading", value("berth_scheduler_leader"), value("berth_scheduler_leader_terms_total"))
+	}
+	stop()
+	<-done
+	if value("berth_scheduler_leader") != 0 {
+		t.Fatal("leader gauge still 1 after the term ended")
+	}
 }

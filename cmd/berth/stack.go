@@ -318,6 +318,7 @@ func (s *stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 	go sups.Run(s.ctx)
 	leader := scheduler.NewLeader(scheduler.LeaderConfig{
 		Client: s.cli, Keys: s.keys, ID: s.schedID, TTL: c.ElectionTTL, Log: log.Named("leader"),
+		Metrics: s.metrics,
 		Duties: scheduler.LeaderDuties(scheduler.DutyConfig{
 			Client: s.cli, Keys: s.keys, Placement: s.placement, Hosts: s.hosts, Superconductors: sups,
 			ID: s.schedID, Interval: c.LeaderInterval, DownHostGrace: c.DownHostGrace,

@@ -67,6 +67,7 @@ type Metrics struct {
 	etcdSeconds    *prometheus.HistogramVec
 	etcdErrors     *prometheus.CounterVec
 	http           *httpMetrics
+	leader         *leaderMetrics
 }
 
 // latencyBuckets span an in-memory pick (well under a millisecond) to a
@@ -126,6 +127,7 @@ func New() *Metrics {
 		m.builds.WithLabelValues(o)
 	}
 	m.http = newHTTPMetrics(m.reg)
+	m.leader = newLeaderMetrics(m.reg)
 	return m
 }
 
