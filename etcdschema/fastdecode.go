@@ -1,6 +1,9 @@
 package etcdschema
 
-import "time"
+import (
+	"time"
+	"unicode/utf8"
+)
 
 // fastDecoder is a value type with a decoder for the plain JSON that
 // Encode writes, tried before encoding/json (whose reflection and
@@ -90,19 +93,27 @@ func eachFlatMember(data []byte, set func(m *flatMember) bool) bool {
 	}
 }
 
-// plainString reads a JSON string at data[i] that has no escapes and
-// only printable ASCII (what encoding/json would return byte for byte),
-// returning its contents and the index after it.
+// plainString reads a JSON string at data[i] that has no escapes, no
+// control bytes and only valid UTF-8 (what encoding/json returns byte for
+// byte; it replaces invalid UTF-8), returning its contents and the index
+// after it.
 func plainString(data []byte, i int) ([]byte, int, bool) {
 	if i >= len(data) || data[i] != '"' {
 		return nil, i, false
 	}
+	ascii := true
 	for j := i + 1; j < len(data); j++ {
 		switch c := data[j]; {
 		case c == '"':
-			return data[i+1 : j], j + 1, true
-		case c == '\\' || c < 0x20 || c >= 0x80:
+			s := data[i+1 : j]
+			if !ascii && !utf8.Valid(s) {
+				return nil, i, false
+			}
+			return s, j + 1, true
+		case c == '\\' || c < 0x20:
 			return nil, i, false
+		case c >= utf8.RuneSelf:
+			ascii = false
 		}
 	}
 	return nil, i, false

@@ -50,9 +50,16 @@ func (h *header) setVersion(v int)   { h.Version = v }
 // ErrUnsupportedVersion is wrapped by Decode for versions it cannot read.
 var ErrUnsupportedVersion = errors.New("unsupported value version")
 
-// Encode stamps v with its current version and marshals it.
+// Encode stamps v with its current version and marshals it: with the
+// type's own encoder when it has one (fastEncoder, byte-identical), else
+// or where that declines with encoding/json.
 func Encode(v Versioned) ([]byte, error) {
 	v.setVersion(v.SchemaVersion())
+	if f, ok := v.(fastEncoder); ok {
+		if b, ok := f.appendJSON(make([]byte, 0, f.sizeHint())); ok {
+			return b, nil
+		}
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode %T: %w", v, err)
