@@ -298,7 +298,8 @@ func TestPlacementFastDecodeMatchesEncodingJSON(t *testing.T) {
 }
 
 var (
-	providerJSON = MustEncode(&Provider{UUID: "2f9c0d1e-0000-4000-8000-000000000001", Name: "compute-000001",
+	providerCreated = time.Date(2026, 11, 22, 1, 2, 3, 456789000, time.UTC)
+	providerJSON    = MustEncode(&Provider{UUID: "2f9c0d1e-0000-4000-8000-000000000001", Name: "compute-000001",
 		Generation: 7, RootProviderUUID: "2f9c0d1e-0000-4000-8000-000000000001",
 		Inventories: map[string]Inventory{
 			"VCPU":      {Total: 64, MinUnit: 1, MaxUnit: 64, StepSize: 1, AllocationRatio: 16},

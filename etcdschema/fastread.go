@@ -55,6 +55,20 @@ func (r *jsonReader) null() bool {
 	return false
 }
 
+// bool reads true or false for a bool field.
+func (r *jsonReader) bool() (bool, bool) {
+	i := skipWS(r.data, r.i)
+	switch {
+	case len(r.data)-i >= 4 && string(r.data[i:i+4]) == "true":
+		r.i = i + 4
+		return true, true
+	case len(r.data)-i >= 5 && string(r.data[i:i+5]) == "false":
+		r.i = i + 5
+		return false, true
+	}
+	return false, false
+}
+
 // string reads a string for a string field.
 func (r *jsonReader) string() (string, bool) {
 	s, ok := r.str()

@@ -1,0 +1,94 @@
+package etcdschema
+
+// A scheduler's cold start decodes every host's Service and HostSync
+// (100,000 of each at 100,000 hosts) beside the InstanceInfos; these read
+// them as fastdecode_placement.go reads the placement records, with the
+// same rules: exact names, each once, null only for the slice, a copy
+// stored only on success.
+
+func (s *Service) decodeFast(data []byte) bool {
+	q := *s
+	r := jsonReader{data: data}
+	var seen uint32
+	ok := r.object(func(name []byte) bool {
+		var ok bool
+		var bit uint32
+		switch string(name) {
+		case "version":
+			var n int64
+			n, ok = r.int64()
+			q.Version, bit = int(n), 1
+		case "host":
+			q.Host, ok = r.string()
+			bit = 2
+		case "cell":
+			q.Cell, ok = r.string()
+			bit = 4
+		case "provider_uuid":
+			q.ProviderUUID, ok = r.string()
+			bit = 8
+		case "disabled":
+			q.Disabled, ok = r.bool()
+			bit = 16
+		case "disabled_reason":
+			q.DisabledReason, ok = r.string()
+			bit = 32
+		case "forced_down":
+			q.ForcedDown, ok = r.bool()
+			bit = 64
+		case "agent_version":
+			q.AgentVersion, ok = r.string()
+			bit = 128
+		case "failed_builds":
+			var n int64
+			n, ok = r.int64()
+			q.FailedBuilds, bit = int(n), 256
+		case "created_at":
+			q.CreatedAt, ok = r.time()
+			bit = 512
+		case "updated_at":
+			q.UpdatedAt, ok = r.time()
+			bit = 1024
+		}
+		return ok && once(&seen, bit)
+	})
+	if !ok || !r.end() {
+		return false
+	}
+	*s = q
+	return true
+}
+
+func (h *HostSync) decodeFast(data []byte) bool {
+	if h.UUIDs != nil {
+		return false // encoding/json would reuse its array
+	}
+	q := *h
+	r := jsonReader{data: data}
+	var seen uint32
+	ok := r.object(func(name []byte) bool {
+		var ok bool
+		var bit uint32
+		switch string(name) {
+		case "version":
+			var n int64
+			n, ok = r.int64()
+			q.Version, bit = int(n), 1
+		case "host":
+			q.Host, ok = r.string()
+			bit = 2
+		case "uuids":
+			q.UUIDs, ok = r.strings()
+			bit = 4
+		case "at":
+			q.At, ok = r.time()
+			bit = 8
+		}
+		return ok && once(&seen, bit)
+	})
+	if !ok || !r.end() {
+		return false
+	}
+	*h = q
+	return true
+}

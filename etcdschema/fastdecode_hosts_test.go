@@ -1,0 +1,64 @@
+package etcdschema
+
+import (
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// TestHostRecordsFastDecodeMatchesEncodingJSON: Service and HostSync, as
+// the placement records: random encoded values, reshaped, and edge cases
+// decode exactly as encoding/json decodes them, or are declined.
+func TestHostRecordsFastDecodeMatchesEncodingJSON(t *testing.T) {
+	g := genPlacement{rand.New(rand.NewSource(3)), new(bool)}
+	var svcs, syncs [][]byte
+	for i := 0; i < 1500; i++ {
+		*g.plain = i%2 == 0
+		s := &Service{Host: g.str(), Cell: g.str(), ProviderUUID: g.str(), Disabled: g.rng.Intn(2) == 0,
+			ForcedDown: g.rng.Intn(2) == 0, AgentVersion: g.str(), FailedBuilds: int(g.int64()), CreatedAt: g.time(), UpdatedAt: g.time()}
+		if g.rng.Intn(2) == 0 {
+			s.DisabledReason = g.str()
+		}
+		if b, err := Encode(s); err == nil {
+			svcs = append(svcs, b, reshape(g.rng, b))
+		}
+		if b, err := Encode(&HostSync{Host: g.str(), UUIDs: g.strs(), At: g.time()}); err == nil {
+			syncs = append(syncs, b, reshape(g.rng, b))
+		}
+	}
+	svc := MustEncode(&Service{Host: "compute-000001", Cell: "cell1", ProviderUUID: "2f9c0d1e-0000-4000-8000-000000000001",
+		Disabled: true, DisabledReason: "maintenance", AgentVersion: "1.0", FailedBuilds: 2,
+		CreatedAt: providerCreated, UpdatedAt: providerCreated})
+	sync := MustEncode(&HostSync{Host: "compute-000001", UUIDs: []string{"a", "b"}, At: providerCreated})
+	svcs = append(svcs, placementEdgeCases(svc)...)
+	for _, v := range []string{"false", `"true"`, "null", "1", "tru", "TRUE", "true1", "truefalse"} {
+		svcs = append(svcs, []byte(strings.Replace(svc, `"disabled":true`, `"disabled":`+v, 1)))
+	}
+	syncs = append(syncs, placementEdgeCases(sync)...)
+	for _, v := range []string{"null", "[]", `[ "a" ]`, `["a",null]`, `"a"`, `{}`, `["a"`} {
+		syncs = append(syncs, []byte(strings.Replace(sync, `"uuids":["a","b"]`, `"uuids":`+v, 1)))
+	}
+	fast := 0
+	for _, in := range svcs {
+		if decodeBoth(t, in, Service{}) {
+			fast++
+		}
+		decodeBoth(t, in, Service{Host: "old", Disabled: true, FailedBuilds: 9})
+	}
+	for _, in := range syncs {
+		if decodeBoth(t, in, HostSync{}) {
+			fast++
+		}
+		decodeBoth(t, in, HostSync{Host: "old"})
+		decodeBoth(t, in, HostSync{UUIDs: []string{"x", "y", "z"}})
+	}
+	t.Logf("%d of %d values took the fast path", fast, len(svcs)+len(syncs))
+	if fast < 1500 {
+		t.Errorf("only %d of %d values took the fast path", fast, len(svcs)+len(syncs))
+	}
+	var s Service
+	var hs HostSync
+	if !s.decodeFast([]byte(svc)) || !hs.decodeFast([]byte(sync)) {
+		t.Errorf("the fast path refused a Service or HostSync as Berth writes them")
+	}
+}
