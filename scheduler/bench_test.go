@@ -242,7 +242,8 @@ func heapMB() float64 {
 // concurrent loads both at once, as `berth server` does; sequential loads
 // one after the other, which gives each its own CPU and heap.
 // BERTH_BENCH_CPUPROFILE and BERTH_BENCH_MEMPROFILE write profiles of the
-// loads alone (without populating etcd, which -cpuprofile would include).
+// loads alone (without populating etcd, which -cpuprofile would include);
+// BERTH_BENCH_CHILD_LOG=FILE writes the process child's output to FILE.
 func BenchmarkColdStart100k(b *testing.B) {
 	n := 100000
 	if v := benchHosts(); v > 0 {
@@ -398,6 +399,14 @@ func coldStartProcess(b *testing.B, etcdURL string, n, perHost int) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		b.Fatalf("cold start child: %v\n%s", err, out)
+	}
+	if path := os.Getenv("BERTH_BENCH_CHILD_LOG"); path != "" {
+		// The child's whole output, with e.g. GODEBUG=gctrace=1 its GC
+		// cycles (the heap each started and ended at, which is what sets
+		// the peak RSS).
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			b.Fatal(err)
+		}
 	}
 	var r childResult
 	found := false

@@ -155,28 +155,28 @@ func (in *Informer) Run(ctx context.Context) {
 
 // list reads the prefix at one revision (pages fetched while the last is
 // decoded, see List) and hands it to the handler's Reset.
+//
+// The events are gathered into one slice sized from a count at the
+// list's revision (etcd counts without reading values), each page copied
+// in and dropped as it arrives. Keeping the pages until the end and then
+// joining them held every event twice at the end of a cold start (1.4M
+// host keys: ~270 MB of events), just when the heap peaks.
 func (in *Informer) list(ctx context.Context) (int64, error) {
-	var pages [][]Event
-	n := 0
 	var decode DecodeFunc
 	if d, ok := in.h.(Decoder); ok {
 		decode = d.Decode
 	}
-	rev, err := List(ctx, in.cli, in.prefix, 0, decode, func(page []Event) error {
-		pages = append(pages, page)
-		n += len(page)
-		return nil
-	})
+	resp, err := in.cli.Get(ctx, in.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("count %s: %w", in.prefix, err)
 	}
-	all := pages[0]
-	if len(pages) > 1 {
-		all = make([]Event, 0, n)
-		for i, p := range pages {
-			all = append(all, p...)
-			pages[i] = nil
-		}
+	rev := resp.Header.Revision
+	all := make([]Event, 0, resp.Count)
+	if _, err := List(ctx, in.cli, in.prefix, rev, decode, func(page []Event) error {
+		all = append(all, page...)
+		return nil
+	}); err != nil {
+		return 0, err
 	}
 	in.h.Reset(all, rev)
 	in.setRev(rev)
