@@ -242,6 +242,44 @@ func (h hostsHandler) Reset(kvs []informer.Event, rev int64) {
 	}
 }
 
+// ResetPaged (informer.PagedResetter) builds the listed state page by
+// page in a host manager of its own, outside the lock, and swaps it in at
+// the end: the listed events (1.4M at 100,000 hosts) are garbage as soon
+// as they are applied instead of all held until a Reset, and requests
+// keep reading the old state meanwhile, as they did during a list before.
+// Hosts whose sync differed from their listed instances are re-read after
+// the swap.
+func (h hostsHandler) ResetPaged(rev int64, list func(page func([]informer.Event)) error) error {
+	hm := h.hm
+	next := &HostManager{keys: hm.keys, log: hm.log, track: hm.track,
+		hosts: map[string]*hostRecord{}, byProvider: map[string]string{},
+		reread: map[string]bool{}, rereadCh: make(chan struct{}, 1)}
+	if err := list(func(page []informer.Event) {
+		for _, ev := range page {
+			next.applyLocked(ev, true)
+		}
+	}); err != nil {
+		return err
+	}
+	// As in Reset: a re-read older than this list must not replace it.
+	for _, r := range next.hosts {
+		r.instRev = rev
+	}
+	hm.mu.Lock()
+	hm.hosts, hm.byProvider = next.hosts, next.byProvider
+	for host := range next.reread {
+		hm.reread[host] = true
+	}
+	hm.mu.Unlock()
+	if len(next.reread) > 0 {
+		select {
+		case hm.rereadCh <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
 func (h hostsHandler) Apply(evs []informer.Event) {
 	hm := h.hm
 	hm.mu.Lock()

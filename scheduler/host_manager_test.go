@@ -120,3 +120,39 @@ func TestTrackInstanceChangesOff(t *testing.T) {
 		}
 	}
 }
+
+// TestHostManagerListPageByPage: a host manager started on a populated
+// etcd builds its state from the list page by page (ResetPaged): hosts,
+// services, instances and providers as listed, a host whose sync matches
+// its listed instances trusted, and one whose sync differs re-read from
+// etcd after the list (then trusted with etcd's instances).
+func TestHostManagerListPageByPage(t *testing.T) {
+	c := newCloud(t)
+	c.addHost("a", "cell1", 8, 8192, false)
+	c.addHost("b", "cell1", 8, 8192, false)
+	c.info("a", "i1")
+	c.info("a", "i2")
+	c.hostSync("a", "i1", "i2")
+	c.info("b", "i3")
+	c.info("b", "i4")
+	c.hostSync("b", "i3") // differs from b's listed instances
+
+	hm := NewHostManager(c.cli, c.keys, hclog.NewNullLogger())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go hm.Run(ctx)
+	if err := hm.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h, ok := hm.HostForProvider("rp-a"); !ok || h != "a" {
+		t.Errorf("provider rp-a maps to %q, %v; want a", h, ok)
+	}
+	v, ok := hm.view("a")
+	if !ok || !v.Updated || len(v.Instances) != 2 || v.Instances["i1"] == nil || v.Service == nil || v.Service.ProviderUUID != "rp-a" {
+		t.Errorf("host a after the list: %+v, %v; want trusted with i1 and i2", v, ok)
+	}
+	waitFor(t, "b re-read after the list", func() bool {
+		v, _ := hm.view("b")
+		return v.Updated && len(v.Instances) == 2 && v.Instances["i4"] != nil
+	})
+}

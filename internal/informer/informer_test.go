@@ -262,6 +262,67 @@ func testListAtOneRevision(t *testing.T, cli *clientv3.Client, paged bool) {
 	if d.raw != 0 {
 		t.Errorf("%d events reached the handler with their raw value", d.raw)
 	}
+
+	// A PagedResetter gets the same list chunk by chunk, in key order,
+	// at one revision, and no Reset.
+	p := &pagedRecorder{}
+	pin := New(cli, "/p/", p, hclog.NewNullLogger())
+	go pin.Run(ctx)
+	if err := pin.WaitForRevision(ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resets != 0 || p.pages < 2 || len(p.keys) != n {
+		t.Fatalf("paged reset: %d Resets, %d pages, %d keys; want 0, several, %d", p.resets, p.pages, len(p.keys), n)
+	}
+	for i, k := range p.keys {
+		if want := fmt.Sprintf("/p/k%05d", i); k != want {
+			t.Fatalf("paged key %d is %s, want %s (order lost)", i, k, want)
+		}
+	}
+	if p.rev != resp.Header.Revision || p.vals["/p/k00000"] != "decoded:new" || p.vals["/p/k00001"] != "decoded:v1" {
+		t.Errorf("paged reset at %d (want %d): k00000=%q k00001=%q", p.rev, resp.Header.Revision,
+			p.vals["/p/k00000"], p.vals["/p/k00001"])
+	}
+}
+
+// pagedRecorder is a decodingRecorder that takes its list page by page
+// (PagedResetter), noting the keys in the order they came.
+type pagedRecorder struct {
+	decodingRecorder
+	keys          []string
+	pages, resets int
+	rev           int64
+}
+
+func (p *pagedRecorder) Reset(evs []Event, rev int64) {
+	p.mu.Lock()
+	p.resets++
+	p.mu.Unlock()
+	p.decodingRecorder.Reset(evs, rev)
+}
+
+func (p *pagedRecorder) ResetPaged(rev int64, list func(page func([]Event)) error) error {
+	vals := map[string]string{}
+	var keys []string
+	pages := 0
+	err := list(func(page []Event) {
+		pages++
+		for _, e := range page {
+			keys = append(keys, e.Key)
+			if e.DecodeErr == nil {
+				vals[e.Key] = e.Decoded.(string)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.vals, p.keys, p.pages, p.rev = vals, keys, pages, rev
+	return nil
 }
 
 // TestListCompactedRevision: a list pinned to a compacted revision fails
