@@ -180,12 +180,17 @@ func (in *Informer) list(ctx context.Context) (int64, error) {
 	if d, ok := in.h.(Decoder); ok {
 		decode = d.Decode
 	}
-	resp, err := in.cli.Get(ctx, in.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	pr, paged := in.h.(PagedResetter)
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}
+	if paged {
+		opts = nil // only the revision: a read of the prefix's own key costs nothing
+	}
+	resp, err := in.cli.Get(ctx, in.prefix, opts...)
 	if err != nil {
 		return 0, fmt.Errorf("count %s: %w", in.prefix, err)
 	}
 	rev := resp.Header.Revision
-	if pr, ok := in.h.(PagedResetter); ok {
+	if paged {
 		if err := pr.ResetPaged(rev, func(page func([]Event)) error {
 			_, err := List(ctx, in.cli, in.prefix, rev, decode, func(p []Event) error {
 				page(p)
