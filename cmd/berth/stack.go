@@ -21,6 +21,7 @@ import (
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/embedetcd"
+	"github.com/berth-project/berth/internal/loadgc"
 	"github.com/berth-project/berth/internal/members"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/status"
@@ -226,6 +227,10 @@ func (s *stack) startServerRoles(ctx context.Context) error {
 	// adding up.
 	// Nothing answers from the host manager before startScheduler waits
 	// for it, and /readyz names each until it has loaded.
+	// While they load, the GC runs at a tighter target (loadgc): the
+	// etcd client's garbage would otherwise double the peak memory.
+	loaded := loadgc.Tighten()
+	defer loaded()
 	if cfg.Scheduler != nil {
 		if err := cfg.Scheduler.CheckFilters(scheduler.FilterNames()); err != nil {
 			return err
@@ -249,6 +254,7 @@ func (s *stack) startServerRoles(ctx context.Context) error {
 			return err
 		}
 	}
+	loaded() // both loads are done: startScheduler waited for the host manager
 	if cfg.Superconductor != nil {
 		if err := s.startSuperconductor(ctx, cfg.Superconductor); err != nil {
 			return err
