@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/informer"
+	"github.com/berth-project/berth/internal/metrics"
 )
 
 // etcdResponseOp is one operation's answer inside a transaction.
@@ -54,6 +55,8 @@ type Queue struct {
 	deferFn     func(it Item, all iter.Seq[Item]) bool
 	alsoRead    func(id string) []string
 	log         hclog.Logger
+	name        string // metrics' queue label
+	metrics     *metrics.Metrics
 
 	mu      sync.Mutex
 	items   map[string]Item // pending items by id
@@ -92,7 +95,10 @@ type QueueConfig struct {
 	// leases an item (Item.Extra): state the work needs to see as of the
 	// moment it was leased, without another round trip to etcd.
 	AlsoRead func(id string) []string
-	Log      hclog.Logger
+	// Name labels the queue's metrics (metrics.QueueBuildRequests, ...).
+	Name    string
+	Metrics *metrics.Metrics
+	Log     hclog.Logger
 }
 
 // NewQueue builds a queue; Run starts it.
@@ -107,6 +113,7 @@ func NewQueue(c QueueConfig) *Queue {
 	q := &Queue{
 		cli: c.Client, itemPrefix: c.ItemPrefix, leasePrefix: c.LeasePrefix, leaseKey: c.LeaseKey,
 		holder: c.Holder, ttl: ttl, workers: c.Workers, process: c.Process, deferFn: c.Defer, alsoRead: c.AlsoRead, log: c.Log,
+		name: c.Name, metrics: c.Metrics,
 		items: map[string]Item{}, leased: map[string]bool{}, queued: map[string]bool{},
 		inFlite: map[string]bool{}, defered: map[string]bool{}, work: make(chan string, 1024),
 	}
@@ -236,6 +243,7 @@ func (q *Queue) TryAcquire(ctx context.Context, id string) (Item, bool, error) {
 		return Item{}, false, nil
 	}
 	ok, cur, err := q.acquire(ctx, it)
+	q.countLease(metrics.TurnPreferred, ok, err)
 	if err != nil || !ok {
 		q.mu.Lock()
 		delete(q.inFlite, id)
@@ -243,6 +251,17 @@ func (q *Queue) TryAcquire(ctx context.Context, id string) (Item, bool, error) {
 		return Item{}, false, err
 	}
 	return cur, true, nil
+}
+
+func (q *Queue) countLease(turn string, won bool, err error) {
+	switch {
+	case err != nil:
+		q.metrics.QueueLease(q.name, turn, metrics.LeaseError)
+	case won:
+		q.metrics.QueueLease(q.name, turn, metrics.LeaseWon)
+	default:
+		q.metrics.QueueLease(q.name, turn, metrics.LeaseLost)
+	}
 }
 
 // TryAcquireMany leases several items in one etcd transaction, each in
@@ -264,6 +283,16 @@ func (q *Queue) TryAcquireMany(ctx context.Context, ids []string) ([]Item, error
 		chunk := its[start:min(start+maxAcquirePerTxn, len(its))]
 		ok, err := q.acquireMany(ctx, chunk)
 		got = append(got, ok...)
+		for range ok {
+			q.metrics.QueueLease(q.name, metrics.TurnSibling, metrics.LeaseWon)
+		}
+		if err != nil {
+			q.metrics.QueueLease(q.name, metrics.TurnSibling, metrics.LeaseError)
+		} else {
+			for range len(chunk) - len(ok) {
+				q.metrics.QueueLease(q.name, metrics.TurnSibling, metrics.LeaseLost)
+			}
+		}
 		if err != nil {
 			q.releaseFlights(its, got)
 			return got, err

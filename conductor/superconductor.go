@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/testhook"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/scheduler"
@@ -44,6 +45,7 @@ type SuperconductorConfig struct {
 	SelectTimeout time.Duration
 	MaxAttempts   int
 	Log           hclog.Logger
+	Metrics       *metrics.Metrics // nil: lease attempts are not counted
 }
 
 // Superconductor turns BuildRequests into instances in cells.
@@ -60,6 +62,7 @@ func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
 		Client: cfg.Client, ItemPrefix: cfg.Keys.BuildRequests(), LeasePrefix: cfg.Keys.BuildRequestLeases(),
 		LeaseKey: cfg.Keys.BuildRequestLease, Holder: cfg.Holder, LeaseTTL: cfg.LeaseTTL,
 		Workers: cfg.Workers, Process: s.process, Defer: leadsElsewhere, Log: cfg.Log,
+		Name: metrics.QueueBuildRequests, Metrics: cfg.Metrics,
 		// Whether the instance already holds a claim, read as we lease it:
 		// a claim can only be left by an earlier holder, so this read is
 		// as good as one made after the lease, and costs no round trip.

@@ -23,6 +23,7 @@ import (
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/logging"
+	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -342,6 +343,9 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	for _, s := range scheds {
 		t.ClaimServices = append(t.ClaimServices, s.placement)
 	}
+	// When the run ends: what the superconductors' lease attempts cost
+	// (each holder sees every build request; issue 7).
+	cleanups = append(cleanups, func() { fmt.Fprintln(os.Stderr, queueLeaseSummary(scheds)) })
 	all := append([]*stack{s0}, scheds...)
 	t.Sync = func(ctx context.Context, rev int64) error {
 		for _, s := range all {
@@ -379,6 +383,35 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 		return fmt.Errorf("no scheduler started here has id %s", id)
 	}
 	return t, cleanup, nil
+}
+
+// queueLeaseSummary sums the superconductor queues' lease attempts
+// (berth_queue_lease_attempts_total) over the scheduler stacks.
+func queueLeaseSummary(scheds []*stack) string {
+	sum := map[string]map[string]float64{}
+	for _, s := range scheds {
+		for turn, outs := range s.metrics.QueueLeaseCounts(metrics.QueueBuildRequests) {
+			if sum[turn] == nil {
+				sum[turn] = map[string]float64{}
+			}
+			for o, n := range outs {
+				sum[turn][o] += n
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "superconductor lease attempts (%d queues):", len(scheds))
+	var won, lost float64
+	for _, turn := range []string{metrics.TurnPreferred, metrics.TurnFallback, metrics.TurnSibling} {
+		o := sum[turn]
+		won, lost = won+o[metrics.LeaseWon], lost+o[metrics.LeaseLost]
+		fmt.Fprintf(&b, " %s won %.0f lost %.0f skipped %.0f error %.0f;", turn,
+			o[metrics.LeaseWon], o[metrics.LeaseLost], o[metrics.LeaseSkipped], o[metrics.LeaseError])
+	}
+	if won > 0 {
+		fmt.Fprintf(&b, " %.3f lost per item leased", lost/won)
+	}
+	return b.String()
 }
 
 // crash stops a stack as a killed process would: its etcd client goes

@@ -367,7 +367,7 @@ func (s *stack) startSuperconductor(ctx context.Context, c *configs.Superconduct
 	sup := conductor.NewSuperconductor(conductor.SuperconductorConfig{
 		Client: s.cli, Keys: s.keys, Schedulers: scheduler.NewPool(local, s.schedID, scheds, nil),
 		Placement: s.placement, Holder: holder, Workers: c.Workers, LeaseTTL: c.LeaseTTL,
-		SelectTimeout: c.SelectTimeout, MaxAttempts: maxAttempts, Log: log,
+		SelectTimeout: c.SelectTimeout, MaxAttempts: maxAttempts, Log: log, Metrics: s.metrics,
 	})
 	s.run("superconductor", sup.Run)
 	s.readyWhen("superconductor queue", "the superconductor has not read the build requests yet", sup.WaitSynced)

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Outcome label values. They are part of the metrics' contract with
@@ -46,6 +47,19 @@ const (
 	BuildActive      = "active"      // spawned, instance ACTIVE
 	BuildFailed      = "failed"      // failed, not reschedulable: instance ERROR
 	BuildRescheduled = "rescheduled" // failed, a retry was filed for the cell conductor
+
+	// work queues (conductor.Queue): which queue
+	QueueBuildRequests = "build_requests" // the superconductors' queue
+	QueueRetries       = "retries"        // the cell conductors' queues
+	// a lease attempt's turn
+	TurnPreferred = "preferred" // this holder ranks first for the item: tried at once
+	TurnFallback  = "fallback"  // another holder ranks first: tried after the grace
+	TurnSibling   = "sibling"   // gathered with a multi-create's first item
+	// its outcome
+	LeaseWon     = "won"     // the lease transaction succeeded
+	LeaseLost    = "lost"    // its compares failed: another holder had it, or it was gone
+	LeaseSkipped = "skipped" // our watch already showed it leased: no transaction sent
+	LeaseError   = "error"   // etcd failed
 )
 
 // Host states of berth_scheduler_hosts.
@@ -68,6 +82,7 @@ type Metrics struct {
 	etcdErrors     *prometheus.CounterVec
 	http           *httpMetrics
 	leader         *leaderMetrics
+	queueLeases    *prometheus.CounterVec
 }
 
 // latencyBuckets span an in-memory pick (well under a millisecond) to a
@@ -108,8 +123,12 @@ func New() *Metrics {
 		Name: "berth_etcd_request_errors_total",
 		Help: "etcd KV requests of this process that returned an error, by operation.",
 	}, []string{"operation"})
+	m.queueLeases = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "berth_queue_lease_attempts_total",
+		Help: "Work-queue lease attempts by queue (build_requests, retries), turn (preferred, fallback, sibling) and outcome (won, lost, skipped, error).",
+	}, []string{"queue", "turn", "outcome"})
 	m.reg.MustRegister(m.selectSeconds, m.claims, m.claimConflicts, m.reschedules, m.builds,
-		m.etcdSeconds, m.etcdErrors,
+		m.etcdSeconds, m.etcdErrors, m.queueLeases,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every label value exists from the start, at zero, so a dashboard's
@@ -128,6 +147,13 @@ func New() *Metrics {
 	}
 	m.http = newHTTPMetrics(m.reg)
 	m.leader = newLeaderMetrics(m.reg)
+	for _, q := range []string{QueueBuildRequests, QueueRetries} {
+		for _, t := range []string{TurnPreferred, TurnFallback, TurnSibling} {
+			for _, o := range []string{LeaseWon, LeaseLost, LeaseSkipped, LeaseError} {
+				m.queueLeases.WithLabelValues(q, t, o)
+			}
+		}
+	}
 	return m
 }
 
@@ -182,6 +208,33 @@ func (m *Metrics) Build(outcome string) {
 		return
 	}
 	m.builds.WithLabelValues(outcome).Inc()
+}
+
+// QueueLease counts one lease attempt of a work queue.
+func (m *Metrics) QueueLease(queue, turn, outcome string) {
+	if m == nil {
+		return
+	}
+	m.queueLeases.WithLabelValues(queue, turn, outcome).Inc()
+}
+
+// QueueLeaseCounts reads berth_queue_lease_attempts_total of one queue,
+// by turn then outcome (for the load tool's summary and tests).
+func (m *Metrics) QueueLeaseCounts(queue string) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	if m == nil {
+		return out
+	}
+	for _, t := range []string{TurnPreferred, TurnFallback, TurnSibling} {
+		out[t] = map[string]float64{}
+		for _, o := range []string{LeaseWon, LeaseLost, LeaseSkipped, LeaseError} {
+			var pm dto.Metric
+			if err := m.queueLeases.WithLabelValues(queue, t, o).Write(&pm); err == nil {
+				out[t][o] = pm.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
 }
 
 // HostCounts is what berth_scheduler_hosts reports: hosts with a service
