@@ -47,6 +47,7 @@ func NewCellConductor(cfg CellConductorConfig) *CellConductor {
 		Client: cfg.Client, ItemPrefix: k.Retries(cfg.Cell), LeasePrefix: k.RetryLeases(cfg.Cell),
 		LeaseKey: func(id string) string { return k.RetryLease(cfg.Cell, id) }, Holder: cfg.Holder,
 		LeaseTTL: cfg.LeaseTTL, Workers: cfg.Workers, Process: c.process, Log: c.log,
+		HolderPrefix: k.RetryHolders(cfg.Cell), HolderKey: func(id string) string { return k.RetryHolder(cfg.Cell, id) },
 		Name: metrics.QueueRetries, Metrics: cfg.Metrics,
 	})
 	return c

@@ -1,10 +1,13 @@
 package conductor
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -43,6 +46,15 @@ type ProcessFunc func(ctx context.Context, it Item) error
 // (a lease key created only when absent and bound to the holder's session),
 // and when a holder dies its session lease expires, the lease key vanishes
 // and the item is picked up by another.
+//
+// Every holder sees every item. So that N holders do not all race for
+// each one (one winning and N-1 losing lease transactions per item, the
+// losers moving on to the next item to race again), holders register
+// under a prefix of their own (HolderPrefix, a key bound to the session
+// lease) and rank each item's holders by rendezvous hashing of the item
+// id with each holder's id: the first tries the item at once, the k-th
+// only after k graces (at most maxGraceSteps), so a dead or slow holder's
+// items are taken over after a grace, never a lease TTL.
 type Queue struct {
 	cli         *clientv3.Client
 	itemPrefix  string
@@ -55,6 +67,9 @@ type Queue struct {
 	deferFn     func(it Item, all iter.Seq[Item]) bool
 	alsoRead    func(id string) []string
 	log         hclog.Logger
+	holderKey   func(id string) string // "" prefix: no registration, no affinity
+	holderPfx   string
+	grace       time.Duration
 	name        string // metrics' queue label
 	metrics     *metrics.Metrics
 
@@ -64,6 +79,20 @@ type Queue struct {
 	queued  map[string]bool
 	inFlite map[string]bool
 	defered map[string]bool
+	// finished holds ids this holder finished whose deletion the item
+	// watch has not shown yet: their lease key's deletion must not offer
+	// them again (a lease transaction bound to lose).
+	finished map[string]bool
+	// holders are the registered holders' ids (session leases in hex),
+	// sorted; self is ours ("" before the first session).
+	holders []string
+	self    string
+	// waiting: ids another holder ranks first, with the time we try them
+	// ourselves; delayed orders them (stale entries, whose time no longer
+	// matches waiting, are skipped).
+	waiting map[string]time.Time
+	delayed delayHeap
+	wake    chan struct{}
 	work    chan string
 	// overflow holds ids offered while work was full, oldest first; a
 	// worker that takes an id moves the next ones in. Without it a burst
@@ -71,11 +100,22 @@ type Queue struct {
 	// TTL, 10 s) to be offered again.
 	overflow []string
 
-	sessMu  sync.Mutex
-	session *concurrency.Session
+	sessMu     sync.Mutex
+	session    *concurrency.Session
+	registered bool // our holder key is written for session
 
-	itemsInf, leasesInf *informer.Informer
+	itemsInf, leasesInf, holdersInf *informer.Informer
 }
+
+// DefaultHolderGrace is how long an item waits for the holder that ranks
+// first for it before the next one tries it too. Well above the time a
+// live holder takes to lease an item it was told of (a watch event and a
+// transaction, milliseconds), well below a lease TTL.
+const DefaultHolderGrace = 250 * time.Millisecond
+
+// maxGraceSteps bounds the wait of the holders ranking third and below
+// for an item: they all try after two graces.
+const maxGraceSteps = 2
 
 // QueueConfig configures a Queue.
 type QueueConfig struct {
@@ -95,6 +135,15 @@ type QueueConfig struct {
 	// leases an item (Item.Extra): state the work needs to see as of the
 	// moment it was leased, without another round trip to etcd.
 	AlsoRead func(id string) []string
+	// HolderPrefix and HolderKey, when set, register this queue (a key
+	// named by its session lease in hex, bound to it) and spread the items
+	// over the holders registered there. Unset, every holder tries every
+	// item at once.
+	HolderPrefix string
+	HolderKey    func(id string) string
+	// Grace is how long an item waits for a better-ranked holder before
+	// this one tries it (default DefaultHolderGrace).
+	Grace time.Duration
 	// Name labels the queue's metrics (metrics.QueueBuildRequests, ...).
 	Name    string
 	Metrics *metrics.Metrics
@@ -110,15 +159,25 @@ func NewQueue(c QueueConfig) *Queue {
 	if c.Workers < 1 {
 		c.Workers = 1
 	}
+	if c.Grace <= 0 {
+		c.Grace = DefaultHolderGrace
+	}
+	if c.HolderKey == nil {
+		c.HolderPrefix = ""
+	}
 	q := &Queue{
 		cli: c.Client, itemPrefix: c.ItemPrefix, leasePrefix: c.LeasePrefix, leaseKey: c.LeaseKey,
 		holder: c.Holder, ttl: ttl, workers: c.Workers, process: c.Process, deferFn: c.Defer, alsoRead: c.AlsoRead, log: c.Log,
-		name: c.Name, metrics: c.Metrics,
+		holderKey: c.HolderKey, holderPfx: c.HolderPrefix, grace: c.Grace, name: c.Name, metrics: c.Metrics,
 		items: map[string]Item{}, leased: map[string]bool{}, queued: map[string]bool{},
-		inFlite: map[string]bool{}, defered: map[string]bool{}, work: make(chan string, 1024),
+		inFlite: map[string]bool{}, defered: map[string]bool{}, finished: map[string]bool{},
+		waiting: map[string]time.Time{}, wake: make(chan struct{}, 1), work: make(chan string, 1024),
 	}
 	q.itemsInf = informer.New(c.Client, c.ItemPrefix, itemHandler{q}, c.Log)
 	q.leasesInf = informer.New(c.Client, c.LeasePrefix, leaseHandler{q}, c.Log)
+	if q.holderPfx != "" {
+		q.holdersInf = informer.New(c.Client, c.HolderPrefix, holderHandler{q}, c.Log)
+	}
 	return q
 }
 
@@ -128,8 +187,12 @@ func (q *Queue) Run(ctx context.Context) error {
 	if _, err := q.currentSession(ctx); err != nil {
 		return err
 	}
+	if q.holdersInf != nil {
+		go q.holdersInf.Run(ctx)
+	}
 	go q.leasesInf.Run(ctx)
 	go q.itemsInf.Run(ctx)
+	go q.offerWhenDue(ctx)
 	var wg sync.WaitGroup
 	for i := 0; i < q.workers; i++ {
 		wg.Add(1)
@@ -149,6 +212,14 @@ func (q *Queue) Run(ctx context.Context) error {
 				return
 			case <-t.C:
 				q.mu.Lock()
+				// An id we finished that still exists a TTL later was not
+				// deleted by us after all (our final transaction found the
+				// item taken over): it is anyone's again.
+				for id := range q.finished {
+					if _, ok := q.items[id]; ok {
+						delete(q.finished, id)
+					}
+				}
 				for id := range q.items {
 					q.enqueueLocked(id)
 				}
@@ -170,8 +241,14 @@ func (q *Queue) Run(ctx context.Context) error {
 	return nil
 }
 
-// WaitSynced blocks until the queue has read its items and leases once.
+// WaitSynced blocks until the queue has read its holders, items and
+// leases once.
 func (q *Queue) WaitSynced(ctx context.Context) error {
+	if q.holdersInf != nil {
+		if err := q.holdersInf.WaitSynced(ctx); err != nil {
+			return err
+		}
+	}
 	if err := q.leasesInf.WaitSynced(ctx); err != nil {
 		return err
 	}
@@ -195,6 +272,7 @@ func (q *Queue) currentSession(ctx context.Context) (*concurrency.Session, error
 			q.log.Warn("queue session lost, starting a new one", "prefix", q.itemPrefix)
 			q.session = nil
 		default:
+			q.registerLocked(ctx)
 			return q.session, nil
 		}
 	}
@@ -202,8 +280,32 @@ func (q *Queue) currentSession(ctx context.Context) (*concurrency.Session, error
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: new session: %w", q.itemPrefix, err)
 	}
-	q.session = s
+	q.session, q.registered = s, false
+	q.mu.Lock()
+	q.self = strconv.FormatInt(int64(s.Lease()), 16)
+	q.mu.Unlock()
+	q.registerLocked(ctx)
 	return s, nil
+}
+
+// registerLocked writes our holder key, bound to the session's lease, if
+// it is not written yet. A failure only costs affinity (the others do
+// not rank us until it is written), so it is logged and tried again with
+// the next lease attempt. sessMu is held.
+func (q *Queue) registerLocked(ctx context.Context) {
+	if q.holderPfx == "" || q.registered {
+		return
+	}
+	lease := q.session.Lease()
+	val := etcdschema.MustEncode(&etcdschema.Lease{Holder: q.holder, LeaseID: int64(lease), Since: time.Now().UTC()})
+	key := q.holderKey(strconv.FormatInt(int64(lease), 16))
+	if _, err := q.cli.Put(ctx, key, val, clientv3.WithLease(lease)); err != nil {
+		if ctx.Err() == nil {
+			q.log.Warn("queue holder registration failed; trying again with the next lease", "key", key, "error", err)
+		}
+		return
+	}
+	q.registered = true
 }
 
 // LeaseID is the lease the queue's lease keys are bound to.
@@ -234,16 +336,28 @@ func (q *Queue) Pending() []Item {
 func (q *Queue) TryAcquire(ctx context.Context, id string) (Item, bool, error) {
 	q.mu.Lock()
 	it, exists := q.items[id]
-	busy := q.inFlite[id]
-	if exists && !busy {
+	busy := q.inFlite[id] || q.finished[id]
+	leased := q.leased[id]
+	if exists && !busy && !leased {
 		q.inFlite[id] = true
+	}
+	turn := metrics.TurnPreferred
+	if q.rankLocked(id) > 0 {
+		turn = metrics.TurnFallback
 	}
 	q.mu.Unlock()
 	if !exists || busy {
 		return Item{}, false, nil
 	}
+	if leased {
+		// Our watch already shows someone's lease: the transaction could
+		// only lose. If that holder dies, the lease's deletion offers the
+		// item again.
+		q.metrics.QueueLease(q.name, turn, metrics.LeaseSkipped)
+		return Item{}, false, nil
+	}
 	ok, cur, err := q.acquire(ctx, it)
-	q.countLease(metrics.TurnPreferred, ok, err)
+	q.countLease(turn, ok, err)
 	if err != nil || !ok {
 		q.mu.Lock()
 		delete(q.inFlite, id)
@@ -272,7 +386,11 @@ func (q *Queue) TryAcquireMany(ctx context.Context, ids []string) ([]Item, error
 	var its []Item
 	q.mu.Lock()
 	for _, id := range ids {
-		if it, ok := q.items[id]; ok && !q.inFlite[id] {
+		if it, ok := q.items[id]; ok && !q.inFlite[id] && !q.finished[id] {
+			if q.leased[id] {
+				q.metrics.QueueLease(q.name, metrics.TurnSibling, metrics.LeaseSkipped)
+				continue
+			}
 			q.inFlite[id] = true
 			its = append(its, it)
 		}
@@ -404,6 +522,11 @@ func (q *Queue) Release(ctx context.Context, it Item) {
 func (q *Queue) Done(it Item) {
 	q.mu.Lock()
 	delete(q.inFlite, it.ID)
+	if _, ok := q.items[it.ID]; ok {
+		// Until the watch shows the deletion, the lease key's deletion
+		// (same transaction, another watch) must not offer it again.
+		q.finished[it.ID] = true
+	}
 	q.mu.Unlock()
 }
 
@@ -505,13 +628,132 @@ func (q *Queue) deferred(id string) bool {
 	return false
 }
 
+// enqueueLocked offers id to our workers: at once when we rank first for
+// it among the holders, else after our rank's grace (offerWhenDue).
 func (q *Queue) enqueueLocked(id string) {
-	if q.queued[id] || q.leased[id] || q.inFlite[id] {
+	if q.queued[id] || q.leased[id] || q.inFlite[id] || q.finished[id] {
 		return
 	}
 	if _, ok := q.items[id]; !ok {
 		return
 	}
+	rank := q.rankLocked(id)
+	if rank == 0 {
+		delete(q.waiting, id)
+		q.offerLocked(id)
+		return
+	}
+	due := time.Now().Add(time.Duration(min(rank, maxGraceSteps)) * q.grace)
+	if cur, ok := q.waiting[id]; ok && !cur.After(due) {
+		return // already waiting, no longer than this
+	}
+	q.waiting[id] = due
+	heap.Push(&q.delayed, delayed{id: id, due: due})
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// rankLocked is how many registered holders rank before us for id by
+// rendezvous (highest random weight) hashing: 0 when we are first, or
+// when affinity is off or no other holder is known.
+func (q *Queue) rankLocked(id string) int {
+	if len(q.holders) == 0 || q.self == "" {
+		return 0
+	}
+	mine := hrw(id, q.self)
+	rank := 0
+	for _, h := range q.holders {
+		if h == q.self {
+			continue
+		}
+		if w := hrw(id, h); w > mine || (w == mine && h < q.self) {
+			rank++
+		}
+	}
+	return rank
+}
+
+// hrw is the rendezvous weight of item id for holder h: FNV-1a of both,
+// finished with splitmix64's mixer so that ids differing in one byte
+// spread evenly. Every process computes the same weights.
+func hrw(id, h string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	x := uint64(offset)
+	for i := 0; i < len(id); i++ {
+		x = (x ^ uint64(id[i])) * prime
+	}
+	x = (x ^ 0xff) * prime // separator: ("ab","c") and ("a","bc") differ
+	for i := 0; i < len(h); i++ {
+		x = (x ^ uint64(h[i])) * prime
+	}
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// offerWhenDue offers the waiting ids whose grace is over.
+func (q *Queue) offerWhenDue(ctx context.Context) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		q.mu.Lock()
+		now := time.Now()
+		next := time.Hour
+		for q.delayed.Len() > 0 {
+			d := q.delayed[0]
+			if due, ok := q.waiting[d.id]; !ok || !due.Equal(d.due) {
+				heap.Pop(&q.delayed) // stale: offered meanwhile, or re-timed
+				continue
+			}
+			if d.due.After(now) {
+				next = d.due.Sub(now)
+				break
+			}
+			heap.Pop(&q.delayed)
+			delete(q.waiting, d.id)
+			if _, ok := q.items[d.id]; ok && !q.queued[d.id] && !q.leased[d.id] && !q.inFlite[d.id] && !q.finished[d.id] {
+				q.offerLocked(d.id)
+			}
+		}
+		if q.delayed.Len() == 0 {
+			q.delayed = nil // let a drained burst's backing array go
+		}
+		q.mu.Unlock()
+		t.Reset(next)
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.wake:
+		case <-t.C:
+		}
+	}
+}
+
+type delayed struct {
+	id  string
+	due time.Time
+}
+
+// delayHeap orders waiting ids by due time.
+type delayHeap []delayed
+
+func (h delayHeap) Len() int           { return len(h) }
+func (h delayHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h delayHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *delayHeap) Push(x any)        { *h = append(*h, x.(delayed)) }
+func (h *delayHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// offerLocked puts id on the work channel (or the overflow behind it).
+func (q *Queue) offerLocked(id string) {
 	q.queued[id] = true
 	select {
 	case q.work <- id:
@@ -526,7 +768,7 @@ func (q *Queue) refillLocked() {
 	n := 0
 	for n < len(q.overflow) {
 		id := q.overflow[n]
-		if _, ok := q.items[id]; !ok || q.leased[id] || q.inFlite[id] {
+		if _, ok := q.items[id]; !ok || q.leased[id] || q.inFlite[id] || q.finished[id] {
 			// Finished or taken meanwhile: whoever frees it offers it again.
 			delete(q.queued, id)
 			n++
@@ -553,6 +795,9 @@ func (h itemHandler) Reset(kvs []informer.Event, _ int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.items = map[string]Item{}
+	for id := range q.finished {
+		delete(q.finished, id) // the listing says what exists now
+	}
 	for _, kv := range kvs {
 		h.putLocked(kv)
 	}
@@ -570,6 +815,8 @@ func (h itemHandler) Apply(evs []informer.Event) {
 		if ev.Deleted {
 			delete(q.items, id)
 			delete(q.defered, id)
+			delete(q.finished, id)
+			delete(q.waiting, id)
 			// An item finished: whatever waited for it may go now.
 			for d := range q.defered {
 				delete(q.defered, d)
@@ -622,6 +869,61 @@ func (h leaseHandler) Apply(evs []informer.Event) {
 			q.enqueueLocked(id) // its holder finished or died; offer it if it is still there
 		} else {
 			q.leased[id] = true
+		}
+	}
+}
+
+// holderHandler follows the registered holders. When one goes (it
+// stopped and revoked its session, or its lease expired), the items it
+// ranked first for are offered again so the next-ranked holder takes them
+// at once.
+type holderHandler struct{ q *Queue }
+
+func (h holderHandler) Reset(kvs []informer.Event, _ int64) {
+	q := h.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.holders = q.holders[:0]
+	for _, kv := range kvs {
+		if id, ok := etcdschema.LastSegment(kv.Key, q.holderPfx); ok {
+			q.holders = append(q.holders, id)
+		}
+	}
+	slices.Sort(q.holders)
+	q.reofferLocked()
+}
+
+func (h holderHandler) Apply(evs []informer.Event) {
+	q := h.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	gone := false
+	for _, ev := range evs {
+		id, ok := etcdschema.LastSegment(ev.Key, q.holderPfx)
+		if !ok {
+			continue
+		}
+		i, found := slices.BinarySearch(q.holders, id)
+		switch {
+		case ev.Deleted && found:
+			q.holders = slices.Delete(q.holders, i, i+1)
+			gone = true
+		case !ev.Deleted && !found:
+			q.holders = slices.Insert(q.holders, i, id)
+		}
+	}
+	if gone {
+		q.reofferLocked()
+	}
+}
+
+// reofferLocked ranks the waiting items again: those we now rank first
+// for are offered at once, the others keep their earlier time.
+func (q *Queue) reofferLocked() {
+	for id := range q.waiting {
+		if q.rankLocked(id) == 0 {
+			delete(q.waiting, id)
+			q.enqueueLocked(id)
 		}
 	}
 }

@@ -62,6 +62,7 @@ func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
 		Client: cfg.Client, ItemPrefix: cfg.Keys.BuildRequests(), LeasePrefix: cfg.Keys.BuildRequestLeases(),
 		LeaseKey: cfg.Keys.BuildRequestLease, Holder: cfg.Holder, LeaseTTL: cfg.LeaseTTL,
 		Workers: cfg.Workers, Process: s.process, Defer: leadsElsewhere, Log: cfg.Log,
+		HolderPrefix: cfg.Keys.BuildRequestHolders(), HolderKey: cfg.Keys.BuildRequestHolder,
 		Name: metrics.QueueBuildRequests, Metrics: cfg.Metrics,
 		// Whether the instance already holds a claim, read as we lease it:
 		// a claim can only be left by an earlier holder, so this read is

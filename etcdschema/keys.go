@@ -124,6 +124,14 @@ func (k Keys) BuildRequest(uuid string) string { return k.join("build_requests",
 // BuildRequests is the prefix superconductors watch.
 func (k Keys) BuildRequests() string { return k.join("build_requests") + "/" }
 
+// BuildRequestHolder registers one running superconductor queue (id: its
+// session lease in hex), bound to that lease: superconductors spread the
+// build requests over the holders registered here.
+func (k Keys) BuildRequestHolder(id string) string { return k.join("holders", "build_requests", id) }
+
+// BuildRequestHolders is the prefix of the superconductor queue holders.
+func (k Keys) BuildRequestHolders() string { return k.join("holders", "build_requests") + "/" }
+
 // BuildRequestLease marks the superconductor working on a BuildRequest; it
 // is bound to that superconductor's lease.
 func (k Keys) BuildRequestLease(uuid string) string { return k.join("leases", "build_requests", uuid) }
@@ -225,6 +233,14 @@ func (k Keys) Retry(cell, uuid string) string { return k.join("cells", cell, "re
 
 // Retries is the prefix a cell's conductors watch.
 func (k Keys) Retries(cell string) string { return k.join("cells", cell, "retries") + "/" }
+
+// RetryHolder registers one running queue of a cell's conductors (id: its
+// session lease in hex), bound to that lease: the conductors spread the
+// cell's retries over the holders registered here.
+func (k Keys) RetryHolder(cell, id string) string { return k.join("cells", cell, "holders", id) }
+
+// RetryHolders is the prefix of one cell's queue holder registrations.
+func (k Keys) RetryHolders(cell string) string { return k.join("cells", cell, "holders") + "/" }
 
 // RetryLease marks the conductor holding a retry; bound to its lease.
 func (k Keys) RetryLease(cell, uuid string) string { return k.join("cells", cell, "leases", uuid) }

@@ -28,11 +28,12 @@ const (
 	KindHostDown     KeyKind = "HostDown"
 	KindBuild        KeyKind = "Build"
 
-	KindFlavor            KeyKind = "Flavor"
-	KindBuildRequest      KeyKind = "BuildRequest"
-	KindBuildRequestLease KeyKind = "BuildRequestLease"
-	KindInstanceMapping   KeyKind = "InstanceMapping"
-	KindAlternates        KeyKind = "Alternates"
+	KindFlavor             KeyKind = "Flavor"
+	KindBuildRequest       KeyKind = "BuildRequest"
+	KindBuildRequestLease  KeyKind = "BuildRequestLease"
+	KindBuildRequestHolder KeyKind = "BuildRequestHolder"
+	KindInstanceMapping    KeyKind = "InstanceMapping"
+	KindAlternates         KeyKind = "Alternates"
 
 	KindServerGroup             KeyKind = "ServerGroup"
 	KindServerGroupMember       KeyKind = "ServerGroupMember"
@@ -46,6 +47,7 @@ const (
 	KindCellInstance KeyKind = "CellInstance"
 	KindRetry        KeyKind = "Retry"
 	KindRetryLease   KeyKind = "RetryLease"
+	KindRetryHolder  KeyKind = "RetryHolder"
 
 	// KindElectionCandidate is a key <Election(role)>/<lease id hex>,
 	// written by etcd's concurrency.Election; its value is the candidate's
@@ -68,7 +70,7 @@ type ParsedKey struct {
 	Name  string // flavor, trait, resource class or reserved name
 	Group string // server group uuid of a group's sub-keys
 	Role  string // election or member role
-	ID    string // member id, or election candidate's lease id in hex
+	ID    string // member id, or election candidate's or queue holder's lease id in hex
 	Slot  int    // anti-affinity slot number
 }
 
@@ -99,6 +101,7 @@ var keyPatterns = []keyPattern{
 	{KindFlavor, []string{"Name"}, func(k Keys, a []string) string { return k.Flavor(a[0]) }, func() Versioned { return new(Flavor) }},
 	{KindBuildRequest, []string{"UUID"}, func(k Keys, a []string) string { return k.BuildRequest(a[0]) }, func() Versioned { return new(BuildRequest) }},
 	{KindBuildRequestLease, []string{"UUID"}, func(k Keys, a []string) string { return k.BuildRequestLease(a[0]) }, func() Versioned { return new(Lease) }},
+	{KindBuildRequestHolder, []string{"ID"}, func(k Keys, a []string) string { return k.BuildRequestHolder(a[0]) }, func() Versioned { return new(Lease) }},
 	{KindInstanceMapping, []string{"UUID"}, func(k Keys, a []string) string { return k.InstanceMapping(a[0]) }, func() Versioned { return new(InstanceMapping) }},
 	{KindAlternates, []string{"UUID"}, func(k Keys, a []string) string { return k.Alternates(a[0]) }, func() Versioned { return new(Alternates) }},
 
@@ -114,6 +117,7 @@ var keyPatterns = []keyPattern{
 	{KindCellInstance, []string{"Cell", "UUID"}, func(k Keys, a []string) string { return k.CellInstance(a[0], a[1]) }, func() Versioned { return new(Instance) }},
 	{KindRetry, []string{"Cell", "UUID"}, func(k Keys, a []string) string { return k.Retry(a[0], a[1]) }, func() Versioned { return new(Retry) }},
 	{KindRetryLease, []string{"Cell", "UUID"}, func(k Keys, a []string) string { return k.RetryLease(a[0], a[1]) }, func() Versioned { return new(Lease) }},
+	{KindRetryHolder, []string{"Cell", "ID"}, func(k Keys, a []string) string { return k.RetryHolder(a[0], a[1]) }, func() Versioned { return new(Lease) }},
 
 	// concurrency.Election puts each candidate at <prefix>/<lease id hex>.
 	{KindElectionCandidate, []string{"Role", "ID"}, func(k Keys, a []string) string { return k.Election(a[0]) + "/" + a[1] }, nil},

@@ -185,6 +185,7 @@ var groups = map[etcdschema.KeyKind]string{
 	etcdschema.KindFlavor:                  "flavors",
 	etcdschema.KindBuildRequest:            "build_requests",
 	etcdschema.KindBuildRequestLease:       "build_request_leases",
+	etcdschema.KindBuildRequestHolder:      "build_request_holders",
 	etcdschema.KindInstanceMapping:         "instance_mappings",
 	etcdschema.KindAlternates:              "alternates",
 	etcdschema.KindServerGroup:             "server_groups",
@@ -198,6 +199,7 @@ var groups = map[etcdschema.KeyKind]string{
 	etcdschema.KindCellInstance:            "instances",
 	etcdschema.KindRetry:                   "retries",
 	etcdschema.KindRetryLease:              "retry_leases",
+	etcdschema.KindRetryHolder:             "retry_holders",
 	etcdschema.KindElectionCandidate:       "election_candidates",
 	etcdschema.KindMember:                  "members",
 	etcdschema.KindBenchCAS:                "bench_cas",
@@ -378,9 +380,10 @@ func (s *Snapshot) Summarize() Summary {
 		case *etcdschema.Retry:
 			retries[[2]string{p.Cell, p.UUID}] = true
 		case *etcdschema.Lease:
-			if p.Kind == etcdschema.KindRetryLease {
+			switch p.Kind { // queue holder registrations are Leases too
+			case etcdschema.KindRetryLease:
 				retryLeases[[2]string{p.Cell, p.UUID}] = true
-			} else {
+			case etcdschema.KindBuildRequestLease:
 				brLeases[p.UUID] = true
 			}
 		case *etcdschema.BuildRequest:

@@ -1,0 +1,338 @@
+package conductor
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/metrics"
+)
+
+// affinityQueue is testQueue registering its holder under /q/holders/
+// (affinity on) or not, with its own metrics.
+func affinityQueue(cli *clientv3.Client, holder string, affinity bool, ttl time.Duration, process ProcessFunc) *Queue {
+	c := QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
+		LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: holder,
+		LeaseTTL: ttl, Workers: 8, Process: process, Log: hclog.NewNullLogger(),
+		Name: metrics.QueueBuildRequests, Metrics: metrics.New()}
+	if affinity {
+		c.HolderPrefix = "/q/holders/"
+		c.HolderKey = func(id string) string { return "/q/holders/" + id }
+	}
+	return NewQueue(c)
+}
+
+type leaseCounts struct{ won, lost, skipped, errors, fallbackWon float64 }
+
+func countsOf(qs ...*Queue) leaseCounts {
+	var c leaseCounts
+	for _, q := range qs {
+		for turn, o := range q.metrics.QueueLeaseCounts(metrics.QueueBuildRequests) {
+			c.won += o[metrics.LeaseWon]
+			c.lost += o[metrics.LeaseLost]
+			c.skipped += o[metrics.LeaseSkipped]
+			c.errors += o[metrics.LeaseError]
+			if turn == metrics.TurnFallback {
+				c.fallbackWon += o[metrics.LeaseWon]
+			}
+		}
+	}
+	return c
+}
+
+// waitHolders waits until every queue sees n registered holders.
+func waitHolders(t *testing.T, n int, qs ...*Queue) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, q := range qs {
+		for {
+			q.mu.Lock()
+			got := len(q.holders)
+			q.mu.Unlock()
+			if got == n {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("queue %s sees %d holders, want %d", q.holder, got, n)
+			}
+			time.Sleep(5 * time.Millisecond) // polling with a deadline
+		}
+	}
+}
+
+// runBurst starts three queues on one prefix, puts n items in batches of
+// 50 and waits until each is worked; it checks each was worked exactly
+// once and returns the queues' lease counts and how many each worked.
+func runBurst(t *testing.T, affinity bool, n int) (leaseCounts, map[string]int) {
+	_, cli := etcdtest.NetClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	by := map[string]int{}
+	done := make(chan struct{}, n)
+	var queues []*Queue
+	for _, h := range []string{"a", "b", "c"} {
+		var q *Queue
+		q = affinityQueue(cli, h, affinity, 10*time.Second, func(ctx context.Context, it Item) error {
+			mu.Lock()
+			seen[it.ID]++
+			by[q.holder]++
+			mu.Unlock()
+			if err := finish(q, cli)(ctx, it); err != nil {
+				return err
+			}
+			done <- struct{}{}
+			return nil
+		})
+		queues = append(queues, q)
+		go q.Run(ctx)
+	}
+	for _, q := range queues {
+		if err := q.WaitSynced(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if affinity {
+		waitHolders(t, 3, queues...)
+	}
+	for i := 0; i < n; i += 50 {
+		var ops []clientv3.Op
+		for j := i; j < min(i+50, n); j++ {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/q/items/%05d", j), "x"))
+		}
+		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	timeout := time.After(60 * time.Second)
+	for i := 0; i < n; i++ {
+		select {
+		case <-done:
+		case <-timeout:
+			t.Fatalf("only %d of %d items done", i, n)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("item %s worked %d times", id, c)
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct items worked, want %d", len(seen), n)
+	}
+	return countsOf(queues...), by
+}
+
+// TestQueueHoldersDoNotRaceForEachItem: three holders on one prefix
+// register and rank each item by rendezvous hashing, so an item is tried
+// by one holder, not raced by all three. Without affinity (every holder
+// tries every item at once) most items cost losing lease transactions
+// besides the winning one; with it, nearly none do, and the work is still
+// spread over the three.
+func TestQueueHoldersDoNotRaceForEachItem(t *testing.T) {
+	const n = 600
+	without, _ := runBurst(t, false, n)
+	with, by := runBurst(t, true, n)
+	t.Logf("without affinity: won %.0f lost %.0f skipped %.0f; with: won %.0f lost %.0f skipped %.0f (fallback won %.0f); worked by %v",
+		without.won, without.lost, without.skipped, with.won, with.lost, with.skipped, with.fallbackWon, by)
+	if with.won != n || with.errors != 0 {
+		t.Errorf("with affinity: %.0f leases won, %.0f errors; want %d and 0", with.won, with.errors, n)
+	}
+	// Without affinity about two of three holders lose each item. With
+	// it some losses remain legitimate: in a burst a holder's backlog can
+	// outlast the grace, and then the next-ranked holder works its items
+	// too, racing it for some.
+	if with.lost*5 > without.lost || with.lost > n/5 {
+		t.Errorf("with affinity %.0f lease transactions lost for %d items, without %.0f; want at most a fifth of those and of the items",
+			with.lost, n, without.lost)
+	}
+	for _, h := range []string{"a", "b", "c"} {
+		if by[h] < n/10 {
+			t.Errorf("holder %s worked %d of %d items; the hashing should spread them (%v)", h, by[h], n, by)
+		}
+	}
+}
+
+// TestQueueDeadHoldersItemsTakenWithinGrace: a holder that dies without
+// revoking anything stays registered until its lease's TTL (60 s here);
+// the items it ranks first for are taken by the others after the grace,
+// not the TTL: its registration is still there when they are all done.
+func TestQueueDeadHoldersItemsTakenWithinGrace(t *testing.T) {
+	_, cli := etcdtest.NetClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const ttl = 60 * time.Second
+	deadCtx, die := context.WithCancel(ctx)
+	dead := affinityQueue(cli, "dead", true, ttl, func(ctx context.Context, it Item) error {
+		return fmt.Errorf("the dead holder worked %s", it.ID)
+	})
+	go dead.Run(deadCtx)
+	const n = 90
+	done := make(chan string, n)
+	var live []*Queue
+	for _, h := range []string{"b", "c"} {
+		var q *Queue
+		q = affinityQueue(cli, h, true, ttl, func(ctx context.Context, it Item) error {
+			if err := finish(q, cli)(ctx, it); err != nil {
+				return err
+			}
+			done <- it.ID
+			return nil
+		})
+		live = append(live, q)
+		go q.Run(ctx)
+	}
+	all := append([]*Queue{dead}, live...)
+	for _, q := range all {
+		if err := q.WaitSynced(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitHolders(t, 3, all...)
+	deadID, err := dead.LeaseID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Die without a graceful revoke: stop keeping the lease alive.
+	dead.sessMu.Lock()
+	dead.session.Orphan()
+	dead.session = nil
+	dead.sessMu.Unlock()
+	die()
+
+	// Which items the dead holder ranks first for, as the live ones see it.
+	self := strconv.FormatInt(int64(deadID), 16)
+	live[0].mu.Lock()
+	holders := append([]string(nil), live[0].holders...)
+	live[0].mu.Unlock()
+	preferredByDead := 0
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("%03d", i)
+		best := ""
+		for _, h := range holders {
+			if best == "" || hrw(id, h) > hrw(id, best) || (hrw(id, h) == hrw(id, best) && h < best) {
+				best = h
+			}
+		}
+		if best == self {
+			preferredByDead++
+		}
+	}
+	if preferredByDead == 0 {
+		t.Fatal("the dead holder ranks first for none of the items; the test proves nothing")
+	}
+	start := time.Now()
+	var ops []clientv3.Op
+	for i := 0; i < n; i++ {
+		ops = append(ops, clientv3.OpPut(fmt.Sprintf("/q/items/%03d", i), "x"))
+	}
+	if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(ttl / 2)
+	for i := 0; i < n; i++ {
+		select {
+		case <-done:
+		case <-timeout:
+			t.Fatalf("only %d of %d items done in %v; the dead holder's wait for its TTL?", i, n, ttl/2)
+		}
+	}
+	took := time.Since(start)
+	resp, err := cli.Get(ctx, "/q/holders/"+self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatalf("the dead holder's registration expired already (after %v); the test proves nothing", took)
+	}
+	c := countsOf(live...)
+	t.Logf("%d items (%d ranked first by the dead holder) done in %v; fallback won %.0f, lost %.0f",
+		n, preferredByDead, took, c.fallbackWon, c.lost)
+	if c.fallbackWon < float64(preferredByDead) {
+		t.Errorf("%.0f items won on fallback, want at least the dead holder's %d", c.fallbackWon, preferredByDead)
+	}
+}
+
+// TestQueueStoppedHoldersItemsGoAtOnce: a holder that stops gracefully
+// revokes its session, its registration goes, and the items it ranked
+// first for are offered to the next-ranked holder at once rather than
+// after the grace (an hour here).
+func TestQueueStoppedHoldersItemsGoAtOnce(t *testing.T) {
+	_, cli := etcdtest.NetClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mk := func(h string, process ProcessFunc) *Queue {
+		q := affinityQueue(cli, h, true, 10*time.Second, process)
+		q.grace = time.Hour
+		return q
+	}
+	stopCtx, stop := context.WithCancel(ctx)
+	leaving := mk("leaving", func(ctx context.Context, it Item) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	stopped := make(chan struct{})
+	go func() { _ = leaving.Run(stopCtx); close(stopped) }()
+	done := make(chan string, 100)
+	var q *Queue
+	q = mk("staying", func(ctx context.Context, it Item) error {
+		if err := finish(q, cli)(ctx, it); err != nil {
+			return err
+		}
+		done <- it.ID
+		return nil
+	})
+	go q.Run(ctx)
+	for _, x := range []*Queue{leaving, q} {
+		if err := x.WaitSynced(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitHolders(t, 2, leaving, q)
+	const n = 40
+	var ops []clientv3.Op
+	for i := 0; i < n; i++ {
+		ops = append(ops, clientv3.OpPut(fmt.Sprintf("/q/items/%03d", i), "x"))
+	}
+	if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// The leaving holder leases the items it ranks first for and sits on
+	// them; the staying one works its own and leaves the others for the
+	// grace (an hour). Then the leaving holder stops.
+	q.mu.Lock()
+	self := q.self
+	q.mu.Unlock()
+	mine := 0
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("%03d", i)
+		q.mu.Lock()
+		if q.rankLocked(id) == 0 {
+			mine++
+		}
+		q.mu.Unlock()
+	}
+	if mine == n {
+		t.Fatalf("holder %s ranks first for every item; the test proves nothing", self)
+	}
+	stop()
+	<-stopped
+	timeout := time.After(20 * time.Second)
+	for i := 0; i < n; i++ {
+		select {
+		case <-done:
+		case <-timeout:
+			t.Fatalf("only %d of %d items done: the stopped holder's items waited for the grace", i, n)
+		}
+	}
+}
