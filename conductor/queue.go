@@ -53,8 +53,10 @@ type ProcessFunc func(ctx context.Context, it Item) error
 // under a prefix of their own (HolderPrefix, a key bound to the session
 // lease) and rank each item's holders by rendezvous hashing of the item
 // id with each holder's id: the first tries the item at once, the k-th
-// only after k graces (at most maxGraceSteps), so a dead or slow holder's
-// items are taken over after a grace, never a lease TTL.
+// only after k graces (at most maxGraceSteps) and only while the better
+// ranked have leased nothing for a grace, so a dead or stalled holder's
+// items are taken over after a grace, never a lease TTL, and a live one's
+// backlog is left to it.
 type Queue struct {
 	cli         *clientv3.Client
 	itemPrefix  string
@@ -87,6 +89,10 @@ type Queue struct {
 	// sorted; self is ours ("" before the first session).
 	holders []string
 	self    string
+	// active is when our watch last saw each holder (by id) lease an
+	// item: a holder that leased within the grace is alive and working
+	// through its backlog, and its items are left to it.
+	active map[string]time.Time
 	// waiting: ids another holder ranks first, with the time we try them
 	// ourselves; delayed orders them (stale entries, whose time no longer
 	// matches waiting, are skipped).
@@ -171,7 +177,7 @@ func NewQueue(c QueueConfig) *Queue {
 		holderKey: c.HolderKey, holderPfx: c.HolderPrefix, grace: c.Grace, name: c.Name, metrics: c.Metrics,
 		items: map[string]Item{}, leased: map[string]bool{}, queued: map[string]bool{},
 		inFlite: map[string]bool{}, defered: map[string]bool{}, finished: map[string]bool{},
-		waiting: map[string]time.Time{}, wake: make(chan struct{}, 1), work: make(chan string, 1024),
+		waiting: map[string]time.Time{}, active: map[string]time.Time{}, wake: make(chan struct{}, 1), work: make(chan string, 1024),
 	}
 	q.itemsInf = informer.New(c.Client, c.ItemPrefix, itemHandler{q}, c.Log)
 	q.leasesInf = informer.New(c.Client, c.LeasePrefix, leaseHandler{q}, c.Log)
@@ -695,6 +701,33 @@ func hrw(id, h string) uint64 {
 	return x ^ (x >> 31)
 }
 
+// stealableLocked says whether we may try id now that its grace is over:
+// only if no holder ranked before us for it has leased anything within
+// the grace. A holder that leases is alive and working through its
+// backlog in order; taking its items then would only race it for them
+// (with a backlog longer than the grace every item would be raced). One
+// that has stopped leasing (dead, stalled, or every worker stuck) has its
+// items taken over a grace after its last lease. If not, it returns when
+// to look again.
+func (q *Queue) stealableLocked(id string, now time.Time) (bool, time.Time) {
+	mine := hrw(id, q.self)
+	var again time.Time
+	for _, h := range q.holders {
+		if h == q.self {
+			continue
+		}
+		if w := hrw(id, h); w < mine || (w == mine && h > q.self) {
+			continue // ranked after us
+		}
+		if last, ok := q.active[h]; ok && now.Sub(last) < q.grace {
+			if t := last.Add(q.grace); t.After(again) {
+				again = t
+			}
+		}
+	}
+	return again.IsZero(), again
+}
+
 // offerWhenDue offers the waiting ids whose grace is over.
 func (q *Queue) offerWhenDue(ctx context.Context) {
 	t := time.NewTimer(time.Hour)
@@ -714,10 +747,17 @@ func (q *Queue) offerWhenDue(ctx context.Context) {
 				break
 			}
 			heap.Pop(&q.delayed)
-			delete(q.waiting, d.id)
-			if _, ok := q.items[d.id]; ok && !q.queued[d.id] && !q.leased[d.id] && !q.inFlite[d.id] && !q.finished[d.id] {
-				q.offerLocked(d.id)
+			if _, ok := q.items[d.id]; !ok || q.queued[d.id] || q.leased[d.id] || q.inFlite[d.id] || q.finished[d.id] {
+				delete(q.waiting, d.id)
+				continue
 			}
+			if ok, again := q.stealableLocked(d.id, now); !ok {
+				q.waiting[d.id] = again
+				heap.Push(&q.delayed, delayed{id: d.id, due: again})
+				continue
+			}
+			delete(q.waiting, d.id)
+			q.offerLocked(d.id)
 		}
 		if q.delayed.Len() == 0 {
 			q.delayed = nil // let a drained burst's backing array go
@@ -857,6 +897,7 @@ func (h leaseHandler) Reset(kvs []informer.Event, _ int64) {
 
 func (h leaseHandler) Apply(evs []informer.Event) {
 	q := h.q
+	now := time.Now()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, ev := range evs {
@@ -869,6 +910,13 @@ func (h leaseHandler) Apply(evs []informer.Event) {
 			q.enqueueLocked(id) // its holder finished or died; offer it if it is still there
 		} else {
 			q.leased[id] = true
+			if q.holderPfx != "" {
+				// Who leased it: that holder is alive and working.
+				var l etcdschema.Lease
+				if etcdschema.Decode(ev.Key, ev.Value, &l) == nil {
+					q.active[strconv.FormatInt(l.LeaseID, 16)] = now
+				}
+			}
 		}
 	}
 }
@@ -907,6 +955,7 @@ func (h holderHandler) Apply(evs []informer.Event) {
 		switch {
 		case ev.Deleted && found:
 			q.holders = slices.Delete(q.holders, i, i+1)
+			delete(q.active, id)
 			gone = true
 		case !ev.Deleted && !found:
 			q.holders = slices.Insert(q.holders, i, id)
