@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // Outcome label values. They are part of the metrics' contract with
@@ -225,13 +224,26 @@ func (m *Metrics) QueueLeaseCounts(queue string) map[string]map[string]float64 {
 	if m == nil {
 		return out
 	}
-	for _, t := range []string{TurnPreferred, TurnFallback, TurnSibling} {
-		out[t] = map[string]float64{}
-		for _, o := range []string{LeaseWon, LeaseLost, LeaseSkipped, LeaseError} {
-			var pm dto.Metric
-			if err := m.queueLeases.WithLabelValues(queue, t, o).Write(&pm); err == nil {
-				out[t][o] = pm.GetCounter().GetValue()
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		return out
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "berth_queue_lease_attempts_total" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range mt.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
 			}
+			if l["queue"] != queue {
+				continue
+			}
+			if out[l["turn"]] == nil {
+				out[l["turn"]] = map[string]float64{}
+			}
+			out[l["turn"]][l["outcome"]] = mt.GetCounter().GetValue()
 		}
 	}
 	return out
