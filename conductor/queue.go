@@ -54,9 +54,9 @@ type ProcessFunc func(ctx context.Context, it Item) error
 // lease) and rank each item's holders by rendezvous hashing of the item
 // id with each holder's id: the first tries the item at once, the k-th
 // only after k graces (at most maxGraceSteps) and only while the better
-// ranked have leased nothing for a grace, so a dead or stalled holder's
-// items are taken over after a grace, never a lease TTL, and a live one's
-// backlog is left to it.
+// ranked have leased nothing for activeGraces graces: a dead or stalled
+// holder's items are taken over within about a second, never a lease
+// TTL, and a live one's backlog is left to it.
 type Queue struct {
 	cli         *clientv3.Client
 	itemPrefix  string
@@ -118,6 +118,12 @@ type Queue struct {
 // live holder takes to lease an item it was told of (a watch event and a
 // transaction, milliseconds), well below a lease TTL.
 const DefaultHolderGrace = 250 * time.Millisecond
+
+// activeGraces is how many graces after its last lease seen a holder
+// still counts as working its backlog (its items are left to it). Longer
+// than one grace: on a loaded machine a watch event can arrive hundreds
+// of milliseconds late, and a live holder taken for stalled is raced.
+const activeGraces = 4
 
 // maxGraceSteps bounds the wait of the holders ranking third and below
 // for an item: they all try after two graces.
@@ -703,11 +709,11 @@ func hrw(id, h string) uint64 {
 
 // stealableLocked says whether we may try id now that its grace is over:
 // only if no holder ranked before us for it has leased anything within
-// the grace. A holder that leases is alive and working through its
+// activeGraces graces. A holder that leases is alive and working through its
 // backlog in order; taking its items then would only race it for them
 // (with a backlog longer than the grace every item would be raced). One
 // that has stopped leasing (dead, stalled, or every worker stuck) has its
-// items taken over a grace after its last lease. If not, it returns when
+// items taken over activeGraces graces (1 s) after its last lease. If not, it returns when
 // to look again.
 func (q *Queue) stealableLocked(id string, now time.Time) (bool, time.Time) {
 	mine := hrw(id, q.self)
@@ -719,8 +725,8 @@ func (q *Queue) stealableLocked(id string, now time.Time) (bool, time.Time) {
 		if w := hrw(id, h); w < mine || (w == mine && h > q.self) {
 			continue // ranked after us
 		}
-		if last, ok := q.active[h]; ok && now.Sub(last) < q.grace {
-			if t := last.Add(q.grace); t.After(again) {
+		if last, ok := q.active[h]; ok && now.Sub(last) < activeGraces*q.grace {
+			if t := last.Add(activeGraces * q.grace); t.After(again) {
 				again = t
 			}
 		}
