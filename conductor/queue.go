@@ -709,12 +709,12 @@ func hrw(id, h string) uint64 {
 
 // stealableLocked says whether we may try id now that its grace is over:
 // only if no holder ranked before us for it has leased anything within
-// activeGraces graces. A holder that leases is alive and working through its
-// backlog in order; taking its items then would only race it for them
-// (with a backlog longer than the grace every item would be raced). One
-// that has stopped leasing (dead, stalled, or every worker stuck) has its
-// items taken over activeGraces graces (1 s) after its last lease. If not, it returns when
-// to look again.
+// activeGraces graces. A holder that leases is alive and working through
+// its backlog in order; taking its items then would only race it for
+// them (with a backlog longer than the grace every item would be raced).
+// One that has stopped leasing (dead, stalled, or every worker stuck) has
+// its items taken over activeGraces graces (1 s) after its last lease. If
+// not, it returns when to look again.
 func (q *Queue) stealableLocked(id string, now time.Time) (bool, time.Time) {
 	mine := hrw(id, q.self)
 	var again time.Time
