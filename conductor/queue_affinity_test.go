@@ -3,6 +3,7 @@ package conductor
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strconv"
 	"sync"
 	"testing"
@@ -335,4 +336,132 @@ func TestQueueStoppedHoldersItemsGoAtOnce(t *testing.T) {
 			t.Fatalf("only %d of %d items done: the stopped holder's items waited for the grace", i, n)
 		}
 	}
+}
+
+// TestQueueHoldersGatherMultiCreateSiblings: with three ranked holders, a
+// multi-create's siblings (deferred while a lower index exists, gathered
+// by the lowest's holder with TryAcquireMany) are still worked once each,
+// every group in one piece, whichever holder the hashing gives each
+// sibling.
+func TestQueueHoldersGatherMultiCreateSiblings(t *testing.T) {
+	_, cli := etcdtest.NetClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const groups, size = 40, 5
+	// An item's value is "<group>/<index>".
+	parse := func(v []byte) (string, int) {
+		var g string
+		var i int
+		fmt.Sscanf(string(v), "%4s/%d", &g, &i)
+		return g, i
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	calls := map[string][]int{} // group -> items worked by each call
+	done := make(chan struct{}, groups)
+	var queues []*Queue
+	for _, h := range []string{"a", "b", "c"} {
+		var q *Queue
+		q = NewQueue(QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
+			LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: h,
+			LeaseTTL: 10 * time.Second, Workers: 4, Log: hclog.NewNullLogger(),
+			Name: metrics.QueueBuildRequests, Metrics: metrics.New(),
+			HolderPrefix: "/q/holders/", HolderKey: func(id string) string { return "/q/holders/" + id },
+			Defer: func(it Item, all iter.Seq[Item]) bool {
+				g, i := parse(it.Value)
+				for o := range all {
+					if og, oi := parse(o.Value); o.ID != it.ID && og == g && oi < i {
+						return true
+					}
+				}
+				return false
+			},
+			Process: func(ctx context.Context, it Item) error {
+				g, _ := parse(it.Value)
+				var ids []string
+				for _, p := range q.Pending() {
+					if pg, _ := parse(p.Value); p.ID != it.ID && pg == g {
+						ids = append(ids, p.ID)
+					}
+				}
+				sibs, err := q.TryAcquireMany(ctx, ids)
+				if err != nil {
+					return err
+				}
+				group := append([]Item{it}, sibs...)
+				var cmps []clientv3.Cmp
+				var ops []clientv3.Op
+				for _, x := range group {
+					held, err := q.StillHeld(ctx, x)
+					if err != nil {
+						return err
+					}
+					cmps = append(cmps, held)
+					ops = append(ops, FinishOps(x)...)
+				}
+				resp, err := cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+				if err != nil || !resp.Succeeded {
+					for _, x := range sibs {
+						q.Release(context.WithoutCancel(ctx), x)
+					}
+					return fmt.Errorf("finish group %s: %v (succeeded %v)", g, err, resp != nil && resp.Succeeded)
+				}
+				for _, x := range sibs {
+					q.Done(x)
+				}
+				mu.Lock()
+				for _, x := range group {
+					seen[x.ID]++
+				}
+				calls[g] = append(calls[g], len(group))
+				mu.Unlock()
+				if len(group) == size {
+					done <- struct{}{}
+				}
+				return nil
+			}})
+		queues = append(queues, q)
+		go q.Run(ctx)
+	}
+	for _, q := range queues {
+		if err := q.WaitSynced(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitHolders(t, 3, queues...)
+	for g := 0; g < groups; g++ {
+		var ops []clientv3.Op
+		for i := 0; i < size; i++ {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/q/items/g%03d-%d", g, i), fmt.Sprintf("g%03d/%d", g, i)))
+		}
+		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	timeout := time.After(30 * time.Second)
+	for i := 0; i < groups; i++ {
+		select {
+		case <-done:
+		case <-timeout:
+			mu.Lock()
+			t.Fatalf("only %d of %d groups worked whole; calls %v", i, groups, calls)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != groups*size {
+		t.Errorf("%d items worked, want %d", len(seen), groups*size)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("item %s worked %d times", id, n)
+		}
+	}
+	for g, c := range calls {
+		if len(c) != 1 || c[0] != size {
+			t.Errorf("group %s worked in pieces: %v items a call, want one call of %d", g, c, size)
+		}
+	}
+	c := countsOf(queues...)
+	t.Logf("lease attempts: won %.0f, lost %.0f, skipped %.0f, fallback won %.0f", c.won, c.lost, c.skipped, c.fallbackWon)
 }
