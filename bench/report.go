@@ -108,6 +108,13 @@ type Result struct {
 	CPUSeconds     float64 `json:"process_cpu_s,omitempty"`
 	CPUMsPerServer float64 `json:"process_cpu_ms_per_server,omitempty"`
 	HeapMB         float64 `json:"heap_mb,omitempty"`
+	// Scheduler processes (-scheduler-procs): how many, each one's CPU
+	// quota (0: none), the CPU they used in the measured phase (part of
+	// CPUSeconds) and the GOMAXPROCS Go's runtime chose in each.
+	SchedulerProcs           int     `json:"scheduler_procs,omitempty"`
+	SchedulerCPUQuota        float64 `json:"scheduler_cpu_quota,omitempty"`
+	SchedulerProcsCPUSeconds float64 `json:"scheduler_procs_cpu_s,omitempty"`
+	SchedulerGOMAXPROCS      []int   `json:"scheduler_gomaxprocs,omitempty"`
 
 	// Failover.
 	LeaderKilled     string  `json:"leader_killed,omitempty"`
@@ -194,7 +201,19 @@ func (r *Result) WriteTable(w io.Writer) {
 				float64(r.Writes.Puts[k])/float64(r.Measured), float64(r.Writes.Deletes[k])/float64(r.Measured))
 		}
 	}
-	if r.CPUSeconds > 0 {
+	if r.SchedulerProcs > 0 {
+		quota := "no CPU quota"
+		if r.SchedulerCPUQuota > 0 {
+			quota = fmt.Sprintf("a CPU cgroup of %g CPUs each", r.SchedulerCPUQuota)
+		}
+		row("scheduler procs", "%d child processes (scheduler + superconductor), %s, GOMAXPROCS %v",
+			r.SchedulerProcs, quota, r.SchedulerGOMAXPROCS)
+	}
+	switch {
+	case r.CPUSeconds > 0 && r.SchedulerProcs > 0:
+		row("process", "%.1f CPU s (%.1f ms per measured server: the tool and its scheduler processes, %.1f CPU s in those), tool heap %.0f MB",
+			r.CPUSeconds, r.CPUMsPerServer, r.SchedulerProcsCPUSeconds, r.HeapMB)
+	case r.CPUSeconds > 0:
 		row("process", "%.1f CPU s (%.1f ms per measured server, everything in the process), heap %.0f MB",
 			r.CPUSeconds, r.CPUMsPerServer, r.HeapMB)
 	}

@@ -48,6 +48,10 @@ type Target struct {
 	// when the schedulers are in other processes, and the baseline then
 	// claims through a placement of its own that reads before it writes.
 	ClaimServices []*placement.Service
+	// ChildCPU is the CPU used so far by the processes the tool started
+	// for the target besides its own (scheduler processes), so the
+	// process CPU of a run stays all of the work; nil when none.
+	ChildCPU func() time.Duration
 }
 
 // Config is a run's parameters (the command's flags).
@@ -471,11 +475,22 @@ func (r *runner) claimStats() placement.ClaimStats {
 	return r.t.ClaimStats()
 }
 
+// cpuTime is the process's CPU and its scheduler processes'.
+func (r *runner) cpuTime() time.Duration { return cpuTime() + r.childCPU() }
+
+func (r *runner) childCPU() time.Duration {
+	if r.t.ChildCPU == nil {
+		return 0
+	}
+	return r.t.ChildCPU()
+}
+
 // measuring is what a measured phase started from.
 type measuring struct {
 	claims placement.ClaimStats
 	rev    int64
 	cpu    time.Duration
+	child  time.Duration
 	start  time.Time
 }
 
@@ -488,14 +503,15 @@ func (r *runner) startMeasuring(ctx context.Context) (measuring, error) {
 	if err != nil {
 		return m, err
 	}
-	m.rev, m.cpu, m.start = rev, cpuTime(), time.Now()
+	m.rev, m.cpu, m.child, m.start = rev, r.cpuTime(), r.childCPU(), time.Now()
 	return m, nil
 }
 
 // finish ends the phase begun by m and fills the result from the recorder.
 func (r *runner) finish(ctx context.Context, m measuring) error {
 	elapsed := time.Since(m.start)
-	r.res.CPUSeconds = (cpuTime() - m.cpu).Seconds()
+	r.res.CPUSeconds = (r.cpuTime() - m.cpu).Seconds()
+	r.res.SchedulerProcsCPUSeconds = (r.childCPU() - m.child).Seconds()
 	rev1, err := r.revision(ctx)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,6 +36,9 @@ import (
 // and -api). The fleet, the recorder, the scenarios and the report are
 // package bench.
 func cmdBench(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == schedProcessCmd {
+		return cmdBenchSchedulerProcess(args[1:], stdout, stderr)
+	}
 	// The roles' logger and the progress line write stderr from different
 	// goroutines; a bytes.Buffer (tests) is not safe for that.
 	stderr = &lockedWriter{w: stderr}
@@ -61,6 +65,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		baseline     = fs.Bool("baseline", false, "after the scenario, measure etcd's single-key CAS txn/s with as many workers as claims in flight")
 		baselineTime = fs.Duration("baseline-time", 3*time.Second, "how long the CAS baseline runs")
 		schedulers   = fs.Int("schedulers", 1, "schedulers (each with its superconductor) to start")
+		procsFlag    = fs.Bool("scheduler-procs", false, "run each scheduler (with its superconductor) as a child process instead of in the tool's process")
+		schedCPU     = fs.Float64("scheduler-cpu", 0, "with -scheduler-procs: put each scheduler process in a CPU cgroup of its own with this many CPUs of quota (0: none)")
 		workers      = fs.Int("workers", 0, "superconductor workers per scheduler (0: the config's)")
 		condWorkers  = fs.Int("conductor-workers", 0, "cell conductor workers (0: the config's)")
 		regWorkers   = fs.Int("register-workers", 32, "hosts registering at once")
@@ -99,6 +105,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		return bad("an existing Berth needs both -etcd and -api")
 	case *scen == "failover" && *schedulers < 2 && *etcdEps == "":
 		return bad("failover needs -schedulers 2 or more")
+	case *schedCPU < 0 || (*schedCPU > 0 && *schedCPU < 0.01):
+		return bad("-scheduler-cpu must be 0 (no quota) or at least 0.01 CPUs")
+	case *schedCPU > 0 && !*procsFlag:
+		return bad("-scheduler-cpu needs -scheduler-procs")
+	case *procsFlag && (*etcdEps != "" || *scen == "coldstart"):
+		return bad("-scheduler-procs is for a Berth the tool starts, and coldstart starts no scheduler")
 	}
 	known := false
 	for _, s := range bench.Scenarios {
@@ -133,6 +145,14 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 
+	// A scheduler process that exits unasked ends the run, saying why.
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	var procs *schedProcs
+	if *procsFlag {
+		procs = &schedProcs{n: *schedulers, cpu: *schedCPU, cfgPath: *cfgPath, prefix: *prefix, workers: *workers,
+			logLevel: *logLevel, stderr: stderr, log: log.Named("procs"), onExit: stopRun}
+	}
 	var target *bench.Target
 	var cleanup func()
 	var err error
@@ -140,7 +160,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		target, cleanup, err = existingTarget(ctx, cfg, strings.Split(*etcdEps, ","), *apiURL)
 	} else {
 		target, cleanup, err = startTarget(ctx, cfg, log, benchStart{dataDir: *dataDir, cells: *cells,
-			schedulers: *schedulers, workers: *workers, condWorkers: *condWorkers, etcdOnly: *scen == "coldstart"})
+			schedulers: *schedulers, workers: *workers, condWorkers: *condWorkers, etcdOnly: *scen == "coldstart",
+			procs: procs})
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "berth bench:", err)
@@ -152,6 +173,15 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		HintRatio: *hintRatio, GroupRatio: *groupRatio, Groups: *groups, Duration: *duration,
 		InstancesPerHost: *perHost, Baseline: *baseline, BaselineTime: *baselineTime, Timeout: *timeout,
 		RegisterWorkers: *regWorkers, Progress: stderr, Log: log.Named("fleet")})
+	if cause := context.Cause(ctx); runErr != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		runErr = fmt.Errorf("%w (because %v)", runErr, cause)
+	}
+	if res != nil && procs != nil {
+		res.SchedulerProcs, res.SchedulerCPUQuota = *schedulers, *schedCPU
+		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		res.SchedulerGOMAXPROCS = procs.gomaxprocs(gctx)
+		gcancel()
+	}
 	if *memProfile != "" {
 		if err := writeHeapProfile(*memProfile); err != nil {
 			fmt.Fprintln(stderr, "berth bench:", err)
@@ -231,6 +261,9 @@ type benchStart struct {
 	cells, schedulers    int
 	workers, condWorkers int
 	etcdOnly             bool // coldstart: the tool loads a scheduler's views itself
+	// procs, when set, runs the schedulers as child processes instead
+	// of in-process stacks.
+	procs *schedProcs
 }
 
 // startTarget starts Berth in this process with the stack `berth dev`
@@ -318,6 +351,15 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 		if ep[0] == "compute API" {
 			t.API = ep[1]
 		}
+	}
+	if o.procs != nil {
+		cleanups = append(cleanups, o.procs.stop)
+		if err := o.procs.start(ctx, emb.ClientURL); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		procTarget(t, s0, o.procs, cfg.Superconductor.Workers)
+		return t, cleanup, nil
 	}
 	var scheds []*stack
 	for i := 0; i < o.schedulers; i++ {
@@ -412,6 +454,29 @@ func queueLeaseSummary(scheds []*stack) string {
 		fmt.Fprintf(&b, " %.3f lost per item leased", lost/won)
 	}
 	return b.String()
+}
+
+// procTarget hooks t into scheduler processes: what the in-process
+// stacks give directly, asked of each child's control listener, plus the
+// tool's own stack's placement (its cell conductors claim on reschedules).
+// ClaimServices stays nil: the claim baseline then claims through a
+// placement of the tool's own, and says so.
+func procTarget(t *bench.Target, s0 *stack, p *schedProcs, workers int) {
+	t.Schedulers = p.n
+	t.ClaimWorkers = p.n * workers
+	t.Sync = func(ctx context.Context, rev int64) error {
+		if err := s0.placement.WaitForRevision(ctx, rev); err != nil {
+			return err
+		}
+		return p.sync(ctx, rev)
+	}
+	t.ClaimStats = func() placement.ClaimStats {
+		sum := p.claimStats()
+		addClaimStats(&sum, s0.placement.ClaimStats())
+		return sum
+	}
+	t.KillLeader = p.kill
+	t.ChildCPU = p.cpuTime
 }
 
 // crash stops a stack as a killed process would: its etcd client goes
