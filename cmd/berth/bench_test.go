@@ -3,13 +3,24 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/berth-project/berth/bench"
 )
+
+// TestMain lets the test binary stand in for berth as the child of
+// `berth bench -scheduler-procs`, which runs os.Executable().
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == schedProcessCmd {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
 
 // runBench runs `berth bench` as the binary does and decodes its JSON line.
 // It fails on a non-zero exit (an error, or a lost server), never on timing.
@@ -83,6 +94,9 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"boot", "-etcd", "127.0.0.1:1"}, "needs both -etcd and -api"},
 		{[]string{"boot", "-failure-rate", "1"}, "-failure-rate"},
 		{[]string{"boot", "-format", "xml"}, "-format"},
+		{[]string{"boot", "-scheduler-cpu", "0.5"}, "-scheduler-cpu needs -scheduler-procs"},
+		{[]string{"boot", "-scheduler-procs", "-scheduler-cpu", "0.001"}, "-scheduler-cpu must be"},
+		{[]string{"coldstart", "-scheduler-procs"}, "-scheduler-procs is for"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(append([]string{"bench"}, tc.args...), &stdout, &stderr); code != 2 {
@@ -106,6 +120,89 @@ func TestBenchFailoverSmoke(t *testing.T) {
 		"-clients", "4", "-rate", "30", "-timeout", "3m")
 	if res.Lost != 0 || res.Active != 90 {
 		t.Fatalf("%d ACTIVE, %d lost of 90: %+v", res.Active, res.Lost, res)
+	}
+	if res.LeaderKilled == "" || res.NewLeader == "" || res.NewLeader == res.LeaderKilled {
+		t.Fatalf("no failover recorded: killed %q, new leader %q", res.LeaderKilled, res.NewLeader)
+	}
+}
+
+// cpuQuotaArgs is -scheduler-cpu 0.5 when this process may make CPU
+// cgroups, with a stale group of a dead run planted for the tool to
+// remove (its path returned); otherwise nothing, and the test says why.
+func cpuQuotaArgs(t *testing.T) ([]string, string) {
+	parent, v2, err := cpuCgroupParent()
+	if err != nil {
+		t.Logf("scheduler processes without a CPU quota: %v", err)
+		return nil, ""
+	}
+	probe, err := newCPUGroup(parent, v2, 0, 0.5)
+	if err != nil {
+		t.Logf("scheduler processes without a CPU quota: %v", err)
+		return nil, ""
+	}
+	if err := probe.remove(); err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(parent, fmt.Sprintf("%s%d-1", benchCgroupPrefix, dead.Process.Pid))
+	if err := os.Mkdir(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(stale) })
+	return []string{"-scheduler-cpu", "0.5"}, stale
+}
+
+// TestBenchSchedulerProcsSmoke boots 200 servers on 1,000 hosts through
+// two scheduler processes (in CPU cgroups where this process may make
+// them): the children start, sync, claim and report their counters and
+// CPU, and stop with the tool. It fails only on errors or lost servers.
+func TestBenchSchedulerProcsSmoke(t *testing.T) {
+	const servers = 200
+	quota, stale := cpuQuotaArgs(t)
+	res := runBench(t, append([]string{"boot", "-hosts", "1000", "-cells", "2", "-servers", "200", "-clients", "8",
+		"-failure-rate", "0.05", "-schedulers", "2", "-scheduler-procs", "-timeout", "5m"}, quota...)...)
+	if res.Lost != 0 || res.APIErrors != 0 {
+		t.Fatalf("%d servers lost, %d API errors: %+v", res.Lost, res.APIErrors, res)
+	}
+	if got := res.Active + res.Errors + res.NoValidHost; got != servers {
+		t.Fatalf("%d servers accounted for, want %d: %+v", got, servers, res)
+	}
+	if res.SchedulerProcs != 2 || len(res.SchedulerGOMAXPROCS) != 2 {
+		t.Fatalf("scheduler processes not reported: %+v", res)
+	}
+	// The children's CPU is read and part of the run's; their claim
+	// counters (transactions and claims per transaction) were read too.
+	if res.SchedulerProcsCPUSeconds <= 0 || res.CPUSeconds < res.SchedulerProcsCPUSeconds {
+		t.Fatalf("CPU %.2f s with %.2f s in the scheduler processes", res.CPUSeconds, res.SchedulerProcsCPUSeconds)
+	}
+	if res.ClaimsPerTxn <= 0 {
+		t.Fatalf("no claim counters read from the scheduler processes: %+v", res)
+	}
+	if stale != "" {
+		if _, err := os.Stat(stale); !os.IsNotExist(err) {
+			t.Errorf("stale cgroup %s of a dead run not removed (%v)", stale, err)
+		}
+		left, _ := filepath.Glob(filepath.Join(filepath.Dir(stale), fmt.Sprintf("%s%d-*", benchCgroupPrefix, os.Getpid())))
+		if len(left) > 0 {
+			t.Errorf("the run left its cgroups behind: %v", left)
+		}
+	}
+}
+
+// TestBenchSchedulerProcsFailover kills the leader's process (SIGKILL)
+// during a burst: nothing lost, another process leads.
+func TestBenchSchedulerProcsFailover(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "bench.hcl")
+	if err := os.WriteFile(cfg, []byte("scheduler {\n  election_ttl = \"2s\"\n}\nsuperconductor {\n  lease_ttl = \"2s\"\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := runBench(t, "failover", "-config", cfg, "-schedulers", "2", "-scheduler-procs", "-hosts", "200",
+		"-servers", "60", "-clients", "4", "-rate", "30", "-timeout", "3m")
+	if res.Lost != 0 || res.Active != 60 {
+		t.Fatalf("%d ACTIVE, %d lost of 60: %+v", res.Active, res.Lost, res)
 	}
 	if res.LeaderKilled == "" || res.NewLeader == "" || res.NewLeader == res.LeaderKilled {
 		t.Fatalf("no failover recorded: killed %q, new leader %q", res.LeaderKilled, res.NewLeader)
