@@ -391,7 +391,7 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	all := append([]*stack{s0}, scheds...)
 	t.Sync = func(ctx context.Context, rev int64) error {
 		for _, s := range all {
-			if err := s.placement.WaitForRevision(ctx, rev); err != nil {
+			if err := s.waitPlacement(ctx, rev); err != nil {
 				return err
 			}
 			if s.hosts != nil {
@@ -465,7 +465,7 @@ func procTarget(t *bench.Target, s0 *stack, p *schedProcs, workers int) {
 	t.Schedulers = p.n
 	t.ClaimWorkers = p.n * workers
 	t.Sync = func(ctx context.Context, rev int64) error {
-		if err := s0.placement.WaitForRevision(ctx, rev); err != nil {
+		if err := s0.waitPlacement(ctx, rev); err != nil {
 			return err
 		}
 		return p.sync(ctx, rev)

@@ -121,7 +121,7 @@ func benchControl(s *stack) http.Handler {
 			http.Error(w, "rev: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := s.placement.WaitForRevision(r.Context(), rev); err != nil {
+		if err := s.waitPlacement(r.Context(), rev); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}

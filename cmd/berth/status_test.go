@@ -204,8 +204,8 @@ func create(t *testing.T, c *api.Client, name, host string) string {
 func TestMetricsMoveWithRealWork(t *testing.T) {
 	s := startTestStack(t, etcdtest.Client(t), []string{"good", "bad"}, map[string]bool{"bad": true})
 	r := waitReady(t, s.endpoints["status"])
-	want := []string{status.EtcdCheck, "placement index", "conductor cell1 queue", "agent good", "agent bad",
-		"host manager", "scheduler registration", "superconductor queue"}
+	want := []string{status.EtcdCheck, "conductor cell1 queue", "agent good", "agent bad",
+		"host manager", "placement index", "scheduler registration", "superconductor queue"}
 	var got []string
 	for _, c := range r.Checks {
 		got = append(got, c.Name)
