@@ -119,13 +119,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	if !known {
 		return bad("unknown scenario %q (want one of %s)", *scen, strings.Join(bench.Scenarios, ", "))
 	}
-	cfg := configs.Defaults()
-	if *cfgPath != "" {
-		var err error
-		if cfg, err = configs.Load(*cfgPath); err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
-		}
+	cfg, err := loadOrDefaults(*cfgPath)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
 	}
 	cfg.Log.Level = *logLevel
 	cfg.Etcd.Prefix = *prefix
@@ -155,7 +152,6 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	}
 	var target *bench.Target
 	var cleanup func()
-	var err error
 	if *etcdEps != "" {
 		target, cleanup, err = existingTarget(ctx, cfg, strings.Split(*etcdEps, ","), *apiURL)
 	} else {
@@ -540,4 +536,13 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// loadOrDefaults is the config at path, or the defaults when path is ""
+// (bench and its scheduler processes run without a file).
+func loadOrDefaults(path string) (*configs.Config, error) {
+	if path == "" {
+		return configs.Defaults(), nil
+	}
+	return configs.Load(path)
 }

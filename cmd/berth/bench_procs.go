@@ -21,7 +21,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/internal/logging"
 	"github.com/berth-project/berth/placement"
 )
@@ -72,13 +71,10 @@ func cmdBenchSchedulerProcess(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "berth bench %s: -etcd is required\n", schedProcessCmd)
 		return 2
 	}
-	cfg := configs.Defaults()
-	if *cfgPath != "" {
-		var err error
-		if cfg, err = configs.Load(*cfgPath); err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
-		}
+	cfg, err := loadOrDefaults(*cfgPath)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
 	}
 	cfg.Log.Level = *logLevel
 	if *prefix != "" {
