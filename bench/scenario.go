@@ -176,9 +176,13 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 	var bg sync.WaitGroup
 	bgErr := make(chan error, 2)
 	bg.Add(1)
+	recCtx, stopRec := context.WithCancel(ctx)
+	defer stopRec()
+	recDone := make(chan struct{})
 	go func() {
 		defer bg.Done()
-		if err := r.rec.Run(ctx, from); err != nil {
+		defer close(recDone)
+		if err := r.rec.Run(recCtx, from); err != nil && recCtx.Err() == nil {
 			bgErr <- err
 			cancel()
 		}
@@ -252,6 +256,11 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 		err = r.churn(ctx)
 	}
 	if err == nil && cfg.Baseline {
+		// The recorder's watch of the whole prefix is the tool's, not
+		// Berth's: it is stopped before the baselines, so neither the
+		// CAS nor the claims pay for its decoding.
+		stopRec()
+		<-recDone
 		err = r.baseline(ctx)
 	}
 	return err
