@@ -740,9 +740,7 @@ func ClaimBaseline(ctx context.Context, services []*placement.Service, providers
 	stats := func() placement.ClaimStats {
 		var sum placement.ClaimStats
 		for _, s := range services {
-			c := s.ClaimStats()
-			sum.Txns += c.Txns
-			sum.Batched += c.Batched
+			sum.Add(s.ClaimStats())
 		}
 		return sum
 	}

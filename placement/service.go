@@ -75,6 +75,16 @@ type ClaimStats struct {
 	Txns, Batched int64
 }
 
+// Add adds o's counters to c (several services' sums).
+func (c *ClaimStats) Add(o ClaimStats) {
+	c.Races += o.Races
+	c.GaveUp += o.GaveUp
+	c.Writes += o.Writes
+	c.Time += o.Time
+	c.Txns += o.Txns
+	c.Batched += o.Batched
+}
+
 // ClaimStats returns the service's claim counters.
 func (s *Service) ClaimStats() ClaimStats {
 	txns, batched := s.claims.counts()

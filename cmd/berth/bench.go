@@ -401,13 +401,7 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	t.ClaimStats = func() placement.ClaimStats {
 		var sum placement.ClaimStats
 		for _, s := range all {
-			c := s.placement.ClaimStats()
-			sum.Races += c.Races
-			sum.GaveUp += c.GaveUp
-			sum.Writes += c.Writes
-			sum.Time += c.Time
-			sum.Txns += c.Txns
-			sum.Batched += c.Batched
+			sum.Add(s.placement.ClaimStats())
 		}
 		return sum
 	}
@@ -468,7 +462,7 @@ func procTarget(t *bench.Target, s0 *stack, p *schedProcs, workers int) {
 	}
 	t.ClaimStats = func() placement.ClaimStats {
 		sum := p.claimStats()
-		addClaimStats(&sum, s0.placement.ClaimStats())
+		sum.Add(s0.placement.ClaimStats())
 		return sum
 	}
 	t.KillLeader = p.kill

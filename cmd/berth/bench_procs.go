@@ -353,19 +353,10 @@ func (p *schedProcs) claimStats() placement.ClaimStats {
 			}
 		}
 		c.mu.Lock()
-		addClaimStats(&sum, c.claims)
+		sum.Add(c.claims)
 		c.mu.Unlock()
 	}
 	return sum
-}
-
-func addClaimStats(sum *placement.ClaimStats, c placement.ClaimStats) {
-	sum.Races += c.Races
-	sum.GaveUp += c.GaveUp
-	sum.Writes += c.Writes
-	sum.Time += c.Time
-	sum.Txns += c.Txns
-	sum.Batched += c.Batched
 }
 
 // kill SIGKILLs the child whose scheduler election id is id (after
