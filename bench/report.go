@@ -98,6 +98,11 @@ type Result struct {
 	ClaimOnlyVia      string  `json:"claim_only_via,omitempty"`
 	ClaimOnlyServices int     `json:"claim_only_services,omitempty"`
 	ClaimOnlyPerTxn   float64 `json:"claim_only_per_txn,omitempty"`
+	// LeasesWon and LeasesLost are the superconductors' build-request
+	// lease transactions in the measured phase (several superconductors
+	// racing for the same requests lose many).
+	LeasesWon  int64 `json:"leases_won,omitempty"`
+	LeasesLost int64 `json:"leases_lost"`
 	// ClaimsPerTxn is how many claims an etcd transaction carried in the
 	// measured phase (the schedulers' and conductors' group commit).
 	ClaimsPerTxn float64 `json:"claims_per_txn,omitempty"`
@@ -174,6 +179,10 @@ func (r *Result) WriteTable(w io.Writer) {
 	if r.ClaimsPerSec > 0 {
 		row("claims", "%.1f/s, %d races lost (retried), %d gave up; mean claim %.1f ms (read + txn + retries, in-process counter); %.2f claims per etcd txn",
 			r.ClaimsPerSec, r.ClaimRaces, r.ClaimFailures, r.ClaimMeanMs, r.ClaimsPerTxn)
+	}
+	if r.LeasesWon > 0 {
+		row("superconductor leases", "%d won, %d lost (%.3f lost per request leased)", r.LeasesWon, r.LeasesLost,
+			float64(r.LeasesLost)/float64(r.LeasesWon))
 	}
 	if r.CASPerSec > 0 {
 		row("etcd CAS baseline", "%.1f txn/s with %d workers; pipeline claims/CAS = %.3f", r.CASPerSec, r.CASWorkers, r.ClaimCASRatio)

@@ -43,6 +43,10 @@ type Target struct {
 	// ClaimWorkers is how many claims can be in flight at once (every
 	// superconductor's workers); the CAS baseline uses as many workers.
 	ClaimWorkers int
+	// LeaseAttempts sums the superconductors' build-request lease
+	// transactions that won and lost (berth_queue_lease_attempts_total);
+	// nil when the superconductors are in other processes.
+	LeaseAttempts func() (won, lost float64)
 	// ClaimServices are the schedulers' own placement services (their
 	// watch-fed indexes and claim batching), for the claim baseline; nil
 	// when the schedulers are in other processes, and the baseline then
@@ -497,16 +501,21 @@ func (r *runner) childCPU() time.Duration {
 // measuring is what a measured phase started from.
 type measuring struct {
 	claims placement.ClaimStats
-	rev    int64
-	cpu    time.Duration
-	child  time.Duration
-	start  time.Time
+	// leaseWon and leaseLost are the superconductors' lease counters.
+	leaseWon, leaseLost float64
+	rev                 int64
+	cpu                 time.Duration
+	child               time.Duration
+	start               time.Time
 }
 
 // startMeasuring zeroes the recorder's write counters and notes the claim
 // counters, etcd revision, process CPU and time the phase starts from.
 func (r *runner) startMeasuring(ctx context.Context) (measuring, error) {
 	m := measuring{claims: r.claimStats()}
+	if r.t.LeaseAttempts != nil {
+		m.leaseWon, m.leaseLost = r.t.LeaseAttempts()
+	}
 	r.rec.StartCounting()
 	rev, err := r.revision(ctx)
 	if err != nil {
@@ -546,6 +555,10 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 	}
 	c := r.claimStats()
 	res.ClaimRaces, res.ClaimFailures = c.Races-claims0.Races, c.GaveUp-claims0.GaveUp
+	if r.t.LeaseAttempts != nil {
+		won, lost := r.t.LeaseAttempts()
+		res.LeasesWon, res.LeasesLost = int64(won-m.leaseWon), int64(lost-m.leaseLost)
+	}
 	if n := c.Txns - claims0.Txns; n > 0 {
 		res.ClaimsPerTxn = float64(c.Batched-claims0.Batched) / float64(n)
 	}

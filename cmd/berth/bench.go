@@ -381,9 +381,9 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	for _, s := range scheds {
 		t.ClaimServices = append(t.ClaimServices, s.placement)
 	}
-	// When the run ends: what the superconductors' lease attempts cost
-	// (each holder sees every build request; issue 7).
-	cleanups = append(cleanups, func() { fmt.Fprintln(os.Stderr, queueLeaseSummary(scheds)) })
+	// What the superconductors' lease attempts cost (each holder sees
+	// every build request; issue 7), in the report.
+	t.LeaseAttempts = func() (won, lost float64) { return leaseAttempts(scheds) }
 	all := append([]*stack{s0}, scheds...)
 	t.Sync = func(ctx context.Context, rev int64) error {
 		for _, s := range all {
@@ -417,33 +417,17 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	return t, cleanup, nil
 }
 
-// queueLeaseSummary sums the superconductor queues' lease attempts
-// (berth_queue_lease_attempts_total) over the scheduler stacks.
-func queueLeaseSummary(scheds []*stack) string {
-	sum := map[string]map[string]float64{}
+// leaseAttempts sums the superconductor queues' lease transactions that
+// won and lost (berth_queue_lease_attempts_total, every turn) over the
+// scheduler stacks.
+func leaseAttempts(scheds []*stack) (won, lost float64) {
 	for _, s := range scheds {
-		for turn, outs := range s.metrics.QueueLeaseCounts(metrics.QueueBuildRequests) {
-			if sum[turn] == nil {
-				sum[turn] = map[string]float64{}
-			}
-			for o, n := range outs {
-				sum[turn][o] += n
-			}
+		for _, outs := range s.metrics.QueueLeaseCounts(metrics.QueueBuildRequests) {
+			won += outs[metrics.LeaseWon]
+			lost += outs[metrics.LeaseLost]
 		}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "superconductor lease attempts (%d queues):", len(scheds))
-	var won, lost float64
-	for _, turn := range []string{metrics.TurnPreferred, metrics.TurnFallback, metrics.TurnSibling} {
-		o := sum[turn]
-		won, lost = won+o[metrics.LeaseWon], lost+o[metrics.LeaseLost]
-		fmt.Fprintf(&b, " %s won %.0f lost %.0f skipped %.0f error %.0f;", turn,
-			o[metrics.LeaseWon], o[metrics.LeaseLost], o[metrics.LeaseSkipped], o[metrics.LeaseError])
-	}
-	if won > 0 {
-		fmt.Fprintf(&b, " %.3f lost per item leased", lost/won)
-	}
-	return b.String()
+	return won, lost
 }
 
 // procTarget hooks t into scheduler processes: what the in-process
