@@ -344,21 +344,26 @@ func (r *runner) create(ctx context.Context, i int64) (string, error) {
 	return ids[0], nil
 }
 
-// poolWhenActive adds id to the pool once ACTIVE.
+// poolWhenActive adds id to the pool once ACTIVE, without waiting for it.
 func (r *runner) poolWhenActive(ctx context.Context, id string) {
 	done := r.rec.Done(id)
-	go func() {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return
-		}
-		if r.rec.isActive(id) {
-			r.poolMu.Lock()
-			r.pool = append(r.pool, id)
-			r.poolMu.Unlock()
-		}
-	}()
+	go r.poolOnceDone(ctx, id, done)
+}
+
+// poolOnceDone waits until id has finished (done) and adds it to the pool
+// if it went ACTIVE; false when ctx ended first.
+func (r *runner) poolOnceDone(ctx context.Context, id string, done <-chan struct{}) bool {
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return false
+	}
+	if r.rec.isActive(id) {
+		r.poolMu.Lock()
+		r.pool = append(r.pool, id)
+		r.poolMu.Unlock()
+	}
+	return true
 }
 
 // ticker paces creates at rate per second (nil when unlimited).
@@ -661,15 +666,8 @@ func (r *runner) churn(ctx context.Context) error {
 					errc <- err
 					return
 				}
-				select {
-				case <-r.rec.Done(id):
-				case <-ctx.Done():
+				if !r.poolOnceDone(ctx, id, r.rec.Done(id)) {
 					return
-				}
-				if r.rec.isActive(id) {
-					r.poolMu.Lock()
-					r.pool = append(r.pool, id)
-					r.poolMu.Unlock()
 				}
 			}
 		}()
