@@ -474,13 +474,7 @@ func (s *stack) crash() {
 	}
 	_ = s.cli.Close()
 	s.cancel()
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		s.log.Warn("crashed stack's roles did not stop within 30s")
-	}
+	s.waitRoles("crashed stack's roles did not stop within 30s")
 	close(drained)
 	s.servers, s.ownCli = nil, false
 }

@@ -544,6 +544,18 @@ func (s *stack) stop() {
 	s.stopOnce.Do(s.stopNow)
 }
 
+// waitRoles waits up to 30 s for the stack's roles to return after its
+// context was cancelled, and logs warning if they do not.
+func (s *stack) waitRoles(warning string) {
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		s.log.Warn(warning)
+	}
+}
+
 func (s *stack) stopNow() {
 	start := time.Now()
 	s.status.Stopping()
@@ -556,13 +568,7 @@ func (s *stack) stopNow() {
 	}
 	shut.Wait()
 	s.cancel()
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		s.log.Warn("roles did not stop within 30s")
-	}
+	s.waitRoles("roles did not stop within 30s")
 	if s.statusSrv != nil {
 		_ = s.statusSrv.Shutdown(ctx)
 	}
