@@ -94,13 +94,8 @@ func runBurst(t *testing.T, affinity bool, n int) (leaseCounts, map[string]int) 
 			return nil
 		})
 		queues = append(queues, q)
-		go q.Run(ctx)
 	}
-	for _, q := range queues {
-		if err := q.WaitSynced(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	runSynced(t, ctx, queues...)
 	if affinity {
 		waitHolders(t, 3, queues...)
 	}
@@ -421,13 +416,8 @@ func TestQueueHoldersGatherMultiCreateSiblings(t *testing.T) {
 				return nil
 			}})
 		queues = append(queues, q)
-		go q.Run(ctx)
 	}
-	for _, q := range queues {
-		if err := q.WaitSynced(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	runSynced(t, ctx, queues...)
 	waitHolders(t, 3, queues...)
 	for g := 0; g < groups; g++ {
 		var ops []clientv3.Op

@@ -52,13 +52,8 @@ func TestQueueWorksEachItemOnceAcrossHolders(t *testing.T) {
 			return nil
 		})
 		queues = append(queues, q)
-		go q.Run(ctx)
 	}
-	for _, q := range queues {
-		if err := q.WaitSynced(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	runSynced(t, ctx, queues...)
 	for i := 0; i < 30; i++ {
 		if _, err := cli.Put(ctx, "/q/items/"+string(rune('A'+i)), "x"); err != nil {
 			t.Fatal(err)
@@ -146,10 +141,7 @@ func TestQueueReadsExtraKeysWithTheLease(t *testing.T) {
 			got <- it
 			return finish(q, cli)(ctx, it)
 		}})
-	go q.Run(ctx)
-	if err := q.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runSynced(t, ctx, q)
 	if _, err := cli.Put(ctx, "/q/extra/with", "claim"); err != nil {
 		t.Fatal(err)
 	}
@@ -204,10 +196,7 @@ func TestQueueBurstLargerThanItsBuffer(t *testing.T) {
 			done <- struct{}{}
 			return nil
 		}})
-	go q.Run(ctx)
-	if err := q.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runSynced(t, ctx, q)
 	for i := 0; i < n; i += 100 {
 		var ops []clientv3.Op
 		for j := i; j < i+100; j++ {
@@ -239,6 +228,20 @@ func TestQueueBurstLargerThanItsBuffer(t *testing.T) {
 	for id, c := range seen {
 		if c != 1 {
 			t.Errorf("item %s worked %d times", id, c)
+		}
+	}
+}
+
+// runSynced runs each queue until ctx ends and returns once every one has
+// read its items and leases.
+func runSynced(t testing.TB, ctx context.Context, qs ...*Queue) {
+	t.Helper()
+	for _, q := range qs {
+		go q.Run(ctx)
+	}
+	for _, q := range qs {
+		if err := q.WaitSynced(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
