@@ -153,11 +153,7 @@ func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[strin
 		if err != nil {
 			return 0, fmt.Errorf("claim %s: %w", what, err)
 		}
-		ops = append(ops, opts.GuardOps...)
-		if len(cmps) > maxTxnOps || len(ops) > maxTxnOps {
-			return 0, fmt.Errorf("claim %s: %w", what, detailf(ErrTooManyOps, "the write needs %d compares and %d operations, etcd allows %d of each in one transaction", len(cmps), len(ops), maxTxnOps))
-		}
-		rev, ok, err := s.commitClaim(ctx, cmps, ops, opts)
+		rev, ok, err := s.commitClaim(ctx, cmps, append(ops, opts.GuardOps...), opts)
 		if err != nil {
 			return 0, fmt.Errorf("claim %s: %w", what, err)
 		}
