@@ -114,16 +114,14 @@ func (b *claimBatcher) commit(ctx context.Context, cmps []clientv3.Cmp, ops []cl
 		return c.res
 	case <-ctx.Done():
 	}
+	// Not sent yet, it is dropped. Already on its way, its outcome is
+	// unknown until etcd answers, as for a transaction whose caller gave
+	// up; the batch's context ends when every member's has.
 	b.mu.Lock()
 	if !c.sent {
 		b.remove(c)
-		b.mu.Unlock()
-		return claimResult{err: ctx.Err()}
 	}
 	b.mu.Unlock()
-	// Already on its way: its outcome is unknown until etcd answers, as
-	// for a transaction whose caller gave up; the batch's context ends
-	// when every member's has.
 	return claimResult{err: ctx.Err()}
 }
 
