@@ -250,7 +250,7 @@ func (d *decoder) initialCluster(b hcl.Body, m *Embedded) {
 			"initial_cluster lists every member as \"name=http://host:2380,...\"; leave it out for a cluster of this member alone.")
 		return
 	}
-	_, err := etcdcluster.Parse(m.InitialCluster, m.Name, m.PeerURL)
+	err := etcdcluster.Check(m.InitialCluster, m.Name, m.PeerURL)
 	var malformed *etcdcluster.MalformedError
 	var dup *etcdcluster.DuplicateError
 	var mismatch *etcdcluster.PeerMismatchError

@@ -90,7 +90,7 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	ec.AdvertisePeerUrls = []url.URL{*pu}
 	ec.InitialCluster = fmt.Sprintf("%s=%s", ec.Name, pu.String())
 	if cfg.InitialCluster != "" {
-		if _, err := etcdcluster.Parse(cfg.InitialCluster, ec.Name, pu.String()); err != nil {
+		if err := etcdcluster.Check(cfg.InitialCluster, ec.Name, pu.String()); err != nil {
 			return nil, fmt.Errorf("embedded etcd: %w", err)
 		}
 		ec.InitialCluster = cfg.InitialCluster

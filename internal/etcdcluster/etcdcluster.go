@@ -10,12 +10,6 @@ import (
 	"strings"
 )
 
-// Member is one entry of a member list.
-type Member struct {
-	Name    string
-	PeerURL *url.URL
-}
-
 // MalformedError is an entry that is not name=http://host:port (embedded
 // members' peers talk plain HTTP).
 type MalformedError struct{ Entry string }
@@ -50,10 +44,9 @@ func (e *NotListedError) Error() string {
 	return fmt.Sprintf("initial_cluster %q does not name this member %q", e.List, e.Name)
 }
 
-// Parse reads list and checks that it names the member called name with
+// Check reads list and checks that it names the member called name with
 // its own peer URL (peer). Its errors are one of the types above.
-func Parse(list, name, peer string) ([]Member, error) {
-	var out []Member
+func Check(list, name, peer string) error {
 	seen := map[string]bool{}
 	own := false
 	for _, entry := range strings.Split(list, ",") {
@@ -61,22 +54,21 @@ func Parse(list, name, peer string) ([]Member, error) {
 		n, u, ok := strings.Cut(entry, "=")
 		pu, err := url.Parse(u)
 		if !ok || n == "" || err != nil || pu.Scheme != "http" || pu.Hostname() == "" || pu.Port() == "" {
-			return nil, &MalformedError{Entry: entry}
+			return &MalformedError{Entry: entry}
 		}
 		if seen[n] {
-			return nil, &DuplicateError{Name: n}
+			return &DuplicateError{Name: n}
 		}
 		seen[n] = true
 		if n == name {
 			own = true
 			if pu.String() != peer {
-				return nil, &PeerMismatchError{Name: n, Listed: u, Own: peer}
+				return &PeerMismatchError{Name: n, Listed: u, Own: peer}
 			}
 		}
-		out = append(out, Member{Name: n, PeerURL: pu})
 	}
 	if !own {
-		return nil, &NotListedError{List: list, Name: name}
+		return &NotListedError{List: list, Name: name}
 	}
-	return out, nil
+	return nil
 }

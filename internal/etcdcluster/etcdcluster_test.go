@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestParse(t *testing.T) {
+func TestCheck(t *testing.T) {
 	const own = "http://10.0.0.12:2380"
 	cases := []struct {
 		name, list string
@@ -25,30 +25,27 @@ func TestParse(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ms, err := Parse(c.list, "b", own)
+			err := Check(c.list, "b", own)
 			switch want := c.want.(type) {
 			case nil:
 				if err != nil {
-					t.Fatalf("Parse(%q): %v", c.list, err)
-				}
-				if len(ms) == 0 || ms[len(ms)-1].PeerURL == nil {
-					t.Fatalf("members = %+v", ms)
+					t.Fatalf("Check(%q): %v", c.list, err)
 				}
 			case *MalformedError:
 				if !errors.As(err, &want) {
-					t.Fatalf("Parse(%q) = %v, want a malformed entry", c.list, err)
+					t.Fatalf("Check(%q) = %v, want a malformed entry", c.list, err)
 				}
 			case *DuplicateError:
 				if !errors.As(err, &want) || want.Name != "b" {
-					t.Fatalf("Parse(%q) = %v, want b listed twice", c.list, err)
+					t.Fatalf("Check(%q) = %v, want b listed twice", c.list, err)
 				}
 			case *PeerMismatchError:
 				if !errors.As(err, &want) || want.Own != own {
-					t.Fatalf("Parse(%q) = %v, want a peer URL mismatch", c.list, err)
+					t.Fatalf("Check(%q) = %v, want a peer URL mismatch", c.list, err)
 				}
 			case *NotListedError:
 				if !errors.As(err, &want) || want.Name != "b" {
-					t.Fatalf("Parse(%q) = %v, want b not listed", c.list, err)
+					t.Fatalf("Check(%q) = %v, want b not listed", c.list, err)
 				}
 			}
 		})
