@@ -178,18 +178,21 @@ func (r *jsonReader) number() (lit []byte, integer bool, ok bool) {
 
 // int64 reads an integer for an int64 (or int) field. A fraction or an
 // exponent is encoding/json's error to report ("1.0" does not fit an
-// int64 there), and so is anything past 18 digits, which may overflow.
+// int64 there), and so is an integer that overflows. Past 18 digits (an
+// etcd lease id has 19) it is read with the function encoding/json uses,
+// strconv.ParseInt of the literal, declining what that rejects.
 func (r *jsonReader) int64() (int64, bool) {
 	lit, integer, ok := r.number()
 	if !ok || !integer {
 		return 0, false
 	}
+	if len(lit) > 18 {
+		n, err := strconv.ParseInt(string(lit), 10, 64)
+		return n, err == nil
+	}
 	neg := lit[0] == '-'
 	if neg {
 		lit = lit[1:]
-	}
-	if len(lit) > 18 {
-		return 0, false
 	}
 	var n int64
 	for _, c := range lit {

@@ -1,0 +1,180 @@
+package etcdschema
+
+// Every scheduler follows every write under the hosts prefix and the
+// queue prefixes, so each extra scheduler decodes every build cast (the
+// host manager counts a host's casts for the IoOpsWeigher) and every
+// superconductor lease (the queue's holder affinity): encoding/json's
+// reflection on these was most of an extra scheduler's watch handling.
+// These read them as fastdecode_placement.go reads the placement records,
+// with the same rules: exact names, each once, null only for a map, a
+// copy stored only on success (a value declined halfway reaches
+// encoding/json as it was).
+
+func (b *Build) decodeFast(data []byte) bool {
+	if b.Flavor.ExtraSpecs != nil {
+		return false // encoding/json would merge into the existing map
+	}
+	q := *b
+	r := jsonReader{data: data}
+	var seen uint32
+	ok := r.object(func(name []byte) bool {
+		var ok bool
+		var bit uint32
+		switch string(name) {
+		case "version":
+			var n int64
+			n, ok = r.int64()
+			q.Version, bit = int(n), 1
+		case "op":
+			q.Op, ok = r.opString()
+			bit = 2
+		case "instance_uuid":
+			q.InstanceUUID, ok = r.string()
+			bit = 4
+		case "name":
+			q.Name, ok = r.string()
+			bit = 8
+		case "cell":
+			q.Cell, ok = r.string()
+			bit = 16
+		case "flavor":
+			// Into q's own Flavor, as encoding/json decodes into the
+			// existing struct (members the input lacks are kept).
+			ok = r.flavor(&q.Flavor)
+			bit = 32
+		case "project_id":
+			q.ProjectID, ok = r.string()
+			bit = 64
+		case "user_id":
+			q.UserID, ok = r.string()
+			bit = 128
+		case "attempt":
+			var n int64
+			n, ok = r.int64()
+			q.Attempt, bit = int(n), 256
+		case "request_id":
+			q.RequestID, ok = r.string()
+			bit = 512
+		case "cast_at":
+			q.CastAt, ok = r.time()
+			bit = 1024
+		}
+		return ok && once(&seen, bit)
+	})
+	if !ok || !r.end() {
+		return false
+	}
+	*b = q
+	return true
+}
+
+// opString reads a cast's op, shared for the two ops Berth writes (every
+// follower keeps its casts' ops; no copy of "build" per cast).
+func (r *jsonReader) opString() (string, bool) {
+	s, ok := r.str()
+	if !ok {
+		return "", false
+	}
+	switch string(s) {
+	case OpBuild:
+		return OpBuild, true
+	case OpDelete:
+		return OpDelete, true
+	}
+	return string(s), true
+}
+
+// flavor reads a Flavor object into f (f's ExtraSpecs is nil: the caller
+// checked). null is declined: encoding/json leaves a struct as it is for
+// null, which the rules here leave to it.
+func (r *jsonReader) flavor(f *Flavor) bool {
+	var seen uint32
+	return r.object(func(name []byte) bool {
+		var ok bool
+		var bit uint32
+		var n int64
+		switch string(name) {
+		case "version":
+			n, ok = r.int64()
+			f.Version, bit = int(n), 1
+		case "id":
+			f.ID, ok = r.string()
+			bit = 2
+		case "name":
+			f.Name, ok = r.string()
+			bit = 4
+		case "vcpus":
+			n, ok = r.int64()
+			f.VCPUs, bit = int(n), 8
+		case "ram":
+			n, ok = r.int64()
+			f.RAMMB, bit = int(n), 16
+		case "disk":
+			n, ok = r.int64()
+			f.DiskGB, bit = int(n), 32
+		case "ephemeral":
+			n, ok = r.int64()
+			f.EphemeralGB, bit = int(n), 64
+		case "swap":
+			n, ok = r.int64()
+			f.SwapMB, bit = int(n), 128
+		case "extra_specs":
+			f.ExtraSpecs, ok = r.stringMap()
+			bit = 256
+		}
+		return ok && once(&seen, bit)
+	})
+}
+
+// stringMap reads an object of strings into a new map (non-nil even when
+// empty, as encoding/json makes it; nil for null). A repeated name is
+// declined.
+func (r *jsonReader) stringMap() (map[string]string, bool) {
+	if r.null() {
+		return nil, true
+	}
+	m := make(map[string]string, 2)
+	ok := r.object(func(name []byte) bool {
+		v, ok := r.string()
+		if !ok {
+			return false
+		}
+		if _, dup := m[string(name)]; dup {
+			return false
+		}
+		m[string(name)] = v
+		return true
+	})
+	return m, ok
+}
+
+func (l *Lease) decodeFast(data []byte) bool {
+	q := *l
+	r := jsonReader{data: data}
+	var seen uint32
+	ok := r.object(func(name []byte) bool {
+		var ok bool
+		var bit uint32
+		switch string(name) {
+		case "version":
+			var n int64
+			n, ok = r.int64()
+			q.Version, bit = int(n), 1
+		case "holder":
+			q.Holder, ok = r.string()
+			bit = 2
+		case "lease_id":
+			q.LeaseID, ok = r.int64()
+			bit = 4
+		case "since":
+			q.Since, ok = r.time()
+			bit = 8
+		}
+		return ok && once(&seen, bit)
+	})
+	if !ok || !r.end() {
+		return false
+	}
+	*l = q
+	return true
+}
