@@ -1,5 +1,7 @@
 package etcdschema
 
+import "encoding/json"
+
 // Every scheduler follows every write under the hosts prefix and the
 // queue prefixes, so each extra scheduler decodes every build cast (the
 // host manager counts a host's casts for the IoOpsWeigher) and every
@@ -15,6 +17,16 @@ func (b *Build) decodeFast(data []byte) bool {
 		return false // encoding/json would merge into the existing map
 	}
 	q := *b
+	if !q.read(data, true) {
+		return false
+	}
+	*b = q
+	return true
+}
+
+// read decodes a cast into q; with keep false it reads and checks every
+// member as with keep true but copies no string out of data (BuildOp).
+func (q *Build) read(data []byte, keep bool) bool {
 	r := jsonReader{data: data}
 	var seen uint32
 	ok := r.object(func(name []byte) bool {
@@ -29,31 +41,31 @@ func (b *Build) decodeFast(data []byte) bool {
 			q.Op, ok = r.opString()
 			bit = 2
 		case "instance_uuid":
-			q.InstanceUUID, ok = r.string()
+			q.InstanceUUID, ok = r.stringIf(keep)
 			bit = 4
 		case "name":
-			q.Name, ok = r.string()
+			q.Name, ok = r.stringIf(keep)
 			bit = 8
 		case "cell":
-			q.Cell, ok = r.string()
+			q.Cell, ok = r.stringIf(keep)
 			bit = 16
 		case "flavor":
 			// Into q's own Flavor, as encoding/json decodes into the
 			// existing struct (members the input lacks are kept).
-			ok = r.flavor(&q.Flavor)
+			ok = r.flavor(&q.Flavor, keep)
 			bit = 32
 		case "project_id":
-			q.ProjectID, ok = r.string()
+			q.ProjectID, ok = r.stringIf(keep)
 			bit = 64
 		case "user_id":
-			q.UserID, ok = r.string()
+			q.UserID, ok = r.stringIf(keep)
 			bit = 128
 		case "attempt":
 			var n int64
 			n, ok = r.int64()
 			q.Attempt, bit = int(n), 256
 		case "request_id":
-			q.RequestID, ok = r.string()
+			q.RequestID, ok = r.stringIf(keep)
 			bit = 512
 		case "cast_at":
 			q.CastAt, ok = r.time()
@@ -61,11 +73,50 @@ func (b *Build) decodeFast(data []byte) bool {
 		}
 		return ok && once(&seen, bit)
 	})
-	if !ok || !r.end() {
+	return ok && r.end()
+}
+
+// BuildOp is the part of a Build cast that a scheduler's host manager
+// keeps: its op (a build in flight counts toward the host's io ops).
+// Decode reads and checks the whole record exactly as into a fresh Build
+// — a value that fails as a Build fails as a BuildOp, with the same error
+// — but copies none of its strings: every scheduler decodes every cast.
+type BuildOp struct {
+	header
+	Op string
+}
+
+func (*BuildOp) SchemaVersion() int { return BuildVersion }
+
+// UnmarshalJSON (encoding/json's path, where the fast one declines)
+// decodes a whole Build and keeps its version and op: the record is
+// checked as a Build is, and every field is replaced.
+func (o *BuildOp) UnmarshalJSON(data []byte) error {
+	var b Build
+	if err := json.Unmarshal(data, &b); err != nil {
+		return err
+	}
+	o.Version, o.Op = b.Version, b.Op
+	return nil
+}
+
+func (o *BuildOp) decodeFast(data []byte) bool {
+	var b Build
+	if !b.read(data, false) {
 		return false
 	}
-	*b = q
+	o.Version, o.Op = b.Version, b.Op
 	return true
+}
+
+// stringIf reads a string for a string field, returning it only if keep
+// (read and checked either way).
+func (r *jsonReader) stringIf(keep bool) (string, bool) {
+	if keep {
+		return r.string()
+	}
+	_, ok := r.str()
+	return "", ok
 }
 
 // opString reads a cast's op, shared for the two ops Berth writes (every
@@ -87,7 +138,7 @@ func (r *jsonReader) opString() (string, bool) {
 // flavor reads a Flavor object into f (f's ExtraSpecs is nil: the caller
 // checked). null is declined: encoding/json leaves a struct as it is for
 // null, which the rules here leave to it.
-func (r *jsonReader) flavor(f *Flavor) bool {
+func (r *jsonReader) flavor(f *Flavor, keep bool) bool {
 	var seen uint32
 	return r.object(func(name []byte) bool {
 		var ok bool
@@ -98,10 +149,10 @@ func (r *jsonReader) flavor(f *Flavor) bool {
 			n, ok = r.int64()
 			f.Version, bit = int(n), 1
 		case "id":
-			f.ID, ok = r.string()
+			f.ID, ok = r.stringIf(keep)
 			bit = 2
 		case "name":
-			f.Name, ok = r.string()
+			f.Name, ok = r.stringIf(keep)
 			bit = 4
 		case "vcpus":
 			n, ok = r.int64()

@@ -113,6 +113,55 @@ func TestCastsFastDecodeMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestBuildOpDecodesAsBuild: Decode into a BuildOp succeeds or fails
+// exactly as Decode into a fresh Build, with the same error, and keeps
+// the same version and op; Berth's own casts take the fast path.
+func TestBuildOpDecodesAsBuild(t *testing.T) {
+	g := genPlacement{rand.New(rand.NewSource(9)), new(bool)}
+	var inputs [][]byte
+	for i := 0; i < 2000; i++ {
+		*g.plain = i%2 == 0
+		if b, err := Encode(g.build()); err == nil {
+			inputs = append(inputs, b, reshape(g.rng, b))
+		}
+	}
+	inputs = append(inputs, placementEdgeCases(buildJSON)...)
+	for _, v := range []string{`null`, `{"vcpus":"1"}`, `{"extra_specs":{"a":1}}`, `{"id":5}`, `{"name":"\u0041"}`} {
+		inputs = append(inputs, []byte(strings.Replace(buildJSON, `"flavor":{`, `"flavor":`+v+`,"x":{`, 1)))
+	}
+	for _, v := range []string{`"attempt":"1"`, `"cast_at":"x"`, `"request_id":null`, `"name":1`, `"cell":"\u0063"`} {
+		inputs = append(inputs, []byte(strings.Replace(buildJSON, `"version":1`, `"version":1,`+v, 1)))
+	}
+	fast := 0
+	for _, in := range inputs {
+		var b Build
+		var o BuildOp
+		errB, errO := Decode("/k", in, &b), Decode("/k", in, &o)
+		if (errB == nil) != (errO == nil) || (errB != nil && errB.Error() != errO.Error()) {
+			t.Errorf("%q: Decode into a Build: %v; into a BuildOp: %v", in, errB, errO)
+			continue
+		}
+		if errB == nil && (o.Op != b.Op || o.Version != b.Version) {
+			t.Errorf("%q: BuildOp %+v, Build op %q version %d", in, o, b.Op, b.Version)
+		}
+		var f BuildOp
+		if f.decodeFast(in) {
+			fast++
+			if err := json.Unmarshal(in, &Build{}); err != nil {
+				t.Errorf("%q: the fast path took what encoding/json refuses as a Build: %v", in, err)
+			}
+		}
+	}
+	t.Logf("%d of %d values took the fast path", fast, len(inputs))
+	if fast < 1000 {
+		t.Errorf("only %d of %d values took the fast path", fast, len(inputs))
+	}
+	var o BuildOp
+	if !o.decodeFast([]byte(buildJSON)) || o.Op != OpBuild || o.Version != BuildVersion {
+		t.Errorf("the fast path refused a cast as Berth writes it, or read it as %+v", o)
+	}
+}
+
 // BenchmarkDecodeCasts: Decode (fast path) against encoding/json on the
 // cast and lease every scheduler follows.
 func BenchmarkDecodeCasts(b *testing.B) {
@@ -122,6 +171,7 @@ func BenchmarkDecodeCasts(b *testing.B) {
 		new  func() Versioned
 	}{
 		{"build", []byte(buildJSON), func() Versioned { return &Build{} }},
+		{"build-op", []byte(buildJSON), func() Versioned { return &BuildOp{} }},
 		{"lease", []byte(leaseJSON), func() Versioned { return &Lease{} }},
 	} {
 		b.Run(tc.name+"/Decode", func(b *testing.B) {

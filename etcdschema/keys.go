@@ -287,12 +287,14 @@ func LastSegment(key, prefix string) (string, bool) {
 
 // ParseHostKey splits a key under HostsPrefix into host and the rest
 // ("service", "alive", "instances/<uuid>", "builds/<uuid>", "sync").
+// Every scheduler parses every key it follows under the hosts prefix, so
+// the prefix is matched in place rather than built per call.
 func (k Keys) ParseHostKey(key string) (host, rest string, err error) {
-	p := k.HostsPrefix()
-	if !strings.HasPrefix(key, p) {
-		return "", "", fmt.Errorf("key %q is not under %s", key, p)
+	const hosts = "/hosts/"
+	if !strings.HasPrefix(key, k.prefix) || !strings.HasPrefix(key[len(k.prefix):], hosts) {
+		return "", "", fmt.Errorf("key %q is not under %s", key, k.HostsPrefix())
 	}
-	host, rest, ok := strings.Cut(key[len(p):], "/")
+	host, rest, ok := strings.Cut(key[len(k.prefix)+len(hosts):], "/")
 	if !ok || host == "" || rest == "" {
 		return "", "", fmt.Errorf("key %q is not a host key", key)
 	}

@@ -120,3 +120,31 @@ func TestParseKeyRejects(t *testing.T) {
 		t.Fatalf("slot: %+v, %v", pk, err)
 	}
 }
+
+// TestParseHostKey: the keys a host manager follows split into host and
+// rest; anything not a host key under this prefix is refused, whatever
+// the prefix's own depth.
+func TestParseHostKey(t *testing.T) {
+	for _, prefix := range []string{"/berth", "/a/b"} {
+		k := New(prefix)
+		for _, tc := range []struct{ key, host, rest string }{
+			{k.Service("h1"), "h1", "service"},
+			{k.Alive("h1"), "h1", "alive"},
+			{k.HostInstance("h-2", "u1"), "h-2", "instances/u1"},
+			{k.Build("h3", "u2"), "h3", "builds/u2"},
+			{k.HostSync("h4"), "h4", "sync"},
+		} {
+			host, rest, err := k.ParseHostKey(tc.key)
+			if err != nil || host != tc.host || rest != tc.rest {
+				t.Errorf("ParseHostKey(%q) = %q, %q, %v; want %q, %q", tc.key, host, rest, err, tc.host, tc.rest)
+			}
+		}
+		for _, key := range []string{prefix + "/hosts/h1", prefix + "/hosts/h1/", prefix + "/hosts//service",
+			prefix + "/hosts/", prefix + "/hostsX/h1/service", prefix + "x/hosts/h1/service", prefix + "/host/h1/service",
+			"/other" + prefix + "/hosts/h1/service", prefix, ""} {
+			if host, rest, err := k.ParseHostKey(key); err == nil {
+				t.Errorf("ParseHostKey(%q) = %q, %q, want an error", key, host, rest)
+			}
+		}
+	}
+}

@@ -211,7 +211,9 @@ func (h hostsHandler) Decode(key string, value []byte) (any, error) {
 		info := &etcdschema.InstanceInfo{}
 		return info, etcdschema.Decode(key, value, info)
 	case strings.HasPrefix(rest, "builds/"):
-		b := &etcdschema.Build{}
+		// Only the op is kept (the record is checked whole): every
+		// scheduler decodes every cast.
+		b := &etcdschema.BuildOp{}
 		return b, etcdschema.Decode(key, value, b)
 	}
 	return nil, nil
@@ -364,7 +366,7 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 		r := hm.record(host)
 		delete(r.builds, uuid)
 		if !ev.Deleted {
-			if b, err := decoded[*etcdschema.Build](ev); err == nil && b.Op == etcdschema.OpBuild {
+			if b, err := decoded[*etcdschema.BuildOp](ev); err == nil && b.Op == etcdschema.OpBuild {
 				r.builds[uuid] = true
 			}
 		}

@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/informer"
+)
+
+// followEvent is one key of a generated boot write stream, as a watch
+// delivers it (a put's raw value, or a delete).
+type followEvent struct {
+	key   string
+	value []byte
+}
+
+// bootHostStream generates what a scheduler's host manager follows while
+// servers boot on hosts already registered: per server, the hand-off's
+// build cast (one watch response), then the agent's transaction that
+// writes the instance info and deletes the cast (another). Values are
+// encoded as their writers encode them (superconductor.go, agent/builds.go).
+func bootHostStream(keys etcdschema.Keys, hosts, servers int) [][]followEvent {
+	now := time.Date(2026, 11, 22, 6, 0, 0, 123456789, time.UTC)
+	flavor := etcdschema.Flavor{ID: "2", Name: "m1.small", VCPUs: 1, RAMMB: 2048, DiskGB: 20}
+	flavor.Version = etcdschema.FlavorVersion
+	var out [][]followEvent
+	for i := 0; i < servers; i++ {
+		host := fmt.Sprintf("bench-%06d", i%hosts)
+		uuid := fmt.Sprintf("6a0c9b1e-0000-4000-8000-%012d", i)
+		b := etcdschema.MustEncode(&etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: uuid, Name: "server-" + uuid[24:],
+			Cell: "cell1", Flavor: flavor, ProjectID: "bench", UserID: "bench", Attempt: 1,
+			RequestID: "req-" + uuid, CastAt: now})
+		info := etcdschema.MustEncode(&etcdschema.InstanceInfo{UUID: uuid, Host: host, FlavorID: flavor.ID,
+			Flavor: flavor.Name, State: "active", UpdatedAt: now})
+		out = append(out,
+			[]followEvent{{keys.Build(host, uuid), []byte(b)}},
+			[]followEvent{{keys.HostInstance(host, uuid), []byte(info)}, {keys.Build(host, uuid), nil}})
+	}
+	return out
+}
+
+// registeredHosts is the hosts prefix of n registered hosts (service,
+// alive, an empty sync), listed.
+func registeredHosts(keys etcdschema.Keys, n int) []followEvent {
+	now := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
+	var out []followEvent
+	for i := 0; i < n; i++ {
+		host := fmt.Sprintf("bench-%06d", i)
+		out = append(out,
+			followEvent{keys.Alive(host), []byte(etcdschema.MustEncode(&etcdschema.Alive{Host: host, LeaseID: 7587891349216435205, Since: now}))},
+			followEvent{keys.Service(host), []byte(etcdschema.MustEncode(&etcdschema.Service{Host: host, Cell: "cell1",
+				ProviderUUID: fmt.Sprintf("2f9c0d1e-0000-4000-8000-%012d", i), AgentVersion: "bench", CreatedAt: now, UpdatedAt: now}))},
+			followEvent{keys.HostSync(host), []byte(etcdschema.MustEncode(&etcdschema.HostSync{Host: host, UUIDs: []string{}, At: now}))})
+	}
+	return out
+}
+
+// toInformerEvents decodes a watch response as the informer does
+// (Decode per put, outside the lock) into its events.
+func toInformerEvents(h hostsHandler, resp []followEvent, rev *int64) []informer.Event {
+	evs := make([]informer.Event, 0, len(resp))
+	for _, fe := range resp {
+		*rev++
+		ev := informer.Event{Key: fe.key, Revision: *rev}
+		if fe.value == nil {
+			ev.Deleted = true
+		} else {
+			ev.Decoded, ev.DecodeErr = h.Decode(ev.Key, fe.value)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// BenchmarkHostManagerFollowBoot: what one scheduler's host manager
+// spends following the hosts prefix per server booted (decode and apply
+// of the cast put, the instance info put and the cast delete), on 10,000
+// registered hosts. Every scheduler of a deployment pays this for every
+// server, whoever scheduled it.
+func BenchmarkHostManagerFollowBoot(b *testing.B) {
+	keys := etcdschema.New("/berth")
+	hm := NewHostManager(nil, keys, hclog.NewNullLogger())
+	h := hostsHandler{hm}
+	var rev int64
+	h.Reset(toInformerEvents(h, registeredHosts(keys, 10000), &rev), rev)
+	stream := bootHostStream(keys, 10000, 20000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, resp := range stream[(2*i)%len(stream) : (2*i)%len(stream)+2] {
+			h.Apply(toInformerEvents(h, resp, &rev))
+		}
+	}
+	b.StopTimer()
+	if st := hm.Stats(); st.Hosts != 10000 || st.Instances == 0 {
+		b.Fatalf("host manager after the stream: %+v", st)
+	}
+}
