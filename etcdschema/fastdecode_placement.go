@@ -1,5 +1,7 @@
 package etcdschema
 
+import "math"
+
 // Provider and Consumer records are decoded by every placement index on
 // every claim (each claim rewrites one of each) and a million consumers at
 // a scheduler's cold start; encoding/json's reflection was the largest
@@ -46,8 +48,30 @@ func once(seen *uint32, bit uint32) bool {
 }
 
 func (p *Provider) decodeFast(data []byte) bool {
+	return p.decodeFastAfter(data, nil)
+}
+
+// DecodeProviderAfter is Decode of a provider record into a new Provider
+// that shares with prev (the record it replaces, which neither may
+// mutate) every part it reads equal to prev's: strings, inventories,
+// traits, aggregates. Every scheduler decodes the provider of every
+// claim, and a claim changes only its usages and generation. The value
+// and the error are exactly Decode's.
+func DecodeProviderAfter(key string, data []byte, prev *Provider) (*Provider, error) {
+	p := &Provider{}
+	if prev != nil && p.decodeFastAfter(data, prev) {
+		return p, checkVersion(key, p)
+	}
+	return p, Decode(key, data, p)
+}
+
+func (p *Provider) decodeFastAfter(data []byte, prev *Provider) bool {
 	if p.Inventories != nil || p.Traits != nil || p.Aggregates != nil || p.Usages != nil {
 		return false
+	}
+	var was Provider // prev's parts, or none
+	if prev != nil {
+		was = *prev
 	}
 	q := *p
 	r := jsonReader{data: data}
@@ -61,28 +85,28 @@ func (p *Provider) decodeFast(data []byte) bool {
 			q.Version = int(n)
 			return ok && once(&seen, seenVersion)
 		case "uuid":
-			q.UUID, ok = r.string()
+			q.UUID, ok = r.stringAs(was.UUID)
 			return ok && once(&seen, seenUUID)
 		case "name":
-			q.Name, ok = r.string()
+			q.Name, ok = r.stringAs(was.Name)
 			return ok && once(&seen, seenName)
 		case "generation":
 			q.Generation, ok = r.int64()
 			return ok && once(&seen, seenGeneration)
 		case "parent_provider_uuid":
-			q.ParentProviderUUID, ok = r.string()
+			q.ParentProviderUUID, ok = r.stringAs(was.ParentProviderUUID)
 			return ok && once(&seen, seenParent)
 		case "root_provider_uuid":
-			q.RootProviderUUID, ok = r.string()
+			q.RootProviderUUID, ok = r.stringAs(was.RootProviderUUID)
 			return ok && once(&seen, seenRoot)
 		case "inventories":
-			q.Inventories, ok = r.inventories()
+			q.Inventories, ok = r.inventoriesAs(was.Inventories)
 			return ok && once(&seen, seenInventories)
 		case "traits":
-			q.Traits, ok = r.strings()
+			q.Traits, ok = r.stringsAs(was.Traits)
 			return ok && once(&seen, seenTraits)
 		case "aggregates":
-			q.Aggregates, ok = r.strings()
+			q.Aggregates, ok = r.stringsAs(was.Aggregates)
 			return ok && once(&seen, seenAggregates)
 		case "usages":
 			q.Usages, ok = r.int64Map()
@@ -103,6 +127,63 @@ func (p *Provider) decodeFast(data []byte) bool {
 	return true
 }
 
+// stringAs reads a string for a string field, returning was itself when
+// equal (no copy).
+func (r *jsonReader) stringAs(was string) (string, bool) {
+	s, ok := r.str()
+	if !ok {
+		return "", false
+	}
+	if string(s) == was {
+		return was, true
+	}
+	return string(s), true
+}
+
+// stringsAs reads an array of strings as strings does, returning was (or
+// the part of it read) when its elements are was's, capped at its length
+// so that an append to either record's slice copies.
+func (r *jsonReader) stringsAs(was []string) ([]string, bool) {
+	if r.null() {
+		return nil, true
+	}
+	if !r.next('[') {
+		return nil, false
+	}
+	if r.next(']') {
+		if was != nil && len(was) == 0 {
+			return was[:0:0], true
+		}
+		return []string{}, true
+	}
+	var out []string // nil while the elements are was's
+	n := 0
+	for {
+		s, ok := r.str()
+		if !ok {
+			return nil, false
+		}
+		if out == nil && n < len(was) && string(s) == was[n] {
+			n++
+		} else {
+			if out == nil {
+				out = append(make([]string, 0, n+4), was[:n]...)
+			}
+			out = append(out, string(s))
+		}
+		if r.next(',') {
+			continue
+		}
+		if !r.next(']') {
+			return nil, false
+		}
+		if out == nil {
+			return was[:n:n], true
+		}
+		return out, true
+	}
+}
+
 // inventories reads a provider's map of Inventory objects.
 func (r *jsonReader) inventories() (map[string]Inventory, bool) {
 	if r.null() {
@@ -113,33 +194,7 @@ func (r *jsonReader) inventories() (map[string]Inventory, bool) {
 		if _, dup := m[string(rc)]; dup {
 			return false
 		}
-		var inv Inventory
-		var seen uint32
-		ok := r.object(func(name []byte) bool {
-			var ok bool
-			var bit uint32
-			switch string(name) {
-			case "total":
-				inv.Total, ok = r.int64()
-				bit = 1
-			case "reserved":
-				inv.Reserved, ok = r.int64()
-				bit = 2
-			case "min_unit":
-				inv.MinUnit, ok = r.int64()
-				bit = 4
-			case "max_unit":
-				inv.MaxUnit, ok = r.int64()
-				bit = 8
-			case "step_size":
-				inv.StepSize, ok = r.int64()
-				bit = 16
-			case "allocation_ratio":
-				inv.AllocationRatio, ok = r.float64()
-				bit = 32
-			}
-			return ok && once(&seen, bit)
-		})
+		inv, ok := r.inventory()
 		if !ok {
 			return false
 		}
@@ -147,6 +202,86 @@ func (r *jsonReader) inventories() (map[string]Inventory, bool) {
 		return true
 	})
 	return m, ok
+}
+
+// inventoriesAs reads a provider's inventories as inventories does,
+// returning was itself when they are exactly was's (allocation ratios
+// compared bit for bit: -0 is not 0 here).
+func (r *jsonReader) inventoriesAs(was map[string]Inventory) (map[string]Inventory, bool) {
+	if r.null() {
+		return nil, true
+	}
+	if was == nil {
+		return r.inventories()
+	}
+	type entry struct {
+		rc  []byte
+		inv Inventory
+	}
+	var buf [8]entry
+	entries := buf[:0]
+	ok := r.object(func(rc []byte) bool {
+		inv, ok := r.inventory()
+		entries = append(entries, entry{rc, inv})
+		return ok
+	})
+	if !ok {
+		return nil, false
+	}
+	same := len(entries) == len(was) && len(entries) <= len(buf)
+	for i := 0; same && i < len(entries); i++ {
+		e := entries[i]
+		old, found := was[string(e.rc)]
+		same = found && old.Total == e.inv.Total && old.Reserved == e.inv.Reserved && old.MinUnit == e.inv.MinUnit &&
+			old.MaxUnit == e.inv.MaxUnit && old.StepSize == e.inv.StepSize &&
+			math.Float64bits(old.AllocationRatio) == math.Float64bits(e.inv.AllocationRatio)
+		for j := 0; same && j < i; j++ {
+			same = string(entries[j].rc) != string(e.rc) // a repeated class is declined below
+		}
+	}
+	if same {
+		return was, true
+	}
+	m := make(map[string]Inventory, len(entries))
+	for _, e := range entries {
+		if _, dup := m[string(e.rc)]; dup {
+			return nil, false
+		}
+		m[internName(e.rc)] = e.inv
+	}
+	return m, true
+}
+
+// inventory reads one Inventory object.
+func (r *jsonReader) inventory() (Inventory, bool) {
+	var inv Inventory
+	var seen uint32
+	ok := r.object(func(name []byte) bool {
+		var ok bool
+		var bit uint32
+		switch string(name) {
+		case "total":
+			inv.Total, ok = r.int64()
+			bit = 1
+		case "reserved":
+			inv.Reserved, ok = r.int64()
+			bit = 2
+		case "min_unit":
+			inv.MinUnit, ok = r.int64()
+			bit = 4
+		case "max_unit":
+			inv.MaxUnit, ok = r.int64()
+			bit = 8
+		case "step_size":
+			inv.StepSize, ok = r.int64()
+			bit = 16
+		case "allocation_ratio":
+			inv.AllocationRatio, ok = r.float64()
+			bit = 32
+		}
+		return ok && once(&seen, bit)
+	})
+	return inv, ok
 }
 
 func (c *Consumer) decodeFast(data []byte) bool {

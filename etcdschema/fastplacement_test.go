@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // genPlacement makes random Provider and Consumer values with awkward
@@ -569,4 +572,148 @@ func BenchmarkPlacementRecords(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestDecodeProviderAfterMatchesDecode: decoding a provider record after
+// another (the one it replaces) gives exactly Decode's value and error,
+// whatever the previous record; prev is left as it was; and a record
+// that changed only in usages and generation shares prev's parts.
+func TestDecodeProviderAfterMatchesDecode(t *testing.T) {
+	g := genPlacement{rand.New(rand.NewSource(13)), new(bool)}
+	var inputs [][]byte
+	var after []*Provider // for each input, the record it replaces (nil: none)
+	var prevs []*Provider
+	for i := 0; i < 1500; i++ {
+		*g.plain = i%2 == 0
+		p := g.provider()
+		b, err := Encode(p)
+		if err != nil {
+			continue
+		}
+		inputs = append(inputs, b, reshape(g.rng, b))
+		after = append(after, nil, nil)
+		var dec Provider
+		if Decode("k", b, &dec) == nil {
+			// The record decoded, then a claim's change of it, then
+			// others: a trait or an inventory changed, one more or less.
+			prevs = append(prevs, &dec)
+			next := dec
+			next.Generation++
+			next.Usages = map[string]int64{"VCPU": g.int64()}
+			for _, mod := range []func(*Provider){
+				func(*Provider) {},
+				func(p *Provider) { p.Traits = append(append([]string{}, p.Traits...), "X") },
+				func(p *Provider) {
+					if len(p.Traits) > 0 {
+						p.Traits = p.Traits[:len(p.Traits)-1]
+					}
+				},
+				func(p *Provider) {
+					if len(p.Traits) > 0 {
+						p.Traits = append([]string{"Y"}, p.Traits[1:]...)
+					}
+				},
+				func(p *Provider) {
+					p.Inventories = maps.Clone(p.Inventories)
+					for rc, inv := range p.Inventories {
+						inv.AllocationRatio = math.Copysign(inv.AllocationRatio, -1)
+						p.Inventories[rc] = inv
+						break
+					}
+				},
+				func(p *Provider) {
+					p.Inventories = maps.Clone(p.Inventories)
+					if p.Inventories == nil {
+						p.Inventories = map[string]Inventory{}
+					}
+					p.Inventories["VCPU"] = Inventory{Total: 1}
+				},
+				func(p *Provider) { p.Aggregates, p.Traits, p.Inventories = nil, nil, nil },
+				func(p *Provider) { p.Name, p.RootProviderUUID, p.ParentProviderUUID = "other", p.UUID+"x", "" },
+			} {
+				n := next
+				mod(&n)
+				if b, err := Encode(&n); err == nil {
+					inputs = append(inputs, b)
+					after = append(after, &dec)
+				}
+			}
+		}
+	}
+	// A class repeated where the previous record has two equal ones.
+	inv := Inventory{Total: 8, MinUnit: 1, MaxUnit: 8, StepSize: 1, AllocationRatio: 1}
+	twin := &Provider{UUID: "rp", RootProviderUUID: "rp", Inventories: map[string]Inventory{"A": inv, "B": inv}}
+	twinJSON := MustEncode(twin)
+	inputs = append(inputs, []byte(strings.Replace(twinJSON, `"B":`, `"A":`, 1)))
+	after = append(after, twin)
+	inputs = append(inputs, placementEdgeCases(providerJSON)...)
+	var p0 Provider
+	if err := Decode("k", []byte(providerJSON), &p0); err != nil {
+		t.Fatal(err)
+	}
+	prevs = append(prevs, &p0, &Provider{}, &Provider{Traits: []string{}, Aggregates: []string{}, Inventories: map[string]Inventory{}})
+	shared := 0
+	for i, in := range inputs {
+		want := &Provider{}
+		wantErr := Decode("/p", in, want)
+		own := &p0
+		if i < len(after) && after[i] != nil {
+			own = after[i]
+		}
+		for _, prev := range []*Provider{own, prevs[g.rng.Intn(len(prevs))], nil} {
+			var before Provider
+			if prev != nil {
+				before = deepCopyProvider(prev)
+			}
+			got, err := DecodeProviderAfter("/p", in, prev)
+			if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+				t.Errorf("%q after %+v: error %v, Decode's %v", in, prev, err, wantErr)
+				continue
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%q after %+v:\ngot  %#v\nwant %#v", in, prev, got, want)
+			}
+			if prev != nil && !reflect.DeepEqual(*prev, before) {
+				t.Errorf("%q: the previous record was changed", in)
+			}
+			if prev != nil && err == nil && len(got.Inventories) > 0 &&
+				reflect.ValueOf(got.Inventories).Pointer() == reflect.ValueOf(prev.Inventories).Pointer() {
+				shared++
+			}
+		}
+	}
+	t.Logf("%d decodes shared the previous record's inventories", shared)
+	if shared < 1000 {
+		t.Errorf("only %d decodes shared the previous record's inventories", shared)
+	}
+	// -0 is not 0 (reflect.DeepEqual cannot tell them apart).
+	zero := &Provider{UUID: "rp", RootProviderUUID: "rp", Inventories: map[string]Inventory{"A": {Total: 1}}}
+	negZero := strings.Replace(MustEncode(zero), `"allocation_ratio":0`, `"allocation_ratio":-0`, 1)
+	if got, err := DecodeProviderAfter("/p", []byte(negZero), zero); err != nil || !math.Signbit(got.Inventories["A"].AllocationRatio) {
+		t.Errorf("%s after a ratio of 0: %+v, %v; want -0", negZero, got, err)
+	}
+	// A claim's change: everything but usages, generation and the update
+	// time is the previous record's own.
+	claimed := deepCopyProvider(&p0)
+	claimed.Generation++
+	claimed.Usages = map[string]int64{"VCPU": 11, "MEMORY_MB": 22528}
+	claimed.UpdatedAt = claimed.UpdatedAt.Add(time.Second)
+	got, err := DecodeProviderAfter("/p", []byte(MustEncode(&claimed)), &p0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.ValueOf(got.Inventories).Pointer() != reflect.ValueOf(p0.Inventories).Pointer() ||
+		&got.Traits[0] != &p0.Traits[0] || unsafe.StringData(got.UUID) != unsafe.StringData(p0.UUID) ||
+		unsafe.StringData(got.Name) != unsafe.StringData(p0.Name) || got.Usages["VCPU"] != 11 {
+		t.Errorf("a claim's provider record did not share the previous record's parts: %+v", got)
+	}
+}
+
+func deepCopyProvider(p *Provider) Provider {
+	c := *p
+	c.Inventories = maps.Clone(p.Inventories)
+	c.Usages = maps.Clone(p.Usages)
+	c.Traits = slices.Clone(p.Traits)
+	c.Aggregates = slices.Clone(p.Aggregates)
+	return c
 }

@@ -84,6 +84,12 @@ func Decode(key string, data []byte, v Versioned) error {
 			return fmt.Errorf("decode %s: %w", key, err)
 		}
 	}
+	return checkVersion(key, v)
+}
+
+// checkVersion refuses a decoded value whose version this build does not
+// read.
+func checkVersion(key string, v Versioned) error {
 	got := v.storedVersion()
 	if got < 1 || got > v.SchemaVersion() {
 		return fmt.Errorf("decode %s: version %d (this build reads 1..%d): %w",

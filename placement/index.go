@@ -1,8 +1,11 @@
 package placement
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -61,16 +64,20 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 		modRev     int64
 	}
 	changes := make([]change, 0, len(evs))
+	providers, consumers := keys.Providers(), keys.Consumers()
+	prevs := ix.replacedProviders(evs, providers)
 	for _, ev := range evs {
 		key := string(ev.Kv.Key)
-		isProvider := strings.HasPrefix(key, keys.Providers())
-		prefix := keys.Providers()
-		decode := decodeProvider
+		isProvider := strings.HasPrefix(key, providers)
+		prefix := providers
+		decode := func(key string, val []byte) (any, error) {
+			return decodeProviderAfter(key, val, prevs[key[len(providers):]])
+		}
 		if !isProvider {
-			if !strings.HasPrefix(key, keys.Consumers()) {
+			if !strings.HasPrefix(key, consumers) {
 				continue
 			}
-			prefix, decode = keys.Consumers(), decodeConsumer
+			prefix, decode = consumers, decodeConsumer
 		}
 		if eventIsDelete(ev.Type) {
 			if uuid, ok := etcdschema.LastSegment(key, prefix); ok {
@@ -111,6 +118,28 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 		close(ix.revCh)
 		ix.revCh = make(chan struct{})
 	}
+}
+
+// replacedProviders returns the indexed records that the provider puts
+// among evs replace, by uuid, read under a short read lock: decoding
+// shares their unchanged parts (records are never mutated once indexed),
+// and a claim changes only a provider's usages and generation.
+func (ix *index) replacedProviders(evs []*clientv3.Event, providers string) map[string]*etcdschema.Provider {
+	var prevs map[string]*etcdschema.Provider
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	for _, ev := range evs {
+		if eventIsDelete(ev.Type) || !bytes.HasPrefix(ev.Kv.Key, []byte(providers)) {
+			continue
+		}
+		if e, ok := ix.st.providers[string(ev.Kv.Key[len(providers):])]; ok {
+			if prevs == nil {
+				prevs = make(map[string]*etcdschema.Provider, len(evs))
+			}
+			prevs[e.p.UUID] = e.p
+		}
+	}
+	return prevs
 }
 
 // bitset is a dense set of provider slots.
@@ -278,8 +307,14 @@ func (st *indexState) aggID(a string, create bool) (int32, bool) {
 // decodeProvider reads a provider record; it touches no index state, so
 // a load runs it on several goroutines (informer.List).
 func decodeProvider(key string, val []byte) (any, error) {
-	p := &etcdschema.Provider{}
-	if err := etcdschema.Decode(key, val, p); err != nil {
+	return decodeProviderAfter(key, val, nil)
+}
+
+// decodeProviderAfter is decodeProvider sharing the unchanged parts of
+// prev, the record it replaces (nil: none).
+func decodeProviderAfter(key string, val []byte, prev *etcdschema.Provider) (any, error) {
+	p, err := etcdschema.DecodeProviderAfter(key, val, prev)
+	if err != nil {
 		return nil, err
 	}
 	if p.UUID == "" {
@@ -294,6 +329,19 @@ func decodeProvider(key string, val []byte) (any, error) {
 // putProvider indexes a decoded provider record.
 func (st *indexState) putProvider(p *etcdschema.Provider, modRev int64) {
 	e, ok := st.providers[p.UUID]
+	if ok && sameLinks(e.p, p) {
+		// Only usages (with generation and timestamps) moved: a claim's
+		// write, which every scheduler follows for every server. The
+		// slot's classes, traits, aggregates and tree stay as linked;
+		// unlinking and relinking them recreated a singleton tree's map.
+		for rc := range p.Inventories {
+			st.cols[st.classIDs[rc]].used[e.slot] = p.Usages[rc]
+		}
+		e.p = p
+		e.modRev = modRev
+		e.summary.Store(nil)
+		return
+	}
 	if ok {
 		st.unlink(e)
 	} else {
@@ -369,6 +417,15 @@ func (st *indexState) link(e *rpEntry) {
 		}
 		ch[p.UUID] = struct{}{}
 	}
+}
+
+// sameLinks says whether next leaves everything link records of prev as
+// it is: tree position, inventories (hence classes and their limits),
+// traits and aggregates. Usages may differ (putProvider writes them).
+func sameLinks(prev, next *etcdschema.Provider) bool {
+	return prev.RootProviderUUID == next.RootProviderUUID && prev.ParentProviderUUID == next.ParentProviderUUID &&
+		maps.Equal(prev.Inventories, next.Inventories) && slices.Equal(prev.Traits, next.Traits) &&
+		slices.Equal(prev.Aggregates, next.Aggregates)
 }
 
 // unlink undoes link before e is replaced or removed.

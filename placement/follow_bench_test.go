@@ -1,0 +1,91 @@
+package placement
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// bootProvider is a compute node's provider record as an agent registers
+// it and claims leave it: three inventories, a trait, usages of the
+// servers on it so far.
+func bootProvider(i, servers int, gen int64, at time.Time) *etcdschema.Provider {
+	uuid := fmt.Sprintf("2f9c0d1e-0000-4000-8000-%012d", i)
+	mk := func(total int64, ratio float64) etcdschema.Inventory {
+		return etcdschema.Inventory{Total: total, MinUnit: 1, MaxUnit: total, StepSize: 1, AllocationRatio: ratio}
+	}
+	p := &etcdschema.Provider{UUID: uuid, Name: fmt.Sprintf("bench-%06d", i), Generation: gen, RootProviderUUID: uuid,
+		Inventories: map[string]etcdschema.Inventory{VCPU: mk(64, 4), MemoryMB: mk(262144, 1), DiskGB: mk(2000, 1)},
+		Traits:      []string{"COMPUTE_NET_ATTACH_INTERFACE"}, Aggregates: []string{},
+		Usages: map[string]int64{}, CreatedAt: at, UpdatedAt: at}
+	if servers > 0 {
+		p.Usages = map[string]int64{VCPU: int64(servers), MemoryMB: 2048 * int64(servers), DiskGB: 20 * int64(servers)}
+	}
+	return p
+}
+
+func putEvent(key, value string, rev int64) *clientv3.Event {
+	return &clientv3.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte(key), Value: []byte(value), ModRevision: rev}}
+}
+
+// bootPlacementStream generates what a scheduler's placement index
+// follows while servers boot on registered hosts: per claim, one
+// transaction writing the consumer (its allocation) and the provider
+// (usages and generation moved on), as commitClaim writes them.
+func bootPlacementStream(keys etcdschema.Keys, hosts, servers int) [][]*clientv3.Event {
+	at := time.Date(2026, 11, 22, 6, 0, 0, 123456789, time.UTC)
+	var out [][]*clientv3.Event
+	for i := 0; i < servers; i++ {
+		h := i % hosts
+		n := i/hosts + 1
+		p := bootProvider(h, n, int64(n+1), at)
+		uuid := fmt.Sprintf("6a0c9b1e-0000-4000-8000-%012d", i)
+		c := &etcdschema.Consumer{UUID: uuid, Generation: 1, ProjectID: "bench", UserID: "bench",
+			Allocations: map[string]etcdschema.ConsumerAllocation{p.UUID: {Resources: map[string]int64{VCPU: 1, MemoryMB: 2048, DiskGB: 20}}},
+			CreatedAt:   at, UpdatedAt: at}
+		out = append(out, []*clientv3.Event{
+			putEvent(keys.Consumer(uuid), etcdschema.MustEncode(c), 0),
+			putEvent(keys.Provider(p.UUID), etcdschema.MustEncode(p), 0),
+		})
+	}
+	return out
+}
+
+// BenchmarkIndexFollowBoot: what one scheduler's placement index spends
+// following the placement prefix per server booted (decode and apply of
+// a claim's consumer and provider puts), on 10,000 registered providers.
+// Every scheduler pays it for every claim, whoever made it.
+func BenchmarkIndexFollowBoot(b *testing.B) {
+	keys := etcdschema.New("/berth")
+	ix := newIndex()
+	at := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
+	const hosts = 10000
+	var rev int64
+	for i := 0; i < hosts; i++ {
+		rev++
+		ix.applyEvents([]*clientv3.Event{putEvent(keys.Provider(bootProvider(i, 0, 1, at).UUID),
+			etcdschema.MustEncode(bootProvider(i, 0, 1, at)), rev)}, rev, keys, hclog.NewNullLogger())
+	}
+	stream := bootPlacementStream(keys, hosts, 2*hosts)
+	log := hclog.NewNullLogger()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		txn := stream[i%len(stream)]
+		rev++
+		for _, ev := range txn {
+			ev.Kv.ModRevision = rev
+		}
+		ix.applyEvents(txn, rev, keys, log)
+	}
+	b.StopTimer()
+	if n := len(ix.st.providers); n != hosts {
+		b.Fatalf("%d providers indexed, want %d", n, hosts)
+	}
+}
