@@ -920,11 +920,23 @@ func (h leaseHandler) Apply(evs []informer.Event) {
 				// Who leased it: that holder is alive and working.
 				var l etcdschema.Lease
 				if etcdschema.Decode(ev.Key, ev.Value, &l) == nil {
-					q.active[strconv.FormatInt(l.LeaseID, 16)] = now
+					q.active[q.holderID(l.LeaseID)] = now
 				}
 			}
 		}
 	}
+}
+
+// holderID is a holder's id (its session lease in hex): the registered
+// holder's own string when known, so that following every lease (every
+// superconductor sees every request leased) allocates no key for active.
+func (q *Queue) holderID(lease int64) string {
+	var buf [16]byte
+	id := strconv.AppendInt(buf[:0], lease, 16)
+	if i, found := slices.BinarySearch(q.holders, string(id)); found {
+		return q.holders[i]
+	}
+	return string(id)
 }
 
 // holderHandler follows the registered holders. When one goes (it

@@ -1,0 +1,69 @@
+package conductor
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/informer"
+)
+
+// BenchmarkQueueFollowBoot: what one superconductor's queue spends
+// following the build requests and their leases per server booted (the
+// request's put, a holder's lease put, and the hand-off's deletion of
+// both), with three registered holders of which it is one. Every
+// superconductor pays it for every request, whoever works it.
+func BenchmarkQueueFollowBoot(b *testing.B) {
+	keys := etcdschema.New("/berth")
+	q := NewQueue(QueueConfig{ItemPrefix: keys.BuildRequests(), LeasePrefix: keys.BuildRequestLeases(),
+		LeaseKey: keys.BuildRequestLease, HolderPrefix: keys.BuildRequestHolders(), HolderKey: keys.BuildRequestHolder,
+		Holder: "berth-1", Log: hclog.NewNullLogger()})
+	leaseIDs := []int64{7587891349216435205, 7587891349216435311, 7587891349216435467}
+	var holders []informer.Event
+	for _, id := range leaseIDs {
+		holders = append(holders, informer.Event{Key: keys.BuildRequestHolder(strconv.FormatInt(id, 16))})
+	}
+	q.self = strconv.FormatInt(leaseIDs[0], 16)
+	holderHandler{q}.Reset(holders, 1)
+	now := time.Date(2026, 11, 22, 6, 0, 0, 123456789, time.UTC)
+	flavor := etcdschema.Flavor{ID: "2", Name: "m1.small", VCPUs: 1, RAMMB: 2048, DiskGB: 20}
+	type server struct {
+		reqKey, leaseKey string
+		req, lease       []byte
+	}
+	servers := make([]server, 20000)
+	for i := range servers {
+		id := fmt.Sprintf("6a0c9b1e-0000-4000-8000-%012d", i)
+		servers[i] = server{reqKey: keys.BuildRequest(id), leaseKey: keys.BuildRequestLease(id),
+			req: []byte(etcdschema.MustEncode(&etcdschema.BuildRequest{InstanceUUID: id, Name: "server-" + id[24:],
+				ReservationID: "r-" + id[24:], Count: 1, Flavor: flavor, ProjectID: "bench", UserID: "bench", CreatedAt: now})),
+			lease: []byte(etcdschema.MustEncode(&etcdschema.Lease{Holder: "berth-" + strconv.Itoa(i%3+1),
+				LeaseID: leaseIDs[i%3], Since: now}))}
+	}
+	items, leases := itemHandler{q}, leaseHandler{q}
+	var rev int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := servers[i%len(servers)]
+		rev++
+		items.Apply([]informer.Event{{Key: s.reqKey, Value: s.req, Revision: rev}})
+		rev++
+		leases.Apply([]informer.Event{{Key: s.leaseKey, Value: s.lease, Revision: rev}})
+		// Our worker takes what was offered to it, as worker does.
+		for len(q.work) > 0 {
+			q.deferred(<-q.work)
+		}
+		rev++
+		items.Apply([]informer.Event{{Key: s.reqKey, Deleted: true, Revision: rev}})
+		leases.Apply([]informer.Event{{Key: s.leaseKey, Deleted: true, Revision: rev}})
+	}
+	b.StopTimer()
+	if len(q.items) != 0 || len(q.leased) != 0 {
+		b.Fatalf("%d items, %d leased left after the stream", len(q.items), len(q.leased))
+	}
+}
