@@ -66,18 +66,15 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 	changes := make([]change, 0, len(evs))
 	providers, consumers := keys.Providers(), keys.Consumers()
 	prevs := ix.replacedProviders(evs, providers)
-	for _, ev := range evs {
+	for i, ev := range evs {
 		key := string(ev.Kv.Key)
 		isProvider := strings.HasPrefix(key, providers)
 		prefix := providers
-		decode := func(key string, val []byte) (any, error) {
-			return decodeProviderAfter(key, val, prevs[key[len(providers):]])
-		}
 		if !isProvider {
 			if !strings.HasPrefix(key, consumers) {
 				continue
 			}
-			prefix, decode = consumers, decodeConsumer
+			prefix = consumers
 		}
 		if eventIsDelete(ev.Type) {
 			if uuid, ok := etcdschema.LastSegment(key, prefix); ok {
@@ -85,7 +82,17 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 			}
 			continue
 		}
-		v, err := decode(key, ev.Kv.Value)
+		var v any
+		var err error
+		if isProvider {
+			var prev *etcdschema.Provider
+			if prevs != nil {
+				prev = prevs[i]
+			}
+			v, err = decodeProviderAfter(key, ev.Kv.Value, prev)
+		} else {
+			v, err = decodeConsumer(key, ev.Kv.Value)
+		}
 		if err != nil {
 			log.Error("skipping unreadable placement record", "key", key, "error", err)
 			continue
@@ -120,23 +127,24 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 	}
 }
 
-// replacedProviders returns the indexed records that the provider puts
-// among evs replace, by uuid, read under a short read lock: decoding
-// shares their unchanged parts (records are never mutated once indexed),
-// and a claim changes only a provider's usages and generation.
-func (ix *index) replacedProviders(evs []*clientv3.Event, providers string) map[string]*etcdschema.Provider {
-	var prevs map[string]*etcdschema.Provider
+// replacedProviders returns, by position in evs, the indexed records
+// that its provider puts replace (nil: none), read under a short read
+// lock: decoding shares their unchanged parts (records are never mutated
+// once indexed), and a claim changes only a provider's usages and
+// generation.
+func (ix *index) replacedProviders(evs []*clientv3.Event, providers string) []*etcdschema.Provider {
+	var prevs []*etcdschema.Provider
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	for _, ev := range evs {
+	for i, ev := range evs {
 		if eventIsDelete(ev.Type) || !bytes.HasPrefix(ev.Kv.Key, []byte(providers)) {
 			continue
 		}
 		if e, ok := ix.st.providers[string(ev.Kv.Key[len(providers):])]; ok {
 			if prevs == nil {
-				prevs = make(map[string]*etcdschema.Provider, len(evs))
+				prevs = make([]*etcdschema.Provider, len(evs))
 			}
-			prevs[e.p.UUID] = e.p
+			prevs[i] = e.p
 		}
 	}
 	return prevs
