@@ -76,6 +76,7 @@ func BenchmarkIndexFollowBoot(b *testing.B) {
 	log := hclog.NewNullLogger()
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		txn := stream[i%len(stream)]
 		rev++
@@ -85,6 +86,7 @@ func BenchmarkIndexFollowBoot(b *testing.B) {
 		ix.applyEvents(txn, rev, keys, log)
 	}
 	b.StopTimer()
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 	if n := len(ix.st.providers); n != hosts {
 		b.Fatalf("%d providers indexed, want %d", n, hosts)
 	}
