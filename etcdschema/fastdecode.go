@@ -1,6 +1,7 @@
 package etcdschema
 
 import (
+	"encoding/binary"
 	"time"
 	"unicode/utf8"
 )
@@ -103,6 +104,15 @@ func plainString(data []byte, i int) ([]byte, int, bool) {
 	}
 	ascii := true
 	for j := i + 1; j < len(data); j++ {
+		// Eight plain ASCII bytes at a time (no quote, backslash, control
+		// or non-ASCII byte among them): most of a record is uuids and
+		// names, and this scan was the largest part of every decode.
+		for j+8 <= len(data) && plainWord(binary.LittleEndian.Uint64(data[j:])) {
+			j += 8
+		}
+		if j >= len(data) {
+			break
+		}
 		switch c := data[j]; {
 		case c == '"':
 			s := data[i+1 : j]
@@ -117,6 +127,22 @@ func plainString(data []byte, i int) ([]byte, int, bool) {
 		}
 	}
 	return nil, i, false
+}
+
+// plainWord reports whether none of the eight bytes of w is a quote, a
+// backslash, a control byte (< 0x20) or non-ASCII (>= 0x80). Once no
+// byte has its high bit set, subtracting 0x20 from each borrows (and sets
+// a high bit) exactly when some byte is below 0x20, and a byte equal to c
+// is a zero byte of w^c.
+func plainWord(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return w&highs == 0 && (w-0x20*ones)&highs == 0 && !hasZeroByte(w^('"'*ones)) && !hasZeroByte(w^('\\'*ones))
+}
+
+// hasZeroByte reports whether some byte of x is zero (exactly, for any x).
+func hasZeroByte(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return (x-ones)&^x&highs != 0
 }
 
 func skipWS(data []byte, i int) int {

@@ -1,6 +1,7 @@
 package etcdschema
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math/rand"
 	"reflect"
@@ -102,4 +103,39 @@ func BenchmarkDecodeInstanceInfo(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestPlainWord: the eight-byte check agrees with a byte-by-byte one on
+// every byte value in every position, and on random words.
+func TestPlainWord(t *testing.T) {
+	plainByte := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
+	check := func(b [8]byte) {
+		want := true
+		for _, c := range b {
+			want = want && plainByte(c)
+		}
+		if got := plainWord(binary.LittleEndian.Uint64(b[:])); got != want {
+			t.Fatalf("plainWord(%q) = %v, want %v", b[:], got, want)
+		}
+	}
+	for pos := 0; pos < 8; pos++ {
+		for c := 0; c < 256; c++ {
+			for _, fill := range []byte{'a', ' ', '~', '!', '#', '[', ']'} {
+				var b [8]byte
+				for i := range b {
+					b[i] = fill
+				}
+				b[pos] = byte(c)
+				check(b)
+			}
+		}
+	}
+	rng := rand.New(rand.NewSource(2))
+	for i := 0; i < 200000; i++ {
+		var b [8]byte
+		for j := range b {
+			b[j] = byte(0x1e + rng.Intn(0x64)) // around both ends of the plain range
+		}
+		check(b)
+	}
 }
