@@ -69,7 +69,11 @@ type Informer struct {
 	synced chan struct{}
 
 	// revMu guards the applied revision, the channel closed when it moves,
-	// and the current watch's context (for progress requests).
+	// and the current watch's context (for progress requests). revCh is
+	// made only when a waiter asks for it (nil otherwise): every
+	// scheduler's informers follow every write, mostly with no one
+	// waiting, and a channel made and closed per watch response was
+	// garbage for nothing.
 	revMu       sync.Mutex
 	rev         int64
 	revCh       chan struct{}
@@ -78,7 +82,7 @@ type Informer struct {
 
 // New returns an informer for prefix that feeds h.
 func New(cli *clientv3.Client, prefix string, h Handler, log hclog.Logger) *Informer {
-	return &Informer{cli: cli, prefix: prefix, h: h, log: log, synced: make(chan struct{}), revCh: make(chan struct{})}
+	return &Informer{cli: cli, prefix: prefix, h: h, log: log, synced: make(chan struct{})}
 }
 
 // setRev records that everything up to rev has been handed to the handler.
@@ -87,8 +91,10 @@ func (in *Informer) setRev(rev int64) {
 	defer in.revMu.Unlock()
 	if rev > in.rev {
 		in.rev = rev
-		close(in.revCh)
-		in.revCh = make(chan struct{})
+		if in.revCh != nil {
+			close(in.revCh)
+			in.revCh = nil
+		}
 	}
 }
 
@@ -99,21 +105,34 @@ func (in *Informer) setRev(rev int64) {
 // notifications, which carry the store revision once the watch has caught
 // up.
 func (in *Informer) WaitForRevision(ctx context.Context, rev int64) error {
-	tick := time.NewTimer(0)
-	defer tick.Stop()
+	var tick *time.Timer // made on the first wait: mostly the revision is there
+	defer func() {
+		if tick != nil {
+			tick.Stop()
+		}
+	}()
 	for {
 		in.revMu.Lock()
-		cur, ch, pctx := in.rev, in.revCh, in.progressCtx
-		in.revMu.Unlock()
+		cur, pctx := in.rev, in.progressCtx
 		if cur >= rev {
+			in.revMu.Unlock()
 			return nil
 		}
+		if in.revCh == nil {
+			in.revCh = make(chan struct{})
+		}
+		ch := in.revCh
+		in.revMu.Unlock()
 		if pctx != nil && pctx.Err() == nil {
 			if err := in.cli.RequestProgress(pctx); err != nil && pctx.Err() == nil {
 				in.log.Debug("watch progress request failed", "prefix", in.prefix, "error", err)
 			}
 		}
-		tick.Reset(100 * time.Millisecond)
+		if tick == nil {
+			tick = time.NewTimer(100 * time.Millisecond)
+		} else {
+			tick.Reset(100 * time.Millisecond)
+		}
 		select {
 		case <-ch:
 		case <-tick.C:
