@@ -92,3 +92,35 @@ func (h *HostSync) decodeFast(data []byte) bool {
 	*h = q
 	return true
 }
+
+// Every scheduler follows every host's mapping as hosts register.
+func (m *HostMapping) decodeFast(data []byte) bool {
+	q := *m
+	r := jsonReader{data: data}
+	var seen uint32
+	ok := r.object(func(name []byte) bool {
+		var ok bool
+		var bit uint32
+		switch string(name) {
+		case "version":
+			var n int64
+			n, ok = r.int64()
+			q.Version, bit = int(n), 1
+		case "host":
+			q.Host, ok = r.string()
+			bit = 2
+		case "cell":
+			q.Cell, ok = r.string()
+			bit = 4
+		case "created_at":
+			q.CreatedAt, ok = r.time()
+			bit = 8
+		}
+		return ok && once(&seen, bit)
+	})
+	if !ok || !r.end() {
+		return false
+	}
+	*m = q
+	return true
+}

@@ -4,14 +4,16 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 )
 
-// TestHostRecordsFastDecodeMatchesEncodingJSON: Service and HostSync, as
-// the placement records: random encoded values, reshaped, and edge cases
-// decode exactly as encoding/json decodes them, or are declined.
+// TestHostRecordsFastDecodeMatchesEncodingJSON: Service, HostSync and
+// HostMapping, as the placement records: random encoded values,
+// reshaped, and edge cases decode exactly as encoding/json decodes them,
+// or are declined.
 func TestHostRecordsFastDecodeMatchesEncodingJSON(t *testing.T) {
 	g := genPlacement{rand.New(rand.NewSource(3)), new(bool)}
-	var svcs, syncs [][]byte
+	var svcs, syncs, maps [][]byte
 	for i := 0; i < 1500; i++ {
 		*g.plain = i%2 == 0
 		s := &Service{Host: g.str(), Cell: g.str(), ProviderUUID: g.str(), Disabled: g.rng.Intn(2) == 0,
@@ -24,6 +26,9 @@ func TestHostRecordsFastDecodeMatchesEncodingJSON(t *testing.T) {
 		}
 		if b, err := Encode(&HostSync{Host: g.str(), UUIDs: g.strs(), At: g.time()}); err == nil {
 			syncs = append(syncs, b, reshape(g.rng, b))
+		}
+		if b, err := Encode(&HostMapping{Host: g.str(), Cell: g.str(), CreatedAt: g.time()}); err == nil {
+			maps = append(maps, b, reshape(g.rng, b))
 		}
 	}
 	svc := MustEncode(&Service{Host: "compute-000001", Cell: "cell1", ProviderUUID: "2f9c0d1e-0000-4000-8000-000000000001",
@@ -38,7 +43,15 @@ func TestHostRecordsFastDecodeMatchesEncodingJSON(t *testing.T) {
 	for _, v := range []string{"null", "[]", `[ "a" ]`, `["a",null]`, `"a"`, `{}`, `["a"`} {
 		syncs = append(syncs, []byte(strings.Replace(sync, `"uuids":["a","b"]`, `"uuids":`+v, 1)))
 	}
+	mapping := MustEncode(&HostMapping{Host: "compute-000001", Cell: "cell1", CreatedAt: providerCreated})
+	maps = append(maps, placementEdgeCases(mapping)...)
 	fast := 0
+	for _, in := range maps {
+		if decodeBoth(t, in, HostMapping{}) {
+			fast++
+		}
+		decodeBoth(t, in, HostMapping{Host: "old", Cell: "old", CreatedAt: time.Unix(5, 0).UTC()})
+	}
 	for _, in := range svcs {
 		if decodeBoth(t, in, Service{}) {
 			fast++
@@ -52,13 +65,14 @@ func TestHostRecordsFastDecodeMatchesEncodingJSON(t *testing.T) {
 		decodeBoth(t, in, HostSync{Host: "old"})
 		decodeBoth(t, in, HostSync{UUIDs: []string{"x", "y", "z"}})
 	}
-	t.Logf("%d of %d values took the fast path", fast, len(svcs)+len(syncs))
-	if fast < 1500 {
-		t.Errorf("only %d of %d values took the fast path", fast, len(svcs)+len(syncs))
+	t.Logf("%d of %d values took the fast path", fast, len(svcs)+len(syncs)+len(maps))
+	if fast < 2000 {
+		t.Errorf("only %d of %d values took the fast path", fast, len(svcs)+len(syncs)+len(maps))
 	}
 	var s Service
 	var hs HostSync
-	if !s.decodeFast([]byte(svc)) || !hs.decodeFast([]byte(sync)) {
-		t.Errorf("the fast path refused a Service or HostSync as Berth writes them")
+	var hm HostMapping
+	if !s.decodeFast([]byte(svc)) || !hs.decodeFast([]byte(sync)) || !hm.decodeFast([]byte(mapping)) {
+		t.Errorf("the fast path refused a Service, HostSync or HostMapping as Berth writes them")
 	}
 }

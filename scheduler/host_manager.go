@@ -58,6 +58,9 @@ type HostManager struct {
 	rereadCh chan struct{}
 
 	hostsInf, mapsInf *informer.Informer
+	// mapsPrefix is keys.HostMappings(), built once: every scheduler
+	// follows every host's mapping as hosts register.
+	mapsPrefix string
 
 	// aggs is the aggregate cache (aggregates.go), fed by its own watch.
 	aggs    aggregateCache
@@ -78,7 +81,7 @@ func WithTrackInstanceChanges(track bool) HostManagerOption {
 func NewHostManager(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger, opts ...HostManagerOption) *HostManager {
 	hm := &HostManager{cli: cli, keys: keys, log: log, track: true, hosts: map[string]*hostRecord{},
 		byProvider: map[string]string{}, cells: map[string]string{},
-		reread: map[string]bool{}, rereadCh: make(chan struct{}, 1)}
+		reread: map[string]bool{}, rereadCh: make(chan struct{}, 1), mapsPrefix: keys.HostMappings()}
 	for _, o := range opts {
 		o(hm)
 	}
@@ -395,7 +398,7 @@ func (h mappingsHandler) Apply(evs []informer.Event) {
 }
 
 func (hm *HostManager) applyMappingLocked(ev informer.Event) {
-	host, ok := etcdschema.LastSegment(ev.Key, hm.keys.HostMappings())
+	host, ok := etcdschema.LastSegment(ev.Key, hm.mapsPrefix)
 	if !ok {
 		return
 	}
