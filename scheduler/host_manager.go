@@ -297,7 +297,11 @@ func (h hostsHandler) Apply(evs []informer.Event) {
 func (hm *HostManager) record(host string) *hostRecord {
 	r, ok := hm.hosts[host]
 	if !ok {
-		r = &hostRecord{instances: map[string]*etcdschema.InstanceInfo{}, builds: map[string]bool{}}
+		// instances and builds stay nil until the host has some (reads
+		// of a nil map are empty): every scheduler keeps a record per
+		// host, and two empty maps each were garbage as soon as the
+		// host's first instance replaced one.
+		r = &hostRecord{}
 		// host is a substring of an etcd key: a copy does not keep the
 		// whole key alive.
 		hm.hosts[strings.Clone(host)] = r
@@ -347,6 +351,9 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 		}
 		// Copy on write: request-time views share the map without locks.
 		next := r.instances
+		if fresh && next == nil {
+			next = map[string]*etcdschema.InstanceInfo{}
+		}
 		if !fresh {
 			next = make(map[string]*etcdschema.InstanceInfo, len(r.instances)+1)
 			for k, v := range r.instances {
@@ -370,6 +377,9 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 		delete(r.builds, uuid)
 		if !ev.Deleted {
 			if b, err := decoded[*etcdschema.BuildOp](ev); err == nil && b.Op == etcdschema.OpBuild {
+				if r.builds == nil {
+					r.builds = map[string]bool{}
+				}
 				r.builds[uuid] = true
 			}
 		}
