@@ -24,9 +24,9 @@ func (b *Build) decodeFast(data []byte) bool {
 	return true
 }
 
-// read decodes a cast into q; with keep false it reads and checks every
+// read decodes a cast into b; with keep false it reads and checks every
 // member as with keep true but copies no string out of data (BuildOp).
-func (q *Build) read(data []byte, keep bool) bool {
+func (b *Build) read(data []byte, keep bool) bool {
 	r := jsonReader{data: data}
 	var seen uint32
 	ok := r.object(func(name []byte) bool {
@@ -36,39 +36,39 @@ func (q *Build) read(data []byte, keep bool) bool {
 		case "version":
 			var n int64
 			n, ok = r.int64()
-			q.Version, bit = int(n), 1
+			b.Version, bit = int(n), 1
 		case "op":
-			q.Op, ok = r.opString()
+			b.Op, ok = r.opString()
 			bit = 2
 		case "instance_uuid":
-			q.InstanceUUID, ok = r.stringIf(keep)
+			b.InstanceUUID, ok = r.stringIf(keep)
 			bit = 4
 		case "name":
-			q.Name, ok = r.stringIf(keep)
+			b.Name, ok = r.stringIf(keep)
 			bit = 8
 		case "cell":
-			q.Cell, ok = r.stringIf(keep)
+			b.Cell, ok = r.stringIf(keep)
 			bit = 16
 		case "flavor":
-			// Into q's own Flavor, as encoding/json decodes into the
+			// Into b's own Flavor, as encoding/json decodes into the
 			// existing struct (members the input lacks are kept).
-			ok = r.flavor(&q.Flavor, keep)
+			ok = r.flavor(&b.Flavor, keep)
 			bit = 32
 		case "project_id":
-			q.ProjectID, ok = r.stringIf(keep)
+			b.ProjectID, ok = r.stringIf(keep)
 			bit = 64
 		case "user_id":
-			q.UserID, ok = r.stringIf(keep)
+			b.UserID, ok = r.stringIf(keep)
 			bit = 128
 		case "attempt":
 			var n int64
 			n, ok = r.int64()
-			q.Attempt, bit = int(n), 256
+			b.Attempt, bit = int(n), 256
 		case "request_id":
-			q.RequestID, ok = r.stringIf(keep)
+			b.RequestID, ok = r.stringIf(keep)
 			bit = 512
 		case "cast_at":
-			q.CastAt, ok = r.time()
+			b.CastAt, ok = r.time()
 			bit = 1024
 		}
 		return ok && once(&seen, bit)
