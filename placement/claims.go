@@ -129,8 +129,8 @@ func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[strin
 	// current, which it is for the scheduler's claims (it waited for the
 	// request's revision before searching).
 	if rd, ok := s.readFromIndex(consumers, writes); ok {
-		if cmps, ops, err := s.planClaim(rd, consumers, writes, opts, mustExist); err == nil {
-			rev, ok, err := s.commitClaim(ctx, cmps, append(ops, opts.GuardOps...), opts)
+		if plan, err := s.planClaim(rd, consumers, writes, opts, mustExist); err == nil {
+			rev, ok, err := s.commitClaim(ctx, plan, opts)
 			if err != nil {
 				return 0, fmt.Errorf("claim %s: %w", what, err)
 			}
@@ -149,11 +149,11 @@ func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[strin
 		if err != nil {
 			return 0, fmt.Errorf("claim %s: %w", what, err)
 		}
-		cmps, ops, err := s.planClaim(rd, consumers, writes, opts, mustExist)
+		plan, err := s.planClaim(rd, consumers, writes, opts, mustExist)
 		if err != nil {
 			return 0, fmt.Errorf("claim %s: %w", what, err)
 		}
-		rev, ok, err := s.commitClaim(ctx, cmps, append(ops, opts.GuardOps...), opts)
+		rev, ok, err := s.commitClaim(ctx, plan, opts)
 		if err != nil {
 			return 0, fmt.Errorf("claim %s: %w", what, err)
 		}
@@ -169,17 +169,23 @@ func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[strin
 
 // commitClaim runs a planned claim, batched with the claims ready at the
 // same moment (claim_batch.go): ok is false when its compares failed (a
-// lost race), ErrGuardFailed when the caller's guards did.
-func (s *Service) commitClaim(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op, opts ClaimOptions) (int64, bool, error) {
-	if len(cmps) > maxTxnOps || len(ops) > maxTxnOps {
-		return 0, false, detailf(ErrTooManyOps, "the write needs %d compares and %d operations, etcd allows %d of each in one transaction", len(cmps), len(ops), maxTxnOps)
+// lost race), ErrGuardFailed when the caller's guards did. A committed
+// claim's records are in the index when it returns (assume.go), so this
+// service's next plan and candidate search see them without waiting for
+// the watch; any other outcome, an unknown one included, applies nothing.
+func (s *Service) commitClaim(ctx context.Context, plan *claimPlan, opts ClaimOptions) (int64, bool, error) {
+	ops := append(plan.ops, opts.GuardOps...)
+	if len(plan.cmps) > maxTxnOps || len(ops) > maxTxnOps {
+		return 0, false, detailf(ErrTooManyOps, "the write needs %d compares and %d operations, etcd allows %d of each in one transaction", len(plan.cmps), len(ops), maxTxnOps)
 	}
-	r := s.claims.commit(ctx, cmps, ops, opts.Guards)
+	r := s.claims.commit(ctx, plan.cmps, ops, opts.Guards)
 	switch {
 	case r.err != nil:
 		return 0, false, r.err
 	case r.guardFailed:
 		return 0, false, ErrGuardFailed
+	case r.ok:
+		s.idx.assume(r.rev, plan.own)
 	}
 	return r.rev, r.ok, nil
 }
@@ -324,8 +330,17 @@ func (s *Service) decodeProviders(rd *claimRead, uuids []string, resps []*etcdRe
 
 // planClaim checks the writes against what was read and returns the
 // transaction's compares and operations.
-func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string]AllocationWrite, opts ClaimOptions, mustExist bool) ([]clientv3.Cmp, []clientv3.Op, error) {
+func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string]AllocationWrite, opts ClaimOptions, mustExist bool) (*claimPlan, error) {
 	return s.planClaimWith(rd, consumers, writes, opts, mustExist, nil)
+}
+
+// claimPlan is a planned allocation write: its transaction's compares and
+// operations, and the records those operations put or delete, which the
+// index applies once the transaction commits (assume.go).
+type claimPlan struct {
+	cmps []clientv3.Cmp
+	ops  []clientv3.Op
+	own  []ownWrite
 }
 
 // finishProvider amends the next record of a provider a claim touches,
@@ -335,7 +350,7 @@ type finishProvider func(rp string, next *etcdschema.Provider) error
 
 // planClaimWith is planClaim with finish (may be nil) called for every
 // provider record the transaction will put.
-func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[string]AllocationWrite, opts ClaimOptions, mustExist bool, finish finishProvider) ([]clientv3.Cmp, []clientv3.Op, error) {
+func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[string]AllocationWrite, opts ClaimOptions, mustExist bool, finish finishProvider) (*claimPlan, error) {
 	now := s.now()
 	// Usages before and after, per provider touched.
 	after := map[string]map[string]int64{}
@@ -360,6 +375,7 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 	bump := map[string]bool{}
 	var cmps []clientv3.Cmp
 	var ops []clientv3.Op
+	var own []ownWrite
 	for _, c := range consumers {
 		w := writes[c]
 		old := rd.consumers[c]
@@ -372,11 +388,11 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			}
 		}
 		if mustExist && old == nil {
-			return nil, nil, detailf(ErrNotFound, "No allocations for consumer '%s'", c)
+			return nil, detailf(ErrNotFound, "No allocations for consumer '%s'", c)
 		}
 		if !opts.IgnoreConsumerGeneration {
 			if err := checkConsumerGeneration(w, old); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 		if old != nil {
@@ -393,17 +409,17 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			a := w.Allocations[rp]
 			sp := rd.providers[rp]
 			if sp == nil {
-				return nil, nil, detailf(ErrProviderNotFound, "Allocation for resource provider '%s' that does not exist.", rp)
+				return nil, detailf(ErrProviderNotFound, "Allocation for resource provider '%s' that does not exist.", rp)
 			}
 			u := usage(rp)
 			for _, rc := range sortedKeys(a.Resources) {
 				n := a.Resources[rc]
 				inv, ok := sp.p.Inventories[rc]
 				if !ok {
-					return nil, nil, detailf(ErrInsufficientCapacity, "Inventory for '%s' on resource provider '%s' invalid.", rc, rp)
+					return nil, detailf(ErrInsufficientCapacity, "Inventory for '%s' on resource provider '%s' invalid.", rc, rp)
 				}
 				if n < inv.MinUnit || n > inv.MaxUnit || (inv.StepSize > 1 && n%inv.StepSize != 0) {
-					return nil, nil, detailf(ErrInsufficientCapacity, "Unable to create allocation for '%s' on resource provider '%s'. The requested amount would violate inventory constraints.", rc, rp)
+					return nil, detailf(ErrInsufficientCapacity, "Unable to create allocation for '%s' on resource provider '%s'. The requested amount would violate inventory constraints.", rc, rp)
 				}
 				u[rc] += n
 			}
@@ -413,6 +429,7 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 		if len(w.Allocations) == 0 {
 			if old != nil {
 				ops = append(ops, clientv3.OpDelete(ck))
+				own = append(own, ownWrite{goneConsumer: c})
 			}
 			continue
 		}
@@ -443,9 +460,10 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 		}
 		val, err := etcdschema.Encode(rec)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		ops = append(ops, clientv3.OpPut(ck, string(val)))
+		own = append(own, ownWrite{consumer: rec})
 	}
 	for _, rp := range sortedKeys(after) {
 		sp := rd.providers[rp]
@@ -462,7 +480,7 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			inv, ok := sp.p.Inventories[rc]
 			if !ok {
 				if n > before {
-					return nil, nil, detailf(ErrInsufficientCapacity, "Inventory for '%s' on resource provider '%s' invalid.", rc, rp)
+					return nil, detailf(ErrInsufficientCapacity, "Inventory for '%s' on resource provider '%s' invalid.", rc, rp)
 				}
 				continue
 			}
@@ -470,7 +488,7 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			// worse: a provider whose inventory shrank under its usage
 			// can still have allocations moved or reduced.
 			if capy := inv.Capacity(); n > capy && n > before {
-				return nil, nil, detailf(ErrInsufficientCapacity, "Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.", rc, rp)
+				return nil, detailf(ErrInsufficientCapacity, "Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.", rc, rp)
 			}
 		}
 		next := sp.p.Clone()
@@ -487,18 +505,19 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 		next.UpdatedAt = now
 		if finish != nil {
 			if err := finish(rp, next); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 		val, err := etcdschema.Encode(next)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		pk := s.keys.Provider(rp)
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(pk), "=", sp.modRev))
 		ops = append(ops, clientv3.OpPut(pk, string(val)))
+		own = append(own, ownWrite{provider: next})
 	}
-	return cmps, ops, nil
+	return &claimPlan{cmps: cmps, ops: ops, own: own}, nil
 }
 
 // checkConsumerGeneration is Placement's consumer generation rule (1.28):

@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"math/bits"
@@ -23,12 +22,16 @@ const TraitSharesViaAggregate = "MISC_SHARES_VIA_AGGREGATE"
 
 // index is the in-memory, watch-fed copy of every provider and consumer.
 // Candidate searches read it under the read lock; the watch goroutine is
-// the only writer apart from a full re-list, which swaps the whole state.
+// the only writer apart from a full re-list, which swaps the whole state,
+// and this service's own committed claims (assume.go).
 type index struct {
 	mu sync.RWMutex
 	st *indexState
 	// revCh is closed and replaced whenever st.rev advances.
 	revCh chan struct{}
+	// assumed holds this service's committed writes applied ahead of the
+	// watch, until the watch passes their revision (assume.go).
+	assumed map[recordKey]assumedWrite
 }
 
 func newIndex() *index {
@@ -45,6 +48,7 @@ func (ix *index) revWait() (<-chan struct{}, int64) {
 
 func (ix *index) install(st *indexState) {
 	ix.mu.Lock()
+	ix.reassumeLocked(st)
 	ix.st = st
 	close(ix.revCh)
 	ix.revCh = make(chan struct{})
@@ -56,17 +60,19 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 	// before the write lock, so candidate searches and claims planned from
 	// the index wait only for the map updates, not for the JSON.
 	type change struct {
+		ev  *clientv3.Event
+		key recordKey // the uuid from the key; a put is indexed by its record's
+		// provider or consumer is a put's record; neither: a delete.
 		provider *etcdschema.Provider
 		consumer *etcdschema.Consumer
-		// gone names a deleted provider (isProvider) or consumer.
-		gone       string
-		isProvider bool
-		modRev     int64
+		// prev is the indexed provider a provider put replaces (nil: none).
+		prev   *etcdschema.Provider
+		modRev int64
+		skip   bool
 	}
 	changes := make([]change, 0, len(evs))
 	providers, consumers := keys.Providers(), keys.Consumers()
-	prevs := ix.replacedProviders(evs, providers)
-	for i, ev := range evs {
+	for _, ev := range evs {
 		key := string(ev.Kv.Key)
 		isProvider := strings.HasPrefix(key, providers)
 		prefix := providers
@@ -76,78 +82,95 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 			}
 			prefix = consumers
 		}
-		if eventIsDelete(ev.Type) {
-			if uuid, ok := etcdschema.LastSegment(key, prefix); ok {
-				changes = append(changes, change{gone: uuid, isProvider: isProvider})
-			}
+		uuid, ok := etcdschema.LastSegment(key, prefix)
+		if !ok && eventIsDelete(ev.Type) {
 			continue
 		}
+		// A delete event's ModRevision is the delete's revision.
+		changes = append(changes, change{ev: ev, key: recordKey{provider: isProvider, uuid: uuid}, modRev: ev.Kv.ModRevision})
+	}
+	ix.lookUpLocked(func() {
+		for i := range changes {
+			ch := &changes[i]
+			if ch.key.uuid == "" {
+				continue
+			}
+			// This service's own claims are in the index already
+			// (assume.go): their events, and any older ones, are not even
+			// decoded.
+			if ch.skip = ix.knownRevLocked(ix.st, ch.key) >= ch.modRev; ch.skip {
+				continue
+			}
+			// Decoding shares the unchanged parts of the record a provider
+			// put replaces (records are never mutated once indexed), and a
+			// claim changes only a provider's usages and generation.
+			if ch.key.provider && !eventIsDelete(ch.ev.Type) {
+				if e, ok := ix.st.providers[ch.key.uuid]; ok {
+					ch.prev = e.p
+				}
+			}
+		}
+	})
+	for i := range changes {
+		ch := &changes[i]
+		if ch.skip || eventIsDelete(ch.ev.Type) {
+			continue
+		}
+		key := string(ch.ev.Kv.Key)
 		var v any
 		var err error
-		if isProvider {
-			var prev *etcdschema.Provider
-			if prevs != nil {
-				prev = prevs[i]
-			}
-			v, err = decodeProviderAfter(key, ev.Kv.Value, prev)
+		if ch.key.provider {
+			v, err = decodeProviderAfter(key, ch.ev.Kv.Value, ch.prev)
 		} else {
-			v, err = decodeConsumer(key, ev.Kv.Value)
+			v, err = decodeConsumer(key, ch.ev.Kv.Value)
 		}
 		if err != nil {
 			log.Error("skipping unreadable placement record", "key", key, "error", err)
+			ch.skip = true
 			continue
 		}
-		ch := change{isProvider: isProvider, modRev: ev.Kv.ModRevision}
-		if isProvider {
+		if ch.key.provider {
 			ch.provider = v.(*etcdschema.Provider)
+			ch.key.uuid = ch.provider.UUID
 		} else {
 			ch.consumer = v.(*etcdschema.Consumer)
+			ch.key.uuid = ch.consumer.UUID
 		}
-		changes = append(changes, ch)
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	st := ix.st
 	for _, ch := range changes {
+		// Checked again: a claim may have been assumed since the look
+		// above. An index that knows a newer state of the key keeps it.
+		if ch.skip || ix.knownRevLocked(st, ch.key) >= ch.modRev {
+			continue
+		}
 		switch {
 		case ch.provider != nil:
 			st.putProvider(ch.provider, ch.modRev)
 		case ch.consumer != nil:
 			st.putConsumer(ch.consumer, ch.modRev)
-		case ch.isProvider:
-			st.removeProvider(ch.gone)
+		case ch.key.provider:
+			st.removeProvider(ch.key.uuid)
 		default:
-			st.removeConsumer(ch.gone)
+			st.removeConsumer(ch.key.uuid)
 		}
 	}
 	if rev > st.rev {
 		st.rev = rev
+		ix.confirmLocked(rev)
 		close(ix.revCh)
 		ix.revCh = make(chan struct{})
 	}
 }
 
-// replacedProviders returns, by position in evs, the indexed records
-// that its provider puts replace (nil: none), read under a short read
-// lock: decoding shares their unchanged parts (records are never mutated
-// once indexed), and a claim changes only a provider's usages and
-// generation.
-func (ix *index) replacedProviders(evs []*clientv3.Event, providers string) []*etcdschema.Provider {
-	var prevs []*etcdschema.Provider
+// lookUpLocked runs f under the read lock: the short look at the index
+// before decoding.
+func (ix *index) lookUpLocked(f func()) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	for i, ev := range evs {
-		if eventIsDelete(ev.Type) || !bytes.HasPrefix(ev.Kv.Key, []byte(providers)) {
-			continue
-		}
-		if e, ok := ix.st.providers[string(ev.Kv.Key[len(providers):])]; ok {
-			if prevs == nil {
-				prevs = make([]*etcdschema.Provider, len(evs))
-			}
-			prevs[i] = e.p
-		}
-	}
-	return prevs
+	f()
 }
 
 // bitset is a dense set of provider slots.

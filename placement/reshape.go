@@ -290,7 +290,7 @@ func (s *Service) planReshape(rd *claimRead, classes map[string]classRead, consu
 		next.UpdatedAt = now
 	}
 	touched := map[string]bool{}
-	cmps, ops, err := s.planClaimWith(rd, consumers, r.Allocations, ClaimOptions{}, false,
+	plan, err := s.planClaimWith(rd, consumers, r.Allocations, ClaimOptions{}, false,
 		func(rp string, next *etcdschema.Provider) error {
 			touched[rp] = true
 			// Placement's rule for what a write allocates: usage after it
@@ -308,6 +308,7 @@ func (s *Service) planReshape(rd *claimRead, classes map[string]classRead, consu
 	if err != nil {
 		return nil, nil, err
 	}
+	cmps, ops := plan.cmps, plan.ops
 	// Providers whose allocations did not change get their final
 	// inventory in a put of their own.
 	for _, rp := range providers {

@@ -20,9 +20,16 @@ import (
 // does (the next fetched while this one is decoded, on a few goroutines);
 // they are applied in key order, one at a time.
 func (s *Service) load(ctx context.Context) (int64, error) {
+	return s.loadAt(ctx, 0)
+}
+
+// loadAt is load at revision at (0: the current one). Tests use it to
+// install a list older than this service's last claim, as a re-list
+// racing a claim does.
+func (s *Service) loadAt(ctx context.Context, at int64) (int64, error) {
 	for attempt := 0; ; attempt++ {
 		st := newIndexState()
-		rev, err := informer.List(ctx, s.cli, s.keys.Providers(), 0, decodeProvider, func(page []informer.Event) error {
+		rev, err := informer.List(ctx, s.cli, s.keys.Providers(), at, decodeProvider, func(page []informer.Event) error {
 			for _, ev := range page {
 				if s.loaded(ev) {
 					st.putProvider(ev.Decoded.(*etcdschema.Provider), ev.Revision)
