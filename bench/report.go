@@ -79,9 +79,12 @@ type Result struct {
 	Deleted       int            `json:"deleted,omitempty"`
 	Stages        map[string]Pct `json:"stages,omitempty"`
 
-	ClaimsPerSec  float64 `json:"claims_per_s,omitempty"`
-	ClaimRaces    int64   `json:"claim_races"`
-	ClaimFailures int64   `json:"claim_failures"`
+	ClaimsPerSec float64 `json:"claims_per_s,omitempty"`
+	ClaimRaces   int64   `json:"claim_races"`
+	// ClaimReplans counts claims planned again from the index, unsent,
+	// after a concurrent claim of the same scheduler committed first.
+	ClaimReplans  int64 `json:"claim_replans,omitempty"`
+	ClaimFailures int64 `json:"claim_failures"`
 	// ClaimMeanMs is the mean time of a successful allocation write in the
 	// tool's own schedulers and conductors (read, txn and retries).
 	ClaimMeanMs   float64 `json:"claim_mean_ms,omitempty"`
@@ -177,8 +180,8 @@ func (r *Result) WriteTable(w io.Writer) {
 		}
 	}
 	if r.ClaimsPerSec > 0 {
-		row("claims", "%.1f/s, %d races lost (retried), %d gave up; mean claim %.1f ms (read + txn + retries, in-process counter); %.2f claims per etcd txn",
-			r.ClaimsPerSec, r.ClaimRaces, r.ClaimFailures, r.ClaimMeanMs, r.ClaimsPerTxn)
+		row("claims", "%.1f/s, %d races lost (retried), %d replanned unsent, %d gave up; mean claim %.1f ms (read + txn + retries, in-process counter); %.2f claims per etcd txn",
+			r.ClaimsPerSec, r.ClaimRaces, r.ClaimReplans, r.ClaimFailures, r.ClaimMeanMs, r.ClaimsPerTxn)
 	}
 	if r.LeasesWon > 0 {
 		row("superconductor leases", "%d won, %d lost (%.3f lost per request leased)", r.LeasesWon, r.LeasesLost,

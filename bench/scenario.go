@@ -560,6 +560,7 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 	}
 	c := r.claimStats()
 	res.ClaimRaces, res.ClaimFailures = c.Races-claims0.Races, c.GaveUp-claims0.GaveUp
+	res.ClaimReplans = c.Replans - claims0.Replans
 	if r.t.LeaseAttempts != nil {
 		won, lost := r.t.LeaseAttempts()
 		res.LeasesWon, res.LeasesLost = int64(won-m.leaseWon), int64(lost-m.leaseLost)

@@ -521,3 +521,59 @@ func TestConcurrentClaimsOfTwoServicesNeverExceedCapacity(t *testing.T) {
 	}
 	t.Logf("races lost: %d and %d", a.ClaimStats().Races, b.ClaimStats().Races)
 }
+
+// Two claims of one service on one provider at the same moment, both
+// planned from the same index state: the second waits for the first's
+// answer, is not sent (it could only lose), and is planned again from
+// the index, which has the first: no race lost, no read.
+func TestConcurrentOwnClaimsOnOneProviderFollowEachOther(t *testing.T) {
+	cli := etcdtest.Client(t)
+	mkProvider(t, storeOnly(cli), "rp", "", map[string]etcdschema.Inventory{VCPU: inv(8)})
+	s, _ := heldService(t, cli)
+	entered, gate := make(chan struct{}, 1), make(chan struct{})
+	var calls sync.Mutex
+	n := 0
+	s.claims = newClaimBatcher(func(ctx context.Context) clientv3.Txn {
+		calls.Lock()
+		defer calls.Unlock()
+		if n++; n == 1 {
+			return gatedTxn{Txn: cli.Txn(ctx), entered: entered, gate: gate}
+		}
+		return cli.Txn(ctx)
+	})
+	g := &gatedBatcher{claimBatcher: s.claims}
+	ctx := testCtx(t)
+	claim := func(c string) <-chan error {
+		out := make(chan error, 1)
+		go func() {
+			out <- s.PutAllocations(ctx, c, AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 3})})
+		}()
+		return out
+	}
+	first := claim("c1")
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("the first claim never went out")
+	}
+	second := claim("c2")
+	g.waitPending(t, ctx, 1)
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	st := s.ClaimStats()
+	if st.Races != 0 || st.Replans != 1 || st.Txns != 2 {
+		t.Fatalf("claim stats %+v, want no race, one replan, two transactions", st)
+	}
+	if got := indexedProvider(s, "rp"); got.used != 6 {
+		t.Fatalf("index has %d VCPU used, want 6", got.used)
+	}
+	p, err := s.Provider(ctx, "rp")
+	if err != nil || p.Usages[VCPU] != 6 {
+		t.Fatalf("etcd has %v VCPU used (%v), want 6", p.Usages, err)
+	}
+}

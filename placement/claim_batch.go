@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -31,6 +32,16 @@ import (
 // conflicts waits for the next batch (it would have raced the other
 // anyway). Claims with range compares or range operations, which the
 // batcher cannot check, are sent alone.
+//
+// The same rule holds across batches in flight: a claim that conflicts
+// with a claim already sent waits until that batch is answered, rather
+// than go out beside it and be ordered after it by etcd anyway. A claim
+// the answer makes certain to lose (it compares the mod revision of a key
+// a committed claim has just written) is not sent at all: it is answered
+// stale, and its caller plans again from what the committed claim wrote
+// (its committed hook has run by then: the placement index has it). So
+// a scheduler's concurrent claims on its best host follow one another
+// instead of racing.
 type claimBatcher struct {
 	txn func(ctx context.Context) clientv3.Txn
 
@@ -45,10 +56,14 @@ type claimBatcher struct {
 	mu       sync.Mutex
 	pending  []*batchedClaim
 	inFlight int
+	// sentReads and sentWrites count the keys the claims in flight
+	// compare and write.
+	sentReads, sentWrites map[string]int
 
 	// batches and batched count the transactions sent and the claims in
-	// them (tests, and berth bench's report).
-	batches, batched int64
+	// them (tests, and berth bench's report); stale the claims answered
+	// stale without being sent.
+	batches, batched, stale int64
 }
 
 // batchedClaim is one claim waiting for, or sent in, a batch.
@@ -57,10 +72,17 @@ type batchedClaim struct {
 	cmps   []clientv3.Cmp
 	ops    []clientv3.Op
 	guards []clientv3.Cmp
+	// committed, if set, runs once the claim has committed, before its
+	// caller and any claim it makes stale are answered.
+	committed func(rev int64)
 
 	reads, writes []string
-	width         int // the most compares or operations on one level
-	bytes         int
+	// modRevs are the claim's own "mod revision equals" compares (not
+	// the guards'), and deletes the keys it deletes.
+	modRevs map[string]int64
+	deletes map[string]bool
+	width   int // the most compares or operations on one level
+	bytes   int
 
 	sent bool          // under the batcher's mu
 	done chan struct{} // closed when the result below is set
@@ -69,11 +91,13 @@ type batchedClaim struct {
 
 // claimResult is a committed claim's answer: rev is the transaction's
 // revision; ok false means the claim's compares failed (a lost race);
-// guardFailed that the caller's guards did not hold.
+// guardFailed that the caller's guards did not hold; stale that the claim
+// was not sent, as a claim committed at rev made its compares fail.
 type claimResult struct {
 	rev         int64
 	ok          bool
 	guardFailed bool
+	stale       bool
 	err         error
 }
 
@@ -87,14 +111,22 @@ const (
 
 func newClaimBatcher(txn func(ctx context.Context) clientv3.Txn) *claimBatcher {
 	return &claimBatcher{txn: txn, maxInFlight: defaultClaimsInFlight,
-		maxClaims: defaultClaimsPerBatch, maxBytes: defaultBatchBytes}
+		maxClaims: defaultClaimsPerBatch, maxBytes: defaultBatchBytes,
+		sentReads: map[string]int{}, sentWrites: map[string]int{}}
 }
 
 // commit runs one claim, batched with others when they are ready at the
 // same time. Its answer is what the claim's own transaction would have
-// answered.
+// answered, or stale when it certainly would have lost.
 func (b *claimBatcher) commit(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op, guards []clientv3.Cmp) claimResult {
-	c := &batchedClaim{ctx: ctx, cmps: cmps, ops: ops, guards: guards, done: make(chan struct{})}
+	return b.commitThen(ctx, cmps, ops, guards, nil)
+}
+
+// commitThen is commit with a hook run once the claim has committed,
+// before anyone is answered (the placement index applies the claim's
+// records there).
+func (b *claimBatcher) commitThen(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op, guards []clientv3.Cmp, committed func(rev int64)) claimResult {
+	c := &batchedClaim{ctx: ctx, cmps: cmps, ops: ops, guards: guards, committed: committed, done: make(chan struct{})}
 	if !c.describe() {
 		b.send([]*batchedClaim{c})
 		return c.res
@@ -102,10 +134,15 @@ func (b *claimBatcher) commit(ctx context.Context, cmps []clientv3.Cmp, ops []cl
 	b.mu.Lock()
 	b.pending = append(b.pending, c)
 	if b.inFlight < b.maxInFlight {
-		b.inFlight++
-		batch := b.takeLocked()
-		b.mu.Unlock()
-		go b.drain(batch)
+		// Nothing to take when every pending claim waits for a batch in
+		// flight; that batch's drain takes them when it is answered.
+		if batch := b.takeLocked(); len(batch) > 0 {
+			b.inFlight++
+			b.mu.Unlock()
+			go b.drain(batch)
+		} else {
+			b.mu.Unlock()
+		}
 	} else {
 		b.mu.Unlock()
 	}
@@ -131,6 +168,7 @@ func (b *claimBatcher) drain(batch []*batchedClaim) {
 	for len(batch) > 0 {
 		b.send(batch)
 		b.mu.Lock()
+		b.answeredLocked(batch)
 		batch = b.takeLocked()
 		if len(batch) == 0 {
 			b.inFlight--
@@ -158,10 +196,11 @@ func (b *claimBatcher) takeLocked() []*batchedClaim {
 			continue
 		}
 		// A lone claim is sent as its own plain transaction; members of
-		// a batch are nested one level down, within etcd's limits.
+		// a batch are nested one level down, within etcd's limits. A
+		// claim that conflicts with one in flight waits for its answer.
 		fits := len(batch) == 0 || (len(batch) < b.maxClaims && bytes+c.bytes <= b.maxBytes &&
 			len(batch)+1+max(width, c.width) <= maxTxnOps && !c.conflicts(reads, writes))
-		if !fits {
+		if !fits || c.conflictsCounted(b.sentReads, b.sentWrites) {
 			rest = append(rest, c)
 			continue
 		}
@@ -171,14 +210,82 @@ func (b *claimBatcher) takeLocked() []*batchedClaim {
 		width = max(width, c.width)
 		for _, k := range c.reads {
 			reads[k] = true
+			b.sentReads[k]++
 		}
 		for _, k := range c.writes {
 			writes[k] = true
+			b.sentWrites[k]++
 		}
 	}
 	clear(b.pending[len(rest):])
 	b.pending = rest
 	return batch
+}
+
+// answeredLocked releases the keys of an answered batch and answers
+// stale, unsent, every pending claim whose compares a committed member
+// has made fail: it compares the mod revision of a key that member wrote
+// against another revision than the one it now has (the commit's, or 0
+// after a delete).
+func (b *claimBatcher) answeredLocked(batch []*batchedClaim) {
+	var now map[string]int64 // key -> its mod revision after the batch
+	rev := int64(0)
+	for _, c := range batch {
+		for _, k := range c.reads {
+			release(b.sentReads, k)
+		}
+		for _, k := range c.writes {
+			release(b.sentWrites, k)
+		}
+		if !c.res.ok {
+			continue
+		}
+		rev = c.res.rev
+		if now == nil {
+			now = map[string]int64{}
+		}
+		for _, k := range c.writes {
+			now[k] = rev
+			if c.deletes[k] {
+				now[k] = 0
+			}
+		}
+	}
+	if now == nil {
+		return
+	}
+	rest := b.pending[:0]
+	for _, c := range b.pending {
+		if c.staleAfter(now) {
+			c.sent = true // answered: commit must not remove it again
+			c.res = claimResult{rev: rev, stale: true}
+			b.stale++
+			close(c.done)
+			continue
+		}
+		rest = append(rest, c)
+	}
+	clear(b.pending[len(rest):])
+	b.pending = rest
+}
+
+func release(m map[string]int, k string) {
+	if m[k] <= 1 {
+		delete(m, k)
+	} else {
+		m[k]--
+	}
+}
+
+// staleAfter says whether one of c's mod revision compares fails once
+// the keys in now have those mod revisions.
+func (c *batchedClaim) staleAfter(now map[string]int64) bool {
+	for k, want := range c.modRevs {
+		if got, ok := now[k]; ok && got != want {
+			return true
+		}
+	}
+	return false
 }
 
 // counts returns how many transactions were sent and how many claims
@@ -217,6 +324,24 @@ func (c *batchedClaim) conflicts(reads, writes map[string]bool) bool {
 	return false
 }
 
+// conflictsCounted is conflicts against the keys of the claims in flight.
+func (c *batchedClaim) conflictsCounted(reads, writes map[string]int) bool {
+	if len(reads) == 0 && len(writes) == 0 {
+		return false
+	}
+	for _, k := range c.writes {
+		if reads[k] > 0 || writes[k] > 0 {
+			return true
+		}
+	}
+	for _, k := range c.reads {
+		if writes[k] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // describe lists the keys c reads (compares) and writes, its width and
 // size; false when it has a range the batcher cannot check.
 func (c *batchedClaim) describe() bool {
@@ -230,12 +355,28 @@ func (c *batchedClaim) describe() bool {
 			c.bytes += len(cmp.KeyBytes()) + 16
 		}
 	}
+	for i := range c.cmps {
+		cmp := c.cmps[i].GetCompare()
+		mr, ok := cmp.TargetUnion.(*etcdserverpb.Compare_ModRevision)
+		if ok && cmp.Target == etcdserverpb.Compare_MOD && cmp.Result == etcdserverpb.Compare_EQUAL {
+			if c.modRevs == nil {
+				c.modRevs = map[string]int64{}
+			}
+			c.modRevs[string(cmp.Key)] = mr.ModRevision
+		}
+	}
 	for _, op := range c.ops {
 		if !(op.IsPut() || op.IsDelete()) || len(op.RangeBytes()) > 0 {
 			return false
 		}
 		c.writes = append(c.writes, string(op.KeyBytes()))
 		c.bytes += len(op.KeyBytes()) + len(op.ValueBytes()) + 16
+		if op.IsDelete() {
+			if c.deletes == nil {
+				c.deletes = map[string]bool{}
+			}
+			c.deletes[string(op.KeyBytes())] = true
+		}
 	}
 	// A guarded claim nests one level deeper (guards, then the claim).
 	c.width = max(len(c.cmps), len(c.ops))
@@ -257,7 +398,7 @@ func (b *claimBatcher) send(batch []*batchedClaim) {
 	if len(batch) == 1 {
 		c := batch[0]
 		c.res = commitOne(ctx, b.txn, c)
-		close(c.done)
+		c.answer()
 		return
 	}
 	subs := make([]clientv3.Op, len(batch))
@@ -284,8 +425,17 @@ func (b *claimBatcher) send(batch []*batchedClaim) {
 				c.res.ok = sub.Responses[0].GetResponseTxn().Succeeded
 			}
 		}
-		close(c.done)
+		c.answer()
 	}
+}
+
+// answer runs c's committed hook if it committed, then lets its caller
+// have the result.
+func (c *batchedClaim) answer() {
+	if c.res.ok && c.committed != nil {
+		c.committed(c.res.rev)
+	}
+	close(c.done)
 }
 
 // commitOne is a claim's own transaction: the claim's compares, or the

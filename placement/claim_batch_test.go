@@ -319,3 +319,52 @@ func TestClaimBatchLosesNoUpdate(t *testing.T) {
 	}
 	t.Logf("%d claims in %d transactions", b.batched, b.batches)
 }
+
+// A claim that conflicts with a claim in flight waits for its answer
+// instead of going out beside it, though a batch slot is free; once the
+// first commits, the second, whose mod revision compare can no longer
+// hold, is answered stale without being sent. An unrelated claim goes
+// out meanwhile.
+func TestClaimBatchHoldsConflictsBehindInFlightAndAnswersStale(t *testing.T) {
+	g := newGatedBatcher(t)
+	g.maxInFlight = 4
+	ctx := testCtx(t)
+	put, err := g.cli.Put(ctx, "/bt/k", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := clientv3.Compare(clientv3.ModRevision("/bt/k"), "=", put.Header.Revision)
+	first := g.async(ctx, []clientv3.Cmp{at}, []clientv3.Op{clientv3.OpPut("/bt/k", "first")}, nil)
+	select {
+	case <-g.entered:
+	case <-ctx.Done():
+		t.Fatal("the first claim never went out")
+	}
+	second := g.async(ctx, []clientv3.Cmp{at}, []clientv3.Op{clientv3.OpPut("/bt/k", "second")}, nil)
+	g.waitPending(t, ctx, 1)
+	other := g.commit(ctx, []clientv3.Cmp{absent("/bt/other")}, []clientv3.Op{clientv3.OpPut("/bt/other", "1")}, nil)
+	if other.err != nil || !other.ok {
+		t.Fatalf("an unrelated claim beside the one in flight: %+v", other)
+	}
+	g.mu.Lock()
+	waiting := len(g.pending)
+	g.mu.Unlock()
+	if waiting != 1 {
+		t.Fatalf("%d claims pending while the first is in flight, want the conflicting one", waiting)
+	}
+	close(g.gate)
+	r1 := <-first
+	if r1.err != nil || !r1.ok {
+		t.Fatalf("first: %+v", r1)
+	}
+	if r2 := <-second; r2.err != nil || r2.ok || !r2.stale || r2.rev != r1.rev {
+		t.Fatalf("second: %+v, want stale at the first's revision %d", r2, r1.rev)
+	}
+	if g.batches != 2 || g.stale != 1 {
+		t.Errorf("%d transactions and %d stale answers, want 2 (first, other) and 1", g.batches, g.stale)
+	}
+	resp, err := g.cli.Get(ctx, "/bt/k")
+	if err != nil || string(resp.Kvs[0].Value) != "first" {
+		t.Fatalf("/bt/k = %v (%v), want first", resp.Kvs, err)
+	}
+}

@@ -128,21 +128,36 @@ func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[strin
 	// This saves the claim's read round trip whenever the index is
 	// current, which it is for the scheduler's claims (it waited for the
 	// request's revision before searching).
-	if rd, ok := s.readFromIndex(consumers, writes); ok {
-		if plan, err := s.planClaim(rd, consumers, writes, opts, mustExist); err == nil {
-			rev, ok, err := s.commitClaim(ctx, plan, opts)
-			if err != nil {
-				return 0, fmt.Errorf("claim %s: %w", what, err)
-			}
-			if ok {
-				return rev, nil
-			}
-			// A claim transaction lost, to a concurrent claim or to a
-			// change the index had not applied yet: counted as the read
-			// path counts its lost races.
-			s.metrics.ClaimConflict()
-			s.claimRaces.Add(1)
+	//
+	// A claim the group commit answered stale (a concurrent claim of this
+	// service on the same provider committed first, and is in the index
+	// now) is planned again from the index, a few times, instead of read.
+	for replan := 0; replan <= maxReplans; replan++ {
+		rd, ok := s.readFromIndex(consumers, writes)
+		if !ok {
+			break
 		}
+		plan, err := s.planClaim(rd, consumers, writes, opts, mustExist)
+		if err != nil {
+			break
+		}
+		rev, ok, err := s.commitClaim(ctx, plan, opts)
+		if errors.Is(err, errStalePlan) {
+			s.claimReplans.Add(1)
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("claim %s: %w", what, err)
+		}
+		if ok {
+			return rev, nil
+		}
+		// A claim transaction lost, to a concurrent claim or to a
+		// change the index had not applied yet: counted as the read
+		// path counts its lost races.
+		s.metrics.ClaimConflict()
+		s.claimRaces.Add(1)
+		break
 	}
 	for attempt := 0; attempt <= s.retryCount; attempt++ {
 		rd, err := s.readForClaim(ctx, consumers, writes)
@@ -154,12 +169,13 @@ func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[strin
 			return 0, fmt.Errorf("claim %s: %w", what, err)
 		}
 		rev, ok, err := s.commitClaim(ctx, plan, opts)
-		if err != nil {
+		if err != nil && !errors.Is(err, errStalePlan) {
 			return 0, fmt.Errorf("claim %s: %w", what, err)
 		}
 		if ok {
 			return rev, nil
 		}
+		// Lost, or certain to (stale): read again.
 		s.metrics.ClaimConflict()
 		s.claimRaces.Add(1)
 		s.log.Debug("claim lost a race, retrying", "consumer", what, "attempt", attempt+1)
@@ -167,10 +183,21 @@ func (s *Service) writeAllocationsRetrying(ctx context.Context, writes map[strin
 	return 0, fmt.Errorf("claim %s: %w", what, detailf(ErrConcurrentUpdate, "Inventory and/or allocations changed while attempting to allocate: gave up after %d retries", s.retryCount))
 }
 
+// maxReplans bounds how often one write is planned again from the index
+// after stale answers before it reads etcd (each stale answer means
+// another claim on its provider committed: the provider is filling up).
+const maxReplans = 8
+
+// errStalePlan is commitClaim's answer for a claim the group commit did
+// not send because a claim of this service committed just before made its
+// compares fail: plan again from the index, which already has that claim.
+var errStalePlan = errors.New("planned from records a concurrent claim has replaced")
+
 // commitClaim runs a planned claim, batched with the claims ready at the
 // same moment (claim_batch.go): ok is false when its compares failed (a
-// lost race), ErrGuardFailed when the caller's guards did. A committed
-// claim's records are in the index when it returns (assume.go), so this
+// lost race), ErrGuardFailed when the caller's guards did, errStalePlan
+// when it was not sent as certain to lose. A committed claim's records
+// are in the index before anyone hears of its commit (assume.go), so this
 // service's next plan and candidate search see them without waiting for
 // the watch; any other outcome, an unknown one included, applies nothing.
 func (s *Service) commitClaim(ctx context.Context, plan *claimPlan, opts ClaimOptions) (int64, bool, error) {
@@ -178,14 +205,14 @@ func (s *Service) commitClaim(ctx context.Context, plan *claimPlan, opts ClaimOp
 	if len(plan.cmps) > maxTxnOps || len(ops) > maxTxnOps {
 		return 0, false, detailf(ErrTooManyOps, "the write needs %d compares and %d operations, etcd allows %d of each in one transaction", len(plan.cmps), len(ops), maxTxnOps)
 	}
-	r := s.claims.commit(ctx, plan.cmps, ops, opts.Guards)
+	r := s.claims.commitThen(ctx, plan.cmps, ops, opts.Guards, func(rev int64) { s.idx.assume(rev, plan.own) })
 	switch {
 	case r.err != nil:
 		return 0, false, r.err
 	case r.guardFailed:
 		return 0, false, ErrGuardFailed
-	case r.ok:
-		s.idx.assume(r.rev, plan.own)
+	case r.stale:
+		return 0, false, errStalePlan
 	}
 	return r.rev, r.ok, nil
 }

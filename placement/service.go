@@ -46,6 +46,9 @@ type Service struct {
 	// (ClaimStats) whether or not metrics are served.
 	claimRaces, claimGaveUp atomic.Int64
 	claimWrites, claimNanos atomic.Int64
+	// claimReplans counts claims planned from the index again, unsent,
+	// because a concurrent claim of this service committed first.
+	claimReplans atomic.Int64
 
 	progressMu  sync.Mutex
 	progressCtx context.Context
@@ -73,6 +76,11 @@ type ClaimStats struct {
 	// claims they carried (Batched/Txns claims per transaction: the group
 	// commit's effect).
 	Txns, Batched int64
+	// Replans is how many claims were planned again from the index,
+	// without a transaction or a read, because a concurrent claim of the
+	// same service on the same provider committed first (not races: no
+	// transaction lost).
+	Replans int64
 }
 
 // Add adds o's counters to c (several services' sums).
@@ -83,13 +91,14 @@ func (c *ClaimStats) Add(o ClaimStats) {
 	c.Time += o.Time
 	c.Txns += o.Txns
 	c.Batched += o.Batched
+	c.Replans += o.Replans
 }
 
 // ClaimStats returns the service's claim counters.
 func (s *Service) ClaimStats() ClaimStats {
 	txns, batched := s.claims.counts()
 	return ClaimStats{Races: s.claimRaces.Load(), GaveUp: s.claimGaveUp.Load(), Writes: s.claimWrites.Load(),
-		Time: time.Duration(s.claimNanos.Load()), Txns: txns, Batched: batched}
+		Time: time.Duration(s.claimNanos.Load()), Txns: txns, Batched: batched, Replans: s.claimReplans.Load()}
 }
 
 // New returns a Service on cli. Call Start before AllocationCandidates.
