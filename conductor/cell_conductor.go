@@ -27,8 +27,13 @@ type CellConductorConfig struct {
 	Holder    string
 	Workers   int
 	LeaseTTL  time.Duration
-	Log       hclog.Logger
-	Metrics   *metrics.Metrics // nil: reschedules are not counted
+	// RankGrace and HolderIdleAfter tune how retries are spread over the
+	// cell's conductors (QueueConfig.Grace, QueueConfig.IdleAfter; zero:
+	// the defaults).
+	RankGrace       time.Duration
+	HolderIdleAfter time.Duration
+	Log             hclog.Logger
+	Metrics         *metrics.Metrics // nil: reschedules are not counted
 }
 
 // CellConductor retries failed builds inside its cell on the stored
@@ -48,6 +53,7 @@ func NewCellConductor(cfg CellConductorConfig) *CellConductor {
 		LeaseKey: func(id string) string { return k.RetryLease(cfg.Cell, id) }, Holder: cfg.Holder,
 		LeaseTTL: cfg.LeaseTTL, Workers: cfg.Workers, Process: c.process, Log: c.log,
 		HolderPrefix: k.RetryHolders(cfg.Cell), HolderKey: func(id string) string { return k.RetryHolder(cfg.Cell, id) },
+		Grace: cfg.RankGrace, IdleAfter: cfg.HolderIdleAfter,
 		Name: metrics.QueueRetries, Metrics: cfg.Metrics,
 	})
 	return c

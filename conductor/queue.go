@@ -54,9 +54,9 @@ type ProcessFunc func(ctx context.Context, it Item) error
 // lease) and rank each item's holders by rendezvous hashing of the item
 // id with each holder's id: the first tries the item at once, the k-th
 // only after k graces (at most maxGraceSteps) and only while the better
-// ranked have leased nothing for activeGraces graces: a dead or stalled
-// holder's items are taken over within about a second, never a lease
-// TTL, and a live one's backlog is left to it.
+// ranked have leased nothing for the idle window (QueueConfig.IdleAfter):
+// a dead or stalled holder's items are taken over within about a second,
+// never a lease TTL, and a live one's backlog is left to it.
 type Queue struct {
 	cli         *clientv3.Client
 	itemPrefix  string
@@ -72,6 +72,7 @@ type Queue struct {
 	holderKey   func(id string) string // "" prefix: no registration, no affinity
 	holderPfx   string
 	grace       time.Duration
+	idleAfter   time.Duration
 	name        string // metrics' queue label
 	metrics     *metrics.Metrics
 
@@ -119,11 +120,11 @@ type Queue struct {
 // transaction, milliseconds), well below a lease TTL.
 const DefaultHolderGrace = 250 * time.Millisecond
 
-// activeGraces is how many graces after its last lease seen a holder
-// still counts as working its backlog (its items are left to it). Longer
-// than one grace: on a loaded machine a watch event can arrive hundreds
-// of milliseconds late, and a live holder taken for stalled is raced.
-const activeGraces = 4
+// DefaultHolderIdleAfter is how long after its last lease seen a holder
+// still counts as working its backlog (its items are left to it). Four
+// graces: on a loaded machine a watch event can arrive hundreds of
+// milliseconds late, and a live holder taken for stalled is raced.
+const DefaultHolderIdleAfter = 4 * DefaultHolderGrace
 
 // maxGraceSteps bounds the wait of the holders ranking third and below
 // for an item: they all try after two graces.
@@ -156,6 +157,14 @@ type QueueConfig struct {
 	// Grace is how long an item waits for a better-ranked holder before
 	// this one tries it (default DefaultHolderGrace).
 	Grace time.Duration
+	// IdleAfter is how long a better-ranked holder may go without a lease
+	// our watch sees before its items are tried after their grace; until
+	// then it counts as alive and working through its backlog. Unset: 4
+	// graces (DefaultHolderIdleAfter with the default grace). It should
+	// not be shorter than Grace (configs checks): a live holder leases
+	// less often than it is told of an item, so a window shorter than the
+	// time it is given to lease one takes live holders for stalled.
+	IdleAfter time.Duration
 	// Name labels the queue's metrics (metrics.QueueBuildRequests, ...).
 	Name    string
 	Metrics *metrics.Metrics
@@ -174,13 +183,16 @@ func NewQueue(c QueueConfig) *Queue {
 	if c.Grace <= 0 {
 		c.Grace = DefaultHolderGrace
 	}
+	if c.IdleAfter <= 0 {
+		c.IdleAfter = DefaultHolderIdleAfter / DefaultHolderGrace * c.Grace
+	}
 	if c.HolderKey == nil {
 		c.HolderPrefix = ""
 	}
 	q := &Queue{
 		cli: c.Client, itemPrefix: c.ItemPrefix, leasePrefix: c.LeasePrefix, leaseKey: c.LeaseKey,
 		holder: c.Holder, ttl: ttl, workers: c.Workers, process: c.Process, deferFn: c.Defer, alsoRead: c.AlsoRead, log: c.Log,
-		holderKey: c.HolderKey, holderPfx: c.HolderPrefix, grace: c.Grace, name: c.Name, metrics: c.Metrics,
+		holderKey: c.HolderKey, holderPfx: c.HolderPrefix, grace: c.Grace, idleAfter: c.IdleAfter, name: c.Name, metrics: c.Metrics,
 		items: map[string]Item{}, leased: map[string]bool{}, queued: map[string]bool{},
 		inFlite: map[string]bool{}, defered: map[string]bool{}, finished: map[string]bool{},
 		waiting: map[string]time.Time{}, active: map[string]time.Time{}, wake: make(chan struct{}, 1), work: make(chan string, 1024),
@@ -709,12 +721,12 @@ func hrw(id, h string) uint64 {
 
 // stealableLocked says whether we may try id now that its grace is over:
 // only if no holder ranked before us for it has leased anything within
-// activeGraces graces. A holder that leases is alive and working through
-// its backlog in order; taking its items then would only race it for
-// them (with a backlog longer than the grace every item would be raced).
-// One that has stopped leasing (dead, stalled, or every worker stuck) has
-// its items taken over activeGraces graces (1 s) after its last lease. If
-// not, it returns when to look again.
+// the idle window. A holder that leases is alive and working through its
+// backlog in order; taking its items then would only race it for them
+// (with a backlog longer than the grace every item would be raced). One
+// that has stopped leasing (dead, stalled, or every worker stuck) has its
+// items taken over the idle window (1 s by default) after its last lease.
+// If not, it returns when to look again.
 func (q *Queue) stealableLocked(id string, now time.Time) (bool, time.Time) {
 	mine := hrw(id, q.self)
 	var again time.Time
@@ -725,8 +737,8 @@ func (q *Queue) stealableLocked(id string, now time.Time) (bool, time.Time) {
 		if w := hrw(id, h); w < mine || (w == mine && h > q.self) {
 			continue // ranked after us
 		}
-		if last, ok := q.active[h]; ok && now.Sub(last) < activeGraces*q.grace {
-			if t := last.Add(activeGraces * q.grace); t.After(again) {
+		if last, ok := q.active[h]; ok && now.Sub(last) < q.idleAfter {
+			if t := last.Add(q.idleAfter); t.After(again) {
 				again = t
 			}
 		}

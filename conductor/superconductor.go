@@ -44,8 +44,13 @@ type SuperconductorConfig struct {
 	// scheduler is asked.
 	SelectTimeout time.Duration
 	MaxAttempts   int
-	Log           hclog.Logger
-	Metrics       *metrics.Metrics // nil: lease attempts are not counted
+	// RankGrace and HolderIdleAfter tune how build requests are spread
+	// over the superconductors (QueueConfig.Grace, QueueConfig.IdleAfter;
+	// zero: the defaults).
+	RankGrace       time.Duration
+	HolderIdleAfter time.Duration
+	Log             hclog.Logger
+	Metrics         *metrics.Metrics // nil: lease attempts are not counted
 }
 
 // Superconductor turns BuildRequests into instances in cells.
@@ -63,6 +68,7 @@ func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
 		LeaseKey: cfg.Keys.BuildRequestLease, Holder: cfg.Holder, LeaseTTL: cfg.LeaseTTL,
 		Workers: cfg.Workers, Process: s.process, Defer: leadsElsewhere, Log: cfg.Log,
 		HolderPrefix: cfg.Keys.BuildRequestHolders(), HolderKey: cfg.Keys.BuildRequestHolder,
+		Grace: cfg.RankGrace, IdleAfter: cfg.HolderIdleAfter,
 		Name: metrics.QueueBuildRequests, Metrics: cfg.Metrics,
 		// Whether the instance already holds a claim, read as we lease it:
 		// a claim can only be left by an earlier holder, so this read is

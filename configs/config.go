@@ -179,6 +179,8 @@ type Superconductor struct {
 	LeaseTTL time.Duration
 	// SelectTimeout bounds one scheduler's answer before the next is asked.
 	SelectTimeout time.Duration
+	// Ranking spreads the build requests over the superconductors.
+	Ranking Ranking
 
 	declRange hcl.Range
 }
@@ -188,8 +190,23 @@ type Conductor struct {
 	Cell     string
 	Workers  int
 	LeaseTTL time.Duration
+	// Ranking spreads the cell's retries over its conductors.
+	Ranking Ranking
 
 	declRange hcl.Range
+}
+
+// Ranking is how a leased work queue spreads its items over the processes
+// that hold it (conductor.Queue): each item is ranked over the holders by
+// rendezvous hashing; the first tries it at once, the k-th after k
+// graces (at most two) and only while every better-ranked holder has
+// leased something within IdleAfter.
+type Ranking struct {
+	// Grace is how long an item waits for a better-ranked holder per rank.
+	Grace time.Duration
+	// IdleAfter is how long a better-ranked holder may go without a
+	// lease before its items are taken over; at least Grace.
+	IdleAfter time.Duration
 }
 
 // Agent is the per-compute-host agent.

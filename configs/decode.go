@@ -127,6 +127,7 @@ func (d *decoder) config(r *rawFile) *Config {
 			Workers:       int(d.count(s.Body, "workers", s.Workers, int64(d.def.Superconductor.Workers), 1, "nothing would lease build requests")),
 			LeaseTTL:      d.leaseTTL(s.Body, "lease_ttl", s.LeaseTTL, d.def.Superconductor.LeaseTTL),
 			SelectTimeout: d.duration(s.Body, "select_timeout", s.SelectTimeout, d.def.Superconductor.SelectTimeout, 100*time.Millisecond, "a scheduler needs time to answer"),
+			Ranking:       d.ranking(s.Body, s.RankGrace, s.HolderIdleAfter, d.def.Superconductor.Ranking),
 			declRange:     s.DefRange,
 		}
 	}
@@ -393,8 +394,33 @@ func (d *decoder) conductor(r *rawConductor) *Conductor {
 		Cell:      d.name(r.Body, "cell", r.Cell),
 		Workers:   int(d.count(r.Body, "workers", r.Workers, int64(def.Workers), 1, "nothing would lease retries")),
 		LeaseTTL:  d.leaseTTL(r.Body, "lease_ttl", r.LeaseTTL, def.LeaseTTL),
+		Ranking:   d.ranking(r.Body, r.RankGrace, r.HolderIdleAfter, def.Ranking),
 		declRange: r.DefRange,
 	}
+}
+
+// ranking reads a queue's rank_grace and holder_idle_after. Both must be
+// positive (a zero grace has every holder race for every item, and a
+// zero idle window takes every holder for stalled), and the idle window
+// at least the grace: a live holder is given one grace to lease an item
+// it was told of, and leases no more often than that while it works
+// through a backlog; a shorter window takes live holders for stalled,
+// and the others race them for their items.
+func (d *decoder) ranking(b hcl.Body, grace, idle *string, def Ranking) Ranking {
+	r := Ranking{
+		Grace:     d.duration(b, "rank_grace", grace, def.Grace, time.Millisecond, "at 0 every holder races for every item"),
+		IdleAfter: d.duration(b, "holder_idle_after", idle, def.IdleAfter, time.Millisecond, "at 0 every holder looks stalled"),
+	}
+	if r.Grace >= time.Millisecond && r.IdleAfter >= time.Millisecond && r.IdleAfter < r.Grace {
+		name := "holder_idle_after"
+		if idle == nil {
+			name = "rank_grace" // only the grace was written: point there
+		}
+		d.bad(b, name, "Invalid "+name,
+			fmt.Sprintf("holder_idle_after (%s) must be at least rank_grace (%s): a live holder is given one grace to lease an item it was told of and leases no more often than that while it works through a backlog, so a shorter idle window takes live holders for stalled and the others race them for their items.",
+				r.IdleAfter, r.Grace))
+	}
+	return r
 }
 
 func (d *decoder) agent(r *rawAgent) *Agent {

@@ -11,6 +11,16 @@ import (
 // would build nothing and say nothing, so those must name their cell.
 const DevCell = "cell1"
 
+// defaultRanking spreads a queue's items over its holders (superconductors,
+// a cell's conductors). The grace is well above the time a live holder
+// takes to lease an item it was told of (a watch event and a
+// transaction: milliseconds) and well below a lease TTL. The idle window
+// is four graces: on a loaded machine a watch event can arrive hundreds
+// of milliseconds late, and a live holder taken for stalled is raced for
+// its items. conductor.DefaultHolderGrace and DefaultHolderIdleAfter are
+// the same values, for queues built without a config.
+var defaultRanking = Ranking{Grace: 250 * time.Millisecond, IdleAfter: time.Second}
+
 // Defaults is the one place every default lives. It is the configuration
 // `berth dev` runs with when given no file: every role enabled on loopback
 // with an embedded etcd. Decoding a file takes every value the file leaves
@@ -112,10 +122,12 @@ func Defaults() *Config {
 		// of a server's time, and etcd batched fewer writes per fsync. 64
 		// took `berth bench boot` at 10,000 hosts from 126 to 340
 		// servers/s (docs/benchmarks.md). Idle workers cost nothing.
-		Superconductor: &Superconductor{Workers: 64, LeaseTTL: 10 * time.Second, SelectTimeout: 30 * time.Second},
+		Superconductor: &Superconductor{Workers: 64, LeaseTTL: 10 * time.Second, SelectTimeout: 30 * time.Second,
+			Ranking: defaultRanking},
 		Conductor: &Conductor{
 			Workers:  4,
 			LeaseTTL: 15 * time.Second,
+			Ranking:  defaultRanking,
 		},
 		Agent: &Agent{
 			Driver:               DriverFake,

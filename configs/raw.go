@@ -129,19 +129,23 @@ type rawWeights struct {
 }
 
 type rawSuperconductor struct {
-	Workers       *int64    `hcl:"workers"`
-	LeaseTTL      *string   `hcl:"lease_ttl"`
-	SelectTimeout *string   `hcl:"select_timeout"`
-	DefRange      hcl.Range `hcl:",def_range"`
-	Body          hcl.Body  `hcl:",body"`
+	Workers         *int64    `hcl:"workers"`
+	LeaseTTL        *string   `hcl:"lease_ttl"`
+	SelectTimeout   *string   `hcl:"select_timeout"`
+	RankGrace       *string   `hcl:"rank_grace"`
+	HolderIdleAfter *string   `hcl:"holder_idle_after"`
+	DefRange        hcl.Range `hcl:",def_range"`
+	Body            hcl.Body  `hcl:",body"`
 }
 
 type rawConductor struct {
-	Cell     *string   `hcl:"cell"`
-	Workers  *int64    `hcl:"workers"`
-	LeaseTTL *string   `hcl:"lease_ttl"`
-	DefRange hcl.Range `hcl:",def_range"`
-	Body     hcl.Body  `hcl:",body"`
+	Cell            *string   `hcl:"cell"`
+	Workers         *int64    `hcl:"workers"`
+	LeaseTTL        *string   `hcl:"lease_ttl"`
+	RankGrace       *string   `hcl:"rank_grace"`
+	HolderIdleAfter *string   `hcl:"holder_idle_after"`
+	DefRange        hcl.Range `hcl:",def_range"`
+	Body            hcl.Body  `hcl:",body"`
 }
 
 type rawAgent struct {

@@ -43,4 +43,13 @@ conductor {
   # TTL of the lease on a work item, in whole seconds (default "15s"). If
   # this conductor dies, another takes its work after at most this long.
   lease_ttl = "15s"
+
+  # How retries are spread over the cell's conductors without racing for
+  # each one (as the superconductor's build requests, see server.hcl): the
+  # first-ranked conductor for a retry leases it at once, the others after
+  # one or two rank_grace (default "250ms"), and only while every
+  # better-ranked one has leased something within holder_idle_after
+  # (default "1s"; at least rank_grace).
+  rank_grace        = "250ms"
+  holder_idle_after = "1s"
 }

@@ -259,4 +259,17 @@ superconductor {
   # scheduler is asked (default "30s"). The in-process scheduler, when this
   # server runs one, is asked first.
   select_timeout = "30s"
+
+  # How build requests are spread over the superconductors without racing
+  # for each one: every request is ranked over the running superconductors
+  # (rendezvous hashing); the first-ranked one leases it at once, the
+  # second after rank_grace, the others after two graces (default
+  # "250ms"), and they only while every better-ranked superconductor is
+  # idle: it has leased nothing for holder_idle_after (default "1s"; at
+  # least rank_grace). So a stalled superconductor's requests are taken
+  # over about holder_idle_after after its last lease, a stopped one's at
+  # once. Raise both on a machine so loaded that watch events arrive late
+  # (more lease transactions lost: berth_queue_lease_attempts_total).
+  rank_grace        = "250ms"
+  holder_idle_after = "1s"
 }
