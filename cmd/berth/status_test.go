@@ -223,6 +223,41 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 		t.Fatalf("server on bad = %s, want ERROR", v.Status)
 	}
 
+	atLeast := map[string]float64{
+		`berth_scheduler_select_destinations_seconds_count{outcome="selected"}`: 2,
+		`berth_placement_claims_total{outcome="committed"}`:                     2, // two claims; the free of the failed build is one more
+		`berth_agent_builds_total{outcome="active"}`:                            1,
+		`berth_agent_builds_total{outcome="rescheduled"}`:                       1,
+		`berth_conductor_reschedules_total{outcome="exhausted"}`:                1,
+		`berth_etcd_request_duration_seconds_count{operation="txn"}`:            5,
+		`berth_etcd_request_duration_seconds_count{operation="get"}`:            1,
+		`go_goroutines`: 1,
+		// Labelled by route template, from every listener alike.
+		`berth_http_requests_total{code="202",method="POST",route="/v1/servers",server="compute API"}`:     2,
+		`berth_http_requests_total{code="200",method="GET",route="/v1/servers/{id}",server="compute API"}`: 2,
+	}
+	// The agents and the conductor count an outcome once its transaction
+	// has committed, so the API can show the server settled a moment
+	// before the count moves (a worker descheduled between the two on a
+	// loaded machine failed this test): wait for the counts, with a
+	// deadline, before reading them on every listener.
+	deadline := time.Now().Add(30 * time.Second)
+	for m := scrape(t, s.endpoints["status"]); ; m = scrape(t, s.endpoints["status"]) {
+		var short []string
+		for k, min := range atLeast {
+			if m[k] < min {
+				short = append(short, fmt.Sprintf("%s = %v (want at least %v)", k, m[k], min))
+			}
+		}
+		if len(short) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s: %s", strings.Join(short, "; "))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
 	// One registry per process: every listener serves the same figures.
 	for _, ep := range []string{"status", "compute API", "placement", "scheduler"} {
 		t.Run(ep, func(t *testing.T) {
@@ -231,19 +266,6 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 				t.Errorf("/healthz = %d: %s", code, body)
 			}
 			m := scrape(t, base)
-			atLeast := map[string]float64{
-				`berth_scheduler_select_destinations_seconds_count{outcome="selected"}`: 2,
-				`berth_placement_claims_total{outcome="committed"}`:                     2, // two claims; the free of the failed build is one more
-				`berth_agent_builds_total{outcome="active"}`:                            1,
-				`berth_agent_builds_total{outcome="rescheduled"}`:                       1,
-				`berth_conductor_reschedules_total{outcome="exhausted"}`:                1,
-				`berth_etcd_request_duration_seconds_count{operation="txn"}`:            5,
-				`berth_etcd_request_duration_seconds_count{operation="get"}`:            1,
-				`go_goroutines`: 1,
-				// Labelled by route template, from every listener alike.
-				`berth_http_requests_total{code="202",method="POST",route="/v1/servers",server="compute API"}`:     2,
-				`berth_http_requests_total{code="200",method="GET",route="/v1/servers/{id}",server="compute API"}`: 2,
-			}
 			exactly := map[string]float64{
 				`berth_scheduler_select_destinations_seconds_count{outcome="no_valid_host"}`: 0,
 				`berth_agent_builds_total{outcome="failed"}`:                                 0,
@@ -274,7 +296,7 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 	if _, err := c.UpdateService(context.Background(), "bad", api.ServiceUpdate{Status: &disabled, ForcedDown: &forced}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for {
 		m := scrape(t, s.endpoints["scheduler"])
 		up, down, dis := m[`berth_scheduler_hosts{state="up"}`], m[`berth_scheduler_hosts{state="down"}`], m[`berth_scheduler_hosts{state="disabled"}`]
