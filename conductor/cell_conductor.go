@@ -32,6 +32,7 @@ type CellConductorConfig struct {
 	// the defaults).
 	RankGrace       time.Duration
 	HolderIdleAfter time.Duration
+	StealAfter      time.Duration // QueueConfig.StealAfter; 0: never
 	Log             hclog.Logger
 	Metrics         *metrics.Metrics // nil: reschedules are not counted
 }
@@ -53,7 +54,7 @@ func NewCellConductor(cfg CellConductorConfig) *CellConductor {
 		LeaseKey: func(id string) string { return k.RetryLease(cfg.Cell, id) }, Holder: cfg.Holder,
 		LeaseTTL: cfg.LeaseTTL, Workers: cfg.Workers, Process: c.process, Log: c.log,
 		HolderPrefix: k.RetryHolders(cfg.Cell), HolderKey: func(id string) string { return k.RetryHolder(cfg.Cell, id) },
-		Grace: cfg.RankGrace, IdleAfter: cfg.HolderIdleAfter,
+		Grace: cfg.RankGrace, IdleAfter: cfg.HolderIdleAfter, StealAfter: cfg.StealAfter,
 		Name: metrics.QueueRetries, Metrics: cfg.Metrics,
 	})
 	return c

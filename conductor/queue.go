@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -73,7 +74,8 @@ type Queue struct {
 	holderPfx   string
 	grace       time.Duration
 	idleAfter   time.Duration
-	name        string // metrics' queue label
+	stealAfter  time.Duration // 0: never take a live holder's items
+	name        string        // metrics' queue label
 	metrics     *metrics.Metrics
 
 	mu      sync.Mutex
@@ -99,8 +101,16 @@ type Queue struct {
 	// matches waiting, are skipped).
 	waiting map[string]time.Time
 	delayed delayHeap
-	wake    chan struct{}
-	work    chan string
+	// since is when each waiting id was first put to wait: its age, for
+	// taking it from a live but slow holder (stealAfter).
+	since map[string]time.Time
+	// busy counts the workers inside process: with work queued for none
+	// of the others, the rest are idle and may help a slow holder.
+	busy atomic.Int32
+	// stolen: ids offered by stealLocked, for the lease metrics' turn.
+	stolen map[string]bool
+	wake   chan struct{}
+	work   chan string
 	// overflow holds ids offered while work was full, oldest first; a
 	// worker that takes an id moves the next ones in. Without it a burst
 	// larger than work's buffer waited for the periodic sweep (the lease
@@ -165,6 +175,15 @@ type QueueConfig struct {
 	// less often than it is told of an item, so a window shorter than the
 	// time it is given to lease one takes live holders for stalled.
 	IdleAfter time.Duration
+	// StealAfter, when positive, lets this holder take an item another
+	// live holder ranks first for once the item has waited this long and
+	// some of our workers are idle (0: never; see offerWhenDue). It
+	// should be at least IdleAfter (configs checks): an item is not taken
+	// from a live holder sooner than from a silent one. Only the
+	// second-ranked holder does, newest items first, so thieves never
+	// race each other and meet the owner, working its backlog oldest
+	// first, only at its end.
+	StealAfter time.Duration
 	// Name labels the queue's metrics (metrics.QueueBuildRequests, ...).
 	Name    string
 	Metrics *metrics.Metrics
@@ -192,10 +211,10 @@ func NewQueue(c QueueConfig) *Queue {
 	q := &Queue{
 		cli: c.Client, itemPrefix: c.ItemPrefix, leasePrefix: c.LeasePrefix, leaseKey: c.LeaseKey,
 		holder: c.Holder, ttl: ttl, workers: c.Workers, process: c.Process, deferFn: c.Defer, alsoRead: c.AlsoRead, log: c.Log,
-		holderKey: c.HolderKey, holderPfx: c.HolderPrefix, grace: c.Grace, idleAfter: c.IdleAfter, name: c.Name, metrics: c.Metrics,
+		holderKey: c.HolderKey, holderPfx: c.HolderPrefix, grace: c.Grace, idleAfter: c.IdleAfter, stealAfter: c.StealAfter, name: c.Name, metrics: c.Metrics,
 		items: map[string]Item{}, leased: map[string]bool{}, queued: map[string]bool{},
 		inFlite: map[string]bool{}, defered: map[string]bool{}, finished: map[string]bool{},
-		waiting: map[string]time.Time{}, active: map[string]time.Time{}, wake: make(chan struct{}, 1), work: make(chan string, 1024),
+		waiting: map[string]time.Time{}, since: map[string]time.Time{}, stolen: map[string]bool{}, active: map[string]time.Time{}, wake: make(chan struct{}, 1), work: make(chan string, 1024),
 	}
 	q.itemsInf = informer.New(c.Client, c.ItemPrefix, itemHandler{q}, c.Log)
 	q.leasesInf = informer.New(c.Client, c.LeasePrefix, leaseHandler{q}, c.Log)
@@ -366,7 +385,10 @@ func (q *Queue) TryAcquire(ctx context.Context, id string) (Item, bool, error) {
 		q.inFlite[id] = true
 	}
 	turn := metrics.TurnPreferred
-	if q.rankLocked(id) > 0 {
+	if q.stolen[id] {
+		turn = metrics.TurnStolen
+		delete(q.stolen, id)
+	} else if q.rankLocked(id) > 0 {
 		turn = metrics.TurnFallback
 	}
 	q.mu.Unlock()
@@ -606,7 +628,10 @@ func (q *Queue) worker(ctx context.Context) {
 			if !ok {
 				continue
 			}
-			if err := q.process(ctx, it); err != nil {
+			q.busy.Add(1)
+			err = q.process(ctx, it)
+			q.busy.Add(-1)
+			if err != nil {
 				if ctx.Err() != nil {
 					return
 				}
@@ -647,6 +672,7 @@ func (q *Queue) deferred(id string) bool {
 	}
 	if q.deferFn(it, all) {
 		q.defered[id] = true
+		delete(q.stolen, id)
 		return true
 	}
 	return false
@@ -664,10 +690,15 @@ func (q *Queue) enqueueLocked(id string) {
 	rank := q.rankLocked(id)
 	if rank == 0 {
 		delete(q.waiting, id)
+		delete(q.since, id)
 		q.offerLocked(id)
 		return
 	}
-	due := time.Now().Add(time.Duration(min(rank, maxGraceSteps)) * q.grace)
+	now := time.Now()
+	if _, ok := q.since[id]; !ok {
+		q.since[id] = now
+	}
+	due := now.Add(time.Duration(min(rank, maxGraceSteps)) * q.grace)
 	if cur, ok := q.waiting[id]; ok && !cur.After(due) {
 		return // already waiting, no longer than this
 	}
@@ -747,17 +778,33 @@ func (q *Queue) stealableLocked(id string, now time.Time) (bool, time.Time) {
 }
 
 // offerWhenDue offers the waiting ids whose grace is over.
+//
+// It also lets an idle holder help a live but slow one (stealAfter): an
+// id whose better-ranked holders are all still leasing, which we rank
+// second, and which has waited stealAfter, is a candidate; after each
+// pass the candidates are offered newest first, as many as we have idle
+// workers, and the rest wait as before. Only the second-ranked holder
+// steals an item, so two idle holders never race for one; newest first,
+// because the owner works its backlog oldest first (its work channel is
+// in arrival order): we take its tail and meet it, if at all, only where
+// its backlog ends. A holder busy with its own items steals nothing, so
+// in a burst that keeps every holder busy nothing changes.
 func (q *Queue) offerWhenDue(ctx context.Context) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	var steal []stealCandidate
 	for {
 		q.mu.Lock()
 		now := time.Now()
 		next := time.Hour
+		steal = steal[:0]
 		for q.delayed.Len() > 0 {
 			d := q.delayed[0]
 			if due, ok := q.waiting[d.id]; !ok || !due.Equal(d.due) {
 				heap.Pop(&q.delayed) // stale: offered meanwhile, or re-timed
+				if !ok {
+					delete(q.since, d.id)
+				}
 				continue
 			}
 			if d.due.After(now) {
@@ -767,15 +814,27 @@ func (q *Queue) offerWhenDue(ctx context.Context) {
 			heap.Pop(&q.delayed)
 			if _, ok := q.items[d.id]; !ok || q.queued[d.id] || q.leased[d.id] || q.inFlite[d.id] || q.finished[d.id] {
 				delete(q.waiting, d.id)
+				delete(q.since, d.id)
 				continue
 			}
 			if ok, again := q.stealableLocked(d.id, now); !ok {
+				if since := q.since[d.id]; q.stealAfter > 0 && now.Sub(since) >= q.stealAfter && q.rankLocked(d.id) == 1 {
+					steal = append(steal, stealCandidate{id: d.id, since: since, again: again})
+					continue
+				}
 				q.waiting[d.id] = again
 				heap.Push(&q.delayed, delayed{id: d.id, due: again})
 				continue
 			}
 			delete(q.waiting, d.id)
+			delete(q.since, d.id)
 			q.offerLocked(d.id)
+		}
+		if len(steal) > 0 {
+			q.stealLocked(steal)
+			if q.delayed.Len() > 0 {
+				next = max(q.delayed[0].due.Sub(now), 0)
+			}
 		}
 		if q.delayed.Len() == 0 {
 			q.delayed = nil // let a drained burst's backing array go
@@ -788,6 +847,29 @@ func (q *Queue) offerWhenDue(ctx context.Context) {
 		case <-q.wake:
 		case <-t.C:
 		}
+	}
+}
+
+type stealCandidate struct {
+	id           string
+	since, again time.Time
+}
+
+// stealLocked offers the newest candidates to our idle workers and puts
+// the others back to wait for their holder.
+func (q *Queue) stealLocked(cands []stealCandidate) {
+	idle := q.workers - int(q.busy.Load()) - len(q.work) - len(q.overflow)
+	slices.SortFunc(cands, func(a, b stealCandidate) int { return b.since.Compare(a.since) })
+	for i, c := range cands {
+		if i < idle {
+			delete(q.waiting, c.id)
+			delete(q.since, c.id)
+			q.stolen[c.id] = true
+			q.offerLocked(c.id)
+			continue
+		}
+		q.waiting[c.id] = c.again
+		heap.Push(&q.delayed, delayed{id: c.id, due: c.again})
 	}
 }
 
@@ -829,6 +911,7 @@ func (q *Queue) refillLocked() {
 		if _, ok := q.items[id]; !ok || q.leased[id] || q.inFlite[id] || q.finished[id] {
 			// Finished or taken meanwhile: whoever frees it offers it again.
 			delete(q.queued, id)
+			delete(q.stolen, id)
 			n++
 			continue
 		}

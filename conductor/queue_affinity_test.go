@@ -17,7 +17,8 @@ import (
 )
 
 // affinityQueue is testQueue registering its holder under /q/holders/
-// (affinity on) or not, with its own metrics.
+// (affinity on, with stealing after configs' default 2 s) or not, with
+// its own metrics.
 func affinityQueue(cli *clientv3.Client, holder string, affinity bool, ttl time.Duration, process ProcessFunc) *Queue {
 	c := QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
 		LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: holder,
@@ -26,11 +27,12 @@ func affinityQueue(cli *clientv3.Client, holder string, affinity bool, ttl time.
 	if affinity {
 		c.HolderPrefix = "/q/holders/"
 		c.HolderKey = func(id string) string { return "/q/holders/" + id }
+		c.StealAfter = 2 * time.Second
 	}
 	return NewQueue(c)
 }
 
-type leaseCounts struct{ won, lost, skipped, errors, fallbackWon float64 }
+type leaseCounts struct{ won, lost, skipped, errors, fallbackWon, stolenWon float64 }
 
 func countsOf(qs ...*Queue) leaseCounts {
 	var c leaseCounts
@@ -40,8 +42,11 @@ func countsOf(qs ...*Queue) leaseCounts {
 			c.lost += o[metrics.LeaseLost]
 			c.skipped += o[metrics.LeaseSkipped]
 			c.errors += o[metrics.LeaseError]
-			if turn == metrics.TurnFallback {
+			switch turn {
+			case metrics.TurnFallback:
 				c.fallbackWon += o[metrics.LeaseWon]
+			case metrics.TurnStolen:
+				c.stolenWon += o[metrics.LeaseWon]
 			}
 		}
 	}
@@ -139,8 +144,8 @@ func TestQueueHoldersDoNotRaceForEachItem(t *testing.T) {
 	const n = 600
 	without, _ := runBurst(t, false, n)
 	with, by := runBurst(t, true, n)
-	t.Logf("without affinity: won %.0f lost %.0f skipped %.0f; with: won %.0f lost %.0f skipped %.0f (fallback won %.0f); worked by %v",
-		without.won, without.lost, without.skipped, with.won, with.lost, with.skipped, with.fallbackWon, by)
+	t.Logf("without affinity: won %.0f lost %.0f skipped %.0f; with: won %.0f lost %.0f skipped %.0f (fallback won %.0f, stolen %.0f); worked by %v",
+		without.won, without.lost, without.skipped, with.won, with.lost, with.skipped, with.fallbackWon, with.stolenWon, by)
 	if with.won != n || with.errors != 0 {
 		t.Errorf("with affinity: %.0f leases won, %.0f errors; want %d and 0", with.won, with.errors, n)
 	}

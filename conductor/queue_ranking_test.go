@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,5 +212,125 @@ func TestQueueHonoursCustomIdleWindow(t *testing.T) {
 	c := countsOf(stuck, other)
 	if c.lost != 0 || c.errors != 0 {
 		t.Errorf("%.0f lease transactions lost, %.0f errors; want none", c.lost, c.errors)
+	}
+}
+
+// slowHolderRun puts n items to three holders, one of them slow (one
+// worker, each item taking 300 ms of work, leasing steadily, so never
+// idle long enough to be taken for stalled) and two fast ones, with
+// stealing after stealAfter (0: off). It checks each item was worked
+// once and returns how many the slow one ranked first and worked, the
+// lease counts and how long the whole took.
+func slowHolderRun(t *testing.T, n int, stealAfter time.Duration) (share, worked int, c leaseCounts, took time.Duration) {
+	_, cli := etcdtest.NetClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	slowWorked := 0
+	done := make(chan struct{}, n)
+	var queues []*Queue
+	for _, h := range []string{"slow", "fast1", "fast2"} {
+		workers := 8
+		if h == "slow" {
+			workers = 1
+		}
+		var q *Queue
+		q = NewQueue(QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
+			LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: h,
+			LeaseTTL: 10 * time.Second, Workers: workers, Log: hclog.NewNullLogger(),
+			HolderPrefix: "/q/holders/", HolderKey: func(id string) string { return "/q/holders/" + id },
+			Grace: 250 * time.Millisecond, IdleAfter: time.Second, StealAfter: stealAfter,
+			Name: metrics.QueueBuildRequests, Metrics: metrics.New(),
+			Process: func(ctx context.Context, it Item) error {
+				if h == "slow" {
+					// The work itself is slow (a loaded scheduler, say):
+					// this is the load the test puts on, not a wait for
+					// state.
+					sleep(ctx, 300*time.Millisecond)
+				}
+				if err := finish(q, cli)(ctx, it); err != nil {
+					return err
+				}
+				mu.Lock()
+				seen[it.ID]++
+				if h == "slow" {
+					slowWorked++
+				}
+				mu.Unlock()
+				done <- struct{}{}
+				return nil
+			}})
+		queues = append(queues, q)
+	}
+	runSynced(t, ctx, queues...)
+	waitHolders(t, 3, queues...)
+	slow := queues[0]
+	var ops []clientv3.Op
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("%03d", i)
+		slow.mu.Lock()
+		if slow.rankLocked(id) == 0 {
+			share++
+		}
+		slow.mu.Unlock()
+		ops = append(ops, clientv3.OpPut("/q/items/"+id, "x"))
+	}
+	if share < 10 {
+		t.Fatalf("the slow holder ranks first for %d of %d items; the test needs 10", share, n)
+	}
+	start := time.Now()
+	if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(60 * time.Second)
+	for i := 0; i < n; i++ {
+		select {
+		case <-done:
+		case <-timeout:
+			t.Fatalf("only %d of %d items done in 60 s", i, n)
+		}
+	}
+	took = time.Since(start)
+	mu.Lock()
+	defer mu.Unlock()
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("item %s worked %d times", id, k)
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct items worked, want %d", len(seen), n)
+	}
+	return share, slowWorked, countsOf(queues...), took
+}
+
+// TestQueueIdleHoldersHelpASlowOne: a live holder that works slowly keeps
+// leasing, so it is never taken for stalled and, without stealing, works
+// every item it ranks first for while the others sit idle. With stealing
+// the idle holders take its newest waiting items once they have waited
+// StealAfter, and the lease transactions lost stay near none: only the
+// second-ranked holder of an item steals it, newest first.
+func TestQueueIdleHoldersHelpASlowOne(t *testing.T) {
+	const n = 60
+	share, off, offCounts, offTook := slowHolderRun(t, n, 0)
+	t.Logf("without stealing: the slow holder worked %d (ranked first for %d) in %v; lost %.0f", off, share, offTook, offCounts.lost)
+	share2, on, onCounts, onTook := slowHolderRun(t, n, time.Second)
+	t.Logf("with stealing after 1 s: the slow holder worked %d (ranked first for %d) in %v; lost %.0f, stolen %.0f, fallback won %.0f",
+		on, share2, onTook, onCounts.lost, onCounts.stolenWon, onCounts.fallbackWon)
+	// Without stealing the slow holder keeps its share: it leases every
+	// 300 ms, well within the idle window.
+	if off*10 < share*8 {
+		t.Errorf("without stealing the slow holder worked %d of its %d; the others took it for stalled", off, share)
+	}
+	if on*2 > share2 || onCounts.stolenWon == 0 {
+		t.Errorf("with stealing the slow holder still worked %d of its %d (%.0f stolen); the idle holders did not help",
+			on, share2, onCounts.stolenWon)
+	}
+	if offCounts.stolenWon != 0 {
+		t.Errorf("%.0f items stolen with stealing off", offCounts.stolenWon)
+	}
+	if onCounts.lost > 2 || onCounts.errors != 0 {
+		t.Errorf("with stealing %.0f lease transactions lost, %.0f errors; want at most 2 and none", onCounts.lost, onCounts.errors)
 	}
 }

@@ -49,6 +49,7 @@ type SuperconductorConfig struct {
 	// zero: the defaults).
 	RankGrace       time.Duration
 	HolderIdleAfter time.Duration
+	StealAfter      time.Duration // QueueConfig.StealAfter; 0: never
 	Log             hclog.Logger
 	Metrics         *metrics.Metrics // nil: lease attempts are not counted
 }
@@ -68,7 +69,7 @@ func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
 		LeaseKey: cfg.Keys.BuildRequestLease, Holder: cfg.Holder, LeaseTTL: cfg.LeaseTTL,
 		Workers: cfg.Workers, Process: s.process, Defer: leadsElsewhere, Log: cfg.Log,
 		HolderPrefix: cfg.Keys.BuildRequestHolders(), HolderKey: cfg.Keys.BuildRequestHolder,
-		Grace: cfg.RankGrace, IdleAfter: cfg.HolderIdleAfter,
+		Grace: cfg.RankGrace, IdleAfter: cfg.HolderIdleAfter, StealAfter: cfg.StealAfter,
 		Name: metrics.QueueBuildRequests, Metrics: cfg.Metrics,
 		// Whether the instance already holds a claim, read as we lease it:
 		// a claim can only be left by an earlier holder, so this read is

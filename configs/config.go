@@ -207,6 +207,10 @@ type Ranking struct {
 	// IdleAfter is how long a better-ranked holder may go without a
 	// lease before its items are taken over; at least Grace.
 	IdleAfter time.Duration
+	// StealAfter is how long an item may wait for a live but slow
+	// holder before its second-ranked holder, with workers idle, takes
+	// it (newest first); 0 never does. At least IdleAfter.
+	StealAfter time.Duration
 }
 
 // Agent is the per-compute-host agent.

@@ -127,7 +127,7 @@ func (d *decoder) config(r *rawFile) *Config {
 			Workers:       int(d.count(s.Body, "workers", s.Workers, int64(d.def.Superconductor.Workers), 1, "nothing would lease build requests")),
 			LeaseTTL:      d.leaseTTL(s.Body, "lease_ttl", s.LeaseTTL, d.def.Superconductor.LeaseTTL),
 			SelectTimeout: d.duration(s.Body, "select_timeout", s.SelectTimeout, d.def.Superconductor.SelectTimeout, 100*time.Millisecond, "a scheduler needs time to answer"),
-			Ranking:       d.ranking(s.Body, s.RankGrace, s.HolderIdleAfter, d.def.Superconductor.Ranking),
+			Ranking:       d.ranking(s.Body, s.RankGrace, s.HolderIdleAfter, s.StealAfter, d.def.Superconductor.Ranking),
 			declRange:     s.DefRange,
 		}
 	}
@@ -394,7 +394,7 @@ func (d *decoder) conductor(r *rawConductor) *Conductor {
 		Cell:      d.name(r.Body, "cell", r.Cell),
 		Workers:   int(d.count(r.Body, "workers", r.Workers, int64(def.Workers), 1, "nothing would lease retries")),
 		LeaseTTL:  d.leaseTTL(r.Body, "lease_ttl", r.LeaseTTL, def.LeaseTTL),
-		Ranking:   d.ranking(r.Body, r.RankGrace, r.HolderIdleAfter, def.Ranking),
+		Ranking:   d.ranking(r.Body, r.RankGrace, r.HolderIdleAfter, r.StealAfter, def.Ranking),
 		declRange: r.DefRange,
 	}
 }
@@ -405,11 +405,23 @@ func (d *decoder) conductor(r *rawConductor) *Conductor {
 // at least the grace: a live holder is given one grace to lease an item
 // it was told of, and leases no more often than that while it works
 // through a backlog; a shorter window takes live holders for stalled,
-// and the others race them for their items.
-func (d *decoder) ranking(b hcl.Body, grace, idle *string, def Ranking) Ranking {
+// and the others race them for their items. steal_after is 0 (off) or
+// at least the idle window: an item is not taken from a live holder
+// sooner than from a silent one.
+func (d *decoder) ranking(b hcl.Body, grace, idle, steal *string, def Ranking) Ranking {
 	r := Ranking{
-		Grace:     d.duration(b, "rank_grace", grace, def.Grace, time.Millisecond, "at 0 every holder races for every item"),
-		IdleAfter: d.duration(b, "holder_idle_after", idle, def.IdleAfter, time.Millisecond, "at 0 every holder looks stalled"),
+		Grace:      d.duration(b, "rank_grace", grace, def.Grace, time.Millisecond, "at 0 every holder races for every item"),
+		IdleAfter:  d.duration(b, "holder_idle_after", idle, def.IdleAfter, time.Millisecond, "at 0 every holder looks stalled"),
+		StealAfter: d.duration(b, "steal_after", steal, def.StealAfter, 0, "0 turns stealing off"),
+	}
+	if r.StealAfter > 0 && r.IdleAfter >= time.Millisecond && r.StealAfter < r.IdleAfter {
+		name := "steal_after"
+		if steal == nil {
+			name = "holder_idle_after" // only the window was written: point there
+		}
+		d.bad(b, name, "Invalid "+name,
+			fmt.Sprintf("steal_after (%s) must be 0 (never) or at least holder_idle_after (%s): an item is not taken from a holder that is still leasing sooner than from one that has stopped.",
+				r.StealAfter, r.IdleAfter))
 	}
 	if r.Grace >= time.Millisecond && r.IdleAfter >= time.Millisecond && r.IdleAfter < r.Grace {
 		name := "holder_idle_after"

@@ -14,7 +14,7 @@ func TestParseRankingOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Ranking{Grace: 250 * time.Millisecond, IdleAfter: time.Second}
+	want := Ranking{Grace: 250 * time.Millisecond, IdleAfter: time.Second, StealAfter: 2 * time.Second}
 	if cfg.Superconductor.Ranking != want || cfg.Conductor.Ranking != want {
 		t.Errorf("defaults: superconductor %+v, conductor %+v; want %+v", cfg.Superconductor.Ranking, cfg.Conductor.Ranking, want)
 	}
@@ -26,15 +26,18 @@ func TestParseRankingOptions(t *testing.T) {
 		desc, src string
 		sup, cond Ranking
 	}{
-		{"both set in both blocks",
-			"superconductor {\n  rank_grace = \"100ms\"\n  holder_idle_after = \"3s\"\n}\nconductor {\n  cell = \"c1\"\n  rank_grace = \"2s\"\n  holder_idle_after = \"2s\"\n}\n",
-			Ranking{100 * time.Millisecond, 3 * time.Second}, Ranking{2 * time.Second, 2 * time.Second}},
+		{"all set in both blocks",
+			"superconductor {\n  rank_grace = \"100ms\"\n  holder_idle_after = \"3s\"\n  steal_after = \"5s\"\n}\nconductor {\n  cell = \"c1\"\n  rank_grace = \"2s\"\n  holder_idle_after = \"2s\"\n  steal_after = \"2s\"\n}\n",
+			Ranking{100 * time.Millisecond, 3 * time.Second, 5 * time.Second}, Ranking{2 * time.Second, 2 * time.Second, 2 * time.Second}},
 		{"grace only, within the default window",
 			"superconductor {\n  rank_grace = \"500ms\"\n}\nconductor {\n  cell = \"c1\"\n}\n",
-			Ranking{500 * time.Millisecond, time.Second}, want},
-		{"window only",
-			"superconductor {}\nconductor {\n  cell = \"c1\"\n  holder_idle_after = \"10s\"\n}\n",
-			want, Ranking{250 * time.Millisecond, 10 * time.Second}},
+			Ranking{500 * time.Millisecond, time.Second, 2 * time.Second}, want},
+		{"window only, within the default steal",
+			"superconductor {}\nconductor {\n  cell = \"c1\"\n  holder_idle_after = \"1500ms\"\n}\n",
+			want, Ranking{250 * time.Millisecond, 1500 * time.Millisecond, 2 * time.Second}},
+		{"stealing off, any window",
+			"superconductor {\n  holder_idle_after = \"10s\"\n  steal_after = \"0s\"\n}\nconductor {\n  cell = \"c1\"\n}\n",
+			Ranking{250 * time.Millisecond, 10 * time.Second, 0}, want},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			cfg, err := Parse([]byte(tc.src), "t.hcl")
@@ -63,6 +66,12 @@ func TestParseRankingOptions(t *testing.T) {
 		// window the file does not show.
 		{"grace above the default window", "conductor {\n  cell = \"c1\"\n  rank_grace = \"2s\"\n}\n",
 			diag{"3:16", "Invalid rank_grace", "holder_idle_after (1s) must be at least rank_grace (2s)"}},
+		{"negative steal", "superconductor {\n  steal_after = \"-2s\"\n}\n",
+			diag{"2:17", "Invalid steal_after", "at least 0s (0 turns stealing off)"}},
+		{"steal sooner than the window", "superconductor {\n  holder_idle_after = \"3s\"\n  steal_after = \"2s\"\n}\n",
+			diag{"3:17", "Invalid steal_after", "steal_after (2s) must be 0 (never) or at least holder_idle_after (3s)"}},
+		{"window above the default steal", "conductor {\n  cell = \"c1\"\n  holder_idle_after = \"5s\"\n}\n",
+			diag{"3:23", "Invalid holder_idle_after", "steal_after (2s) must be 0 (never) or at least holder_idle_after (5s)"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, err := Parse([]byte(tc.src), "t.hcl")

@@ -134,6 +134,7 @@ type rawSuperconductor struct {
 	SelectTimeout   *string   `hcl:"select_timeout"`
 	RankGrace       *string   `hcl:"rank_grace"`
 	HolderIdleAfter *string   `hcl:"holder_idle_after"`
+	StealAfter      *string   `hcl:"steal_after"`
 	DefRange        hcl.Range `hcl:",def_range"`
 	Body            hcl.Body  `hcl:",body"`
 }
@@ -144,6 +145,7 @@ type rawConductor struct {
 	LeaseTTL        *string   `hcl:"lease_ttl"`
 	RankGrace       *string   `hcl:"rank_grace"`
 	HolderIdleAfter *string   `hcl:"holder_idle_after"`
+	StealAfter      *string   `hcl:"steal_after"`
 	DefRange        hcl.Range `hcl:",def_range"`
 	Body            hcl.Body  `hcl:",body"`
 }

@@ -397,7 +397,7 @@ func (s *stack) startSuperconductor(ctx context.Context, c *configs.Superconduct
 		Client: s.cli, Keys: s.keys, Schedulers: scheduler.NewPool(local, s.schedID, scheds, nil),
 		Placement: s.placement, Holder: holder, Workers: c.Workers, LeaseTTL: c.LeaseTTL,
 		SelectTimeout: c.SelectTimeout, MaxAttempts: maxAttempts, Log: log, Metrics: s.metrics,
-		RankGrace: c.Ranking.Grace, HolderIdleAfter: c.Ranking.IdleAfter,
+		RankGrace: c.Ranking.Grace, HolderIdleAfter: c.Ranking.IdleAfter, StealAfter: c.Ranking.StealAfter,
 	})
 	s.run("superconductor", sup.Run)
 	s.readyWhen("superconductor queue", "the superconductor has not read the build requests yet", sup.WaitSynced)
@@ -469,7 +469,7 @@ func (s *stack) startConductor(ctx context.Context, c *configs.Conductor) error 
 	cc := conductor.NewCellConductor(conductor.CellConductorConfig{
 		Client: s.cli, Keys: s.keys, Cell: c.Cell, Placement: s.placement, Holder: holderID("conductor-" + c.Cell),
 		Workers: c.Workers, LeaseTTL: c.LeaseTTL, Log: s.log.Named("conductor"), Metrics: s.metrics,
-		RankGrace: c.Ranking.Grace, HolderIdleAfter: c.Ranking.IdleAfter,
+		RankGrace: c.Ranking.Grace, HolderIdleAfter: c.Ranking.IdleAfter, StealAfter: c.Ranking.StealAfter,
 	})
 	s.run("conductor "+c.Cell, cc.Run)
 	s.readyWhen("conductor "+c.Cell+" queue", "the cell conductor is not watching its retries yet", cc.WaitSynced)

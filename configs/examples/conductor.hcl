@@ -49,7 +49,11 @@ conductor {
   # first-ranked conductor for a retry leases it at once, the others after
   # one or two rank_grace (default "250ms"), and only while every
   # better-ranked one has leased something within holder_idle_after
-  # (default "1s"; at least rank_grace).
+  # (default "1s"; at least rank_grace). A conductor with idle workers
+  # takes the retries it ranks second for from a live but slow one once
+  # they have waited steal_after (default "2s"; "0s" never; else at least
+  # holder_idle_after).
   rank_grace        = "250ms"
   holder_idle_after = "1s"
+  steal_after       = "2s"
 }

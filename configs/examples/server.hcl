@@ -272,4 +272,11 @@ superconductor {
   # (more lease transactions lost: berth_queue_lease_attempts_total).
   rank_grace        = "250ms"
   holder_idle_after = "1s"
+
+  # A superconductor that keeps leasing but works slowly (a starved CPU)
+  # keeps its share. With steal_after (default "2s"; "0s" never; else at
+  # least holder_idle_after), a superconductor with idle workers takes
+  # the requests it ranks second for once they have waited this long,
+  # newest first, so it meets the slow one only at the end of its backlog.
+  steal_after = "2s"
 }

@@ -54,6 +54,7 @@ const (
 	TurnPreferred = "preferred" // this holder ranks first for the item: tried at once
 	TurnFallback  = "fallback"  // another holder ranks first: tried after the grace
 	TurnSibling   = "sibling"   // gathered with a multi-create's first item
+	TurnStolen    = "stolen"    // a live but slow holder ranks first: taken by an idle second-ranked one
 	// its outcome
 	LeaseWon     = "won"     // the lease transaction succeeded
 	LeaseLost    = "lost"    // its compares failed: another holder had it, or it was gone
@@ -147,7 +148,7 @@ func New() *Metrics {
 	m.http = newHTTPMetrics(m.reg)
 	m.leader = newLeaderMetrics(m.reg)
 	for _, q := range []string{QueueBuildRequests, QueueRetries} {
-		for _, t := range []string{TurnPreferred, TurnFallback, TurnSibling} {
+		for _, t := range []string{TurnPreferred, TurnFallback, TurnSibling, TurnStolen} {
 			for _, o := range []string{LeaseWon, LeaseLost, LeaseSkipped, LeaseError} {
 				m.queueLeases.WithLabelValues(q, t, o)
 			}
