@@ -32,12 +32,17 @@ func affinityQueue(cli *clientv3.Client, holder string, affinity bool, ttl time.
 	return NewQueue(c)
 }
 
-type leaseCounts struct{ won, lost, skipped, errors, fallbackWon, stolenWon float64 }
+type leaseCounts struct {
+	won, lost, skipped, errors float64
+	fallbackWon, stolenWon     float64
+	lostBy                     map[string]float64 // lost by turn
+}
 
 func countsOf(qs ...*Queue) leaseCounts {
-	var c leaseCounts
+	c := leaseCounts{lostBy: map[string]float64{}}
 	for _, q := range qs {
 		for turn, o := range q.metrics.QueueLeaseCounts(metrics.QueueBuildRequests) {
+			c.lostBy[turn] += o[metrics.LeaseLost]
 			c.won += o[metrics.LeaseWon]
 			c.lost += o[metrics.LeaseLost]
 			c.skipped += o[metrics.LeaseSkipped]
@@ -144,8 +149,8 @@ func TestQueueHoldersDoNotRaceForEachItem(t *testing.T) {
 	const n = 600
 	without, _ := runBurst(t, false, n)
 	with, by := runBurst(t, true, n)
-	t.Logf("without affinity: won %.0f lost %.0f skipped %.0f; with: won %.0f lost %.0f skipped %.0f (fallback won %.0f, stolen %.0f); worked by %v",
-		without.won, without.lost, without.skipped, with.won, with.lost, with.skipped, with.fallbackWon, with.stolenWon, by)
+	t.Logf("without affinity: won %.0f lost %.0f skipped %.0f; with: won %.0f lost %.0f %v skipped %.0f (fallback won %.0f, stolen %.0f); worked by %v",
+		without.won, without.lost, without.skipped, with.won, with.lost, with.lostBy, with.skipped, with.fallbackWon, with.stolenWon, by)
 	if with.won != n || with.errors != 0 {
 		t.Errorf("with affinity: %.0f leases won, %.0f errors; want %d and 0", with.won, with.errors, n)
 	}

@@ -308,9 +308,10 @@ func slowHolderRun(t *testing.T, n int, stealAfter time.Duration) (share, worked
 // TestQueueIdleHoldersHelpASlowOne: a live holder that works slowly keeps
 // leasing, so it is never taken for stalled and, without stealing, works
 // every item it ranks first for while the others sit idle. With stealing
-// the idle holders take its newest waiting items once they have waited
-// StealAfter, and the lease transactions lost stay near none: only the
-// second-ranked holder of an item steals it, newest first.
+// the idle holders take the newer half of its waiting items once they
+// have waited StealAfter, again at each pass, and no lease transaction
+// is lost: only the second-ranked holder of an item steals it, and the
+// slow one is busy with the older half meanwhile.
 func TestQueueIdleHoldersHelpASlowOne(t *testing.T) {
 	const n = 60
 	share, off, offCounts, offTook := slowHolderRun(t, n, 0)
@@ -323,8 +324,10 @@ func TestQueueIdleHoldersHelpASlowOne(t *testing.T) {
 	if off*10 < share*8 {
 		t.Errorf("without stealing the slow holder worked %d of its %d; the others took it for stalled", off, share)
 	}
-	if on*2 > share2 || onCounts.stolenWon == 0 {
-		t.Errorf("with stealing the slow holder still worked %d of its %d (%.0f stolen); the idle holders did not help",
+	// The first pass after 1 s finds about three quarters of the slow
+	// holder's share still waiting and takes the newer half of it.
+	if onCounts.stolenWon*4 < float64(share2) || on+int(onCounts.stolenWon) != share2 {
+		t.Errorf("with stealing the slow holder worked %d of its %d and %.0f were stolen; want a quarter stolen at least",
 			on, share2, onCounts.stolenWon)
 	}
 	if offCounts.stolenWon != 0 {

@@ -21,9 +21,9 @@ const DevCell = "cell1"
 // the same values, for queues built without a config. A live but slow
 // holder's items are taken by an idle second-ranked holder after 2 s
 // (two idle windows): long enough that a holder merely a little behind
-// keeps its share, short next to a build's seconds; with three holders
-// whose work was slowed 300 ms an item, stealing after 1 s cut a burst
-// from 7.3 s to 1.9 s with no lease lost (conductor tests).
+// keeps its share, short next to a build's seconds; with one holder of
+// three doing 300 ms of work an item, stealing after 1 s cut a burst
+// from 5.3-6.1 s to 3.0-3.5 s with no lease lost (conductor tests).
 var defaultRanking = Ranking{Grace: 250 * time.Millisecond, IdleAfter: time.Second, StealAfter: 2 * time.Second}
 
 // Defaults is the one place every default lives. It is the configuration
