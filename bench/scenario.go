@@ -457,6 +457,11 @@ func (r *runner) boot(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	werr := r.rec.WaitFinished(wctx, int(r.expected.Load()))
 	cancel()
+	if werr != nil {
+		// Before finish: its baselines write more, and the state is what
+		// the lost servers were left in.
+		werr = fmt.Errorf("%w; unfinished:%s", werr, r.unfinishedReport(ctx))
+	}
 	if err := r.finish(ctx, m); err != nil {
 		return err
 	}
