@@ -59,8 +59,15 @@ type Fleet struct {
 	agents map[string]*agent.Agent
 	lease  clientv3.LeaseID
 
-	mu    sync.Mutex
-	casts map[string]*castQueue // per instance, like the agent's pending/inFlight
+	mu sync.Mutex
+	// casts are the casts being worked, by cast key (host and instance),
+	// like each agent's pending/inFlight: one at a time per instance on
+	// one host. Not by instance alone: a reschedule's cast on another host
+	// could arrive while the failed host was still finishing, wait behind
+	// it, and then be worked by the failed host's agent, which ended it
+	// unbuilt as stale (the instance names the other host) and lost the
+	// server (a smoke run under load: 199 of 200 finished).
+	casts map[string]*castQueue
 	wg    sync.WaitGroup
 
 	worked atomic.Int64
@@ -197,8 +204,7 @@ func (f *Fleet) Run(ctx context.Context, fromRev int64) error {
 			if ag == nil {
 				continue // not one of ours (an existing Berth's real hosts)
 			}
-			f.offer(ctx, ag, strings.TrimPrefix(rest, "builds/"), informer.Event{Key: key, Value: ev.Kv.Value,
-				Revision: ev.Kv.ModRevision})
+			f.offer(ctx, ag, informer.Event{Key: key, Value: ev.Kv.Value, Revision: ev.Kv.ModRevision})
 		}
 	}
 	if ctx.Err() != nil {
@@ -207,10 +213,12 @@ func (f *Fleet) Run(ctx context.Context, fromRev int64) error {
 	return fmt.Errorf("fleet: watch %s closed", f.keys.HostsPrefix())
 }
 
-// offer works a cast now, or queues it behind the one running for the
-// same instance (a delete cast overwriting a build cast), keeping only the
-// newest, as the agent's dispatcher does.
-func (f *Fleet) offer(ctx context.Context, ag *agent.Agent, id string, ev informer.Event) {
+// offer works a cast now with its host's agent, or queues it behind the
+// one running under the same key (a delete cast overwriting a build cast
+// of the instance on that host), keeping only the newest, as the agent's
+// dispatcher does.
+func (f *Fleet) offer(ctx context.Context, ag *agent.Agent, ev informer.Event) {
+	id := ev.Key
 	f.mu.Lock()
 	if q, ok := f.casts[id]; ok {
 		if q.next == nil || q.next.Revision < ev.Revision {
