@@ -22,8 +22,8 @@ const DevCell = "cell1"
 // holder's items are taken by an idle second-ranked holder after 2 s
 // (two idle windows): long enough that a holder merely a little behind
 // keeps its share, short next to a build's seconds; with one holder of
-// three doing 300 ms of work an item, stealing after 1 s cut a burst
-// from 5.3-6.1 s to 3.0-3.5 s with no lease lost (conductor tests).
+// three doing 400 ms of work an item, stealing after 2 s cut a burst
+// from 7.5-10.1 s to 4.7-6.0 s with no lease lost (conductor tests).
 var defaultRanking = Ranking{Grace: 250 * time.Millisecond, IdleAfter: time.Second, StealAfter: 2 * time.Second}
 
 // Defaults is the one place every default lives. It is the configuration
