@@ -841,7 +841,11 @@ func freeAll(ctx context.Context, place *placement.Service, consumers []string) 
 
 // CASBaseline runs workers goroutines, each compare-and-swapping its own
 // key (If(ModRevision == last) Then(Put)) for d, and returns transactions
-// per second. The keys are deleted afterwards.
+// per second. The keys are deleted afterwards. The clock starts once
+// every worker has written its key, and each swaps at least once: the
+// clock once started before the puts, and on a loaded machine they
+// outlasted a 300 ms window, no swap ran and the baseline read 0 (a
+// smoke run failed on it).
 func CASBaseline(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, workers int, d time.Duration) (float64, error) {
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -850,21 +854,25 @@ func CASBaseline(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys
 	}()
 	var total atomic.Int64
 	errc := make(chan error, workers)
-	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(d)
+	var ready, wg sync.WaitGroup
+	begin := make(chan struct{})
+	var start, deadline time.Time // written before begin is closed
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
+		ready.Add(1)
 		go func(w int) {
 			defer wg.Done()
 			key := keys.BenchCAS(w)
 			resp, err := cli.Put(ctx, key, "0")
+			ready.Done()
 			if err != nil {
 				errc <- fmt.Errorf("baseline: %w", err)
 				return
 			}
+			<-begin
 			rev := resp.Header.Revision
-			for i := 1; time.Now().Before(deadline); i++ {
+			// At least one swap each, however short d: a rate, never 0.
+			for i := 1; i == 1 || time.Now().Before(deadline); i++ {
 				t, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
 					Then(clientv3.OpPut(key, strconv.Itoa(i))).Commit()
 				if err != nil {
@@ -880,6 +888,10 @@ func CASBaseline(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys
 			}
 		}(w)
 	}
+	ready.Wait()
+	start = time.Now()
+	deadline = start.Add(d)
+	close(begin)
 	wg.Wait()
 	select {
 	case err := <-errc:

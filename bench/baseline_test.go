@@ -1,0 +1,36 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+)
+
+// TestCASBaselineNeverReadsZero: a window shorter than the workers'
+// first writes (here 1 ns; on a loaded machine, 300 ms) still measures
+// swaps, and the baseline's keys are gone afterwards. The window once
+// opened before those writes and closed before any swap: a rate of 0.
+func TestCASBaselineNeverReadsZero(t *testing.T) {
+	_, cli := etcdtest.NetClient(t)
+	ctx := context.Background()
+	keys := etcdschema.New(etcdschema.DefaultPrefix)
+	rate, err := CASBaseline(ctx, cli, keys, 4, time.Nanosecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rate <= 0 {
+		t.Fatalf("CAS baseline over 1 ns = %v/s, want a positive rate", rate)
+	}
+	resp, err := cli.Get(ctx, keys.BenchCASPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count != 0 {
+		t.Errorf("%d baseline keys left behind", resp.Count)
+	}
+}
