@@ -181,9 +181,9 @@ type QueueConfig struct {
 	// some of our workers are idle (0: never; see offerWhenDue). It
 	// should be at least IdleAfter (configs checks): an item is not taken
 	// from a live holder sooner than from a silent one. Only the
-	// second-ranked holder does, newest items first, so thieves never
-	// race each other and meet the owner, working its backlog oldest
-	// first, only at its end.
+	// second-ranked holder does, the newer half of the owner's waiting
+	// items, so thieves never race each other and meet the owner,
+	// working its backlog oldest first, only at its end.
 	StealAfter time.Duration
 	// Name labels the queue's metrics (metrics.QueueBuildRequests, ...).
 	Name    string
@@ -783,13 +783,14 @@ func (q *Queue) stealableLocked(id string, now time.Time) (bool, time.Time) {
 // It also lets an idle holder help a live but slow one (stealAfter): an
 // id whose better-ranked holders are all still leasing, which we rank
 // second, and which has waited stealAfter, is a candidate; after each
-// pass the candidates are offered newest first, as many as we have idle
-// workers, and the rest wait as before. Only the second-ranked holder
-// steals an item, so two idle holders never race for one; newest first,
-// because the owner works its backlog oldest first (its work channel is
-// in arrival order): we take its tail and meet it, if at all, only where
-// its backlog ends. A holder busy with its own items steals nothing, so
-// in a burst that keeps every holder busy nothing changes.
+// pass the newer half of each owner's candidates is offered, newest
+// first and as many as we have idle workers, and the rest wait as before
+// (stealLocked). Only the second-ranked holder steals an item, so two
+// idle holders never race for one; the newer half, because the owner
+// works its backlog oldest first (its work channel is in arrival order):
+// we take its tail and meet it, if at all, only where its backlog ends.
+// A holder busy with its own items steals nothing, so in a burst that
+// keeps every holder busy nothing changes.
 func (q *Queue) offerWhenDue(ctx context.Context) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
