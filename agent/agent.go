@@ -183,12 +183,7 @@ func (a *Agent) periodic(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-prov.C:
-			if err := a.syncProvider(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("provider sync failed", "error", err)
-			}
-			if err := a.ensureHostMapping(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("host mapping failed", "error", err)
-			}
+			a.providerTick(ctx)
 		case <-sync.C:
 			if a.cfg.TrackInstanceChanges {
 				if err := a.syncInstances(ctx); err != nil && ctx.Err() == nil {
@@ -197,4 +192,17 @@ func (a *Agent) periodic(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// providerTick is the periodic provider sync: inventory and the disabled
+// trait, then the host's cell mapping if it is still missing. Failures
+// are logged; the next tick retries.
+func (a *Agent) providerTick(ctx context.Context) (syncErr, mapErr error) {
+	if syncErr = a.syncProvider(ctx); syncErr != nil && ctx.Err() == nil {
+		a.log.Warn("provider sync failed", "error", syncErr)
+	}
+	if mapErr = a.ensureHostMapping(ctx); mapErr != nil && ctx.Err() == nil {
+		a.log.Warn("host mapping failed", "error", mapErr)
+	}
+	return syncErr, mapErr
 }

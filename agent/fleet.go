@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -13,13 +15,49 @@ import (
 // writes are exactly a real agent's, without running each host's
 // goroutines (an informer, a liveness ticker, periodic syncs and a
 // service watch per host would be 100,000s of watches at scale). The
-// fleet calls them in the order Run does: Register, PutAlive,
-// SyncInstances, then Work for each cast it sees under the host's builds
-// prefix. Start-up reconciliation and the service watch are not run.
+// fleet calls them in the order Run does: Register, GrantAlive (or
+// PutAlive under a lease of its own), SyncInstances, then Work for each
+// cast it sees under the host's builds prefix; and on the agent's own
+// schedule (Intervals) RenewAlive, SyncProvider and SyncInstances, the
+// bodies of Run's liveness ticker and periodic tasks. Start-up
+// reconciliation and the service watch are not run.
 
 // Register writes the service record, the compute node provider with its
 // inventory, and the host mapping, as Run does first.
 func (a *Agent) Register(ctx context.Context) error { return a.register(ctx) }
+
+// GrantAlive grants the host's liveness lease (TTL service_down_time) and
+// writes its alive key under it, as Run does before it serves; the caller
+// renews it with RenewAlive every report_interval.
+func (a *Agent) GrantAlive(ctx context.Context) (clientv3.LeaseID, error) { return a.grantAlive(ctx) }
+
+// RenewAlive is one beat of Run's liveness ticker: KeepAliveOnce on lease,
+// and if that fails a new lease with the alive key written again under
+// it. It returns the lease in use afterwards (lease itself unless it was
+// lost).
+func (a *Agent) RenewAlive(ctx context.Context, lease clientv3.LeaseID) (clientv3.LeaseID, error) {
+	return a.renewAlive(ctx, lease)
+}
+
+// SyncProvider is one run of the periodic provider sync (inventory, the
+// disabled trait, the host's cell mapping). Failures are logged as Run
+// logs them and returned.
+func (a *Agent) SyncProvider(ctx context.Context) error {
+	return errors.Join(a.providerTick(ctx))
+}
+
+// Intervals are the agent's periodic settings after New's defaults.
+type Intervals struct {
+	ReportInterval, ServiceDownTime, ProviderSyncInterval, InstanceSyncInterval time.Duration
+}
+
+// Intervals returns the periods Run keeps: liveness every ReportInterval
+// (lease TTL ServiceDownTime), provider sync every ProviderSyncInterval,
+// instance sync every InstanceSyncInterval.
+func (a *Agent) Intervals() Intervals {
+	return Intervals{ReportInterval: a.cfg.ReportInterval, ServiceDownTime: a.cfg.ServiceDownTime,
+		ProviderSyncInterval: a.cfg.ProviderSyncInterval, InstanceSyncInterval: a.cfg.InstanceSyncInterval}
+}
 
 // PutAlive writes the host's alive key bound to lease, which the caller
 // keeps alive (a fleet may share one lease among its hosts).

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -129,7 +131,10 @@ func (a *Agent) inventories() (map[string]etcdschema.Inventory, error) {
 
 // syncProvider is update_provider_tree: it reports inventory and sets or
 // clears COMPUTE_STATUS_DISABLED from the service record. It writes only
-// when something differs, so the periodic run costs one read when idle.
+// when something differs, so the periodic run costs two reads when idle:
+// a write would bump the provider's generation and race every claim on
+// the host (claims compare the provider's revision), 1/60 of a fleet's
+// hosts each second at the default interval.
 func (a *Agent) syncProvider(ctx context.Context) error {
 	inv, err := a.inventories()
 	if err != nil {
@@ -139,7 +144,8 @@ func (a *Agent) syncProvider(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return a.placement.UpdateProvider(ctx, a.provider, func(p *etcdschema.Provider) error {
+	err = a.placement.UpdateProvider(ctx, a.provider, func(p *etcdschema.Provider) error {
+		same := maps.Equal(p.Inventories, inv)
 		p.Inventories = inv
 		has := slices.Contains(p.Traits, placement.TraitComputeStatusDisabled)
 		switch {
@@ -147,10 +153,22 @@ func (a *Agent) syncProvider(ctx context.Context) error {
 			p.Traits = append(p.Traits, placement.TraitComputeStatusDisabled)
 		case !svc.Disabled && has:
 			p.Traits = slices.DeleteFunc(p.Traits, func(t string) bool { return t == placement.TraitComputeStatusDisabled })
+		default:
+			if same {
+				return errProviderUnchanged
+			}
 		}
 		return nil
 	})
+	if errors.Is(err, errProviderUnchanged) {
+		return nil
+	}
+	return err
 }
+
+// errProviderUnchanged stops UpdateProvider from writing a provider that
+// already reports what the host has.
+var errProviderUnchanged = errors.New("provider unchanged")
 
 // ensureHostMapping maps the host to its cell when the cell exists and the
 // host is not mapped yet (Nova's discover_hosts for one host).
@@ -187,10 +205,11 @@ func (l *leaseRef) get() clientv3.LeaseID {
 // under it and keeps it alive every report_interval. If the lease is lost
 // (etcd unreachable past the TTL) a new one is granted when etcd returns.
 func (a *Agent) startLiveness(ctx context.Context) (*leaseRef, error) {
-	ref := &leaseRef{}
-	if err := a.grantAlive(ctx, ref); err != nil {
+	id, err := a.grantAlive(ctx)
+	if err != nil {
 		return nil, err
 	}
+	ref := &leaseRef{id: id}
 	go func() {
 		t := time.NewTicker(a.cfg.ReportInterval)
 		defer t.Stop()
@@ -200,12 +219,11 @@ func (a *Agent) startLiveness(ctx context.Context) (*leaseRef, error) {
 				return
 			case <-t.C:
 			}
-			_, err := a.cli.KeepAliveOnce(ctx, ref.get())
-			if err == nil || ctx.Err() != nil {
-				continue
-			}
-			a.log.Warn("liveness lease lost, re-registering", "error", err)
-			if err := a.grantAlive(ctx, ref); err != nil && ctx.Err() == nil {
+			id, err := a.renewAlive(ctx, ref.get())
+			ref.mu.Lock()
+			ref.id = id
+			ref.mu.Unlock()
+			if err != nil && ctx.Err() == nil {
 				a.log.Warn("could not renew liveness", "error", err)
 			}
 		}
@@ -213,22 +231,38 @@ func (a *Agent) startLiveness(ctx context.Context) (*leaseRef, error) {
 	return ref, nil
 }
 
-func (a *Agent) grantAlive(ctx context.Context, ref *leaseRef) error {
+// renewAlive is one liveness beat: it keeps lease alive with one
+// KeepAliveOnce, and when that fails (the lease expired while etcd was
+// unreachable, or was revoked) grants a new lease and writes the alive key
+// again under it. It returns the lease in use afterwards.
+func (a *Agent) renewAlive(ctx context.Context, lease clientv3.LeaseID) (clientv3.LeaseID, error) {
+	_, err := a.cli.KeepAliveOnce(ctx, lease)
+	if err == nil || ctx.Err() != nil {
+		return lease, nil
+	}
+	a.log.Warn("liveness lease lost, re-registering", "error", err)
+	id, err := a.grantAlive(ctx)
+	if err != nil {
+		return lease, err
+	}
+	return id, nil
+}
+
+// grantAlive grants a liveness lease of service_down_time and writes the
+// alive key under it.
+func (a *Agent) grantAlive(ctx context.Context) (clientv3.LeaseID, error) {
 	ttl := int64(a.cfg.ServiceDownTime / time.Second)
 	if ttl < 1 {
 		ttl = 1
 	}
 	lease, err := a.cli.Grant(ctx, ttl)
 	if err != nil {
-		return fmt.Errorf("agent %s: grant liveness lease: %w", a.cfg.Host, err)
+		return 0, fmt.Errorf("agent %s: grant liveness lease: %w", a.cfg.Host, err)
 	}
 	if err := a.putAlive(ctx, lease.ID); err != nil {
-		return err
+		return 0, err
 	}
-	ref.mu.Lock()
-	ref.id = lease.ID
-	ref.mu.Unlock()
-	return nil
+	return lease.ID, nil
 }
 
 // putAlive writes the host's alive key, bound to lease.

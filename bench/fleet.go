@@ -21,6 +21,18 @@ import (
 	"github.com/berth-project/berth/internal/informer"
 )
 
+// Liveness models the fleet's liveness leases.
+const (
+	// LivenessPerHost gives every host a lease of its own, renewed with
+	// the agent's KeepAliveOnce every report_interval: what a real fleet
+	// puts on etcd, and a host can go down alone.
+	LivenessPerHost = "per-host"
+	// LivenessShared binds every host's alive key to one lease kept alive
+	// by one keepalive stream: the cheap model of earlier runs, kept for
+	// comparison.
+	LivenessShared = "shared"
+)
+
 // FleetConfig shapes the simulated hosts.
 type FleetConfig struct {
 	Hosts int
@@ -34,22 +46,42 @@ type FleetConfig struct {
 	// Inventory of every host; zero sizes mean berth dev's 16 vCPU,
 	// 64 GiB, 1,000 GB.
 	Inventory agent.Inventory
-	// ServiceDownTime is the TTL of the fleet's one liveness lease.
-	ServiceDownTime time.Duration
+	// Liveness is LivenessPerHost ("" too) or LivenessShared.
+	Liveness string
+	// The agents' periods (zero: the agent's defaults, which are the
+	// config's): liveness renewal and lease TTL, provider sync, instance
+	// sync.
+	ReportInterval       time.Duration
+	ServiceDownTime      time.Duration
+	ProviderSyncInterval time.Duration
+	InstanceSyncInterval time.Duration
+	// SkipSyncs leaves out the periodic provider and instance syncs (the
+	// registration's first ones still run).
+	SkipSyncs bool
 	// RegisterWorkers is how many hosts register at once.
 	RegisterWorkers int
+	// BackgroundWorkers is how many goroutines do the hosts' periodic
+	// work (0: one per 20 hosts, at least 64, at most 1,024). A real
+	// fleet has as many calls in flight as etcd's latency makes it
+	// (1,000 renewals/s at 100 ms each are 100 at once); too few workers
+	// would queue the calls in the tool instead and make them late.
+	BackgroundWorkers int
 }
 
 // CellName is the name of cell c (1-based), as `berth dev` names them.
 func CellName(c int) string { return fmt.Sprintf("cell%d", c) }
 
 // Fleet is H simulated hosts. Each host is an agent.Agent that is never
-// Run: the fleet calls its Register, PutAlive, SyncInstances and Work, so
-// every key, value and transaction is the agent's own. What the fleet
-// shares instead of running per host: one etcd watch on the hosts prefix
-// that hands each cast to its host, and one liveness lease (TTL
-// ServiceDownTime) that every host's alive key is bound to, kept alive by
-// one keepalive stream. All hosts use the same etcd client.
+// Run: the fleet calls its Register, GrantAlive, SyncInstances, Work,
+// RenewAlive and SyncProvider, so every key, value, transaction and lease
+// call is the agent's own. What the fleet shares instead of running per
+// host: one etcd watch on the hosts prefix that hands each cast to its
+// host, and one schedule of the hosts' periodic work (liveness renewals,
+// provider syncs, instance syncs) spread evenly over each period and
+// worked by a few goroutines, not a ticker per host. With
+// LivenessShared, one lease bound to every alive key and kept alive by
+// one keepalive stream stands in for the per-host leases. All hosts use
+// the same etcd client.
 type Fleet struct {
 	cli    *clientv3.Client
 	keys   etcdschema.Keys
@@ -57,7 +89,9 @@ type Fleet struct {
 	cfg    FleetConfig
 	log    hclog.Logger
 	agents map[string]*agent.Agent
-	lease  clientv3.LeaseID
+	hosts  []*fleetHost // host i at i-1
+	every  agent.Intervals
+	lease  clientv3.LeaseID // LivenessShared
 
 	mu sync.Mutex
 	// casts are the casts being worked, by cast key (host and instance),
@@ -71,6 +105,20 @@ type Fleet struct {
 	wg    sync.WaitGroup
 
 	worked atomic.Int64
+
+	// The periodic work's schedule, started by Register, stopped by Close.
+	bgCancel context.CancelFunc
+	bgWG     sync.WaitGroup
+	tasks    []*periodicTask
+	regrants atomic.Int64
+	maxLate  atomic.Int64 // ns, since the last ResetLate
+}
+
+// fleetHost is one host's agent and liveness lease.
+type fleetHost struct {
+	ag    *agent.Agent
+	lease atomic.Int64 // clientv3.LeaseID; 0 until registered
+	busy  [numTasks]atomic.Bool
 }
 
 type castQueue struct {
@@ -81,6 +129,13 @@ type castQueue struct {
 func NewFleet(cli *clientv3.Client, keys etcdschema.Keys, place agent.Placement, cfg FleetConfig, log hclog.Logger) (*Fleet, error) {
 	if cfg.Hosts < 1 || cfg.Cells < 1 {
 		return nil, fmt.Errorf("fleet: need at least 1 host and 1 cell, have %d and %d", cfg.Hosts, cfg.Cells)
+	}
+	switch cfg.Liveness {
+	case "":
+		cfg.Liveness = LivenessPerHost
+	case LivenessPerHost, LivenessShared:
+	default:
+		return nil, fmt.Errorf("fleet: liveness %q: want %s or %s", cfg.Liveness, LivenessPerHost, LivenessShared)
 	}
 	if cfg.HostPrefix == "" {
 		cfg.HostPrefix = "bench-"
@@ -94,26 +149,32 @@ func NewFleet(cli *clientv3.Client, keys etcdschema.Keys, place agent.Placement,
 	if cfg.Inventory.DiskGB == 0 {
 		cfg.Inventory.DiskGB = 1000
 	}
-	if cfg.ServiceDownTime <= 0 {
-		cfg.ServiceDownTime = 60 * time.Second
-	}
 	if cfg.RegisterWorkers <= 0 {
 		cfg.RegisterWorkers = 32
 	}
+	if cfg.BackgroundWorkers <= 0 {
+		cfg.BackgroundWorkers = min(max(cfg.Hosts/20, 64), 1024)
+	}
 	f := &Fleet{cli: cli, keys: keys, place: place, cfg: cfg, log: log,
-		agents: make(map[string]*agent.Agent, cfg.Hosts), casts: map[string]*castQueue{}}
+		agents: make(map[string]*agent.Agent, cfg.Hosts), hosts: make([]*fleetHost, 0, cfg.Hosts),
+		casts: map[string]*castQueue{}}
 	for i := 1; i <= cfg.Hosts; i++ {
 		host := f.HostName(i)
 		drv := agent.NewFakeDriver(host, agent.FakeConfig{BuildTime: cfg.BuildTime, FailureRate: cfg.FailureRate,
 			FailReschedulable: true})
 		ag, err := agent.New(agent.Config{Host: host, Cell: CellName((i-1)%cfg.Cells + 1),
-			ServiceDownTime: cfg.ServiceDownTime, TrackInstanceChanges: true, Inventory: cfg.Inventory},
+			ReportInterval: cfg.ReportInterval, ServiceDownTime: cfg.ServiceDownTime,
+			ProviderSyncInterval: cfg.ProviderSyncInterval, InstanceSyncInterval: cfg.InstanceSyncInterval,
+			TrackInstanceChanges: true, Inventory: cfg.Inventory},
 			cli, keys, place, drv, log)
 		if err != nil {
 			return nil, err
 		}
 		f.agents[host] = ag
+		f.hosts = append(f.hosts, &fleetHost{ag: ag})
 	}
+	f.every = f.hosts[0].ag.Intervals() // every host has the same
+	f.tasks = f.periodicTasks()
 	return f, nil
 }
 
@@ -123,27 +184,47 @@ func (f *Fleet) HostName(i int) string { return fmt.Sprintf("%s%06d", f.cfg.Host
 // Hosts is the number of hosts.
 func (f *Fleet) Hosts() int { return len(f.agents) }
 
+// Liveness is the fleet's lease model (LivenessPerHost or LivenessShared).
+func (f *Fleet) Liveness() string { return f.cfg.Liveness }
+
+// Intervals are the hosts' periods (the agent's, after its defaults).
+func (f *Fleet) Intervals() agent.Intervals { return f.every }
+
+// Lease is host i's liveness lease (1-based; 0 before it registered).
+func (f *Fleet) Lease(i int) clientv3.LeaseID { return clientv3.LeaseID(f.hosts[i-1].lease.Load()) }
+
 // Register writes every host as its agent does at start (service record,
-// provider and inventory, host mapping), then its alive key under the
-// fleet's lease (kept alive until ctx ends) and its first instance sync. progress is called with the
-// count done so far, from one goroutine at a time.
+// provider and inventory, host mapping), then its liveness lease and
+// alive key and its first instance sync, and starts the hosts' periodic
+// work (kept until Close). progress is called with the count done so
+// far, from one goroutine at a time.
 func (f *Fleet) Register(ctx context.Context, progress func(done int)) error {
-	lease, err := f.cli.Grant(ctx, int64(f.cfg.ServiceDownTime/time.Second))
-	if err != nil {
-		return fmt.Errorf("fleet: grant liveness lease: %w", err)
-	}
-	f.lease = lease.ID
-	// Kept alive from now on: registering 100,000 hosts takes longer than
-	// the TTL. The keepalive stream ends with ctx.
-	ka, err := f.cli.KeepAlive(ctx, f.lease)
-	if err != nil {
-		return fmt.Errorf("fleet: keep lease alive: %w", err)
-	}
-	go func() {
-		for range ka { // drain, or the client logs a full channel
+	// The periodic work starts first: registering 100,000 hosts takes
+	// longer than the TTL, and a host's first renewal is due within one
+	// report_interval of its lease grant as in a real agent (hosts not
+	// registered yet are passed over). It ends with Close, not ctx: the
+	// hosts stay up until the fleet revokes their leases.
+	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f.bgCancel = cancel
+	if f.cfg.Liveness == LivenessShared {
+		lease, err := f.cli.Grant(ctx, int64(f.every.ServiceDownTime/time.Second))
+		if err != nil {
+			return fmt.Errorf("fleet: grant liveness lease: %w", err)
 		}
-	}()
-	work := make(chan *agent.Agent)
+		f.lease = lease.ID
+		ka, err := f.cli.KeepAlive(bgCtx, f.lease)
+		if err != nil {
+			return fmt.Errorf("fleet: keep lease alive: %w", err)
+		}
+		f.bgWG.Add(1)
+		go func() {
+			defer f.bgWG.Done()
+			for range ka { // drain, or the client logs a full channel
+			}
+		}()
+	}
+	f.startPeriodic(bgCtx)
+	work := make(chan *fleetHost)
 	errc := make(chan error, f.cfg.RegisterWorkers)
 	var done atomic.Int64
 	var pmu sync.Mutex
@@ -152,8 +233,8 @@ func (f *Fleet) Register(ctx context.Context, progress func(done int)) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ag := range work {
-				if err := registerOne(ctx, ag, lease.ID); err != nil {
+			for h := range work {
+				if err := f.registerOne(ctx, h); err != nil {
 					errc <- err
 					return
 				}
@@ -165,21 +246,32 @@ func (f *Fleet) Register(ctx context.Context, progress func(done int)) error {
 			}
 		}()
 	}
-	ferr := feed(ctx, len(f.agents), func(i int) *agent.Agent { return f.agents[f.HostName(i)] }, work, errc, &wg)
+	ferr := feed(ctx, len(f.hosts), func(i int) *fleetHost { return f.hosts[i-1] }, work, errc, &wg)
 	if progress != nil {
 		progress(int(done.Load()))
 	}
 	return ferr
 }
 
-func registerOne(ctx context.Context, ag *agent.Agent, lease clientv3.LeaseID) error {
-	if err := ag.Register(ctx); err != nil {
+// registerOne is an agent's start: registration, liveness (a lease of its
+// own, or the fleet's), the first instance sync.
+func (f *Fleet) registerOne(ctx context.Context, h *fleetHost) error {
+	if err := h.ag.Register(ctx); err != nil {
 		return err
 	}
-	if err := ag.PutAlive(ctx, lease); err != nil {
-		return err
+	lease := f.lease
+	if f.cfg.Liveness == LivenessShared {
+		if err := h.ag.PutAlive(ctx, lease); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if lease, err = h.ag.GrantAlive(ctx); err != nil {
+			return err
+		}
 	}
-	return ag.SyncInstances(ctx)
+	h.lease.Store(int64(lease))
+	return h.ag.SyncInstances(ctx)
 }
 
 // Run works every cast to its hosts
@@ -251,14 +343,45 @@ func (f *Fleet) offer(ctx context.Context, ag *agent.Agent, ev informer.Event) {
 // Worked is how many casts the fleet has worked.
 func (f *Fleet) Worked() int64 { return f.worked.Load() }
 
-// Close revokes the fleet's lease: its hosts read down at once.
+// Close stops the hosts' periodic work and revokes their leases: the
+// hosts read down at once. etcd has no call that revokes several leases,
+// so the per-host leases are revoked by a pool of workers.
 func (f *Fleet) Close() {
-	if f.lease == 0 {
+	if f.bgCancel != nil {
+		f.bgCancel()
+		f.bgWG.Wait()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second+time.Duration(len(f.hosts))*time.Millisecond)
+	defer cancel()
+	if f.cfg.Liveness == LivenessShared {
+		if f.lease != 0 {
+			_, _ = f.cli.Revoke(ctx, f.lease)
+		}
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, _ = f.cli.Revoke(ctx, f.lease)
+	next := make(chan clientv3.LeaseID)
+	var wg sync.WaitGroup
+	for w := 0; w < 64; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range next {
+				if _, err := f.cli.Revoke(ctx, id); err != nil && ctx.Err() == nil {
+					f.log.Debug("revoke liveness lease", "lease", int64(id), "error", err)
+				}
+			}
+		}()
+	}
+	for _, h := range f.hosts {
+		if id := clientv3.LeaseID(h.lease.Swap(0)); id != 0 {
+			select {
+			case next <- id:
+			case <-ctx.Done():
+			}
+		}
+	}
+	close(next)
+	wg.Wait()
 }
 
 // feed hands item(1..n) to a pool of workers until they are all handed

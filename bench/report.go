@@ -65,6 +65,15 @@ type Result struct {
 	Rate      float64 `json:"rate,omitempty"`
 	BuildTime string  `json:"build_time,omitempty"`
 
+	// The simulated hosts' liveness model (per-host or shared) and
+	// periodic work, at the agents' intervals.
+	Liveness             string `json:"liveness,omitempty"`
+	PeriodicSyncs        bool   `json:"periodic_syncs,omitempty"`
+	ReportInterval       string `json:"report_interval,omitempty"`
+	ServiceDownTime      string `json:"service_down_time,omitempty"`
+	ProviderSyncInterval string `json:"provider_sync_interval,omitempty"`
+	InstanceSyncInterval string `json:"instance_sync_interval,omitempty"`
+
 	PopulateSeconds float64 `json:"populate_s,omitempty"`
 	HostsPerSec     float64 `json:"hosts_per_s,omitempty"`
 
@@ -109,6 +118,23 @@ type Result struct {
 	// ClaimsPerTxn is how many claims an etcd transaction carried in the
 	// measured phase (the schedulers' and conductors' group commit).
 	ClaimsPerTxn float64 `json:"claims_per_txn,omitempty"`
+
+	// The hosts' background load in the measured phase: liveness
+	// renewals (KeepAliveOnce), provider and instance syncs per second,
+	// leases found lost and granted again, runs that failed, slots passed
+	// over because the host's previous run was still going, and how late
+	// a run started at worst.
+	RenewalsPerSec       float64 `json:"renewals_per_s,omitempty"`
+	ProviderSyncsPerSec  float64 `json:"provider_syncs_per_s,omitempty"`
+	InstanceSyncsPerSec  float64 `json:"instance_syncs_per_s,omitempty"`
+	LeasesRegranted      int64   `json:"leases_regranted,omitempty"`
+	BackgroundFailures   int64   `json:"background_failures,omitempty"`
+	BackgroundOverlapped int64   `json:"background_overlapped,omitempty"`
+	BackgroundMaxLateMs  float64 `json:"background_max_late_ms,omitempty"`
+	// BackgroundWrites are the etcd writes of that work (instance sync
+	// puts, re-granted alive keys), part of WritesPerServer.
+	BackgroundWrites          int64   `json:"background_writes,omitempty"`
+	BackgroundWritesPerServer float64 `json:"background_writes_per_server,omitempty"`
 
 	WritesPerServer float64 `json:"writes_per_server,omitempty"`
 	Writes          *Writes `json:"writes,omitempty"`
@@ -160,6 +186,17 @@ func (r *Result) WriteTable(w io.Writer) {
 	if r.HostsPerSec > 0 {
 		row("populate", "%.1f s, %.0f hosts/s", r.PopulateSeconds, r.HostsPerSec)
 	}
+	if r.Liveness != "" {
+		syncs := fmt.Sprintf("provider sync every %s, instance sync every %s", r.ProviderSyncInterval, r.InstanceSyncInterval)
+		if !r.PeriodicSyncs {
+			syncs = "no periodic syncs"
+		}
+		live := fmt.Sprintf("a lease per host (TTL %s) renewed every %s", r.ServiceDownTime, r.ReportInterval)
+		if r.Liveness == LivenessShared {
+			live = fmt.Sprintf("one shared lease (TTL %s), one keepalive stream", r.ServiceDownTime)
+		}
+		row("hosts' liveness", "%s: %s; %s", r.Liveness, live, syncs)
+	}
 	if r.Servers > 0 {
 		row("servers", "%d requested from %d clients (rate %s), build time %s", r.Servers, r.Clients, rateString(r.Rate), r.BuildTime)
 		row("outcome", "%d ACTIVE, %d ERROR, %d NoValidHost, %d lost, %d reschedules, %d API errors",
@@ -194,8 +231,14 @@ func (r *Result) WriteTable(w io.Writer) {
 				r.ClaimOnlyPerSec, r.CASWorkers, r.ClaimOnlyServices, r.ClaimOnlyVia, r.ClaimOnlyPerTxn, r.ClaimOnlyCASRatio)
 		}
 	}
+	if r.Liveness != "" && r.Seconds > 0 {
+		row("hosts' background", "%.0f renewals/s, %.1f provider syncs/s, %.1f instance syncs/s; %d leases re-granted, %d failed, %d overlapped, worst start %.0f ms late",
+			r.RenewalsPerSec, r.ProviderSyncsPerSec, r.InstanceSyncsPerSec, r.LeasesRegranted, r.BackgroundFailures,
+			r.BackgroundOverlapped, r.BackgroundMaxLateMs)
+	}
 	if r.Writes != nil && r.Measured > 0 {
-		row("etcd writes", "%.2f revisions per measured server (%d servers, %d revisions seen)", r.WritesPerServer, r.Measured, r.Writes.Revisions)
+		row("etcd writes", "%.2f revisions per measured server (%d servers, %d revisions seen; %.2f of them the hosts' background writes)",
+			r.WritesPerServer, r.Measured, r.Writes.Revisions, r.BackgroundWritesPerServer)
 		kinds := map[string]bool{}
 		for k := range r.Writes.Puts {
 			kinds[k] = true

@@ -76,6 +76,19 @@ type Config struct {
 	BaselineTime     time.Duration
 	Timeout          time.Duration
 	RegisterWorkers  int
+	// Liveness is the fleet's lease model (LivenessPerHost, the default,
+	// or LivenessShared); SkipSyncs leaves out the hosts' periodic
+	// provider and instance syncs. The intervals are the agents' (zero:
+	// the agent's defaults).
+	Liveness             string
+	SkipSyncs            bool
+	ReportInterval       time.Duration
+	ServiceDownTime      time.Duration
+	ProviderSyncInterval time.Duration
+	InstanceSyncInterval time.Duration
+	// BackgroundWorkers do the hosts' periodic work (0: the fleet's
+	// default).
+	BackgroundWorkers int
 	// Progress receives a progress line every ProgressEvery (nil: none).
 	Progress      io.Writer
 	ProgressEvery time.Duration
@@ -209,10 +222,17 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 
 	place := placement.New(t.Client, t.Keys, cfg.Log) // its store only, as agents use it
 	r.fleet, err = NewFleet(t.Client, t.Keys, place, FleetConfig{Hosts: cfg.Hosts, Cells: cfg.Cells,
-		BuildTime: cfg.BuildTime, FailureRate: cfg.FailureRate, RegisterWorkers: cfg.RegisterWorkers}, cfg.Log)
+		BuildTime: cfg.BuildTime, FailureRate: cfg.FailureRate, RegisterWorkers: cfg.RegisterWorkers,
+		Liveness: cfg.Liveness, SkipSyncs: cfg.SkipSyncs, ReportInterval: cfg.ReportInterval,
+		ServiceDownTime: cfg.ServiceDownTime, ProviderSyncInterval: cfg.ProviderSyncInterval,
+		InstanceSyncInterval: cfg.InstanceSyncInterval, BackgroundWorkers: cfg.BackgroundWorkers}, cfg.Log)
 	if err != nil {
 		return err
 	}
+	every := r.fleet.Intervals()
+	r.res.Liveness, r.res.PeriodicSyncs = r.fleet.Liveness(), !cfg.SkipSyncs
+	r.res.ReportInterval, r.res.ServiceDownTime = every.ReportInterval.String(), every.ServiceDownTime.String()
+	r.res.ProviderSyncInterval, r.res.InstanceSyncInterval = every.ProviderSyncInterval.String(), every.InstanceSyncInterval.String()
 	defer r.fleet.Close()
 	// The fleet watches before it registers, so its watch is live (synced)
 	// rather than catching up on every registration write: a watch far
@@ -514,6 +534,7 @@ type measuring struct {
 	// leaseWon and leaseLost are the superconductors' lease counters.
 	leaseWon, leaseLost float64
 	rev                 int64
+	background          BackgroundStats
 	cpu                 time.Duration
 	child               time.Duration
 	start               time.Time
@@ -527,6 +548,8 @@ func (r *runner) startMeasuring(ctx context.Context) (measuring, error) {
 		m.leaseWon, m.leaseLost = r.t.LeaseAttempts()
 	}
 	r.rec.StartCounting()
+	r.fleet.ResetLate()
+	m.background = r.fleet.Background()
 	rev, err := r.revision(ctx)
 	if err != nil {
 		return m, err
@@ -576,6 +599,18 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 	if n := c.Writes - claims0.Writes; n > 0 {
 		res.ClaimMeanMs = float64((c.Time - claims0.Time).Microseconds()) / 1000 / float64(n)
 	}
+	bg, bg0 := r.fleet.Background(), m.background
+	if secs := elapsed.Seconds(); secs > 0 {
+		res.RenewalsPerSec = float64(bg.Renewals-bg0.Renewals) / secs
+		res.ProviderSyncsPerSec = float64(bg.ProviderSyncs-bg0.ProviderSyncs) / secs
+		res.InstanceSyncsPerSec = float64(bg.InstanceSyncs-bg0.InstanceSyncs) / secs
+	}
+	res.LeasesRegranted, res.BackgroundFailures = bg.Regrants-bg0.Regrants, bg.Failures-bg0.Failures
+	res.BackgroundOverlapped = bg.Overlapped - bg0.Overlapped
+	res.BackgroundMaxLateMs = float64(bg.MaxLate.Microseconds()) / 1000
+	// Each instance sync puts the host's uuid list; a re-granted lease
+	// puts the alive key again. Provider syncs write only on a change.
+	res.BackgroundWrites = (bg.InstanceSyncs - bg0.InstanceSyncs) + (bg.Regrants - bg0.Regrants)
 	w := r.rec.writes()
 	res.Writes = &w
 	res.Measured = len(ids)
@@ -585,6 +620,7 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 		// the pipeline's and anything else's (leader sweeps write nothing
 		// when there is nothing to fix).
 		res.WritesPerServer = float64(rev1-rev0) / float64(len(ids))
+		res.BackgroundWritesPerServer = float64(res.BackgroundWrites) / float64(len(ids))
 	}
 	res.HeapMB = heapMB()
 	return nil

@@ -70,6 +70,13 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		workers      = fs.Int("workers", 0, "superconductor workers per scheduler (0: the config's)")
 		condWorkers  = fs.Int("conductor-workers", 0, "cell conductor workers (0: the config's)")
 		regWorkers   = fs.Int("register-workers", 32, "hosts registering at once")
+		liveness     = fs.String("liveness", bench.LivenessPerHost, "hosts' liveness: per-host (a lease each, renewed every report_interval as agents do) or shared (one lease, one keepalive stream: cheaper than real agents, for comparison)")
+		syncs        = fs.Bool("syncs", true, "run the hosts' periodic provider and instance syncs at the agents' intervals (-syncs=false -liveness shared: the fleet of earlier runs)")
+		reportIvl    = fs.Duration("report-interval", 0, "hosts' liveness renewal period (0: the config's agent report_interval)")
+		downTime     = fs.Duration("service-down-time", 0, "hosts' liveness lease TTL (0: the config's agent service_down_time)")
+		provIvl      = fs.Duration("provider-sync-interval", 0, "hosts' provider sync period (0: the config's agent provider_sync_interval)")
+		instIvl      = fs.Duration("instance-sync-interval", 0, "hosts' instance sync period (0: the config's agent instance_sync_interval)")
+		bgWorkers    = fs.Int("background-workers", 0, "goroutines doing the hosts' renewals and syncs (0: one per 20 hosts, 64 to 1024)")
 		etcdEps      = fs.String("etcd", "", "comma-separated endpoints of an existing Berth's etcd (with -api)")
 		apiURL       = fs.String("api", "", "an existing Berth's compute API URL (with -etcd)")
 		prefix       = fs.String("prefix", etcdschema.DefaultPrefix, "etcd key prefix")
@@ -111,6 +118,16 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		return bad("-scheduler-cpu needs -scheduler-procs")
 	case *procsFlag && (*etcdEps != "" || *scen == "coldstart"):
 		return bad("-scheduler-procs is for a Berth the tool starts, and coldstart starts no scheduler")
+	case *liveness != bench.LivenessPerHost && *liveness != bench.LivenessShared:
+		return bad("-liveness must be %s or %s, not %q", bench.LivenessPerHost, bench.LivenessShared, *liveness)
+	case *bgWorkers < 0:
+		return bad("-background-workers must not be negative")
+	case *reportIvl < 0 || *downTime < 0 || *provIvl < 0 || *instIvl < 0:
+		return bad("-report-interval, -service-down-time, -provider-sync-interval and -instance-sync-interval must not be negative")
+	case (*reportIvl > 0 && *reportIvl < 100*time.Millisecond) || (*downTime > 0 && *downTime < time.Second):
+		return bad("-report-interval must be at least 100ms and -service-down-time at least 1s (a lease TTL is whole seconds)")
+	case (*provIvl > 0 && *provIvl < 100*time.Millisecond) || (*instIvl > 0 && *instIvl < 100*time.Millisecond):
+		return bad("-provider-sync-interval and -instance-sync-interval must be at least 100ms")
 	}
 	known := false
 	for _, s := range bench.Scenarios {
@@ -123,6 +140,22 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
+	}
+	// The simulated agents keep the config's agent periods unless a flag
+	// says otherwise.
+	agentCfg := cfg.Agent
+	if agentCfg == nil {
+		agentCfg = configs.Defaults().Agent
+	}
+	every := func(flag, conf time.Duration) time.Duration {
+		if flag > 0 {
+			return flag
+		}
+		return conf
+	}
+	report, down := every(*reportIvl, agentCfg.ReportInterval), every(*downTime, agentCfg.ServiceDownTime)
+	if down <= report {
+		return bad("the hosts' service_down_time (%s) must exceed their report_interval (%s), or a healthy host looks down between two reports", down, report)
 	}
 	cfg.Log.Level = *logLevel
 	cfg.Etcd.Prefix = *prefix
@@ -168,7 +201,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		Servers: *servers, Rate: *rate, Clients: *clients, BuildTime: *buildTime, FailureRate: *failureRate,
 		HintRatio: *hintRatio, GroupRatio: *groupRatio, Groups: *groups, Duration: *duration,
 		InstancesPerHost: *perHost, Baseline: *baseline, BaselineTime: *baselineTime, Timeout: *timeout,
-		RegisterWorkers: *regWorkers, Progress: stderr, Log: log.Named("fleet")})
+		RegisterWorkers: *regWorkers, Liveness: *liveness, SkipSyncs: !*syncs, ReportInterval: report,
+		ServiceDownTime: down, ProviderSyncInterval: every(*provIvl, agentCfg.ProviderSyncInterval),
+		InstanceSyncInterval: every(*instIvl, agentCfg.InstanceSyncInterval), BackgroundWorkers: *bgWorkers, Progress: stderr, Log: log.Named("fleet")})
 	if cause := context.Cause(ctx); runErr != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		runErr = fmt.Errorf("%w (because %v)", runErr, cause)
 	}

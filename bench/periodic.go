@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// The hosts' periodic work, as a real agent's tickers would do it: each
+// task (liveness renewal, provider sync, instance sync) visits every host
+// once per period, host i at offset period*i/H, so the work is spread
+// evenly over the period as a fleet of agents started at random moments
+// spreads it. The schedule starts with the fleet, before the hosts
+// register, so the rates are a steady fleet's from the first host on
+// rather than nothing for a period and then a burst (a host's first slot
+// may come soon after its registration: a renewal or sync early, which
+// only a fleet started all at once would not do). One dispatcher per task
+// walks this schedule (it is sorted by construction: slot k is host k mod
+// H, due at start + period*(k/H) + period*(k mod H)/H) and hands due slots
+// to a pool of workers; no goroutine, timer or watch per host.
+
+const (
+	taskRenew = iota
+	taskProvider
+	taskInstances
+	numTasks
+)
+
+// dispatchSlack is how early a slot may be handed out, so a dispatcher
+// wakes at most about once per slack rather than once per host.
+const dispatchSlack = 2 * time.Millisecond
+
+type periodicTask struct {
+	kind  int
+	every time.Duration
+	run   func(ctx context.Context, h *fleetHost) error
+	// done and failed count runs; overlapped counts slots passed over
+	// because the host's previous run of the task had not finished (the
+	// workers fell a whole period behind).
+	done, failed, overlapped atomic.Int64
+}
+
+type periodicJob struct {
+	t   *periodicTask
+	h   *fleetHost
+	due time.Time
+}
+
+func (f *Fleet) periodicTasks() []*periodicTask {
+	var ts []*periodicTask
+	if f.cfg.Liveness == LivenessPerHost {
+		ts = append(ts, &periodicTask{kind: taskRenew, every: f.every.ReportInterval, run: f.renew})
+	}
+	if !f.cfg.SkipSyncs {
+		ts = append(ts,
+			&periodicTask{kind: taskProvider, every: f.every.ProviderSyncInterval,
+				run: func(ctx context.Context, h *fleetHost) error { return h.ag.SyncProvider(ctx) }},
+			&periodicTask{kind: taskInstances, every: f.every.InstanceSyncInterval,
+				run: func(ctx context.Context, h *fleetHost) error { return h.ag.SyncInstances(ctx) }})
+	}
+	return ts
+}
+
+// renew is one beat of the host's liveness ticker: the agent's
+// KeepAliveOnce, which re-grants the lease and writes the alive key again
+// when the lease is gone.
+func (f *Fleet) renew(ctx context.Context, h *fleetHost) error {
+	old := clientv3.LeaseID(h.lease.Load())
+	id, err := h.ag.RenewAlive(ctx, old)
+	if id != old {
+		h.lease.Store(int64(id))
+		f.regrants.Add(1)
+	}
+	return err
+}
+
+// startPeriodic starts the dispatchers and workers; they stop when ctx
+// ends (f.bgWG waits for them).
+func (f *Fleet) startPeriodic(ctx context.Context) {
+	if len(f.tasks) == 0 {
+		return
+	}
+	jobs := make(chan periodicJob, f.cfg.BackgroundWorkers)
+	for w := 0; w < f.cfg.BackgroundWorkers; w++ {
+		f.bgWG.Add(1)
+		go func() {
+			defer f.bgWG.Done()
+			for j := range jobs {
+				f.noteLate(time.Since(j.due))
+				err := j.t.run(ctx, j.h)
+				switch {
+				case ctx.Err() != nil:
+				case err != nil:
+					j.t.failed.Add(1)
+					f.log.Debug("periodic host work failed", "task", j.t.kind, "error", err)
+				default:
+					j.t.done.Add(1)
+				}
+				j.h.busy[j.t.kind].Store(false)
+			}
+		}()
+	}
+	var dispatchers sync.WaitGroup
+	for _, t := range f.tasks {
+		dispatchers.Add(1)
+		go func() {
+			defer dispatchers.Done()
+			f.dispatch(ctx, t, jobs)
+		}()
+	}
+	f.bgWG.Add(1)
+	go func() {
+		defer f.bgWG.Done()
+		dispatchers.Wait()
+		close(jobs)
+	}()
+}
+
+// dispatch walks t's schedule until ctx ends. A host that has not
+// registered yet is passed over, as is one whose previous run of t is
+// still going. A dispatcher blocked by busy workers makes the slots
+// after it late, which the workers measure.
+func (f *Fleet) dispatch(ctx context.Context, t *periodicTask, jobs chan<- periodicJob) {
+	n := int64(len(f.hosts))
+	every := int64(t.every)
+	start := time.Now()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for k := int64(0); ; k++ {
+		i := k % n
+		due := start.Add(time.Duration(every*(k/n) + every*i/n))
+		if d := time.Until(due); d > dispatchSlack {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+		h := f.hosts[i]
+		if h.lease.Load() == 0 {
+			continue
+		}
+		if !h.busy[t.kind].CompareAndSwap(false, true) {
+			t.overlapped.Add(1)
+			continue
+		}
+		select {
+		case jobs <- periodicJob{t: t, h: h, due: due}:
+		case <-ctx.Done():
+			h.busy[t.kind].Store(false)
+			return
+		}
+	}
+}
+
+func (f *Fleet) noteLate(d time.Duration) {
+	for {
+		cur := f.maxLate.Load()
+		if int64(d) <= cur || f.maxLate.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
+}
+
+// BackgroundStats counts the hosts' periodic work since the fleet
+// registered.
+type BackgroundStats struct {
+	// Renewals are liveness KeepAliveOnce calls (per-host leases only),
+	// ProviderSyncs and InstanceSyncs the periodic syncs, that succeeded.
+	Renewals, ProviderSyncs, InstanceSyncs int64
+	// Failures are periodic runs that returned an error.
+	Failures int64
+	// Regrants are leases found lost and granted again (alive key
+	// rewritten).
+	Regrants int64
+	// Overlapped are slots passed over because the host's previous run
+	// of the task had not finished.
+	Overlapped int64
+	// MaxLate is the longest a run started after its slot, since the
+	// last ResetLate.
+	MaxLate time.Duration
+}
+
+// Background snapshots the periodic work's counters.
+func (f *Fleet) Background() BackgroundStats {
+	s := BackgroundStats{Regrants: f.regrants.Load(), MaxLate: time.Duration(f.maxLate.Load())}
+	for _, t := range f.tasks {
+		switch t.kind {
+		case taskRenew:
+			s.Renewals = t.done.Load()
+		case taskProvider:
+			s.ProviderSyncs = t.done.Load()
+		case taskInstances:
+			s.InstanceSyncs = t.done.Load()
+		}
+		s.Failures += t.failed.Load()
+		s.Overlapped += t.overlapped.Load()
+	}
+	return s
+}
+
+// ResetLate restarts MaxLate (at the start of a measured phase).
+func (f *Fleet) ResetLate() { f.maxLate.Store(0) }
