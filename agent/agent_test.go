@@ -247,3 +247,66 @@ func TestAgentFailedBuildsCountSurvivesRestartAndResets(t *testing.T) {
 		t.Fatalf("failed_builds %d after a failure following successes, want 1", n)
 	}
 }
+
+// TestAgentProviderSyncWritesOnlyOnChange: an idle periodic provider sync
+// leaves the provider (and its generation) alone, since every write would
+// race the claims on the host; a disabled service is still reported.
+func TestAgentProviderSyncWritesOnlyOnChange(t *testing.T) {
+	cli, keys, _, a := startAgent(t, FakeConfig{})
+	ctx := context.Background()
+	rev := func() int64 {
+		t.Helper()
+		resp, err := cli.Get(ctx, keys.Provider(a.ProviderUUID()))
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("read provider: %v", err)
+		}
+		return resp.Kvs[0].ModRevision
+	}
+	// The cell exists, so the sync's host mapping step succeeds too.
+	if _, err := cli.Put(ctx, keys.Cell("cell1"), etcdschema.MustEncode(&etcdschema.Cell{Name: "cell1", UUID: "c1"})); err != nil {
+		t.Fatal(err)
+	}
+	before := rev()
+	for i := 0; i < 3; i++ {
+		if err := a.SyncProvider(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := rev(); after != before {
+		t.Fatalf("idle provider syncs rewrote the provider (mod revision %d -> %d)", before, after)
+	}
+	if err := a.updateService(ctx, func(s *etcdschema.Service) { s.Disabled = true }); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SyncProvider(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rev() == before {
+		t.Fatal("a disabled service did not reach the provider")
+	}
+}
+
+// TestAgentRenewAliveRegrantsALostLease: a beat on a revoked lease grants
+// a new one and writes the alive key again under it.
+func TestAgentRenewAliveRegrantsALostLease(t *testing.T) {
+	cli, keys, _, a := startAgent(t, FakeConfig{})
+	ctx := context.Background()
+	lease, err := a.GrantAlive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.RenewAlive(ctx, lease); err != nil || got != lease {
+		t.Fatalf("renew a live lease: %v, %v (want %v)", got, err, lease)
+	}
+	if _, err := cli.Revoke(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.RenewAlive(ctx, lease)
+	if err != nil || got == lease || got == 0 {
+		t.Fatalf("renew a revoked lease: %v, %v", got, err)
+	}
+	resp, err := cli.Get(ctx, keys.Alive("h1"))
+	if err != nil || len(resp.Kvs) != 1 || clientv3.LeaseID(resp.Kvs[0].Lease) != got {
+		t.Fatalf("alive key not rewritten under the new lease %v: %v %v", got, resp, err)
+	}
+}

@@ -351,7 +351,7 @@ func (f *Fleet) Close() {
 		f.bgCancel()
 		f.bgWG.Wait()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second+time.Duration(len(f.hosts))*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second+time.Duration(len(f.hosts))*2*time.Millisecond)
 	defer cancel()
 	if f.cfg.Liveness == LivenessShared {
 		if f.lease != 0 {

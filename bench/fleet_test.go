@@ -2,12 +2,17 @@ package bench
 
 import (
 	"context"
+	"net/http/httptest"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/berth-project/berth/agent"
+	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/placement"
@@ -101,4 +106,253 @@ func TestFleetWorksEachCastWithItsOwnHost(t *testing.T) {
 	if err := <-runErr; err != nil {
 		t.Fatal(err)
 	}
+}
+// fleetEnv is a fleet against real etcd (over the network, as the tool's
+// client is), real placement and the compute API's services endpoint.
+type fleetEnv struct {
+	cli  *clientv3.Client
+	keys etcdschema.Keys
+	api  *api.Client
+}
+
+func newFleetEnv(t *testing.T) *fleetEnv {
+	t.Helper()
+	_, cli := etcdtest.NetClient(t)
+	keys := etcdschema.New("/t")
+	// The cell exists, so registration and provider syncs map the hosts.
+	if _, err := cli.Put(context.Background(), keys.Cell(CellName(1)),
+		etcdschema.MustEncode(&etcdschema.Cell{Name: CellName(1), UUID: "c1"})); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.New(cli, keys, placement.New(cli, keys, hclog.NewNullLogger()), hclog.NewNullLogger()))
+	t.Cleanup(srv.Close)
+	return &fleetEnv{cli: cli, keys: keys, api: api.NewClient(srv.URL)}
+}
+
+func (e *fleetEnv) fleet(t *testing.T, cfg FleetConfig, progress func(int)) *Fleet {
+	t.Helper()
+	cfg.Cells = 1
+	f, err := NewFleet(e.cli, e.keys, placement.New(e.cli, e.keys, hclog.NewNullLogger()), cfg, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	if err := f.Register(context.Background(), progress); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// states is each host's state in GET /v1/services.
+func (e *fleetEnv) states(t *testing.T) map[string]string {
+	t.Helper()
+	svcs, err := e.api.ListServices(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, s := range svcs {
+		out[s.Host] = s.State
+	}
+	return out
+}
+
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestFleetPerHostLiveness: every host has a lease of its own, renewed
+// every report_interval, so a TTL far shorter than the run never lets a
+// host go down; a lease killed under one host takes only that host down,
+// and the host's next beat grants a new lease as the agent does; Close
+// takes every host down at once.
+func TestFleetPerHostLiveness(t *testing.T) {
+	const hosts = 12
+	e := newFleetEnv(t)
+	f := e.fleet(t, FleetConfig{Hosts: hosts, ReportInterval: 300 * time.Millisecond, ServiceDownTime: 2 * time.Second,
+		SkipSyncs: true}, nil)
+	ctx := context.Background()
+	seen := map[clientv3.LeaseID]bool{}
+	for i := 1; i <= hosts; i++ {
+		id := f.Lease(i)
+		if id == 0 || seen[id] {
+			t.Fatalf("host %d: lease %x (zero or shared)", i, id)
+		}
+		seen[id] = true
+		resp, err := e.cli.Get(ctx, e.keys.Alive(f.HostName(i)))
+		if err != nil || len(resp.Kvs) != 1 || clientv3.LeaseID(resp.Kvs[0].Lease) != id {
+			t.Fatalf("host %d: alive key not bound to its lease %x: %v %v", i, id, resp, err)
+		}
+	}
+	// No alive key may go away while the leases are renewed.
+	resp, err := e.cli.Get(ctx, e.keys.Cell("-"), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	wch := e.cli.Watch(wctx, e.keys.HostsPrefix(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1),
+		clientv3.WithFilterPut())
+	start := time.Now()
+	// Three TTLs' worth of beats for every host (10 per TTL).
+	poll(t, "30 renewals per host", func() bool { return f.Background().Renewals >= 30*hosts })
+	if d := time.Since(start); d < 4*time.Second {
+		t.Fatalf("30 beats per host at 300ms took only %s", d)
+	}
+	for i := 1; i <= hosts; i++ {
+		ttl, err := e.cli.TimeToLive(ctx, f.Lease(i))
+		if err != nil || ttl.TTL <= 0 {
+			t.Fatalf("host %d's lease after %s (TTL 2s): %+v %v", i, time.Since(start), ttl, err)
+		}
+	}
+	st := e.states(t)
+	for i := 1; i <= hosts; i++ {
+		if st[f.HostName(i)] != "up" {
+			t.Fatalf("host %d is %q after %s of renewals: %v", i, st[f.HostName(i)], time.Since(start), st)
+		}
+	}
+	if bg := f.Background(); bg.Regrants != 0 || bg.Failures != 0 {
+		t.Fatalf("renewals lost leases: %+v", bg)
+	}
+
+	// Kill host 7's lease: it alone goes down.
+	victim, old := f.HostName(7), f.Lease(7)
+	if _, err := e.cli.Revoke(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	st = e.states(t)
+	for h, s := range st {
+		if (h == victim) != (s == "down") {
+			t.Fatalf("after revoking %s's lease: %s is %s (%v)", victim, h, s, st)
+		}
+	}
+	// Only its alive key was deleted.
+	select {
+	case wr := <-wch:
+		for _, ev := range wr.Events {
+			if string(ev.Kv.Key) != e.keys.Alive(victim) {
+				t.Fatalf("%s deleted", ev.Kv.Key)
+			}
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no delete of the victim's alive key seen")
+	}
+	// Its next beat finds the lease gone and registers again.
+	poll(t, victim+" up again", func() bool { return e.states(t)[victim] == "up" })
+	if f.Lease(7) == old || f.Background().Regrants != 1 {
+		t.Fatalf("lease %x -> %x, %d re-granted", old, f.Lease(7), f.Background().Regrants)
+	}
+
+	f.Close()
+	st = e.states(t)
+	for h, s := range st {
+		if s != "down" {
+			t.Fatalf("%s is %s right after Close", h, s)
+		}
+	}
+}
+
+// TestFleetPeriodicSyncs: provider and instance syncs run per host at
+// their intervals through the agent's code (a service disabled in etcd
+// reaches the provider's traits only by a provider sync: the fleet runs
+// no service watch), and never more often.
+func TestFleetPeriodicSyncs(t *testing.T) {
+	const hosts = 8
+	const provEvery, instEvery = 200 * time.Millisecond, 300 * time.Millisecond
+	e := newFleetEnv(t)
+	start := time.Now()
+	f := e.fleet(t, FleetConfig{Hosts: hosts, ProviderSyncInterval: provEvery, InstanceSyncInterval: instEvery}, nil)
+	ctx := context.Background()
+	version := func(key string) int64 {
+		resp, err := e.cli.Get(ctx, key)
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("read %s: %v %v", key, resp, err)
+		}
+		return resp.Kvs[0].Version
+	}
+	// The registration's sync, then four periodic ones per host.
+	poll(t, "5 instance syncs per host", func() bool {
+		for i := 1; i <= hosts; i++ {
+			if version(e.keys.HostSync(f.HostName(i))) < 5 {
+				return false
+			}
+		}
+		return true
+	})
+	bg := f.Background()
+	elapsed := time.Since(start)
+	if most := int64(hosts) * (int64(elapsed/instEvery) + 1); bg.InstanceSyncs > most || bg.InstanceSyncs < 4*hosts {
+		t.Fatalf("%d instance syncs in %s at %s for %d hosts (at most %d)", bg.InstanceSyncs, elapsed, instEvery, hosts, most)
+	}
+	if most := int64(hosts) * (int64(elapsed/provEvery) + 1); bg.ProviderSyncs > most || bg.ProviderSyncs < hosts {
+		t.Fatalf("%d provider syncs in %s at %s for %d hosts (at most %d)", bg.ProviderSyncs, elapsed, provEvery, hosts, most)
+	}
+	if bg.Failures != 0 {
+		t.Fatalf("periodic work failed: %+v", bg)
+	}
+
+	// Disable host 3 in its service record as the API does.
+	host := f.HostName(3)
+	key := e.keys.Service(host)
+	resp, err := e.cli.Get(ctx, key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("read %s: %v", key, err)
+	}
+	var svc etcdschema.Service
+	if err := etcdschema.Decode(key, resp.Kvs[0].Value, &svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Disabled = true
+	if _, err := e.cli.Put(ctx, key, etcdschema.MustEncode(&svc)); err != nil {
+		t.Fatal(err)
+	}
+	provKey := e.keys.Provider(agent.ProviderUUIDForHost(host))
+	poll(t, "the disabled trait on "+host, func() bool {
+		resp, err := e.cli.Get(ctx, provKey)
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("read %s: %v", provKey, err)
+		}
+		var p etcdschema.Provider
+		if err := etcdschema.Decode(provKey, resp.Kvs[0].Value, &p); err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(p.Traits, placement.TraitComputeStatusDisabled)
+	})
+}
+
+// TestFleetGoroutinesBounded: 2,000 hosts with their liveness and syncs
+// run on a pool, not a goroutine per host.
+func TestFleetGoroutinesBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("registers 2,000 hosts")
+	}
+	const hosts, workers, regWorkers = 2000, 32, 32
+	e := newFleetEnv(t)
+	base := runtime.NumGoroutine()
+	most := 0
+	// Sampled while the hosts register (their periodic work starts with
+	// the first) and then until every host has renewed its lease.
+	f := e.fleet(t, FleetConfig{Hosts: hosts, ReportInterval: 5 * time.Second, ServiceDownTime: 30 * time.Second,
+		ProviderSyncInterval: 10 * time.Second, InstanceSyncInterval: 10 * time.Second, RegisterWorkers: regWorkers,
+		BackgroundWorkers: workers}, func(int) { most = max(most, runtime.NumGoroutine()) })
+	poll(t, "every host renewed", func() bool {
+		most = max(most, runtime.NumGoroutine())
+		return f.Background().Renewals >= hosts
+	})
+	// The pools, the dispatchers and the calls in flight (a few gRPC
+	// goroutines each); a goroutine per host would be 2,000 more.
+	if limit := base + 4*(workers+regWorkers) + 50; most > limit {
+		t.Fatalf("%d goroutines with %d hosts (%d before the fleet; limit %d)", most, hosts, base, limit)
+	}
+	if bg := f.Background(); bg.Regrants != 0 || bg.Failures != 0 {
+		t.Fatalf("periodic work lost leases or failed: %+v", bg)
+	}
+	t.Logf("%d goroutines at most for %d hosts (%d before)", most, hosts, base)
 }

@@ -70,6 +70,9 @@ func TestBenchBootSmoke(t *testing.T) {
 	if res.HostsPerSec <= 0 || res.Hosts != 1000 {
 		t.Fatalf("populate not reported: %+v", res)
 	}
+	if res.Liveness != "per-host" || !res.PeriodicSyncs || res.ReportInterval != "10s" {
+		t.Fatalf("the hosts' liveness and syncs not reported: %+v", res)
+	}
 }
 
 // TestBenchColdstartSmoke loads a fresh scheduler's views over a small
@@ -97,6 +100,9 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"boot", "-scheduler-cpu", "0.5"}, "-scheduler-cpu needs -scheduler-procs"},
 		{[]string{"boot", "-scheduler-procs", "-scheduler-cpu", "0.001"}, "-scheduler-cpu must be"},
 		{[]string{"coldstart", "-scheduler-procs"}, "-scheduler-procs is for"},
+		{[]string{"boot", "-liveness", "each"}, "-liveness must be per-host or shared"},
+		{[]string{"boot", "-report-interval", "20s", "-service-down-time", "20s"}, "must exceed their report_interval"},
+		{[]string{"boot", "-service-down-time", "500ms"}, "-service-down-time at least 1s"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(append([]string{"bench"}, tc.args...), &stdout, &stderr); code != 2 {
