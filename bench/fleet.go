@@ -107,11 +107,12 @@ type Fleet struct {
 	worked atomic.Int64
 
 	// The periodic work's schedule, started by Register, stopped by Close.
-	bgCancel context.CancelFunc
-	bgWG     sync.WaitGroup
-	tasks    []*periodicTask
-	regrants atomic.Int64
-	maxLate  atomic.Int64 // ns, since the last ResetLate
+	bgCancel   context.CancelFunc
+	workCancel context.CancelFunc
+	bgWG       sync.WaitGroup
+	tasks      []*periodicTask
+	regrants   atomic.Int64
+	maxLate    atomic.Int64 // ns, since the last ResetLate
 }
 
 // fleetHost is one host's agent and liveness lease.
@@ -206,6 +207,11 @@ func (f *Fleet) Register(ctx context.Context, progress func(done int)) error {
 	// hosts stay up until the fleet revokes their leases.
 	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.bgCancel = cancel
+	// Runs under way when Close stops the schedule finish under workCtx
+	// (cancelled only if they outlast a grace), so no call is cut off
+	// in the middle.
+	workCtx, workCancel := context.WithCancel(context.WithoutCancel(ctx))
+	f.workCancel = workCancel
 	if f.cfg.Liveness == LivenessShared {
 		lease, err := f.cli.Grant(ctx, int64(f.every.ServiceDownTime/time.Second))
 		if err != nil {
@@ -223,7 +229,7 @@ func (f *Fleet) Register(ctx context.Context, progress func(done int)) error {
 			}
 		}()
 	}
-	f.startPeriodic(bgCtx)
+	f.startPeriodic(bgCtx, workCtx)
 	work := make(chan *fleetHost)
 	errc := make(chan error, f.cfg.RegisterWorkers)
 	var done atomic.Int64
@@ -349,7 +355,15 @@ func (f *Fleet) Worked() int64 { return f.worked.Load() }
 func (f *Fleet) Close() {
 	if f.bgCancel != nil {
 		f.bgCancel()
-		f.bgWG.Wait()
+		done := make(chan struct{})
+		go func() { f.bgWG.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			f.workCancel()
+			<-done
+		}
+		f.workCancel()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second+time.Duration(len(f.hosts))*2*time.Millisecond)
 	defer cancel()

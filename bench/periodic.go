@@ -77,9 +77,10 @@ func (f *Fleet) renew(ctx context.Context, h *fleetHost) error {
 	return err
 }
 
-// startPeriodic starts the dispatchers and workers; they stop when ctx
-// ends (f.bgWG waits for them).
-func (f *Fleet) startPeriodic(ctx context.Context) {
+// startPeriodic starts the dispatchers and workers: the dispatchers stop
+// when ctx ends, the workers once they have finished the runs handed out
+// (f.bgWG waits for both); the runs use work.
+func (f *Fleet) startPeriodic(ctx, work context.Context) {
 	if len(f.tasks) == 0 {
 		return
 	}
@@ -90,9 +91,9 @@ func (f *Fleet) startPeriodic(ctx context.Context) {
 			defer f.bgWG.Done()
 			for j := range jobs {
 				f.noteLate(time.Since(j.due))
-				err := j.t.run(ctx, j.h)
+				err := j.t.run(work, j.h)
 				switch {
-				case ctx.Err() != nil:
+				case work.Err() != nil:
 				case err != nil:
 					j.t.failed.Add(1)
 					f.log.Debug("periodic host work failed", "task", j.t.kind, "error", err)
