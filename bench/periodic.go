@@ -38,9 +38,10 @@ type periodicTask struct {
 	every time.Duration
 	run   func(ctx context.Context, h *fleetHost) error
 	// done and failed count runs; overlapped counts slots passed over
-	// because the host's previous run of the task had not finished (the
-	// workers fell a whole period behind).
-	done, failed, overlapped atomic.Int64
+	// because the host's previous run of the task had not finished,
+	// missed the slots dropped because the dispatcher fell a whole period
+	// behind.
+	done, failed, overlapped, missed atomic.Int64
 }
 
 type periodicJob struct {
@@ -131,8 +132,19 @@ func (f *Fleet) dispatch(ctx context.Context, t *periodicTask, jobs chan<- perio
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for k := int64(0); ; k++ {
+		due := start.Add(time.Duration(every*(k/n) + every*(k%n)/n))
+		if late := time.Since(due); late > t.every {
+			// A whole period behind (the workers wait on a saturated
+			// etcd): drop the missed slots and go on from now, as an
+			// agent's time.Ticker drops the ticks of a slow receiver,
+			// rather than catching up in a burst no real fleet makes.
+			now := (int64(time.Since(start)) / every) * n
+			now += (int64(time.Since(start)) % every) * n / every
+			t.missed.Add(now - k)
+			k = now
+			due = start.Add(time.Duration(every*(k/n) + every*(k%n)/n))
+		}
 		i := k % n
-		due := start.Add(time.Duration(every*(k/n) + every*i/n))
 		if d := time.Until(due); d > dispatchSlack {
 			timer.Reset(d)
 			select {
@@ -179,8 +191,10 @@ type BackgroundStats struct {
 	// rewritten).
 	Regrants int64
 	// Overlapped are slots passed over because the host's previous run
-	// of the task had not finished.
-	Overlapped int64
+	// of the task had not finished; Missed are slots dropped because the
+	// workers fell a whole period behind (a real agent's ticker drops
+	// ticks the same way).
+	Overlapped, Missed int64
 	// MaxLate is the longest a run started after its slot, since the
 	// last ResetLate.
 	MaxLate time.Duration
@@ -200,6 +214,7 @@ func (f *Fleet) Background() BackgroundStats {
 		}
 		s.Failures += t.failed.Load()
 		s.Overlapped += t.overlapped.Load()
+		s.Missed += t.missed.Load()
 	}
 	return s
 }

@@ -53,7 +53,7 @@ func TestBenchBootSmoke(t *testing.T) {
 	const servers = 200
 	res := runBench(t, "boot", "-hosts", "1000", "-cells", "2", "-servers", "200", "-clients", "8",
 		"-hint-ratio", "0.1", "-group-ratio", "0.1", "-groups", "4", "-failure-rate", "0.05",
-		"-baseline", "-baseline-time", "300ms", "-timeout", "5m")
+		"-baseline", "-baseline-time", "300ms", "-timeout", "5m", "-report-interval", "30s", "-service-down-time", "90s")
 	if res.Lost != 0 || res.APIErrors != 0 {
 		t.Fatalf("%d servers lost, %d API errors: %+v", res.Lost, res.APIErrors, res)
 	}
@@ -70,8 +70,15 @@ func TestBenchBootSmoke(t *testing.T) {
 	if res.HostsPerSec <= 0 || res.Hosts != 1000 {
 		t.Fatalf("populate not reported: %+v", res)
 	}
-	if res.Liveness != "per-host" || !res.PeriodicSyncs || res.ReportInterval != "10s" {
+	// Each host its own lease, renewed all along: every 30 s rather than
+	// the default 10 s, which under -race on a busy CI machine doubled the
+	// run (the syncs' rates are too low to be sure of one in a short
+	// phase).
+	if res.Liveness != "per-host" || !res.PeriodicSyncs || res.ReportInterval != "30s" || res.RenewalsPerSec <= 0 {
 		t.Fatalf("the hosts' liveness and syncs not reported: %+v", res)
+	}
+	if res.LeasesRegranted != 0 || res.BackgroundFailures != 0 {
+		t.Fatalf("the hosts' liveness failed: %d leases lost, %d periodic runs failed", res.LeasesRegranted, res.BackgroundFailures)
 	}
 }
 
@@ -169,7 +176,8 @@ func TestBenchSchedulerProcsSmoke(t *testing.T) {
 	const servers = 200
 	quota, stale := cpuQuotaArgs(t)
 	res := runBench(t, append([]string{"boot", "-hosts", "1000", "-cells", "2", "-servers", "200", "-clients", "8",
-		"-failure-rate", "0.05", "-schedulers", "2", "-scheduler-procs", "-timeout", "5m"}, quota...)...)
+		"-failure-rate", "0.05", "-schedulers", "2", "-scheduler-procs", "-timeout", "5m",
+		"-report-interval", "30s", "-service-down-time", "90s"}, quota...)...)
 	if res.Lost != 0 || res.APIErrors != 0 {
 		t.Fatalf("%d servers lost, %d API errors: %+v", res.Lost, res.APIErrors, res)
 	}
