@@ -13,7 +13,8 @@ import (
 // task (liveness renewal, provider sync, instance sync) visits every host
 // once per period, host i at offset period*i/H, so the work is spread
 // evenly over the period as a fleet of agents started at random moments
-// spreads it. The schedule starts with the fleet, before the hosts
+// spreads it (the schedule goes by laps: see dispatch). The schedule
+// starts with the fleet, before the hosts
 // register, so the rates are a steady fleet's from the first host on
 // rather than nothing for a period and then a burst (a host's first slot
 // may come soon after its registration: a renewal or sync early, which
@@ -39,9 +40,9 @@ type periodicTask struct {
 	run   func(ctx context.Context, h *fleetHost) error
 	// done and failed count runs; overlapped counts slots passed over
 	// because the host's previous run of the task had not finished,
-	// missed the slots dropped because the dispatcher fell a whole period
-	// behind.
-	done, failed, overlapped, missed atomic.Int64
+	// periodLate runs that started a whole period or more after their
+	// slot.
+	done, failed, overlapped, periodLate atomic.Int64
 }
 
 type periodicJob struct {
@@ -91,7 +92,11 @@ func (f *Fleet) startPeriodic(ctx, work context.Context) {
 		go func() {
 			defer f.bgWG.Done()
 			for j := range jobs {
-				f.noteLate(time.Since(j.due))
+				late := time.Since(j.due)
+				f.noteLate(late)
+				if late > j.t.every {
+					j.t.periodLate.Add(1)
+				}
 				err := j.t.run(work, j.h)
 				switch {
 				case work.Err() != nil:
@@ -121,30 +126,30 @@ func (f *Fleet) startPeriodic(ctx, work context.Context) {
 	}()
 }
 
-// dispatch walks t's schedule until ctx ends. A host that has not
-// registered yet is passed over, as is one whose previous run of t is
-// still going. A dispatcher blocked by busy workers makes the slots
-// after it late, which the workers measure.
+// dispatch walks t's schedule until ctx ends, lap by lap (a lap visits
+// every host once, in order). A host that has not registered yet is
+// passed over, as is one whose previous run of t is still going. When
+// busy workers hold the dispatcher up, the slots after it run late but in
+// order, so every host waits alike, as real agents all waiting on one
+// slow etcd do; and a lap that ran long is followed by the next from the
+// moment it ended, not from its nominal start: the missed beats are not
+// made up in a burst (an agent's time.Ticker drops the ticks of a slow
+// receiver), so no host runs t twice within a period.
 func (f *Fleet) dispatch(ctx context.Context, t *periodicTask, jobs chan<- periodicJob) {
 	n := int64(len(f.hosts))
 	every := int64(t.every)
-	start := time.Now()
+	lap := time.Now()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for k := int64(0); ; k++ {
-		due := start.Add(time.Duration(every*(k/n) + every*(k%n)/n))
-		if late := time.Since(due); late > t.every {
-			// A whole period behind (the workers wait on a saturated
-			// etcd): drop the missed slots and go on from now, as an
-			// agent's time.Ticker drops the ticks of a slow receiver,
-			// rather than catching up in a burst no real fleet makes.
-			now := (int64(time.Since(start)) / every) * n
-			now += (int64(time.Since(start)) % every) * n / every
-			t.missed.Add(now - k)
-			k = now
-			due = start.Add(time.Duration(every*(k/n) + every*(k%n)/n))
-		}
 		i := k % n
+		if i == 0 && k > 0 {
+			lap = lap.Add(t.every)
+			if now := time.Now(); now.After(lap) {
+				lap = now
+			}
+		}
+		due := lap.Add(time.Duration(every * i / n))
 		if d := time.Until(due); d > dispatchSlack {
 			timer.Reset(d)
 			select {
@@ -191,10 +196,10 @@ type BackgroundStats struct {
 	// rewritten).
 	Regrants int64
 	// Overlapped are slots passed over because the host's previous run
-	// of the task had not finished; Missed are slots dropped because the
-	// workers fell a whole period behind (a real agent's ticker drops
-	// ticks the same way).
-	Overlapped, Missed int64
+	// of the task had not finished; PeriodLate are runs that started a
+	// whole period or more after their slot (the workers waited on a
+	// saturated etcd).
+	Overlapped, PeriodLate int64
 	// MaxLate is the longest a run started after its slot, since the
 	// last ResetLate.
 	MaxLate time.Duration
@@ -214,7 +219,7 @@ func (f *Fleet) Background() BackgroundStats {
 		}
 		s.Failures += t.failed.Load()
 		s.Overlapped += t.overlapped.Load()
-		s.Missed += t.missed.Load()
+		s.PeriodLate += t.periodLate.Load()
 	}
 	return s
 }

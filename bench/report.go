@@ -122,16 +122,15 @@ type Result struct {
 	// The hosts' background load in the measured phase: liveness
 	// renewals (KeepAliveOnce), provider and instance syncs per second,
 	// leases found lost and granted again, runs that failed, slots passed
-	// over because the host's previous run was still going, slots dropped
-	// because the fleet fell a whole period behind, and how late a run
-	// started at worst.
+	// over because the host's previous run was still going, runs started
+	// a whole period or more late, and how late a run started at worst.
 	RenewalsPerSec       float64 `json:"renewals_per_s,omitempty"`
 	ProviderSyncsPerSec  float64 `json:"provider_syncs_per_s,omitempty"`
 	InstanceSyncsPerSec  float64 `json:"instance_syncs_per_s,omitempty"`
 	LeasesRegranted      int64   `json:"leases_regranted,omitempty"`
 	BackgroundFailures   int64   `json:"background_failures,omitempty"`
 	BackgroundOverlapped int64   `json:"background_overlapped,omitempty"`
-	BackgroundMissed     int64   `json:"background_missed,omitempty"`
+	BackgroundPeriodLate int64   `json:"background_period_late,omitempty"`
 	BackgroundMaxLateMs  float64 `json:"background_max_late_ms,omitempty"`
 	// BackgroundWrites are the etcd writes of that work (instance sync
 	// puts, re-granted alive keys), part of WritesPerServer.
@@ -234,9 +233,9 @@ func (r *Result) WriteTable(w io.Writer) {
 		}
 	}
 	if r.Liveness != "" && r.Seconds > 0 {
-		row("hosts' background", "%.0f renewals/s, %.1f provider syncs/s, %.1f instance syncs/s; %d leases re-granted, %d failed, %d overlapped, %d dropped a period late, worst start %.0f ms late",
+		row("hosts' background", "%.0f renewals/s, %.1f provider syncs/s, %.1f instance syncs/s; %d leases re-granted, %d failed, %d overlapped, %d started a period or more late, worst start %.0f ms late",
 			r.RenewalsPerSec, r.ProviderSyncsPerSec, r.InstanceSyncsPerSec, r.LeasesRegranted, r.BackgroundFailures,
-			r.BackgroundOverlapped, r.BackgroundMissed, r.BackgroundMaxLateMs)
+			r.BackgroundOverlapped, r.BackgroundPeriodLate, r.BackgroundMaxLateMs)
 	}
 	if r.Writes != nil && r.Measured > 0 {
 		row("etcd writes", "%.2f revisions per measured server (%d servers, %d revisions seen; %.2f of them the hosts' background writes)",

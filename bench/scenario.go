@@ -606,7 +606,7 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 		res.InstanceSyncsPerSec = float64(bg.InstanceSyncs-bg0.InstanceSyncs) / secs
 	}
 	res.LeasesRegranted, res.BackgroundFailures = bg.Regrants-bg0.Regrants, bg.Failures-bg0.Failures
-	res.BackgroundOverlapped, res.BackgroundMissed = bg.Overlapped-bg0.Overlapped, bg.Missed-bg0.Missed
+	res.BackgroundOverlapped, res.BackgroundPeriodLate = bg.Overlapped-bg0.Overlapped, bg.PeriodLate-bg0.PeriodLate
 	res.BackgroundMaxLateMs = float64(bg.MaxLate.Microseconds()) / 1000
 	// Each instance sync puts the host's uuid list; a re-granted lease
 	// puts the alive key again. Provider syncs write only on a change.
