@@ -11,17 +11,16 @@ import (
 
 // The hosts' periodic work, as a real agent's tickers would do it: each
 // task (liveness renewal, provider sync, instance sync) visits every host
-// once per period, host i at offset period*i/H, so the work is spread
-// evenly over the period as a fleet of agents started at random moments
-// spreads it (the schedule goes by laps: see dispatch). The schedule
-// starts with the fleet, before the hosts
-// register, so the rates are a steady fleet's from the first host on
-// rather than nothing for a period and then a burst (a host's first slot
-// may come soon after its registration: a renewal or sync early, which
-// only a fleet started all at once would not do). One dispatcher per task
-// walks this schedule (it is sorted by construction: slot k is host k mod
-// H, due at start + period*(k/H) + period*(k mod H)/H) and hands due slots
-// to a pool of workers; no goroutine, timer or watch per host.
+// once per period, host i at offset period*i/H into the lap, so the work
+// is spread evenly over the period as a fleet of agents started at random
+// moments spreads it. One dispatcher per task walks this schedule lap by
+// lap (sorted by construction; see dispatch for a lap that runs long) and
+// hands due slots to a pool of workers: no goroutine, timer or watch per
+// host. The schedule starts with the fleet, before the hosts register, so
+// the rates are a steady fleet's from the first host on rather than
+// nothing for a period and then a burst (a host's first slot may come
+// soon after its registration: a renewal or sync early, which only a
+// fleet started all at once would not do).
 
 const (
 	taskRenew = iota
