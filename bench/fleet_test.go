@@ -108,6 +108,7 @@ func TestFleetWorksEachCastWithItsOwnHost(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
 // fleetEnv is a fleet against real etcd (over the network, as the tool's
 // client is), real placement and the compute API's services endpoint.
 type fleetEnv struct {
