@@ -58,6 +58,11 @@ type FleetConfig struct {
 	// SkipSyncs leaves out the periodic provider and instance syncs (the
 	// registration's first ones still run).
 	SkipSyncs bool
+	// LeaveLeases makes Close leave the hosts' leases to expire instead
+	// of revoking them: for a Berth whose etcd the tool removes when it
+	// exits, where revoking only sends its scheduler leader after
+	// thousands of hosts going down while it is being stopped.
+	LeaveLeases bool
 	// RegisterWorkers is how many hosts register at once.
 	RegisterWorkers int
 	// BackgroundWorkers is how many goroutines do the hosts' periodic
@@ -364,6 +369,9 @@ func (f *Fleet) Close() {
 			<-done
 		}
 		f.workCancel()
+	}
+	if f.cfg.LeaveLeases {
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second+time.Duration(len(f.hosts))*2*time.Millisecond)
 	defer cancel()

@@ -261,6 +261,32 @@ func TestFleetPerHostLiveness(t *testing.T) {
 	}
 }
 
+// TestFleetLeaveLeases: a fleet told to leave its leases stops its
+// beats on Close but downs no host: every alive key is still bound to its
+// host's lease, which is left to expire.
+func TestFleetLeaveLeases(t *testing.T) {
+	const hosts = 4
+	e := newFleetEnv(t)
+	f := e.fleet(t, FleetConfig{Hosts: hosts, ServiceDownTime: time.Minute, SkipSyncs: true, LeaveLeases: true}, nil)
+	leases := make([]clientv3.LeaseID, hosts+1)
+	for i := 1; i <= hosts; i++ {
+		leases[i] = f.Lease(i)
+	}
+	f.Close()
+	ctx := context.Background()
+	for i := 1; i <= hosts; i++ {
+		resp, err := e.cli.Get(ctx, e.keys.Alive(f.HostName(i)))
+		if err != nil || len(resp.Kvs) != 1 || clientv3.LeaseID(resp.Kvs[0].Lease) != leases[i] {
+			t.Fatalf("host %d after Close: alive key %v (%v), want it bound to lease %x", i, resp.Kvs, err, leases[i])
+		}
+	}
+	for h, s := range e.states(t) {
+		if s != "up" {
+			t.Fatalf("%s is %s after a Close that leaves the leases", h, s)
+		}
+	}
+}
+
 // TestFleetPeriodicSyncs: provider and instance syncs run per host at
 // their intervals through the agent's code (a service disabled in etcd
 // reaches the provider's traits only by a provider sync: the fleet runs

@@ -80,8 +80,12 @@ type Config struct {
 	// or LivenessShared); SkipSyncs leaves out the hosts' periodic
 	// provider and instance syncs. The intervals are the agents' (zero:
 	// the agent's defaults).
-	Liveness             string
-	SkipSyncs            bool
+	Liveness  string
+	SkipSyncs bool
+	// LeaveLeases: the fleet's Close lets the hosts' leases expire
+	// instead of revoking them (a Berth the tool started on a temporary
+	// etcd, removed at exit).
+	LeaveLeases          bool
 	ReportInterval       time.Duration
 	ServiceDownTime      time.Duration
 	ProviderSyncInterval time.Duration
@@ -223,7 +227,7 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 	place := placement.New(t.Client, t.Keys, cfg.Log) // its store only, as agents use it
 	r.fleet, err = NewFleet(t.Client, t.Keys, place, FleetConfig{Hosts: cfg.Hosts, Cells: cfg.Cells,
 		BuildTime: cfg.BuildTime, FailureRate: cfg.FailureRate, RegisterWorkers: cfg.RegisterWorkers,
-		Liveness: cfg.Liveness, SkipSyncs: cfg.SkipSyncs, ReportInterval: cfg.ReportInterval,
+		Liveness: cfg.Liveness, SkipSyncs: cfg.SkipSyncs, LeaveLeases: cfg.LeaveLeases, ReportInterval: cfg.ReportInterval,
 		ServiceDownTime: cfg.ServiceDownTime, ProviderSyncInterval: cfg.ProviderSyncInterval,
 		InstanceSyncInterval: cfg.InstanceSyncInterval, BackgroundWorkers: cfg.BackgroundWorkers}, cfg.Log)
 	if err != nil {

@@ -202,6 +202,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		HintRatio: *hintRatio, GroupRatio: *groupRatio, Groups: *groups, Duration: *duration,
 		InstancesPerHost: *perHost, Baseline: *baseline, BaselineTime: *baselineTime, Timeout: *timeout,
 		RegisterWorkers: *regWorkers, Liveness: *liveness, SkipSyncs: !*syncs, ReportInterval: report,
+		// A temporary etcd goes with the tool: no need to down its hosts
+		// (and send its leader after them) while it is stopped.
+		LeaveLeases:     *etcdEps == "" && *dataDir == "",
 		ServiceDownTime: down, ProviderSyncInterval: every(*provIvl, agentCfg.ProviderSyncInterval),
 		InstanceSyncInterval: every(*instIvl, agentCfg.InstanceSyncInterval), BackgroundWorkers: *bgWorkers, Progress: stderr, Log: log.Named("fleet")})
 	if cause := context.Cause(ctx); runErr != nil && cause != nil && !errors.Is(cause, context.Canceled) {
