@@ -20,13 +20,11 @@ import (
 // (affinity on, with stealing after configs' default 2 s) or not, with
 // its own metrics.
 func affinityQueue(cli *clientv3.Client, holder string, affinity bool, ttl time.Duration, process ProcessFunc) *Queue {
-	c := QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
-		LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: holder,
-		LeaseTTL: ttl, Workers: 8, Process: process, Log: hclog.NewNullLogger(),
-		Name: metrics.QueueBuildRequests, Metrics: metrics.New()}
+	c := testQueueConfig(cli, holder, process)
+	c.LeaseTTL, c.Workers = ttl, 8
+	c.Name, c.Metrics = metrics.QueueBuildRequests, metrics.New()
 	if affinity {
-		c.HolderPrefix = "/q/holders/"
-		c.HolderKey = func(id string) string { return "/q/holders/" + id }
+		registerUnderQ(&c)
 		c.StealAfter = 2 * time.Second
 	}
 	return NewQueue(c)

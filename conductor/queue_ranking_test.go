@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/etcdtest"
@@ -17,11 +16,12 @@ import (
 
 // rankedQueue is a holder on /q/ with affinity on and the given ranking.
 func rankedQueue(cli *clientv3.Client, holder string, workers int, grace, idle time.Duration, process ProcessFunc) *Queue {
-	return NewQueue(QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
-		LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: holder,
-		LeaseTTL: 60 * time.Second, Workers: workers, Process: process, Log: hclog.NewNullLogger(),
-		HolderPrefix: "/q/holders/", HolderKey: func(id string) string { return "/q/holders/" + id },
-		Grace: grace, IdleAfter: idle, Name: metrics.QueueBuildRequests, Metrics: metrics.New()})
+	c := testQueueConfig(cli, holder, process)
+	c.LeaseTTL, c.Workers = 60*time.Second, workers
+	registerUnderQ(&c)
+	c.Grace, c.IdleAfter = grace, idle
+	c.Name, c.Metrics = metrics.QueueBuildRequests, metrics.New()
+	return NewQueue(c)
 }
 
 // firstRanked is which of holders ranks first for id.
@@ -238,31 +238,31 @@ func slowHolderRun(t *testing.T, n int, stealAfter time.Duration) (share, worked
 			workers = 1
 		}
 		var q *Queue
-		q = NewQueue(QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
-			LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: h,
-			LeaseTTL: 10 * time.Second, Workers: workers, Log: hclog.NewNullLogger(),
-			HolderPrefix: "/q/holders/", HolderKey: func(id string) string { return "/q/holders/" + id },
-			Grace: 250 * time.Millisecond, IdleAfter: 2 * time.Second, StealAfter: stealAfter,
-			Name: metrics.QueueBuildRequests, Metrics: metrics.New(),
-			Process: func(ctx context.Context, it Item) error {
-				if h == "slow" {
-					// The work itself is slow (a loaded scheduler, say):
-					// this is the load the test puts on, not a wait for
-					// state.
-					sleep(ctx, 400*time.Millisecond)
-				}
-				if err := finish(q, cli)(ctx, it); err != nil {
-					return err
-				}
-				mu.Lock()
-				seen[it.ID]++
-				if h == "slow" {
-					slowWorked++
-				}
-				mu.Unlock()
-				done <- struct{}{}
-				return nil
-			}})
+		c := testQueueConfig(cli, h, nil)
+		c.LeaseTTL, c.Workers = 10*time.Second, workers
+		registerUnderQ(&c)
+		c.Grace, c.IdleAfter, c.StealAfter = 250*time.Millisecond, 2*time.Second, stealAfter
+		c.Name, c.Metrics = metrics.QueueBuildRequests, metrics.New()
+		c.Process = func(ctx context.Context, it Item) error {
+			if h == "slow" {
+				// The work itself is slow (a loaded scheduler, say):
+				// this is the load the test puts on, not a wait for
+				// state.
+				sleep(ctx, 400*time.Millisecond)
+			}
+			if err := finish(q, cli)(ctx, it); err != nil {
+				return err
+			}
+			mu.Lock()
+			seen[it.ID]++
+			if h == "slow" {
+				slowWorked++
+			}
+			mu.Unlock()
+			done <- struct{}{}
+			return nil
+		}
+		q = NewQueue(c)
 		queues = append(queues, q)
 	}
 	runSynced(t, ctx, queues...)

@@ -14,9 +14,22 @@ import (
 )
 
 func testQueue(cli *clientv3.Client, holder string, process ProcessFunc) *Queue {
-	return NewQueue(QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
+	return NewQueue(testQueueConfig(cli, holder, process))
+}
+
+// testQueueConfig is testQueue's config, for tests that change a few of
+// its fields: a holder on /q/ without registration.
+func testQueueConfig(cli *clientv3.Client, holder string, process ProcessFunc) QueueConfig {
+	return QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
 		LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: holder,
-		LeaseTTL: 2 * time.Second, Workers: 2, Process: process, Log: hclog.NewNullLogger()})
+		LeaseTTL: 2 * time.Second, Workers: 2, Process: process, Log: hclog.NewNullLogger()}
+}
+
+// registerUnderQ makes c's holder register under /q/holders/, which turns
+// the holder ranking on.
+func registerUnderQ(c *QueueConfig) {
+	c.HolderPrefix = "/q/holders/"
+	c.HolderKey = func(id string) string { return "/q/holders/" + id }
 }
 
 // finish is what a real ProcessFunc's final transaction does.
