@@ -96,10 +96,16 @@ type Result struct {
 	ClaimFailures int64 `json:"claim_failures"`
 	// ClaimMeanMs is the mean time of a successful allocation write in the
 	// tool's own schedulers and conductors (read, txn and retries).
-	ClaimMeanMs   float64 `json:"claim_mean_ms,omitempty"`
-	CASPerSec     float64 `json:"cas_per_s,omitempty"`
-	CASWorkers    int     `json:"cas_workers,omitempty"`
-	ClaimCASRatio float64 `json:"claims_to_cas,omitempty"`
+	ClaimMeanMs float64 `json:"claim_mean_ms,omitempty"`
+	// BaselineRounds is how many times the CAS and the claim baselines
+	// alternated; CASPerSec and ClaimOnlyPerSec are over all rounds,
+	// CASRounds and ClaimOnlyRounds each round's rate.
+	BaselineRounds  int       `json:"baseline_rounds,omitempty"`
+	CASRounds       []float64 `json:"cas_rounds_per_s,omitempty"`
+	ClaimOnlyRounds []float64 `json:"claim_only_rounds_per_s,omitempty"`
+	CASPerSec       float64   `json:"cas_per_s,omitempty"`
+	CASWorkers      int       `json:"cas_workers,omitempty"`
+	ClaimCASRatio   float64   `json:"claims_to_cas,omitempty"`
 	// ClaimOnlyPerSec is placement's claim alone (no scheduling in front),
 	// with the CAS baseline's workers, and its ratio to the CAS rate.
 	ClaimOnlyPerSec   float64 `json:"claim_only_per_s,omitempty"`
@@ -226,10 +232,12 @@ func (r *Result) WriteTable(w io.Writer) {
 			float64(r.LeasesLost)/float64(r.LeasesWon))
 	}
 	if r.CASPerSec > 0 {
-		row("etcd CAS baseline", "%.1f txn/s with %d workers; pipeline claims/CAS = %.3f", r.CASPerSec, r.CASWorkers, r.ClaimCASRatio)
+		row("etcd CAS baseline", "%.1f txn/s with %d workers over %d round(s)%s; pipeline claims/CAS = %.3f",
+			r.CASPerSec, r.CASWorkers, max(r.BaselineRounds, 1), perRound(r.CASRounds), r.ClaimCASRatio)
 		if r.ClaimOnlyPerSec > 0 {
-			row("claim baseline", "%.1f claims/s alone with %d workers through %d x %s; %.2f claims per etcd txn; claims/CAS = %.3f",
-				r.ClaimOnlyPerSec, r.CASWorkers, r.ClaimOnlyServices, r.ClaimOnlyVia, r.ClaimOnlyPerTxn, r.ClaimOnlyCASRatio)
+			row("claim baseline", "%.1f claims/s alone with %d workers through %d x %s%s; %.2f claims per etcd txn; claims/CAS = %.3f%s",
+				r.ClaimOnlyPerSec, r.CASWorkers, r.ClaimOnlyServices, r.ClaimOnlyVia, perRound(r.ClaimOnlyRounds),
+				r.ClaimOnlyPerTxn, r.ClaimOnlyCASRatio, roundRatios(r.ClaimOnlyRounds, r.CASRounds))
 		}
 	}
 	if r.Liveness != "" && r.Seconds > 0 {
@@ -318,4 +326,31 @@ func heapMB() float64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return float64(m.HeapAlloc) / (1 << 20)
+}
+
+// perRound lists each round's rate when there was more than one.
+func perRound(rates []float64) string {
+	if len(rates) < 2 {
+		return ""
+	}
+	parts := make([]string, len(rates))
+	for i, v := range rates {
+		parts[i] = fmt.Sprintf("%.0f", v)
+	}
+	return " (rounds: " + strings.Join(parts, ", ") + ")"
+}
+
+// roundRatios lists each round's claims/CAS when there was more than one
+// round: how much of the ratio is the machine's drift.
+func roundRatios(claims, cas []float64) string {
+	if len(claims) < 2 || len(claims) != len(cas) {
+		return ""
+	}
+	parts := make([]string, len(claims))
+	for i := range claims {
+		if cas[i] > 0 {
+			parts[i] = fmt.Sprintf("%.3f", claims[i]/cas[i])
+		}
+	}
+	return " (rounds: " + strings.Join(parts, ", ") + ")"
 }

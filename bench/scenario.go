@@ -74,8 +74,18 @@ type Config struct {
 	InstancesPerHost int
 	Baseline         bool
 	BaselineTime     time.Duration
-	Timeout          time.Duration
-	RegisterWorkers  int
+	// BaselineRounds alternates the CAS and the claim baselines this many
+	// times, BaselineTime each, and reports both rates over all rounds:
+	// the machine's speed drifts by a third within minutes (other
+	// tenants, CPU steal), and one sample of each, taken one after the
+	// other, put that drift into their ratio.
+	BaselineRounds int
+	// OnPhase, if set, is called as each phase of the run starts
+	// ("populate", "scenario", "baseline") and the func it returns as
+	// the phase ends: berth bench profiles one phase with it.
+	OnPhase         func(phase string) (end func())
+	Timeout         time.Duration
+	RegisterWorkers int
 	// Liveness is the fleet's lease model (LivenessPerHost, the default,
 	// or LivenessShared); SkipSyncs leaves out the hosts' periodic
 	// provider and instance syncs. The intervals are the agents' (zero:
@@ -115,6 +125,12 @@ func Run(ctx context.Context, t *Target, cfg Config) (*Result, error) {
 	}
 	if cfg.BaselineTime <= 0 {
 		cfg.BaselineTime = 3 * time.Second
+	}
+	if cfg.BaselineRounds <= 0 {
+		cfg.BaselineRounds = 1
+	}
+	if cfg.OnPhase == nil {
+		cfg.OnPhase = func(string) func() { return func() {} }
 	}
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = 2 * time.Second
@@ -253,7 +269,9 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 	var registered atomic.Int64
 	stop := r.progress(ctx, func() string { return fmt.Sprintf("registered %d/%d hosts", registered.Load(), cfg.Hosts) })
 	start := time.Now()
+	endPhase := cfg.OnPhase("populate")
 	err = r.fleet.Register(ctx, func(n int) { registered.Store(int64(n)) })
+	endPhase()
 	stop()
 	if err != nil {
 		return fmt.Errorf("populate: %w", err)
@@ -277,19 +295,23 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 	if err := r.makeGroups(ctx); err != nil {
 		return err
 	}
+	endPhase = cfg.OnPhase("scenario")
 	switch cfg.Scenario {
 	case "boot", "failover":
 		err = r.boot(ctx)
 	case "churn":
 		err = r.churn(ctx)
 	}
+	endPhase()
 	if err == nil && cfg.Baseline {
 		// The recorder's watch of the whole prefix is the tool's, not
 		// Berth's: it is stopped before the baselines, so neither the
 		// CAS nor the claims pay for its decoding.
 		stopRec()
 		<-recDone
+		endPhase = cfg.OnPhase("baseline")
 		err = r.baseline(ctx)
+		endPhase()
 	}
 	return err
 }
@@ -738,22 +760,12 @@ func (r *runner) churn(ctx context.Context) error {
 
 // baseline measures etcd's single-key compare-and-swap transactions with
 // as many workers as claims can be in flight, each on its own key (claims
-// of different servers mostly touch different providers).
-func (r *runner) baseline(ctx context.Context) error {
+// of different servers mostly touch different providers), and claims
+// alone with the same workers, in alternating rounds.
+func (r *runner) baseline(ctx context.Context) (err error) {
 	workers := r.t.ClaimWorkers
 	if workers <= 0 {
 		workers = r.cfg.Clients
-	}
-	cas, err := CASBaseline(ctx, r.t.Client, r.t.Keys, workers, r.cfg.BaselineTime)
-	if err != nil {
-		return err
-	}
-	r.res.CASPerSec, r.res.CASWorkers = cas, workers
-	if cas > 0 {
-		r.res.ClaimCASRatio = r.res.ClaimsPerSec / cas
-	}
-	if r.fleet == nil {
-		return nil
 	}
 	// Claims alone, through the schedulers' own placement services when
 	// the tool started them (the claim select_destinations makes: planned
@@ -761,47 +773,104 @@ func (r *runner) baseline(ctx context.Context) error {
 	// consumer and provider, batched with the claims ready at the same
 	// moment), with the same workers spread over the schedulers: what the
 	// claim design costs over a bare CAS, without the scheduling in front.
-	svcs, via := r.t.ClaimServices, "the schedulers' placement: index-planned claim txn, group commit"
-	if len(svcs) == 0 {
-		svcs = []*placement.Service{placement.New(r.t.Client, r.t.Keys, r.cfg.Log)}
-		via = "a placement of the tool's own: read + claim txn"
+	var svcs []*placement.Service
+	var providers []string
+	if r.fleet != nil {
+		svcs, r.res.ClaimOnlyVia = r.t.ClaimServices, "the schedulers' placement: index-planned claim txn, group commit"
+		if len(svcs) == 0 {
+			svcs = []*placement.Service{placement.New(r.t.Client, r.t.Keys, r.cfg.Log)}
+			r.res.ClaimOnlyVia = "a placement of the tool's own: read + claim txn"
+		}
+		r.res.ClaimOnlyServices = len(svcs)
+		providers = make([]string, r.fleet.Hosts())
+		for i := range providers {
+			providers[i] = agent.ProviderUUIDForHost(r.fleet.HostName(i + 1))
+		}
 	}
-	providers := make([]string, r.fleet.Hosts())
-	for i := range providers {
-		providers[i] = agent.ProviderUUIDForHost(r.fleet.HostName(i + 1))
+	var made []string
+	defer func() {
+		// Every claim is freed again, whatever happened.
+		if ferr := freeAll(ctx, svcs, made); err == nil {
+			err = ferr
+		}
+	}()
+	before := claimStats(svcs)
+	var casN, claimN int64
+	var casT, claimT time.Duration
+	for round := 0; round < r.cfg.BaselineRounds; round++ {
+		n, d, err := casRound(ctx, r.t.Client, r.t.Keys, workers, r.cfg.BaselineTime)
+		if err != nil {
+			return err
+		}
+		casN, casT = casN+n, casT+d
+		r.res.CASRounds = append(r.res.CASRounds, float64(n)/d.Seconds())
+		if svcs == nil {
+			continue
+		}
+		n, d, m, err := claimRound(ctx, svcs, providers, workers, r.cfg.BaselineTime)
+		made = append(made, m...)
+		if err != nil {
+			return err
+		}
+		claimN, claimT = claimN+n, claimT+d
+		r.res.ClaimOnlyRounds = append(r.res.ClaimOnlyRounds, float64(n)/d.Seconds())
 	}
-	claims, stats, err := ClaimBaseline(ctx, svcs, providers, workers, r.cfg.BaselineTime)
-	if err != nil {
-		return err
+	r.res.BaselineRounds, r.res.CASWorkers = r.cfg.BaselineRounds, workers
+	r.res.CASPerSec = float64(casN) / casT.Seconds()
+	if r.res.CASPerSec > 0 {
+		r.res.ClaimCASRatio = r.res.ClaimsPerSec / r.res.CASPerSec
 	}
-	r.res.ClaimOnlyPerSec, r.res.ClaimOnlyVia, r.res.ClaimOnlyServices = claims, via, len(svcs)
-	if stats.Txns > 0 {
-		r.res.ClaimOnlyPerTxn = float64(stats.Batched) / float64(stats.Txns)
+	if svcs == nil {
+		return nil
 	}
-	if cas > 0 {
-		r.res.ClaimOnlyCASRatio = claims / cas
+	stats := claimStats(svcs)
+	if txns := stats.Txns - before.Txns; txns > 0 {
+		r.res.ClaimOnlyPerTxn = float64(stats.Batched-before.Batched) / float64(txns)
+	}
+	r.res.ClaimOnlyPerSec = float64(claimN) / claimT.Seconds()
+	if r.res.CASPerSec > 0 {
+		r.res.ClaimOnlyCASRatio = r.res.ClaimOnlyPerSec / r.res.CASPerSec
 	}
 	return nil
 }
 
+// claimStats sums the services' claim counters.
+func claimStats(services []*placement.Service) placement.ClaimStats {
+	var sum placement.ClaimStats
+	for _, s := range services {
+		sum.Add(s.ClaimStats())
+	}
+	return sum
+}
+
 // ClaimBaseline runs workers goroutines claiming one VCPU for a fresh
+// consumer on providers through services for d (see claimRound), frees
+// every claim again, and returns claims per second and the services'
+// claim counters over the run.
+func ClaimBaseline(ctx context.Context, services []*placement.Service, providers []string, workers int, d time.Duration) (float64, placement.ClaimStats, error) {
+	before := claimStats(services)
+	n, took, made, err := claimRound(ctx, services, providers, workers, d)
+	after := claimStats(services)
+	after.Txns -= before.Txns
+	after.Batched -= before.Batched
+	if ferr := freeAll(ctx, services, made); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return 0, after, err
+	}
+	return float64(n) / took.Seconds(), after, nil
+}
+
+// claimRound runs workers goroutines claiming one VCPU for a fresh
 // consumer on providers (worker w uses providers w, w+workers, ...,
 // round-robin, so workers do not race each other) through services
-// (worker w through services[w % len]) for d, and returns claims per
-// second and the services' claim counters over the run. Every claim is
-// freed again afterwards.
-func ClaimBaseline(ctx context.Context, services []*placement.Service, providers []string, workers int, d time.Duration) (float64, placement.ClaimStats, error) {
+// (worker w through services[w % len]) for d. It returns the claims
+// made, how long that took, and their consumers, to be freed.
+func claimRound(ctx context.Context, services []*placement.Service, providers []string, workers int, d time.Duration) (int64, time.Duration, []string, error) {
 	if len(providers) < workers {
 		workers = len(providers)
 	}
-	stats := func() placement.ClaimStats {
-		var sum placement.ClaimStats
-		for _, s := range services {
-			sum.Add(s.ClaimStats())
-		}
-		return sum
-	}
-	before := stats()
 	var total atomic.Int64
 	errc := make(chan error, workers)
 	var mu sync.Mutex
@@ -831,29 +900,28 @@ func ClaimBaseline(ctx context.Context, services []*placement.Service, providers
 		}(w)
 	}
 	wg.Wait()
-	rate := float64(total.Load()) / time.Since(start).Seconds()
-	after := stats()
-	after.Txns -= before.Txns
-	after.Batched -= before.Batched
-	if err := freeAll(ctx, services[0], made); err != nil {
-		return 0, after, err
-	}
+	took := time.Since(start)
 	select {
 	case err := <-errc:
-		return 0, after, err
+		return total.Load(), took, made, err
 	default:
 	}
-	return rate, after, nil
+	return total.Load(), took, made, nil
 }
 
-// freeAll deletes the baseline's claims, a few at a time.
-func freeAll(ctx context.Context, place *placement.Service, consumers []string) error {
+// freeAll deletes the baseline's claims, many at a time, through the
+// services in turn.
+func freeAll(ctx context.Context, services []*placement.Service, consumers []string) error {
+	if len(consumers) == 0 {
+		return nil
+	}
 	ctx = context.WithoutCancel(ctx)
 	var wg sync.WaitGroup
 	errc := make(chan error, 1)
 	next := make(chan string)
-	for w := 0; w < 16; w++ {
+	for w := 0; w < 64; w++ {
 		wg.Add(1)
+		place := services[w%len(services)]
 		go func() {
 			defer wg.Done()
 			for c := range next {
@@ -887,6 +955,15 @@ func freeAll(ctx context.Context, place *placement.Service, consumers []string) 
 // outlasted a 300 ms window, no swap ran and the baseline read 0 (a
 // smoke run failed on it).
 func CASBaseline(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, workers int, d time.Duration) (float64, error) {
+	n, took, err := casRound(ctx, cli, keys, workers, d)
+	if err != nil {
+		return 0, err
+	}
+	return float64(n) / took.Seconds(), nil
+}
+
+// casRound is one CAS baseline: the swaps made and how long they took.
+func casRound(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, workers int, d time.Duration) (int64, time.Duration, error) {
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -933,12 +1010,13 @@ func CASBaseline(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys
 	deadline = start.Add(d)
 	close(begin)
 	wg.Wait()
+	took := time.Since(start)
 	select {
 	case err := <-errc:
-		return 0, err
+		return 0, took, err
 	default:
 	}
-	return float64(total.Load()) / time.Since(start).Seconds(), nil
+	return total.Load(), took, nil
 }
 
 // failoverWatch kills the scheduler leader once the at-th server is

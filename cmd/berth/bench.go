@@ -63,7 +63,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		duration     = fs.Duration("duration", 30*time.Second, "churn: how long to delete and replace servers")
 		perHost      = fs.Int("instances-per-host", 10, "coldstart: instances written per host")
 		baseline     = fs.Bool("baseline", false, "after the scenario, measure etcd's single-key CAS txn/s with as many workers as claims in flight")
-		baselineTime = fs.Duration("baseline-time", 3*time.Second, "how long the CAS baseline runs")
+		baselineTime = fs.Duration("baseline-time", 2*time.Second, "how long each round of the CAS and of the claim baseline runs")
+		baseRounds   = fs.Int("baseline-rounds", 3, "rounds of the baselines, CAS and claims alternating (their rates are over all rounds)")
 		schedulers   = fs.Int("schedulers", 1, "schedulers (each with its superconductor) to start")
 		procsFlag    = fs.Bool("scheduler-procs", false, "run each scheduler (with its superconductor) as a child process instead of in the tool's process")
 		schedCPU     = fs.Float64("scheduler-cpu", 0, "with -scheduler-procs: put each scheduler process in a CPU cgroup of its own with this many CPUs of quota (0: none)")
@@ -84,7 +85,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		dataDir      = fs.String("data-dir", "", "embedded etcd data dir (default: a temp dir, removed at exit)")
 		jsonPath     = fs.String("json", "", "append the result as a JSON line to FILE")
 		format       = fs.String("format", "table", "stdout: table or json")
-		cpuProfile   = fs.String("cpuprofile", "", "write a CPU profile of the whole run to FILE")
+		cpuProfile   = fs.String("cpuprofile", "", "write a CPU profile to FILE (of the whole run, or of -profile-phase)")
+		profPhase    = fs.String("profile-phase", "all", "what -cpuprofile covers: all, populate, scenario (the boot, churn or failover itself) or baseline")
 		memProfile   = fs.String("memprofile", "", "write a heap profile at the end to FILE")
 		timeout      = fs.Duration("timeout", 10*time.Minute, "how long to wait for servers to finish")
 		logLevel     = fs.String("log-level", "warn", "log level of the started roles")
@@ -161,16 +163,38 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	cfg.Etcd.Prefix = *prefix
 	log := logging.New(cfg.Log, stderr).Named("bench")
 
+	switch *profPhase {
+	case "all", "populate", "scenario", "baseline":
+	default:
+		return bad("-profile-phase %q: want all, populate, scenario or baseline", *profPhase)
+	}
+	if *baseRounds < 1 {
+		return bad("-baseline-rounds %d: want at least 1", *baseRounds)
+	}
+	onPhase := func(string) func() { return func() {} }
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
 			return bad("%v", err)
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return bad("%v", err)
+		if *profPhase == "all" {
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return bad("%v", err)
+			}
+			defer pprof.StopCPUProfile()
+		} else {
+			onPhase = func(phase string) func() {
+				if phase != *profPhase {
+					return func() {}
+				}
+				if err := pprof.StartCPUProfile(f); err != nil {
+					log.Warn("could not start the CPU profile", "phase", phase, "error", err)
+					return func() {}
+				}
+				return pprof.StopCPUProfile
+			}
 		}
-		defer pprof.StopCPUProfile()
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
@@ -200,7 +224,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	res, runErr := bench.Run(ctx, target, bench.Config{Scenario: *scen, Hosts: *hosts, Cells: *cells,
 		Servers: *servers, Rate: *rate, Clients: *clients, BuildTime: *buildTime, FailureRate: *failureRate,
 		HintRatio: *hintRatio, GroupRatio: *groupRatio, Groups: *groups, Duration: *duration,
-		InstancesPerHost: *perHost, Baseline: *baseline, BaselineTime: *baselineTime, Timeout: *timeout,
+		InstancesPerHost: *perHost, Baseline: *baseline, BaselineTime: *baselineTime, BaselineRounds: *baseRounds, OnPhase: onPhase, Timeout: *timeout,
 		RegisterWorkers: *regWorkers, Liveness: *liveness, SkipSyncs: !*syncs, ReportInterval: report,
 		// A temporary etcd goes with the tool: no need to down its hosts
 		// (and send its leader after them) while it is stopped.

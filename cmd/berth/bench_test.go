@@ -51,9 +51,11 @@ func runBench(t *testing.T, args ...string) *bench.Result {
 // the CAS baseline. It fails only on errors or lost servers.
 func TestBenchBootSmoke(t *testing.T) {
 	const servers = 200
+	prof := filepath.Join(t.TempDir(), "baseline.pprof")
 	res := runBench(t, "boot", "-hosts", "1000", "-cells", "2", "-servers", "200", "-clients", "8",
 		"-hint-ratio", "0.1", "-group-ratio", "0.1", "-groups", "4", "-failure-rate", "0.05",
-		"-baseline", "-baseline-time", "300ms", "-timeout", "5m", "-report-interval", "30s", "-service-down-time", "90s")
+		"-baseline", "-baseline-time", "300ms", "-baseline-rounds", "2", "-cpuprofile", prof, "-profile-phase", "baseline",
+		"-timeout", "5m", "-report-interval", "30s", "-service-down-time", "90s")
 	if res.Lost != 0 || res.APIErrors != 0 {
 		t.Fatalf("%d servers lost, %d API errors: %+v", res.Lost, res.APIErrors, res)
 	}
@@ -66,6 +68,13 @@ func TestBenchBootSmoke(t *testing.T) {
 	}
 	if res.Writes == nil || res.Writes.Puts["placement/consumers"] == 0 || res.CASPerSec <= 0 || res.ClaimOnlyPerSec <= 0 {
 		t.Fatalf("no claims or no CAS baseline recorded: %+v", res)
+	}
+	if res.BaselineRounds != 2 || len(res.CASRounds) != 2 || len(res.ClaimOnlyRounds) != 2 {
+		t.Fatalf("baselines: %d rounds, CAS per round %v, claims per round %v; want 2 of each",
+			res.BaselineRounds, res.CASRounds, res.ClaimOnlyRounds)
+	}
+	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+		t.Fatalf("no CPU profile of the baseline phase: %v", err)
 	}
 	if res.HostsPerSec <= 0 || res.Hosts != 1000 {
 		t.Fatalf("populate not reported: %+v", res)
@@ -110,6 +119,8 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"boot", "-liveness", "each"}, "-liveness must be per-host or shared"},
 		{[]string{"boot", "-report-interval", "20s", "-service-down-time", "20s"}, "must exceed their report_interval"},
 		{[]string{"boot", "-service-down-time", "500ms"}, "-service-down-time at least 1s"},
+		{[]string{"boot", "-profile-phase", "build"}, "-profile-phase \"build\""},
+		{[]string{"boot", "-baseline-rounds", "0"}, "-baseline-rounds 0"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(append([]string{"bench"}, tc.args...), &stdout, &stderr); code != 2 {
