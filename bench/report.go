@@ -104,8 +104,14 @@ type Result struct {
 	CASRounds       []float64 `json:"cas_rounds_per_s,omitempty"`
 	ClaimOnlyRounds []float64 `json:"claim_only_rounds_per_s,omitempty"`
 	CASPerSec       float64   `json:"cas_per_s,omitempty"`
-	CASWorkers      int       `json:"cas_workers,omitempty"`
-	ClaimCASRatio   float64   `json:"claims_to_cas,omitempty"`
+	// CASCPUMicros and ClaimOnlyCPUMicros are the tool process's CPU
+	// (etcd, and the schedulers when they run in it) per CAS transaction
+	// and per claim in the baselines: steadier than the rates when the
+	// machine is shared.
+	CASCPUMicros       float64 `json:"cas_cpu_us,omitempty"`
+	ClaimOnlyCPUMicros float64 `json:"claim_only_cpu_us,omitempty"`
+	CASWorkers         int     `json:"cas_workers,omitempty"`
+	ClaimCASRatio      float64 `json:"claims_to_cas,omitempty"`
 	// ClaimOnlyPerSec is placement's claim alone (no scheduling in front),
 	// with the CAS baseline's workers, and its ratio to the CAS rate.
 	ClaimOnlyPerSec   float64 `json:"claim_only_per_s,omitempty"`
@@ -232,12 +238,12 @@ func (r *Result) WriteTable(w io.Writer) {
 			float64(r.LeasesLost)/float64(r.LeasesWon))
 	}
 	if r.CASPerSec > 0 {
-		row("etcd CAS baseline", "%.1f txn/s with %d workers over %d round(s)%s; pipeline claims/CAS = %.3f",
-			r.CASPerSec, r.CASWorkers, max(r.BaselineRounds, 1), perRound(r.CASRounds), r.ClaimCASRatio)
+		row("etcd CAS baseline", "%.1f txn/s with %d workers over %d round(s)%s, %.0f µs of process CPU per txn; pipeline claims/CAS = %.3f",
+			r.CASPerSec, r.CASWorkers, max(r.BaselineRounds, 1), perRound(r.CASRounds), r.CASCPUMicros, r.ClaimCASRatio)
 		if r.ClaimOnlyPerSec > 0 {
-			row("claim baseline", "%.1f claims/s alone with %d workers through %d x %s%s; %.2f claims per etcd txn; claims/CAS = %.3f%s",
+			row("claim baseline", "%.1f claims/s alone with %d workers through %d x %s%s, %.0f µs of process CPU per claim; %.2f claims per etcd txn; claims/CAS = %.3f%s",
 				r.ClaimOnlyPerSec, r.CASWorkers, r.ClaimOnlyServices, r.ClaimOnlyVia, perRound(r.ClaimOnlyRounds),
-				r.ClaimOnlyPerTxn, r.ClaimOnlyCASRatio, roundRatios(r.ClaimOnlyRounds, r.CASRounds))
+				r.ClaimOnlyCPUMicros, r.ClaimOnlyPerTxn, r.ClaimOnlyCASRatio, roundRatios(r.ClaimOnlyRounds, r.CASRounds))
 		}
 	}
 	if r.Liveness != "" && r.Seconds > 0 {

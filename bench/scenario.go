@@ -796,27 +796,32 @@ func (r *runner) baseline(ctx context.Context) (err error) {
 	}()
 	before := claimStats(svcs)
 	var casN, claimN int64
-	var casT, claimT time.Duration
+	var casT, claimT, casCPU, claimCPU time.Duration
 	for round := 0; round < r.cfg.BaselineRounds; round++ {
+		cpu0 := cpuTime()
 		n, d, err := casRound(ctx, r.t.Client, r.t.Keys, workers, r.cfg.BaselineTime)
 		if err != nil {
 			return err
 		}
-		casN, casT = casN+n, casT+d
+		casN, casT, casCPU = casN+n, casT+d, casCPU+cpuTime()-cpu0
 		r.res.CASRounds = append(r.res.CASRounds, float64(n)/d.Seconds())
 		if svcs == nil {
 			continue
 		}
+		cpu0 = cpuTime()
 		n, d, m, err := claimRound(ctx, svcs, providers, workers, r.cfg.BaselineTime)
 		made = append(made, m...)
 		if err != nil {
 			return err
 		}
-		claimN, claimT = claimN+n, claimT+d
+		claimN, claimT, claimCPU = claimN+n, claimT+d, claimCPU+cpuTime()-cpu0
 		r.res.ClaimOnlyRounds = append(r.res.ClaimOnlyRounds, float64(n)/d.Seconds())
 	}
 	r.res.BaselineRounds, r.res.CASWorkers = r.cfg.BaselineRounds, workers
 	r.res.CASPerSec = float64(casN) / casT.Seconds()
+	if casN > 0 {
+		r.res.CASCPUMicros = float64(casCPU.Microseconds()) / float64(casN)
+	}
 	if r.res.CASPerSec > 0 {
 		r.res.ClaimCASRatio = r.res.ClaimsPerSec / r.res.CASPerSec
 	}
@@ -828,6 +833,9 @@ func (r *runner) baseline(ctx context.Context) (err error) {
 		r.res.ClaimOnlyPerTxn = float64(stats.Batched-before.Batched) / float64(txns)
 	}
 	r.res.ClaimOnlyPerSec = float64(claimN) / claimT.Seconds()
+	if claimN > 0 {
+		r.res.ClaimOnlyCPUMicros = float64(claimCPU.Microseconds()) / float64(claimN)
+	}
 	if r.res.CASPerSec > 0 {
 		r.res.ClaimOnlyCASRatio = r.res.ClaimOnlyPerSec / r.res.CASPerSec
 	}
