@@ -602,7 +602,8 @@ func TestInstallEnablesUnderRoot(t *testing.T) {
 	}
 }
 
-// TestShellcheck lints every script under deploy/ (Debian: shellcheck).
+// TestShellcheck lints every script under deploy/ and scripts/ (Debian:
+// shellcheck).
 func TestShellcheck(t *testing.T) {
 	sc, err := exec.LookPath("shellcheck")
 	if err != nil {
@@ -612,6 +613,11 @@ func TestShellcheck(t *testing.T) {
 	if err != nil || len(scripts) == 0 {
 		t.Fatalf("no scripts found: %v", err)
 	}
+	more, err := filepath.Glob("../scripts/*.sh")
+	if err != nil || len(more) == 0 {
+		t.Fatalf("no scripts found under ../scripts: %v", err)
+	}
+	scripts = append(scripts, more...)
 	out, err := exec.Command(sc, append([]string{"--shell=bash", "--severity=style"}, scripts...)...).CombinedOutput()
 	if err != nil {
 		t.Errorf("shellcheck %s: %v\n%s", strings.Join(scripts, " "), err, out)
