@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -166,7 +167,20 @@ func BenchmarkClaims(b *testing.B) {
 // providers: each claim is made by one service, and every service's
 // watch-fed index decodes the provider and consumer it wrote (the
 // decoding the etcdschema fast paths are for).
-func BenchmarkClaimsThreeIndexes(b *testing.B) {
+func BenchmarkClaimsThreeIndexes(b *testing.B) { benchClaimsThreeIndexes(b, 8) }
+
+// BenchmarkClaimsThreeIndexes192 is BenchmarkClaimsThreeIndexes with 192
+// concurrent claimers, as berth bench's claim baseline runs them (3
+// schedulers' placement, 64 claimers each): the group commit then sends
+// full batches, and per-claim CPU and allocations are what bound
+// claims/s. Run it with -benchmem; allocs/op is allocations per claim
+// (the whole process: etcd, three services and their indexes).
+func BenchmarkClaimsThreeIndexes192(b *testing.B) {
+	// RunParallel runs parallelism×GOMAXPROCS goroutines.
+	benchClaimsThreeIndexes(b, max(1, 192/runtime.GOMAXPROCS(0)))
+}
+
+func benchClaimsThreeIndexes(b *testing.B, parallelism int) {
 	s0, cli := newStarted(b)
 	svcs := []*Service{s0, startOn(b, cli), startOn(b, cli)}
 	const n = 10000
@@ -175,7 +189,8 @@ func BenchmarkClaimsThreeIndexes(b *testing.B) {
 		syncIdx(b, s)
 	}
 	var seq atomic.Int64
-	b.SetParallelism(8)
+	b.SetParallelism(parallelism)
+	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU()
 	b.RunParallel(func(pb *testing.PB) {
