@@ -65,6 +65,38 @@ func DecodeProviderAfter(key string, data []byte, prev *Provider) (*Provider, er
 	return p, Decode(key, data, p)
 }
 
+// DecodeProviderAfterKey is DecodeProviderAfter for a key still in the
+// bytes a watch event carries: the key's string, which only an error
+// message needs, is made only on the path that may fail. A placement
+// index follows every claim's provider put this way.
+func DecodeProviderAfterKey(key, data []byte, prev *Provider) (*Provider, error) {
+	p := &Provider{}
+	if prev != nil && p.decodeFastAfter(data, prev) && versionReadable(p) {
+		return p, nil
+	}
+	return DecodeProviderAfter(string(key), data, prev)
+}
+
+// DecodeConsumerKey is Decode of a consumer record stored at key (bytes,
+// as a watch event carries it) whose uuid the caller has as a string
+// already (the key's last segment): the record's uuid shares that string
+// when equal, and the key's string is made only on the path that may
+// fail. The value and the error are exactly Decode's.
+func DecodeConsumerKey(key, data []byte, uuid string) (*Consumer, error) {
+	c := &Consumer{}
+	if c.decodeFastAs(data, uuid) && versionReadable(c) {
+		return c, nil
+	}
+	c = &Consumer{}
+	return c, Decode(string(key), data, c)
+}
+
+// versionReadable is checkVersion without its error.
+func versionReadable(v Versioned) bool {
+	got := v.storedVersion()
+	return got >= 1 && got <= v.SchemaVersion()
+}
+
 func (p *Provider) decodeFastAfter(data []byte, prev *Provider) bool {
 	if p.Inventories != nil || p.Traits != nil || p.Aggregates != nil || p.Usages != nil {
 		return false
@@ -284,7 +316,10 @@ func (r *jsonReader) inventory() (Inventory, bool) {
 	return inv, ok
 }
 
-func (c *Consumer) decodeFast(data []byte) bool {
+func (c *Consumer) decodeFast(data []byte) bool { return c.decodeFastAs(data, "") }
+
+// decodeFastAs is decodeFast reading a uuid equal to uuid as uuid itself.
+func (c *Consumer) decodeFastAs(data []byte, uuid string) bool {
 	if c.Allocations != nil {
 		return false
 	}
@@ -300,7 +335,7 @@ func (c *Consumer) decodeFast(data []byte) bool {
 			q.Version = int(n)
 			return ok && once(&seen, seenVersion)
 		case "uuid":
-			q.UUID, ok = r.string()
+			q.UUID, ok = r.stringAs(uuid)
 			return ok && once(&seen, seenUUID)
 		case "generation":
 			q.Generation, ok = r.int64()

@@ -285,6 +285,21 @@ func TestPlacementFastDecodeMatchesEncodingJSON(t *testing.T) {
 		decodeBoth(t, in, Consumer{ProjectID: "old"})
 		decodeBoth(t, in, Consumer{Allocations: map[string]ConsumerAllocation{"rp": {}}})
 	}
+	// DecodeConsumerKey, whatever uuid its caller has, is Decode.
+	for _, in := range cons {
+		want := &Consumer{}
+		wantErr := Decode("/c", in, want)
+		for _, uuid := range []string{"", want.UUID, "2f9c0d1e-0000-4000-8000-000000000001", "x"} {
+			got, err := DecodeConsumerKey([]byte("/c"), in, uuid)
+			if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) || !reflect.DeepEqual(got, want) {
+				t.Errorf("%q with uuid %q: DecodeConsumerKey gave %#v, %v; Decode %#v, %v", in, uuid, got, err, want, wantErr)
+			}
+		}
+	}
+	uuid := strings.Clone("6a0c9b1e-0000-4000-8000-000000000002")
+	if got, err := DecodeConsumerKey([]byte("/c"), []byte(consumerJSON), uuid); err != nil || unsafe.StringData(got.UUID) != unsafe.StringData(uuid) {
+		t.Errorf("DecodeConsumerKey did not share the caller's uuid: %+v, %v", got, err)
+	}
 	t.Logf("%d of %d values took the fast path", fast, len(provs)+len(cons))
 	if fast < 2000 {
 		t.Errorf("only %d of %d values took the fast path", fast, len(provs)+len(cons))
@@ -669,6 +684,10 @@ func TestDecodeProviderAfterMatchesDecode(t *testing.T) {
 			if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
 				t.Errorf("%q after %+v: error %v, Decode's %v", in, prev, err, wantErr)
 				continue
+			}
+			gotKey, errKey := DecodeProviderAfterKey([]byte("/p"), in, prev)
+			if (errKey == nil) != (wantErr == nil) || (errKey != nil && errKey.Error() != wantErr.Error()) || !reflect.DeepEqual(gotKey, want) {
+				t.Errorf("%q after %+v: DecodeProviderAfterKey gave %#v, %v; Decode %#v, %v", in, prev, gotKey, errKey, want, wantErr)
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%q after %+v:\ngot  %#v\nwant %#v", in, prev, got, want)

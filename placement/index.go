@@ -1,12 +1,12 @@
 package placement
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"math/bits"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -59,9 +59,17 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 	// Decoding is most of the work, and needs no index state: it is done
 	// before the write lock, so candidate searches and claims planned from
 	// the index wait only for the map updates, not for the JSON.
+	//
+	// Every scheduler follows every claim's two puts: nothing is made of
+	// an event's key but what the index keeps. A key is matched and its
+	// uuid looked up in the bytes the event carries; a provider the index
+	// has keeps its indexed uuid string, and a new consumer's uuid string
+	// is made once, for the index and the record both. The key's string
+	// is made only for an error message.
 	type change struct {
 		ev  *clientv3.Event
-		key recordKey // the uuid from the key; a put is indexed by its record's
+		seg []byte    // the key's last segment (nil: the key has more)
+		key recordKey // set in the look below; a put is indexed by its record's uuid
 		// provider or consumer is a put's record; neither: a delete.
 		provider *etcdschema.Provider
 		consumer *etcdschema.Consumer
@@ -73,27 +81,42 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 	changes := make([]change, 0, len(evs))
 	providers, consumers := keys.Providers(), keys.Consumers()
 	for _, ev := range evs {
-		key := string(ev.Kv.Key)
-		isProvider := strings.HasPrefix(key, providers)
+		key := ev.Kv.Key
+		isProvider := hasPrefix(key, providers)
 		prefix := providers
 		if !isProvider {
-			if !strings.HasPrefix(key, consumers) {
+			if !hasPrefix(key, consumers) {
 				continue
 			}
 			prefix = consumers
 		}
-		uuid, ok := etcdschema.LastSegment(key, prefix)
-		if !ok && eventIsDelete(ev.Type) {
-			continue
+		seg := key[len(prefix):]
+		if len(seg) == 0 || bytes.IndexByte(seg, '/') >= 0 {
+			if eventIsDelete(ev.Type) {
+				continue
+			}
+			seg = nil // as LastSegment: indexed by its record's uuid alone
 		}
 		// A delete event's ModRevision is the delete's revision.
-		changes = append(changes, change{ev: ev, key: recordKey{provider: isProvider, uuid: uuid}, modRev: ev.Kv.ModRevision})
+		changes = append(changes, change{ev: ev, seg: seg, key: recordKey{provider: isProvider}, modRev: ev.Kv.ModRevision})
 	}
 	ix.lookUpLocked(func() {
 		for i := range changes {
 			ch := &changes[i]
-			if ch.key.uuid == "" {
+			if ch.seg == nil {
 				continue
+			}
+			// The uuid's string: the indexed one, or made here (a lookup
+			// by string(bytes) makes none).
+			if ch.key.provider {
+				if e, ok := ix.st.providers[string(ch.seg)]; ok {
+					ch.key.uuid = e.p.UUID
+				}
+			} else if e, ok := ix.st.consumers[string(ch.seg)]; ok {
+				ch.key.uuid = e.c.UUID
+			}
+			if ch.key.uuid == "" {
+				ch.key.uuid = string(ch.seg)
 			}
 			// This service's own claims are in the index already
 			// (assume.go): their events, and any older ones, are not even
@@ -116,24 +139,21 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 		if ch.skip || eventIsDelete(ch.ev.Type) {
 			continue
 		}
-		key := string(ch.ev.Kv.Key)
-		var v any
 		var err error
 		if ch.key.provider {
-			v, err = decodeProviderAfter(key, ch.ev.Kv.Value, ch.prev)
+			ch.provider, err = decodeProviderEvent(ch.ev.Kv.Key, ch.ev.Kv.Value, ch.prev)
 		} else {
-			v, err = decodeConsumer(key, ch.ev.Kv.Value)
+			ch.consumer, err = etcdschema.DecodeConsumerKey(ch.ev.Kv.Key, ch.ev.Kv.Value, ch.key.uuid)
 		}
 		if err != nil {
-			log.Error("skipping unreadable placement record", "key", key, "error", err)
+			log.Error("skipping unreadable placement record", "key", string(ch.ev.Kv.Key), "error", err)
+			ch.provider, ch.consumer = nil, nil
 			ch.skip = true
 			continue
 		}
 		if ch.key.provider {
-			ch.provider = v.(*etcdschema.Provider)
 			ch.key.uuid = ch.provider.UUID
 		} else {
-			ch.consumer = v.(*etcdschema.Consumer)
 			ch.key.uuid = ch.consumer.UUID
 		}
 	}
@@ -355,6 +375,28 @@ func decodeProviderAfter(key string, val []byte, prev *etcdschema.Provider) (any
 		p.RootProviderUUID = p.UUID
 	}
 	return p, nil
+}
+
+// decodeProviderEvent is decodeProviderAfter for a watch event's key
+// bytes (etcdschema.DecodeProviderAfterKey).
+func decodeProviderEvent(key, val []byte, prev *etcdschema.Provider) (*etcdschema.Provider, error) {
+	p, err := etcdschema.DecodeProviderAfterKey(key, val, prev)
+	if err != nil {
+		return nil, err
+	}
+	if p.UUID == "" {
+		return nil, fmt.Errorf("provider at %s has no uuid", key)
+	}
+	if p.RootProviderUUID == "" {
+		p.RootProviderUUID = p.UUID
+	}
+	return p, nil
+}
+
+// hasPrefix is strings.HasPrefix for a key's bytes, without converting
+// them.
+func hasPrefix(key []byte, prefix string) bool {
+	return len(key) >= len(prefix) && string(key[:len(prefix)]) == prefix
 }
 
 // putProvider indexes a decoded provider record.
