@@ -76,10 +76,15 @@ type batchedClaim struct {
 	// caller and any claim it makes stale are answered.
 	committed func(rev int64)
 
+	// cmpKeys and opKeys, when the caller has them, are the keys of cmps
+	// and of the first ops as strings: describe then makes no copies of
+	// them.
+	cmpKeys, opKeys []string
+
 	reads, writes []string
 	// modRevs are the claim's own "mod revision equals" compares (not
 	// the guards'), and deletes the keys it deletes.
-	modRevs map[string]int64
+	modRevs []keyRev
 	deletes map[string]bool
 	width   int // the most compares or operations on one level
 	bytes   int
@@ -87,6 +92,12 @@ type batchedClaim struct {
 	sent bool          // under the batcher's mu
 	done chan struct{} // closed when the result below is set
 	res  claimResult
+}
+
+// keyRev is a key and a mod revision a claim compares it with.
+type keyRev struct {
+	key string
+	rev int64
 }
 
 // claimResult is a committed claim's answer: rev is the transaction's
@@ -119,14 +130,16 @@ func newClaimBatcher(txn func(ctx context.Context) clientv3.Txn) *claimBatcher {
 // same time. Its answer is what the claim's own transaction would have
 // answered, or stale when it certainly would have lost.
 func (b *claimBatcher) commit(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op, guards []clientv3.Cmp) claimResult {
-	return b.commitThen(ctx, cmps, ops, guards, nil)
+	return b.commitThen(ctx, cmps, nil, ops, nil, guards, nil)
 }
 
 // commitThen is commit with a hook run once the claim has committed,
 // before anyone is answered (the placement index applies the claim's
-// records there).
-func (b *claimBatcher) commitThen(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op, guards []clientv3.Cmp, committed func(rev int64)) claimResult {
-	c := &batchedClaim{ctx: ctx, cmps: cmps, ops: ops, guards: guards, committed: committed, done: make(chan struct{})}
+// records there). cmpKeys and opKeys (either may be nil or shorter) are
+// the keys of cmps and ops as strings, when the caller has them.
+func (b *claimBatcher) commitThen(ctx context.Context, cmps []clientv3.Cmp, cmpKeys []string, ops []clientv3.Op, opKeys []string,
+	guards []clientv3.Cmp, committed func(rev int64)) claimResult {
+	c := &batchedClaim{ctx: ctx, cmps: cmps, cmpKeys: cmpKeys, ops: ops, opKeys: opKeys, guards: guards, committed: committed, done: make(chan struct{})}
 	if !c.describe() {
 		b.send([]*batchedClaim{c})
 		return c.res
@@ -280,8 +293,8 @@ func release(m map[string]int, k string) {
 // staleAfter says whether one of c's mod revision compares fails once
 // the keys in now have those mod revisions.
 func (c *batchedClaim) staleAfter(now map[string]int64) bool {
-	for k, want := range c.modRevs {
-		if got, ok := now[k]; ok && got != want {
+	for _, m := range c.modRevs {
+		if got, ok := now[m.key]; ok && got != m.rev {
 			return true
 		}
 	}
@@ -345,37 +358,44 @@ func (c *batchedClaim) conflictsCounted(reads, writes map[string]int) bool {
 // describe lists the keys c reads (compares) and writes, its width and
 // size; false when it has a range the batcher cannot check.
 func (c *batchedClaim) describe() bool {
-	for _, set := range [][]clientv3.Cmp{c.guards, c.cmps} {
-		for i := range set {
-			cmp := &set[i]
-			if len(cmp.GetCompare().RangeEnd) > 0 {
-				return false
-			}
-			c.reads = append(c.reads, string(cmp.KeyBytes()))
-			c.bytes += len(cmp.KeyBytes()) + 16
+	c.reads = make([]string, 0, len(c.guards)+len(c.cmps))
+	for i := range c.guards {
+		cmp := &c.guards[i]
+		if len(cmp.GetCompare().RangeEnd) > 0 {
+			return false
 		}
+		c.reads = append(c.reads, string(cmp.KeyBytes()))
+		c.bytes += len(cmp.KeyBytes()) + 16
+	}
+	if len(c.cmps) > 0 {
+		c.modRevs = make([]keyRev, 0, len(c.cmps))
 	}
 	for i := range c.cmps {
 		cmp := c.cmps[i].GetCompare()
+		if len(cmp.RangeEnd) > 0 {
+			return false
+		}
+		k := keyString(cmp.Key, c.cmpKeys, i)
+		c.reads = append(c.reads, k)
+		c.bytes += len(cmp.Key) + 16
 		mr, ok := cmp.TargetUnion.(*etcdserverpb.Compare_ModRevision)
 		if ok && cmp.Target == etcdserverpb.Compare_MOD && cmp.Result == etcdserverpb.Compare_EQUAL {
-			if c.modRevs == nil {
-				c.modRevs = map[string]int64{}
-			}
-			c.modRevs[string(cmp.Key)] = mr.ModRevision
+			c.modRevs = append(c.modRevs, keyRev{key: k, rev: mr.ModRevision})
 		}
 	}
-	for _, op := range c.ops {
+	c.writes = make([]string, 0, len(c.ops))
+	for i, op := range c.ops {
 		if !(op.IsPut() || op.IsDelete()) || len(op.RangeBytes()) > 0 {
 			return false
 		}
-		c.writes = append(c.writes, string(op.KeyBytes()))
-		c.bytes += len(op.KeyBytes()) + len(op.ValueBytes()) + 16
+		k := keyString(op.KeyBytes(), c.opKeys, i)
+		c.writes = append(c.writes, k)
+		c.bytes += len(k) + len(op.ValueBytes()) + 16
 		if op.IsDelete() {
 			if c.deletes == nil {
 				c.deletes = map[string]bool{}
 			}
-			c.deletes[string(op.KeyBytes())] = true
+			c.deletes[k] = true
 		}
 	}
 	// A guarded claim nests one level deeper (guards, then the claim).
@@ -384,6 +404,15 @@ func (c *batchedClaim) describe() bool {
 		c.width += max(len(c.guards), 1)
 	}
 	return true
+}
+
+// keyString is key as a string: known[i] when the caller gave it (and it
+// is key), else a copy.
+func keyString(key []byte, known []string, i int) string {
+	if i < len(known) && known[i] == string(key) {
+		return known[i]
+	}
+	return string(key)
 }
 
 // send commits batch in one transaction (a lone claim as its own plain

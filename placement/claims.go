@@ -205,7 +205,7 @@ func (s *Service) commitClaim(ctx context.Context, plan *claimPlan, opts ClaimOp
 	if len(plan.cmps) > maxTxnOps || len(ops) > maxTxnOps {
 		return 0, false, detailf(ErrTooManyOps, "the write needs %d compares and %d operations, etcd allows %d of each in one transaction", len(plan.cmps), len(ops), maxTxnOps)
 	}
-	r := s.claims.commitThen(ctx, plan.cmps, ops, opts.Guards, func(rev int64) { s.idx.assume(rev, plan.own) })
+	r := s.claims.commitThen(ctx, plan.cmps, plan.cmpKeys, ops, plan.opKeys, opts.Guards, func(rev int64) { s.idx.assume(rev, plan.own) })
 	switch {
 	case r.err != nil:
 		return 0, false, r.err
@@ -368,6 +368,9 @@ type claimPlan struct {
 	cmps []clientv3.Cmp
 	ops  []clientv3.Op
 	own  []ownWrite
+	// cmpKeys and opKeys are the keys of cmps and ops, which the group
+	// commit would otherwise copy out of them again.
+	cmpKeys, opKeys []string
 }
 
 // finishProvider amends the next record of a provider a claim touches,
@@ -400,9 +403,14 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 	// nor on DELETE. Berth's transactions compare mod revisions, so this
 	// only keeps the generations clients see the same as Placement's.
 	bump := map[string]bool{}
-	var cmps []clientv3.Cmp
-	var ops []clientv3.Op
-	var own []ownWrite
+	// Every consumer and provider is compared and written at most once:
+	// sized once, the slices do not grow record by record.
+	n := len(consumers) + len(rd.providers)
+	cmps := make([]clientv3.Cmp, 0, n)
+	ops := make([]clientv3.Op, 0, n)
+	own := make([]ownWrite, 0, n)
+	keys := make([]string, 2*n)
+	cmpKeys, opKeys := keys[:0:n], keys[n:n]
 	for _, c := range consumers {
 		w := writes[c]
 		old := rd.consumers[c]
@@ -453,9 +461,11 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 		}
 		ck := s.keys.Consumer(c)
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(ck), "=", rd.consumerRevs[c]))
+		cmpKeys = append(cmpKeys, ck)
 		if len(w.Allocations) == 0 {
 			if old != nil {
 				ops = append(ops, clientv3.OpDelete(ck))
+				opKeys = append(opKeys, ck)
 				own = append(own, ownWrite{goneConsumer: c})
 			}
 			continue
@@ -490,6 +500,7 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			return nil, err
 		}
 		ops = append(ops, clientv3.OpPut(ck, string(val)))
+		opKeys = append(opKeys, ck)
 		own = append(own, ownWrite{consumer: rec})
 	}
 	for _, rp := range sortedKeys(after) {
@@ -541,10 +552,12 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 		}
 		pk := s.keys.Provider(rp)
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(pk), "=", sp.modRev))
+		cmpKeys = append(cmpKeys, pk)
 		ops = append(ops, clientv3.OpPut(pk, string(val)))
+		opKeys = append(opKeys, pk)
 		own = append(own, ownWrite{provider: next})
 	}
-	return &claimPlan{cmps: cmps, ops: ops, own: own}, nil
+	return &claimPlan{cmps: cmps, ops: ops, own: own, cmpKeys: cmpKeys, opKeys: opKeys}, nil
 }
 
 // checkConsumerGeneration is Placement's consumer generation rule (1.28):
