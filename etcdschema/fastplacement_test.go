@@ -197,6 +197,12 @@ func TestPlacementFastEncodeMatchesJSONMarshal(t *testing.T) {
 		if (err != nil) != (wantErr != nil) || !bytes.Equal(enc, want) {
 			t.Errorf("Encode = %s, %v; json.Marshal = %s, %v", enc, err, want, wantErr)
 		}
+		// EncodeString, through its pooled buffers (reused from one
+		// value to the next), is Encode.
+		str, err := EncodeString(v)
+		if (err != nil) != (wantErr != nil) || str != string(want) {
+			t.Errorf("EncodeString = %s, %v; json.Marshal = %s, %v", str, err, want, wantErr)
+		}
 	}
 	for i := 0; i < 3000; i++ {
 		check(g.provider())

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -66,6 +67,39 @@ func Encode(v Versioned) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// EncodeString is Encode returning the value as the string an etcd put
+// takes. A type with its own encoder writes into a pooled scratch buffer
+// and the string is the one copy made: a claim encodes two records, and
+// Encode's buffer (sized above the record) and the string made of it were
+// two allocations each.
+func EncodeString(v Versioned) (string, error) {
+	v.setVersion(v.SchemaVersion())
+	if f, ok := v.(fastEncoder); ok {
+		bp := encodeBufs.Get().(*[]byte)
+		if b, ok := f.appendJSON((*bp)[:0]); ok {
+			s := string(b)
+			// A buffer grown for an unusually large record is not kept.
+			if cap(b) <= maxPooledEncodeBuf {
+				*bp = b[:0]
+				encodeBufs.Put(bp)
+			}
+			return s, nil
+		}
+		encodeBufs.Put(bp) // declined: appendJSON kept nothing of it
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("encode %T: %w", v, err)
+	}
+	return string(b), nil
+}
+
+// encodeBufs holds EncodeString's scratch buffers; a buffer is used by
+// one call at a time and nothing keeps it after the call.
+var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledEncodeBuf = 64 << 10
 
 // MustEncode is Encode for values that cannot fail to marshal (plain
 // structs of strings, numbers, maps and slices).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -495,11 +496,11 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			}
 			rec.Allocations[rp] = etcdschema.ConsumerAllocation{Resources: r}
 		}
-		val, err := etcdschema.Encode(rec)
+		val, err := etcdschema.EncodeString(rec)
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, clientv3.OpPut(ck, string(val)))
+		ops = append(ops, clientv3.OpPut(ck, val))
 		opKeys = append(opKeys, ck)
 		own = append(own, ownWrite{consumer: rec})
 	}
@@ -529,7 +530,30 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 				return nil, detailf(ErrInsufficientCapacity, "Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.", rc, rp)
 			}
 		}
-		next := sp.p.Clone()
+		// The next record shares everything but its usages with the one
+		// it replaces (records are never mutated once planned or indexed,
+		// and a claim changes usages and generation only), unless finish
+		// amends it.
+		var next *etcdschema.Provider
+		if finish != nil {
+			next = sp.p.Clone()
+		} else {
+			// Nil and empty as Clone leaves them, so the record put is
+			// byte for byte what it was.
+			shallow := *sp.p
+			if shallow.Inventories == nil {
+				shallow.Inventories = map[string]etcdschema.Inventory{}
+			}
+			if len(shallow.Traits) == 0 {
+				shallow.Traits = nil
+			}
+			if len(shallow.Aggregates) == 0 {
+				shallow.Aggregates = nil
+			}
+			shallow.Usages = make(map[string]int64, len(sp.p.Usages))
+			maps.Copy(shallow.Usages, sp.p.Usages)
+			next = &shallow
+		}
 		for rc, n := range u {
 			if n <= 0 {
 				delete(next.Usages, rc)
@@ -546,14 +570,14 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 				return nil, err
 			}
 		}
-		val, err := etcdschema.Encode(next)
+		val, err := etcdschema.EncodeString(next)
 		if err != nil {
 			return nil, err
 		}
 		pk := s.keys.Provider(rp)
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(pk), "=", sp.modRev))
 		cmpKeys = append(cmpKeys, pk)
-		ops = append(ops, clientv3.OpPut(pk, string(val)))
+		ops = append(ops, clientv3.OpPut(pk, val))
 		opKeys = append(opKeys, pk)
 		own = append(own, ownWrite{provider: next})
 	}

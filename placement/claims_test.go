@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -180,6 +181,44 @@ func TestClaimFromAStaleIndexFallsBackToEtcd(t *testing.T) {
 		}
 		if p.Usages[VCPU] != want {
 			t.Errorf("%s: VCPU used %d, want %d", rp, p.Usages[VCPU], want)
+		}
+	}
+}
+
+// TestPlannedProviderRecordIsTheClonedOne: a claim's next provider record
+// shares the unchanged parts of the one it replaces instead of cloning
+// them; the record it puts is byte for byte the one a clone gave (nil
+// and empty traits, aggregates and maps included), and the record it
+// planned from is left as it was.
+func TestPlannedProviderRecordIsTheClonedOne(t *testing.T) {
+	s := New(nil, etcdschema.New("/test"), hclog.NewNullLogger())
+	at := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return at }
+	invs := map[string]etcdschema.Inventory{VCPU: inv(8), MemoryMB: inv(1024)}
+	for i, p := range []etcdschema.Provider{
+		{UUID: "rp", Inventories: invs},
+		{UUID: "rp", Inventories: invs, Traits: []string{}, Aggregates: []string{}, Usages: map[string]int64{}},
+		{UUID: "rp", RootProviderUUID: "rp", Inventories: invs, Traits: []string{"T1", "T2"}, Aggregates: []string{"a"},
+			Usages: map[string]int64{VCPU: 3, MemoryMB: 5}},
+		{UUID: "rp", Inventories: invs, Usages: map[string]int64{VCPU: 1}},
+	} {
+		before := etcdschema.MustEncode(&p)
+		rd := &claimRead{consumers: map[string]*etcdschema.Consumer{"c": nil}, consumerRevs: map[string]int64{},
+			providers: map[string]*storedProvider{"rp": {p: &p, modRev: 7}}}
+		writes := map[string]AllocationWrite{"c": {Allocations: alloc("rp", map[string]int64{VCPU: 1}), ProjectID: "p", UserID: "u"}}
+		plan, err := s.planClaim(rd, []string{"c"}, writes, ClaimOptions{}, false)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		want := p.Clone()
+		want.Usages[VCPU]++
+		want.Generation++
+		want.UpdatedAt = at
+		if got, wantJSON := string(plan.ops[1].ValueBytes()), etcdschema.MustEncode(want); got != wantJSON {
+			t.Errorf("case %d: put\n%s\nwant (cloned)\n%s", i, got, wantJSON)
+		}
+		if after := etcdschema.MustEncode(&p); after != before {
+			t.Errorf("case %d: the record planned from changed:\n%s\nwas\n%s", i, after, before)
 		}
 	}
 }
