@@ -36,8 +36,24 @@ func (k Keys) Prefix() string { return k.prefix }
 // All is the prefix that holds every Berth key (for dumps and wipes).
 func (k Keys) All() string { return k.prefix + "/" }
 
+// join builds prefix/part/part... in one allocation: keys are made on
+// every claim (its consumer and provider) and every host write.
 func (k Keys) join(parts ...string) string {
-	return k.prefix + "/" + strings.Join(parts, "/")
+	if len(parts) == 0 {
+		return k.prefix + "/"
+	}
+	n := len(k.prefix) + len(parts)
+	for _, p := range parts {
+		n += len(p)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(k.prefix)
+	for _, p := range parts {
+		b.WriteByte('/')
+		b.WriteString(p)
+	}
+	return b.String()
 }
 
 // ---- placement -------------------------------------------------------------

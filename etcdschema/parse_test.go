@@ -148,3 +148,18 @@ func TestParseHostKey(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinIsPrefixSlashParts: join, built in one allocation, spells a key
+// as prefix + "/" + the parts joined by "/".
+func TestJoinIsPrefixSlashParts(t *testing.T) {
+	for _, k := range []Keys{New("/berth"), New("/"), New("/a/b/")} {
+		for _, parts := range [][]string{nil, {""}, {"placement"}, {"placement", "providers", "2f9c0d1e"}, {"", "x", ""}} {
+			if got, want := k.join(parts...), k.prefix+"/"+strings.Join(parts, "/"); got != want {
+				t.Errorf("%q.join(%q) = %q, want %q", k.prefix, parts, got, want)
+			}
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = New("/berth").Provider("2f9c0d1e-0000-4000-8000-000000000001") }); n > 1 {
+		t.Errorf("a provider key took %v allocations, want 1", n)
+	}
+}
