@@ -494,24 +494,36 @@ func commitOne(ctx context.Context, txn func(ctx context.Context) clientv3.Txn, 
 // nobody waits for any more is not left running.
 func batchContext(batch []*batchedClaim) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
-	left := len(batch)
-	var mu sync.Mutex
+	// One counter and one callback shared by every member's AfterFunc
+	// (a closure per member was an allocation per claim).
+	bc := &batchCancel{left: len(batch), cancel: cancel}
+	memberDone := bc.memberDone
 	stops := make([]func() bool, 0, len(batch))
 	for _, c := range batch {
-		stops = append(stops, context.AfterFunc(c.ctx, func() {
-			mu.Lock()
-			left--
-			last := left == 0
-			mu.Unlock()
-			if last {
-				cancel()
-			}
-		}))
+		stops = append(stops, context.AfterFunc(c.ctx, memberDone))
 	}
 	return ctx, func() {
 		for _, stop := range stops {
 			stop()
 		}
 		cancel()
+	}
+}
+
+// batchCancel cancels a batch's context when the last member's own
+// context is done.
+type batchCancel struct {
+	mu     sync.Mutex
+	left   int
+	cancel context.CancelFunc
+}
+
+func (bc *batchCancel) memberDone() {
+	bc.mu.Lock()
+	bc.left--
+	last := bc.left == 0
+	bc.mu.Unlock()
+	if last {
+		bc.cancel()
 	}
 }

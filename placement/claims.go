@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -241,9 +242,11 @@ func (s *Service) readFromIndex(consumers []string, writes map[string]Allocation
 		if !ok {
 			return false
 		}
-		p := *e.p // shallow: normalizeProvider only replaces nil fields
-		normalizeProvider(&p)
-		rd.providers[rp] = &storedProvider{p: &p, modRev: e.modRev}
+		// The indexed record itself, not normalized: a plan reads its
+		// maps (nil reads as empty) and makes its next record as a clone
+		// of a normalized one would be (planClaimWith), and an indexed
+		// record always has its root uuid.
+		rd.providers[rp] = &storedProvider{p: e.p, modRev: e.modRev}
 		return true
 	}
 	for _, c := range consumers {
@@ -441,14 +444,15 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 		}
 		// Sorted, so that of several faults the same one is reported every
 		// time (Placement reports the first in the body's order).
-		for _, rp := range sortedKeys(w.Allocations) {
+		var rpBuf, rcBuf [8]string
+		for _, rp := range sortedKeysIn(w.Allocations, rpBuf[:]) {
 			a := w.Allocations[rp]
 			sp := rd.providers[rp]
 			if sp == nil {
 				return nil, detailf(ErrProviderNotFound, "Allocation for resource provider '%s' that does not exist.", rp)
 			}
 			u := usage(rp)
-			for _, rc := range sortedKeys(a.Resources) {
+			for _, rc := range sortedKeysIn(a.Resources, rcBuf[:]) {
 				n := a.Resources[rc]
 				inv, ok := sp.p.Inventories[rc]
 				if !ok {
@@ -504,13 +508,14 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 		opKeys = append(opKeys, ck)
 		own = append(own, ownWrite{consumer: rec})
 	}
-	for _, rp := range sortedKeys(after) {
+	var rpBuf, rcBuf [8]string
+	for _, rp := range sortedKeysIn(after, rpBuf[:]) {
 		sp := rd.providers[rp]
 		if sp == nil {
 			continue // an old allocation on a provider since deleted
 		}
 		u := after[rp]
-		for _, rc := range sortedKeys(u) {
+		for _, rc := range sortedKeysIn(u, rcBuf[:]) {
 			n := u[rc]
 			before := sp.p.Usages[rc]
 			if n == before {
@@ -612,6 +617,18 @@ func (s *Service) readMany(ctx context.Context, ops []clientv3.Op) ([]*etcdRespo
 		out = append(out, resp.Responses...)
 	}
 	return out, nil
+}
+
+// sortedKeysIn is sortedKeys in buf when the keys fit (a claim names a
+// provider or two and a few resource classes), so a claim's plan sorts
+// without allocating.
+func sortedKeysIn[V any](m map[string]V, buf []string) []string {
+	out := buf[:0]
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -187,20 +187,23 @@ func TestClaimFromAStaleIndexFallsBackToEtcd(t *testing.T) {
 
 // TestPlannedProviderRecordIsTheClonedOne: a claim's next provider record
 // shares the unchanged parts of the one it replaces instead of cloning
-// them; the record it puts is byte for byte the one a clone gave (nil
-// and empty traits, aggregates and maps included), and the record it
-// planned from is left as it was.
+// them, and is planned from the indexed record without normalizing a
+// copy of it; the record it puts is byte for byte the one a clone of the
+// normalized copy gave (nil and empty traits, aggregates and maps
+// included), and the record it planned from is left as it was.
 func TestPlannedProviderRecordIsTheClonedOne(t *testing.T) {
 	s := New(nil, etcdschema.New("/test"), hclog.NewNullLogger())
 	at := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	s.now = func() time.Time { return at }
 	invs := map[string]etcdschema.Inventory{VCPU: inv(8), MemoryMB: inv(1024)}
 	for i, p := range []etcdschema.Provider{
-		{UUID: "rp", Inventories: invs},
-		{UUID: "rp", Inventories: invs, Traits: []string{}, Aggregates: []string{}, Usages: map[string]int64{}},
-		{UUID: "rp", RootProviderUUID: "rp", Inventories: invs, Traits: []string{"T1", "T2"}, Aggregates: []string{"a"},
-			Usages: map[string]int64{VCPU: 3, MemoryMB: 5}},
-		{UUID: "rp", Inventories: invs, Usages: map[string]int64{VCPU: 1}},
+		// As the index holds them: a root always, nil or empty parts as
+		// decoded (claims write traits and aggregates null when empty).
+		{UUID: "rp", RootProviderUUID: "rp", Inventories: invs},
+		{UUID: "rp", RootProviderUUID: "rp", Inventories: invs, Traits: []string{}, Aggregates: []string{}, Usages: map[string]int64{}},
+		{UUID: "rp", RootProviderUUID: "root", ParentProviderUUID: "root", Inventories: invs, Traits: []string{"T1", "T2"},
+			Aggregates: []string{"a"}, Usages: map[string]int64{VCPU: 3, MemoryMB: 5}},
+		{UUID: "rp", RootProviderUUID: "rp", Inventories: invs, Usages: map[string]int64{VCPU: 1}},
 	} {
 		before := etcdschema.MustEncode(&p)
 		rd := &claimRead{consumers: map[string]*etcdschema.Consumer{"c": nil}, consumerRevs: map[string]int64{},
@@ -210,7 +213,10 @@ func TestPlannedProviderRecordIsTheClonedOne(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
-		want := p.Clone()
+		// What the plan wrote when it cloned a normalized copy.
+		norm := p
+		normalizeProvider(&norm)
+		want := norm.Clone()
 		want.Usages[VCPU]++
 		want.Generation++
 		want.UpdatedAt = at
