@@ -465,7 +465,7 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			}
 		}
 		ck := s.keys.Consumer(c)
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(ck), "=", rd.consumerRevs[c]))
+		cmps = append(cmps, modRevisionIs(ck, rd.consumerRevs[c]))
 		cmpKeys = append(cmpKeys, ck)
 		if len(w.Allocations) == 0 {
 			if old != nil {
@@ -580,7 +580,7 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			return nil, err
 		}
 		pk := s.keys.Provider(rp)
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(pk), "=", sp.modRev))
+		cmps = append(cmps, modRevisionIs(pk, sp.modRev))
 		cmpKeys = append(cmpKeys, pk)
 		ops = append(ops, clientv3.OpPut(pk, val))
 		opKeys = append(opKeys, pk)
