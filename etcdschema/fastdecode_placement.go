@@ -80,11 +80,14 @@ func DecodeProviderAfterKey(key, data []byte, prev *Provider) (*Provider, error)
 // DecodeConsumerKey is Decode of a consumer record stored at key (bytes,
 // as a watch event carries it) whose uuid the caller has as a string
 // already (the key's last segment): the record's uuid shares that string
-// when equal, and the key's string is made only on the path that may
-// fail. The value and the error are exactly Decode's.
-func DecodeConsumerKey(key, data []byte, uuid string) (*Consumer, error) {
+// when equal, its project, user and consumer type share like's (may be
+// nil: a consumer decoded before, which neither may mutate) when equal
+// (a project's servers follow one another), and the key's string is made
+// only on the path that may fail. The value and the error are exactly
+// Decode's.
+func DecodeConsumerKey(key, data []byte, uuid string, like *Consumer) (*Consumer, error) {
 	c := &Consumer{}
-	if c.decodeFastAs(data, uuid) && versionReadable(c) {
+	if c.decodeFastAs(data, uuid, like) && versionReadable(c) {
 		return c, nil
 	}
 	c = &Consumer{}
@@ -316,12 +319,17 @@ func (r *jsonReader) inventory() (Inventory, bool) {
 	return inv, ok
 }
 
-func (c *Consumer) decodeFast(data []byte) bool { return c.decodeFastAs(data, "") }
+func (c *Consumer) decodeFast(data []byte) bool { return c.decodeFastAs(data, "", nil) }
 
-// decodeFastAs is decodeFast reading a uuid equal to uuid as uuid itself.
-func (c *Consumer) decodeFastAs(data []byte, uuid string) bool {
+// decodeFastAs is decodeFast reading a uuid equal to uuid as uuid itself,
+// and strings equal to like's (nil: none) as like's.
+func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer) bool {
 	if c.Allocations != nil {
 		return false
+	}
+	var was Consumer
+	if like != nil {
+		was = *like
 	}
 	q := *c
 	r := jsonReader{data: data}
@@ -341,13 +349,13 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string) bool {
 			q.Generation, ok = r.int64()
 			return ok && once(&seen, seenGeneration)
 		case "project_id":
-			q.ProjectID, ok = r.string()
+			q.ProjectID, ok = r.stringAs(was.ProjectID)
 			return ok && once(&seen, seenProject)
 		case "user_id":
-			q.UserID, ok = r.string()
+			q.UserID, ok = r.stringAs(was.UserID)
 			return ok && once(&seen, seenUser)
 		case "consumer_type":
-			q.ConsumerType, ok = r.string()
+			q.ConsumerType, ok = r.stringAs(was.ConsumerType)
 			return ok && once(&seen, seenConsumerType)
 		case "allocations":
 			q.Allocations, ok = r.allocations()

@@ -291,20 +291,41 @@ func TestPlacementFastDecodeMatchesEncodingJSON(t *testing.T) {
 		decodeBoth(t, in, Consumer{ProjectID: "old"})
 		decodeBoth(t, in, Consumer{Allocations: map[string]ConsumerAllocation{"rp": {}}})
 	}
-	// DecodeConsumerKey, whatever uuid its caller has, is Decode.
+	// DecodeConsumerKey, whatever uuid and earlier consumer its caller
+	// has, is Decode, and leaves the earlier consumer as it was.
+	var likes []*Consumer
 	for _, in := range cons {
 		want := &Consumer{}
 		wantErr := Decode("/c", in, want)
+		if wantErr == nil {
+			likes = append(likes, want)
+		}
 		for _, uuid := range []string{"", want.UUID, "2f9c0d1e-0000-4000-8000-000000000001", "x"} {
-			got, err := DecodeConsumerKey([]byte("/c"), in, uuid)
-			if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) || !reflect.DeepEqual(got, want) {
-				t.Errorf("%q with uuid %q: DecodeConsumerKey gave %#v, %v; Decode %#v, %v", in, uuid, got, err, want, wantErr)
+			other := (*Consumer)(nil)
+			if len(likes) > 0 {
+				other = likes[g.rng.Intn(len(likes))]
+			}
+			for _, like := range []*Consumer{nil, want, other, {ProjectID: "p", UserID: "u", ConsumerType: "INSTANCE"}} {
+				var before Consumer
+				if like != nil {
+					before = *like
+				}
+				got, err := DecodeConsumerKey([]byte("/c"), in, uuid, like)
+				if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) || !reflect.DeepEqual(got, want) {
+					t.Errorf("%q with uuid %q after %+v: DecodeConsumerKey gave %#v, %v; Decode %#v, %v", in, uuid, like, got, err, want, wantErr)
+				}
+				if like != nil && !reflect.DeepEqual(*like, before) {
+					t.Errorf("%q: the earlier consumer was changed", in)
+				}
 			}
 		}
 	}
 	uuid := strings.Clone("6a0c9b1e-0000-4000-8000-000000000002")
-	if got, err := DecodeConsumerKey([]byte("/c"), []byte(consumerJSON), uuid); err != nil || unsafe.StringData(got.UUID) != unsafe.StringData(uuid) {
-		t.Errorf("DecodeConsumerKey did not share the caller's uuid: %+v, %v", got, err)
+	like := &Consumer{ProjectID: strings.Clone("p"), UserID: strings.Clone("u")}
+	got, err := DecodeConsumerKey([]byte("/c"), []byte(consumerJSON), uuid, like)
+	if err != nil || unsafe.StringData(got.UUID) != unsafe.StringData(uuid) ||
+		unsafe.StringData(got.ProjectID) != unsafe.StringData(like.ProjectID) || unsafe.StringData(got.UserID) != unsafe.StringData(like.UserID) {
+		t.Errorf("DecodeConsumerKey did not share the caller's uuid and the earlier consumer's project and user: %+v, %v", got, err)
 	}
 	t.Logf("%d of %d values took the fast path", fast, len(provs)+len(cons))
 	if fast < 2000 {

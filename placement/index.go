@@ -32,6 +32,9 @@ type index struct {
 	// assumed holds this service's committed writes applied ahead of the
 	// watch, until the watch passes their revision (assume.go).
 	assumed map[recordKey]assumedWrite
+	// lastConsumer is the consumer record the watch decoded last: the
+	// next one shares its project and user strings when they are equal.
+	lastConsumer *etcdschema.Consumer
 }
 
 func newIndex() *index {
@@ -100,7 +103,9 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 		// A delete event's ModRevision is the delete's revision.
 		changes = append(changes, change{ev: ev, seg: seg, key: recordKey{provider: isProvider}, modRev: ev.Kv.ModRevision})
 	}
+	var like *etcdschema.Consumer
 	ix.lookUpLocked(func() {
+		like = ix.lastConsumer
 		for i := range changes {
 			ch := &changes[i]
 			if ch.seg == nil {
@@ -143,7 +148,7 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 		if ch.key.provider {
 			ch.provider, err = decodeProviderEvent(ch.ev.Kv.Key, ch.ev.Kv.Value, ch.prev)
 		} else {
-			ch.consumer, err = etcdschema.DecodeConsumerKey(ch.ev.Kv.Key, ch.ev.Kv.Value, ch.key.uuid)
+			ch.consumer, err = etcdschema.DecodeConsumerKey(ch.ev.Kv.Key, ch.ev.Kv.Value, ch.key.uuid, like)
 		}
 		if err != nil {
 			log.Error("skipping unreadable placement record", "key", string(ch.ev.Kv.Key), "error", err)
@@ -155,10 +160,14 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 			ch.key.uuid = ch.provider.UUID
 		} else {
 			ch.key.uuid = ch.consumer.UUID
+			like = ch.consumer
 		}
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if like != nil {
+		ix.lastConsumer = like
+	}
 	st := ix.st
 	for _, ch := range changes {
 		// Checked again: a claim may have been assumed since the look
@@ -271,6 +280,9 @@ type rpEntry struct {
 	summary atomic.Pointer[ProviderSummary]
 }
 
+// consumerEntry is held by value in the consumers map: every claim adds
+// one to every scheduler's index, and a million of them are loaded at a
+// cold start; a pointer to each was an allocation apiece.
 type consumerEntry struct {
 	c      *etcdschema.Consumer
 	modRev int64
@@ -297,7 +309,7 @@ type indexState struct {
 	children map[string]map[string]struct{}
 	sharing  bitset
 
-	consumers   map[string]*consumerEntry
+	consumers   map[string]consumerEntry
 	rpConsumers map[string]map[string]struct{}
 }
 
@@ -309,7 +321,7 @@ func newIndexState() *indexState {
 		aggIDs:      map[string]int32{},
 		trees:       map[string]map[int32]struct{}{},
 		children:    map[string]map[string]struct{}{},
-		consumers:   map[string]*consumerEntry{},
+		consumers:   map[string]consumerEntry{},
 		rpConsumers: map[string]map[string]struct{}{},
 	}
 }
@@ -548,7 +560,7 @@ func (st *indexState) putConsumer(c *etcdschema.Consumer, modRev int64) {
 	if old, ok := st.consumers[c.UUID]; ok {
 		st.unlinkConsumer(old.c)
 	}
-	st.consumers[c.UUID] = &consumerEntry{c: c, modRev: modRev}
+	st.consumers[c.UUID] = consumerEntry{c: c, modRev: modRev}
 	for rp := range c.Allocations {
 		m := st.rpConsumers[rp]
 		if m == nil {
