@@ -375,6 +375,12 @@ type claimPlan struct {
 	// cmpKeys and opKeys are the keys of cmps and ops, which the group
 	// commit would otherwise copy out of them again.
 	cmpKeys, opKeys []string
+
+	// The slices' arrays for the usual claim: a consumer and a provider.
+	cmpsBuf [2]clientv3.Cmp
+	opsBuf  [2]clientv3.Op
+	ownBuf  [2]ownWrite
+	keysBuf [4]string
 }
 
 // finishProvider amends the next record of a provider a claim touches,
@@ -408,12 +414,18 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 	// only keeps the generations clients see the same as Placement's.
 	bump := map[string]bool{}
 	// Every consumer and provider is compared and written at most once:
-	// sized once, the slices do not grow record by record.
+	// sized once, the slices do not grow record by record, and a claim of
+	// one consumer on one provider keeps them in the plan itself.
+	plan := &claimPlan{}
 	n := len(consumers) + len(rd.providers)
-	cmps := make([]clientv3.Cmp, 0, n)
-	ops := make([]clientv3.Op, 0, n)
-	own := make([]ownWrite, 0, n)
-	keys := make([]string, 2*n)
+	cmps, ops, own := plan.cmpsBuf[:0], plan.opsBuf[:0], plan.ownBuf[:0]
+	keys := plan.keysBuf[:]
+	if n > len(plan.cmpsBuf) {
+		cmps = make([]clientv3.Cmp, 0, n)
+		ops = make([]clientv3.Op, 0, n)
+		own = make([]ownWrite, 0, n)
+		keys = make([]string, 2*n)
+	}
 	cmpKeys, opKeys := keys[:0:n], keys[n:n]
 	for _, c := range consumers {
 		w := writes[c]
@@ -586,7 +598,8 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 		opKeys = append(opKeys, pk)
 		own = append(own, ownWrite{provider: next})
 	}
-	return &claimPlan{cmps: cmps, ops: ops, own: own, cmpKeys: cmpKeys, opKeys: opKeys}, nil
+	plan.cmps, plan.ops, plan.own, plan.cmpKeys, plan.opKeys = cmps, ops, own, cmpKeys, opKeys
+	return plan, nil
 }
 
 // checkConsumerGeneration is Placement's consumer generation rule (1.28):
