@@ -83,11 +83,13 @@ func DecodeProviderAfterKey(key, data []byte, prev *Provider) (*Provider, error)
 // when equal, its project, user and consumer type share like's (may be
 // nil: a consumer decoded before, which neither may mutate) when equal
 // (a project's servers follow one another), and the key's string is made
-// only on the path that may fail. The value and the error are exactly
+// only on the path that may fail; an allocation's provider uuid equal to
+// one of rps (the providers the caller knows, e.g. those written in the
+// same transaction) is that string. The value and the error are exactly
 // Decode's.
-func DecodeConsumerKey(key, data []byte, uuid string, like *Consumer) (*Consumer, error) {
+func DecodeConsumerKey(key, data []byte, uuid string, like *Consumer, rps []string) (*Consumer, error) {
 	c := &Consumer{}
-	if c.decodeFastAs(data, uuid, like) && versionReadable(c) {
+	if c.decodeFastAs(data, uuid, like, rps) && versionReadable(c) {
 		return c, nil
 	}
 	c = &Consumer{}
@@ -160,6 +162,16 @@ func (p *Provider) decodeFastAfter(data []byte, prev *Provider) bool {
 	}
 	*p = q
 	return true
+}
+
+// stringIn is b as a string: the one of known equal to it, else a copy.
+func stringIn(b []byte, known []string) string {
+	for _, k := range known {
+		if string(b) == k {
+			return k
+		}
+	}
+	return string(b)
 }
 
 // stringAs reads a string for a string field, returning was itself when
@@ -319,11 +331,12 @@ func (r *jsonReader) inventory() (Inventory, bool) {
 	return inv, ok
 }
 
-func (c *Consumer) decodeFast(data []byte) bool { return c.decodeFastAs(data, "", nil) }
+func (c *Consumer) decodeFast(data []byte) bool { return c.decodeFastAs(data, "", nil, nil) }
 
 // decodeFastAs is decodeFast reading a uuid equal to uuid as uuid itself,
-// and strings equal to like's (nil: none) as like's.
-func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer) bool {
+// strings equal to like's (nil: none) as like's, and provider uuids equal
+// to one of rps as that one.
+func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []string) bool {
 	if c.Allocations != nil {
 		return false
 	}
@@ -358,7 +371,7 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer) bool {
 			q.ConsumerType, ok = r.stringAs(was.ConsumerType)
 			return ok && once(&seen, seenConsumerType)
 		case "allocations":
-			q.Allocations, ok = r.allocations()
+			q.Allocations, ok = r.allocations(rps)
 			return ok && once(&seen, seenAllocations)
 		case "created_at":
 			q.CreatedAt, ok = r.time()
@@ -378,7 +391,7 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer) bool {
 
 // allocations reads a consumer's map of provider uuid to
 // {"resources": {class: amount}}.
-func (r *jsonReader) allocations() (map[string]ConsumerAllocation, bool) {
+func (r *jsonReader) allocations(rps []string) (map[string]ConsumerAllocation, bool) {
 	if r.null() {
 		return nil, true
 	}
@@ -401,7 +414,7 @@ func (r *jsonReader) allocations() (map[string]ConsumerAllocation, bool) {
 		if !ok {
 			return false
 		}
-		m[string(rp)] = a
+		m[stringIn(rp, rps)] = a
 		return true
 	})
 	return m, ok

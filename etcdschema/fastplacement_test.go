@@ -310,7 +310,11 @@ func TestPlacementFastDecodeMatchesEncodingJSON(t *testing.T) {
 				if like != nil {
 					before = *like
 				}
-				got, err := DecodeConsumerKey([]byte("/c"), in, uuid, like)
+				var rps []string
+				for rp := range want.Allocations {
+					rps = append(rps, "other", rp)
+				}
+				got, err := DecodeConsumerKey([]byte("/c"), in, uuid, like, rps)
 				if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) || !reflect.DeepEqual(got, want) {
 					t.Errorf("%q with uuid %q after %+v: DecodeConsumerKey gave %#v, %v; Decode %#v, %v", in, uuid, like, got, err, want, wantErr)
 				}
@@ -322,10 +326,15 @@ func TestPlacementFastDecodeMatchesEncodingJSON(t *testing.T) {
 	}
 	uuid := strings.Clone("6a0c9b1e-0000-4000-8000-000000000002")
 	like := &Consumer{ProjectID: strings.Clone("p"), UserID: strings.Clone("u")}
-	got, err := DecodeConsumerKey([]byte("/c"), []byte(consumerJSON), uuid, like)
-	if err != nil || unsafe.StringData(got.UUID) != unsafe.StringData(uuid) ||
+	rp := strings.Clone("2f9c0d1e-0000-4000-8000-000000000001")
+	got, err := DecodeConsumerKey([]byte("/c"), []byte(consumerJSON), uuid, like, []string{"x", rp})
+	var gotRP string
+	for k := range got.Allocations {
+		gotRP = k
+	}
+	if err != nil || unsafe.StringData(got.UUID) != unsafe.StringData(uuid) || unsafe.StringData(gotRP) != unsafe.StringData(rp) ||
 		unsafe.StringData(got.ProjectID) != unsafe.StringData(like.ProjectID) || unsafe.StringData(got.UserID) != unsafe.StringData(like.UserID) {
-		t.Errorf("DecodeConsumerKey did not share the caller's uuid and the earlier consumer's project and user: %+v, %v", got, err)
+		t.Errorf("DecodeConsumerKey did not share the caller's uuid and provider and the earlier consumer's project and user: %+v, %v", got, err)
 	}
 	t.Logf("%d of %d values took the fast path", fast, len(provs)+len(cons))
 	if fast < 2000 {

@@ -139,16 +139,27 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 			}
 		}
 	})
+	var rpBuf [8]string
 	for i := range changes {
 		ch := &changes[i]
 		if ch.skip || eventIsDelete(ch.ev.Type) {
 			continue
 		}
+		// A claim writes its consumer, then the providers it allocates
+		// on (planClaimWith), in one transaction whose events come in
+		// that order: the consumer's allocations share those providers'
+		// uuid strings.
+		rps := rpBuf[:0]
+		for j := i + 1; !ch.key.provider && j < len(changes) && changes[j].key.provider && len(rps) < len(rpBuf); j++ {
+			if changes[j].key.uuid != "" {
+				rps = append(rps, changes[j].key.uuid)
+			}
+		}
 		var err error
 		if ch.key.provider {
 			ch.provider, err = decodeProviderEvent(ch.ev.Kv.Key, ch.ev.Kv.Value, ch.prev)
 		} else {
-			ch.consumer, err = etcdschema.DecodeConsumerKey(ch.ev.Kv.Key, ch.ev.Kv.Value, ch.key.uuid, like)
+			ch.consumer, err = etcdschema.DecodeConsumerKey(ch.ev.Kv.Key, ch.ev.Kv.Value, ch.key.uuid, like, rps)
 		}
 		if err != nil {
 			log.Error("skipping unreadable placement record", "key", string(ch.ev.Kv.Key), "error", err)
