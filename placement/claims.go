@@ -77,9 +77,13 @@ func (s *Service) GetAllocations(ctx context.Context, consumer string) (*etcdsch
 
 // claimRead is what one attempt of a write read from etcd.
 type claimRead struct {
-	consumers    map[string]*etcdschema.Consumer // nil value: absent
+	consumers    map[string]*etcdschema.Consumer // nil value or none: absent
 	consumerRevs map[string]int64
 	providers    map[string]*storedProvider // nil value: absent
+
+	// spBuf holds the providers of a claim read from the index (a
+	// claim names one or two).
+	spBuf [2]storedProvider
 }
 
 // writeAllocations is Placement's _set_allocations over etcd: for each
@@ -229,11 +233,10 @@ func (s *Service) readFromIndex(consumers []string, writes map[string]Allocation
 	if st.rev == 0 {
 		return nil, false // not started: an agent's or the API's store-only service
 	}
-	rd := &claimRead{
-		consumers:    make(map[string]*etcdschema.Consumer, len(consumers)),
-		consumerRevs: make(map[string]int64, len(consumers)),
-		providers:    map[string]*storedProvider{},
-	}
+	// The consumer maps are made for a consumer the index has: a new
+	// one's claim (most claims) reads them as empty.
+	rd := &claimRead{providers: make(map[string]*storedProvider, 1)}
+	used := 0
 	addProvider := func(rp string) bool {
 		if _, ok := rd.providers[rp]; ok {
 			return true
@@ -246,12 +249,23 @@ func (s *Service) readFromIndex(consumers []string, writes map[string]Allocation
 		// maps (nil reads as empty) and makes its next record as a clone
 		// of a normalized one would be (planClaimWith), and an indexed
 		// record always has its root uuid.
-		rd.providers[rp] = &storedProvider{p: e.p, modRev: e.modRev}
+		var sp *storedProvider
+		if used < len(rd.spBuf) {
+			sp = &rd.spBuf[used]
+			used++
+		} else {
+			sp = new(storedProvider)
+		}
+		*sp = storedProvider{p: e.p, modRev: e.modRev}
+		rd.providers[rp] = sp
 		return true
 	}
 	for _, c := range consumers {
-		rd.consumers[c] = nil
 		if ce, ok := st.consumers[c]; ok {
+			if rd.consumers == nil {
+				rd.consumers = make(map[string]*etcdschema.Consumer, len(consumers))
+				rd.consumerRevs = make(map[string]int64, len(consumers))
+			}
 			rd.consumers[c] = ce.c
 			rd.consumerRevs[c] = ce.modRev
 			for rp := range ce.c.Allocations {
