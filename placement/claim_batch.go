@@ -59,6 +59,8 @@ type claimBatcher struct {
 	// sentReads and sentWrites count the keys the claims in flight
 	// compare and write.
 	sentReads, sentWrites map[string]int
+	// takeReads and takeWrites are takeLocked's scratch sets.
+	takeReads, takeWrites map[string]bool
 
 	// batches and batched count the transactions sent and the claims in
 	// them (tests, and berth bench's report); stale the claims answered
@@ -74,7 +76,7 @@ type batchedClaim struct {
 	guards []clientv3.Cmp
 	// committed, if set, runs once the claim has committed, before its
 	// caller and any claim it makes stale are answered.
-	committed func(rev int64)
+	committed committedHook
 
 	// cmpKeys and opKeys, when the caller has them, are the keys of cmps
 	// and of the first ops as strings: describe then makes no copies of
@@ -86,12 +88,24 @@ type batchedClaim struct {
 	// the guards'), and deletes the keys it deletes.
 	modRevs []keyRev
 	deletes map[string]bool
-	width   int // the most compares or operations on one level
-	bytes   int
+	// The arrays of reads, writes and modRevs for the usual claim (a
+	// consumer and a provider, maybe a guard or two).
+	readsBuf   [4]string
+	writesBuf  [2]string
+	modRevsBuf [2]keyRev
+	width      int // the most compares or operations on one level
+	bytes      int
 
 	sent bool          // under the batcher's mu
 	done chan struct{} // closed when the result below is set
 	res  claimResult
+}
+
+// committedHook is what runs once a claim has committed: an interface
+// rather than a func, so a claim's plan is its own hook and a claim makes
+// no closure.
+type committedHook interface {
+	committed(rev int64)
 }
 
 // keyRev is a key and a mod revision a claim compares it with.
@@ -138,7 +152,7 @@ func (b *claimBatcher) commit(ctx context.Context, cmps []clientv3.Cmp, ops []cl
 // records there). cmpKeys and opKeys (either may be nil or shorter) are
 // the keys of cmps and ops as strings, when the caller has them.
 func (b *claimBatcher) commitThen(ctx context.Context, cmps []clientv3.Cmp, cmpKeys []string, ops []clientv3.Op, opKeys []string,
-	guards []clientv3.Cmp, committed func(rev int64)) claimResult {
+	guards []clientv3.Cmp, committed committedHook) claimResult {
 	c := &batchedClaim{ctx: ctx, cmps: cmps, cmpKeys: cmpKeys, ops: ops, opKeys: opKeys, guards: guards, committed: committed, done: make(chan struct{})}
 	if !c.describe() {
 		b.send([]*batchedClaim{c})
@@ -196,9 +210,15 @@ func (b *claimBatcher) takeLocked() []*batchedClaim {
 	if len(b.pending) == 0 {
 		return nil
 	}
-	var batch []*batchedClaim
-	reads := map[string]bool{}
-	writes := map[string]bool{}
+	batch := make([]*batchedClaim, 0, min(len(b.pending), b.maxClaims))
+	// The keys of the batch taken so far, in maps kept from one batch to
+	// the next (takeLocked runs under mu).
+	if b.takeReads == nil {
+		b.takeReads, b.takeWrites = map[string]bool{}, map[string]bool{}
+	}
+	reads, writes := b.takeReads, b.takeWrites
+	clear(reads)
+	clear(writes)
 	bytes := 0
 	width := 0
 	rest := b.pending[:0]
@@ -358,7 +378,10 @@ func (c *batchedClaim) conflictsCounted(reads, writes map[string]int) bool {
 // describe lists the keys c reads (compares) and writes, its width and
 // size; false when it has a range the batcher cannot check.
 func (c *batchedClaim) describe() bool {
-	c.reads = make([]string, 0, len(c.guards)+len(c.cmps))
+	c.reads = c.readsBuf[:0]
+	if n := len(c.guards) + len(c.cmps); n > len(c.readsBuf) {
+		c.reads = make([]string, 0, n)
+	}
 	for i := range c.guards {
 		cmp := &c.guards[i]
 		if len(cmp.GetCompare().RangeEnd) > 0 {
@@ -367,7 +390,8 @@ func (c *batchedClaim) describe() bool {
 		c.reads = append(c.reads, string(cmp.KeyBytes()))
 		c.bytes += len(cmp.KeyBytes()) + 16
 	}
-	if len(c.cmps) > 0 {
+	c.modRevs = c.modRevsBuf[:0]
+	if len(c.cmps) > len(c.modRevsBuf) {
 		c.modRevs = make([]keyRev, 0, len(c.cmps))
 	}
 	for i := range c.cmps {
@@ -383,7 +407,10 @@ func (c *batchedClaim) describe() bool {
 			c.modRevs = append(c.modRevs, keyRev{key: k, rev: mr.ModRevision})
 		}
 	}
-	c.writes = make([]string, 0, len(c.ops))
+	c.writes = c.writesBuf[:0]
+	if len(c.ops) > len(c.writesBuf) {
+		c.writes = make([]string, 0, len(c.ops))
+	}
 	for i, op := range c.ops {
 		if !(op.IsPut() || op.IsDelete()) || len(op.RangeBytes()) > 0 {
 			return false
@@ -462,7 +489,7 @@ func (b *claimBatcher) send(batch []*batchedClaim) {
 // have the result.
 func (c *batchedClaim) answer() {
 	if c.res.ok && c.committed != nil {
-		c.committed(c.res.rev)
+		c.committed.committed(c.res.rev)
 	}
 	close(c.done)
 }

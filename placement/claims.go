@@ -211,7 +211,8 @@ func (s *Service) commitClaim(ctx context.Context, plan *claimPlan, opts ClaimOp
 	if len(plan.cmps) > maxTxnOps || len(ops) > maxTxnOps {
 		return 0, false, detailf(ErrTooManyOps, "the write needs %d compares and %d operations, etcd allows %d of each in one transaction", len(plan.cmps), len(ops), maxTxnOps)
 	}
-	r := s.claims.commitThen(ctx, plan.cmps, plan.cmpKeys, ops, plan.opKeys, opts.Guards, func(rev int64) { s.idx.assume(rev, plan.own) })
+	plan.idx = s.idx
+	r := s.claims.commitThen(ctx, plan.cmps, plan.cmpKeys, ops, plan.opKeys, opts.Guards, plan)
 	switch {
 	case r.err != nil:
 		return 0, false, r.err
@@ -390,12 +391,18 @@ type claimPlan struct {
 	// commit would otherwise copy out of them again.
 	cmpKeys, opKeys []string
 
+	// idx is the index the plan's records go to once it commits.
+	idx *index
+
 	// The slices' arrays for the usual claim: a consumer and a provider.
 	cmpsBuf [2]clientv3.Cmp
 	opsBuf  [2]clientv3.Op
 	ownBuf  [2]ownWrite
 	keysBuf [4]string
 }
+
+// committed applies a committed plan's records to the index (assume.go).
+func (p *claimPlan) committed(rev int64) { p.idx.assume(rev, p.own) }
 
 // finishProvider amends the next record of a provider a claim touches,
 // after its usages and generation are set and before it is encoded. The
