@@ -35,6 +35,15 @@ type index struct {
 	// lastConsumer is the consumer record the watch decoded last: the
 	// next one shares its project and user strings when they are equal.
 	lastConsumer *etcdschema.Consumer
+	// prefixes are the record prefixes applyEvents matches keys with,
+	// built once rather than per watch response.
+	prefixes atomic.Pointer[eventPrefixes]
+}
+
+// eventPrefixes are the provider and consumer prefixes of keys.
+type eventPrefixes struct {
+	keys                 etcdschema.Keys
+	providers, consumers string
 }
 
 func newIndex() *index {
@@ -82,7 +91,12 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 		skip   bool
 	}
 	changes := make([]change, 0, len(evs))
-	providers, consumers := keys.Providers(), keys.Consumers()
+	pre := ix.prefixes.Load()
+	if pre == nil || pre.keys != keys {
+		pre = &eventPrefixes{keys: keys, providers: keys.Providers(), consumers: keys.Consumers()}
+		ix.prefixes.Store(pre)
+	}
+	providers, consumers := pre.providers, pre.consumers
 	for _, ev := range evs {
 		key := ev.Kv.Key
 		isProvider := hasPrefix(key, providers)
