@@ -226,7 +226,7 @@ func (s *Service) commitClaim(ctx context.Context, plan *claimPlan, opts ClaimOp
 
 // readFromIndex is readForClaim answered from the watch-fed index, when
 // it is loaded and knows every provider involved. The records are the
-// index's own (never mutated: planClaim clones before it writes).
+// index's own (never mutated: planClaim copies what it changes).
 func (s *Service) readFromIndex(consumers []string, writes map[string]AllocationWrite) (*claimRead, bool) {
 	s.idx.mu.RLock()
 	defer s.idx.mu.RUnlock()
