@@ -164,6 +164,55 @@ func (p *Provider) decodeFastAfter(data []byte, prev *Provider) bool {
 	return true
 }
 
+// int64MapAs reads an object of integers as int64Map does, returning the
+// first of was (maps neither caller may mutate) that holds exactly its
+// members, instead of a new map.
+func (r *jsonReader) int64MapAs(was []map[string]int64) (map[string]int64, bool) {
+	if len(was) == 0 {
+		return r.int64Map()
+	}
+	if r.null() {
+		return nil, true
+	}
+	type entry struct {
+		name []byte
+		n    int64
+	}
+	var buf [8]entry
+	entries := buf[:0]
+	ok := r.object(func(name []byte) bool {
+		n, ok := r.int64()
+		if !ok {
+			return false
+		}
+		for _, e := range entries {
+			if string(e.name) == string(name) {
+				return false // repeated, as int64Map declines it
+			}
+		}
+		entries = append(entries, entry{name, n})
+		return true
+	})
+	if !ok {
+		return nil, false
+	}
+	for _, w := range was {
+		same := len(w) == len(entries)
+		for i := 0; same && i < len(entries); i++ {
+			n, found := w[string(entries[i].name)]
+			same = found && n == entries[i].n
+		}
+		if same {
+			return w, true
+		}
+	}
+	m := make(map[string]int64, max(4, len(entries)))
+	for _, e := range entries {
+		m[internName(e.name)] = e.n
+	}
+	return m, true
+}
+
 // stringIn is b as a string: the one of known equal to it, else a copy.
 func stringIn(b []byte, known []string) string {
 	for _, k := range known {
@@ -340,9 +389,18 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []
 	if c.Allocations != nil {
 		return false
 	}
-	var was Consumer
+	var wasC Consumer
+	// like's resources maps: a server's allocation is usually its
+	// flavor's, the same as the server's before.
+	var wasBuf [4]map[string]int64
+	was := wasBuf[:0]
 	if like != nil {
-		was = *like
+		wasC = *like
+		for _, a := range like.Allocations {
+			if len(was) < len(wasBuf) && a.Resources != nil {
+				was = append(was, a.Resources)
+			}
+		}
 	}
 	q := *c
 	r := jsonReader{data: data}
@@ -362,16 +420,16 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []
 			q.Generation, ok = r.int64()
 			return ok && once(&seen, seenGeneration)
 		case "project_id":
-			q.ProjectID, ok = r.stringAs(was.ProjectID)
+			q.ProjectID, ok = r.stringAs(wasC.ProjectID)
 			return ok && once(&seen, seenProject)
 		case "user_id":
-			q.UserID, ok = r.stringAs(was.UserID)
+			q.UserID, ok = r.stringAs(wasC.UserID)
 			return ok && once(&seen, seenUser)
 		case "consumer_type":
-			q.ConsumerType, ok = r.stringAs(was.ConsumerType)
+			q.ConsumerType, ok = r.stringAs(wasC.ConsumerType)
 			return ok && once(&seen, seenConsumerType)
 		case "allocations":
-			q.Allocations, ok = r.allocations(rps)
+			q.Allocations, ok = r.allocations(rps, was)
 			return ok && once(&seen, seenAllocations)
 		case "created_at":
 			q.CreatedAt, ok = r.time()
@@ -391,7 +449,7 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []
 
 // allocations reads a consumer's map of provider uuid to
 // {"resources": {class: amount}}.
-func (r *jsonReader) allocations(rps []string) (map[string]ConsumerAllocation, bool) {
+func (r *jsonReader) allocations(rps []string, was []map[string]int64) (map[string]ConsumerAllocation, bool) {
 	if r.null() {
 		return nil, true
 	}
@@ -408,7 +466,7 @@ func (r *jsonReader) allocations(rps []string) (map[string]ConsumerAllocation, b
 			}
 			seen = true
 			var ok bool
-			a.Resources, ok = r.int64Map()
+			a.Resources, ok = r.int64MapAs(was)
 			return ok
 		})
 		if !ok {

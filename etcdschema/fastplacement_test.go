@@ -332,6 +332,14 @@ func TestPlacementFastDecodeMatchesEncodingJSON(t *testing.T) {
 	for k := range got.Allocations {
 		gotRP = k
 	}
+	var likeC Consumer
+	if err := Decode("/c", []byte(consumerJSON), &likeC); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := DecodeConsumerKey([]byte("/c"), []byte(consumerJSON), uuid, &likeC, nil); err != nil ||
+		reflect.ValueOf(again.Allocations[rp].Resources).Pointer() != reflect.ValueOf(likeC.Allocations[rp].Resources).Pointer() {
+		t.Errorf("DecodeConsumerKey did not share the earlier consumer's equal resources: %+v, %v", again, err)
+	}
 	if err != nil || unsafe.StringData(got.UUID) != unsafe.StringData(uuid) || unsafe.StringData(gotRP) != unsafe.StringData(rp) ||
 		unsafe.StringData(got.ProjectID) != unsafe.StringData(like.ProjectID) || unsafe.StringData(got.UserID) != unsafe.StringData(like.UserID) {
 		t.Errorf("DecodeConsumerKey did not share the caller's uuid and provider and the earlier consumer's project and user: %+v, %v", got, err)
