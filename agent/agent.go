@@ -153,6 +153,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	<-ctx.Done()
 	<-dispatched // no wg.Add after this point
 	a.wg.Wait()
+	lease.close() // the ticker has ended: lease.get() is the last lease
 	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if _, err := a.cli.Revoke(rctx, lease.get()); err != nil {

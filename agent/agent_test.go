@@ -295,13 +295,18 @@ func TestAgentRenewAliveRegrantsALostLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := a.RenewAlive(ctx, lease); err != nil || got != lease {
+	r, err := NewLeaseRenewer(cli, 5*time.Second, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got, err := a.RenewAlive(ctx, r, lease); err != nil || got != lease {
 		t.Fatalf("renew a live lease: %v, %v (want %v)", got, err, lease)
 	}
 	if _, err := cli.Revoke(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
-	got, err := a.RenewAlive(ctx, lease)
+	got, err := a.RenewAlive(ctx, r, lease)
 	if err != nil || got == lease || got == 0 {
 		t.Fatalf("renew a revoked lease: %v, %v", got, err)
 	}

@@ -31,12 +31,13 @@ func (a *Agent) Register(ctx context.Context) error { return a.register(ctx) }
 // renews it with RenewAlive every report_interval.
 func (a *Agent) GrantAlive(ctx context.Context) (clientv3.LeaseID, error) { return a.grantAlive(ctx) }
 
-// RenewAlive is one beat of Run's liveness ticker: KeepAliveOnce on lease,
-// and if that fails a new lease with the alive key written again under
-// it. It returns the lease in use afterwards (lease itself unless it was
-// lost).
-func (a *Agent) RenewAlive(ctx context.Context, lease clientv3.LeaseID) (clientv3.LeaseID, error) {
-	return a.renewAlive(ctx, lease)
+// RenewAlive is one beat of Run's liveness ticker: one renewal of lease
+// on r's keepalive stream (a fleet shares one renewer among its hosts, as
+// its hosts share a client), and if etcd answers that the lease is gone a
+// new lease with the alive key written again under it. It returns the
+// lease in use afterwards (lease itself unless it was lost).
+func (a *Agent) RenewAlive(ctx context.Context, r *LeaseRenewer, lease clientv3.LeaseID) (clientv3.LeaseID, error) {
+	return a.renewAlive(ctx, r, lease)
 }
 
 // SyncProvider is one run of the periodic provider sync (inventory, the

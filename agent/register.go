@@ -189,28 +189,46 @@ func (a *Agent) ensureHostMapping(ctx context.Context) error {
 	return nil
 }
 
-// leaseRef holds the current liveness lease; it changes if etcd loses it.
-type leaseRef struct {
-	mu sync.Mutex
-	id clientv3.LeaseID
+// liveness holds the current liveness lease (it changes if etcd loses it)
+// and the renewer that keeps it alive.
+type liveness struct {
+	mu      sync.Mutex
+	id      clientv3.LeaseID
+	renewer *LeaseRenewer
+	done    chan struct{} // the ticker goroutine has ended
 }
 
-func (l *leaseRef) get() clientv3.LeaseID {
+func (l *liveness) get() clientv3.LeaseID {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.id
 }
 
+// close waits for the ticker (its ctx has ended) and closes the renewer.
+func (l *liveness) close() {
+	<-l.done
+	l.renewer.Close()
+}
+
 // startLiveness grants a lease of service_down_time, writes the alive key
-// under it and keeps it alive every report_interval. If the lease is lost
-// (etcd unreachable past the TTL) a new one is granted when etcd returns.
-func (a *Agent) startLiveness(ctx context.Context) (*leaseRef, error) {
+// under it and keeps it alive every report_interval, each beat one
+// request on the renewer's long-lived keepalive stream. If the lease is
+// lost (etcd unreachable past the TTL) a new one is granted when etcd
+// returns. The ticker stops when ctx ends; close then closes the renewer.
+func (a *Agent) startLiveness(ctx context.Context) (*liveness, error) {
+	// A beat waits for its answer until the next beat is due.
+	r, err := NewLeaseRenewer(a.cli, a.cfg.ReportInterval, a.log)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", a.cfg.Host, err)
+	}
 	id, err := a.grantAlive(ctx)
 	if err != nil {
+		r.Close()
 		return nil, err
 	}
-	ref := &leaseRef{id: id}
+	l := &liveness{id: id, renewer: r, done: make(chan struct{})}
 	go func() {
+		defer close(l.done)
 		t := time.NewTicker(a.cfg.ReportInterval)
 		defer t.Stop()
 		for {
@@ -219,26 +237,33 @@ func (a *Agent) startLiveness(ctx context.Context) (*leaseRef, error) {
 				return
 			case <-t.C:
 			}
-			id, err := a.renewAlive(ctx, ref.get())
-			ref.mu.Lock()
-			ref.id = id
-			ref.mu.Unlock()
+			id, err := a.renewAlive(ctx, r, l.get())
+			l.mu.Lock()
+			l.id = id
+			l.mu.Unlock()
 			if err != nil && ctx.Err() == nil {
 				a.log.Warn("could not renew liveness", "error", err)
 			}
 		}
 	}()
-	return ref, nil
+	return l, nil
 }
 
-// renewAlive is one liveness beat: it keeps lease alive with one
-// KeepAliveOnce, and when that fails (the lease expired while etcd was
-// unreachable, or was revoked) grants a new lease and writes the alive key
-// again under it. It returns the lease in use afterwards.
-func (a *Agent) renewAlive(ctx context.Context, lease clientv3.LeaseID) (clientv3.LeaseID, error) {
-	_, err := a.cli.KeepAliveOnce(ctx, lease)
-	if err == nil || ctx.Err() != nil {
+// renewAlive is one liveness beat: one renewal of lease on r's stream.
+// When etcd answers that the lease is gone (it expired while etcd was
+// unreachable, or was revoked) it grants a new lease and writes the alive
+// key again under it. A beat that got no answer keeps the lease: it has
+// service_down_time less one report_interval left, and the next beat
+// tries again (a new lease and alive key for every slow answer would
+// only add writes to a slow etcd). It returns the lease in use
+// afterwards.
+func (a *Agent) renewAlive(ctx context.Context, r *LeaseRenewer, lease clientv3.LeaseID) (clientv3.LeaseID, error) {
+	_, err := r.Renew(ctx, lease)
+	switch {
+	case err == nil || ctx.Err() != nil:
 		return lease, nil
+	case !errors.Is(err, ErrLeaseLost):
+		return lease, fmt.Errorf("agent %s: renew liveness: %w", a.cfg.Host, err)
 	}
 	a.log.Warn("liveness lease lost, re-registering", "error", err)
 	id, err := a.grantAlive(ctx)

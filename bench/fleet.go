@@ -23,9 +23,10 @@ import (
 
 // Liveness models the fleet's liveness leases.
 const (
-	// LivenessPerHost gives every host a lease of its own, renewed with
-	// the agent's KeepAliveOnce every report_interval: what a real fleet
-	// puts on etcd, and a host can go down alone.
+	// LivenessPerHost gives every host a lease of its own, renewed by
+	// the agent's beat every report_interval (all hosts' beats on the
+	// fleet's one keepalive stream, agent.LeaseRenewer): what a real
+	// fleet puts on etcd, and a host can go down alone.
 	LivenessPerHost = "per-host"
 	// LivenessShared binds every host's alive key to one lease kept alive
 	// by one keepalive stream: the cheap model of earlier runs, kept for
@@ -97,6 +98,9 @@ type Fleet struct {
 	hosts  []*fleetHost // host i at i-1
 	every  agent.Intervals
 	lease  clientv3.LeaseID // LivenessShared
+	// renewer carries every host's liveness beats (LivenessPerHost), as
+	// the hosts share one client; started by Register, closed by Close.
+	renewer *agent.LeaseRenewer
 
 	mu sync.Mutex
 	// casts are the casts being worked, by cast key (host and instance),
@@ -234,6 +238,15 @@ func (f *Fleet) Register(ctx context.Context, progress func(done int)) error {
 			}
 		}()
 	}
+	if f.cfg.Liveness == LivenessPerHost {
+		// A beat waits for its answer until the host's next one, as in
+		// the agent.
+		r, err := agent.NewLeaseRenewer(f.cli, f.every.ReportInterval, f.log)
+		if err != nil {
+			return fmt.Errorf("fleet: %w", err)
+		}
+		f.renewer = r
+	}
 	f.startPeriodic(bgCtx, workCtx)
 	work := make(chan *fleetHost)
 	errc := make(chan error, f.cfg.RegisterWorkers)
@@ -369,6 +382,9 @@ func (f *Fleet) Close() {
 			<-done
 		}
 		f.workCancel()
+	}
+	if f.renewer != nil {
+		f.renewer.Close() // no beat runs any more
 	}
 	if f.cfg.LeaveLeases {
 		return

@@ -65,12 +65,13 @@ func (f *Fleet) periodicTasks() []*periodicTask {
 	return ts
 }
 
-// renew is one beat of the host's liveness ticker: the agent's
-// KeepAliveOnce, which re-grants the lease and writes the alive key again
-// when the lease is gone.
+// renew is one beat of the host's liveness ticker: the agent's own beat,
+// one renewal on the fleet's shared keepalive stream, which re-grants the
+// lease and writes the alive key again when etcd answers that the lease
+// is gone.
 func (f *Fleet) renew(ctx context.Context, h *fleetHost) error {
 	old := clientv3.LeaseID(h.lease.Load())
-	id, err := h.ag.RenewAlive(ctx, old)
+	id, err := h.ag.RenewAlive(ctx, f.renewer, old)
 	if id != old {
 		h.lease.Store(int64(id))
 		f.regrants.Add(1)
@@ -186,7 +187,7 @@ func (f *Fleet) noteLate(d time.Duration) {
 // BackgroundStats counts the hosts' periodic work since the fleet
 // registered.
 type BackgroundStats struct {
-	// Renewals are liveness KeepAliveOnce calls (per-host leases only),
+	// Renewals are liveness beats answered (per-host leases only),
 	// ProviderSyncs and InstanceSyncs the periodic syncs, that succeeded.
 	Renewals, ProviderSyncs, InstanceSyncs int64
 	// Failures are periodic runs that returned an error.

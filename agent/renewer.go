@@ -1,0 +1,404 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// LeaseRenewer renews liveness leases one beat at a time, as messages on
+// one long-lived LeaseKeepAlive stream shared by every lease it renews.
+//
+// Why not clientv3's own calls: KeepAliveOnce opens a new gRPC stream for
+// every renewal (stream setup dominated the client's CPU, and etcd's, in
+// a 10,000-host fleet: 1,000 streams a second), and KeepAlive renews on
+// its own schedule (every TTL/3), not on the agent's report_interval,
+// which is what Nova's report_interval means and what the hosts' load
+// on etcd is sized by. Here the caller keeps its schedule and each beat
+// is one request on the open stream; etcd answers each request on the
+// stream in order, with the lease's ID, and the answer goes back to the
+// beat waiting on that ID.
+//
+// A beat that gets no answer within the renewer's timeout fails (the
+// caller's next beat tries again). A stream that breaks (etcd restarted,
+// lost its leader, the connection dropped) is reopened, and the beats
+// waiting on it are sent again on the new one while their time lasts:
+// renewing twice is harmless. A stream that answers nothing for a whole
+// timeout while beats wait on it is taken as stalled and reopened too.
+type LeaseRenewer struct {
+	lc      pb.LeaseClient
+	timeout time.Duration
+	log     hclog.Logger
+
+	ctx    context.Context // ends with Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	cur   *renewStream  // nil while (re)opening
+	ready chan struct{} // closed once cur is set
+	// opened counts the streams opened; tests read it.
+	opened atomic.Int64
+}
+
+// ErrLeaseLost is a renewal's answer for a lease etcd does not have (it
+// expired or was revoked): the caller must grant a new one.
+var ErrLeaseLost = errors.New("lease not found (expired or revoked)")
+
+// ErrRenewerClosed is the answer to a renewal after Close.
+var ErrRenewerClosed = errors.New("lease renewer closed")
+
+// errStreamBroken marks a beat whose stream broke before its answer: it
+// is sent again on the next stream.
+var errStreamBroken = errors.New("keepalive stream broken")
+
+// leaseClientSource is what an in-process client's Lease offers (see
+// internal/embedetcd): it has no gRPC connection to open a stream on.
+type leaseClientSource interface{ LeaseClient() pb.LeaseClient }
+
+// NewLeaseRenewer starts a renewer on cli's connection (or, for an
+// in-process client, on its lease server). A renewal waits at most
+// timeout for its answer; the agent passes report_interval, the time to
+// the next beat. Close stops it.
+func NewLeaseRenewer(cli *clientv3.Client, timeout time.Duration, log hclog.Logger) (*LeaseRenewer, error) {
+	var lc pb.LeaseClient
+	if src, ok := cli.Lease.(leaseClientSource); ok {
+		lc = src.LeaseClient()
+	} else if conn := cli.ActiveConnection(); conn != nil {
+		lc = pb.NewLeaseClient(conn)
+	} else {
+		return nil, fmt.Errorf("lease renewer: the etcd client has neither a gRPC connection nor an in-process lease server")
+	}
+	if timeout <= 0 {
+		return nil, fmt.Errorf("lease renewer: timeout %s must be positive", timeout)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &LeaseRenewer{lc: lc, timeout: timeout, log: log.Named("renewer"), ctx: ctx, cancel: cancel,
+		ready: make(chan struct{})}
+	r.wg.Add(1)
+	go r.run()
+	return r, nil
+}
+
+// Close stops the renewer: the stream is closed, beats waiting fail with
+// ErrRenewerClosed, and every goroutine it started has ended when Close
+// returns.
+func (r *LeaseRenewer) Close() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// Renew renews lease once and returns its TTL. It fails with ErrLeaseLost
+// when etcd no longer has the lease, and with another error when no
+// answer came within the renewer's timeout (or before ctx ended).
+func (r *LeaseRenewer) Renew(ctx context.Context, lease clientv3.LeaseID) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	for {
+		s, err := r.stream(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("renew lease %x: %w", int64(lease), err)
+		}
+		ttl, err := s.renew(ctx, int64(lease))
+		switch {
+		case err == nil && ttl <= 0:
+			return 0, fmt.Errorf("renew lease %x: %w", int64(lease), ErrLeaseLost)
+		case err == nil:
+			return ttl, nil
+		case errors.Is(err, errStreamBroken) && ctx.Err() == nil:
+			continue // the next stream sends it again
+		default:
+			return 0, fmt.Errorf("renew lease %x: %w", int64(lease), err)
+		}
+	}
+}
+
+// Opened is how many streams the renewer has opened so far.
+func (r *LeaseRenewer) Opened() int64 { return r.opened.Load() }
+
+// stream waits for an open stream.
+func (r *LeaseRenewer) stream(ctx context.Context) (*renewStream, error) {
+	for {
+		r.mu.Lock()
+		s, ready := r.cur, r.ready
+		r.mu.Unlock()
+		if s != nil && !s.isBroken() {
+			return s, nil
+		}
+		if s != nil { // broken: wait for run to clear it and open the next
+			select {
+			case <-s.done:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("keepalive stream being reopened: %w", ctx.Err())
+			case <-r.ctx.Done():
+				return nil, ErrRenewerClosed
+			}
+			continue
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no keepalive stream open: %w", ctx.Err())
+		case <-r.ctx.Done():
+			return nil, ErrRenewerClosed
+		}
+	}
+}
+
+// Reopen waits, after a stream that broke, at least this long before
+// opening the next one (doubling up to the maximum while opening fails
+// or streams keep breaking at once), so an etcd that is down is not
+// dialled in a tight loop.
+const (
+	reopenMinWait = 50 * time.Millisecond
+	reopenMaxWait = 2 * time.Second
+)
+
+// run keeps one stream open until Close: it opens it, reads its answers
+// until it breaks, fails what waits on it, and opens the next.
+func (r *LeaseRenewer) run() {
+	defer r.wg.Done()
+	wait := reopenMinWait
+	for r.ctx.Err() == nil {
+		// Require a leader: a member that loses its leader ends the stream
+		// at once, and the next one may reach a member that has one.
+		sctx, cancel := context.WithCancel(clientv3.WithRequireLeader(r.ctx))
+		st, err := r.lc.LeaseKeepAlive(sctx)
+		if err != nil {
+			cancel()
+			if r.ctx.Err() == nil {
+				r.log.Debug("open keepalive stream", "error", err)
+			}
+		} else {
+			r.opened.Add(1)
+			s := newRenewStream(st, cancel)
+			r.mu.Lock()
+			r.cur = s
+			close(r.ready)
+			r.mu.Unlock()
+			opened := time.Now()
+			s.wg.Add(1)
+			go s.sendLoop()
+			err = s.recvLoop()
+			s.fail(err)
+			cancel()
+			s.wg.Wait()
+			r.mu.Lock()
+			r.cur, r.ready = nil, make(chan struct{})
+			r.mu.Unlock()
+			close(s.done)
+			if r.ctx.Err() != nil {
+				break
+			}
+			r.log.Debug("keepalive stream broke, reopening", "error", err)
+			if time.Since(opened) > reopenMaxWait {
+				wait = reopenMinWait // it had worked for a while
+			}
+		}
+		select {
+		case <-time.After(wait):
+		case <-r.ctx.Done():
+		}
+		wait = min(2*wait, reopenMaxWait)
+	}
+	// Nothing is open now; wake whoever still waits for a stream.
+	r.mu.Lock()
+	r.cur = nil
+	r.mu.Unlock()
+}
+
+// renewStream is one open LeaseKeepAlive stream: a queue of lease IDs to
+// send (one sender goroutine, as a gRPC stream takes one Send at a time
+// and a Send held up by flow control must not hold the caller past its
+// timeout), and the beats waiting for answers, by lease ID.
+type renewStream struct {
+	st     pb.Lease_LeaseKeepAliveClient
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	done   chan struct{} // closed once run has cleared it as current
+	wake   chan struct{} // a send is queued (1-buffered, coalesced)
+
+	mu      sync.Mutex
+	err     error   // set once broken
+	queue   []int64 // IDs to send
+	spare   []int64 // the sender's last batch, reused
+	waiting map[int64]*renewWaiter
+	// lastAnswer is when the stream last answered anything (unix ns),
+	// to tell a stalled stream from a busy one.
+	lastAnswer atomic.Int64
+}
+
+// renewWaiter is one beat waiting for its answer. Beats of one lease
+// (two callers renewing the same lease at once) queue in order behind
+// each other through next, as etcd answers a stream's requests in
+// order.
+type renewWaiter struct {
+	ch   chan renewResult // 1-buffered: the answer is never blocked on
+	next *renewWaiter
+}
+
+type renewResult struct {
+	ttl int64
+	err error
+}
+
+func newRenewStream(st pb.Lease_LeaseKeepAliveClient, cancel context.CancelFunc) *renewStream {
+	s := &renewStream{st: st, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1),
+		waiting: map[int64]*renewWaiter{}}
+	s.lastAnswer.Store(time.Now().UnixNano())
+	return s
+}
+
+func (s *renewStream) isBroken() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err != nil
+}
+
+// renew queues one request for id and waits for its answer.
+func (s *renewStream) renew(ctx context.Context, id int64) (int64, error) {
+	w := &renewWaiter{ch: make(chan renewResult, 1)}
+	sent := time.Now().UnixNano()
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return 0, errStreamBroken
+	}
+	if head := s.waiting[id]; head == nil {
+		s.waiting[id] = w
+	} else {
+		for head.next != nil {
+			head = head.next
+		}
+		head.next = w
+	}
+	s.queue = append(s.queue, id)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case res := <-w.ch:
+		return res.ttl, res.err
+	case <-ctx.Done():
+	}
+	if !s.forget(id, w) {
+		// The answer (or the stream's failure) came as the time ran out.
+		res := <-w.ch
+		return res.ttl, res.err
+	}
+	if s.lastAnswer.Load() < sent {
+		// Not one answer since this request was queued: the stream is
+		// stuck (a half-open connection, a member that stopped
+		// answering), not just busy. The next beat gets a new one.
+		s.fail(fmt.Errorf("no answer on the keepalive stream for %s", time.Duration(time.Now().UnixNano()-sent)))
+	}
+	return 0, fmt.Errorf("no answer: %w", ctx.Err())
+}
+
+// forget unlinks w from id's waiters; false if it was answered already.
+// A late answer to a forgotten beat goes to the lease's next beat, if
+// any: it is still an answer about that lease (renewed a little earlier,
+// or lost, which a lease stays).
+func (s *renewStream) forget(id int64, w *renewWaiter) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var prev *renewWaiter
+	for cur := s.waiting[id]; cur != nil; prev, cur = cur, cur.next {
+		if cur != w {
+			continue
+		}
+		switch {
+		case prev != nil:
+			prev.next = cur.next
+		case cur.next != nil:
+			s.waiting[id] = cur.next
+		default:
+			delete(s.waiting, id)
+		}
+		return true
+	}
+	return false
+}
+
+// sendLoop sends the queued requests until the stream breaks.
+func (s *renewStream) sendLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.wake:
+		case <-s.st.Context().Done():
+			return
+		}
+		s.mu.Lock()
+		batch := s.queue
+		s.queue, s.spare = s.spare[:0], nil
+		s.mu.Unlock()
+		for _, id := range batch {
+			// A request of its own each time: an in-process stream hands
+			// the message itself to etcd's goroutine, not a copy.
+			if err := s.st.Send(&pb.LeaseKeepAliveRequest{ID: id}); err != nil {
+				// Recv reports the stream's real error; this ends it.
+				s.fail(fmt.Errorf("send: %w", err))
+				return
+			}
+		}
+		s.mu.Lock()
+		if s.spare == nil {
+			s.spare = batch[:0]
+		}
+		s.mu.Unlock()
+	}
+}
+
+// recvLoop hands each answer to the first beat waiting on its lease
+// until the stream breaks, and returns why it broke.
+func (s *renewStream) recvLoop() error {
+	for {
+		resp, err := s.st.Recv()
+		if err != nil {
+			return err
+		}
+		s.lastAnswer.Store(time.Now().UnixNano())
+		s.mu.Lock()
+		if w := s.waiting[resp.ID]; w != nil {
+			if w.next != nil {
+				s.waiting[resp.ID] = w.next
+			} else {
+				delete(s.waiting, resp.ID)
+			}
+			w.ch <- renewResult{ttl: resp.TTL}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// fail breaks the stream (once): its context is cancelled, so Recv and
+// Send return, and every beat waiting on it is told to try the next.
+func (s *renewStream) fail(err error) {
+	if err == nil {
+		err = errStreamBroken
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return
+	}
+	s.err = err
+	s.cancel()
+	for id, w := range s.waiting {
+		for ; w != nil; w = w.next {
+			w.ch <- renewResult{err: fmt.Errorf("%w: %w", errStreamBroken, err)}
+		}
+		delete(s.waiting, id)
+	}
+	s.queue = nil
+}

@@ -1,0 +1,344 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/embedetcd"
+	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/placement"
+)
+
+func newRenewer(t *testing.T, cli *clientv3.Client, timeout time.Duration) *LeaseRenewer {
+	t.Helper()
+	r, err := NewLeaseRenewer(cli, timeout, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+func grant(t *testing.T, cli *clientv3.Client, ttl int64) clientv3.LeaseID {
+	t.Helper()
+	resp, err := cli.Grant(context.Background(), ttl)
+	if err != nil {
+		t.Fatalf("grant: %v", err)
+	}
+	return resp.ID
+}
+
+// ttlLeft is the lease's remaining TTL as etcd reports it (-1: gone).
+func ttlLeft(t *testing.T, cli *clientv3.Client, id clientv3.LeaseID) int64 {
+	t.Helper()
+	resp, err := cli.TimeToLive(context.Background(), id)
+	if err != nil {
+		t.Fatalf("time to live of %x: %v", int64(id), err)
+	}
+	return resp.TTL
+}
+
+// TestLeaseRenewerKeepsLeasesAliveOnOneStream renews 100 leases of a 2 s
+// TTL every 500 ms for three TTLs over a networked client: every beat is
+// answered with the lease's TTL, all on the one stream, and the leases
+// outlive their TTL three times over, while a lease granted alongside and
+// left alone expires (the test would see the renewer do nothing).
+func TestLeaseRenewerKeepsLeasesAliveOnOneStream(t *testing.T) {
+	_, cli := etcdtest.NetClient(t)
+	r := newRenewer(t, cli, 2*time.Second)
+	const n, ttl = 100, 2
+	ids := make([]clientv3.LeaseID, n)
+	for i := range ids {
+		ids[i] = grant(t, cli, ttl)
+	}
+	unrenewed := grant(t, cli, ttl)
+	ctx := context.Background()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	end := time.Now().Add(3 * ttl * time.Second)
+	expired := false
+	for beat := 0; time.Now().Before(end); beat++ {
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for _, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := r.Renew(ctx, id)
+				if err == nil && got != ttl {
+					err = fmt.Errorf("lease %x answered TTL %d, want %d", int64(id), got, ttl)
+				}
+				if err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("beat %d: %v", beat, err)
+		}
+		expired = expired || ttlLeft(t, cli, unrenewed) < 0
+		<-tick.C
+	}
+	if !expired {
+		t.Fatal("the lease left alone did not expire within three TTLs: the check cannot tell")
+	}
+	for _, id := range ids {
+		if left := ttlLeft(t, cli, id); left <= 0 {
+			t.Fatalf("lease %x expired though renewed (TTL left %d)", int64(id), left)
+		}
+	}
+	if got := r.Opened(); got != 1 {
+		t.Fatalf("%d streams opened for %d leases, want 1", got, n)
+	}
+}
+
+// TestLeaseRenewerMatchesAnswersByLease renews 2,000 leases of distinct
+// TTLs from 64 goroutines at once, several beats of some leases in flight
+// together: each beat gets its own lease's answer.
+func TestLeaseRenewerMatchesAnswersByLease(t *testing.T) {
+	_, cli := etcdtest.NetClient(t)
+	r := newRenewer(t, cli, 10*time.Second)
+	const n = 2000
+	ids := make([]clientv3.LeaseID, n)
+	ttls := make(map[clientv3.LeaseID]int64, n)
+	for i := range ids {
+		ttl := int64(60 + i%500)
+		ids[i] = grant(t, cli, ttl)
+		ttls[ids[i]] = ttl
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := 0; w < 64; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Worker w renews every lease once, from its own starting point,
+			// and lease 0 every time (64 beats of one lease in flight).
+			for k := 0; k < n/16; k++ {
+				id := ids[(w*97+k)%n]
+				if k%8 == 0 {
+					id = ids[0]
+				}
+				got, err := r.Renew(ctx, id)
+				if err == nil && got != ttls[id] {
+					err = fmt.Errorf("lease %x answered TTL %d, want its own %d", int64(id), got, ttls[id])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := r.Opened(); got != 1 {
+		t.Fatalf("%d streams opened, want 1", got)
+	}
+}
+
+// TestLeaseRenewerReportsARevokedLeaseLost: etcd's answer for a lease it
+// no longer has (TTL 0) is ErrLeaseLost, and the stream goes on serving
+// the other leases.
+func TestLeaseRenewerReportsARevokedLeaseLost(t *testing.T) {
+	_, cli := etcdtest.NetClient(t)
+	r := newRenewer(t, cli, 5*time.Second)
+	ctx := context.Background()
+	gone, kept := grant(t, cli, 60), grant(t, cli, 60)
+	if _, err := cli.Revoke(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Renew(ctx, gone); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("renew a revoked lease: %v, want ErrLeaseLost", err)
+	}
+	if ttl, err := r.Renew(ctx, kept); err != nil || ttl != 60 {
+		t.Fatalf("renew a live lease after a lost one: %d, %v", ttl, err)
+	}
+}
+
+// TestAgentLivenessRegrantsARevokedLease: a running agent whose lease is
+// revoked (as etcd does when it expires) finds it lost on its next beat
+// and writes its alive key again under a new lease.
+func TestAgentLivenessRegrantsARevokedLease(t *testing.T) {
+	cli, keys, _, _ := startAgent(t, FakeConfig{})
+	ctx := context.Background()
+	aliveLease := func() clientv3.LeaseID {
+		resp, err := cli.Get(ctx, keys.Alive("h1"))
+		if err != nil || len(resp.Kvs) != 1 {
+			return 0
+		}
+		return clientv3.LeaseID(resp.Kvs[0].Lease)
+	}
+	var first clientv3.LeaseID
+	if err := waitFor(func() bool { first = aliveLease(); return first != 0 }); err != nil {
+		t.Fatal("no alive key")
+	}
+	if _, err := cli.Revoke(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	var second clientv3.LeaseID
+	if err := waitFor(func() bool { second = aliveLease(); return second != 0 && second != first }); err != nil {
+		t.Fatal("alive key not written again under a new lease after the old one was revoked")
+	}
+	if left := ttlLeft(t, cli, second); left <= 0 {
+		t.Fatalf("new lease %x has TTL %d", int64(second), left)
+	}
+}
+
+// TestLeaseRenewerSurvivesEtcdRestart stops the etcd member under a
+// renewer (a networked client, as a real agent's) and starts it again
+// from its data: a beat during the outage fails within the timeout, and
+// once etcd is back beats are answered again on a new stream, the lease
+// kept.
+func TestLeaseRenewerSurvivesEtcdRestart(t *testing.T) {
+	cfg := embedetcd.Config{DataDir: t.TempDir(),
+		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t)),
+		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))}
+	srv, err := embedetcd.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.ClientURL}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	const timeout = time.Second
+	r := newRenewer(t, cli, timeout)
+	ctx := context.Background()
+	id := grant(t, cli, 60)
+	if _, err := r.Renew(ctx, id); err != nil {
+		t.Fatalf("renew before the restart: %v", err)
+	}
+	srv.Close()
+	start := time.Now()
+	if _, err := r.Renew(ctx, id); err == nil {
+		t.Fatal("a beat was answered with etcd stopped")
+	}
+	if took := time.Since(start); took > timeout+500*time.Millisecond {
+		t.Fatalf("a beat with etcd down took %s, past its %s timeout", took, timeout)
+	}
+	srv, err = embedetcd.Start(cfg)
+	if err != nil {
+		t.Fatalf("restart etcd: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ttl, err := r.Renew(ctx, id)
+		if err == nil && ttl == 60 {
+			break
+		}
+		if errors.Is(err, ErrLeaseLost) || time.Now().After(deadline) {
+			t.Fatalf("beats after the restart: %d, %v", ttl, err)
+		}
+	}
+	if got := r.Opened(); got < 2 {
+		t.Fatalf("%d streams opened across a restart, want a new one", got)
+	}
+}
+
+// TestLeaseRenewerInProcessAndCloseLeavesNothing renews on the in-process
+// client (berth dev, an all-in-one server) and on a networked one, closes
+// the renewers, and checks
+// that no goroutine of theirs, of their streams or of etcd's side of the
+// streams is left.
+func TestLeaseRenewerInProcessAndCloseLeavesNothing(t *testing.T) {
+	srv, netCli := etcdtest.NetClient(t)
+	for name, cli := range map[string]*clientv3.Client{"in-process": srv.Client(), "networked": netCli} {
+		t.Run(name, func(t *testing.T) {
+			r, err := NewLeaseRenewer(cli, 5*time.Second, hclog.NewNullLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			id := grant(t, cli, 30)
+			for i := 0; i < 10; i++ {
+				if ttl, err := r.Renew(ctx, id); err != nil || ttl != 30 {
+					t.Fatalf("renew: %d, %v", ttl, err)
+				}
+			}
+			if n := streamGoroutines(); n == 0 {
+				t.Fatal("no renewer or keepalive goroutine seen while open: the leak check cannot tell")
+			}
+			r.Close()
+			if _, err := r.Renew(ctx, id); !errors.Is(err, ErrRenewerClosed) {
+				t.Fatalf("renew after Close: %v, want ErrRenewerClosed", err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for streamGoroutines() != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("goroutines left after Close:\n%s", streamStacks())
+				}
+				time.Sleep(10 * time.Millisecond) // polling with a deadline
+			}
+		})
+	}
+}
+
+// streamStacks are the stacks of the goroutines of a renewer and of
+// either side of a LeaseKeepAlive stream.
+func streamStacks() string {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "agent.(*LeaseRenewer)") || strings.Contains(g, "agent.(*renewStream)") ||
+			strings.Contains(g, "LeaseKeepAlive") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+func streamGoroutines() int {
+	s := streamStacks()
+	if s == "" {
+		return 0
+	}
+	return strings.Count(s, "goroutine ")
+}
+
+// TestRenewAliveFailsWithinItsBoundWhenUnanswered: a beat that gets no
+// answer (etcd stopped) fails by the renewer's timeout and leaves the
+// host on its lease for the next beat.
+func TestRenewAliveFailsWithinItsBoundWhenUnanswered(t *testing.T) {
+	srv, cli := etcdtest.NetClient(t)
+	keys := etcdschema.New("/t")
+	a, err := New(Config{Host: "h1", Cell: "cell1", ReportInterval: time.Second},
+		cli, keys, placement.New(cli, keys, hclog.NewNullLogger()), NewFakeDriver("h1", FakeConfig{}), hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRenewer(t, cli, 500*time.Millisecond)
+	ctx := context.Background()
+	lease, err := a.GrantAlive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	start := time.Now()
+	got, err := a.RenewAlive(ctx, r, lease)
+	if err == nil || got != lease {
+		t.Fatalf("unanswered beat: lease %x, %v; want the same lease %x and an error", int64(got), err, int64(lease))
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("unanswered beat took %s, past its 500ms timeout", took)
+	}
+}
