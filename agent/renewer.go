@@ -30,8 +30,9 @@ import (
 // caller's next beat tries again). A stream that breaks (etcd restarted,
 // lost its leader, the connection dropped) is reopened, and the beats
 // waiting on it are sent again on the new one while their time lasts:
-// renewing twice is harmless. A stream that answers nothing for a whole
-// timeout while beats wait on it is taken as stalled and reopened too.
+// renewing twice is harmless. A stream that answers nothing for half a
+// timeout or more while a beat waits on it to the beat's deadline is
+// taken as stalled and reopened too.
 type LeaseRenewer struct {
 	lc      pb.LeaseClient
 	timeout time.Duration
@@ -106,7 +107,9 @@ func (r *LeaseRenewer) Renew(ctx context.Context, lease clientv3.LeaseID) (int64
 		if err != nil {
 			return 0, fmt.Errorf("renew lease %x: %w", int64(lease), err)
 		}
-		ttl, err := s.renew(ctx, int64(lease))
+		// Half the timeout: a beat that first waited for a stream to
+		// open has less than the whole left on this one.
+		ttl, err := s.renew(ctx, int64(lease), r.timeout/2)
 		switch {
 		case err == nil && ttl <= 0:
 			return 0, fmt.Errorf("renew lease %x: %w", int64(lease), ErrLeaseLost)
@@ -178,7 +181,7 @@ func (r *LeaseRenewer) run() {
 			}
 		} else {
 			r.opened.Add(1)
-			s := newRenewStream(st, cancel)
+			s := newRenewStream(sctx, st, cancel)
 			r.mu.Lock()
 			r.cur = s
 			close(r.ready)
@@ -219,6 +222,7 @@ func (r *LeaseRenewer) run() {
 // and a Send held up by flow control must not hold the caller past its
 // timeout), and the beats waiting for answers, by lease ID.
 type renewStream struct {
+	ctx    context.Context // the stream's; cancel ends it
 	st     pb.Lease_LeaseKeepAliveClient
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -249,8 +253,8 @@ type renewResult struct {
 	err error
 }
 
-func newRenewStream(st pb.Lease_LeaseKeepAliveClient, cancel context.CancelFunc) *renewStream {
-	s := &renewStream{st: st, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1),
+func newRenewStream(ctx context.Context, st pb.Lease_LeaseKeepAliveClient, cancel context.CancelFunc) *renewStream {
+	s := &renewStream{ctx: ctx, st: st, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1),
 		waiting: map[int64]*renewWaiter{}}
 	s.lastAnswer.Store(time.Now().UnixNano())
 	return s
@@ -262,8 +266,11 @@ func (s *renewStream) isBroken() bool {
 	return s.err != nil
 }
 
-// renew queues one request for id and waits for its answer.
-func (s *renewStream) renew(ctx context.Context, id int64) (int64, error) {
+// renew queues one request for id and waits for its answer. A beat that
+// runs out of time (its deadline, not a caller giving up) after waiting
+// stallAfter or longer, without any answer on the stream meanwhile,
+// fails the stream.
+func (s *renewStream) renew(ctx context.Context, id int64, stallAfter time.Duration) (int64, error) {
 	w := &renewWaiter{ch: make(chan renewResult, 1)}
 	sent := time.Now().UnixNano()
 	s.mu.Lock()
@@ -295,11 +302,14 @@ func (s *renewStream) renew(ctx context.Context, id int64) (int64, error) {
 		res := <-w.ch
 		return res.ttl, res.err
 	}
-	if s.lastAnswer.Load() < sent {
-		// Not one answer since this request was queued: the stream is
-		// stuck (a half-open connection, a member that stopped
-		// answering), not just busy. The next beat gets a new one.
-		s.fail(fmt.Errorf("no answer on the keepalive stream for %s", time.Duration(time.Now().UnixNano()-sent)))
+	waited := time.Duration(time.Now().UnixNano() - sent)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && waited >= stallAfter && s.lastAnswer.Load() < sent {
+		// Not one answer in a whole timeout since this request was
+		// queued: the stream is stuck (a half-open connection, a member
+		// that stopped answering), not just busy. The next beat gets a
+		// new one. (A caller that gave up sooner, as one stopping does,
+		// says nothing about the stream.)
+		s.fail(fmt.Errorf("no answer on the keepalive stream for %s", waited))
 	}
 	return 0, fmt.Errorf("no answer: %w", ctx.Err())
 }
@@ -335,7 +345,7 @@ func (s *renewStream) sendLoop() {
 	for {
 		select {
 		case <-s.wake:
-		case <-s.st.Context().Done():
+		case <-s.ctx.Done():
 			return
 		}
 		s.mu.Lock()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
@@ -315,11 +317,23 @@ func streamGoroutines() int {
 	return strings.Count(s, "goroutine ")
 }
 
-// TestRenewAliveFailsWithinItsBoundWhenUnanswered: a beat that gets no
-// answer (etcd stopped) fails by the renewer's timeout and leaves the
-// host on its lease for the next beat.
-func TestRenewAliveFailsWithinItsBoundWhenUnanswered(t *testing.T) {
-	srv, cli := etcdtest.NetClient(t)
+// TestRenewAliveKeepsTheLeaseWhenUnanswered: a beat that gets no answer
+// (the connection to etcd stopped passing anything on) fails by the
+// renewer's timeout and leaves the host on its lease for the next beat:
+// it does not try to grant a new lease, which would wait on the same
+// silent connection (here until the test's 5 s deadline).
+func TestRenewAliveKeepsTheLeaseWhenUnanswered(t *testing.T) {
+	srv := etcdtest.Start(t)
+	u, err := url.Parse(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newFreezeProxy(t, u.Host)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + p.l.Addr().String()}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
 	keys := etcdschema.New("/t")
 	a, err := New(Config{Host: "h1", Cell: "cell1", ReportInterval: time.Second},
 		cli, keys, placement.New(cli, keys, hclog.NewNullLogger()), NewFakeDriver("h1", FakeConfig{}), hclog.NewNullLogger())
@@ -327,12 +341,13 @@ func TestRenewAliveFailsWithinItsBoundWhenUnanswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRenewer(t, cli, 500*time.Millisecond)
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	lease, err := a.GrantAlive(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Close()
+	p.set(true)
 	start := time.Now()
 	got, err := a.RenewAlive(ctx, r, lease)
 	if err == nil || got != lease {
@@ -340,5 +355,148 @@ func TestRenewAliveFailsWithinItsBoundWhenUnanswered(t *testing.T) {
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("unanswered beat took %s, past its 500ms timeout", took)
+	}
+	p.set(false)
+	if left := ttlLeft(t, srv.Client(), lease); left <= 0 {
+		t.Fatalf("the host's lease is gone after an unanswered beat (TTL %d)", left)
+	}
+}
+
+// freezeProxy forwards loopback TCP connections to target; while frozen
+// it holds what it reads instead of passing it on, as a half-open
+// connection or a member that stopped answering would.
+type freezeProxy struct {
+	l      net.Listener
+	mu     sync.Mutex
+	frozen bool
+	thaw   chan struct{}
+	conns  []net.Conn
+}
+
+func newFreezeProxy(t *testing.T, target string) *freezeProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &freezeProxy{l: l, thaw: make(chan struct{})}
+	close(p.thaw)
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		l.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+		p.set(false)
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, in, out)
+			p.mu.Unlock()
+			wg.Add(2)
+			go func() { defer wg.Done(); p.pipe(out, in) }()
+			go func() { defer wg.Done(); p.pipe(in, out) }()
+		}
+	}()
+	return p
+}
+
+func (p *freezeProxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			thaw := p.thaw
+			p.mu.Unlock()
+			<-thaw
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *freezeProxy) set(frozen bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if frozen == p.frozen {
+		return
+	}
+	p.frozen = frozen
+	if frozen {
+		p.thaw = make(chan struct{})
+	} else {
+		close(p.thaw)
+	}
+}
+
+// TestLeaseRenewerReopensAStalledStream: a connection that stops passing
+// anything on (no error, no close) leaves a beat unanswered; the beat
+// fails by its timeout, the silent stream is taken as stalled and a new
+// one opened, and once the connection passes data again beats are
+// answered.
+func TestLeaseRenewerReopensAStalledStream(t *testing.T) {
+	srv := etcdtest.Start(t)
+	u, err := url.Parse(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newFreezeProxy(t, u.Host)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + p.l.Addr().String()}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	const timeout = 600 * time.Millisecond
+	r := newRenewer(t, cli, timeout)
+	ctx := context.Background()
+	id := grant(t, cli, 60)
+	if _, err := r.Renew(ctx, id); err != nil {
+		t.Fatalf("renew before the stall: %v", err)
+	}
+	p.set(true)
+	start := time.Now()
+	if _, err := r.Renew(ctx, id); err == nil {
+		t.Fatal("a beat was answered through a frozen connection")
+	}
+	if took := time.Since(start); took > timeout+500*time.Millisecond {
+		t.Fatalf("a beat on a stalled stream took %s, past its %s timeout", took, timeout)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for r.Opened() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled stream was not replaced")
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+	p.set(false)
+	for {
+		ttl, err := r.Renew(ctx, id)
+		if err == nil && ttl == 60 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("beats after the stall: %d, %v", ttl, err)
+		}
 	}
 }

@@ -223,6 +223,10 @@ func TestFleetPerHostLiveness(t *testing.T) {
 	if bg := f.Background(); bg.Regrants != 0 || bg.Failures != 0 {
 		t.Fatalf("renewals lost leases: %+v", bg)
 	}
+	// Every host's beats went on the fleet's one keepalive stream.
+	if n := f.renewer.Opened(); n != 1 {
+		t.Fatalf("%d keepalive streams opened for %d hosts' beats, want 1", n, hosts)
+	}
 
 	// Kill host 7's lease: it alone goes down.
 	victim, old := f.HostName(7), f.Lease(7)
