@@ -211,10 +211,7 @@ func (r *LeaseRenewer) run() {
 		}
 		wait = min(2*wait, reopenMaxWait)
 	}
-	// Nothing is open now; wake whoever still waits for a stream.
-	r.mu.Lock()
-	r.cur = nil
-	r.mu.Unlock()
+	// Whoever still waits for a stream sees r.ctx end.
 }
 
 // renewStream is one open LeaseKeepAlive stream: a queue of lease IDs to
