@@ -52,6 +52,17 @@ type Intervals struct {
 	ReportInterval, ServiceDownTime, ProviderSyncInterval, InstanceSyncInterval time.Duration
 }
 
+// RenewTimeout is how long a liveness beat waits for etcd's answer: as
+// long as the lease can still be alive. It was renewed one
+// report_interval ago at best, so it expires at most service_down_time
+// less report_interval after the beat starts; past that an answer only
+// says the lease is gone. At least one report_interval. A slow etcd that
+// answers within it keeps the host up, as KeepAliveOnce with no bound
+// did.
+func (i Intervals) RenewTimeout() time.Duration {
+	return max(i.ReportInterval, i.ServiceDownTime-i.ReportInterval)
+}
+
 // Intervals returns the periods Run keeps: liveness every ReportInterval
 // (lease TTL ServiceDownTime), provider sync every ProviderSyncInterval,
 // instance sync every InstanceSyncInterval.

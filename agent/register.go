@@ -216,8 +216,7 @@ func (l *liveness) close() {
 // lost (etcd unreachable past the TTL) a new one is granted when etcd
 // returns. The ticker stops when ctx ends; close then closes the renewer.
 func (a *Agent) startLiveness(ctx context.Context) (*liveness, error) {
-	// A beat waits for its answer until the next beat is due.
-	r, err := NewLeaseRenewer(a.cli, a.cfg.ReportInterval, a.log)
+	r, err := NewLeaseRenewer(a.cli, a.Intervals().RenewTimeout(), a.log)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", a.cfg.Host, err)
 	}
@@ -252,11 +251,10 @@ func (a *Agent) startLiveness(ctx context.Context) (*liveness, error) {
 // renewAlive is one liveness beat: one renewal of lease on r's stream.
 // When etcd answers that the lease is gone (it expired while etcd was
 // unreachable, or was revoked) it grants a new lease and writes the alive
-// key again under it. A beat that got no answer keeps the lease: it has
-// service_down_time less one report_interval left, and the next beat
-// tries again (a new lease and alive key for every slow answer would
-// only add writes to a slow etcd). It returns the lease in use
-// afterwards.
+// key again under it. A beat that got no answer (within RenewTimeout)
+// keeps the lease and the next beat tries again: a new lease and alive
+// key for every slow answer would only add writes to a slow etcd. It
+// returns the lease in use afterwards.
 func (a *Agent) renewAlive(ctx context.Context, r *LeaseRenewer, lease clientv3.LeaseID) (clientv3.LeaseID, error) {
 	_, err := r.Renew(ctx, lease)
 	switch {

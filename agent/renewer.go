@@ -66,8 +66,8 @@ type leaseClientSource interface{ LeaseClient() pb.LeaseClient }
 
 // NewLeaseRenewer starts a renewer on cli's connection (or, for an
 // in-process client, on its lease server). A renewal waits at most
-// timeout for its answer; the agent passes report_interval, the time to
-// the next beat. Close stops it.
+// timeout for its answer (the agent's Intervals.RenewTimeout). Close
+// stops it.
 func NewLeaseRenewer(cli *clientv3.Client, timeout time.Duration, log hclog.Logger) (*LeaseRenewer, error) {
 	var lc pb.LeaseClient
 	if src, ok := cli.Lease.(leaseClientSource); ok {

@@ -239,9 +239,8 @@ func (f *Fleet) Register(ctx context.Context, progress func(done int)) error {
 		}()
 	}
 	if f.cfg.Liveness == LivenessPerHost {
-		// A beat waits for its answer until the host's next one, as in
-		// the agent.
-		r, err := agent.NewLeaseRenewer(f.cli, f.every.ReportInterval, f.log)
+		// A beat waits for its answer as long as in the agent.
+		r, err := agent.NewLeaseRenewer(f.cli, f.every.RenewTimeout(), f.log)
 		if err != nil {
 			return fmt.Errorf("fleet: %w", err)
 		}
