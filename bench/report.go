@@ -132,7 +132,7 @@ type Result struct {
 	ClaimsPerTxn float64 `json:"claims_per_txn,omitempty"`
 
 	// The hosts' background load in the measured phase: liveness
-	// renewals (KeepAliveOnce), provider and instance syncs per second,
+	// renewals (beats on the fleet's one keepalive stream), provider and instance syncs per second,
 	// leases found lost and granted again, runs that failed, slots passed
 	// over because the host's previous run was still going, runs started
 	// a whole period or more late, and how late a run started at worst.
