@@ -342,10 +342,11 @@ func (s *Scheduler) rollback(ctx context.Context, uuids []string, revs []int64) 
 // sortHosts weighs hosts and moves a random one of the best
 // host_subset_size to the front, as Nova does. Only the best few are
 // sorted up front (see weighRanking): enough for the claim, the subset
-// and the alternates of a request that meets no conflict.
+// and the alternates of a request that meets no conflict. Hosts of equal
+// weight are in the instance's own order (tieSeedOf in weigher.go).
 func (s *Scheduler) sortHosts(hosts []*HostState, spec *RequestSpec) *ranking {
 	k := 2*s.cfg.MaxAttempts + s.cfg.HostSubsetSize + 8
-	sorted := weighRanking(s.weighers, hosts, spec, k)
+	sorted := weighRanking(s.weighers, hosts, spec, k, tieSeedOf(spec.InstanceUUID))
 	if sorted.len() == 0 {
 		return sorted
 	}

@@ -64,7 +64,10 @@ func NewWeighers(multipliers map[string]float64) ([]weigherWithMultiplier, error
 type weighed struct {
 	host   *HostState
 	weight float64
-	order  int // position in the input, the tie-break that keeps sorting stable
+	// tie orders hosts of exactly equal weight (see tieKey); 0 for every
+	// host when the scheduler has no tie seed.
+	tie   uint64
+	order int // position in the input, the last tie-break: sorting stays stable
 }
 
 // weighHosts sums each weigher's normalised value times its multiplier, as
@@ -74,7 +77,7 @@ type weighed struct {
 // override). The result is sorted best first; ties keep the input order so
 // results are deterministic for a given input.
 func weighHosts(ws []weigherWithMultiplier, hosts []*HostState, spec *RequestSpec) []weighed {
-	r := weighRanking(ws, hosts, spec, len(hosts))
+	r := weighRanking(ws, hosts, spec, len(hosts), 0)
 	return r.w
 }
 
@@ -90,10 +93,14 @@ type requestConstant interface {
 // the best k up front: a request claims the first host that takes it and
 // offers a few alternates, so sorting all 1,000 candidates was mostly
 // wasted. The ranking sorts the rest when a caller looks past k.
-func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, spec *RequestSpec, k int) *ranking {
+// tieSeed orders hosts of equal weight (tieKey); 0 keeps the input order.
+func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, spec *RequestSpec, k int, tieSeed uint64) *ranking {
 	out := make([]weighed, len(hosts))
 	for i, h := range hosts {
 		out[i].host, out[i].order = h, i
+		if tieSeed != 0 {
+			out[i].tie = tieKey(tieSeed, h.Host)
+		}
 	}
 	if len(hosts) < 2 {
 		return &ranking{w: out, sorted: len(out)}
@@ -157,14 +164,81 @@ func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, spec *RequestS
 	return newRanking(out, k)
 }
 
-// compareWeighed orders best first; the input order breaks ties, so an
-// unstable sort gives a stable, deterministic order (sort.SliceStable was a
-// quarter of a 10,000-host pick).
+// compareWeighed orders best first; among equal weights the tie key, then
+// the input order, so an unstable sort gives a stable, deterministic order
+// (sort.SliceStable was a quarter of a 10,000-host pick).
 func compareWeighed(a, b weighed) int {
 	if c := cmp.Compare(b.weight, a.weight); c != 0 {
 		return c
 	}
+	if c := cmp.Compare(b.tie, a.tie); c != 0 {
+		return c
+	}
 	return cmp.Compare(a.order, b.order)
+}
+
+// Tie order among hosts of exactly equal weight. Nova sorts the weighed
+// hosts stably, so equal weights keep the order the host states came in:
+// the database's, which nothing specifies (no ORDER BY). Concurrent
+// requests that see the same hosts then pick alike among equals: in one
+// scheduler their claims queue behind each other on the same host (the
+// claim batch plans the later ones again), across schedulers all but one
+// lose the claim transaction and try again. Berth's candidates come from
+// a random start (placement_sample_size), which spreads them somewhat,
+// but the first of equals after a random start is the same host for
+// every start that falls in the run of worse hosts before it.
+//
+// So each instance ranks equals by a rendezvous hash of its uuid and the
+// host (highest first): an order as arbitrary as the database's, fixed for
+// the instance (a request scheduled again ranks them the same), and
+// independent between instances, so two requests' first choices among n
+// common equals coincide with probability 1/n. No weighed preference
+// changes: a host of higher weight still comes first. Nova's own
+// remedies, host_subset_size and shuffle_best_same_weighed_hosts, keep
+// their defaults and meaning (they act on this order as on Nova's).
+//
+// A per-scheduler order (a hash of the scheduler's id instead of the
+// instance's) was tried first: it sends schedulers to different hosts,
+// but all of one scheduler's requests to the same one (lost races 360 →
+// 91 per 10,000 servers with 3 schedulers, but claims planned again
+// behind their own scheduler's 168 → 1,310); docs/benchmarks.md.
+
+// tieSeedOf is the tie seed of an instance ("" gives 0: input order).
+func tieSeedOf(id string) uint64 {
+	if id == "" {
+		return 0
+	}
+	return mix64(fnv1a(fnvOffset, id)) | 1
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnv1a(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+// mix64 is splitmix64's finaliser: FNV alone leaves hosts named alike
+// (host-00017, host-00018) with keys alike in their high bits.
+func mix64(h uint64) uint64 {
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return h
+}
+
+// tieKey is host's rank among equals for seed (higher first):
+// independent for each seed.
+func tieKey(seed uint64, host string) uint64 {
+	return mix64(fnv1a(seed, host))
 }
 
 // ranking is weighed hosts best first, sorted only as far as looked at:
