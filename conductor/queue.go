@@ -217,8 +217,11 @@ func NewQueue(c QueueConfig) *Queue {
 		inFlite: map[string]bool{}, defered: map[string]bool{}, finished: map[string]bool{},
 		waiting: map[string]time.Time{}, since: map[string]time.Time{}, stolen: map[string]bool{}, active: map[string]time.Time{}, wake: make(chan struct{}, 1), work: make(chan string, 1024),
 	}
-	q.itemsInf = informer.New(c.Client, c.ItemPrefix, itemHandler{q}, c.Log)
-	q.leasesInf = informer.New(c.Client, c.LeasePrefix, leaseHandler{q}, c.Log)
+	// Each request's put and delete, and its lease's: on watch streams of
+	// their own (informer.OwnStream), so a burst of them does not set the
+	// process's other watches aside.
+	q.itemsInf = informer.New(c.Client, c.ItemPrefix, itemHandler{q}, c.Log, informer.OwnStream())
+	q.leasesInf = informer.New(c.Client, c.LeasePrefix, leaseHandler{q}, c.Log, informer.OwnStream())
 	if q.holderPfx != "" {
 		q.holdersInf = informer.New(c.Client, c.HolderPrefix, holderHandler{q}, c.Log)
 	}

@@ -87,7 +87,9 @@ func NewHostManager(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger
 	}
 	hm.aggs.reset(nil)
 	hm.aggsInf = informer.New(cli, keys.Aggregates(), aggregatesHandler{hm}, log)
-	hm.hostsInf = informer.New(cli, keys.HostsPrefix(), hostsHandler{hm}, log)
+	// Most of the events a scheduler follows (casts, instance info,
+	// liveness): on a watch stream of its own (informer.OwnStream).
+	hm.hostsInf = informer.New(cli, keys.HostsPrefix(), hostsHandler{hm}, log, informer.OwnStream())
 	hm.mapsInf = informer.New(cli, keys.HostMappings(), mappingsHandler{hm}, log)
 	return hm
 }

@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 )
 
 // PageSize is how many keys one list request reads. etcd counts every key
@@ -67,6 +68,8 @@ type Informer struct {
 	h      Handler
 	log    hclog.Logger
 	synced chan struct{}
+	// ownStream: watch on a gRPC stream of its own (OwnStream).
+	ownStream bool
 
 	// revMu guards the applied revision, the channel closed when it moves,
 	// and the current watch's context (for progress requests). revCh is
@@ -80,9 +83,22 @@ type Informer struct {
 	progressCtx context.Context
 }
 
+// Option changes how an informer follows its prefix.
+type Option func(*Informer)
+
+// OwnStream gives the informer's watch a gRPC stream of its own (see
+// watchContext). For the few prefixes that carry most of a process's
+// events: every stream costs etcd two goroutines and a buffer, so an
+// agent's light informers stay on the shared one.
+func OwnStream() Option { return func(in *Informer) { in.ownStream = true } }
+
 // New returns an informer for prefix that feeds h.
-func New(cli *clientv3.Client, prefix string, h Handler, log hclog.Logger) *Informer {
-	return &Informer{cli: cli, prefix: prefix, h: h, log: log, synced: make(chan struct{})}
+func New(cli *clientv3.Client, prefix string, h Handler, log hclog.Logger, opts ...Option) *Informer {
+	in := &Informer{cli: cli, prefix: prefix, h: h, log: log, synced: make(chan struct{})}
+	for _, o := range opts {
+		o(in)
+	}
+	return in
 }
 
 // setRev records that everything up to rev has been handed to the handler.
@@ -234,8 +250,33 @@ func (in *Informer) list(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
+// streamKey is the gRPC metadata key that gives an informer's watch a
+// stream of its own (OwnStream, watchContext).
+const streamKey = "berth-watch-stream"
+
+// watchContext is the context an informer watches with: the leader
+// required, and with OwnStream a gRPC stream of its own. The etcd client
+// puts every watch whose context carries the same metadata on one stream,
+// and etcd queues a stream's responses in one buffer of 128 (mvcc
+// chanBufLen). When that buffer is full on a notification, every watcher
+// of the stream is set aside and later caught up by reading the whole
+// revision range back from the backend, under the lock every write takes
+// to notify watchers. A scheduler's seven informers and its placement
+// index shared one stream: a stall of a few tens of milliseconds in a
+// busy process sent them all to the backend together, about 5 % of their
+// events (a tenth to a third of the superconductor queue's) at 3
+// schedulers. On streams of their own the busy ones each have the buffer
+// to themselves, and a burst on one prefix does not set the others aside.
+func (in *Informer) watchContext(ctx context.Context) context.Context {
+	ctx = clientv3.WithRequireLeader(ctx)
+	if in.ownStream {
+		ctx = metadata.AppendToOutgoingContext(ctx, streamKey, in.prefix)
+	}
+	return ctx
+}
+
 func (in *Informer) watch(ctx context.Context, rev int64) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	wctx, cancel := context.WithCancel(in.watchContext(ctx))
 	defer cancel()
 	in.revMu.Lock()
 	in.progressCtx = wctx
