@@ -1,6 +1,7 @@
 package conductor
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"syscall"
@@ -18,11 +19,25 @@ import (
 // request's put, a holder's lease put, and the hand-off's deletion of
 // both), with three registered holders of which it is one. Every
 // superconductor pays it for every request, whoever works it.
-func BenchmarkQueueFollowBoot(b *testing.B) {
+func BenchmarkQueueFollowBoot(b *testing.B) { benchQueueFollowBoot(b, false) }
+
+// BenchmarkQueueFollowBootOffering is the same with the queue's timer
+// loop running (offerWhenDue) and the default grace, as in a running
+// superconductor: the items another holder ranks first for wait in its
+// heap, and whatever wakes the loop costs a pass.
+func BenchmarkQueueFollowBootOffering(b *testing.B) { benchQueueFollowBoot(b, true) }
+
+func benchQueueFollowBoot(b *testing.B, offering bool) {
 	keys := etcdschema.New("/berth")
 	q := NewQueue(QueueConfig{ItemPrefix: keys.BuildRequests(), LeasePrefix: keys.BuildRequestLeases(),
 		LeaseKey: keys.BuildRequestLease, HolderPrefix: keys.BuildRequestHolders(), HolderKey: keys.BuildRequestHolder,
-		Holder: "berth-1", Log: hclog.NewNullLogger()})
+		Holder: "berth-1", Grace: DefaultHolderGrace, Log: hclog.NewNullLogger()})
+	if offering {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { q.offerWhenDue(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+	}
 	leaseIDs := []int64{7587891349216435205, 7587891349216435311, 7587891349216435467}
 	var holders []informer.Event
 	for _, id := range leaseIDs {

@@ -707,10 +707,18 @@ func (q *Queue) enqueueLocked(id string) {
 		return // already waiting, no longer than this
 	}
 	q.waiting[id] = due
+	// The timer loop sleeps until the earliest due time it saw; only an
+	// id due before the heap's head needs it to look again. Ids arrive
+	// with their due times in order (now + a grace or two), so in a burst
+	// that is almost never: waking the loop for each of them cost every
+	// superconductor a pass per request another holder works.
+	wake := q.delayed.Len() == 0 || due.Before(q.delayed[0].due)
 	heap.Push(&q.delayed, delayed{id: id, due: due})
-	select {
-	case q.wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
