@@ -789,7 +789,8 @@ func (r *runner) baseline(ctx context.Context) (err error) {
 	}
 	var made []string
 	defer func() {
-		// Every claim is freed again, whatever happened.
+		// Every claim is freed again, whatever happened (the rounds free
+		// their own; this is for a round that failed).
 		if ferr := freeAll(ctx, svcs, made); err == nil {
 			err = ferr
 		}
@@ -815,6 +816,13 @@ func (r *runner) baseline(ctx context.Context) (err error) {
 			return err
 		}
 		claimN, claimT, claimCPU = claimN+n, claimT+d, claimCPU+cpuTime()-cpu0
+		// Each round starts from the state the first did: claims left
+		// in place would fill small fleets up (1,000 hosts ran out of
+		// VCPU in the third round) and grow every index round by round.
+		if err := freeAll(ctx, svcs, made); err != nil {
+			return err
+		}
+		made = nil
 		r.res.ClaimOnlyRounds = append(r.res.ClaimOnlyRounds, float64(n)/d.Seconds())
 	}
 	r.res.BaselineRounds, r.res.CASWorkers = r.cfg.BaselineRounds, workers
