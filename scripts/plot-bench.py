@@ -28,6 +28,8 @@ def main():
                     help="skip results whose command contains this (default: tuned runs with -config)")
     ap.add_argument("--until", default="",
                     help="only results started before this UTC time (RFC 3339 prefix, e.g. 2026-11-22T01:30)")
+    ap.add_argument("--liveness", default="",
+                    help="only results whose hosts kept this liveness (per-host or shared; older lines without the field are shared)")
     a = ap.parse_args()
 
     by_hosts = {}
@@ -42,7 +44,8 @@ def main():
                 sys.exit(f"{a.jsonl}:{n}: not JSON: {e}")
             if r.get("scenario") == a.scenario and r.get("schedulers") == a.schedulers and r.get("stages") and not r.get("error") \
                     and not (a.command_lacks and a.command_lacks in r.get("command", "")) \
-                    and not (a.until and r.get("at", "") >= a.until):
+                    and not (a.until and r.get("at", "") >= a.until) \
+                    and not (a.liveness and r.get("liveness", "shared") != a.liveness):
                 by_hosts[r["hosts"]] = r  # the last run per host count wins
     if not by_hosts:
         sys.exit(f"{a.jsonl}: no {a.scenario} result with {a.schedulers} scheduler(s)")
@@ -52,6 +55,8 @@ def main():
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
     ax1.plot(hosts, [r.get("servers_per_s", 0) for r in rs], "o-", label="servers/s to ACTIVE")
     ax1.plot(hosts, [r.get("claims_per_s", 0) for r in rs], "s--", label="claims/s")
+    if any(r.get("claim_only_per_s") for r in rs):
+        ax1.plot(hosts, [r.get("claim_only_per_s", 0) for r in rs], "d--", label="claims/s alone (baseline)")
     if any(r.get("cas_per_s") for r in rs):
         ax1.plot(hosts, [r.get("cas_per_s", 0) for r in rs], "^:", label="etcd single-key CAS txn/s (baseline)")
     ax1.set_xscale("log")
