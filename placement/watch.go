@@ -59,8 +59,11 @@ func (s *Service) loadAt(ctx context.Context, at int64) (int64, error) {
 			return 0, fmt.Errorf("load placement index: %w", err)
 		}
 		st.rev = rev
+		// Counted before install: once installed, the state is the
+		// index's, and claims change it under the index's lock.
+		providers, consumers := len(st.providers), len(st.consumers)
 		s.idx.install(st)
-		s.log.Debug("index loaded", "revision", rev, "providers", len(st.providers), "consumers", len(st.consumers))
+		s.log.Debug("index loaded", "revision", rev, "providers", providers, "consumers", consumers)
 		return rev, nil
 	}
 }
