@@ -35,6 +35,7 @@ func TestServerGroupsAndZonesThroughTheCLI(t *testing.T) {
 		"-api", apiAddr, "-placement", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
 		"-hosts", "4", "-cells", "2")
 	waitHTTP(t, apiURL+"/healthz")
+	waitHostsUp(t, apiURL, 4)
 	run := func(args ...string) string {
 		t.Helper()
 		out, err := runCLI(t, apiURL, args...)

@@ -17,6 +17,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/testbin"
 )
@@ -131,6 +132,28 @@ func waitHTTP(t *testing.T, url string) {
 		}
 		resp.Body.Close()
 		return resp.StatusCode < 500, resp.Status
+	})
+}
+
+// waitHostsUp waits until the compute API lists n services, all up: a
+// `berth dev` answers /healthz before its simulated agents have
+// registered and written their alive keys, and a server created in
+// between finds every host down (ComputeFilter removes them all).
+func waitHostsUp(t *testing.T, apiURL string, n int) {
+	t.Helper()
+	cli := api.NewClient(apiURL)
+	eventually(t, 60*time.Second, fmt.Sprintf("%d hosts up", n), func() (bool, string) {
+		svcs, err := cli.ListServices(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		up := 0
+		for _, s := range svcs {
+			if s.State == "up" {
+				up++
+			}
+		}
+		return len(svcs) == n && up == n, fmt.Sprintf("%d services, %d up", len(svcs), up)
 	})
 }
 

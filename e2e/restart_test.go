@@ -31,6 +31,7 @@ func TestDevSurvivesSIGTERMDuringBuilds(t *testing.T) {
 
 	first := startProc(t, "dev-1", devArgs(t, dataDir, apiAddr)...)
 	waitHTTP(t, apiURL+"/healthz")
+	waitHostsUp(t, apiURL, 4)
 	if out, err := runCLI(t, apiURL, "server", "create", "--flavor", "m1.tiny", "--count", "12", "--name", "a"); err != nil {
 		t.Fatalf("create: %v\n%s", err, out)
 	}
