@@ -324,17 +324,7 @@ func streamGoroutines() int {
 // it does not try to grant a new lease, which would wait on the same
 // silent connection (here until the test's 5 s deadline).
 func TestRenewAliveKeepsTheLeaseWhenUnanswered(t *testing.T) {
-	srv := etcdtest.Start(t)
-	u, err := url.Parse(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newFreezeProxy(t, u.Host)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + p.l.Addr().String()}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	srv, p, cli := frozenProxyClient(t)
 	keys := etcdschema.New("/t")
 	a, err := New(Config{Host: "h1", Cell: "cell1", ReportInterval: time.Second},
 		cli, keys, placement.New(cli, keys, hclog.NewNullLogger()), NewFakeDriver("h1", FakeConfig{}), hclog.NewNullLogger())
@@ -457,17 +447,7 @@ func (p *freezeProxy) set(frozen bool) {
 // one opened, and once the connection passes data again beats are
 // answered.
 func TestLeaseRenewerReopensAStalledStream(t *testing.T) {
-	srv := etcdtest.Start(t)
-	u, err := url.Parse(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newFreezeProxy(t, u.Host)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + p.l.Addr().String()}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	_, p, cli := frozenProxyClient(t)
 	const timeout = 600 * time.Millisecond
 	r := newRenewer(t, cli, timeout)
 	ctx := context.Background()
@@ -500,4 +480,22 @@ func TestLeaseRenewerReopensAStalledStream(t *testing.T) {
 			t.Fatalf("beats after the stall: %d, %v", ttl, err)
 		}
 	}
+}
+
+// frozenProxyClient starts an etcd and a client that reaches it through
+// a freezeProxy, so a test can stop the connection passing anything on.
+func frozenProxyClient(t *testing.T) (*embedetcd.Server, *freezeProxy, *clientv3.Client) {
+	t.Helper()
+	srv := etcdtest.Start(t)
+	u, err := url.Parse(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newFreezeProxy(t, u.Host)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + p.l.Addr().String()}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return srv, p, cli
 }

@@ -405,13 +405,23 @@ func decodeProviderAfter(key string, val []byte, prev *etcdschema.Provider) (any
 	if err != nil {
 		return nil, err
 	}
-	if p.UUID == "" {
+	if !completeProvider(p) {
 		return nil, fmt.Errorf("provider at %s has no uuid", key)
+	}
+	return p, nil
+}
+
+// completeProvider fills a decoded provider's root (a root provider's own
+// uuid when the record leaves it out) and says whether it is usable: a
+// record without a uuid is not.
+func completeProvider(p *etcdschema.Provider) bool {
+	if p.UUID == "" {
+		return false
 	}
 	if p.RootProviderUUID == "" {
 		p.RootProviderUUID = p.UUID
 	}
-	return p, nil
+	return true
 }
 
 // decodeProviderEvent is decodeProviderAfter for a watch event's key
@@ -421,11 +431,8 @@ func decodeProviderEvent(key, val []byte, prev *etcdschema.Provider) (*etcdschem
 	if err != nil {
 		return nil, err
 	}
-	if p.UUID == "" {
+	if !completeProvider(p) {
 		return nil, fmt.Errorf("provider at %s has no uuid", key)
-	}
-	if p.RootProviderUUID == "" {
-		p.RootProviderUUID = p.UUID
 	}
 	return p, nil
 }
