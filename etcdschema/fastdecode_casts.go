@@ -28,10 +28,7 @@ func (b *Build) decodeFast(data []byte) bool {
 // member as with keep true but copies no string out of data (BuildOp).
 func (b *Build) read(data []byte, keep bool) bool {
 	r := jsonReader{data: data}
-	var seen uint32
-	ok := r.object(func(name []byte) bool {
-		var ok bool
-		var bit uint32
+	ok := r.members(func(name []byte) (bit uint32, ok bool) {
 		switch string(name) {
 		case "version":
 			var n int64
@@ -71,7 +68,7 @@ func (b *Build) read(data []byte, keep bool) bool {
 			b.CastAt, ok = r.time()
 			bit = 1024
 		}
-		return ok && once(&seen, bit)
+		return
 	})
 	return ok && r.end()
 }
@@ -139,10 +136,7 @@ func (r *jsonReader) opString() (string, bool) {
 // checked). null is declined: encoding/json leaves a struct as it is for
 // null, which the rules here leave to it.
 func (r *jsonReader) flavor(f *Flavor, keep bool) bool {
-	var seen uint32
-	return r.object(func(name []byte) bool {
-		var ok bool
-		var bit uint32
+	return r.members(func(name []byte) (bit uint32, ok bool) {
 		var n int64
 		switch string(name) {
 		case "version":
@@ -173,7 +167,7 @@ func (r *jsonReader) flavor(f *Flavor, keep bool) bool {
 			f.ExtraSpecs, ok = r.stringMap()
 			bit = 256
 		}
-		return ok && once(&seen, bit)
+		return
 	})
 }
 
@@ -202,10 +196,7 @@ func (r *jsonReader) stringMap() (map[string]string, bool) {
 func (l *Lease) decodeFast(data []byte) bool {
 	q := *l
 	r := jsonReader{data: data}
-	var seen uint32
-	ok := r.object(func(name []byte) bool {
-		var ok bool
-		var bit uint32
+	ok := r.members(func(name []byte) (bit uint32, ok bool) {
 		switch string(name) {
 		case "version":
 			var n int64
@@ -221,7 +212,7 @@ func (l *Lease) decodeFast(data []byte) bool {
 			q.Since, ok = r.time()
 			bit = 8
 		}
-		return ok && once(&seen, bit)
+		return
 	})
 	if !ok || !r.end() {
 		return false

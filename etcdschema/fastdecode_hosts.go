@@ -9,10 +9,7 @@ package etcdschema
 func (s *Service) decodeFast(data []byte) bool {
 	q := *s
 	r := jsonReader{data: data}
-	var seen uint32
-	ok := r.object(func(name []byte) bool {
-		var ok bool
-		var bit uint32
+	ok := r.members(func(name []byte) (bit uint32, ok bool) {
 		switch string(name) {
 		case "version":
 			var n int64
@@ -50,7 +47,7 @@ func (s *Service) decodeFast(data []byte) bool {
 			q.UpdatedAt, ok = r.time()
 			bit = 1024
 		}
-		return ok && once(&seen, bit)
+		return
 	})
 	if !ok || !r.end() {
 		return false
@@ -65,10 +62,7 @@ func (h *HostSync) decodeFast(data []byte) bool {
 	}
 	q := *h
 	r := jsonReader{data: data}
-	var seen uint32
-	ok := r.object(func(name []byte) bool {
-		var ok bool
-		var bit uint32
+	ok := r.members(func(name []byte) (bit uint32, ok bool) {
 		switch string(name) {
 		case "version":
 			var n int64
@@ -84,7 +78,7 @@ func (h *HostSync) decodeFast(data []byte) bool {
 			q.At, ok = r.time()
 			bit = 8
 		}
-		return ok && once(&seen, bit)
+		return
 	})
 	if !ok || !r.end() {
 		return false
@@ -97,10 +91,7 @@ func (h *HostSync) decodeFast(data []byte) bool {
 func (m *HostMapping) decodeFast(data []byte) bool {
 	q := *m
 	r := jsonReader{data: data}
-	var seen uint32
-	ok := r.object(func(name []byte) bool {
-		var ok bool
-		var bit uint32
+	ok := r.members(func(name []byte) (bit uint32, ok bool) {
 		switch string(name) {
 		case "version":
 			var n int64
@@ -116,7 +107,7 @@ func (m *HostMapping) decodeFast(data []byte) bool {
 			q.CreatedAt, ok = r.time()
 			bit = 8
 		}
-		return ok && once(&seen, bit)
+		return
 	})
 	if !ok || !r.end() {
 		return false

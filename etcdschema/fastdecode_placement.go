@@ -47,6 +47,17 @@ func once(seen *uint32, bit uint32) bool {
 	return true
 }
 
+// members reads an object whose members member reads, each giving its
+// own bit: an unknown member (ok false) or one read twice declines the
+// whole value, as the rules above say.
+func (r *jsonReader) members(member func(name []byte) (bit uint32, ok bool)) bool {
+	var seen uint32
+	return r.object(func(name []byte) bool {
+		bit, ok := member(name)
+		return ok && once(&seen, bit)
+	})
+}
+
 func (p *Provider) decodeFast(data []byte) bool {
 	return p.decodeFastAfter(data, nil)
 }
@@ -351,10 +362,7 @@ func (r *jsonReader) inventoriesAs(was map[string]Inventory) (map[string]Invento
 // inventory reads one Inventory object.
 func (r *jsonReader) inventory() (Inventory, bool) {
 	var inv Inventory
-	var seen uint32
-	ok := r.object(func(name []byte) bool {
-		var ok bool
-		var bit uint32
+	ok := r.members(func(name []byte) (bit uint32, ok bool) {
 		switch string(name) {
 		case "total":
 			inv.Total, ok = r.int64()
@@ -375,7 +383,7 @@ func (r *jsonReader) inventory() (Inventory, bool) {
 			inv.AllocationRatio, ok = r.float64()
 			bit = 32
 		}
-		return ok && once(&seen, bit)
+		return
 	})
 	return inv, ok
 }
