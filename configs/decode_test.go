@@ -16,6 +16,30 @@ type diag struct {
 	detail  string
 }
 
+// refused is a config Parse must refuse with one diagnostic, want first.
+type refused struct {
+	desc, src string
+	want      diag
+}
+
+// checkRefused parses each case and checks its error begins with want's
+// position and summary and carries want's detail.
+func checkRefused(t *testing.T, cases []refused) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := Parse([]byte(tc.src), "t.hcl")
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			prefix := "t.hcl:" + tc.want.at + ": " + tc.want.summary + ": "
+			if !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tc.want.detail) {
+				t.Errorf("got  %s\nwant %s...%s", err, prefix, tc.want.detail)
+			}
+		})
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	cases := []struct {
 		desc string

@@ -1,7 +1,6 @@
 package configs
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -44,10 +43,7 @@ superconductor {
 		t.Errorf("parsed %+v %+v", s, sc)
 	}
 
-	for _, tc := range []struct {
-		desc, src string
-		want      diag
-	}{
+	checkRefused(t, []refused{
 		{"advertise URL with a path", "scheduler {\n  advertise_url = \"http://h:1/v1\"\n}\n",
 			diag{"2:19", "Invalid advertise_url", "no path"}},
 		{"advertise URL without scheme", "scheduler {\n  advertise_url = \"h:8775\"\n}\n",
@@ -60,16 +56,5 @@ superconductor {
 			diag{"2:15", "Invalid lease_ttl", "whole seconds"}},
 		{"select timeout not a duration", "superconductor {\n  select_timeout = \"soon\"\n}\n",
 			diag{"2:20", "Invalid duration", "not a duration"}},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			_, err := Parse([]byte(tc.src), "t.hcl")
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			prefix := "t.hcl:" + tc.want.at + ": " + tc.want.summary + ": "
-			if !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tc.want.detail) {
-				t.Errorf("got  %s\nwant %s...%s", err, prefix, tc.want.detail)
-			}
-		})
-	}
+	})
 }

@@ -1,7 +1,6 @@
 package configs
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -50,10 +49,7 @@ func TestParseRankingOptions(t *testing.T) {
 		})
 	}
 
-	for _, tc := range []struct {
-		desc, src string
-		want      diag
-	}{
+	checkRefused(t, []refused{
 		{"zero grace", "superconductor {\n  rank_grace = \"0s\"\n}\n",
 			diag{"2:16", "Invalid rank_grace", "at least 1ms (at 0 every holder races for every item)"}},
 		{"negative window", "conductor {\n  cell = \"c1\"\n  holder_idle_after = \"-1s\"\n}\n",
@@ -72,16 +68,5 @@ func TestParseRankingOptions(t *testing.T) {
 			diag{"3:17", "Invalid steal_after", "steal_after (2s) must be 0 (never) or at least holder_idle_after (3s)"}},
 		{"window above the default steal", "conductor {\n  cell = \"c1\"\n  holder_idle_after = \"5s\"\n}\n",
 			diag{"3:23", "Invalid holder_idle_after", "steal_after (2s) must be 0 (never) or at least holder_idle_after (5s)"}},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			_, err := Parse([]byte(tc.src), "t.hcl")
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			prefix := "t.hcl:" + tc.want.at + ": " + tc.want.summary + ": "
-			if !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tc.want.detail) {
-				t.Errorf("got  %s\nwant %s...%s", err, prefix, tc.want.detail)
-			}
-		})
-	}
+	})
 }
