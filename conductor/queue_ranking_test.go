@@ -24,6 +24,27 @@ func rankedQueue(cli *clientv3.Client, holder string, workers int, grace, idle t
 	return NewQueue(c)
 }
 
+// doneAt is an item a finishingQueue finished, and when.
+type doneAt struct {
+	id string
+	at time.Time
+}
+
+// finishingQueue is a rankedQueue whose workers finish every item they
+// lease and report each on done.
+func finishingQueue(cli *clientv3.Client, holder string, workers int, grace, idle time.Duration) (*Queue, <-chan doneAt) {
+	done := make(chan doneAt, 100)
+	var q *Queue
+	q = rankedQueue(cli, holder, workers, grace, idle, func(ctx context.Context, it Item) error {
+		if err := finish(q, cli)(ctx, it); err != nil {
+			return err
+		}
+		done <- doneAt{it.ID, time.Now()}
+		return nil
+	})
+	return q, done
+}
+
 // firstRanked is which of holders ranks first for id.
 func firstRanked(id string, holders []string) string {
 	best := ""
@@ -49,19 +70,7 @@ func TestQueueHonoursCustomGrace(t *testing.T) {
 	dead := rankedQueue(cli, "dead", 4, grace, grace, func(ctx context.Context, it Item) error {
 		return fmt.Errorf("the dead holder worked %s", it.ID)
 	})
-	type doneAt struct {
-		id string
-		at time.Time
-	}
-	done := make(chan doneAt, 100)
-	var live *Queue
-	live = rankedQueue(cli, "live", 4, grace, grace, func(ctx context.Context, it Item) error {
-		if err := finish(live, cli)(ctx, it); err != nil {
-			return err
-		}
-		done <- doneAt{it.ID, time.Now()}
-		return nil
-	})
+	live, done := finishingQueue(cli, "live", 4, grace, grace)
 	deadStopped := make(chan struct{})
 	go func() { _ = dead.Run(deadCtx); close(deadStopped) }()
 	runSynced(t, ctx, live)
@@ -142,19 +151,7 @@ func TestQueueHonoursCustomIdleWindow(t *testing.T) {
 		<-ctx.Done() // every worker busy: no further lease
 		return ctx.Err()
 	})
-	type doneAt struct {
-		id string
-		at time.Time
-	}
-	done := make(chan doneAt, 100)
-	var other *Queue
-	other = rankedQueue(cli, "other", 4, grace, idle, func(ctx context.Context, it Item) error {
-		if err := finish(other, cli)(ctx, it); err != nil {
-			return err
-		}
-		done <- doneAt{it.ID, time.Now()}
-		return nil
-	})
+	other, done := finishingQueue(cli, "other", 4, grace, idle)
 	runSynced(t, ctx, stuck, other)
 	waitHolders(t, 2, stuck, other)
 	stuck.mu.Lock()
