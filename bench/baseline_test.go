@@ -19,12 +19,12 @@ func TestCASBaselineNeverReadsZero(t *testing.T) {
 	_, cli := etcdtest.NetClient(t)
 	ctx := context.Background()
 	keys := etcdschema.New(etcdschema.DefaultPrefix)
-	rate, err := CASBaseline(ctx, cli, keys, 4, time.Nanosecond)
+	n, took, err := casRound(ctx, cli, keys, 4, time.Nanosecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rate <= 0 {
-		t.Fatalf("CAS baseline over 1 ns = %v/s, want a positive rate", rate)
+	if rate := float64(n) / took.Seconds(); n <= 0 || rate <= 0 {
+		t.Fatalf("CAS baseline over 1 ns: %d swaps in %s, want a positive rate", n, took)
 	}
 	resp, err := cli.Get(ctx, keys.BenchCASPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {

@@ -859,25 +859,6 @@ func claimStats(services []*placement.Service) placement.ClaimStats {
 	return sum
 }
 
-// ClaimBaseline runs workers goroutines claiming one VCPU for a fresh
-// consumer on providers through services for d (see claimRound), frees
-// every claim again, and returns claims per second and the services'
-// claim counters over the run.
-func ClaimBaseline(ctx context.Context, services []*placement.Service, providers []string, workers int, d time.Duration) (float64, placement.ClaimStats, error) {
-	before := claimStats(services)
-	n, took, made, err := claimRound(ctx, services, providers, workers, d)
-	after := claimStats(services)
-	after.Txns -= before.Txns
-	after.Batched -= before.Batched
-	if ferr := freeAll(ctx, services, made); err == nil {
-		err = ferr
-	}
-	if err != nil {
-		return 0, after, err
-	}
-	return float64(n) / took.Seconds(), after, nil
-}
-
 // claimRound runs workers goroutines claiming one VCPU for a fresh
 // consumer on providers (worker w uses providers w, w+workers, ...,
 // round-robin, so workers do not race each other) through services
@@ -963,22 +944,13 @@ func freeAll(ctx context.Context, services []*placement.Service, consumers []str
 	}
 }
 
-// CASBaseline runs workers goroutines, each compare-and-swapping its own
-// key (If(ModRevision == last) Then(Put)) for d, and returns transactions
-// per second. The keys are deleted afterwards. The clock starts once
-// every worker has written its key, and each swaps at least once: the
-// clock once started before the puts, and on a loaded machine they
-// outlasted a 300 ms window, no swap ran and the baseline read 0 (a
-// smoke run failed on it).
-func CASBaseline(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, workers int, d time.Duration) (float64, error) {
-	n, took, err := casRound(ctx, cli, keys, workers, d)
-	if err != nil {
-		return 0, err
-	}
-	return float64(n) / took.Seconds(), nil
-}
-
-// casRound is one CAS baseline: the swaps made and how long they took.
+// casRound runs workers goroutines, each compare-and-swapping its own
+// key (If(ModRevision == last) Then(Put)) for d, and returns the swaps
+// made and how long they took. The keys are deleted afterwards. The
+// clock starts once every worker has written its key, and each swaps at
+// least once: the clock once started before the puts, and on a loaded
+// machine they outlasted a 300 ms window, no swap ran and the baseline
+// read 0 (a smoke run failed on it).
 func casRound(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, workers int, d time.Duration) (int64, time.Duration, error) {
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
