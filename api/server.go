@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdretry"
 	"github.com/berth-project/berth/internal/metrics"
 )
 
@@ -251,13 +252,13 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 		if hints.Group != "" {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.ServerGroup(hints.Group)), ">", 0))
 		}
-		resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		stored, err := s.storeOnce(ctx, rid, s.keys.InstanceMapping(brs[start].InstanceUUID), cmps, ops)
 		if err != nil {
 			s.log.Error("store build requests", "request_id", rid, "error", err)
 			writeError(w, http.StatusServiceUnavailable, "Could not store the build requests; try again.")
 			return
 		}
-		if !resp.Succeeded {
+		if !stored {
 			writeError(w, http.StatusConflict, fmt.Sprintf("Server group %s was deleted while the servers were being requested.", hints.Group))
 			return
 		}
@@ -268,6 +269,33 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("servers requested", "request_id", rid, "count", count, "flavor", flavor.Name, "reservation", resID)
 	writeJSON(w, http.StatusAccepted, map[string]any{"reservation_id": resID, "server": out[0], "servers": out})
+}
+
+// storePatience is how long a create keeps asking etcd to store its build
+// requests while etcd cannot commit (a leader election after a member
+// died, a proposal timed out on a loaded disk): about two of etcd's 7 s
+// proposal timeouts. Past it the client gets 503 and may ask again.
+const storePatience = 15 * time.Second
+
+// storeOnce commits ops if cmps hold, exactly once however often etcd's
+// answer is lost: each attempt also compares that guard (a key among ops,
+// of a fresh uuid) does not exist yet, so an attempt whose answer was
+// lost but that landed makes the next fail on the guard, which then reads
+// as stored. Transient etcd errors are retried for storePatience. stored
+// is false only when cmps failed.
+func (s *Server) storeOnce(ctx context.Context, rid, guard string, cmps []clientv3.Cmp, ops []clientv3.Op) (stored bool, err error) {
+	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(guard), "=", 0))
+	err = etcdretry.Do(ctx, storePatience, func(ctx context.Context) error {
+		resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(guard, clientv3.WithCountOnly())).Commit()
+		if err != nil {
+			return err
+		}
+		stored = resp.Succeeded || resp.Responses[0].GetResponseRange().Count > 0
+		return nil
+	}, func(attempt int, err error) {
+		s.log.Warn("store build requests: etcd cannot commit for now, retrying", "request_id", rid, "attempt", attempt, "error", err)
+	})
+	return stored, err
 }
 
 // identity reads the caller's project and user. Keystone is out of scope;

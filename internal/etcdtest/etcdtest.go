@@ -5,6 +5,8 @@ package etcdtest
 import (
 	"fmt"
 	"net"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -60,4 +62,97 @@ func NetClient(t testing.TB) (*embedetcd.Server, *clientv3.Client) {
 	}
 	t.Cleanup(func() { cli.Close() })
 	return srv, cli
+}
+
+// Cluster is n embedded members of one etcd cluster, on loopback ports,
+// whose members a test can stop and start again on their data dirs (to
+// take its quorum away and give it back).
+type Cluster struct {
+	t    testing.TB
+	cfgs []embedetcd.Config
+	srvs []*embedetcd.Server
+}
+
+// StartCluster starts n members together (each is ready only once a quorum
+// is up) and closes them at cleanup.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, cfgs: make([]embedetcd.Config, n), srvs: make([]*embedetcd.Server, n)}
+	dir := t.TempDir()
+	var peers []string
+	for i := range c.cfgs {
+		c.cfgs[i] = embedetcd.Config{
+			Name:      fmt.Sprintf("etcd-%d", i+1),
+			DataDir:   filepath.Join(dir, fmt.Sprintf("etcd-%d", i+1)),
+			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
+			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
+		}
+		peers = append(peers, c.cfgs[i].Name+"="+c.cfgs[i].PeerURL)
+	}
+	errs := make(chan error, n)
+	for i := range c.cfgs {
+		c.cfgs[i].InitialCluster = strings.Join(peers, ",")
+		go func(i int) {
+			s, err := embedetcd.Start(c.cfgs[i])
+			c.srvs[i] = s
+			errs <- err
+		}(i)
+	}
+	var failed error
+	for range c.cfgs {
+		if err := <-errs; err != nil && failed == nil {
+			failed = err
+		}
+	}
+	t.Cleanup(func() {
+		for _, s := range c.srvs {
+			if s != nil {
+				s.Close()
+			}
+		}
+	})
+	if failed != nil {
+		t.Fatalf("start a cluster of %d: %v", n, failed)
+	}
+	return c
+}
+
+// Endpoints are every member's client URL.
+func (c *Cluster) Endpoints() []string {
+	var out []string
+	for _, cfg := range c.cfgs {
+		out = append(out, cfg.ClientURL)
+	}
+	return out
+}
+
+// Client is a gRPC client to every member, closed at cleanup.
+func (c *Cluster) Client() *clientv3.Client {
+	c.t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints()})
+	if err != nil {
+		c.t.Fatalf("etcd client: %v", err)
+	}
+	c.t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// Stop stops member i (0-based).
+func (c *Cluster) Stop(i int) {
+	if s := c.srvs[i]; s != nil {
+		s.Close()
+		c.srvs[i] = nil
+	}
+}
+
+// Restart starts a stopped member i again on its data dir. It returns
+// once the member serves, which needs a quorum: restarting the member
+// that gives one back returns when the cluster has it again.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	s, err := embedetcd.Start(c.cfgs[i])
+	if err != nil {
+		c.t.Fatalf("restart %s: %v", c.cfgs[i].Name, err)
+	}
+	c.srvs[i] = s
 }

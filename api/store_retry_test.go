@@ -1,0 +1,120 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+)
+
+// syncBuffer is a log sink a test may read while the server writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func storeOps(keys etcdschema.Keys, uuid string) []clientv3.Op {
+	return []clientv3.Op{
+		clientv3.OpPut(keys.InstanceMapping(uuid), "m"),
+		clientv3.OpPut(keys.BuildRequest(uuid), "b"),
+	}
+}
+
+// A cluster that loses its quorum while build requests are stored: the
+// store is retried until a member comes back, and lands once.
+func TestStoreOnceRidesOutLostQuorum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out etcd's proposal timeout")
+	}
+	c := etcdtest.StartCluster(t, 3)
+	cli := c.Client()
+	keys := etcdschema.New("/t")
+	logs := &syncBuffer{}
+	s := New(cli, keys, noAllocations{}, hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn}))
+
+	// One member left: no quorum, nothing commits.
+	c.Stop(1)
+	c.Stop(2)
+	type result struct {
+		stored bool
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		stored, err := s.storeOnce(context.Background(), "req-1", keys.InstanceMapping("u1"), nil, storeOps(keys, "u1"))
+		done <- result{stored, err}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(logs.String(), "etcd cannot commit for now, retrying") {
+		select {
+		case r := <-done:
+			t.Fatalf("stored without a quorum: %+v", r)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no retry logged within 60s; logs:\n%s", logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.Restart(1) // the quorum is back
+	r := <-done
+	if r.err != nil || !r.stored {
+		t.Fatalf("storeOnce after the quorum came back: stored %v, err %v; logs:\n%s", r.stored, r.err, logs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, keys.InstanceMapping("u1"))
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Version != 1 {
+		t.Fatalf("instance mapping after the retries: %+v %v; want one key written once", resp, err)
+	}
+}
+
+// An attempt that landed but whose answer was lost makes the next attempt
+// fail on the guard: that reads as stored, and nothing is written again.
+func TestStoreOnceTakesALandedAttemptAsStored(t *testing.T) {
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/t")
+	s := New(cli, keys, noAllocations{}, hclog.NewNullLogger())
+	ctx := context.Background()
+	for attempt := 1; attempt <= 2; attempt++ {
+		stored, err := s.storeOnce(ctx, "req-1", keys.InstanceMapping("u1"), nil, storeOps(keys, "u1"))
+		if err != nil || !stored {
+			t.Fatalf("attempt %d: stored %v, err %v", attempt, stored, err)
+		}
+	}
+	resp, err := cli.Get(ctx, keys.BuildRequest("u1"))
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Version != 1 {
+		t.Fatalf("build request: %+v %v; want it written once", resp.Kvs, err)
+	}
+
+	// A failed compare of the caller's own (the server group gone) is not
+	// stored, and writes nothing.
+	gone := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(keys.ServerGroup("g")), ">", 0)}
+	stored, err := s.storeOnce(ctx, "req-2", keys.InstanceMapping("u2"), gone, storeOps(keys, "u2"))
+	if err != nil || stored {
+		t.Fatalf("with the group gone: stored %v, err %v; want not stored", stored, err)
+	}
+	if resp, err := cli.Get(ctx, keys.InstanceMapping("u2")); err != nil || len(resp.Kvs) != 0 {
+		t.Fatalf("instance mapping with the group gone: %+v %v", resp.Kvs, err)
+	}
+}
