@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/agent"
 	"github.com/berth-project/berth/api"
@@ -375,10 +378,11 @@ func scenarioEtcdMemberKilled(t *testing.T, c *mhCluster) {
 	killed := time.Now()
 	p.kill(t)
 	t.Logf("killed etcd raft leader %s on %s", victim, p.host.name)
+	elected := c.watchElection(st.Leader)
 
 	ids, errs := c.burst("etcd-down", 40, c.alternate())
 	if len(errs) > 0 {
-		t.Fatalf("%d of 40 requests refused with an etcd member down, first: %v", len(errs), errs[0])
+		t.Fatalf("%d of 40 requests refused with an etcd member down (%s), first: %v", len(errs), elected(), errs[0])
 	}
 	byID := c.settleAll(2 * time.Minute)
 	active := 0
@@ -387,7 +391,7 @@ func scenarioEtcdMemberKilled(t *testing.T, c *mhCluster) {
 			active++
 		}
 	}
-	t.Logf("40 servers asked for and settled with %s down (%d ACTIVE) in %s", victim, active, time.Since(killed).Round(time.Millisecond))
+	t.Logf("40 servers asked for and settled with %s down (%d ACTIVE) in %s; %s", victim, active, time.Since(killed).Round(time.Millisecond), elected())
 	if active == 0 {
 		t.Fatal("no server went ACTIVE with one etcd member down")
 	}
@@ -398,6 +402,74 @@ func scenarioEtcdMemberKilled(t *testing.T, c *mhCluster) {
 	c.waitMembersAgree(60 * time.Second)
 	t.Logf("%s restarted on its data dir and agreed with the others after %s", victim, time.Since(restarted).Round(time.Millisecond))
 	c.checkInvariants("etcd_member_killed")
+}
+
+// watchElection polls the running etcd members, from now on, until they
+// all name one leader other than old; the function it returns says when
+// that was (or that it has not happened yet), for the scenario's log.
+func (c *mhCluster) watchElection(old uint64) func() string {
+	start := time.Now()
+	var mu sync.Mutex
+	took := time.Duration(-1)
+	var clis []*clientv3.Client
+	var eps []string
+	for i, n := range c.etcdNames {
+		if p := c.etcd[n]; p.running() {
+			ep := "http://" + c.hosts[fmt.Sprintf("ctl-%d", i+1)].addr + ":2379"
+			cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 2 * time.Second})
+			if err != nil {
+				c.t.Fatalf("etcd client for %s: %v", n, err)
+			}
+			clis, eps = append(clis, cli), append(eps, ep)
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			for _, cli := range clis {
+				cli.Close()
+			}
+		}()
+		for time.Since(start) < 2*time.Minute {
+			agreed := true
+			var leader uint64
+			for i, cli := range clis {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				st, err := cli.Status(ctx, eps[i])
+				cancel()
+				if err != nil || st.Leader == 0 || st.Leader == old || (leader != 0 && st.Leader != leader) {
+					agreed = false
+					break
+				}
+				leader = st.Leader
+			}
+			if agreed {
+				mu.Lock()
+				took = time.Since(start)
+				mu.Unlock()
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond): // polling interval, not a wait for state
+			}
+		}
+	}()
+	c.net.root.Cleanup(func() {
+		close(stop)
+		<-done
+	})
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if took < 0 {
+			return fmt.Sprintf("the members left named no new leader in the %s since the kill", time.Since(start).Round(time.Millisecond))
+		}
+		return fmt.Sprintf("the members left named a new leader %s after the kill", took.Round(time.Millisecond))
+	}
 }
 
 // Scenario 5: a cell conductor dies holding retries (paused by testhook
