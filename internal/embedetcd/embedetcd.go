@@ -11,15 +11,16 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc"
 	"go.etcd.io/etcd/server/v3/proxy/grpcproxy/adapter"
-	"go.uber.org/zap"
 
 	"github.com/berth-project/berth/internal/etcdcluster"
 )
@@ -46,7 +47,14 @@ type Config struct {
 	// 60s. A member of a cluster is ready only once a quorum is up, so the
 	// etcd role waits longer.
 	StartTimeout time.Duration
-	// LogLevel is etcd's own zap level ("error" when empty: etcd is chatty).
+	// Logger receives etcd's own log records (slow disk, late heartbeats,
+	// leader changes, lost peers, quota exceeded) as hclog lines; nil
+	// discards them, which tests that do not look at etcd want.
+	Logger hclog.Logger
+	// LogLevel is the least severe of etcd's records that reach Logger:
+	// one of LogLevels, DefaultLogLevel when empty. It is separate from
+	// Logger's own level because etcd at info is chatty (some fifty lines
+	// at start-up, more at every compaction).
 	LogLevel string
 }
 
@@ -59,6 +67,9 @@ type Server struct {
 	// closeOnce: a test closes the member to simulate an outage and its
 	// cleanup closes it again; etcd's own Close panics the second time.
 	closeOnce sync.Once
+	// closing tells etcd's logger that listeners reporting they closed
+	// are Berth's doing, not a failure.
+	closing *atomic.Bool
 }
 
 // Start starts the member and waits until it serves.
@@ -117,14 +128,17 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	ec.LogLevel = cfg.LogLevel
 	if ec.LogLevel == "" {
-		ec.LogLevel = "error"
+		ec.LogLevel = DefaultLogLevel
+	}
+	closing := new(atomic.Bool)
+	lg, err := newZapLogger(cfg.Logger, ec.LogLevel, closing)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd: %w", err)
 	}
 	ec.Logger = "zap"
+	// LogOutputs is unused with a ZapLoggerBuilder; etcd still checks it.
 	ec.LogOutputs = []string{"stderr"}
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	if ec.LogLevel == "debug" || ec.LogLevel == "info" {
-		ec.ZapLoggerBuilder = nil // let etcd build its own stderr logger
-	}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
@@ -137,14 +151,17 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	select {
 	case <-e.Server.ReadyNotify():
 	case <-time.After(timeout):
+		closing.Store(true)
 		e.Server.Stop()
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd: not ready after %s (a member of a cluster needs a quorum of its peers up)", timeout)
 	case <-ctx.Done():
+		closing.Store(true)
 		e.Server.Stop()
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd: stopped while waiting to be ready: %w", ctx.Err())
 	case err := <-e.Err():
+		closing.Store(true)
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd: %w", err)
 	}
@@ -153,7 +170,7 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	cli.KV = gatedKV{kv: cli.KV, g: g}
 	cli.Lease = leaseWithServer{Lease: cli.Lease,
 		lc: adapter.LeaseServerToLeaseClient(v3rpc.NewQuotaLeaseServer(e.Server))}
-	return &Server{etcd: e, client: cli, gate: g, url: cu.String()}, nil
+	return &Server{etcd: e, client: cli, gate: g, url: cu.String(), closing: closing}, nil
 }
 
 // leaseWithServer is the in-process client's Lease, which also hands out
@@ -186,6 +203,7 @@ func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		// In-process reads must be out of the server before its backend
 		// closes (see gate).
+		s.closing.Store(true)
 		s.gate.close(5 * time.Second)
 		s.client.Close()
 		s.etcd.Close()
