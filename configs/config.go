@@ -75,6 +75,10 @@ type Embedded struct {
 	InitialCluster string
 	// InitialClusterState is ClusterStateNew or ClusterStateExisting.
 	InitialClusterState string
+	// LogLevel is the least severe of etcd's own records that reach the
+	// process log (one of embedetcd.LogLevels), apart from log { level }:
+	// etcd at info prints some fifty lines at start-up.
+	LogLevel string
 }
 
 // Values of etcd { embedded { initial_cluster_state } }.

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/etcdcluster"
 )
 
@@ -228,6 +229,7 @@ func (d *decoder) embedded(r *rawEmbedded) *Embedded {
 		QuotaBackendBytes:       d.count(r.Body, "quota_backend_bytes", r.QuotaBackendBytes, def.QuotaBackendBytes, 0, "0 means etcd's own default"),
 		InitialCluster:          d.str(r.InitialCluster, def.InitialCluster),
 		InitialClusterState:     d.enum(r.Body, "initial_cluster_state", r.InitialClusterState, def.InitialClusterState, ClusterStateNew, ClusterStateExisting),
+		LogLevel:                d.enum(r.Body, "log_level", r.LogLevel, def.LogLevel, embedetcd.LogLevels...),
 	}
 	if r.InitialCluster != nil {
 		d.initialCluster(r.Body, m)

@@ -220,6 +220,11 @@ func TestParseErrors(t *testing.T) {
 			want: []diag{{"3:29", "Invalid initial_cluster_state", `"join"`}},
 		},
 		{
+			desc: "embedded log_level not one of etcd's",
+			src:  "etcd {\n  embedded {\n    log_level = \"trace\"\n  }\n}\n",
+			want: []diag{{"3:17", "Invalid log_level", `log_level must be one of "debug", "info", "warn", "error"; got "trace".`}},
+		},
+		{
 			desc: "embedded https client url",
 			src:  "etcd {\n  embedded {\n    client_url = \"https://127.0.0.1:2379\"\n  }\n}\n",
 			want: []diag{{"3:18", "Invalid client_url", "serves without TLS"}},
@@ -490,5 +495,24 @@ func TestStatusBind(t *testing.T) {
 	}
 	if cfg.Status.Bind != "127.0.0.1:8793" {
 		t.Errorf("status bind = %q", cfg.Status.Bind)
+	}
+}
+
+// TestParseEmbeddedLogLevel: etcd's own level is decoded, and an embedded
+// block without it keeps the quiet default rather than log { level }.
+func TestParseEmbeddedLogLevel(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"etcd {\n  embedded {\n    log_level = \"info\"\n  }\n}\n", "info"},
+		{"etcd {\n  embedded {\n    log_level = \"error\"\n  }\n}\nlog {\n  level = \"debug\"\n}\n", "error"},
+		{"etcd {\n  embedded {\n    data_dir = \"/tmp/e\"\n  }\n}\nlog {\n  level = \"debug\"\n}\n", "warn"},
+		{"", "warn"},
+	} {
+		cfg, err := Parse([]byte(tc.src), "t.hcl")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.src, err)
+		}
+		if got := cfg.Etcd.Embedded.LogLevel; got != tc.want {
+			t.Errorf("%q: LogLevel = %q, want %q", tc.src, got, tc.want)
+		}
 	}
 }

@@ -55,6 +55,9 @@ func Defaults() *Config {
 				QuotaBackendBytes: 8 << 30,
 				// A cluster of this member alone, bootstrapped on first start.
 				InitialClusterState: ClusterStateNew,
+				// A healthy member is silent at warn; a struggling one
+				// (slow disk, late heartbeats, lost peers) is heard.
+				LogLevel: "warn",
 			},
 		},
 		Log: Log{Level: "info", Format: LogFormatText},

@@ -63,8 +63,8 @@ func (t *TLS) clientTLS() (*tls.Config, error) {
 	return tc, nil
 }
 
-// EmbedConfig is the embedetcd configuration for this member; etcd's own
-// log level stays embedetcd's quiet default.
+// EmbedConfig is the embedetcd configuration for this member; the caller
+// sets its Logger (the role's logger) for etcd's records to reach the log.
 func (m *Embedded) EmbedConfig() embedetcd.Config {
 	return embedetcd.Config{
 		Name:                    m.Name,
@@ -76,6 +76,7 @@ func (m *Embedded) EmbedConfig() embedetcd.Config {
 		InitialCluster:          m.InitialCluster,
 		InitialClusterState:     m.InitialClusterState,
 		StartTimeout:            m.startTimeout(),
+		LogLevel:                m.LogLevel,
 	}
 }
 

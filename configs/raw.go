@@ -52,6 +52,7 @@ type rawEmbedded struct {
 	QuotaBackendBytes       *int64    `hcl:"quota_backend_bytes"`
 	InitialCluster          *string   `hcl:"initial_cluster"`
 	InitialClusterState     *string   `hcl:"initial_cluster_state"`
+	LogLevel                *string   `hcl:"log_level"`
 	DefRange                hcl.Range `hcl:",def_range"`
 	Body                    hcl.Body  `hcl:",body"`
 }

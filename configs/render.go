@@ -85,6 +85,7 @@ var deployTunables = map[string]tunable{
 	"initial_cluster_state":     {"string", ClusterStateNew, "etcd: new, or existing to join a running cluster"},
 	"auto_compaction_retention": {"duration", "5m", "etcd: history kept"},
 	"quota_backend_bytes":       {"int", "8589934592", "etcd: backend size limit"},
+	"etcd_log_level":            {"string", "warn", "etcd: its own messages logged from this level: debug, info, warn or error"},
 	"max_attempts":              {"int", "3", "scheduler: hosts tried per instance"},
 	"election_ttl":              {"duration", "10s", "scheduler: leader lease TTL"},
 	"leader_interval":           {"duration", "30s", "scheduler: leader duty period"},

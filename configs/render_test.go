@@ -208,6 +208,7 @@ func TestRenderDeployDefaultsMatchConfigDefaults(t *testing.T) {
 		pair{"reserved_host_memory_mb", ag.Inventory.ReservedHostMemoryMB, da.Inventory.ReservedHostMemoryMB},
 		pair{"stop_grace", ag.Process.StopGrace, da.Process.StopGrace},
 		pair{"etcd auto_compaction_retention", parse(RoleEtcd).Etcd.Embedded.AutoCompactionRetention, def.Etcd.Embedded.AutoCompactionRetention},
+		pair{"etcd_log_level", parse(RoleEtcd).Etcd.Embedded.LogLevel, def.Etcd.Embedded.LogLevel},
 	)
 	for _, c := range checks {
 		if c.got != c.want {

@@ -198,8 +198,13 @@ func TestEmbedConfig(t *testing.T) {
 	m := Defaults().Etcd.Embedded
 	ec := m.EmbedConfig()
 	if ec.DataDir != m.DataDir || ec.ClientURL != m.ClientURL || ec.PeerURL != m.PeerURL || ec.Name != m.Name ||
-		ec.AutoCompactionRetention != m.AutoCompactionRetention || ec.QuotaBackendBytes != m.QuotaBackendBytes {
+		ec.AutoCompactionRetention != m.AutoCompactionRetention || ec.QuotaBackendBytes != m.QuotaBackendBytes ||
+		ec.LogLevel != "warn" {
 		t.Errorf("EmbedConfig = %+v from %+v", ec, m)
+	}
+	m.LogLevel = "info"
+	if ec := m.EmbedConfig(); ec.LogLevel != "info" {
+		t.Errorf("EmbedConfig().LogLevel = %q, want info", ec.LogLevel)
 	}
 }
 

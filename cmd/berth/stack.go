@@ -68,7 +68,11 @@ type stack struct {
 func connect(ctx context.Context, cfg *configs.Config, log hclog.Logger) (*stack, error) {
 	s := newStack(cfg, log)
 	if cfg.Etcd.Embedded != nil {
-		srv, err := embedetcd.StartContext(ctx, cfg.Etcd.Embedded.EmbedConfig())
+		ec := cfg.Etcd.Embedded.EmbedConfig()
+		// etcd's own warnings (slow disk, late heartbeats, lost peers)
+		// belong in this process's log, as "<logger>.etcd" lines.
+		ec.Logger = log.Named("etcd")
+		srv, err := embedetcd.StartContext(ctx, ec)
 		if err != nil {
 			return nil, err
 		}

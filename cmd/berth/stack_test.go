@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,4 +177,64 @@ func TestPlacementAuthFromConfig(t *testing.T) {
 			{desc: "OpenStack-System-Scope cannot widen a token", path: "/resource_providers", header: tok("tenant-secret", "OpenStack-System-Scope", "all"), want: 403},
 		})
 	})
+}
+
+// lockedBuffer is a log destination etcd's goroutines and the test share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestConnectLogsEmbeddedEtcd: a process embedding etcd (berth etcd, dev,
+// an all-in-one server) logs etcd's own records under its logger, as
+// "<role>.etcd" lines, from etcd { embedded { log_level } } up.
+func TestConnectLogsEmbeddedEtcd(t *testing.T) {
+	for _, level := range []string{"info", "warn"} {
+		t.Run(level, func(t *testing.T) {
+			src := fmt.Sprintf("etcd {\n  embedded {\n    data_dir = %q\n    client_url = \"http://127.0.0.1:%d\"\n    peer_url = \"http://127.0.0.1:%d\"\n    log_level = %q\n  }\n}\n",
+				filepath.Join(t.TempDir(), "etcd"), etcdtest.FreePort(t), etcdtest.FreePort(t), level)
+			cfg, err := configs.Parse([]byte(src), "etcd.hcl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf lockedBuffer
+			log := hclog.New(&hclog.LoggerOptions{Name: "berth", Output: &buf, Level: hclog.Debug}).Named("etcd-role")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			s, err := connect(ctx, cfg, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const ready = "[INFO]  berth.etcd-role.etcd: ready to serve client requests"
+			if level == "info" {
+				defer s.stop()
+				deadline := time.Now().Add(30 * time.Second)
+				for !strings.Contains(buf.String(), ready) {
+					if time.Now().After(deadline) {
+						t.Fatalf("no %q after 30s in:\n%s", ready, buf.String())
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				return
+			}
+			// stop closes the member, after which every start-up record
+			// etcd would write has been written.
+			s.stop()
+			if out := buf.String(); strings.Contains(out, "[INFO]  berth.etcd-role.etcd") {
+				t.Errorf("etcd at warn logged info lines:\n%s", out)
+			}
+		})
+	}
 }

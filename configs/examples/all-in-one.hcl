@@ -38,6 +38,10 @@ etcd {
     # Backend size at which etcd refuses writes (default 8589934592, 8 GiB;
     # 0 = etcd's own 2 GiB).
     quota_backend_bytes = 8589934592
+
+    # etcd's own messages in the log, from this level up: debug, info,
+    # warn or error (default "warn": a healthy member says nothing).
+    log_level = "warn"
   }
 }
 

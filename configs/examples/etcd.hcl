@@ -39,6 +39,13 @@ etcd {
 
     auto_compaction_retention = "5m"
     quota_backend_bytes       = 8589934592
+
+    # etcd's own messages (slow disk, missed heartbeats, leader changes,
+    # lost peers, quota exceeded) in this process's log, as "berth.etcd"
+    # lines: debug, info, warn or error (default "warn": a healthy member
+    # is silent; "info" shows its start-up, elections and compactions).
+    # log { level } below still applies on top of it.
+    log_level = "warn"
   }
 }
 
