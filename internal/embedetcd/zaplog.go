@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
 )
 
 // LogLevels are the levels Config.LogLevel accepts, most verbose first.
@@ -182,11 +183,20 @@ func (c *hclogCore) expected(e zapcore.Entry, fields []zapcore.Field) bool {
 }
 
 // closedListener is the error a listener or server of etcd's returns once
-// closed. cmux's ErrServerClosed is matched by its text: cmux is etcd's
-// dependency, not Berth's.
+// closed. cmux's ErrServerClosed and ErrListenerClosed are matched by
+// their text: cmux is etcd's dependency, not Berth's.
 func closedListener(err error) bool {
-	return err != nil && (errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) ||
-		err.Error() == "mux: server closed")
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) {
+		return true
+	}
+	switch err.Error() {
+	case "mux: server closed", "mux: listener closed":
+		return true
+	}
+	return false
 }
 
 // Sync has nothing to flush: hclog writes each line as it comes.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // syncBuffer is a bytes.Buffer etcd's goroutines and the test can share.
@@ -243,6 +244,12 @@ func TestZapCoreDemotes(t *testing.T) {
 		}, ""},
 		{"mux closed while closing", true, func(lg *zap.Logger) {
 			lg.Error("setting up serving from embedded etcd failed.", zap.Error(errors.New("mux: server closed")))
+		}, ""},
+		{"mux listener closed while closing", true, func(lg *zap.Logger) {
+			lg.Error("setting up serving from embedded etcd failed.", zap.Error(errors.New("mux: listener closed")))
+		}, ""},
+		{"grpc stopped while closing", true, func(lg *zap.Logger) {
+			lg.Warn("stopping insecure grpc server due to error", zap.Error(grpc.ErrServerStopped))
 		}, ""},
 		{"closed while running", false, func(lg *zap.Logger) {
 			lg.Error("setting up serving from embedded etcd failed.", zap.Error(closedErr))
