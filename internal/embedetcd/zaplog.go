@@ -1,6 +1,7 @@
 package embedetcd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +41,13 @@ var advisories = map[string]bool{
 	// Embedded etcd has no auth (configs refuses username with
 	// embedded), so no simple token is ever issued.
 	"simple token is not cryptographically signed": true,
+}
+
+// closingNotices are etcd warnings that, once Berth closes the member,
+// only say that it is closing: a member of a cluster closes its streams
+// to each peer with this warning.
+var closingNotices = map[string]bool{
+	"closed TCP streaming connection with remote peer": true,
 }
 
 // newZapLogger is the logger etcd gets: its records at level and above
@@ -160,7 +168,7 @@ func (c *hclogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 
 // expected says whether a warning or error is one Berth expects: an
 // advisory about Berth's own choices, or, while the member is closing, a
-// listener reporting that it was closed.
+// listener or stream reporting that it was closed.
 func (c *hclogCore) expected(e zapcore.Entry, fields []zapcore.Field) bool {
 	if advisories[e.Message] {
 		return true
@@ -168,13 +176,16 @@ func (c *hclogCore) expected(e zapcore.Entry, fields []zapcore.Field) bool {
 	if !c.closing.Load() {
 		return false
 	}
+	if closingNotices[e.Message] {
+		return true
+	}
 	closed := false
 	for _, f := range fields {
 		if f.Type != zapcore.ErrorType {
 			continue
 		}
 		err, _ := f.Interface.(error)
-		if !closedListener(err) {
+		if !closedByUs(err) {
 			return false
 		}
 		closed = true
@@ -182,14 +193,16 @@ func (c *hclogCore) expected(e zapcore.Entry, fields []zapcore.Field) bool {
 	return closed
 }
 
-// closedListener is the error a listener or server of etcd's returns once
-// closed. cmux's ErrServerClosed and ErrListenerClosed are matched by
-// their text: cmux is etcd's dependency, not Berth's.
-func closedListener(err error) bool {
+// closedByUs is the error a listener, server or peer stream of etcd's
+// returns once closed (a stream's context is cancelled). cmux's
+// ErrServerClosed and ErrListenerClosed are matched by their text: cmux
+// is etcd's dependency, not Berth's.
+func closedByUs(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) {
+	if errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) ||
+		errors.Is(err, context.Canceled) {
 		return true
 	}
 	switch err.Error() {

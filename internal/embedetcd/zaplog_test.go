@@ -2,6 +2,7 @@ package embedetcd
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -251,6 +252,18 @@ func TestZapCoreDemotes(t *testing.T) {
 		{"grpc stopped while closing", true, func(lg *zap.Logger) {
 			lg.Warn("stopping insecure grpc server due to error", zap.Error(grpc.ErrServerStopped))
 		}, ""},
+		{"stream cancelled while closing", true, func(lg *zap.Logger) {
+			lg.Warn("lost TCP streaming connection with remote peer", zap.String("remote-peer-id", "4cc9053f69368a1a"), zap.Error(context.Canceled))
+		}, ""},
+		{"stream closed while closing", true, func(lg *zap.Logger) {
+			lg.Warn("closed TCP streaming connection with remote peer", zap.String("remote-peer-id", "4cc9053f69368a1a"))
+		}, ""},
+		{"stream closed while running", false, func(lg *zap.Logger) {
+			lg.Warn("closed TCP streaming connection with remote peer", zap.String("remote-peer-id", "4cc9053f69368a1a"))
+		}, `[WARN]  berth.etcd: closed TCP streaming connection with remote peer: remote-peer-id=4cc9053f69368a1a`},
+		{"stream lost while running", false, func(lg *zap.Logger) {
+			lg.Warn("lost TCP streaming connection with remote peer", zap.Error(errors.New("unexpected EOF")))
+		}, `[WARN]  berth.etcd: lost TCP streaming connection with remote peer: error="unexpected EOF"`},
 		{"closed while running", false, func(lg *zap.Logger) {
 			lg.Error("setting up serving from embedded etcd failed.", zap.Error(closedErr))
 		}, `[ERROR] berth.etcd: setting up serving from embedded etcd failed.: error="accept tcp 127.0.0.1:2379: use of closed network connection"`},
