@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -278,24 +279,40 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 const storePatience = 15 * time.Second
 
 // storeOnce commits ops if cmps hold, exactly once however often etcd's
-// answer is lost: each attempt also compares that guard (a key among ops,
-// of a fresh uuid) does not exist yet, so an attempt whose answer was
-// lost but that landed makes the next fail on the guard, which then reads
-// as stored. Transient etcd errors are retried for storePatience. stored
-// is false only when cmps failed.
+// answer is lost (see storeAttempt). Transient etcd errors are retried
+// for storePatience. stored is false only when cmps failed.
 func (s *Server) storeOnce(ctx context.Context, rid, guard string, cmps []clientv3.Cmp, ops []clientv3.Op) (stored bool, err error) {
-	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(guard), "=", 0))
+	retry := false
 	err = etcdretry.Do(ctx, storePatience, func(ctx context.Context) error {
-		resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(guard, clientv3.WithCountOnly())).Commit()
-		if err != nil {
-			return err
-		}
-		stored = resp.Succeeded || resp.Responses[0].GetResponseRange().Count > 0
-		return nil
+		var err error
+		stored, err = s.storeAttempt(ctx, retry, guard, cmps, ops)
+		retry = true
+		return err
 	}, func(attempt int, err error) {
 		s.log.Warn("store build requests: etcd cannot commit for now, retrying", "request_id", rid, "attempt", attempt, "error", err)
 	})
 	return stored, err
+}
+
+// storeAttempt is one transaction of storeOnce. guard is a key among ops,
+// of a fresh uuid: it cannot exist before the first attempt, which goes
+// as it is. A retry also compares that guard does not exist yet, so an
+// earlier attempt that landed (only its answer lost) makes it fail on the
+// guard, which its Else read turns into "stored".
+func (s *Server) storeAttempt(ctx context.Context, retry bool, guard string, cmps []clientv3.Cmp, ops []clientv3.Op) (bool, error) {
+	if !retry {
+		resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			return false, err
+		}
+		return resp.Succeeded, nil
+	}
+	guarded := append(slices.Clip(cmps), clientv3.Compare(clientv3.CreateRevision(guard), "=", 0))
+	resp, err := s.cli.Txn(ctx).If(guarded...).Then(ops...).Else(clientv3.OpGet(guard, clientv3.WithCountOnly())).Commit()
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded || resp.Responses[0].GetResponseRange().Count > 0, nil
 }
 
 // identity reads the caller's project and user. Keystone is out of scope;

@@ -89,17 +89,17 @@ func TestStoreOnceRidesOutLostQuorum(t *testing.T) {
 	}
 }
 
-// An attempt that landed but whose answer was lost makes the next attempt
-// fail on the guard: that reads as stored, and nothing is written again.
-func TestStoreOnceTakesALandedAttemptAsStored(t *testing.T) {
+// An attempt that landed but whose answer was lost makes the retry fail
+// on the guard: that reads as stored, and nothing is written again.
+func TestStoreRetryTakesALandedAttemptAsStored(t *testing.T) {
 	cli := etcdtest.Client(t)
 	keys := etcdschema.New("/t")
 	s := New(cli, keys, noAllocations{}, hclog.NewNullLogger())
 	ctx := context.Background()
-	for attempt := 1; attempt <= 2; attempt++ {
-		stored, err := s.storeOnce(ctx, "req-1", keys.InstanceMapping("u1"), nil, storeOps(keys, "u1"))
+	for _, retry := range []bool{false, true, true} {
+		stored, err := s.storeAttempt(ctx, retry, keys.InstanceMapping("u1"), nil, storeOps(keys, "u1"))
 		if err != nil || !stored {
-			t.Fatalf("attempt %d: stored %v, err %v", attempt, stored, err)
+			t.Fatalf("attempt (retry %v): stored %v, err %v", retry, stored, err)
 		}
 	}
 	resp, err := cli.Get(ctx, keys.BuildRequest("u1"))
@@ -107,12 +107,22 @@ func TestStoreOnceTakesALandedAttemptAsStored(t *testing.T) {
 		t.Fatalf("build request: %+v %v; want it written once", resp.Kvs, err)
 	}
 
+	// A retry whose earlier attempt did not land writes.
+	if stored, err := s.storeAttempt(ctx, true, keys.InstanceMapping("u3"), nil, storeOps(keys, "u3")); err != nil || !stored {
+		t.Fatalf("first landing on a retry: stored %v, err %v", stored, err)
+	}
+	if resp, err := cli.Get(ctx, keys.BuildRequest("u3")); err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("build request of a retry's landing: %+v %v", resp.Kvs, err)
+	}
+
 	// A failed compare of the caller's own (the server group gone) is not
-	// stored, and writes nothing.
+	// stored, and writes nothing, on a first attempt or a retry.
 	gone := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(keys.ServerGroup("g")), ">", 0)}
-	stored, err := s.storeOnce(ctx, "req-2", keys.InstanceMapping("u2"), gone, storeOps(keys, "u2"))
-	if err != nil || stored {
-		t.Fatalf("with the group gone: stored %v, err %v; want not stored", stored, err)
+	for _, retry := range []bool{false, true} {
+		stored, err := s.storeAttempt(ctx, retry, keys.InstanceMapping("u2"), gone, storeOps(keys, "u2"))
+		if err != nil || stored {
+			t.Fatalf("with the group gone (retry %v): stored %v, err %v; want not stored", retry, stored, err)
+		}
 	}
 	if resp, err := cli.Get(ctx, keys.InstanceMapping("u2")); err != nil || len(resp.Kvs) != 0 {
 		t.Fatalf("instance mapping with the group gone: %+v %v", resp.Kvs, err)
