@@ -79,6 +79,12 @@ type Embedded struct {
 	// process log (one of embedetcd.LogLevels), apart from log { level }:
 	// etcd at info prints some fifty lines at start-up.
 	LogLevel string
+	// HeartbeatInterval and ElectionTimeout are raft's timing (etcd's
+	// --heartbeat-interval and --election-timeout): the leader's beat, and
+	// how long a follower goes without one before it calls an election.
+	// Raise both together where members are far apart or starved of CPU.
+	HeartbeatInterval time.Duration
+	ElectionTimeout   time.Duration
 }
 
 // Values of etcd { embedded { initial_cluster_state } }.

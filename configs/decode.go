@@ -230,10 +230,13 @@ func (d *decoder) embedded(r *rawEmbedded) *Embedded {
 		InitialCluster:          d.str(r.InitialCluster, def.InitialCluster),
 		InitialClusterState:     d.enum(r.Body, "initial_cluster_state", r.InitialClusterState, def.InitialClusterState, ClusterStateNew, ClusterStateExisting),
 		LogLevel:                d.enum(r.Body, "log_level", r.LogLevel, def.LogLevel, embedetcd.LogLevels...),
+		HeartbeatInterval:       d.duration(r.Body, "heartbeat_interval", r.HeartbeatInterval, def.HeartbeatInterval, time.Millisecond, "etcd counts raft ticks in milliseconds"),
+		ElectionTimeout:         d.duration(r.Body, "election_timeout", r.ElectionTimeout, def.ElectionTimeout, time.Millisecond, "etcd counts it in milliseconds"),
 	}
 	if r.InitialCluster != nil {
 		d.initialCluster(r.Body, m)
 	}
+	d.raftTiming(r, m)
 	if m.DataDir == "" {
 		d.bad(r.Body, "data_dir", "Empty data_dir", "Embedded etcd needs a directory for its data.")
 	}
@@ -241,6 +244,39 @@ func (d *decoder) embedded(r *rawEmbedded) *Embedded {
 		d.bad(r.Body, "name", "Empty name", "The member name appears in etcd's cluster configuration; leave it out to use \"berth\".")
 	}
 	return m
+}
+
+// raftTiming checks heartbeat_interval and election_timeout as etcd
+// would at start-up, so that a bad pair is refused with the file's line:
+// whole milliseconds, an election timeout of at least five heartbeats
+// (fewer and a follower calls elections while a healthy leader's beat is
+// merely late) and at most etcd's 50 s.
+func (d *decoder) raftTiming(r *rawEmbedded, m *Embedded) {
+	for _, f := range []struct {
+		name string
+		set  *string
+		v    time.Duration
+	}{{"heartbeat_interval", r.HeartbeatInterval, m.HeartbeatInterval}, {"election_timeout", r.ElectionTimeout, m.ElectionTimeout}} {
+		if f.set != nil && f.v >= time.Millisecond && f.v%time.Millisecond != 0 {
+			d.bad(r.Body, f.name, "Invalid "+f.name, fmt.Sprintf("%s must be whole milliseconds (etcd counts them so); got %s.", f.name, f.v))
+		}
+	}
+	if r.HeartbeatInterval == nil && r.ElectionTimeout == nil {
+		return
+	}
+	name := "election_timeout"
+	if r.ElectionTimeout == nil {
+		name = "heartbeat_interval"
+	}
+	switch {
+	case m.ElectionTimeout < 5*m.HeartbeatInterval:
+		d.bad(r.Body, name, "election_timeout too short for heartbeat_interval",
+			fmt.Sprintf("election_timeout (%s) must be at least 5 times heartbeat_interval (%s): with fewer beats per timeout a follower calls elections while a healthy leader is only late; etcd refuses to start so.",
+				m.ElectionTimeout, m.HeartbeatInterval))
+	case m.ElectionTimeout > 50*time.Second:
+		d.bad(r.Body, "election_timeout", "Invalid election_timeout",
+			fmt.Sprintf("election_timeout must be at most 50s (etcd's limit); got %s.", m.ElectionTimeout))
+	}
 }
 
 // initialCluster checks "name=http://host:port,..." and that it names this

@@ -225,6 +225,31 @@ func TestParseErrors(t *testing.T) {
 			want: []diag{{"3:17", "Invalid log_level", `log_level must be one of "debug", "info", "warn", "error"; got "trace".`}},
 		},
 		{
+			desc: "election_timeout under five heartbeats",
+			src:  "etcd {\n  embedded {\n    heartbeat_interval = \"300ms\"\n    election_timeout = \"1s\"\n  }\n}\n",
+			want: []diag{{"4:24", "election_timeout too short for heartbeat_interval", "election_timeout (1s) must be at least 5 times heartbeat_interval (300ms)"}},
+		},
+		{
+			desc: "heartbeat_interval alone, past the default election_timeout's fifth",
+			src:  "etcd {\n  embedded {\n    heartbeat_interval = \"250ms\"\n  }\n}\n",
+			want: []diag{{"3:26", "election_timeout too short for heartbeat_interval", "heartbeat_interval (250ms)"}},
+		},
+		{
+			desc: "election_timeout past etcd's 50s",
+			src:  "etcd {\n  embedded {\n    election_timeout = \"1m\"\n  }\n}\n",
+			want: []diag{{"3:24", "Invalid election_timeout", "at most 50s"}},
+		},
+		{
+			desc: "heartbeat_interval not whole milliseconds",
+			src:  "etcd {\n  embedded {\n    heartbeat_interval = \"100500us\"\n  }\n}\n",
+			want: []diag{{"3:26", "Invalid heartbeat_interval", "whole milliseconds"}},
+		},
+		{
+			desc: "heartbeat_interval under a millisecond",
+			src:  "etcd {\n  embedded {\n    heartbeat_interval = \"500us\"\n  }\n}\n",
+			want: []diag{{"3:26", "Invalid heartbeat_interval", "at least 1ms"}},
+		},
+		{
 			desc: "embedded https client url",
 			src:  "etcd {\n  embedded {\n    client_url = \"https://127.0.0.1:2379\"\n  }\n}\n",
 			want: []diag{{"3:18", "Invalid client_url", "serves without TLS"}},
@@ -495,6 +520,32 @@ func TestStatusBind(t *testing.T) {
 	}
 	if cfg.Status.Bind != "127.0.0.1:8793" {
 		t.Errorf("status bind = %q", cfg.Status.Bind)
+	}
+}
+
+// TestParseEmbeddedRaftTiming: heartbeat_interval and election_timeout
+// are decoded, default to etcd's own, and are checked as a pair.
+func TestParseEmbeddedRaftTiming(t *testing.T) {
+	for _, tc := range []struct {
+		src                 string
+		heartbeat, election time.Duration
+	}{
+		{"", 100 * time.Millisecond, time.Second},
+		{"etcd {\n  embedded {\n    heartbeat_interval = \"200ms\"\n    election_timeout = \"2s\"\n  }\n}\n", 200 * time.Millisecond, 2 * time.Second},
+		{"etcd {\n  embedded {\n    election_timeout = \"5s\"\n  }\n}\n", 100 * time.Millisecond, 5 * time.Second},
+		{"etcd {\n  embedded {\n    heartbeat_interval = \"200ms\"\n  }\n}\n", 200 * time.Millisecond, time.Second},
+	} {
+		cfg, err := Parse([]byte(tc.src), "t.hcl")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.src, err)
+		}
+		e := cfg.Etcd.Embedded
+		if e.HeartbeatInterval != tc.heartbeat || e.ElectionTimeout != tc.election {
+			t.Errorf("%q: heartbeat %s, election %s; want %s, %s", tc.src, e.HeartbeatInterval, e.ElectionTimeout, tc.heartbeat, tc.election)
+		}
+		if ec := e.EmbedConfig(); ec.HeartbeatInterval != tc.heartbeat || ec.ElectionTimeout != tc.election {
+			t.Errorf("%q: EmbedConfig carries heartbeat %s, election %s", tc.src, ec.HeartbeatInterval, ec.ElectionTimeout)
+		}
 	}
 }
 

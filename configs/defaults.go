@@ -58,6 +58,9 @@ func Defaults() *Config {
 				// A healthy member is silent at warn; a struggling one
 				// (slow disk, late heartbeats, lost peers) is heard.
 				LogLevel: "warn",
+				// etcd's own defaults: fit for members on one LAN.
+				HeartbeatInterval: 100 * time.Millisecond,
+				ElectionTimeout:   time.Second,
 			},
 		},
 		Log: Log{Level: "info", Format: LogFormatText},

@@ -77,6 +77,8 @@ func (m *Embedded) EmbedConfig() embedetcd.Config {
 		InitialClusterState:     m.InitialClusterState,
 		StartTimeout:            m.startTimeout(),
 		LogLevel:                m.LogLevel,
+		HeartbeatInterval:       m.HeartbeatInterval,
+		ElectionTimeout:         m.ElectionTimeout,
 	}
 }
 

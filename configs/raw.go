@@ -53,6 +53,8 @@ type rawEmbedded struct {
 	InitialCluster          *string   `hcl:"initial_cluster"`
 	InitialClusterState     *string   `hcl:"initial_cluster_state"`
 	LogLevel                *string   `hcl:"log_level"`
+	HeartbeatInterval       *string   `hcl:"heartbeat_interval"`
+	ElectionTimeout         *string   `hcl:"election_timeout"`
 	DefRange                hcl.Range `hcl:",def_range"`
 	Body                    hcl.Body  `hcl:",body"`
 }

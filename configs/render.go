@@ -86,6 +86,8 @@ var deployTunables = map[string]tunable{
 	"auto_compaction_retention": {"duration", "5m", "etcd: history kept"},
 	"quota_backend_bytes":       {"int", "8589934592", "etcd: backend size limit"},
 	"etcd_log_level":            {"string", "warn", "etcd: its own messages logged from this level: debug, info, warn or error"},
+	"etcd_heartbeat_interval":   {"duration", "100ms", "etcd: raft leader's heartbeat"},
+	"etcd_election_timeout":     {"duration", "1s", "etcd: time without a heartbeat before an election (at least 5 heartbeats)"},
 	"max_attempts":              {"int", "3", "scheduler: hosts tried per instance"},
 	"election_ttl":              {"duration", "10s", "scheduler: leader lease TTL"},
 	"leader_interval":           {"duration", "30s", "scheduler: leader duty period"},

@@ -209,6 +209,8 @@ func TestRenderDeployDefaultsMatchConfigDefaults(t *testing.T) {
 		pair{"stop_grace", ag.Process.StopGrace, da.Process.StopGrace},
 		pair{"etcd auto_compaction_retention", parse(RoleEtcd).Etcd.Embedded.AutoCompactionRetention, def.Etcd.Embedded.AutoCompactionRetention},
 		pair{"etcd_log_level", parse(RoleEtcd).Etcd.Embedded.LogLevel, def.Etcd.Embedded.LogLevel},
+		pair{"etcd_heartbeat_interval", parse(RoleEtcd).Etcd.Embedded.HeartbeatInterval, def.Etcd.Embedded.HeartbeatInterval},
+		pair{"etcd_election_timeout", parse(RoleEtcd).Etcd.Embedded.ElectionTimeout, def.Etcd.Embedded.ElectionTimeout},
 	)
 	for _, c := range checks {
 		if c.got != c.want {

@@ -46,6 +46,15 @@ etcd {
     # is silent; "info" shows its start-up, elections and compactions).
     # log { level } below still applies on top of it.
     log_level = "warn"
+
+    # raft's timing, as etcd's --heartbeat-interval and --election-timeout
+    # (defaults 100ms and 1s, for members on one LAN). Raise both, keeping
+    # election_timeout at least 5 heartbeats, where members are far apart
+    # (heartbeat about the round-trip time between them) or share busy
+    # machines: a late heartbeat past election_timeout starts an election,
+    # and writes wait until it is over. Every member should have the same.
+    heartbeat_interval = "100ms"
+    election_timeout   = "1s"
   }
 }
 

@@ -56,6 +56,10 @@ type Config struct {
 	// Logger's own level because etcd at info is chatty (some fifty lines
 	// at start-up, more at every compaction).
 	LogLevel string
+	// HeartbeatInterval and ElectionTimeout are raft's timing, in whole
+	// milliseconds; zero keeps etcd's own (100ms and 1s).
+	HeartbeatInterval time.Duration
+	ElectionTimeout   time.Duration
 }
 
 // Server is a running embedded member.
@@ -116,6 +120,12 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 		ec.ClusterState = embed.ClusterStateFlagExisting
 	default:
 		return nil, fmt.Errorf("embedded etcd: initial_cluster_state %q is not \"new\" or \"existing\"", cfg.InitialClusterState)
+	}
+	if cfg.HeartbeatInterval > 0 {
+		ec.TickMs = uint(cfg.HeartbeatInterval / time.Millisecond)
+	}
+	if cfg.ElectionTimeout > 0 {
+		ec.ElectionMs = uint(cfg.ElectionTimeout / time.Millisecond)
 	}
 	ec.AutoCompactionMode = "periodic"
 	retention := cfg.AutoCompactionRetention

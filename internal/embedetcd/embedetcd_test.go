@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -72,6 +73,33 @@ func TestCloseWhileReading(t *testing.T) {
 		wg.Wait()
 		if _, err := cli.Get(ctx, "k"); !errors.Is(err, ErrClosed) {
 			t.Fatalf("Get after Close: %v, want ErrClosed", err)
+		}
+	}
+}
+
+// TestRaftTiming: heartbeat_interval and election_timeout reach etcd's
+// raft (its ticks are heartbeats; an election timeout is counted in them),
+// and zero keeps etcd's own 100ms and 1s.
+func TestRaftTiming(t *testing.T) {
+	for _, tc := range []struct {
+		heartbeat, election time.Duration
+		tickMs, ticks       int
+	}{
+		{0, 0, 100, 10},
+		{50 * time.Millisecond, 600 * time.Millisecond, 50, 12},
+	} {
+		srv, err := Start(Config{DataDir: t.TempDir(),
+			ClientURL:         fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+			PeerURL:           fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+			HeartbeatInterval: tc.heartbeat, ElectionTimeout: tc.election})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := srv.etcd.Server.Cfg
+		srv.Close()
+		if int(cfg.TickMs) != tc.tickMs || cfg.ElectionTicks != tc.ticks {
+			t.Errorf("heartbeat %s, election %s: etcd ticks every %d ms, elects after %d ticks; want %d ms, %d",
+				tc.heartbeat, tc.election, cfg.TickMs, cfg.ElectionTicks, tc.tickMs, tc.ticks)
 		}
 	}
 }
