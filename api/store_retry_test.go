@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,25 +11,8 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/logtest"
 )
-
-// syncBuffer is a log sink a test may read while the server writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func storeOps(keys etcdschema.Keys, uuid string) []clientv3.Op {
 	return []clientv3.Op{
@@ -49,7 +30,7 @@ func TestStoreOnceRidesOutLostQuorum(t *testing.T) {
 	c := etcdtest.StartCluster(t, 3)
 	cli := c.Client()
 	keys := etcdschema.New("/t")
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	s := New(cli, keys, noAllocations{}, hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn}))
 
 	// One member left: no quorum, nothing commits.

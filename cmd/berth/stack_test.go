@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/logtest"
 )
 
 // startPlacementFromHCL starts the placement role of `berth server` as the
@@ -179,24 +179,6 @@ func TestPlacementAuthFromConfig(t *testing.T) {
 	})
 }
 
-// lockedBuffer is a log destination etcd's goroutines and the test share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestConnectLogsEmbeddedEtcd: a process embedding etcd (berth etcd, dev,
 // an all-in-one server) logs etcd's own records under its logger, as
 // "<role>.etcd" lines, from etcd { embedded { log_level } } up.
@@ -209,7 +191,7 @@ func TestConnectLogsEmbeddedEtcd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var buf lockedBuffer
+			var buf logtest.Buffer
 			log := hclog.New(&hclog.LoggerOptions{Name: "berth", Output: &buf, Level: hclog.Debug}).Named("etcd-role")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()

@@ -1,7 +1,6 @@
 package embedetcd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,27 +15,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+
+	"github.com/berth-project/berth/internal/logtest"
 )
 
-// syncBuffer is a bytes.Buffer etcd's goroutines and the test can share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func bufferLogger(w *syncBuffer, level hclog.Level, json bool) hclog.Logger {
+func bufferLogger(w *logtest.Buffer, level hclog.Level, json bool) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "berth", Output: w, Level: level, JSONFormat: json}).Named("etcd")
 }
 
@@ -66,7 +48,7 @@ func TestZapCoreLevels(t *testing.T) {
 		{"info", hclog.Error, []string{"[ERROR] berth.etcd: rec-error", "[ERROR] berth.etcd: rec-dpanic"}},
 	} {
 		t.Run(fmt.Sprintf("etcd=%q,berth=%s", tc.etcdLevel, tc.hclogLevel), func(t *testing.T) {
-			var buf syncBuffer
+			var buf logtest.Buffer
 			lg, err := newZapLogger(bufferLogger(&buf, tc.hclogLevel, false), tc.etcdLevel, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -105,7 +87,7 @@ func TestZapCoreFields(t *testing.T) {
 		)
 	}
 	t.Run("text", func(t *testing.T) {
-		var buf syncBuffer
+		var buf logtest.Buffer
 		lg, err := newZapLogger(bufferLogger(&buf, hclog.Info, false), "warn", nil)
 		if err != nil {
 			t.Fatal(err)
@@ -127,7 +109,7 @@ func TestZapCoreFields(t *testing.T) {
 		}
 	})
 	t.Run("json", func(t *testing.T) {
-		var buf syncBuffer
+		var buf logtest.Buffer
 		lg, err := newZapLogger(bufferLogger(&buf, hclog.Info, true), "warn", nil)
 		if err != nil {
 			t.Fatal(err)
@@ -147,7 +129,7 @@ func TestZapCoreFields(t *testing.T) {
 }
 
 func TestZapLoggerBadLevel(t *testing.T) {
-	var buf syncBuffer
+	var buf logtest.Buffer
 	_, err := newZapLogger(bufferLogger(&buf, hclog.Info, false), "verbose", nil)
 	if err == nil || !strings.Contains(err.Error(), `log_level "verbose" is not one of debug, info, warn, error`) {
 		t.Errorf("err = %v", err)
@@ -161,7 +143,7 @@ func TestZapLoggerBadLevel(t *testing.T) {
 }
 
 // startLogged starts a real member whose etcd records go to buf at level.
-func startLogged(t *testing.T, buf *syncBuffer, level string) *Server {
+func startLogged(t *testing.T, buf *logtest.Buffer, level string) *Server {
 	t.Helper()
 	srv, err := Start(Config{
 		DataDir:   filepath.Join(t.TempDir(), "etcd"),
@@ -180,7 +162,7 @@ func startLogged(t *testing.T, buf *syncBuffer, level string) *Server {
 // TestMemberLogsAtInfo: a real member at info logs its start-up to the
 // hclog logger, fields and all.
 func TestMemberLogsAtInfo(t *testing.T) {
-	var buf syncBuffer
+	var buf logtest.Buffer
 	srv := startLogged(t, &buf, "info")
 	// etcd logs this from the goroutine serving the client listener,
 	// which may run a little after Start returns.
@@ -201,7 +183,7 @@ func TestMemberLogsAtInfo(t *testing.T) {
 // TestMemberQuietAtWarn: at warn (the default) a healthy member's
 // start-up and shutdown log no info or debug line.
 func TestMemberQuietAtWarn(t *testing.T) {
-	var buf syncBuffer
+	var buf logtest.Buffer
 	srv := startLogged(t, &buf, "warn")
 	if err := srv.Ping(t.Context()); err != nil {
 		t.Fatal(err)
@@ -276,7 +258,7 @@ func TestZapCoreDemotes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, level := range []string{"warn", "info"} {
-				var buf syncBuffer
+				var buf logtest.Buffer
 				closing := new(atomic.Bool)
 				closing.Store(tc.closing)
 				lg, err := newZapLogger(bufferLogger(&buf, hclog.Trace, false), level, closing)
