@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdretry"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -171,62 +172,108 @@ func (s *Server) listServers(w http.ResponseWriter, r *http.Request) {
 // with its mapping (the superconductor frees any claim it made); an
 // instance on a host gets a delete cast its agent works; an instance with
 // no host (ERROR, or waiting for a retry) is removed here with its claim.
+// While etcd cannot commit (an election) it tries again for
+// storePatience, as a create does.
 func (s *Server) deleteServer(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := mux.Vars(r)["id"]
-	k := s.keys
-	for try := 0; try < 10; try++ {
-		v, m, rev, err := s.lookup(ctx, id)
-		if err != nil {
-			s.writeStoreError(w, err, fmt.Sprintf("Instance %s could not be found.", id))
-			return
-		}
-		var ok bool
-		switch {
-		case m.Cell == "":
-			resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k.BuildRequest(id)), ">", 0)).
-				Then(clientv3.OpDelete(k.BuildRequest(id)), clientv3.OpDelete(k.InstanceMapping(id))).Commit()
+	var outcome deleteOutcome
+	sent := false // a delete of ours whose answer etcd may have lost
+	err := etcdretry.Do(ctx, storePatience, func(ctx context.Context) error {
+		// Up to 10 optimistic tries against a server that keeps changing.
+		for try := 0; try < 10; try++ {
+			var wrote bool
+			var err error
+			outcome, wrote, err = s.deleteAttempt(ctx, id, sent)
 			if err != nil {
-				s.writeStoreError(w, err, "")
-				return
+				sent = sent || (wrote && etcdretry.Transient(err))
+				return err
 			}
-			ok = resp.Succeeded
-		case v.Host != "":
-			in := *v.extra
-			in.TaskState = etcdschema.TaskDeleting
-			in.UpdatedAt = time.Now().UTC()
-			cast := &etcdschema.Build{Op: etcdschema.OpDelete, InstanceUUID: id, Name: in.Name, Cell: in.Cell,
-				Flavor: in.Flavor, ProjectID: in.ProjectID, UserID: in.UserID, RequestID: requestID(ctx), CastAt: in.UpdatedAt}
-			ikey := k.CellInstance(m.Cell, id)
-			resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", rev)).
-				Then(clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
-					clientv3.OpPut(k.Build(v.Host, id), etcdschema.MustEncode(cast))).Commit()
-			if err != nil {
-				s.writeStoreError(w, err, "")
-				return
+			if outcome != deleteChanged {
+				return nil
 			}
-			ok = resp.Succeeded
-		default:
-			if err := s.placement.DeleteAllocations(ctx, id); err != nil && !errors.Is(err, placement.ErrNotFound) {
-				s.log.Error("free allocations of deleted server", "instance", id, "error", err)
-				writeError(w, http.StatusServiceUnavailable, "Could not free the server's resources; try again.")
-				return
-			}
-			ikey := k.CellInstance(m.Cell, id)
-			resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", rev)).
-				Then(clientv3.OpDelete(ikey), clientv3.OpDelete(k.InstanceMapping(id)),
-					clientv3.OpDelete(k.Alternates(id)), clientv3.OpDelete(k.Retry(m.Cell, id))).Commit()
-			if err != nil {
-				s.writeStoreError(w, err, "")
-				return
-			}
-			ok = resp.Succeeded
 		}
-		if ok {
-			s.log.Info("server delete accepted", "instance", id, "request_id", requestID(ctx))
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
+		return nil
+	}, func(attempt int, err error) {
+		s.log.Warn("delete server: etcd cannot commit for now, retrying", "instance", id, "request_id", requestID(ctx), "attempt", attempt, "error", err)
+	})
+	switch {
+	case errors.Is(err, errFreeAllocations):
+		s.log.Error("free allocations of deleted server", "instance", id, "error", err)
+		writeError(w, http.StatusServiceUnavailable, "Could not free the server's resources; try again.")
+	case err != nil:
+		s.writeStoreError(w, err, "")
+	case outcome == deleteGone:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("Instance %s could not be found.", id))
+	case outcome == deleteDone:
+		s.log.Info("server delete accepted", "instance", id, "request_id", requestID(ctx))
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		writeError(w, http.StatusConflict, fmt.Sprintf("Instance %s kept changing; try the delete again.", id))
 	}
-	writeError(w, http.StatusConflict, fmt.Sprintf("Instance %s kept changing; try the delete again.", id))
+}
+
+// deleteOutcome is what one deleteAttempt found.
+type deleteOutcome int
+
+const (
+	deleteDone    deleteOutcome = iota // removed, or its delete cast written
+	deleteGone                         // no such server
+	deleteChanged                      // it changed since it was read: read again
+)
+
+// errFreeAllocations marks a failure to free a hostless server's claim.
+var errFreeAllocations = errors.New("free the server's allocations")
+
+// deleteAttempt reads the server and deletes it with one transaction
+// guarded by what it read. wrote says an error came from that
+// transaction (etcd may have applied it). After such an error (sent), a
+// server found gone is one this request deleted: done, not 404. A delete
+// cast written twice is the same cast; a removal guarded by the read
+// revision cannot remove anything else.
+func (s *Server) deleteAttempt(ctx context.Context, id string, sent bool) (outcome deleteOutcome, wrote bool, err error) {
+	k := s.keys
+	v, m, rev, err := s.lookup(ctx, id)
+	switch {
+	case errors.Is(err, errNotFound) && sent:
+		return deleteDone, false, nil
+	case errors.Is(err, errNotFound):
+		return deleteGone, false, nil
+	case err != nil:
+		return 0, false, err
+	}
+	var resp *clientv3.TxnResponse
+	switch {
+	case m.Cell == "":
+		resp, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k.BuildRequest(id)), ">", 0)).
+			Then(clientv3.OpDelete(k.BuildRequest(id)), clientv3.OpDelete(k.InstanceMapping(id))).Commit()
+	case v.Host != "":
+		in := *v.extra
+		in.TaskState = etcdschema.TaskDeleting
+		in.UpdatedAt = time.Now().UTC()
+		cast := &etcdschema.Build{Op: etcdschema.OpDelete, InstanceUUID: id, Name: in.Name, Cell: in.Cell,
+			Flavor: in.Flavor, ProjectID: in.ProjectID, UserID: in.UserID, RequestID: requestID(ctx), CastAt: in.UpdatedAt}
+		ikey := k.CellInstance(m.Cell, id)
+		resp, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", rev)).
+			Then(clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
+				clientv3.OpPut(k.Build(v.Host, id), etcdschema.MustEncode(cast))).Commit()
+	default:
+		if err := s.placement.DeleteAllocations(ctx, id); err != nil && !errors.Is(err, placement.ErrNotFound) {
+			if etcdretry.Transient(err) {
+				return 0, false, err
+			}
+			return 0, false, fmt.Errorf("%w of %s: %w", errFreeAllocations, id, err)
+		}
+		ikey := k.CellInstance(m.Cell, id)
+		resp, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", rev)).
+			Then(clientv3.OpDelete(ikey), clientv3.OpDelete(k.InstanceMapping(id)),
+				clientv3.OpDelete(k.Alternates(id)), clientv3.OpDelete(k.Retry(m.Cell, id))).Commit()
+	}
+	if err != nil {
+		return 0, true, fmt.Errorf("delete %s: %w", id, err)
+	}
+	if !resp.Succeeded {
+		return deleteChanged, false, nil
+	}
+	return deleteDone, false, nil
 }

@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -45,18 +47,7 @@ func TestStoreOnceRidesOutLostQuorum(t *testing.T) {
 		stored, err := s.storeOnce(context.Background(), "req-1", keys.InstanceMapping("u1"), nil, storeOps(keys, "u1"))
 		done <- result{stored, err}
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(logs.String(), "etcd cannot commit for now, retrying") {
-		select {
-		case r := <-done:
-			t.Fatalf("stored without a quorum: %+v", r)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no retry logged within 60s; logs:\n%s", logs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitForLog(t, logs, "store build requests: etcd cannot commit for now, retrying", nil)
 	c.Restart(1) // the quorum is back
 	r := <-done
 	if r.err != nil || !r.stored {
@@ -107,5 +98,95 @@ func TestStoreRetryTakesALandedAttemptAsStored(t *testing.T) {
 	}
 	if resp, err := cli.Get(ctx, keys.InstanceMapping("u2")); err != nil || len(resp.Kvs) != 0 {
 		t.Fatalf("instance mapping with the group gone: %+v %v", resp.Kvs, err)
+	}
+}
+
+// A delete while the cluster has lost its quorum is retried until a
+// member comes back, then accepted.
+func TestDeleteRidesOutLostQuorum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out etcd's proposal timeout")
+	}
+	c := etcdtest.StartCluster(t, 3)
+	cli := c.Client()
+	keys := etcdschema.New("/t")
+	if err := EnsureFlavors(context.Background(), cli, keys, DefaultFlavors()); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logtest.Buffer{}
+	srv := httptest.NewServer(New(cli, keys, noAllocations{}, hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn})))
+	t.Cleanup(srv.Close)
+	status, out := do(t, http.MethodPost, srv.URL+"/v1/servers", `{"name":"a","flavor":"m1.small"}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("create: %d %v", status, out)
+	}
+	id := out["server"].(map[string]any)["id"].(string)
+
+	c.Stop(1)
+	c.Stop(2)
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/v1/servers/"+id, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- -1
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	waitForLog(t, logs, "delete server: etcd cannot commit for now, retrying", done)
+	c.Restart(1)
+	if status := <-done; status != http.StatusNoContent {
+		t.Fatalf("delete after the quorum came back: status %d; logs:\n%s", status, logs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if resp, err := cli.Get(ctx, keys.InstanceMapping(id)); err != nil || len(resp.Kvs) != 0 {
+		t.Fatalf("instance mapping after the delete: %+v %v", resp, err)
+	}
+}
+
+// waitForLog polls logs until want appears, failing if the request ends
+// first (done) or a minute passes.
+func waitForLog(t *testing.T, logs *logtest.Buffer, want string, done <-chan int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(logs.String(), want) {
+		select {
+		case status := <-done:
+			t.Fatalf("the request ended (%d) before %q was logged; logs:\n%s", status, want, logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%q not logged within 60s; logs:\n%s", want, logs)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval, not a wait for state
+	}
+}
+
+// After a delete whose answer etcd lost, the server found gone is the one
+// this request deleted: done, not "not found".
+func TestDeleteAttemptAfterALostAnswer(t *testing.T) {
+	srv, keys, cli := newAPIWithClient(t)
+	status, out := do(t, http.MethodPost, srv.URL+"/v1/servers", `{"name":"a","flavor":"m1.small"}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("create: %d %v", status, out)
+	}
+	id := out["server"].(map[string]any)["id"].(string)
+	s := New(cli, keys, noAllocations{}, hclog.NewNullLogger())
+	ctx := context.Background()
+	for _, tc := range []struct {
+		sent bool
+		want deleteOutcome
+	}{
+		{false, deleteDone}, // the delete lands
+		{false, deleteGone}, // a later request finds nothing
+		{true, deleteDone},  // a retry of the request whose answer was lost
+	} {
+		got, wrote, err := s.deleteAttempt(ctx, id, tc.sent)
+		if err != nil || wrote || got != tc.want {
+			t.Fatalf("deleteAttempt(sent %v) = %v, %v, %v; want %v", tc.sent, got, wrote, err, tc.want)
+		}
 	}
 }
