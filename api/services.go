@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdretry"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -167,51 +168,65 @@ func (s *Server) updateService(w http.ResponseWriter, r *http.Request) {
 	}
 	key := s.keys.Service(host)
 	var (
-		svc      etcdschema.Service
-		attempts int
+		svc                etcdschema.Service
+		notFound, conflict bool
 	)
-	for ; attempts < 10; attempts++ {
-		resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key), clientv3.OpGet(s.keys.Alive(host))).Commit()
-		if err != nil {
-			s.writeStoreError(w, err, "")
-			return
-		}
-		kvs := resp.Responses[0].GetResponseRange().Kvs
-		if len(kvs) == 0 {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("Compute host %s could not be found.", host))
-			return
-		}
-		if err := etcdschema.Decode(key, kvs[0].Value, &svc); err != nil {
-			s.writeStoreError(w, err, "")
-			return
-		}
-		next := svc
-		if u.Status != nil {
-			next.Disabled = *u.Status == "disabled"
-			next.DisabledReason = ""
-			if next.Disabled && u.DisabledReason != nil {
-				next.DisabledReason = *u.DisabledReason
+	// Read, change, write if unchanged; again while the record changes
+	// under it (10 times at most) or etcd cannot commit (storePatience). A
+	// write whose answer etcd lost is harmless to repeat: the next read
+	// finds the change made and writes nothing.
+	err := etcdretry.Do(ctx, storePatience, func(ctx context.Context) error {
+		for attempts := 0; attempts < 10; attempts++ {
+			resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key), clientv3.OpGet(s.keys.Alive(host))).Commit()
+			if err != nil {
+				return err
+			}
+			kvs := resp.Responses[0].GetResponseRange().Kvs
+			if len(kvs) == 0 {
+				notFound = true
+				return nil
+			}
+			if err := etcdschema.Decode(key, kvs[0].Value, &svc); err != nil {
+				return err
+			}
+			next := svc
+			if u.Status != nil {
+				next.Disabled = *u.Status == "disabled"
+				next.DisabledReason = ""
+				if next.Disabled && u.DisabledReason != nil {
+					next.DisabledReason = *u.DisabledReason
+				}
+			}
+			if u.ForcedDown != nil {
+				next.ForcedDown = *u.ForcedDown
+			}
+			if next == svc {
+				return nil
+			}
+			next.UpdatedAt = time.Now().UTC()
+			t, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", kvs[0].ModRevision)).
+				Then(clientv3.OpPut(key, etcdschema.MustEncode(&next))).Commit()
+			if err != nil {
+				return err
+			}
+			if t.Succeeded {
+				svc = next
+				return nil
 			}
 		}
-		if u.ForcedDown != nil {
-			next.ForcedDown = *u.ForcedDown
-		}
-		if next == svc {
-			break
-		}
-		next.UpdatedAt = time.Now().UTC()
-		t, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", kvs[0].ModRevision)).
-			Then(clientv3.OpPut(key, etcdschema.MustEncode(&next))).Commit()
-		if err != nil {
-			s.writeStoreError(w, err, "")
-			return
-		}
-		if t.Succeeded {
-			svc = next
-			break
-		}
-	}
-	if attempts == 10 {
+		conflict = true
+		return nil
+	}, func(attempt int, err error) {
+		s.log.Warn("update service: etcd cannot commit for now, retrying", "host", host, "request_id", requestID(ctx), "attempt", attempt, "error", err)
+	})
+	switch {
+	case err != nil:
+		s.writeStoreError(w, err, "")
+		return
+	case notFound:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("Compute host %s could not be found.", host))
+		return
+	case conflict:
 		writeError(w, http.StatusConflict, fmt.Sprintf("Service %s kept changing; try again.", host))
 		return
 	}

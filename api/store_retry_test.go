@@ -122,22 +122,8 @@ func TestDeleteRidesOutLostQuorum(t *testing.T) {
 	}
 	id := out["server"].(map[string]any)["id"].(string)
 
-	c.Stop(1)
-	c.Stop(2)
-	done := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/v1/servers/"+id, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- -1
-			return
-		}
-		resp.Body.Close()
-		done <- resp.StatusCode
-	}()
-	waitForLog(t, logs, "delete server: etcd cannot commit for now, retrying", done)
-	c.Restart(1)
-	if status := <-done; status != http.StatusNoContent {
+	status = requestDuringLostQuorum(t, c, logs, "delete server: etcd cannot commit for now, retrying", http.MethodDelete, srv.URL+"/v1/servers/"+id, "")
+	if status != http.StatusNoContent {
 		t.Fatalf("delete after the quorum came back: status %d; logs:\n%s", status, logs)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -188,5 +174,62 @@ func TestDeleteAttemptAfterALostAnswer(t *testing.T) {
 		if err != nil || wrote || got != tc.want {
 			t.Fatalf("deleteAttempt(sent %v) = %v, %v, %v; want %v", tc.sent, got, wrote, err, tc.want)
 		}
+	}
+}
+
+// requestDuringLostQuorum stops two of c's three members, sends the
+// request, waits until the server logs retryLog (its first attempt hit
+// etcd's proposal timeout), gives the quorum back and returns the status.
+func requestDuringLostQuorum(t *testing.T, c *etcdtest.Cluster, logs *logtest.Buffer, retryLog, method, url, body string) int {
+	t.Helper()
+	c.Stop(1)
+	c.Stop(2)
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- -1
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	waitForLog(t, logs, retryLog, done)
+	c.Restart(1)
+	return <-done
+}
+
+// A service disabled while the cluster has lost its quorum is recorded
+// once a member comes back.
+func TestServiceUpdateRidesOutLostQuorum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out etcd's proposal timeout")
+	}
+	c := etcdtest.StartCluster(t, 3)
+	cli := c.Client()
+	keys := etcdschema.New("/t")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// A host that reads down (no alive key): the update waits for no trait.
+	if _, err := cli.Put(ctx, keys.Service("h1"), etcdschema.MustEncode(&etcdschema.Service{Host: "h1", Cell: "cell1"})); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logtest.Buffer{}
+	srv := httptest.NewServer(New(cli, keys, noAllocations{}, hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn})))
+	t.Cleanup(srv.Close)
+
+	status := requestDuringLostQuorum(t, c, logs, "update service: etcd cannot commit for now, retrying",
+		http.MethodPut, srv.URL+"/v1/services/h1", `{"status":"disabled","disabled_reason":"maintenance"}`)
+	if status != http.StatusOK {
+		t.Fatalf("disable after the quorum came back: status %d; logs:\n%s", status, logs)
+	}
+	resp, err := cli.Get(ctx, keys.Service("h1"))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("service record: %+v %v", resp, err)
+	}
+	var svc etcdschema.Service
+	if err := etcdschema.Decode(keys.Service("h1"), resp.Kvs[0].Value, &svc); err != nil || !svc.Disabled || svc.DisabledReason != "maintenance" {
+		t.Fatalf("service after the disable: %+v %v", svc, err)
 	}
 }
