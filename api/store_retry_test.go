@@ -23,17 +23,27 @@ func storeOps(keys etcdschema.Keys, uuid string) []clientv3.Op {
 	}
 }
 
-// A cluster that loses its quorum while build requests are stored: the
-// store is retried until a member comes back, and lands once.
-func TestStoreOnceRidesOutLostQuorum(t *testing.T) {
+// clusterAPI is an API server on a real 3-member cluster, logging
+// warnings to logs, for the tests that take the cluster's quorum away.
+func clusterAPI(t *testing.T) (*etcdtest.Cluster, *clientv3.Client, etcdschema.Keys, *Server, *logtest.Buffer) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("waits out etcd's proposal timeout")
 	}
 	c := etcdtest.StartCluster(t, 3)
 	cli := c.Client()
 	keys := etcdschema.New("/t")
+	if err := EnsureFlavors(context.Background(), cli, keys, DefaultFlavors()); err != nil {
+		t.Fatal(err)
+	}
 	logs := &logtest.Buffer{}
-	s := New(cli, keys, noAllocations{}, hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn}))
+	return c, cli, keys, New(cli, keys, noAllocations{}, hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn})), logs
+}
+
+// A cluster that loses its quorum while build requests are stored: the
+// store is retried until a member comes back, and lands once.
+func TestStoreOnceRidesOutLostQuorum(t *testing.T) {
+	c, cli, keys, s, logs := clusterAPI(t)
 
 	// One member left: no quorum, nothing commits.
 	c.Stop(1)
@@ -104,17 +114,8 @@ func TestStoreRetryTakesALandedAttemptAsStored(t *testing.T) {
 // A delete while the cluster has lost its quorum is retried until a
 // member comes back, then accepted.
 func TestDeleteRidesOutLostQuorum(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits out etcd's proposal timeout")
-	}
-	c := etcdtest.StartCluster(t, 3)
-	cli := c.Client()
-	keys := etcdschema.New("/t")
-	if err := EnsureFlavors(context.Background(), cli, keys, DefaultFlavors()); err != nil {
-		t.Fatal(err)
-	}
-	logs := &logtest.Buffer{}
-	srv := httptest.NewServer(New(cli, keys, noAllocations{}, hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn})))
+	c, cli, keys, a, logs := clusterAPI(t)
+	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
 	status, out := do(t, http.MethodPost, srv.URL+"/v1/servers", `{"name":"a","flavor":"m1.small"}`)
 	if status != http.StatusAccepted {
@@ -203,20 +204,14 @@ func requestDuringLostQuorum(t *testing.T, c *etcdtest.Cluster, logs *logtest.Bu
 // A service disabled while the cluster has lost its quorum is recorded
 // once a member comes back.
 func TestServiceUpdateRidesOutLostQuorum(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits out etcd's proposal timeout")
-	}
-	c := etcdtest.StartCluster(t, 3)
-	cli := c.Client()
-	keys := etcdschema.New("/t")
+	c, cli, keys, a, logs := clusterAPI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// A host that reads down (no alive key): the update waits for no trait.
 	if _, err := cli.Put(ctx, keys.Service("h1"), etcdschema.MustEncode(&etcdschema.Service{Host: "h1", Cell: "cell1"})); err != nil {
 		t.Fatal(err)
 	}
-	logs := &logtest.Buffer{}
-	srv := httptest.NewServer(New(cli, keys, noAllocations{}, hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn})))
+	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
 
 	status := requestDuringLostQuorum(t, c, logs, "update service: etcd cannot commit for now, retrying",
