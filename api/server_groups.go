@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdretry"
 )
 
 // ServerGroupView is a server group as the API shows it (Nova 2.64 shape).
@@ -78,9 +79,25 @@ func (s *Server) createServerGroup(w http.ResponseWriter, r *http.Request) {
 	rec := &etcdschema.ServerGroup{UUID: uuid.NewString(), Name: g.Name, Policy: g.Policy, Rules: rules,
 		ProjectID: project, UserID: user, CreatedAt: time.Now().UTC()}
 	key := s.keys.ServerGroup(rec.UUID)
-	resp, err := s.cli.Txn(r.Context()).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, etcdschema.MustEncode(rec))).Commit()
-	if err != nil || !resp.Succeeded {
+	// Put if absent: the uuid is fresh, so the compare fails only on a
+	// retry whose earlier attempt landed (etcd lost its answer): created.
+	// Retried while etcd cannot commit, as a server create is.
+	retry := false
+	err := etcdretry.Do(r.Context(), storePatience, func(ctx context.Context) error {
+		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, etcdschema.MustEncode(rec))).Commit()
+		switch {
+		case err != nil:
+			retry = true
+			return err
+		case !resp.Succeeded && !retry:
+			return fmt.Errorf("server group %s exists before it was created", rec.UUID)
+		}
+		return nil
+	}, func(attempt int, err error) {
+		s.log.Warn("store server group: etcd cannot commit for now, retrying", "group", rec.UUID, "attempt", attempt, "error", err)
+	})
+	if err != nil {
 		s.log.Error("store server group", "error", err)
 		writeError(w, http.StatusServiceUnavailable, "Could not store the server group; try again.")
 		return
@@ -215,13 +232,27 @@ func (s *Server) showServerGroup(w http.ResponseWriter, r *http.Request) {
 func (s *Server) deleteServerGroup(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	k := s.keys
-	resp, err := s.cli.Txn(r.Context()).If(clientv3.Compare(clientv3.CreateRevision(k.ServerGroup(id)), ">", 0)).
-		Then(clientv3.OpDelete(k.ServerGroup(id)), clientv3.OpDelete(k.ServerGroupPrefix(id), clientv3.WithPrefix())).Commit()
+	// Delete if present, retried while etcd cannot commit; after an
+	// attempt whose answer etcd lost, a group found gone is the one this
+	// request deleted.
+	sent, gone := false, false
+	err := etcdretry.Do(r.Context(), storePatience, func(ctx context.Context) error {
+		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k.ServerGroup(id)), ">", 0)).
+			Then(clientv3.OpDelete(k.ServerGroup(id)), clientv3.OpDelete(k.ServerGroupPrefix(id), clientv3.WithPrefix())).Commit()
+		if err != nil {
+			sent = true
+			return err
+		}
+		gone = !resp.Succeeded && !sent
+		return nil
+	}, func(attempt int, err error) {
+		s.log.Warn("delete server group: etcd cannot commit for now, retrying", "group", id, "attempt", attempt, "error", err)
+	})
 	if err != nil {
 		s.writeStoreError(w, err, "")
 		return
 	}
-	if !resp.Succeeded {
+	if gone {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("Server group %s could not be found.", id))
 		return
 	}

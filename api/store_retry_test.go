@@ -178,27 +178,47 @@ func TestDeleteAttemptAfterALostAnswer(t *testing.T) {
 	}
 }
 
-// requestDuringLostQuorum stops two of c's three members, sends the
-// request, waits until the server logs retryLog (its first attempt hit
-// etcd's proposal timeout), gives the quorum back and returns the status.
+// requestDuringLostQuorum is requestsDuringLostQuorum of one request.
 func requestDuringLostQuorum(t *testing.T, c *etcdtest.Cluster, logs *logtest.Buffer, retryLog, method, url, body string) int {
+	t.Helper()
+	return requestsDuringLostQuorum(t, c, logs, quorumRequest{retryLog, method, url, body})[0]
+}
+
+// quorumRequest is an HTTP request sent while the quorum is lost, and the
+// line its handler logs when its first attempt hit etcd's timeout.
+type quorumRequest struct{ retryLog, method, url, body string }
+
+// requestsDuringLostQuorum stops two of c's three members, sends the
+// requests at once, waits until the server has logged every one's retry
+// line (their first attempts hit etcd's proposal timeout), gives the
+// quorum back and returns their statuses in order.
+func requestsDuringLostQuorum(t *testing.T, c *etcdtest.Cluster, logs *logtest.Buffer, reqs ...quorumRequest) []int {
 	t.Helper()
 	c.Stop(1)
 	c.Stop(2)
-	done := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequest(method, url, strings.NewReader(body))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- -1
-			return
-		}
-		resp.Body.Close()
-		done <- resp.StatusCode
-	}()
-	waitForLog(t, logs, retryLog, done)
+	done := make([]chan int, len(reqs))
+	for i, q := range reqs {
+		done[i] = make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest(q.method, q.url, strings.NewReader(q.body))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done[i] <- -1
+				return
+			}
+			resp.Body.Close()
+			done[i] <- resp.StatusCode
+		}()
+	}
+	for i, q := range reqs {
+		waitForLog(t, logs, q.retryLog, done[i])
+	}
 	c.Restart(1)
-	return <-done
+	out := make([]int, len(reqs))
+	for i := range reqs {
+		out[i] = <-done[i]
+	}
+	return out
 }
 
 // A service disabled while the cluster has lost its quorum is recorded
@@ -226,5 +246,43 @@ func TestServiceUpdateRidesOutLostQuorum(t *testing.T) {
 	var svc etcdschema.Service
 	if err := etcdschema.Decode(keys.Service("h1"), resp.Kvs[0].Value, &svc); err != nil || !svc.Disabled || svc.DisabledReason != "maintenance" {
 		t.Fatalf("service after the disable: %+v %v", svc, err)
+	}
+}
+
+// A server group created and another deleted while the cluster has lost
+// its quorum: both land once a member comes back.
+func TestServerGroupsRideOutLostQuorum(t *testing.T) {
+	c, cli, keys, a, logs := clusterAPI(t)
+	srv := httptest.NewServer(a)
+	t.Cleanup(srv.Close)
+	status, out := do(t, http.MethodPost, srv.URL+"/v1/server-groups", `{"server_group":{"name":"old","policy":"affinity"}}`)
+	if status != http.StatusOK {
+		t.Fatalf("create the group to delete: %d %v", status, out)
+	}
+	old := out["server_group"].(map[string]any)["id"].(string)
+
+	got := requestsDuringLostQuorum(t, c, logs,
+		quorumRequest{"store server group: etcd cannot commit for now, retrying", http.MethodPost,
+			srv.URL + "/v1/server-groups", `{"server_group":{"name":"new","policy":"anti-affinity"}}`},
+		quorumRequest{"delete server group: etcd cannot commit for now, retrying", http.MethodDelete,
+			srv.URL + "/v1/server-groups/" + old, ""})
+	if got[0] != http.StatusOK || got[1] != http.StatusNoContent {
+		t.Fatalf("create and delete after the quorum came back: %v, want [200 204]; logs:\n%s", got, logs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, keys.ServerGroups(), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, kv := range resp.Kvs {
+		var g etcdschema.ServerGroup
+		if err := etcdschema.Decode(string(kv.Key), kv.Value, &g); err == nil {
+			names = append(names, g.Name)
+		}
+	}
+	if len(names) != 1 || names[0] != "new" {
+		t.Fatalf("server groups after the quorum came back: %v, want [new]", names)
 	}
 }
