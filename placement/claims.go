@@ -666,10 +666,5 @@ func sortedKeysIn[V any](m map[string]V, buf []string) []string {
 }
 
 func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return sortedKeysIn(m, make([]string, 0, len(m)))
 }
