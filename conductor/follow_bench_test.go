@@ -38,13 +38,7 @@ func benchQueueFollowBoot(b *testing.B, offering bool) {
 		go func() { q.offerWhenDue(ctx); close(done) }()
 		defer func() { cancel(); <-done }()
 	}
-	leaseIDs := []int64{7587891349216435205, 7587891349216435311, 7587891349216435467}
-	var holders []informer.Event
-	for _, id := range leaseIDs {
-		holders = append(holders, informer.Event{Key: keys.BuildRequestHolder(strconv.FormatInt(id, 16))})
-	}
-	q.self = strconv.FormatInt(leaseIDs[0], 16)
-	holderHandler{q}.Reset(holders, 1)
+	leaseIDs := holdFirstOfThree(q, keys)
 	now := time.Date(2026, 11, 22, 6, 0, 0, 123456789, time.UTC)
 	flavor := etcdschema.Flavor{ID: "2", Name: "m1.small", VCPUs: 1, RAMMB: 2048, DiskGB: 20}
 	type server struct {

@@ -34,13 +34,7 @@ func TestQueueEarlierDueWakesTheTimer(t *testing.T) {
 			q := NewQueue(QueueConfig{ItemPrefix: keys.BuildRequests(), LeasePrefix: keys.BuildRequestLeases(),
 				LeaseKey: keys.BuildRequestLease, HolderPrefix: keys.BuildRequestHolders(), HolderKey: keys.BuildRequestHolder,
 				Holder: "berth-1", Grace: grace, IdleAfter: grace, Log: hclog.NewNullLogger()})
-			leaseIDs := []int64{7587891349216435205, 7587891349216435311, 7587891349216435467}
-			var holders []informer.Event
-			for _, id := range leaseIDs {
-				holders = append(holders, informer.Event{Key: keys.BuildRequestHolder(strconv.FormatInt(id, 16))})
-			}
-			q.self = strconv.FormatInt(leaseIDs[0], 16)
-			holderHandler{q}.Reset(holders, 1)
+			holdFirstOfThree(q, keys)
 			// An id of each rank wanted.
 			ids := map[int]string{}
 			for n := 0; len(ids) < 2; n++ {
@@ -102,4 +96,18 @@ func TestQueueEarlierDueWakesTheTimer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdFirstOfThree gives q three running holders of the build request
+// queue, itself the first, so that items rank it first, second or third;
+// it returns their lease IDs, q's first.
+func holdFirstOfThree(q *Queue, keys etcdschema.Keys) []int64 {
+	leaseIDs := []int64{7587891349216435205, 7587891349216435311, 7587891349216435467}
+	var holders []informer.Event
+	for _, id := range leaseIDs {
+		holders = append(holders, informer.Event{Key: keys.BuildRequestHolder(strconv.FormatInt(id, 16))})
+	}
+	q.self = strconv.FormatInt(leaseIDs[0], 16)
+	holderHandler{q}.Reset(holders, 1)
+	return leaseIDs
 }
