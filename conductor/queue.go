@@ -21,6 +21,7 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/informer"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/rendezvous"
 )
 
 // etcdResponseOp is one operation's answer inside a transaction.
@@ -729,37 +730,17 @@ func (q *Queue) rankLocked(id string) int {
 	if len(q.holders) == 0 || q.self == "" {
 		return 0
 	}
-	mine := hrw(id, q.self)
+	mine := rendezvous.Weight(id, q.self)
 	rank := 0
 	for _, h := range q.holders {
 		if h == q.self {
 			continue
 		}
-		if w := hrw(id, h); w > mine || (w == mine && h < q.self) {
+		if w := rendezvous.Weight(id, h); w > mine || (w == mine && h < q.self) {
 			rank++
 		}
 	}
 	return rank
-}
-
-// hrw is the rendezvous weight of item id for holder h: FNV-1a of both,
-// finished with splitmix64's mixer so that ids differing in one byte
-// spread evenly. Every process computes the same weights.
-func hrw(id, h string) uint64 {
-	const offset, prime = 14695981039346656037, 1099511628211
-	x := uint64(offset)
-	for i := 0; i < len(id); i++ {
-		x = (x ^ uint64(id[i])) * prime
-	}
-	x = (x ^ 0xff) * prime // separator: ("ab","c") and ("a","bc") differ
-	for i := 0; i < len(h); i++ {
-		x = (x ^ uint64(h[i])) * prime
-	}
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ (x >> 31)
 }
 
 // stealableLocked says whether we may try id now that its grace is over:
@@ -771,13 +752,13 @@ func hrw(id, h string) uint64 {
 // items taken over the idle window (1 s by default) after its last lease.
 // If not, it returns when to look again.
 func (q *Queue) stealableLocked(id string, now time.Time) (bool, time.Time) {
-	mine := hrw(id, q.self)
+	mine := rendezvous.Weight(id, q.self)
 	var again time.Time
 	for _, h := range q.holders {
 		if h == q.self {
 			continue
 		}
-		if w := hrw(id, h); w < mine || (w == mine && h > q.self) {
+		if w := rendezvous.Weight(id, h); w < mine || (w == mine && h > q.self) {
 			continue // ranked after us
 		}
 		if last, ok := q.active[h]; ok && now.Sub(last) < q.idleAfter {
@@ -923,7 +904,7 @@ func (q *Queue) stealLocked(cands []stealCandidate) {
 func (q *Queue) firstRankedLocked(id string) string {
 	best, bw := "", uint64(0)
 	for _, h := range q.holders {
-		if w := hrw(id, h); best == "" || w > bw || (w == bw && h < best) {
+		if w := rendezvous.Weight(id, h); best == "" || w > bw || (w == bw && h < best) {
 			best, bw = h, w
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/rendezvous"
 )
 
 // affinityQueue is testQueue registering its holder under /q/holders/
@@ -224,7 +225,7 @@ func TestQueueDeadHoldersItemsTakenWithinGrace(t *testing.T) {
 		id := fmt.Sprintf("%03d", i)
 		best := ""
 		for _, h := range holders {
-			if best == "" || hrw(id, h) > hrw(id, best) || (hrw(id, h) == hrw(id, best) && h < best) {
+			if best == "" || rendezvous.Weight(id, h) > rendezvous.Weight(id, best) || (rendezvous.Weight(id, h) == rendezvous.Weight(id, best) && h < best) {
 				best = h
 			}
 		}

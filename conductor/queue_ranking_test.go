@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/rendezvous"
 )
 
 // rankedQueue is a holder on /q/ with affinity on and the given ranking.
@@ -49,7 +50,7 @@ func finishingQueue(cli *clientv3.Client, holder string, workers int, grace, idl
 func firstRanked(id string, holders []string) string {
 	best := ""
 	for _, h := range holders {
-		if best == "" || hrw(id, h) > hrw(id, best) || (hrw(id, h) == hrw(id, best) && h < best) {
+		if best == "" || rendezvous.Weight(id, h) > rendezvous.Weight(id, best) || (rendezvous.Weight(id, h) == rendezvous.Weight(id, best) && h < best) {
 			best = h
 		}
 	}

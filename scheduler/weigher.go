@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/berth-project/berth/internal/rendezvous"
 )
 
 // Weigher scores hosts; higher is better after its multiplier is applied.
@@ -208,37 +210,14 @@ func tieSeedOf(id string) uint64 {
 	if id == "" {
 		return 0
 	}
-	return mix64(fnv1a(fnvOffset, id)) | 1
-}
-
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
-
-func fnv1a(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= fnvPrime
-	}
-	return h
-}
-
-// mix64 is splitmix64's finaliser: FNV alone leaves hosts named alike
-// (host-00017, host-00018) with keys alike in their high bits.
-func mix64(h uint64) uint64 {
-	h ^= h >> 30
-	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 27
-	h *= 0x94d049bb133111eb
-	h ^= h >> 31
-	return h
+	return rendezvous.Mix(rendezvous.Add(rendezvous.Offset, id)) | 1
 }
 
 // tieKey is host's rank among equals for seed (higher first):
-// independent for each seed.
+// independent for each seed. The seed is folded once per instance, not
+// once per host of a 10,000-host pick.
 func tieKey(seed uint64, host string) uint64 {
-	return mix64(fnv1a(seed, host))
+	return rendezvous.Mix(rendezvous.Add(seed, host))
 }
 
 // ranking is weighed hosts best first, sorted only as far as looked at:
