@@ -278,19 +278,27 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 // proposal timeouts. Past it the client gets 503 and may ask again.
 const storePatience = 15 * time.Second
 
+// retryStore runs op, again while etcd cannot commit, for storePatience
+// (etcdretry.Do), logging each retry as "<what>: etcd cannot commit for
+// now, retrying" with kv and the attempt. op must be safe to repeat after
+// an attempt whose answer etcd lost.
+func (s *Server) retryStore(ctx context.Context, what string, op func(context.Context) error, kv ...any) error {
+	return etcdretry.Do(ctx, storePatience, op, func(attempt int, err error) {
+		s.log.Warn(what+": etcd cannot commit for now, retrying", append(slices.Clip(kv), "attempt", attempt, "error", err)...)
+	})
+}
+
 // storeOnce commits ops if cmps hold, exactly once however often etcd's
 // answer is lost (see storeAttempt). Transient etcd errors are retried
 // for storePatience. stored is false only when cmps failed.
 func (s *Server) storeOnce(ctx context.Context, rid, guard string, cmps []clientv3.Cmp, ops []clientv3.Op) (stored bool, err error) {
 	retry := false
-	err = etcdretry.Do(ctx, storePatience, func(ctx context.Context) error {
+	err = s.retryStore(ctx, "store build requests", func(ctx context.Context) error {
 		var err error
 		stored, err = s.storeAttempt(ctx, retry, guard, cmps, ops)
 		retry = true
 		return err
-	}, func(attempt int, err error) {
-		s.log.Warn("store build requests: etcd cannot commit for now, retrying", "request_id", rid, "attempt", attempt, "error", err)
-	})
+	}, "request_id", rid)
 	return stored, err
 }
 

@@ -14,7 +14,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
-	"github.com/berth-project/berth/internal/etcdretry"
 )
 
 // ServerGroupView is a server group as the API shows it (Nova 2.64 shape).
@@ -83,7 +82,7 @@ func (s *Server) createServerGroup(w http.ResponseWriter, r *http.Request) {
 	// retry whose earlier attempt landed (etcd lost its answer): created.
 	// Retried while etcd cannot commit, as a server create is.
 	retry := false
-	err := etcdretry.Do(r.Context(), storePatience, func(ctx context.Context) error {
+	err := s.retryStore(r.Context(), "store server group", func(ctx context.Context) error {
 		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 			Then(clientv3.OpPut(key, etcdschema.MustEncode(rec))).Commit()
 		switch {
@@ -94,9 +93,7 @@ func (s *Server) createServerGroup(w http.ResponseWriter, r *http.Request) {
 			return fmt.Errorf("server group %s exists before it was created", rec.UUID)
 		}
 		return nil
-	}, func(attempt int, err error) {
-		s.log.Warn("store server group: etcd cannot commit for now, retrying", "group", rec.UUID, "attempt", attempt, "error", err)
-	})
+	}, "group", rec.UUID)
 	if err != nil {
 		s.log.Error("store server group", "error", err)
 		writeError(w, http.StatusServiceUnavailable, "Could not store the server group; try again.")
@@ -236,7 +233,7 @@ func (s *Server) deleteServerGroup(w http.ResponseWriter, r *http.Request) {
 	// attempt whose answer etcd lost, a group found gone is the one this
 	// request deleted.
 	sent, gone := false, false
-	err := etcdretry.Do(r.Context(), storePatience, func(ctx context.Context) error {
+	err := s.retryStore(r.Context(), "delete server group", func(ctx context.Context) error {
 		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k.ServerGroup(id)), ">", 0)).
 			Then(clientv3.OpDelete(k.ServerGroup(id)), clientv3.OpDelete(k.ServerGroupPrefix(id), clientv3.WithPrefix())).Commit()
 		if err != nil {
@@ -245,9 +242,7 @@ func (s *Server) deleteServerGroup(w http.ResponseWriter, r *http.Request) {
 		}
 		gone = !resp.Succeeded && !sent
 		return nil
-	}, func(attempt int, err error) {
-		s.log.Warn("delete server group: etcd cannot commit for now, retrying", "group", id, "attempt", attempt, "error", err)
-	})
+	}, "group", id)
 	if err != nil {
 		s.writeStoreError(w, err, "")
 		return

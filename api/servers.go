@@ -179,7 +179,7 @@ func (s *Server) deleteServer(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	var outcome deleteOutcome
 	sent := false // a delete of ours whose answer etcd may have lost
-	err := etcdretry.Do(ctx, storePatience, func(ctx context.Context) error {
+	err := s.retryStore(ctx, "delete server", func(ctx context.Context) error {
 		// Up to 10 optimistic tries against a server that keeps changing.
 		for try := 0; try < 10; try++ {
 			var wrote bool
@@ -194,9 +194,7 @@ func (s *Server) deleteServer(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		return nil
-	}, func(attempt int, err error) {
-		s.log.Warn("delete server: etcd cannot commit for now, retrying", "instance", id, "request_id", requestID(ctx), "attempt", attempt, "error", err)
-	})
+	}, "instance", id, "request_id", requestID(ctx))
 	switch {
 	case errors.Is(err, errFreeAllocations):
 		s.log.Error("free allocations of deleted server", "instance", id, "error", err)

@@ -15,7 +15,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
-	"github.com/berth-project/berth/internal/etcdretry"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -175,7 +174,7 @@ func (s *Server) updateService(w http.ResponseWriter, r *http.Request) {
 	// under it (10 times at most) or etcd cannot commit (storePatience). A
 	// write whose answer etcd lost is harmless to repeat: the next read
 	// finds the change made and writes nothing.
-	err := etcdretry.Do(ctx, storePatience, func(ctx context.Context) error {
+	err := s.retryStore(ctx, "update service", func(ctx context.Context) error {
 		for attempts := 0; attempts < 10; attempts++ {
 			resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key), clientv3.OpGet(s.keys.Alive(host))).Commit()
 			if err != nil {
@@ -216,9 +215,7 @@ func (s *Server) updateService(w http.ResponseWriter, r *http.Request) {
 		}
 		conflict = true
 		return nil
-	}, func(attempt int, err error) {
-		s.log.Warn("update service: etcd cannot commit for now, retrying", "host", host, "request_id", requestID(ctx), "attempt", attempt, "error", err)
-	})
+	}, "host", host, "request_id", requestID(ctx))
 	switch {
 	case err != nil:
 		s.writeStoreError(w, err, "")
