@@ -189,8 +189,11 @@ func (r *LeaseRenewer) run() {
 			opened := time.Now()
 			s.wg.Add(1)
 			go s.sendLoop()
-			err = s.recvLoop()
-			s.fail(err)
+			s.fail(s.recvLoop())
+			// Why it broke first: a stall found by a beat (which cancels
+			// the stream, so Recv then says only "context canceled"), or
+			// Recv's own error.
+			err = s.brokenBy()
 			cancel()
 			s.wg.Wait()
 			r.mu.Lock()
@@ -257,10 +260,13 @@ func newRenewStream(ctx context.Context, st pb.Lease_LeaseKeepAliveClient, cance
 	return s
 }
 
-func (s *renewStream) isBroken() bool {
+func (s *renewStream) isBroken() bool { return s.brokenBy() != nil }
+
+// brokenBy is the first reason the stream failed, nil while it works.
+func (s *renewStream) brokenBy() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.err != nil
+	return s.err
 }
 
 // renew queues one request for id and waits for its answer. A beat that
