@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/backoff"
 	"github.com/berth-project/berth/internal/informer"
 )
 
@@ -479,7 +480,7 @@ func (hm *HostManager) reconcile(ctx context.Context) {
 				hm.mu.Lock()
 				hm.reread[h] = true
 				hm.mu.Unlock()
-				sleep(ctx, time.Second)
+				backoff.Sleep(ctx, time.Second)
 				select {
 				case hm.rereadCh <- struct{}{}:
 				default:

@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/backoff"
 	"github.com/berth-project/berth/internal/metrics"
 )
 
@@ -123,18 +124,17 @@ func (l *Leader) Run(ctx context.Context) error {
 		ttl = 1
 	}
 	log := l.cfg.Log
-	backoff := 100 * time.Millisecond
+	backoff := backoff.Default()
 	for ctx.Err() == nil {
 		sess, err := concurrency.NewSession(l.cfg.Client, concurrency.WithTTL(ttl), concurrency.WithContext(ctx))
 		if err != nil {
 			if ctx.Err() == nil {
-				log.Warn("leader election: no session, retrying", "error", err, "backoff", backoff)
-				sleep(ctx, backoff)
-				backoff = min(backoff*2, 5*time.Second)
+				log.Warn("leader election: no session, retrying", "error", err, "backoff", backoff.Current())
+				backoff.Wait(ctx)
 			}
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		backoff.Reset()
 		l.term(ctx, sess)
 		// Revoke with a fresh context: when ctx is done, Close would
 		// revoke with it and only log a cancelled call, leaving the lease
@@ -221,16 +221,6 @@ func (l *Leader) runDuty(ctx context.Context, d Duty, f Fence) {
 			return
 		case <-t.C:
 		}
-	}
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
 	}
 }
 

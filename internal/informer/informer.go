@@ -16,6 +16,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/berth-project/berth/internal/backoff"
 )
 
 // PageSize is how many keys one list request reads. etcd counts every key
@@ -175,7 +177,7 @@ func (in *Informer) WaitSynced(ctx context.Context) error {
 // are logged and retried with back-off, since every long-running piece must
 // survive its peers (etcd included) restarting.
 func (in *Informer) Run(ctx context.Context) {
-	backoff := 100 * time.Millisecond
+	backoff := backoff.Default()
 	first := true
 	for ctx.Err() == nil {
 		rev, err := in.list(ctx)
@@ -183,12 +185,11 @@ func (in *Informer) Run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			in.log.Warn("list failed, retrying", "prefix", in.prefix, "error", err, "backoff", backoff)
-			sleep(ctx, backoff)
-			backoff = min(backoff*2, 5*time.Second)
+			in.log.Warn("list failed, retrying", "prefix", in.prefix, "error", err, "backoff", backoff.Current())
+			backoff.Wait(ctx)
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		backoff.Reset()
 		if first {
 			close(in.synced)
 			first = false
@@ -316,13 +317,4 @@ func (in *Informer) watch(ctx context.Context, rev int64) error {
 		in.setRev(evs[len(evs)-1].Revision)
 	}
 	return ctx.Err()
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

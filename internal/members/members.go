@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/backoff"
 	"github.com/berth-project/berth/internal/informer"
 )
 
@@ -54,7 +55,7 @@ func (r *Registration) Run(ctx context.Context) error {
 	if ttl < 1 {
 		ttl = 1
 	}
-	backoff := 100 * time.Millisecond
+	backoff := backoff.Default()
 	for ctx.Err() == nil {
 		sess, err := concurrency.NewSession(r.Cli, concurrency.WithTTL(ttl), concurrency.WithContext(ctx))
 		if err == nil {
@@ -68,12 +69,11 @@ func (r *Registration) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
-			r.Log.Warn("could not register member, retrying", "role", r.Role, "id", r.ID, "error", err, "backoff", backoff)
-			sleep(ctx, backoff)
-			backoff = min(backoff*2, 5*time.Second)
+			r.Log.Warn("could not register member, retrying", "role", r.Role, "id", r.ID, "error", err, "backoff", backoff.Current())
+			backoff.Wait(ctx)
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		backoff.Reset()
 		if first {
 			close(r.registered)
 			first = false
@@ -177,15 +177,6 @@ func (w *Watcher) Count() int {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	return len(w.members)
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // String names a member for logs.
