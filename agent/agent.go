@@ -76,7 +76,6 @@ type Agent struct {
 	provider  string
 
 	builds   *informer.Informer
-	work     chan string
 	mu       sync.Mutex
 	pending  map[string]informer.Event // latest cast per instance, not yet worked
 	inFlight map[string]bool

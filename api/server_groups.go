@@ -259,6 +259,7 @@ func (s *Server) deleteServerGroup(w http.ResponseWriter, r *http.Request) {
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err := dec.Decode(v); err != nil {
+		//lint:ignore ST1005 Nova's own wording, shown to API clients as the fault message
 		return fmt.Errorf("Malformed request body: %v", err)
 	}
 	return nil

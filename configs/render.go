@@ -190,7 +190,7 @@ func (v DeployVars) templateData(role string) (*templateData, error) {
 		return nil, fmt.Errorf("address %q: want this machine's IP address or DNS name", v.Address)
 	}
 	if len(v.Etcd) == 0 {
-		return nil, fmt.Errorf("no etcd members: list the cluster as name=address,...")
+		return nil, fmt.Errorf("no etcd members: list the cluster as name=address[,name=address]")
 	}
 	if (role == RoleAgent || role == RoleConductor) && v.Cell == "" {
 		return nil, fmt.Errorf("the %s role needs a cell", role)
