@@ -99,7 +99,7 @@ func Defaults() *Config {
 			// Not Nova's behaviour (0): a request samples 100 candidates
 			// from a random start instead of filtering and weighing 1,000
 			// in index order, which was most of its CPU at 10,000 hosts
-			// (docs/benchmarks.md). Requests that must land on given hosts
+			// (docs/benchmarks-history.md). Requests that must land on given hosts
 			// are not sampled, and a sample that finds no valid host is
 			// retried over max_placement_results (scheduler/sample.go).
 			PlacementSampleSize: 100,
@@ -132,7 +132,7 @@ func Defaults() *Config {
 		// machine stayed half idle under a burst, the queue stage was most
 		// of a server's time, and etcd batched fewer writes per fsync. 64
 		// took `berth bench boot` at 10,000 hosts from 126 to 340
-		// servers/s (docs/benchmarks.md). Idle workers cost nothing.
+		// servers/s (docs/benchmarks-history.md). Idle workers cost nothing.
 		Superconductor: &Superconductor{Workers: 64, LeaseTTL: 10 * time.Second, SelectTimeout: 30 * time.Second,
 			Ranking: defaultRanking},
 		Conductor: &Conductor{

@@ -203,7 +203,7 @@ func compareWeighed(a, b weighed) int {
 // instance's) was tried first: it sends schedulers to different hosts,
 // but all of one scheduler's requests to the same one (lost races 360 →
 // 91 per 10,000 servers with 3 schedulers, but claims planned again
-// behind their own scheduler's 168 → 1,310); docs/benchmarks.md.
+// behind their own scheduler's 168 → 1,310); docs/benchmarks-history.md.
 
 // tieSeedOf is the tie seed of an instance ("" gives 0: input order).
 func tieSeedOf(id string) uint64 {

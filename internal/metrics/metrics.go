@@ -1,7 +1,7 @@
 // Package metrics holds the Prometheus metrics one berth process exports
 // on /metrics: scheduling latency, claims and their conflicts, reschedules,
 // builds, hosts by state and etcd request latency, plus Go's runtime and
-// process collectors. docs/architecture.md (§9) says what each means.
+// process collectors. docs/operations.md ("Status, metrics and shutdown") says what each means.
 //
 // Each process (each stack) has its own registry rather than Prometheus's
 // global one: the embedded etcd server registers its own collectors in the
