@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -90,4 +91,34 @@ func BenchmarkIndexFollowBoot(b *testing.B) {
 	if n := len(ix.st.providers); n != hosts {
 		b.Fatalf("%d providers indexed, want %d", n, hosts)
 	}
+}
+
+// BenchmarkIndexLoad100k: a placement service's cold start on 100,000
+// registered providers (Start: the index's list at one revision, then its
+// watch started), one op a start.
+func BenchmarkIndexLoad100k(b *testing.B) {
+	s0, cli := newStarted(b)
+	const n = 100_000
+	populate(b, cli, s0.keys, n)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		s := New(cli, s0.keys, nil)
+		if err := s.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		s.idx.mu.RLock()
+		got := len(s.idx.st.providers)
+		s.idx.mu.RUnlock()
+		if got != n {
+			b.Fatalf("%d providers loaded, want %d", got, n)
+		}
+		cancel()
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
