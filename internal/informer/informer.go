@@ -1,7 +1,14 @@
 // Package informer keeps a consumer in step with an etcd prefix: a paginated
 // list, then a watch from the list's revision so no change falls in between,
 // and a fresh list whenever the watch is compacted away or breaks. It is the
-// one way Berth's caches (host manager, queues, agents) follow etcd.
+// one way Berth's caches (host manager, queues, agents, the placement index)
+// follow etcd, and List the one way to read a prefix at one revision (the
+// debug dump too).
+//
+// Most handlers get Events (New, Handler). The placement index, which
+// every scheduler feeds with every claim's writes, gets etcd's own events
+// and lists itself (NewRaw, RawHandler); both share the watch loop, the
+// re-list after a compaction, WaitForRevision and its progress requests.
 package informer
 
 import (
@@ -63,15 +70,40 @@ type PagedResetter interface {
 	ResetPaged(rev int64, list func(page func([]Event)) error) error
 }
 
+// RawHandler is what NewRaw feeds: a consumer that follows a prefix on
+// its own terms, because the informer's Events would cost it what it
+// exists to save. The placement index matches keys and looks up uuids in
+// the bytes etcd delivered, decodes only the records it does not hold
+// already, and lists two sub-prefixes of the one it watches (providers
+// and consumers, not the names and traits beside them) into maps sized
+// from a count. So it takes the watch's events as etcd delivers them,
+// and lists itself (with List, at one revision) when the informer needs
+// a list.
+type RawHandler interface {
+	// Load replaces everything known with a list at one revision, and
+	// returns that revision; events follow from it + 1. On an error it
+	// must keep what it knew (the informer loads again, with back-off).
+	Load(ctx context.Context) (rev int64, err error)
+	// ApplyRaw receives the events of one watch response, in order, and
+	// the revision the prefix is now known up to: the last event's, or
+	// an event-less progress notification's (events then empty). The
+	// events are etcd's, not copied: ApplyRaw must not modify them.
+	ApplyRaw(events []*clientv3.Event, rev int64)
+}
+
 // Informer follows one prefix.
 type Informer struct {
 	cli    *clientv3.Client
 	prefix string
-	h      Handler
+	h      Handler    // nil for a raw informer
+	raw    RawHandler // set by NewRaw, instead of h
 	log    hclog.Logger
 	synced chan struct{}
 	// ownStream: watch on a gRPC stream of its own (OwnStream).
 	ownStream bool
+	// resume: watch again from the revision reached after a watch breaks
+	// (Resume).
+	resume bool
 
 	// revMu guards the applied revision, the channel closed when it moves,
 	// and the current watch's context (for progress requests). revCh is
@@ -94,9 +126,27 @@ type Option func(*Informer)
 // agent's light informers stay on the shared one.
 func OwnStream() Option { return func(in *Informer) { in.ownStream = true } }
 
+// Resume makes the informer watch again from the revision its handler
+// has reached when a watch breaks for any reason but a compaction (after
+// a back-off), instead of listing again. For a handler whose list is the
+// heaviest read its process makes (the placement index: every provider
+// and consumer), so an etcd leader election does not cost a cold start.
+// A compaction still lists again: the events in between are gone.
+func Resume() Option { return func(in *Informer) { in.resume = true } }
+
 // New returns an informer for prefix that feeds h.
 func New(cli *clientv3.Client, prefix string, h Handler, log hclog.Logger, opts ...Option) *Informer {
 	in := &Informer{cli: cli, prefix: prefix, h: h, log: log, synced: make(chan struct{})}
+	for _, o := range opts {
+		o(in)
+	}
+	return in
+}
+
+// NewRaw returns an informer for prefix that feeds h etcd's events, and
+// has h load the prefix itself.
+func NewRaw(cli *clientv3.Client, prefix string, h RawHandler, log hclog.Logger, opts ...Option) *Informer {
+	in := &Informer{cli: cli, prefix: prefix, raw: h, log: log, synced: make(chan struct{})}
 	for _, o := range opts {
 		o(in)
 	}
@@ -176,30 +226,66 @@ func (in *Informer) WaitSynced(ctx context.Context) error {
 // Run lists and watches until ctx ends. It never gives up on etcd: errors
 // are logged and retried with back-off, since every long-running piece must
 // survive its peers (etcd included) restarting.
-func (in *Informer) Run(ctx context.Context) {
+func (in *Informer) Run(ctx context.Context) { in.run(ctx, 0) }
+
+// RunFrom is Run for a handler that already holds the prefix as of rev:
+// a RawHandler whose first Load its caller made, to see its error (the
+// placement service's Start). Synced is closed at once, and the first
+// watch starts from rev+1.
+func (in *Informer) RunFrom(ctx context.Context, rev int64) {
+	in.setRev(rev)
+	in.run(ctx, rev)
+}
+
+// run lists (unless from, the revision the handler holds, is set) and
+// watches until ctx ends.
+func (in *Informer) run(ctx context.Context, from int64) {
 	backoff := backoff.Default()
-	first := true
+	rev, listed, first := from, from > 0, true
 	for ctx.Err() == nil {
-		rev, err := in.list(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
+		if !listed {
+			r, err := in.list(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				in.log.Warn("list failed, retrying", "prefix", in.prefix, "error", err, "backoff", backoff.Current())
+				backoff.Wait(ctx)
+				continue
 			}
-			in.log.Warn("list failed, retrying", "prefix", in.prefix, "error", err, "backoff", backoff.Current())
-			backoff.Wait(ctx)
-			continue
+			backoff.Reset()
+			rev, listed = r, true
 		}
-		backoff.Reset()
 		if first {
 			close(in.synced)
 			first = false
 		}
-		err = in.watch(ctx, rev)
+		delivered, err := in.watch(ctx, rev)
 		if ctx.Err() != nil {
 			return
 		}
+		if in.resume && !errors.Is(err, rpctypes.ErrCompacted) {
+			// The events up to the revision reached were applied; a new
+			// watch from there misses none.
+			if delivered {
+				backoff.Reset()
+			}
+			rev = in.revision()
+			in.log.Debug("watch ended, watching again", "prefix", in.prefix, "revision", rev, "error", err,
+				"backoff", backoff.Current())
+			backoff.Wait(ctx)
+			continue
+		}
 		in.log.Debug("watch ended, re-listing", "prefix", in.prefix, "error", err)
+		listed = false
 	}
+}
+
+// revision is the revision everything up to which the handler has seen.
+func (in *Informer) revision() int64 {
+	in.revMu.Lock()
+	defer in.revMu.Unlock()
+	return in.rev
 }
 
 // list reads the prefix at one revision (pages fetched while the last is
@@ -212,6 +298,14 @@ func (in *Informer) Run(ctx context.Context) {
 // joining them held every event twice at the end of a cold start (1.4M
 // host keys: ~270 MB of events), just when the heap peaks.
 func (in *Informer) list(ctx context.Context) (int64, error) {
+	if in.raw != nil {
+		rev, err := in.raw.Load(ctx)
+		if err != nil {
+			return 0, err
+		}
+		in.setRev(rev)
+		return rev, nil
+	}
 	var decode DecodeFunc
 	if d, ok := in.h.(Decoder); ok {
 		decode = d.Decode
@@ -276,7 +370,10 @@ func (in *Informer) watchContext(ctx context.Context) context.Context {
 	return ctx
 }
 
-func (in *Informer) watch(ctx context.Context, rev int64) error {
+// watch applies the events after rev until the watch breaks or ctx ends.
+// delivered says whether any response came (Resume's back-off starts
+// over after one).
+func (in *Informer) watch(ctx context.Context, rev int64) (delivered bool, err error) {
 	wctx, cancel := context.WithCancel(in.watchContext(ctx))
 	defer cancel()
 	in.revMu.Lock()
@@ -287,18 +384,28 @@ func (in *Informer) watch(ctx context.Context, rev int64) error {
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
 			if errors.Is(err, rpctypes.ErrCompacted) {
-				return fmt.Errorf("watch %s compacted at %d: %w", in.prefix, resp.CompactRevision, err)
+				return delivered, fmt.Errorf("watch %s compacted at %d: %w", in.prefix, resp.CompactRevision, err)
 			}
-			return fmt.Errorf("watch %s: %w", in.prefix, err)
+			return delivered, fmt.Errorf("watch %s: %w", in.prefix, err)
 		}
+		delivered = true
 		if len(resp.Events) == 0 {
 			// Only an event-less progress notification promises that
 			// everything up to its header revision was delivered (an
 			// unsynced watcher may send a partial batch under a newer
 			// header).
 			if resp.IsProgressNotify() {
+				if in.raw != nil {
+					in.raw.ApplyRaw(nil, resp.Header.Revision)
+				}
 				in.setRev(resp.Header.Revision)
 			}
+			continue
+		}
+		if in.raw != nil {
+			last := resp.Events[len(resp.Events)-1].Kv.ModRevision
+			in.raw.ApplyRaw(resp.Events, last)
+			in.setRev(last)
 			continue
 		}
 		evs := make([]Event, 0, len(resp.Events))
@@ -316,5 +423,5 @@ func (in *Informer) watch(ctx context.Context, rev int64) error {
 		in.h.Apply(evs)
 		in.setRev(evs[len(evs)-1].Revision)
 	}
-	return ctx.Err()
+	return delivered, ctx.Err()
 }

@@ -48,6 +48,18 @@ const minParallelDecode = 512
 // in-process client, an older etcd) gets the paged Get.
 func List(ctx context.Context, cli *clientv3.Client, prefix string, rev int64, decode DecodeFunc,
 	fn func(page []Event) error) (int64, error) {
+	return ListRaw(ctx, cli, prefix, rev, func(kvs []*mvccpb.KeyValue) error {
+		return fn(toEvents(kvs, decode))
+	})
+}
+
+// ListRaw is List for a reader that keeps more of a key than an Event
+// carries (the debug dump: create revision and lease): fn gets each
+// chunk's key-values as etcd sent them, in key order, and must not
+// modify them. Like List it reads at one revision (rev, or 0: the
+// current one), streamed, the next chunk fetched while fn works.
+func ListRaw(ctx context.Context, cli *clientv3.Client, prefix string, rev int64,
+	fn func(kvs []*mvccpb.KeyValue) error) (int64, error) {
 	if rev == 0 {
 		// A read of the prefix's own key (not a range) costs nothing and
 		// gives the revision the whole list is pinned to.
@@ -57,11 +69,11 @@ func List(ctx context.Context, cli *clientv3.Client, prefix string, rev int64, d
 		}
 		rev = resp.Header.Revision
 	}
-	streamed, err := listStream(ctx, cli, prefix, rev, decode, fn)
+	streamed, err := listStream(ctx, cli, prefix, rev, fn)
 	if streamed || !isUnimplemented(err) {
 		return rev, err
 	}
-	return rev, listPaged(ctx, cli, prefix, rev, decode, fn)
+	return rev, listPaged(ctx, cli, prefix, rev, fn)
 }
 
 // isUnimplemented says whether err is a server's (or the in-process
@@ -73,8 +85,8 @@ func isUnimplemented(err error) bool {
 // listStream reads the prefix with one RangeStream at rev. streamed is
 // true once a chunk was handed to fn: an error after that is not
 // answered by listing again here (the caller retries the whole list).
-func listStream(ctx context.Context, cli *clientv3.Client, prefix string, rev int64, decode DecodeFunc,
-	fn func(page []Event) error) (streamed bool, err error) {
+func listStream(ctx context.Context, cli *clientv3.Client, prefix string, rev int64,
+	fn func(kvs []*mvccpb.KeyValue) error) (streamed bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the stream (and its reader) on an early return
 	// Unlike Get, GetStream hands back gRPC's errors as they are:
@@ -92,7 +104,7 @@ func listStream(ctx context.Context, cli *clientv3.Client, prefix string, rev in
 			continue
 		}
 		streamed = true
-		if err := fn(toEvents(r.RangeResponse.Kvs, decode)); err != nil {
+		if err := fn(r.RangeResponse.Kvs); err != nil {
 			return true, err
 		}
 	}
@@ -109,8 +121,8 @@ func listStream(ctx context.Context, cli *clientv3.Client, prefix string, rev in
 
 // listPaged reads the prefix at rev in pages of pageSize, the next page
 // fetched while fn works on the current one.
-func listPaged(ctx context.Context, cli *clientv3.Client, prefix string, rev int64, decode DecodeFunc,
-	fn func(page []Event) error) error {
+func listPaged(ctx context.Context, cli *clientv3.Client, prefix string, rev int64,
+	fn func(kvs []*mvccpb.KeyValue) error) error {
 	type page struct {
 		resp *clientv3.GetResponse
 		err  error
@@ -142,7 +154,7 @@ func listPaged(ctx context.Context, cli *clientv3.Client, prefix string, rev int
 		if p.err != nil {
 			return fmt.Errorf("list %s at revision %d: %w", prefix, rev, p.err)
 		}
-		if err := fn(toEvents(p.resp.Kvs, decode)); err != nil {
+		if err := fn(p.resp.Kvs); err != nil {
 			return err
 		}
 	}
