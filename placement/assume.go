@@ -27,7 +27,8 @@ import (
 // replaces a newer assumed record. A consumer this service deleted leaves
 // no entry to compare with; its delete is remembered (in assumed) until
 // the watch has passed its revision. The index's own revision (st.rev,
-// what WaitForRevision and the "loaded" checks read) is moved only by the
+// what IndexRevision and the "loaded" checks read, and what
+// WaitForRevision waits for through the informer) is moved only by the
 // watch and by loads: an assumed write says nothing of the other keys at
 // its revision, and other services' writes at revisions up to it may not
 // have been applied yet.

@@ -27,8 +27,6 @@ const TraitSharesViaAggregate = "MISC_SHARES_VIA_AGGREGATE"
 type index struct {
 	mu sync.RWMutex
 	st *indexState
-	// revCh is closed and replaced whenever st.rev advances.
-	revCh chan struct{}
 	// assumed holds this service's committed writes applied ahead of the
 	// watch, until the watch passes their revision (assume.go).
 	assumed map[recordKey]assumedWrite
@@ -47,23 +45,21 @@ type eventPrefixes struct {
 }
 
 func newIndex() *index {
-	return &index{st: newIndexState(), revCh: make(chan struct{})}
+	return &index{st: newIndexState()}
 }
 
-// revWait returns a channel closed at the next revision change and the
-// revision applied now.
-func (ix *index) revWait() (<-chan struct{}, int64) {
+// revision is the etcd revision the index has applied (loaded or
+// followed to).
+func (ix *index) revision() int64 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return ix.revCh, ix.st.rev
+	return ix.st.rev
 }
 
 func (ix *index) install(st *indexState) {
 	ix.mu.Lock()
 	ix.reassumeLocked(st)
 	ix.st = st
-	close(ix.revCh)
-	ix.revCh = make(chan struct{})
 	ix.mu.Unlock()
 }
 
@@ -214,8 +210,6 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 	if rev > st.rev {
 		st.rev = rev
 		ix.confirmLocked(rev)
-		close(ix.revCh)
-		ix.revCh = make(chan struct{})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/informer"
 	"github.com/berth-project/berth/internal/metrics"
 )
 
@@ -28,7 +29,9 @@ type Service struct {
 	keys etcdschema.Keys
 	log  hclog.Logger
 	idx  *index
-	now  func() time.Time
+	// inf keeps idx in step with the placement prefix (follow.go).
+	inf *informer.Informer
+	now func() time.Time
 
 	// claims sends allocation writes ready at the same moment as one
 	// etcd transaction (group commit; claim_batch.go).
@@ -49,9 +52,6 @@ type Service struct {
 	// claimReplans counts claims planned from the index again, unsent,
 	// because a concurrent claim of this service committed first.
 	claimReplans atomic.Int64
-
-	progressMu  sync.Mutex
-	progressCtx context.Context
 
 	handlerOnce sync.Once
 	handler     http.Handler
@@ -106,7 +106,7 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *Service 
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Service{
+	s := &Service{
 		cli:        cli,
 		keys:       keys,
 		log:        log.Named("placement"),
@@ -115,6 +115,10 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *Service 
 		retryCount: allocationConflictRetryCount,
 		claims:     newClaimBatcher(func(ctx context.Context) clientv3.Txn { return cli.Txn(ctx) }),
 	}
+	// Resume: a watch broken by an etcd election is taken up where it
+	// stopped; only a compaction costs a re-list of every record.
+	s.inf = informer.NewRaw(cli, keys.PlacementPrefix(), indexFeed{s}, s.log, informer.Resume())
+	return s
 }
 
 // Start loads every provider and consumer into the index and then follows
@@ -129,55 +133,12 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
-// WaitForRevision returns once the index has applied etcd revision rev.
-// Revisions written outside placement's prefix produce no watch events, so
-// while waiting it asks etcd for progress notifications, which carry the
-// store revision once the watch has caught up.
+// WaitForRevision returns once the index has applied etcd revision rev
+// (read-your-writes: the scheduler passes a BuildRequest's revision).
+// Revisions written outside placement's prefix produce no watch events;
+// the informer asks etcd for progress notifications meanwhile.
 func (s *Service) WaitForRevision(ctx context.Context, rev int64) error {
-	var tick *time.Timer
-	defer func() {
-		if tick != nil {
-			tick.Stop()
-		}
-	}()
-	for {
-		ch, cur := s.idx.revWait()
-		if cur >= rev {
-			return nil
-		}
-		s.requestProgress()
-		if tick == nil {
-			tick = time.NewTimer(100 * time.Millisecond)
-		} else {
-			tick.Reset(100 * time.Millisecond)
-		}
-		select {
-		case <-ch:
-		case <-tick.C: // a progress request can race the watch (re)start
-		case <-ctx.Done():
-			return fmt.Errorf("wait for placement index revision %d (at %d): %w", rev, cur, ctx.Err())
-		}
-	}
-}
-
-func (s *Service) setProgressCtx(ctx context.Context) {
-	s.progressMu.Lock()
-	s.progressCtx = ctx
-	s.progressMu.Unlock()
-}
-
-// requestProgress asks for a progress notification on the watch stream; it
-// must use the watch's own context, as etcd picks the stream by its metadata.
-func (s *Service) requestProgress() {
-	s.progressMu.Lock()
-	ctx := s.progressCtx
-	s.progressMu.Unlock()
-	if ctx == nil || ctx.Err() != nil {
-		return
-	}
-	if err := s.cli.RequestProgress(ctx); err != nil && ctx.Err() == nil {
-		s.log.Debug("watch progress request failed", "error", err)
-	}
+	return s.inf.WaitForRevision(ctx, rev)
 }
 
 // syncIndex makes the index at least as new as etcd is now, so a read from
@@ -192,10 +153,7 @@ func (s *Service) syncIndex(ctx context.Context) error {
 }
 
 // IndexRevision is the etcd revision the index has applied.
-func (s *Service) IndexRevision() int64 {
-	_, rev := s.idx.revWait()
-	return rev
-}
+func (s *Service) IndexRevision() int64 { return s.idx.revision() }
 
 // ConsumerRecord is one consumer as the index holds it, with the mod
 // revision of its record (a guard for a write that must see it unchanged).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -15,9 +14,10 @@ import (
 )
 
 // load reads every placement record at one revision into a fresh index
-// state and installs it. It returns that revision; the watch starts after it
-// so no event is missed or applied twice. Pages are read as informer.List
-// does (the next fetched while this one is decoded, on a few goroutines);
+// state and installs it: at Start, and when the informer re-lists after a
+// compaction. It returns that revision; the watch starts after it so no
+// event is missed or applied twice. Pages are read with informer.List
+// (the next fetched while this one is decoded, on a few goroutines);
 // they are applied in key order, one at a time.
 func (s *Service) load(ctx context.Context) (int64, error) {
 	return s.loadAt(ctx, 0)
@@ -92,69 +92,23 @@ func (s *Service) sizeConsumers(ctx context.Context, st *indexState, rev int64) 
 	return nil
 }
 
-// follow applies watch events from rev+1 on, re-listing everything when the
-// watch falls behind a compaction, until ctx is done.
-func (s *Service) follow(ctx context.Context, rev int64) {
-	backoff := 50 * time.Millisecond
-	for ctx.Err() == nil {
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		s.setProgressCtx(wctx)
-		wch := s.cli.Watch(wctx, s.keys.PlacementPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-		relist := false
-		for resp := range wch {
-			if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
-				relist = true
-				break
-			}
-			if err := resp.Err(); err != nil {
-				s.log.Warn("placement watch error, re-watching", "revision", rev, "error", err)
-				break
-			}
-			// Events carry their own revisions; only an event-less progress
-			// notification promises everything up to the header revision
-			// was delivered (an unsynced watcher may send a partial batch
-			// under a newer header).
-			applied := rev
-			if n := len(resp.Events); n > 0 {
-				applied = resp.Events[n-1].Kv.ModRevision
-			} else if resp.IsProgressNotify() {
-				applied = resp.Header.Revision
-			}
-			s.idx.applyEvents(resp.Events, max(applied, rev), s.keys, s.log)
-			rev = max(applied, rev)
-			backoff = 50 * time.Millisecond
-		}
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		if relist {
-			s.log.Warn("placement watch compacted, re-listing", "revision", rev)
-			for ctx.Err() == nil {
-				r, err := s.load(ctx)
-				if err == nil {
-					rev = r
-					break
-				}
-				s.log.Error("placement re-list failed", "error", err)
-				sleepCtx(ctx, backoff)
-				backoff = min(backoff*2, 5*time.Second)
-			}
-			continue
-		}
-		sleepCtx(ctx, backoff)
-		backoff = min(backoff*2, 5*time.Second)
-	}
+// indexFeed is the index as its informer's RawHandler (NewRaw): the
+// informer runs the watch, the re-list after a compaction and
+// WaitForRevision; the index loads itself (load: two sub-prefixes of the
+// watched one, maps sized from a count, its own writes assumed again) and
+// applies etcd's events on its byte-key path (applyEvents), with the
+// revision a progress notification brings for writes outside the prefix.
+type indexFeed struct{ s *Service }
+
+func (f indexFeed) Load(ctx context.Context) (int64, error) { return f.s.load(ctx) }
+
+func (f indexFeed) ApplyRaw(evs []*clientv3.Event, rev int64) {
+	f.s.idx.applyEvents(evs, rev, f.s.keys, f.s.log)
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
+// follow keeps the index in step with etcd from rev, the revision it was
+// loaded at, until ctx is done.
+func (s *Service) follow(ctx context.Context, rev int64) { s.inf.RunFrom(ctx, rev) }
 
 // eventIsDelete hides the mvccpb import from the index code.
 func eventIsDelete(t mvccpb.Event_EventType) bool { return t == mvccpb.DELETE }
