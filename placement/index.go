@@ -621,12 +621,6 @@ func (st *indexState) hasTrait(slot int32, t string) bool {
 	return ok && st.traitBits[id].has(slot)
 }
 
-// inAgg reports whether the provider in slot is in aggregate a.
-func (st *indexState) inAgg(slot int32, a string) bool {
-	id, ok := st.aggIDs[a]
-	return ok && st.aggBits[id].has(slot)
-}
-
 // treeSlots returns the slots of a tree in slot order, so answers are
 // deterministic.
 func (st *indexState) treeSlots(root string) []int32 {
