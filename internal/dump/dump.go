@@ -16,15 +16,13 @@ import (
 	"sort"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/informer"
 )
-
-// DefaultPageSize bounds each range read, so a large deployment is read in
-// pieces the etcd server can answer without a huge response.
-const DefaultPageSize = 1000
 
 // Snapshot is every key under a prefix, read at one revision.
 type Snapshot struct {
@@ -56,25 +54,21 @@ type Entry struct {
 
 // Options tune Take.
 type Options struct {
-	PageSize int64 // 0 means DefaultPageSize
-
-	// afterPage, when set (by tests), runs after each page is read.
-	afterPage func(page int)
+	// afterRevision, when set (by tests), runs once the read's revision
+	// is chosen, before anything is read at it.
+	afterRevision func(attempt int)
 }
 
-// Take reads every key under keys.All() at one revision: the first page's,
-// which every later page is read at (WithRev), so the dump is a consistent
-// snapshot even while Berth keeps writing. If etcd compacts that revision
-// between pages, the read starts over at a new one.
+// Take reads every key under keys.All() at one revision (informer.List's
+// pinned, streamed read), so the dump is a consistent snapshot even while
+// Berth keeps writing. If etcd compacts that revision before the read is
+// done, the read starts over at a new one.
 func Take(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, opts Options) (*Snapshot, error) {
-	if opts.PageSize <= 0 {
-		opts.PageSize = DefaultPageSize
-	}
 	const attempts = 3
 	var err error
 	for i := 0; i < attempts; i++ {
 		var s *Snapshot
-		s, err = take(ctx, cli, keys, opts)
+		s, err = take(ctx, cli, keys, opts, i+1)
 		if err == nil {
 			s.Cluster = readCluster(ctx, cli)
 			return s, nil
@@ -86,23 +80,20 @@ func Take(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, opts 
 	return nil, fmt.Errorf("dump %s: revision compacted during the read %d times: %w", keys.All(), attempts, err)
 }
 
-func take(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, o Options) (*Snapshot, error) {
+func take(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, o Options, attempt int) (*Snapshot, error) {
 	s := &Snapshot{Prefix: keys.Prefix(), TakenAt: time.Now().UTC()}
-	from := keys.All()
-	end := clientv3.GetPrefixRangeEnd(from)
-	for page := 1; ; page++ {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(o.PageSize)}
-		if s.Revision > 0 {
-			opts = append(opts, clientv3.WithRev(s.Revision))
-		}
-		resp, err := cli.Get(ctx, from, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("dump %s from %q at revision %d: %w", keys.All(), from, s.Revision, err)
-		}
-		if s.Revision == 0 {
-			s.Revision = resp.Header.Revision
-		}
-		for _, kv := range resp.Kvs {
+	// The revision is read first (a read of the prefix's own key costs
+	// nothing), so the test hook runs between choosing it and reading.
+	resp, err := cli.Get(ctx, keys.All())
+	if err != nil {
+		return nil, fmt.Errorf("dump %s: read the revision: %w", keys.All(), err)
+	}
+	s.Revision = resp.Header.Revision
+	if o.afterRevision != nil {
+		o.afterRevision(attempt)
+	}
+	_, err = informer.ListRaw(ctx, cli, keys.All(), s.Revision, func(kvs []*mvccpb.KeyValue) error {
+		for _, kv := range kvs {
 			e := decode(keys, string(kv.Key), kv.Value)
 			e.CreateRevision, e.ModRevision, e.Lease = kv.CreateRevision, kv.ModRevision, kv.Lease
 			if e.Parsed.Kind == "" {
@@ -111,14 +102,12 @@ func take(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys, o Opt
 				s.Entries = append(s.Entries, e)
 			}
 		}
-		if o.afterPage != nil {
-			o.afterPage(page)
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			return s, nil
-		}
-		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dump: %w", err)
 	}
+	return s, nil
 }
 
 // decode names the key's kind and decodes its value with the kind's type.

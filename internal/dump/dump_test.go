@@ -17,9 +17,10 @@ import (
 	"github.com/berth-project/berth/internal/etcdtest"
 )
 
-// TestTakeIsOneRevision reads in pages of 3 keys while another client
-// keeps adding and rewriting keys: the snapshot must be exactly what a
-// single read at its revision returns, not a mix of revisions.
+// TestTakeIsOneRevision reads (in chunks: etcd streams 10 keys first,
+// then more) while another client keeps adding and rewriting keys: the
+// snapshot must be exactly what a single read at its revision returns,
+// not a mix of revisions.
 func TestTakeIsOneRevision(t *testing.T) {
 	_, cli := etcdtest.NetClient(t)
 	keys := etcdschema.New("/berth")
@@ -50,7 +51,7 @@ func TestTakeIsOneRevision(t *testing.T) {
 	}()
 	var snaps []*Snapshot
 	for i := 0; i < 5; i++ {
-		s, err := Take(ctx, cli, keys, Options{PageSize: 3})
+		s, err := Take(ctx, cli, keys, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +137,7 @@ func TestEveryKindHasAGroup(t *testing.T) {
 }
 
 // TestTakeStartsOverAfterCompaction: etcd compacts the snapshot's revision
-// between two pages; the dump starts over at a new revision instead of
+// before it is read; the dump starts over at a new revision instead of
 // failing or mixing revisions, and gives up with a clear error when that
 // keeps happening.
 func TestTakeStartsOverAfterCompaction(t *testing.T) {
@@ -159,8 +160,8 @@ func TestTakeStartsOverAfterCompaction(t *testing.T) {
 		}
 	}
 	compactions := 0
-	s, err := Take(ctx, cli, keys, Options{PageSize: 2, afterPage: func(page int) {
-		if page == 1 && compactions == 0 {
+	s, err := Take(ctx, cli, keys, Options{afterRevision: func(attempt int) {
+		if attempt == 1 {
 			compactions++
 			compact("late")
 		}
@@ -172,11 +173,9 @@ func TestTakeStartsOverAfterCompaction(t *testing.T) {
 		t.Fatalf("dump after the compaction has %d keys (want 7, ending with the late cell): %+v", len(s.Entries), s.Entries)
 	}
 
-	_, err = Take(ctx, cli, keys, Options{PageSize: 2, afterPage: func(page int) {
-		if page == 1 {
-			compactions++
-			compact(fmt.Sprintf("again%d", compactions))
-		}
+	_, err = Take(ctx, cli, keys, Options{afterRevision: func(int) {
+		compactions++
+		compact(fmt.Sprintf("again%d", compactions))
 	}})
 	if err == nil || !strings.Contains(err.Error(), "revision compacted during the read 3 times") {
 		t.Fatalf("dump under constant compaction: %v", err)
