@@ -16,10 +16,7 @@ func (s *Scheduler) applyRequestedDestination(q *placement.CandidateQuery, spec 
 	if d == nil || (d.Host == "" && d.Node == "") {
 		return nil
 	}
-	host := d.Host
-	if host == "" {
-		host = d.Node // one node per host, named as the host
-	}
+	host := d.host()
 	if d.Node != "" && d.Node != host {
 		return &NoValidHostError{Reason: fmt.Sprintf("Compute host %s has no node %s.", host, d.Node)}
 	}
@@ -46,4 +43,16 @@ func (d *Destination) admits(host, cell string) bool {
 		return false
 	}
 	return d.Cell == "" || d.Cell == cell
+}
+
+// host is the host a destination pins the request to ("" for none): its
+// host, else its node (one node per host, named as the host).
+func (d *Destination) host() string {
+	if d == nil {
+		return ""
+	}
+	if d.Host != "" {
+		return d.Host
+	}
+	return d.Node
 }

@@ -27,10 +27,12 @@ func TestRequestedDestination(t *testing.T) {
 		{"node alone", &Destination{Node: "small"}, "small", ""},
 		{"host and its node", &Destination{Host: "small", Node: "small"}, "small", ""},
 		{"cell", &Destination{Cell: "cell2"}, "other", ""},
-		{"host outside the cell", &Destination{Host: "small", Cell: "cell2"}, "", "No valid host was found."},
+		{"host outside the cell", &Destination{Host: "small", Cell: "cell2"}, "",
+			"Requested host small: requested_destination: in cell cell1, not the requested cell cell2."},
 		{"unknown host", &Destination{Host: "nope"}, "", "Compute host nope could not be found."},
 		{"node of another host", &Destination{Host: "small", Node: "big"}, "", "Compute host small has no node big."},
-		{"host too small", &Destination{Host: "small"}, "", "Placement found no resource provider with room"},
+		{"host too small", &Destination{Host: "small"}, "",
+			"Placement found no resource provider with room for the flavor. Requested host small: Placement: no allocation candidate with room for the flavor."},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,7 +44,8 @@ func TestRequestedDestination(t *testing.T) {
 			sels, err := s.SelectDestinations(c.ctx, sp)
 			if tc.wantErr != "" {
 				var nvh *NoValidHostError
-				if !errors.As(err, &nvh) || !strings.Contains(err.Error(), tc.wantErr) {
+				if !errors.As(err, &nvh) || !strings.HasPrefix(err.Error(), "No valid host was found. ") ||
+					!strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("got %v, want NoValidHost with %q", err, tc.wantErr)
 				}
 				return

@@ -6,16 +6,16 @@ func TestAggregateInstanceExtraSpecsFilter(t *testing.T) {
 	ssd := agg("a", "ssd", "true", "cpu_gen", "5", "arch", "x86_64 aarch64")
 	slow := agg("b", "ssd", "false")
 	checkFilter(t, AggregateInstanceExtraSpecsFilter{}, []filterCase{
-		{"no extra specs passes", inAggs("h"), flavorSpec("1", "f"), true},
-		{"unscoped key matches by equality", inAggs("h", ssd), flavorSpec("1", "f", "ssd", "true"), true},
-		{"unscoped key mismatch fails", inAggs("h", slow), flavorSpec("1", "f", "ssd", "true"), false},
-		{"scoped key matches", inAggs("h", ssd), flavorSpec("1", "f", "aggregate_instance_extra_specs:ssd", "true"), true},
-		{"missing key fails", inAggs("h"), flavorSpec("1", "f", "ssd", "true"), false},
-		{"other scopes are skipped", inAggs("h"), flavorSpec("1", "f", "hw:cpu_policy", "dedicated", "resources:VCPU", "2", "trait:X", "required"), true},
-		{"one of several aggregates' values suffices", inAggs("h", slow, ssd), flavorSpec("1", "f", "ssd", "true"), true},
-		{"operator applies", inAggs("h", ssd), flavorSpec("1", "f", "cpu_gen", ">= 4"), true},
-		{"operator fails", inAggs("h", ssd), flavorSpec("1", "f", "cpu_gen", ">= 6"), false},
-		{"every spec must match", inAggs("h", ssd), flavorSpec("1", "f", "ssd", "true", "cpu_gen", "== 4"), false},
+		{"no extra specs passes", inAggs("h"), flavorCycle("1", "f"), passes},
+		{"unscoped key matches by equality", inAggs("h", ssd), flavorCycle("1", "f", "ssd", "true"), passes},
+		{"unscoped key mismatch fails", inAggs("h", slow), flavorCycle("1", "f", "ssd", "true"), "aggregate metadata ssd=\"false\" does not match extra spec ssd=\"true\""},
+		{"scoped key matches", inAggs("h", ssd), flavorCycle("1", "f", "aggregate_instance_extra_specs:ssd", "true"), passes},
+		{"missing key fails", inAggs("h"), flavorCycle("1", "f", "ssd", "true"), "no aggregate metadata ssd for extra spec ssd=\"true\""},
+		{"other scopes are skipped", inAggs("h"), flavorCycle("1", "f", "hw:cpu_policy", "dedicated", "resources:VCPU", "2", "trait:X", "required"), passes},
+		{"one of several aggregates' values suffices", inAggs("h", slow, ssd), flavorCycle("1", "f", "ssd", "true"), passes},
+		{"operator applies", inAggs("h", ssd), flavorCycle("1", "f", "cpu_gen", ">= 4"), passes},
+		{"operator fails", inAggs("h", ssd), flavorCycle("1", "f", "cpu_gen", ">= 6"), "aggregate metadata cpu_gen=\"5\" does not match extra spec cpu_gen=\">= 6\""},
+		{"every spec must match", inAggs("h", ssd), flavorCycle("1", "f", "ssd", "true", "cpu_gen", "== 4"), "aggregate metadata cpu_gen=\"5\" does not match extra spec cpu_gen=\"== 4\""},
 	})
 }
 

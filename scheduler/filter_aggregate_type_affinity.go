@@ -1,6 +1,9 @@
 package scheduler
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // AggregateTypeAffinityFilter passes a host whose aggregates' instance_type
 // metadata (a comma list of flavor names) names the requested flavor; a
@@ -16,14 +19,22 @@ func init() {
 func (AggregateTypeAffinityFilter) Name() string            { return "AggregateTypeAffinityFilter" }
 func (AggregateTypeAffinityFilter) RunOncePerRequest() bool { return true }
 
-func (AggregateTypeAffinityFilter) HostPasses(h *HostState, spec *RequestSpec, _ int) bool {
+func (AggregateTypeAffinityFilter) Filter(h *HostState, c *Cycle) Status {
 	vals := aggregateValues(h, "instance_type")
 	for _, v := range vals {
 		for _, name := range strings.Split(v, ",") {
-			if strings.TrimSpace(name) == spec.Flavor.Name {
-				return true
+			if strings.TrimSpace(name) == c.Spec.Flavor.Name {
+				return pass
 			}
 		}
 	}
-	return len(vals) == 0
+	if len(vals) == 0 {
+		return pass
+	}
+	return rejectWith(h, c, explainAggregateTypeAffinity)
+}
+
+func explainAggregateTypeAffinity(h *HostState, c *Cycle) string {
+	return fmt.Sprintf("aggregate instance_type %q does not name flavor %s",
+		strings.Join(aggregateValues(h, "instance_type"), "; "), c.Spec.Flavor.Name)
 }

@@ -1,6 +1,10 @@
 package scheduler
 
-import "github.com/berth-project/berth/etcdschema"
+import (
+	"strings"
+
+	"github.com/berth-project/berth/etcdschema"
+)
 
 // AvailabilityZoneFilter passes a host in the requested availability zone:
 // one of its aggregates has that availability_zone, or it is in no AZ
@@ -21,14 +25,27 @@ func init() {
 func (AvailabilityZoneFilter) Name() string            { return "AvailabilityZoneFilter" }
 func (AvailabilityZoneFilter) RunOncePerRequest() bool { return true }
 
-func (AvailabilityZoneFilter) HostPasses(h *HostState, spec *RequestSpec, _ int) bool {
-	az := spec.AvailabilityZone
+func (AvailabilityZoneFilter) Filter(h *HostState, c *Cycle) Status {
+	az := c.Spec.AvailabilityZone
 	if az == "" {
-		return true
+		return pass
 	}
 	if zones := aggregateValues(h, etcdschema.AggregateAZKey); len(zones) > 0 {
-		return contains(zones, az)
+		if contains(zones, az) {
+			return pass
+		}
+		return rejectWith(h, c, explainAvailabilityZone)
 	}
 	// In no AZ aggregate: the host's zone is the default one.
-	return az == h.AvailabilityZone
+	if az != h.AvailabilityZone {
+		return rejectWith(h, c, explainAvailabilityZone)
+	}
+	return pass
+}
+
+func explainAvailabilityZone(h *HostState, c *Cycle) string {
+	if zones := aggregateValues(h, etcdschema.AggregateAZKey); len(zones) > 0 {
+		return "in availability zone " + strings.Join(zones, ", ") + ", not " + c.Spec.AvailabilityZone
+	}
+	return "in no availability zone aggregate (default zone " + h.AvailabilityZone + "), not in " + c.Spec.AvailabilityZone
 }

@@ -13,6 +13,17 @@ func init() { registerFilter("ComputeFilter", func() Filter { return ComputeFilt
 func (ComputeFilter) Name() string            { return "ComputeFilter" }
 func (ComputeFilter) RunOncePerRequest() bool { return true }
 
-func (ComputeFilter) HostPasses(h *HostState, _ *RequestSpec, _ int) bool {
-	return h.Up && h.Service != nil && !h.Service.Disabled
+func (ComputeFilter) Filter(h *HostState, _ *Cycle) Status {
+	switch {
+	case h.Service == nil:
+		return reject("no compute service record")
+	case !h.Up:
+		return reject("compute service is down")
+	case h.Service.Disabled:
+		if h.Service.DisabledReason != "" {
+			return reject("compute service is disabled (" + h.Service.DisabledReason + ")")
+		}
+		return reject("compute service is disabled")
+	}
+	return pass
 }

@@ -21,6 +21,6 @@ func (CoreFilter) Name() string { return "CoreFilter" }
 func (CoreFilter) RunOncePerRequest() bool { return false }
 func (CoreFilter) LegacyNotice() string    { return legacyNotice }
 
-func (CoreFilter) HostPasses(h *HostState, spec *RequestSpec, _ int) bool {
-	return legacyFits(h, spec, placement.VCPU, "vcpu")
+func (CoreFilter) Filter(h *HostState, c *Cycle) Status {
+	return legacyFits(h, c, placement.VCPU, "vcpu")
 }

@@ -11,11 +11,11 @@ func init() { registerFilter("DifferentHostFilter", func() Filter { return Diffe
 func (DifferentHostFilter) Name() string            { return "DifferentHostFilter" }
 func (DifferentHostFilter) RunOncePerRequest() bool { return true }
 
-func (DifferentHostFilter) HostPasses(h *HostState, spec *RequestSpec, _ int) bool {
-	for _, u := range spec.Hints.DifferentHost {
+func (DifferentHostFilter) Filter(h *HostState, c *Cycle) Status {
+	for _, u := range c.Spec.Hints.DifferentHost {
 		if _, ok := h.Instances[u]; ok {
-			return false
+			return reject("holds instance " + u + " named in different_host")
 		}
 	}
-	return true
+	return pass
 }

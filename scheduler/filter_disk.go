@@ -21,6 +21,6 @@ func (DiskFilter) Name() string { return "DiskFilter" }
 func (DiskFilter) RunOncePerRequest() bool { return false }
 func (DiskFilter) LegacyNotice() string    { return legacyNotice }
 
-func (DiskFilter) HostPasses(h *HostState, spec *RequestSpec, _ int) bool {
-	return legacyFits(h, spec, placement.DiskGB, "disk_gb")
+func (DiskFilter) Filter(h *HostState, c *Cycle) Status {
+	return legacyFits(h, c, placement.DiskGB, "disk_gb")
 }

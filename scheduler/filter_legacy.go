@@ -1,5 +1,11 @@
 package scheduler
 
+import (
+	"fmt"
+
+	"github.com/berth-project/berth/placement"
+)
+
 // legacyFilter is implemented by filters whose check placement already
 // makes; the scheduler logs LegacyNotice once, when it is built with one.
 type legacyFilter interface {
@@ -14,24 +20,40 @@ type legacyFilter interface {
 // limit under limitKey (vcpu, memory_mb, disk_gb), which its Selection
 // carries as Nova's did; placement's capacity stands in for Nova's
 // total times ratio, since it is what the claim is checked against.
-func legacyFits(h *HostState, spec *RequestSpec, rc, limitKey string) bool {
-	want := requestedAmount(spec, rc)
+func legacyFits(h *HostState, c *Cycle, rc, limitKey string) Status {
+	want := c.requestedAmount(rc)
 	r, ok := h.Resources[rc]
 	if want == 0 || !ok || r.Capacity == 0 {
-		return true
+		return pass
 	}
 	if r.Capacity-r.Used < want {
-		return false
+		return rejectWith(h, c, legacyShort[rc])
 	}
 	h.setLimit(limitKey, r.Capacity)
-	return true
+	return pass
+}
+
+// legacyShort words, per class, how far short of the request a host is.
+var legacyShort = map[string]func(h *HostState, c *Cycle) string{
+	placement.VCPU: func(h *HostState, c *Cycle) string {
+		return fmt.Sprintf("VCPU: %d free, %d requested", h.Free(placement.VCPU), c.requestedAmount(placement.VCPU))
+	},
+	placement.MemoryMB: func(h *HostState, c *Cycle) string {
+		return fmt.Sprintf("RAM: %d MB free, %d MB requested", h.Free(placement.MemoryMB), c.requestedAmount(placement.MemoryMB))
+	},
+	placement.DiskGB: func(h *HostState, c *Cycle) string {
+		return fmt.Sprintf("disk: %d GB free, %d GB requested", h.Free(placement.DiskGB), c.requestedAmount(placement.DiskGB))
+	},
 }
 
 // requestedAmount is the amount of rc the request asks of the compute
-// node: the flavor's, as overridden by resources: extra specs.
-func requestedAmount(spec *RequestSpec, rc string) int64 {
-	q := BuildPlacementQuery(spec, 0)
-	return q.Groups[0].Resources[rc]
+// node: the flavor's, as overridden by resources: extra specs. It is
+// worked out once per request, not once per host.
+func (c *Cycle) requestedAmount(rc string) int64 {
+	if c.requestedRes == nil {
+		c.requestedRes = BuildPlacementQuery(c.Spec, 0).Groups[0].Resources
+	}
+	return c.requestedRes[rc]
 }
 
 const legacyNotice = "placement already refuses hosts without room, in the claim's own transaction; this filter only repeats the check on the scheduler's view"

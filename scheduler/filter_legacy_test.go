@@ -11,22 +11,23 @@ import (
 )
 
 func TestLegacyResourceFilters(t *testing.T) {
-	small := flavorSpec("1", "f") // 1 vCPU, 512 MB, no disk
-	small.Flavor.DiskGB = 10
-	overridden := flavorSpec("1", "f", "resources:VCPU", "4")
+	smallSpec := flavorSpec("1", "f") // 1 vCPU, 512 MB, no disk
+	smallSpec.Flavor.DiskGB = 10
+	small := newCycle(smallSpec)
+	overridden := flavorCycle("1", "f", "resources:VCPU", "4")
 	checkFilter(t, CoreFilter{}, []filterCase{
-		{"room passes", withRes(placement.VCPU, 16, 15), small, true},
-		{"full fails", withRes(placement.VCPU, 16, 16), small, false},
-		{"resources:VCPU overrides the flavor", withRes(placement.VCPU, 16, 13), overridden, false},
-		{"no VCPU inventory passes", withRes(placement.MemoryMB, 1024, 0), small, true},
+		{"room passes", withRes(placement.VCPU, 16, 15), small, passes},
+		{"full fails", withRes(placement.VCPU, 16, 16), small, "VCPU: 0 free, 1 requested"},
+		{"resources:VCPU overrides the flavor", withRes(placement.VCPU, 16, 13), overridden, "VCPU: 3 free, 4 requested"},
+		{"no VCPU inventory passes", withRes(placement.MemoryMB, 1024, 0), small, passes},
 	})
 	checkFilter(t, RamFilter{}, []filterCase{
-		{"room passes", withRes(placement.MemoryMB, 2048, 1536), small, true},
-		{"full fails", withRes(placement.MemoryMB, 2048, 1537), small, false},
+		{"room passes", withRes(placement.MemoryMB, 2048, 1536), small, passes},
+		{"full fails", withRes(placement.MemoryMB, 2048, 1537), small, "RAM: 511 MB free, 512 MB requested"},
 	})
 	checkFilter(t, DiskFilter{}, []filterCase{
-		{"room passes", withRes(placement.DiskGB, 100, 90), small, true},
-		{"full fails", withRes(placement.DiskGB, 100, 91), small, false},
+		{"room passes", withRes(placement.DiskGB, 100, 90), small, passes},
+		{"full fails", withRes(placement.DiskGB, 100, 91), small, "disk: 9 GB free, 10 GB requested"},
 	})
 	// A passing host carries Nova's limit for the class; a failing one not.
 	for _, c := range []struct {
@@ -42,7 +43,7 @@ func TestLegacyResourceFilters(t *testing.T) {
 		{DiskFilter{}, placement.DiskGB, "disk_gb", 64, 64, 0, false},
 	} {
 		h := withRes(c.rc, c.total, c.used)
-		if got := c.f.HostPasses(h, small, 0); got != c.wantPass {
+		if got := c.f.Filter(h, small).Passed(); got != c.wantPass {
 			t.Fatalf("%s passed=%v, want %v", c.f.Name(), got, c.wantPass)
 		}
 		if got := h.Limits[c.key]; got != c.want {
@@ -80,7 +81,7 @@ func TestLegacyFiltersSayPlacementEnforcesThemOnce(t *testing.T) {
 	// Filtering logs nothing more, however many hosts it sees.
 	before := buf.Len()
 	hosts := []*HostState{withRes(placement.VCPU, 4, 0), withRes(placement.VCPU, 4, 4)}
-	runFilters(s.filters, hosts, flavorSpec("1", "f"), 0, map[string]int{})
+	runFilters(s.filters, hosts, flavorCycle("1", "f"))
 	if buf.Len() != before {
 		t.Errorf("filtering logged again: %s", buf.String()[before:])
 	}

@@ -21,6 +21,6 @@ func (RamFilter) Name() string { return "RamFilter" }
 func (RamFilter) RunOncePerRequest() bool { return false }
 func (RamFilter) LegacyNotice() string    { return legacyNotice }
 
-func (RamFilter) HostPasses(h *HostState, spec *RequestSpec, _ int) bool {
-	return legacyFits(h, spec, placement.MemoryMB, "memory_mb")
+func (RamFilter) Filter(h *HostState, c *Cycle) Status {
+	return legacyFits(h, c, placement.MemoryMB, "memory_mb")
 }

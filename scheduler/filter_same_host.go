@@ -1,5 +1,7 @@
 package scheduler
 
+import "strings"
+
 // SameHostFilter passes hosts that hold any of the instances named in the
 // same_host hint; with no hint every host passes.
 type SameHostFilter struct{}
@@ -11,14 +13,19 @@ func init() { registerFilter("SameHostFilter", func() Filter { return SameHostFi
 func (SameHostFilter) Name() string            { return "SameHostFilter" }
 func (SameHostFilter) RunOncePerRequest() bool { return true }
 
-func (SameHostFilter) HostPasses(h *HostState, spec *RequestSpec, _ int) bool {
-	if len(spec.Hints.SameHost) == 0 {
-		return true
+func (SameHostFilter) Filter(h *HostState, c *Cycle) Status {
+	same := c.Spec.Hints.SameHost
+	if len(same) == 0 {
+		return pass
 	}
-	for _, u := range spec.Hints.SameHost {
+	for _, u := range same {
 		if _, ok := h.Instances[u]; ok {
-			return true
+			return pass
 		}
 	}
-	return false
+	return rejectWith(h, c, explainSameHost)
+}
+
+func explainSameHost(_ *HostState, c *Cycle) string {
+	return "holds none of the same_host instances " + strings.Join(c.Spec.Hints.SameHost, ", ")
 }

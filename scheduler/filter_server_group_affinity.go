@@ -1,6 +1,10 @@
 package scheduler
 
-import "github.com/berth-project/berth/etcdschema"
+import (
+	"strings"
+
+	"github.com/berth-project/berth/etcdschema"
+)
 
 // ServerGroupAffinityFilter keeps the members of an affinity group on one
 // host: a host passes when the group has no host yet or it is the group's.
@@ -18,11 +22,18 @@ func (ServerGroupAffinityFilter) Name() string { return "ServerGroupAffinityFilt
 // RunOncePerRequest is false: the first pick gives the group its host.
 func (ServerGroupAffinityFilter) RunOncePerRequest() bool { return false }
 
-func (ServerGroupAffinityFilter) HostPasses(h *HostState, spec *RequestSpec, _ int) bool {
-	g := spec.Group
+func (ServerGroupAffinityFilter) Filter(h *HostState, c *Cycle) Status {
+	g := c.Group
 	if g == nil || g.Policy() != etcdschema.PolicyAffinity {
-		return true
+		return pass
 	}
 	hosts := g.Hosts()
-	return len(hosts) == 0 || hosts[h.Host]
+	if len(hosts) == 0 || hosts[h.Host] {
+		return pass
+	}
+	return rejectWith(h, c, explainServerGroupAffinity)
+}
+
+func explainServerGroupAffinity(_ *HostState, c *Cycle) string {
+	return "affinity group " + c.Group.Group.UUID + " is on " + strings.Join(sortedKeys(c.Group.Hosts()), ", ")
 }

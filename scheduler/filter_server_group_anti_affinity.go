@@ -1,6 +1,10 @@
 package scheduler
 
-import "github.com/berth-project/berth/etcdschema"
+import (
+	"fmt"
+
+	"github.com/berth-project/berth/etcdschema"
+)
 
 // ServerGroupAntiAffinityFilter keeps an anti-affinity group's members
 // apart: a host passes while it holds fewer than the group's
@@ -20,18 +24,27 @@ func (ServerGroupAntiAffinityFilter) Name() string { return "ServerGroupAntiAffi
 // RunOncePerRequest is false: each pick adds a member to a host.
 func (ServerGroupAntiAffinityFilter) RunOncePerRequest() bool { return false }
 
-func (ServerGroupAntiAffinityFilter) HostPasses(h *HostState, spec *RequestSpec, _ int) bool {
-	g := spec.Group
+func (ServerGroupAntiAffinityFilter) Filter(h *HostState, c *Cycle) Status {
+	g := c.Group
 	if g == nil || g.Policy() != etcdschema.PolicyAntiAffinity {
-		return true
+		return pass
 	}
-	if spec.InstanceUUID != "" {
+	if c.Instance != "" {
 		// Already there: reported by the agent, or placed there by an
 		// earlier try of this request whose hand-off never happened (it
 		// keeps its slot on the host rather than taking another).
-		if _, ok := h.Instances[spec.InstanceUUID]; ok || g.HostMembers[h.Host][spec.InstanceUUID] {
-			return true
+		if _, ok := h.Instances[c.Instance]; ok || g.HostMembers[h.Host][c.Instance] {
+			return pass
 		}
 	}
-	return g.membersOn(h) < g.Group.MaxPerHost()
+	if g.membersOn(h) >= g.Group.MaxPerHost() {
+		return rejectWith(h, c, explainServerGroupAntiAffinity)
+	}
+	return pass
+}
+
+func explainServerGroupAntiAffinity(h *HostState, c *Cycle) string {
+	g := c.Group
+	return fmt.Sprintf("holds %d member(s) of anti-affinity group %s (max_server_per_host %d)",
+		g.membersOn(h), g.Group.UUID, g.Group.MaxPerHost())
 }

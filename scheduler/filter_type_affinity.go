@@ -1,5 +1,7 @@
 package scheduler
 
+import "github.com/berth-project/berth/etcdschema"
+
 // TypeAffinityFilter passes a host that is empty or whose every instance
 // has the requested flavor, so each host runs one flavor only.
 //
@@ -20,11 +22,30 @@ func (TypeAffinityFilter) Name() string { return "TypeAffinityFilter" }
 // flavor on the host, which the next pick must see.
 func (TypeAffinityFilter) RunOncePerRequest() bool { return false }
 
-func (TypeAffinityFilter) HostPasses(h *HostState, spec *RequestSpec, _ int) bool {
+func (TypeAffinityFilter) Filter(h *HostState, c *Cycle) Status {
+	if otherFlavor(h, c.Spec.Flavor.ID) != nil {
+		return rejectWith(h, c, explainTypeAffinity)
+	}
+	return pass
+}
+
+// otherFlavor is an instance on h of a flavor other than flavorID, nil
+// when there is none.
+func otherFlavor(h *HostState, flavorID string) *etcdschema.InstanceInfo {
 	for _, in := range h.Instances {
-		if in.FlavorID != spec.Flavor.ID {
-			return false
+		if in.FlavorID != flavorID {
+			return in
 		}
 	}
-	return true
+	return nil
+}
+
+func explainTypeAffinity(h *HostState, c *Cycle) string {
+	want := c.Spec.Flavor.ID
+	for _, u := range sortedKeys(h.Instances) {
+		if in := h.Instances[u]; in.FlavorID != want {
+			return "runs flavor " + in.FlavorID + " (instance " + in.UUID + "), not flavor " + want
+		}
+	}
+	return "runs only flavor " + want // not reached: the filter refused it
 }

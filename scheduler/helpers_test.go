@@ -58,23 +58,34 @@ func group(policy string, maxPerHost int, placed map[string][]string, unplaced .
 	return g
 }
 
+// filterCase is one row of a filter's table: the reason the filter must
+// give for turning the host down, or passes.
 type filterCase struct {
-	desc string
-	host *HostState
-	spec *RequestSpec
-	want bool
+	desc  string
+	host  *HostState
+	cycle *Cycle
+	want  string
 }
 
-// checkFilter runs a filter's table.
+// passes is a filterCase's want for a host the filter lets through.
+const passes = ""
+
+// checkFilter runs a filter's table, asserting each refusal's reason.
 func checkFilter(t *testing.T, f Filter, cases []filterCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.desc, func(t *testing.T) {
-			if got := f.HostPasses(c.host, c.spec, 0); got != c.want {
-				t.Fatalf("%s.HostPasses = %v, want %v", f.Name(), got, c.want)
+			got := f.Filter(c.host, c.cycle)
+			if got.Passed() != (c.want == passes) || got.Reason() != c.want {
+				t.Fatalf("%s.Filter: passed %v, reason %q; want reason %q", f.Name(), got.Passed(), got.Reason(), c.want)
 			}
 		})
 	}
+}
+
+// flavorCycle is the cycle of a flavorSpec request, at its one instance.
+func flavorCycle(id, name string, kv ...string) *Cycle {
+	return newCycle(flavorSpec(id, name, kv...))
 }
 
 // flavorSpec is a request for a flavor with extra specs key=value pairs.
@@ -83,5 +94,5 @@ func flavorSpec(id, name string, kv ...string) *RequestSpec {
 	for i := 0; i+1 < len(kv); i += 2 {
 		f.ExtraSpecs[kv[i]] = kv[i+1]
 	}
-	return &RequestSpec{Flavor: f, InstanceUUIDs: []string{"new"}, InstanceUUID: "new"}
+	return &RequestSpec{Flavor: f, InstanceUUIDs: []string{"new"}}
 }

@@ -31,14 +31,15 @@ type SelectResponse struct {
 }
 
 // ErrorBody is the body of every non-200 answer. Type is "NoValidHost"
-// (409, with Reason and Filters), "BadRequest" (400) or "SchedulerError"
-// (500).
+// (409, with Reason, Filters and RequestedHost), "BadRequest" (400) or
+// "SchedulerError" (500).
 type ErrorBody struct {
 	Error struct {
-		Type    string        `json:"type"`
-		Message string        `json:"message"`
-		Reason  string        `json:"reason,omitempty"`
-		Filters []FilterCount `json:"filters,omitempty"`
+		Type          string         `json:"type"`
+		Message       string         `json:"message"`
+		Reason        string         `json:"reason,omitempty"`
+		Filters       []FilterCount  `json:"filters,omitempty"`
+		RequestedHost *HostRejection `json:"requested_host,omitempty"`
 	} `json:"error"`
 }
 
@@ -76,7 +77,7 @@ func (s *Scheduler) serveSelect(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &nvh):
 		var body ErrorBody
 		body.Error.Type, body.Error.Message = "NoValidHost", nvh.Error()
-		body.Error.Reason, body.Error.Filters = nvh.Reason, nvh.Removed
+		body.Error.Reason, body.Error.Filters, body.Error.RequestedHost = nvh.Reason, nvh.Removed, nvh.RequestedHost
 		writeJSON(w, http.StatusConflict, body)
 	case err != nil:
 		s.log.Warn("select_destinations failed", "request_id", spec.RequestID, "error", err)
@@ -169,7 +170,7 @@ func (r *Remote) SelectDestinations(ctx context.Context, spec *RequestSpec) ([][
 		return nil, fmt.Errorf("scheduler %s: HTTP %d: %.200s", r.URL, resp.StatusCode, data)
 	}
 	if resp.StatusCode == http.StatusConflict && eb.Error.Type == "NoValidHost" {
-		return nil, &NoValidHostError{Reason: eb.Error.Reason, Removed: eb.Error.Filters}
+		return nil, &NoValidHostError{Reason: eb.Error.Reason, Removed: eb.Error.Filters, RequestedHost: eb.Error.RequestedHost}
 	}
 	return nil, fmt.Errorf("scheduler %s: HTTP %d %s: %s", r.URL, resp.StatusCode, eb.Error.Type, eb.Error.Message)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,22 @@ func TestSelectDestinationsOverHTTP(t *testing.T) {
 	}
 	if len(nvh.Removed) != 1 || nvh.Removed[0].Filter != "ComputeFilter" || nvh.Removed[0].Removed != 2 {
 		t.Fatalf("filter counts lost over HTTP: %+v", nvh.Removed)
+	}
+	reasons := slices.Sorted(slices.Values(nvh.Removed[0].Reasons))
+	if want := []string{"a: compute service is down", "b: compute service is down"}; !slices.Equal(reasons, want) {
+		t.Fatalf("filter reasons over HTTP %q, want %q", reasons, want)
+	}
+	// A request pinned to a host hears why that host was turned down.
+	pinned := spec(1, 512, "web-3")
+	pinned.RequestedDestination = &Destination{Host: "a"}
+	_, err = r.SelectDestinations(c.ctx, pinned)
+	want := &HostRejection{Host: "a", By: "ComputeFilter", Reason: "compute service is down"}
+	if !errors.As(err, &nvh) || nvh.RequestedHost == nil || *nvh.RequestedHost != *want {
+		t.Fatalf("pinned request: want NoValidHost with the requested host's reason %+v, got %v", want, err)
+	}
+	if !strings.HasPrefix(err.Error(), "No valid host was found. ") ||
+		!strings.HasSuffix(err.Error(), " Requested host a: ComputeFilter: compute service is down.") {
+		t.Fatalf("pinned request's message %q", err.Error())
 	}
 }
 

@@ -7,22 +7,22 @@ import "github.com/berth-project/berth/etcdschema"
 // the cells first (InstanceReader, instances.go).
 
 // NeedsInstances: always; every instance's flavor counts.
-func (TypeAffinityFilter) NeedsInstances(*RequestSpec) bool { return true }
+func (TypeAffinityFilter) NeedsInstances(*Cycle) bool { return true }
 
 // NeedsInstances: with an anti-affinity group, whose members on a host
 // count the agent-reported ones too.
-func (ServerGroupAntiAffinityFilter) NeedsInstances(spec *RequestSpec) bool {
-	return spec.Group != nil && spec.Group.Policy() == etcdschema.PolicyAntiAffinity
+func (ServerGroupAntiAffinityFilter) NeedsInstances(c *Cycle) bool {
+	return c.Group != nil && c.Group.Policy() == etcdschema.PolicyAntiAffinity
 }
 
 // NeedsInstances: with a soft-affinity group.
-func (ServerGroupSoftAffinityWeigher) NeedsInstances(spec *RequestSpec) bool {
-	return spec.Group != nil && spec.Group.Policy() == etcdschema.PolicySoftAffinity
+func (ServerGroupSoftAffinityWeigher) NeedsInstances(c *Cycle) bool {
+	return c.Group != nil && c.Group.Policy() == etcdschema.PolicySoftAffinity
 }
 
 // NeedsInstances: with a soft-anti-affinity group.
-func (ServerGroupSoftAntiAffinityWeigher) NeedsInstances(spec *RequestSpec) bool {
-	return spec.Group != nil && spec.Group.Policy() == etcdschema.PolicySoftAntiAffinity
+func (ServerGroupSoftAntiAffinityWeigher) NeedsInstances(c *Cycle) bool {
+	return c.Group != nil && c.Group.Policy() == etcdschema.PolicySoftAntiAffinity
 }
 
 var (

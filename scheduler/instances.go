@@ -11,30 +11,30 @@ import (
 // the cell records, once per request and only when some enabled filter or
 // weigher says it needs them for this request.
 type InstanceReader interface {
-	NeedsInstances(spec *RequestSpec) bool
+	NeedsInstances(c *Cycle) bool
 }
 
 // NeedsInstances: only with a same_host hint.
-func (SameHostFilter) NeedsInstances(spec *RequestSpec) bool { return len(spec.Hints.SameHost) > 0 }
+func (SameHostFilter) NeedsInstances(c *Cycle) bool { return len(c.Spec.Hints.SameHost) > 0 }
 
 // NeedsInstances: only with a different_host hint.
-func (DifferentHostFilter) NeedsInstances(spec *RequestSpec) bool {
-	return len(spec.Hints.DifferentHost) > 0
+func (DifferentHostFilter) NeedsInstances(c *Cycle) bool {
+	return len(c.Spec.Hints.DifferentHost) > 0
 }
 
 // NeedsInstances: always; it weighs the instance count.
-func (NumInstancesWeigher) NeedsInstances(*RequestSpec) bool { return true }
+func (NumInstancesWeigher) NeedsInstances(*Cycle) bool { return true }
 
 // needsInstances reports whether any enabled filter or weigher reads
-// instances for spec.
-func (s *Scheduler) needsInstances(spec *RequestSpec) bool {
+// instances for c's request.
+func (s *Scheduler) needsInstances(c *Cycle) bool {
 	for _, f := range s.filters {
-		if r, ok := f.(InstanceReader); ok && r.NeedsInstances(spec) {
+		if r, ok := f.(InstanceReader); ok && r.NeedsInstances(c) {
 			return true
 		}
 	}
 	for _, w := range s.weighers {
-		if r, ok := w.Weigher.(InstanceReader); ok && r.NeedsInstances(spec) {
+		if r, ok := w.Weigher.(InstanceReader); ok && r.NeedsInstances(c) {
 			return true
 		}
 	}
@@ -44,8 +44,8 @@ func (s *Scheduler) needsInstances(spec *RequestSpec) bool {
 // fillUntrustedInstances gives the hosts whose cache is not trusted their
 // instances from the cells (seed isolate-scheduler-db: "query the DB for
 // hosts that have not reported").
-func (s *Scheduler) fillUntrustedInstances(ctx context.Context, spec *RequestSpec, hosts []*HostState) error {
-	if len(hosts) == 0 || !s.needsInstances(spec) {
+func (s *Scheduler) fillUntrustedInstances(ctx context.Context, c *Cycle, hosts []*HostState) error {
+	if len(hosts) == 0 || !s.needsInstances(c) {
 		return nil
 	}
 	byCell := map[string]map[string]bool{}

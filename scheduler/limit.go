@@ -31,25 +31,25 @@ func (s *Scheduler) effectiveCap(spec *RequestSpec) int {
 
 // filterFirst runs the filters for the first instance of a request, under
 // the cap when one is set.
-func (s *Scheduler) filterFirst(hosts []*HostState, spec *RequestSpec, counts map[string]int) []*HostState {
-	limit := s.effectiveCap(spec)
+func (s *Scheduler) filterFirst(hosts []*HostState, c *Cycle) []*HostState {
+	limit := s.effectiveCap(c.Spec)
 	if limit == 0 || len(hosts) <= limit {
-		return runFilters(s.filters, hosts, spec, 0, counts)
+		return runFilters(s.filters, hosts, c)
 	}
-	return runFiltersLimited(s.filters, hosts, spec, counts, limit, rand.IntN(len(hosts)))
+	return runFiltersLimited(s.filters, hosts, c, limit, rand.IntN(len(hosts)))
 }
 
 // runFiltersLimited filters host by host from start, wrapping around, until
 // limit hosts pass. Each removed host is counted against the first filter
 // that refused it, which is what runFilters counts too.
-func runFiltersLimited(filters []Filter, hosts []*HostState, spec *RequestSpec, counts map[string]int, limit, start int) []*HostState {
+func runFiltersLimited(filters []Filter, hosts []*HostState, c *Cycle, limit, start int) []*HostState {
 	out := make([]*HostState, 0, limit)
 	for n := 0; n < len(hosts) && len(out) < limit; n++ {
 		h := hosts[(start+n)%len(hosts)]
 		passed := true
 		for _, f := range filters {
-			if !f.HostPasses(h, spec, 0) {
-				counts[f.Name()]++
+			if st := f.Filter(h, c); !st.Passed() {
+				c.reject(f.Name(), h, st)
 				passed = false
 				break
 			}

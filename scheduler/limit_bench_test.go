@@ -54,11 +54,12 @@ func BenchmarkFilterAndWeigh(b *testing.B) {
 			s := &Scheduler{cfg: Config{MaxAttempts: 3, MaxHostsToWeigh: limit, HostSubsetSize: 1}, filters: filters, weighers: ws}
 			b.Run(fmt.Sprintf("hosts=%d/aggregates=%v/max_hosts_to_weigh=%d", n, withAggs, limit), func(b *testing.B) {
 				for b.Loop() {
-					passed := s.filterFirst(hosts, spec, map[string]int{})
+					c := newCycle(spec)
+					passed := s.filterFirst(hosts, c)
 					if len(passed) == 0 {
 						b.Fatal("no host passed")
 					}
-					s.sortHosts(passed, spec)
+					s.sortHosts(passed, c)
 				}
 			})
 		}

@@ -19,15 +19,19 @@ func TestRunFiltersLimited(t *testing.T) {
 		start       int
 		want        []string
 		wantRemoved int
+		wantReasons []string // the first few, in the order met
 	}{
-		{"stops once limit hosts pass", 2, 0, []string{"h0", "h2"}, 1},
-		{"starts where asked and wraps", 3, 7, []string{"h8", "h0", "h2"}, 3},
-		{"a limit above what passes returns all that pass", 9, 3, []string{"h4", "h6", "h8", "h0", "h2"}, 5},
+		{"stops once limit hosts pass", 2, 0, []string{"h0", "h2"}, 1,
+			[]string{"h1: compute service is down"}},
+		{"starts where asked and wraps", 3, 7, []string{"h8", "h0", "h2"}, 3,
+			[]string{"h7: compute service is down", "h9: compute service is down", "h1: compute service is down"}},
+		{"a limit above what passes returns all that pass", 9, 3, []string{"h4", "h6", "h8", "h0", "h2"}, 5,
+			[]string{"h3: compute service is down", "h5: compute service is down", "h7: compute service is down"}},
 	}
 	for _, c := range cases {
 		t.Run(c.desc, func(t *testing.T) {
-			counts := map[string]int{}
-			got := runFiltersLimited(filters, hosts, &RequestSpec{}, counts, c.limit, c.start)
+			cy := newCycle(&RequestSpec{})
+			got := runFiltersLimited(filters, hosts, cy, c.limit, c.start)
 			var names []string
 			for _, h := range got {
 				names = append(names, h.Host)
@@ -35,8 +39,12 @@ func TestRunFiltersLimited(t *testing.T) {
 			if fmt.Sprint(names) != fmt.Sprint(c.want) {
 				t.Fatalf("passed %v, want %v", names, c.want)
 			}
-			if counts["ComputeFilter"] != c.wantRemoved {
-				t.Fatalf("ComputeFilter removed %d, want %d", counts["ComputeFilter"], c.wantRemoved)
+			removed := cy.counts(filters)[0]
+			if removed.Removed != c.wantRemoved {
+				t.Fatalf("ComputeFilter removed %d, want %d", removed.Removed, c.wantRemoved)
+			}
+			if fmt.Sprint(removed.Reasons) != fmt.Sprint(c.wantReasons) {
+				t.Fatalf("ComputeFilter's reasons %q, want %q", removed.Reasons, c.wantReasons)
 			}
 		})
 	}

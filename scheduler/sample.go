@@ -30,12 +30,13 @@ import "github.com/berth-project/berth/etcdschema"
 // has no more compute nodes than the sample. 0 turns sampling off: every
 // request then gets Nova's max_placement_results in index order.
 
-// sampleSize is the number of candidates to sample for spec, 0 = all.
-func (s *Scheduler) sampleSize(spec *RequestSpec) int {
+// sampleSize is the number of candidates to sample for c's request, 0 = all.
+func (s *Scheduler) sampleSize(c *Cycle) int {
+	spec := c.Spec
 	if s.cfg.PlacementSampleSize <= 0 || len(spec.Hints.SameHost) > 0 {
 		return 0
 	}
-	if g := spec.Group; g != nil && g.Policy() == etcdschema.PolicyAffinity && len(g.Members) > 0 {
+	if g := c.Group; g != nil && g.Policy() == etcdschema.PolicyAffinity && len(g.Members) > 0 {
 		return 0
 	}
 	n := max(s.cfg.PlacementSampleSize, len(spec.InstanceUUIDs)*s.cfg.MaxAttempts)

@@ -19,15 +19,15 @@ func TestPlacementSampleSize(t *testing.T) {
 	cfg := Config{MaxAttempts: 1, HostSubsetSize: 1, MaxPlacementResults: 1000, PlacementSampleSize: 2,
 		EnabledFilters: []string{"ComputeFilter"}, Weights: map[string]float64{"ram": 1}}
 	s := c.scheduler(cfg)
-	if n := s.sampleSize(spec(1, 512, "x")); n != 2 {
+	if n := s.sampleSize(newCycle(spec(1, 512, "x"))); n != 2 {
 		t.Fatalf("sample size %d, want 2", n)
 	}
-	if n := s.sampleSize(spec(1, 512, "x", "y", "z")); n != 3 {
+	if n := s.sampleSize(newCycle(spec(1, 512, "x", "y", "z"))); n != 3 {
 		t.Fatalf("sample size for 3 instances × 1 attempt = %d, want 3", n)
 	}
 	same := spec(1, 512, "x")
 	same.Hints.SameHost = []string{"other"}
-	if n := s.sampleSize(same); n != 0 {
+	if n := s.sampleSize(newCycle(same)); n != 0 {
 		t.Fatalf("same_host request sampled (%d)", n)
 	}
 	used := map[string]bool{}

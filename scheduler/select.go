@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -129,42 +128,41 @@ func (s *Scheduler) selectDestinations(ctx context.Context, spec *RequestSpec) (
 
 // selectOnce schedules the request over one candidate search: a sample of
 // placement's candidates when maySample and sampleSize allow it, else up
-// to max_placement_results of them.
+// to max_placement_results of them. It runs these stages in order, each a
+// method below:
+//
+//  1. query: the request as placement's query, narrowed by the aggregate
+//     request filters and the requested destination;
+//  2. group: the request's server group, read from etcd;
+//  3. candidates: placement's allocation candidates for the query;
+//  4. host states: the candidates joined with the host manager's view;
+//  5. filters: the hosts that may take the first instance;
+//  6. pick and claim: per instance, weigh, claim the best host that takes
+//     it, and filter again for the next;
+//  7. alternates: per instance, the next best hosts of its cell.
+//
+// The stages keep their scratch state in the request's Cycle. Once a
+// claim is made, a failure aborts the cycle, which frees the claims and
+// server group places.
 func (s *Scheduler) selectOnce(ctx context.Context, spec *RequestSpec, maySample bool) (out [][]etcdschema.Selection, err error) {
 	start := time.Now()
 	if len(spec.InstanceUUIDs) == 0 {
 		return nil, fmt.Errorf("select destinations: no instance uuids")
 	}
+	c := newCycle(spec)
 	log := s.log.With("request_id", spec.RequestID)
 	if spec.MinRevision > 0 {
 		s.catchUp(ctx, spec.MinRevision, log)
 	}
-	q := BuildPlacementQuery(spec, s.cfg.MaxPlacementResults)
-	// Nothing here or in the conductors reads an allocation request's
-	// mappings (claims take its allocations): skip building them.
-	q.OmitMappings = true
-	aggs := s.hosts.aggregates()
-	if err := applyAggregateRequestFilters(&q, spec, aggs.all, s.cfg); err != nil {
-		return nil, &NoValidHostError{Reason: err.Error() + "."}
-	}
-	if err := s.applyRequestedDestination(&q, spec); err != nil {
+	q, aggs, err := s.query(c)
+	if err != nil {
 		return nil, err
 	}
-	if spec.Hints.Group != "" {
-		g, err := s.loadGroup(ctx, spec.Hints.Group)
-		if errors.Is(err, ErrGroupNotFound) {
-			return nil, &NoValidHostError{Reason: fmt.Sprintf("Server group %s does not exist.", spec.Hints.Group)}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("select destinations: %w", err)
-		}
-		if err := s.checkGroupPolicy(g); err != nil {
-			return nil, &NoValidHostError{Reason: err.Error() + "."}
-		}
-		spec.Group = g
+	if err := s.loadRequestGroup(ctx, c); err != nil {
+		return nil, err
 	}
 	sampled := false
-	if n := s.sampleSize(spec); maySample && n > 0 && n < q.Limit {
+	if n := s.sampleSize(c); maySample && n > 0 && n < q.Limit {
 		q.Limit, q.RandomStart, sampled = n, true, true
 		defer func() {
 			var nvh *NoValidHostError
@@ -173,105 +171,199 @@ func (s *Scheduler) selectOnce(ctx context.Context, spec *RequestSpec, maySample
 			}
 		}()
 	}
+	cands, err := s.candidates(ctx, c, q)
+	if err != nil {
+		return nil, err
+	}
+	hosts, err := s.hostStates(ctx, c, cands, aggs)
+	if err != nil {
+		return nil, err
+	}
+	filtered := s.filterFirst(hosts, c)
+	picks, last, passed, err := s.pickAndClaim(ctx, c, filtered, log)
+	if err != nil {
+		c.abort(ctx, s)
+		return nil, err
+	}
+	out = s.alternates(picks, last)
+	log.Debug("selected destinations", "instances", len(picks), "candidates", len(hosts), "sampled", sampled,
+		"passed_filters", passed, "elapsed", time.Since(start))
+	return out, nil
+}
+
+// query is stage 1: the request as placement's allocation candidates
+// query (the flavor's resources and traits, compute_status_filter),
+// narrowed by the aggregate request filters and the requested destination.
+// It returns the aggregates it read, for the host states.
+func (s *Scheduler) query(c *Cycle) (placement.CandidateQuery, *aggregateSnapshot, error) {
+	spec := c.Spec
+	q := BuildPlacementQuery(spec, s.cfg.MaxPlacementResults)
+	// Nothing here or in the conductors reads an allocation request's
+	// mappings (claims take its allocations): skip building them.
+	q.OmitMappings = true
+	aggs := s.hosts.aggregates()
+	if err := applyAggregateRequestFilters(&q, spec, aggs.all, s.cfg); err != nil {
+		return q, nil, &NoValidHostError{Reason: err.Error() + "."}
+	}
+	if err := s.applyRequestedDestination(&q, spec); err != nil {
+		return q, nil, err
+	}
+	return q, aggs, nil
+}
+
+// loadRequestGroup is stage 2: the server group named by the group hint,
+// read into the cycle (Nova's setup_instance_group). A group that does not
+// exist, or whose hard policy has no enabled filter, is a NoValidHost.
+func (s *Scheduler) loadRequestGroup(ctx context.Context, c *Cycle) error {
+	name := c.Spec.Hints.Group
+	if name == "" {
+		return nil
+	}
+	g, err := s.loadGroup(ctx, name)
+	if errors.Is(err, ErrGroupNotFound) {
+		return &NoValidHostError{Reason: fmt.Sprintf("Server group %s does not exist.", name)}
+	}
+	if err != nil {
+		return fmt.Errorf("select destinations: %w", err)
+	}
+	if err := s.checkGroupPolicy(g); err != nil {
+		return &NoValidHostError{Reason: err.Error() + "."}
+	}
+	c.Group = g
+	return nil
+}
+
+// candidates is stage 3: placement's allocation candidates for q, from its
+// in-memory index. None is a NoValidHost.
+func (s *Scheduler) candidates(ctx context.Context, c *Cycle, q placement.CandidateQuery) ([]placement.Candidate, error) {
 	cands, err := s.placement.CompactCandidates(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("select destinations: allocation candidates: %w", err)
 	}
 	if len(cands) == 0 {
-		return nil, &NoValidHostError{Reason: "Placement found no resource provider with room for the flavor."}
+		c.rejectRequested(c.Spec.RequestedDestination.host(), "Placement", "no allocation candidate with room for the flavor")
+		return nil, c.noValidHost(nil, "Placement found no resource provider with room for the flavor.")
 	}
-	hosts := s.hostStates(spec, cands, aggs)
-	if err := s.fillUntrustedInstances(ctx, spec, hosts); err != nil {
+	return cands, nil
+}
+
+// hostStates is stage 4: the candidates joined with the host manager's
+// view (joinHosts), and the instances of hosts whose cache is not trusted
+// read from the cells when a filter or weigher needs them.
+func (s *Scheduler) hostStates(ctx context.Context, c *Cycle, cands []placement.Candidate, aggs *aggregateSnapshot) ([]*HostState, error) {
+	hosts := s.joinHosts(c, cands, aggs)
+	if err := s.fillUntrustedInstances(ctx, c, hosts); err != nil {
 		return nil, fmt.Errorf("select destinations: %w", err)
 	}
-	counts := map[string]int{}
-	spec.InstanceUUID = spec.InstanceUUIDs[0]
-	filtered := s.filterFirst(hosts, spec, counts)
+	return hosts, nil
+}
 
-	n := len(spec.InstanceUUIDs)
-	claimRevs := make([]int64, 0, n) // revision of each claim, for rollback
-	chosen := make([]*HostState, 0, n)
-	claimedReqs := make([]placement.Candidate, 0, n)
-	selectedHosts := map[string]bool{}
-	var lastSorted *ranking
-	groupPlaced := map[string]string{}
-	for i, uuid := range spec.InstanceUUIDs {
-		spec.InstanceUUID = uuid
+// Stage 5, the filters for the first instance, is filterFirst (limit.go).
+
+// pick is one instance's host and the allocation request claimed on it.
+type pick struct {
+	host *HostState
+	req  placement.Candidate
+}
+
+// pickAndClaim is stage 6: for each instance in turn, filter the hosts
+// left (the first instance's were filtered by stage 5), weigh them and
+// claim the first that takes the instance (pickOne), then consume the
+// claim from the host so the next pick sees it. It returns the picks, the
+// last pick's ranking (the alternates come from it) and how many hosts
+// passed the filters last. Not placing every instance is a NoValidHost;
+// the caller aborts the cycle on any error.
+func (s *Scheduler) pickAndClaim(ctx context.Context, c *Cycle, filtered []*HostState, log hclog.Logger) ([]pick, *ranking, int, error) {
+	n := len(c.Spec.InstanceUUIDs)
+	picks := make([]pick, 0, n)
+	var last *ranking
+	for i := range c.Spec.InstanceUUIDs {
+		c.at(i)
 		if i > 0 {
-			filtered = runFilters(s.filters, filtered, spec, i, counts)
+			filtered = runFilters(s.filters, filtered, c)
 		}
-		var picked *HostState
-		var pickedReq placement.Candidate
-		// A server-group guard lost to another scheduler means our view
-		// of the group is old: re-read it, filter again and walk again.
-		for reload := 0; picked == nil; reload++ {
-			sorted := s.sortHosts(filtered, spec)
-			lastSorted = sorted
-			var guardLost bool
-			var err error
-			var rev int64
-			picked, pickedReq, rev, guardLost, err = s.claimFirst(ctx, sorted, spec, uuid)
-			if picked != nil {
-				claimRevs = append(claimRevs, rev)
-			}
-			if err != nil {
-				s.rollback(ctx, spec.InstanceUUIDs[:i], claimRevs)
-				s.releaseGroupPlaces(ctx, spec.Group, groupPlaced)
-				return nil, err
-			}
-			if picked != nil || !guardLost || reload >= maxGroupReloads {
-				break
-			}
-			g, err := s.loadGroup(ctx, spec.Hints.Group)
-			if err != nil {
-				s.rollback(ctx, spec.InstanceUUIDs[:i], claimRevs)
-				s.releaseGroupPlaces(ctx, spec.Group, groupPlaced)
-				return nil, fmt.Errorf("select destinations: %w", err)
-			}
-			for _, u := range spec.InstanceUUIDs[:i] { // our own picks are committed
-				g.place(groupPlaced[u], u)
-			}
-			spec.Group = g
-			filtered = runFilters(s.filters, filtered, spec, i, counts)
-			log.Debug("server group changed under the request; filtered again", "instance", uuid,
-				"group", spec.Hints.Group, "hosts", len(filtered))
+		var p pick
+		var err error
+		p, last, filtered, err = s.pickOne(ctx, c, filtered, log)
+		if err != nil {
+			return nil, nil, 0, err
 		}
-		if picked == nil {
-			s.rollback(ctx, spec.InstanceUUIDs[:i], claimRevs)
-			s.releaseGroupPlaces(ctx, spec.Group, groupPlaced)
-			return nil, &NoValidHostError{
-				Reason:  fmt.Sprintf("There are not enough hosts available (placed %d of %d).", i, n),
-				Removed: orderedCounts(s.filters, counts),
-			}
+		if p.host == nil {
+			return nil, nil, 0, c.noValidHost(s.filters,
+				fmt.Sprintf("There are not enough hosts available (placed %d of %d).", i, n))
 		}
-		picked.consume(pickedReq)
-		picked.addInstance(uuid, spec.Flavor)
-		if spec.Group != nil {
-			spec.Group.place(picked.Host, uuid)
-			groupPlaced[uuid] = picked.Host
-		}
-		chosen = append(chosen, picked)
-		claimedReqs = append(claimedReqs, pickedReq)
-		selectedHosts[picked.Host] = true
+		p.host.consume(p.req)
+		p.host.addInstance(c.Instance, c.Spec.Flavor)
+		picks = append(picks, p)
 	}
+	return picks, last, len(filtered), nil
+}
 
-	out = make([][]etcdschema.Selection, n)
-	for i, h := range chosen {
-		out[i] = append(out[i], s.selection(h, claimedReqs[i]))
-		for k := 0; k < lastSorted.len(); k++ {
+// pickOne weighs the filtered hosts and claims the first that takes the
+// current instance (claimFirst). A server-group guard lost to another
+// scheduler means our view of the group is old: re-read it, filter again
+// and walk again, at most maxGroupReloads times. No host taking it is a
+// zero pick, not an error. It returns the hosts as filtered last.
+func (s *Scheduler) pickOne(ctx context.Context, c *Cycle, filtered []*HostState, log hclog.Logger) (pick, *ranking, []*HostState, error) {
+	for reload := 0; ; reload++ {
+		sorted := s.sortHosts(filtered, c)
+		p, rev, guardLost, err := s.claimFirst(ctx, sorted, c)
+		if err != nil {
+			return pick{}, sorted, filtered, err
+		}
+		if p.host != nil {
+			c.claimed(p.host.Host, rev)
+			return p, sorted, filtered, nil
+		}
+		if !guardLost || reload >= maxGroupReloads {
+			return pick{}, sorted, filtered, nil
+		}
+		if err := s.reloadGroup(ctx, c); err != nil {
+			return pick{}, sorted, filtered, fmt.Errorf("select destinations: %w", err)
+		}
+		filtered = runFilters(s.filters, filtered, c)
+		log.Debug("server group changed under the request; filtered again", "instance", c.Instance,
+			"group", c.Spec.Hints.Group, "hosts", len(filtered))
+	}
+}
+
+// reloadGroup reads the request's server group again, with this request's
+// own picks so far (committed) placed in it.
+func (s *Scheduler) reloadGroup(ctx context.Context, c *Cycle) error {
+	g, err := s.loadGroup(ctx, c.Spec.Hints.Group)
+	if err != nil {
+		return err
+	}
+	for _, u := range c.Spec.InstanceUUIDs[:c.Index] {
+		g.place(c.placed[u], u)
+	}
+	c.Group = g
+	return nil
+}
+
+// alternates is stage 7: each instance's Selection on its claimed host,
+// followed by up to max_attempts-1 unclaimed alternates from the last
+// ranking: hosts of the same cell that no instance of the request took.
+func (s *Scheduler) alternates(picks []pick, last *ranking) [][]etcdschema.Selection {
+	taken := make(map[string]bool, len(picks))
+	for _, p := range picks {
+		taken[p.host.Host] = true
+	}
+	out := make([][]etcdschema.Selection, len(picks))
+	for i, p := range picks {
+		out[i] = append(out[i], s.selection(p.host, p.req))
+		for k := 0; k < last.len(); k++ {
 			if len(out[i]) >= s.cfg.MaxAttempts {
 				break
 			}
-			alt := lastSorted.at(k).host
-			if alt.Cell != h.Cell || selectedHosts[alt.Host] || len(alt.Candidates) == 0 {
+			alt := last.at(k).host
+			if alt.Cell != p.host.Cell || taken[alt.Host] || len(alt.Candidates) == 0 {
 				continue
 			}
 			out[i] = append(out[i], s.selection(alt, alt.Candidates[0]))
 		}
 	}
-	log.Debug("selected destinations", "instances", n, "candidates", len(hosts), "sampled", sampled,
-		"passed_filters", len(filtered), "elapsed", time.Since(start))
-	return out, nil
+	return out
 }
 
 // maxGroupReloads bounds how often one pick re-reads a server group whose
@@ -279,39 +371,41 @@ func (s *Scheduler) selectOnce(ctx context.Context, spec *RequestSpec, maySample
 const maxGroupReloads = 3
 
 // claimFirst walks the sorted hosts and claims the first that takes the
-// instance: Nova's claim loop, with the server-group guard in the same
-// etcd transaction as the claim. guardLost says a host was passed over
-// because the group changed under us. rev is the claim's etcd revision.
-func (s *Scheduler) claimFirst(ctx context.Context, sorted *ranking, spec *RequestSpec, uuid string) (picked *HostState, ar placement.Candidate, rev int64, guardLost bool, err error) {
+// current instance: Nova's claim loop, with the server-group guard in the
+// same etcd transaction as the claim. guardLost says a host was passed
+// over because the group changed under us. rev is the claim's etcd
+// revision.
+func (s *Scheduler) claimFirst(ctx context.Context, sorted *ranking, c *Cycle) (p pick, rev int64, guardLost bool, err error) {
+	uuid := c.Instance
 	for k := 0; k < sorted.len(); k++ {
 		h := sorted.at(k).host
 		if len(h.Candidates) == 0 {
 			continue
 		}
-		ar = h.Candidates[0]
-		write := placement.AllocationWrite{Allocations: ar.AllocationRequest().Allocations, ProjectID: spec.ProjectID, UserID: spec.UserID}
+		ar := h.Candidates[0]
+		write := placement.AllocationWrite{Allocations: ar.AllocationRequest().Allocations, ProjectID: c.Spec.ProjectID, UserID: c.Spec.UserID}
 		var opts placement.ClaimOptions
 		committed := func(int64) {}
-		if spec.Group != nil {
-			opts.Guards, opts.GuardOps, committed = groupGuard(s.hosts.keys, spec.Group, h.Host, uuid)
+		if c.Group != nil {
+			opts.Guards, opts.GuardOps, committed = groupGuard(s.hosts.keys, c.Group, h.Host, uuid)
 		}
 		rev, err = s.placement.PutAllocationsWithOptions(ctx, map[string]placement.AllocationWrite{uuid: write}, opts)
 		switch {
 		case err == nil:
 			committed(rev)
-			return h, ar, rev, guardLost, nil
+			return pick{host: h, req: ar}, rev, guardLost, nil
 		case errors.Is(err, placement.ErrGuardFailed):
 			s.log.Debug("server group place taken by another scheduler", "instance", uuid, "host", h.Host,
-				"group", spec.Group.Group.UUID)
+				"group", c.Group.Group.UUID)
 			guardLost = true
 			s.guardLosses.Add(1)
 		case isClaimRace(err):
 			s.log.Debug("claim lost, trying the next host", "instance", uuid, "host", h.Host, "error", err)
 		default:
-			return nil, ar, 0, false, fmt.Errorf("claim %s on %s: %w", uuid, h.Host, err)
+			return pick{}, 0, false, fmt.Errorf("claim %s on %s: %w", uuid, h.Host, err)
 		}
 	}
-	return nil, placement.Candidate{}, 0, guardLost, nil
+	return pick{}, 0, guardLost, nil
 }
 
 func isClaimRace(err error) bool {
@@ -320,21 +414,21 @@ func isClaimRace(err error) bool {
 		errors.Is(err, placement.ErrProviderNotFound)
 }
 
-// rollback frees earlier claims of a request that cannot be placed whole.
+// rollback frees the claims of a request that cannot be placed whole.
 // Each is freed only if the consumer is still the record this claim wrote
 // (guarded by its revision): when a caller gave up on this scheduler (a
 // timeout) it frees the claims and asks another scheduler, whose claims
 // for the same instances a late rollback here must not touch.
-func (s *Scheduler) rollback(ctx context.Context, uuids []string, revs []int64) {
-	for i, u := range uuids {
-		own := clientv3.Compare(clientv3.ModRevision(s.hosts.keys.Consumer(u)), "=", revs[i])
-		err := s.placement.DeleteAllocationsGuarded(context.WithoutCancel(ctx), u, own)
+func (s *Scheduler) rollback(ctx context.Context, claims []claim) {
+	for _, cl := range claims {
+		own := clientv3.Compare(clientv3.ModRevision(s.hosts.keys.Consumer(cl.instance)), "=", cl.rev)
+		err := s.placement.DeleteAllocationsGuarded(context.WithoutCancel(ctx), cl.instance, own)
 		switch {
 		case err == nil:
 		case errors.Is(err, placement.ErrGuardFailed), errors.Is(err, placement.ErrNotFound):
-			s.log.Info("claim already freed or replaced by another scheduler; leaving it", "instance", u)
+			s.log.Info("claim already freed or replaced by another scheduler; leaving it", "instance", cl.instance)
 		default:
-			s.log.Error("could not free claim of unplaceable request", "instance", u, "error", err)
+			s.log.Error("could not free claim of unplaceable request", "instance", cl.instance, "error", err)
 		}
 	}
 }
@@ -344,9 +438,9 @@ func (s *Scheduler) rollback(ctx context.Context, uuids []string, revs []int64) 
 // sorted up front (see weighRanking): enough for the claim, the subset
 // and the alternates of a request that meets no conflict. Hosts of equal
 // weight are in the instance's own order (tieSeedOf in weigher.go).
-func (s *Scheduler) sortHosts(hosts []*HostState, spec *RequestSpec) *ranking {
+func (s *Scheduler) sortHosts(hosts []*HostState, c *Cycle) *ranking {
 	k := 2*s.cfg.MaxAttempts + s.cfg.HostSubsetSize + 8
-	sorted := weighRanking(s.weighers, hosts, spec, k, tieSeedOf(spec.InstanceUUID))
+	sorted := weighRanking(s.weighers, hosts, c, k, tieSeedOf(c.Instance))
 	if sorted.len() == 0 {
 		return sorted
 	}
@@ -366,9 +460,11 @@ func (s *Scheduler) sortHosts(hosts []*HostState, spec *RequestSpec) *ranking {
 	return sorted
 }
 
-// hostStates joins placement's candidates with the host manager: one
-// HostState per compute node (root provider) that has a known service.
-func (s *Scheduler) hostStates(spec *RequestSpec, cands []placement.Candidate, aggs *aggregateSnapshot) []*HostState {
+// joinHosts joins placement's candidates with the host manager: one
+// HostState per compute node (root provider) that has a known service,
+// less the ignored hosts and those outside the requested destination.
+func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggregateSnapshot) []*HostState {
+	spec := c.Spec
 	var ignore map[string]bool
 	if len(spec.IgnoreHosts) > 0 {
 		ignore = make(map[string]bool, len(spec.IgnoreHosts))
@@ -419,7 +515,18 @@ func (s *Scheduler) hostStates(spec *RequestSpec, cands []placement.Candidate, a
 	order := make([]*HostState, 0, len(roots))
 	for j, root := range roots {
 		v := &views[j]
-		if !oks[j] || ignore[v.Host] || !spec.RequestedDestination.admits(v.Host, v.Cell) {
+		if !oks[j] {
+			continue
+		}
+		if ignore[v.Host] || !spec.RequestedDestination.admits(v.Host, v.Cell) {
+			if v.Host == spec.RequestedDestination.host() {
+				if ignore[v.Host] {
+					c.rejectRequested(v.Host, "ignore_hosts", "the request ignores it")
+				} else {
+					c.rejectRequested(v.Host, "requested_destination",
+						fmt.Sprintf("in cell %s, not the requested cell %s", v.Cell, spec.RequestedDestination.Cell))
+				}
+			}
 			continue
 		}
 		first := backing[perRoot[j]]
@@ -458,16 +565,6 @@ func (s *Scheduler) selection(h *HostState, c placement.Candidate) etcdschema.Se
 		}
 	}
 	return sel
-}
-
-func orderedCounts(filters []Filter, counts map[string]int) []FilterCount {
-	var out []FilterCount
-	for _, f := range filters {
-		if !slices.ContainsFunc(out, func(c FilterCount) bool { return c.Filter == f.Name() }) {
-			out = append(out, FilterCount{Filter: f.Name(), Removed: counts[f.Name()]})
-		}
-	}
-	return out
 }
 
 // revisionWaiter is the part of placement.Service that waits for its index

@@ -106,6 +106,20 @@ func TestAntiAffinityAcrossRequestsAndWithinOne(t *testing.T) {
 	if !errors.As(err, &nvh) || !strings.Contains(err.Error(), "ServerGroupAntiAffinityFilter removed 3") {
 		t.Fatalf("fourth member: want NoValidHost naming the filter, got %v", err)
 	}
+	// Each of the three hosts says why, up to maxSampleReasons of them.
+	for _, fc := range nvh.Removed {
+		if fc.Filter != "ServerGroupAntiAffinityFilter" {
+			continue
+		}
+		if len(fc.Reasons) != 3 {
+			t.Fatalf("anti-affinity reasons %q, want one per host", fc.Reasons)
+		}
+		for _, r := range fc.Reasons {
+			if _, why, _ := strings.Cut(r, ": "); why != "holds 1 member(s) of anti-affinity group g (max_server_per_host 1)" {
+				t.Errorf("anti-affinity reason %q", r)
+			}
+		}
+	}
 }
 
 func TestAntiAffinityMaxServerPerHostAndRollback(t *testing.T) {

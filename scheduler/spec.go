@@ -31,13 +31,6 @@ type RequestSpec struct {
 	// choosing, so a host that registered before the request was made is
 	// never missed because a watch lagged.
 	MinRevision int64 `json:"min_revision,omitempty"`
-
-	// Group is the server group named by the group hint, loaded by the
-	// scheduler from etcd for each request (Nova's setup_instance_group).
-	Group *GroupInfo `json:"-"`
-	// InstanceUUID is the instance being placed at the current pick
-	// (Nova sets spec.instance_uuid per instance); not serialised.
-	InstanceUUID string `json:"-"`
 }
 
 // Destination is Nova's Destination object: any of host, node (Berth
@@ -49,22 +42,40 @@ type Destination struct {
 }
 
 // NoValidHostError says why no host could take the request: how many
-// hosts each step removed, so an operator can see what to fix.
+// hosts each filter removed and why (a few hosts' reasons each), and for a
+// request pinned to a host, why that host was turned down, so an operator
+// can see what to fix.
 type NoValidHostError struct {
 	Reason string
 	// Removed counts the hosts each filter removed, in filter order.
 	Removed []FilterCount
+	// RequestedHost is why the host the request was pinned to
+	// (requested_destination) was turned down; nil when it was not, or
+	// the request named no host.
+	RequestedHost *HostRejection
 	// sampled says the request saw a sample of the candidates
 	// (placement_sample_size): it is tried again over all of them.
 	sampled bool
 }
 
-// FilterCount is how many hosts one step removed.
+// FilterCount is how many hosts one filter removed, with the reasons it
+// gave for the first few ("<host>: <reason>").
 type FilterCount struct {
-	Filter  string `json:"filter"`
-	Removed int    `json:"removed"`
+	Filter  string   `json:"filter"`
+	Removed int      `json:"removed"`
+	Reasons []string `json:"reasons,omitempty"`
 }
 
+// HostRejection is why one host was turned down: By is the filter, or the
+// step before the filters, that did it.
+type HostRejection struct {
+	Host   string `json:"host"`
+	By     string `json:"by"`
+	Reason string `json:"reason"`
+}
+
+// Error is "No valid host was found. <Reason> (<filter> removed <n>, ...)",
+// then why the requested host was turned down, if it was.
 func (e *NoValidHostError) Error() string {
 	var b strings.Builder
 	b.WriteString("No valid host was found. ")
@@ -77,6 +88,9 @@ func (e *NoValidHostError) Error() string {
 		b.WriteString(" (")
 		b.WriteString(strings.Join(parts, ", "))
 		b.WriteString(")")
+	}
+	if r := e.RequestedHost; r != nil {
+		fmt.Fprintf(&b, " Requested host %s: %s: %s.", r.Host, r.By, r.Reason)
 	}
 	return b.String()
 }

@@ -13,7 +13,7 @@ import (
 type Weigher interface {
 	Name() string
 	// Weigh returns the raw value for h; the scheduler normalises it.
-	Weigh(h *HostState, spec *RequestSpec) float64
+	Weigh(h *HostState, c *Cycle) float64
 }
 
 var weigherFactories = map[string]func() Weigher{}
@@ -78,8 +78,8 @@ type weighed struct {
 // multiplied by that host's multiplier (config, or its aggregates'
 // override). The result is sorted best first; ties keep the input order so
 // results are deterministic for a given input.
-func weighHosts(ws []weigherWithMultiplier, hosts []*HostState, spec *RequestSpec) []weighed {
-	r := weighRanking(ws, hosts, spec, len(hosts), 0)
+func weighHosts(ws []weigherWithMultiplier, hosts []*HostState, c *Cycle) []weighed {
+	r := weighRanking(ws, hosts, c, len(hosts), 0)
 	return r.w
 }
 
@@ -88,7 +88,7 @@ func weighHosts(ws []weigherWithMultiplier, hosts []*HostState, spec *RequestSpe
 // in no group of their policy): weighing 1,000 hosts to find that out
 // cost as much as a real weigher.
 type requestConstant interface {
-	constantFor(spec *RequestSpec) bool
+	constantFor(c *Cycle) bool
 }
 
 // weighRanking weighs hosts (see weighHosts) and ranks them, sorting only
@@ -96,7 +96,7 @@ type requestConstant interface {
 // offers a few alternates, so sorting all 1,000 candidates was mostly
 // wasted. The ranking sorts the rest when a caller looks past k.
 // tieSeed orders hosts of equal weight (tieKey); 0 keeps the input order.
-func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, spec *RequestSpec, k int, tieSeed uint64) *ranking {
+func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, c *Cycle, k int, tieSeed uint64) *ranking {
 	out := make([]weighed, len(hosts))
 	for i, h := range hosts {
 		out[i].host, out[i].order = h, i
@@ -122,7 +122,7 @@ func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, spec *RequestS
 		mult = make([]float64, len(hosts))
 	}
 	for _, w := range ws {
-		if c, ok := w.Weigher.(requestConstant); ok && c.constantFor(spec) {
+		if rc, ok := w.Weigher.(requestConstant); ok && rc.constantFor(c) {
 			continue // all-equal values weigh 0
 		}
 		if anyAggs {
@@ -139,7 +139,7 @@ func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, spec *RequestS
 		}
 		lo, hi := 0.0, 0.0
 		for i, h := range hosts {
-			v := w.Weigh(h, spec)
+			v := w.Weigh(h, c)
 			raw[i] = v
 			if i == 0 || v < lo {
 				lo = v

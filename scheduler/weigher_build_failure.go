@@ -12,6 +12,6 @@ func init() { registerWeigher("build_failure", func() Weigher { return BuildFail
 
 func (BuildFailureWeigher) Name() string { return "BuildFailureWeigher" }
 
-func (BuildFailureWeigher) Weigh(h *HostState, _ *RequestSpec) float64 {
+func (BuildFailureWeigher) Weigh(h *HostState, _ *Cycle) float64 {
 	return -float64(h.FailedBuilds)
 }

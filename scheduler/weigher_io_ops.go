@@ -11,4 +11,4 @@ func init() { registerWeigher("io_ops", func() Weigher { return IoOpsWeigher{} }
 
 func (IoOpsWeigher) Name() string { return "IoOpsWeigher" }
 
-func (IoOpsWeigher) Weigh(h *HostState, _ *RequestSpec) float64 { return float64(h.NumIOOps) }
+func (IoOpsWeigher) Weigh(h *HostState, _ *Cycle) float64 { return float64(h.NumIOOps) }

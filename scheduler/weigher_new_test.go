@@ -6,13 +6,13 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 )
 
-func weighOrder(t *testing.T, weights map[string]float64, spec *RequestSpec, hosts ...*HostState) []string {
+func weighOrder(t *testing.T, weights map[string]float64, c *Cycle, hosts ...*HostState) []string {
 	t.Helper()
 	ws, err := NewWeighers(weights)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return order(weighHosts(ws, hosts, spec))
+	return order(weighHosts(ws, hosts, c))
 }
 
 func named(name string, h *HostState) *HostState { h.Host = name; return h }
@@ -24,21 +24,23 @@ func TestNewWeighers(t *testing.T) {
 	some := named("some", hostRes("", 1000, 10, 0, 0))
 	some.NumIOOps = 1
 
-	soft := func(policy string) *RequestSpec {
-		return &RequestSpec{Group: group(policy, 0, map[string][]string{"two": {"m1", "m2"}, "one": {"m3"}})}
+	soft := func(policy string) *Cycle {
+		c := newCycle(&RequestSpec{})
+		c.Group = group(policy, 0, map[string][]string{"two": {"m1", "m2"}, "one": {"m3"}})
+		return c
 	}
 	two, one, none := named("two", hostRes("", 1, 1, 0, 0)), named("one", hostRes("", 1, 1, 0, 0)), named("none", hostRes("", 1, 1, 0, 0))
 
 	cases := []struct {
 		desc    string
 		weights map[string]float64
-		spec    *RequestSpec
+		cycle   *Cycle
 		hosts   []*HostState
 		want    []string
 	}{
-		{"io_ops at Nova's -1 avoids busy hosts", map[string]float64{"io_ops": -1}, &RequestSpec{},
+		{"io_ops at Nova's -1 avoids busy hosts", map[string]float64{"io_ops": -1}, newCycle(&RequestSpec{}),
 			[]*HostState{busy, some, idle}, []string{"idle", "some", "busy"}},
-		{"io_ops positive prefers them", map[string]float64{"io_ops": 1}, &RequestSpec{},
+		{"io_ops positive prefers them", map[string]float64{"io_ops": 1}, newCycle(&RequestSpec{}),
 			[]*HostState{idle, some, busy}, []string{"busy", "some", "idle"}},
 		{"soft-affinity packs onto members", map[string]float64{"soft_affinity": 1}, soft(etcdschema.PolicySoftAffinity),
 			[]*HostState{none, one, two}, []string{"two", "one", "none"}},
@@ -49,7 +51,7 @@ func TestNewWeighers(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.desc, func(t *testing.T) {
-			got := weighOrder(t, c.weights, c.spec, c.hosts...)
+			got := weighOrder(t, c.weights, c.cycle, c.hosts...)
 			for i := range c.want {
 				if got[i] != c.want[i] {
 					t.Fatalf("order = %v, want %v", got, c.want)
@@ -89,7 +91,7 @@ func TestAggregateMultiplierOverrides(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := weighHosts(ws, []*HostState{b, a}, &RequestSpec{})
+			out := weighHosts(ws, []*HostState{b, a}, newCycle(&RequestSpec{}))
 			if out[0].host.Host != c.want {
 				t.Fatalf("best = %s, want %s", out[0].host.Host, c.want)
 			}

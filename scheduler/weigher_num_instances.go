@@ -11,6 +11,6 @@ func init() { registerWeigher("num_instances", func() Weigher { return NumInstan
 
 func (NumInstancesWeigher) Name() string { return "NumInstancesWeigher" }
 
-func (NumInstancesWeigher) Weigh(h *HostState, _ *RequestSpec) float64 {
+func (NumInstancesWeigher) Weigh(h *HostState, _ *Cycle) float64 {
 	return float64(h.NumInstances)
 }

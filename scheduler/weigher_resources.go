@@ -25,12 +25,12 @@ func init() {
 }
 
 func (RAMWeigher) Name() string { return "RAMWeigher" }
-func (RAMWeigher) Weigh(h *HostState, _ *RequestSpec) float64 {
+func (RAMWeigher) Weigh(h *HostState, _ *Cycle) float64 {
 	return float64(h.Free(placement.MemoryMB))
 }
-func (CPUWeigher) Name() string                               { return "CPUWeigher" }
-func (CPUWeigher) Weigh(h *HostState, _ *RequestSpec) float64 { return float64(h.Free(placement.VCPU)) }
-func (DiskWeigher) Name() string                              { return "DiskWeigher" }
-func (DiskWeigher) Weigh(h *HostState, _ *RequestSpec) float64 {
+func (CPUWeigher) Name() string                         { return "CPUWeigher" }
+func (CPUWeigher) Weigh(h *HostState, _ *Cycle) float64 { return float64(h.Free(placement.VCPU)) }
+func (DiskWeigher) Name() string                        { return "DiskWeigher" }
+func (DiskWeigher) Weigh(h *HostState, _ *Cycle) float64 {
 	return float64(h.Free(placement.DiskGB))
 }

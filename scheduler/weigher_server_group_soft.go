@@ -24,29 +24,29 @@ func init() {
 
 func (ServerGroupSoftAffinityWeigher) Name() string { return "ServerGroupSoftAffinityWeigher" }
 
-func (ServerGroupSoftAffinityWeigher) Weigh(h *HostState, spec *RequestSpec) float64 {
-	return membersWeight(h, spec, etcdschema.PolicySoftAffinity)
+func (ServerGroupSoftAffinityWeigher) Weigh(h *HostState, c *Cycle) float64 {
+	return membersWeight(h, c, etcdschema.PolicySoftAffinity)
 }
 
 func (ServerGroupSoftAntiAffinityWeigher) Name() string { return "ServerGroupSoftAntiAffinityWeigher" }
 
-func (ServerGroupSoftAntiAffinityWeigher) Weigh(h *HostState, spec *RequestSpec) float64 {
-	return -membersWeight(h, spec, etcdschema.PolicySoftAntiAffinity)
+func (ServerGroupSoftAntiAffinityWeigher) Weigh(h *HostState, c *Cycle) float64 {
+	return -membersWeight(h, c, etcdschema.PolicySoftAntiAffinity)
 }
 
-func (ServerGroupSoftAffinityWeigher) constantFor(spec *RequestSpec) bool {
-	return spec.Group == nil || spec.Group.Policy() != etcdschema.PolicySoftAffinity
+func (ServerGroupSoftAffinityWeigher) constantFor(c *Cycle) bool {
+	return c.Group == nil || c.Group.Policy() != etcdschema.PolicySoftAffinity
 }
 
-func (ServerGroupSoftAntiAffinityWeigher) constantFor(spec *RequestSpec) bool {
-	return spec.Group == nil || spec.Group.Policy() != etcdschema.PolicySoftAntiAffinity
+func (ServerGroupSoftAntiAffinityWeigher) constantFor(c *Cycle) bool {
+	return c.Group == nil || c.Group.Policy() != etcdschema.PolicySoftAntiAffinity
 }
 
 // membersWeight is the number of the group's members on h when the
 // request's group has policy, else 0.
-func membersWeight(h *HostState, spec *RequestSpec, policy string) float64 {
-	if spec.Group == nil || spec.Group.Policy() != policy {
+func membersWeight(h *HostState, c *Cycle, policy string) float64 {
+	if c.Group == nil || c.Group.Policy() != policy {
 		return 0
 	}
-	return float64(spec.Group.membersOn(h))
+	return float64(c.Group.membersOn(h))
 }

@@ -47,7 +47,7 @@ func TestWeighHosts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := order(weighHosts(ws, []*HostState{a, b, c}, &RequestSpec{}))
+			got := order(weighHosts(ws, []*HostState{a, b, c}, newCycle(&RequestSpec{})))
 			if len(got) != 3 || got[0] != tc.want[0] || got[1] != tc.want[1] || got[2] != tc.want[2] {
 				t.Fatalf("order = %v, want %v", got, tc.want)
 			}
@@ -57,7 +57,7 @@ func TestWeighHosts(t *testing.T) {
 
 func TestWeighingNormalisesToUnitRange(t *testing.T) {
 	ws, _ := NewWeighers(map[string]float64{"ram": 2})
-	out := weighHosts(ws, []*HostState{hostRes("a", 0, 0, 0, 0), hostRes("b", 500, 0, 0, 0), hostRes("c", 1000, 0, 0, 0)}, &RequestSpec{})
+	out := weighHosts(ws, []*HostState{hostRes("a", 0, 0, 0, 0), hostRes("b", 500, 0, 0, 0), hostRes("c", 1000, 0, 0, 0)}, newCycle(&RequestSpec{}))
 	want := map[string]float64{"c": 2, "b": 1, "a": 0}
 	for _, w := range out {
 		if w.weight != want[w.host.Host] {
