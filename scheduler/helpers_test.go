@@ -96,3 +96,13 @@ func flavorSpec(id, name string, kv ...string) *RequestSpec {
 	}
 	return &RequestSpec{Flavor: f, InstanceUUIDs: []string{"new"}}
 }
+
+// put writes v under key and returns the revision.
+func (c *cloud) put(key string, v etcdschema.Versioned) int64 {
+	c.t.Helper()
+	resp, err := c.cli.Put(c.ctx, key, etcdschema.MustEncode(v))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return resp.Header.Revision
+}

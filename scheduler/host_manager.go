@@ -166,6 +166,18 @@ func (hm *HostManager) viewForProvider(uuid string) (hostView, bool) {
 	return hm.viewLocked(host)
 }
 
+// ReportsInstance says whether provider is a compute node's (a host with
+// a service owns it), and whether that host's agent reports instance on
+// it: the leader's orphaned-allocation duty leaves those alone.
+func (hm *HostManager) ReportsInstance(provider, instance string) (compute, reported bool) {
+	v, ok := hm.viewForProvider(provider)
+	if !ok {
+		return false, false
+	}
+	_, reported = v.Instances[instance]
+	return true, reported
+}
+
 // viewsForProviders is viewForProvider for many providers under one read
 // lock: a request joins up to max_placement_results candidates, and a lock
 // round per candidate queued them behind every watch update.
@@ -520,9 +532,10 @@ func (hm *HostManager) rereadHost(ctx context.Context, host string) error {
 	return nil
 }
 
-// downCandidates lists hosts with a service record whose alive key is gone
-// (down), and hosts the leader recorded down that are alive again (back).
-func (hm *HostManager) downCandidates() (down, back []string) {
+// DownHosts lists hosts with a service record whose alive key is gone
+// (down), and hosts the leader recorded down that are alive again (back):
+// what the leader's down-host duty acts on.
+func (hm *HostManager) DownHosts() (down, back []string) {
 	hm.mu.RLock()
 	defer hm.mu.RUnlock()
 	for h, r := range hm.hosts {
@@ -544,18 +557,21 @@ func (hm *HostManager) instancesFromCells(ctx context.Context, hostsByCell map[s
 	out := map[string]map[string]*etcdschema.InstanceInfo{}
 	for _, cell := range sortedKeys(hostsByCell) {
 		want := hostsByCell[cell]
-		err := listPaged(ctx, hm.cli, hm.keys.CellInstances(cell), false, func(key string, val []byte, _ int64) {
-			var inst etcdschema.Instance
-			if etcdschema.Decode(key, val, &inst) != nil || !want[inst.Host] || inst.Status == etcdschema.StatusDeleted {
-				return
+		_, err := informer.List(ctx, hm.cli, hm.keys.CellInstances(cell), 0, nil, func(page []informer.Event) error {
+			for _, ev := range page {
+				var inst etcdschema.Instance
+				if etcdschema.Decode(ev.Key, ev.Value, &inst) != nil || !want[inst.Host] || inst.Status == etcdschema.StatusDeleted {
+					continue
+				}
+				m := out[inst.Host]
+				if m == nil {
+					m = map[string]*etcdschema.InstanceInfo{}
+					out[inst.Host] = m
+				}
+				m[inst.UUID] = &etcdschema.InstanceInfo{UUID: inst.UUID, Host: inst.Host, FlavorID: inst.Flavor.ID,
+					Flavor: inst.Flavor.Name, State: strings.ToLower(inst.Status), UpdatedAt: inst.UpdatedAt}
 			}
-			m := out[inst.Host]
-			if m == nil {
-				m = map[string]*etcdschema.InstanceInfo{}
-				out[inst.Host] = m
-			}
-			m[inst.UUID] = &etcdschema.InstanceInfo{UUID: inst.UUID, Host: inst.Host, FlavorID: inst.Flavor.ID,
-				Flavor: inst.Flavor.Name, State: strings.ToLower(inst.Status), UpdatedAt: inst.UpdatedAt}
+			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("read instances of cell %s: %w", cell, err)

@@ -25,6 +25,7 @@ import (
 	"github.com/berth-project/berth/internal/members"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/status"
+	"github.com/berth-project/berth/leader"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/scheduler"
 )
@@ -355,17 +356,17 @@ func (s *stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 	s.status.Ready("scheduler registration", reg.Registered(), "the scheduler is not registered under /members/scheduler/ yet")
 	sups := members.NewWatcher(s.cli, s.keys, roleSuperconductor, log)
 	go sups.Run(s.ctx)
-	leader := scheduler.NewLeader(scheduler.LeaderConfig{
-		Client: s.cli, Keys: s.keys, ID: s.schedID, TTL: c.ElectionTTL, Log: log.Named("leader"),
+	candidate := leader.New(leader.Config{
+		Client: s.cli, Keys: s.keys, Election: scheduler.Role, ID: s.schedID, TTL: c.ElectionTTL, Log: log.Named("leader"),
 		Metrics: s.metrics,
-		Duties: scheduler.LeaderDuties(scheduler.DutyConfig{
+		Duties: leader.Duties(leader.DutyConfig{
 			Client: s.cli, Keys: s.keys, Placement: s.placement, Hosts: s.hosts, Superconductors: sups,
 			ID: s.schedID, Interval: c.LeaderInterval, DownHostGrace: c.DownHostGrace,
 			OrphanGrace: c.OrphanGrace, StuckBuildRequestTimeout: c.StuckBuildRequestTimeout,
 			Log: log.Named("leader"),
 		}),
 	})
-	s.run("scheduler leader", leader.Run)
+	s.run("scheduler leader", candidate.Run)
 	select {
 	case <-reg.Registered():
 		return nil

@@ -1,4 +1,4 @@
-package scheduler
+package leader
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func TestLeaderFailoverAndFencing(t *testing.T) {
 		}
 	}()
 	mk := func(id string, cli *clientv3.Client) *Leader {
-		l := NewLeader(LeaderConfig{Client: cli, Keys: keys, ID: id, TTL: ttl, Log: hclog.NewNullLogger()})
+		l := New(Config{Client: cli, Keys: keys, Election: testElection, ID: id, TTL: ttl, Log: hclog.NewNullLogger()})
 		done := make(chan struct{})
 		running = append(running, done)
 		go func() { l.Run(ctx); close(done) }()
@@ -114,11 +114,11 @@ func TestLeaderResignsOnStop(t *testing.T) {
 	bctx, stopB := context.WithCancel(context.Background())
 	bDone := make(chan struct{})
 	defer func() { stopB(); <-bDone }()
-	a := NewLeader(LeaderConfig{Client: cli, Keys: keys, ID: "a", TTL: 60 * time.Second, Log: hclog.NewNullLogger()})
+	a := New(Config{Client: cli, Keys: keys, Election: testElection, ID: "a", TTL: 60 * time.Second, Log: hclog.NewNullLogger()})
 	done := make(chan struct{})
 	go func() { a.Run(actx); close(done) }()
 	waitFor(t, "a to lead", func() bool { _, ok := a.Fence(); return ok })
-	b := NewLeader(LeaderConfig{Client: cli, Keys: keys, ID: "b", TTL: 60 * time.Second, Log: hclog.NewNullLogger()})
+	b := New(Config{Client: cli, Keys: keys, Election: testElection, ID: "b", TTL: 60 * time.Second, Log: hclog.NewNullLogger()})
 	go func() { b.Run(bctx); close(bDone) }()
 	stopA()
 	<-done
@@ -133,7 +133,7 @@ func TestLeaderMetrics(t *testing.T) {
 	m := metrics.New()
 	ctx, stop := context.WithCancel(context.Background())
 	fails := func(context.Context, Fence) error { return errors.New("etcd said no") }
-	a := NewLeader(LeaderConfig{Client: cli, Keys: keys, ID: "a", TTL: 60 * time.Second, Log: hclog.NewNullLogger(),
+	a := New(Config{Client: cli, Keys: keys, Election: testElection, ID: "a", TTL: 60 * time.Second, Log: hclog.NewNullLogger(),
 		Metrics: m, Duties: []Duty{
 			{Name: "sweep", Interval: 10 * time.Millisecond, Run: func(context.Context, Fence) error { return nil }},
 			{Name: "broken", Interval: time.Hour, Run: fails},

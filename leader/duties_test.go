@@ -1,7 +1,8 @@
-package scheduler
+package leader
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func (c *cloud) lead() (Fence, *concurrency.Session) {
 		c.t.Fatal(err)
 	}
 	c.t.Cleanup(func() { sess.Close() })
-	e := concurrency.NewElection(sess, c.keys.Election(Role))
+	e := concurrency.NewElection(sess, c.keys.Election(testElection))
 	if err := e.Campaign(c.ctx, "test"); err != nil {
 		c.t.Fatal(err)
 	}
@@ -39,36 +40,9 @@ func (c *cloud) duties(now time.Time, sups int) *duties {
 		Log: hclog.NewNullLogger(), Now: func() time.Time { return now }}}
 }
 
-func (c *cloud) put(key string, v etcdschema.Versioned) int64 {
-	c.t.Helper()
-	resp, err := c.cli.Put(c.ctx, key, etcdschema.MustEncode(v))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return resp.Header.Revision
-}
-
-func (c *cloud) exists(key string) bool {
-	c.t.Helper()
-	resp, err := c.cli.Get(c.ctx, key)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return len(resp.Kvs) > 0
-}
-
-func (c *cloud) claim(consumer, host string) {
-	c.t.Helper()
-	err := c.place.PutAllocations(c.ctx, consumer, placement.AllocationWrite{ProjectID: "p", UserID: "u",
-		Allocations: map[string]placement.ProviderAllocation{"rp-" + host: {Resources: map[string]int64{placement.VCPU: 1}}}})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-}
-
 func TestDutyDownHostReschedulesAndDeletesLocally(t *testing.T) {
 	c := newCloud(t)
-	c.addHost("a", "cell1", 8, 8192, false)
+	c.addHost("a", "cell1", 8, 8192)
 	f, _ := c.lead()
 	k := c.keys
 	// A build waiting on a, and a delete waiting on a.
@@ -83,7 +57,7 @@ func TestDutyDownHostReschedulesAndDeletesLocally(t *testing.T) {
 	if _, err := c.cli.Delete(c.ctx, k.Alive("a")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a seen down", func() bool { v, _ := c.hosts.view("a"); return !v.Up })
+	waitFor(t, "a seen down", func() bool { down, _ := c.hosts.DownHosts(); return slices.Contains(down, "a") })
 
 	now := time.Now()
 	if err := c.duties(now, 1).downHosts(c.ctx, f); err != nil {
@@ -120,8 +94,8 @@ func TestDutyDownHostReschedulesAndDeletesLocally(t *testing.T) {
 
 	// Back up: the record goes.
 	c.put(k.Alive("a"), &etcdschema.Alive{Host: "a"})
-	waitFor(t, "a seen up", func() bool { v, _ := c.hosts.view("a"); return v.Up })
-	waitFor(t, "down record seen", func() bool { _, back := c.hosts.downCandidates(); return len(back) == 1 })
+	waitFor(t, "a seen up", func() bool { down, _ := c.hosts.DownHosts(); return !slices.Contains(down, "a") })
+	waitFor(t, "down record seen", func() bool { _, back := c.hosts.DownHosts(); return len(back) == 1 })
 	if err := c.duties(now, 1).downHosts(c.ctx, f); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +106,7 @@ func TestDutyDownHostReschedulesAndDeletesLocally(t *testing.T) {
 
 func TestDutyOrphanedAllocations(t *testing.T) {
 	c := newCloud(t)
-	c.addHost("a", "cell1", 8, 8192, false)
+	c.addHost("a", "cell1", 8, 8192)
 	f, sess := c.lead()
 	c.claim("orphan", "a")
 	c.claim("owned", "a")

@@ -1,4 +1,10 @@
-package scheduler
+// Package leader elects one scheduler to lead and runs the leader's
+// singleton duties while it does: down-host handling, orphaned-allocation
+// and stale-alternates clean-up, and stuck build requests (duties.go).
+// Every scheduler runs a candidate; at most one leads at a time, and every
+// leader write carries the term's Fence, so a deposed leader that has not
+// noticed yet cannot write.
+package leader
 
 import (
 	"context"
@@ -57,10 +63,13 @@ type Duty struct {
 	Run      func(ctx context.Context, f Fence) error
 }
 
-// LeaderConfig configures an election candidate.
-type LeaderConfig struct {
+// Config configures an election candidate.
+type Config struct {
 	Client *clientv3.Client
 	Keys   etcdschema.Keys
+	// Election is the name the candidates campaign under
+	// (/elections/<name>): the schedulers' role, scheduler.Role.
+	Election string
 	// ID names this candidate (the election value, and logs).
 	ID string
 	// TTL is the session lease: a dead leader is replaced within it.
@@ -71,20 +80,20 @@ type LeaderConfig struct {
 	Metrics *metrics.Metrics
 }
 
-// Leader campaigns in /elections/scheduler and, while elected, runs the
+// Leader campaigns in /elections/<Election> and, while elected, runs the
 // duties. Every scheduler runs one; at most one leads at a time, and every
 // leader write is fenced so that a deposed leader that has not noticed yet
 // cannot write.
 type Leader struct {
-	cfg LeaderConfig
+	cfg Config
 
 	mu      sync.Mutex
 	fence   *Fence
 	changed chan struct{} // closed and replaced on every change of fence
 }
 
-// NewLeader returns a candidate; Run campaigns.
-func NewLeader(cfg LeaderConfig) *Leader {
+// New returns a candidate; Run campaigns.
+func New(cfg Config) *Leader {
 	for _, d := range cfg.Duties {
 		cfg.Metrics.DeclareDuties(d.Name)
 	}
@@ -119,6 +128,9 @@ func (l *Leader) setFence(f *Fence) {
 // Run campaigns until ctx ends, leading whenever elected. On ctx's end a
 // leader resigns at once so another takes over without waiting the TTL.
 func (l *Leader) Run(ctx context.Context) error {
+	if l.cfg.Election == "" {
+		return errors.New("leader: no election name configured")
+	}
 	ttl := int(l.cfg.TTL / time.Second)
 	if ttl < 1 {
 		ttl = 1
@@ -150,7 +162,7 @@ func (l *Leader) Run(ctx context.Context) error {
 // term is one session: campaign, lead until the session or ctx ends.
 func (l *Leader) term(ctx context.Context, sess *concurrency.Session) {
 	log := l.cfg.Log
-	e := concurrency.NewElection(sess, l.cfg.Keys.Election(Role))
+	e := concurrency.NewElection(sess, l.cfg.Keys.Election(l.cfg.Election))
 	// Campaigning stops when the session dies, so a candidate whose lease
 	// expired while waiting starts over with a new one.
 	cctx, cancel := context.WithCancel(ctx)

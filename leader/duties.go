@@ -1,4 +1,4 @@
-package scheduler
+package leader
 
 import (
 	"context"
@@ -25,12 +25,24 @@ type DutyPlacement interface {
 // Counter counts registered members of a role (superconductors).
 type Counter interface{ Count() int }
 
+// Hosts is what the duties need of the scheduler's host manager
+// (scheduler.HostManager): its watch-fed view of which hosts are down and
+// which instances each reports.
+type Hosts interface {
+	// DownHosts lists hosts with a service whose alive key is gone
+	// (down), and hosts recorded down that are alive again (back).
+	DownHosts() (down, back []string)
+	// ReportsInstance says whether provider is a compute node's, and
+	// whether its host reports instance.
+	ReportsInstance(provider, instance string) (compute, reported bool)
+}
+
 // DutyConfig configures the leader's singleton duties.
 type DutyConfig struct {
 	Client    *clientv3.Client
 	Keys      etcdschema.Keys
 	Placement DutyPlacement
-	Hosts     *HostManager
+	Hosts     Hosts
 	// Superconductors tells the stuck-request sweep whether anyone could
 	// still pick a request up.
 	Superconductors Counter
@@ -55,10 +67,10 @@ type duties struct {
 	DutyConfig
 }
 
-// LeaderDuties returns the duties DESIGN.md gives the leader: down-host
+// Duties returns the duties DESIGN.md gives the leader: down-host
 // handling, orphaned-allocation and stale-alternates clean-up, and stuck
 // build requests. Each writes only through its term's Fence.
-func LeaderDuties(c DutyConfig) []Duty {
+func Duties(c DutyConfig) []Duty {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -81,7 +93,7 @@ func LeaderDuties(c DutyConfig) []Duty {
 // agent reports a reschedulable failure), a delete is done locally (as
 // Nova deletes locally when the compute service is down).
 func (d *duties) downHosts(ctx context.Context, f Fence) error {
-	down, back := d.Hosts.downCandidates()
+	down, back := d.Hosts.DownHosts()
 	for _, h := range back {
 		_, err := f.Txn(ctx, d.Client,
 			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(d.Keys.Alive(h)), ">", 0)},
@@ -245,11 +257,9 @@ func (d *duties) orphanedAllocations(ctx context.Context, f Fence) error {
 		}
 		onCompute, known := false, false
 		for rp := range cr.Consumer.Allocations {
-			if v, ok := d.Hosts.viewForProvider(rp); ok {
-				onCompute = true
-				// An instance its host reported is no orphan: no need to
-				// look its mapping up.
-				_, known = v.Instances[cr.Consumer.UUID]
+			// An instance its host reported is no orphan: no need to
+			// look its mapping up.
+			if onCompute, known = d.Hosts.ReportsInstance(rp, cr.Consumer.UUID); onCompute {
 				break
 			}
 		}
@@ -320,40 +330,18 @@ func (d *duties) mappedAmong(ctx context.Context, cands []placement.ConsumerReco
 	return out, nil
 }
 
-// listKeys returns the set of keys under prefix, paged.
+// listKeys returns the set of keys under prefix, read at one revision
+// with the informer's list (streamed, the next chunk fetched while this one
+// is gathered).
 func listKeys(ctx context.Context, cli *clientv3.Client, prefix string) (map[string]bool, error) {
 	out := map[string]bool{}
-	err := listPaged(ctx, cli, prefix, true, func(key string, _ []byte, _ int64) {
-		out[key] = true
+	_, err := informer.List(ctx, cli, prefix, 0, nil, func(page []informer.Event) error {
+		for _, ev := range page {
+			out[ev.Key] = true
+		}
+		return nil
 	})
 	return out, err
-}
-
-// listPaged reads every key under prefix in pages at one revision.
-func listPaged(ctx context.Context, cli *clientv3.Client, prefix string, keysOnly bool, fn func(key string, val []byte, modRev int64)) error {
-	key, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
-	var rev int64
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(informer.PageSize)}
-		if keysOnly {
-			opts = append(opts, clientv3.WithKeysOnly())
-		}
-		if rev > 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		resp, err := cli.Get(ctx, key, opts...)
-		if err != nil {
-			return fmt.Errorf("list %s: %w", prefix, err)
-		}
-		rev = resp.Header.Revision
-		for _, kv := range resp.Kvs {
-			fn(string(kv.Key), kv.Value, kv.ModRevision)
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			return nil
-		}
-		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
-	}
 }
 
 // ---- stale alternates ------------------------------------------------------
@@ -370,13 +358,15 @@ func (d *duties) staleAlternates(ctx context.Context, f Fence) error {
 		alts   etcdschema.Alternates
 	}
 	var all []entry
-	err := listPaged(ctx, d.Client, k.AlternatesPrefix(), false, func(key string, val []byte, modRev int64) {
-		var a etcdschema.Alternates
-		if err := etcdschema.Decode(key, val, &a); err != nil {
-			d.Log.Warn("leaving unreadable alternates", "key", key, "error", err)
-			return
+	_, err := informer.List(ctx, d.Client, k.AlternatesPrefix(), 0, decodeAlternates, func(page []informer.Event) error {
+		for _, ev := range page {
+			if ev.DecodeErr != nil {
+				d.Log.Warn("leaving unreadable alternates", "key", ev.Key, "error", ev.DecodeErr)
+				continue
+			}
+			all = append(all, entry{ev.Key, ev.Revision, *ev.Decoded.(*etcdschema.Alternates)})
 		}
-		all = append(all, entry{key, modRev, a})
+		return nil
 	})
 	if err != nil {
 		return err
@@ -428,6 +418,15 @@ func (d *duties) staleAlternates(ctx context.Context, f Fence) error {
 	return nil
 }
 
+// decodeAlternates is the list's decoder of alternates lists.
+func decodeAlternates(key string, val []byte) (any, error) {
+	var a etcdschema.Alternates
+	if err := etcdschema.Decode(key, val, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
 // modRevOf is the mod revision of a read key, 0 when it was absent (etcd
 // compares a missing key's revisions as 0).
 func modRevOf(kvs []*mvccpb.KeyValue) int64 {
@@ -451,29 +450,52 @@ func (d *duties) stuckBuildRequests(ctx context.Context, f Fence) error {
 		return err
 	}
 	now := d.Now()
+	type request struct {
+		key    string
+		modRev int64
+		br     *etcdschema.BuildRequest
+	}
+	var stuck []request
 	waiting := 0
-	err = listPaged(ctx, d.Client, k.BuildRequests(), false, func(key string, val []byte, modRev int64) {
-		if err != nil {
-			return
+	_, err = informer.List(ctx, d.Client, k.BuildRequests(), 0, decodeBuildRequest, func(page []informer.Event) error {
+		for _, ev := range page {
+			if ev.DecodeErr != nil {
+				continue // the superconductor buries unreadable requests itself
+			}
+			br := ev.Decoded.(*etcdschema.BuildRequest)
+			if leased[k.BuildRequestLease(br.InstanceUUID)] || now.Sub(br.CreatedAt) < d.StuckBuildRequestTimeout {
+				continue
+			}
+			if d.Superconductors != nil && d.Superconductors.Count() > 0 {
+				waiting++
+				continue
+			}
+			stuck = append(stuck, request{ev.Key, ev.Revision, br})
 		}
-		var br etcdschema.BuildRequest
-		if derr := etcdschema.Decode(key, val, &br); derr != nil {
-			return // the superconductor buries unreadable requests itself
-		}
-		if leased[k.BuildRequestLease(br.InstanceUUID)] || now.Sub(br.CreatedAt) < d.StuckBuildRequestTimeout {
-			return
-		}
-		if d.Superconductors != nil && d.Superconductors.Count() > 0 {
-			waiting++
-			return
-		}
-		err = d.buryStuck(ctx, f, key, modRev, &br)
+		return nil
 	})
+	if err != nil {
+		return err
+	}
 	if waiting > 0 {
 		d.Log.Warn("build requests waiting unleased past the stuck timeout; superconductors are registered, so this is a backlog",
 			"count", waiting, "timeout", d.StuckBuildRequestTimeout)
 	}
-	return err
+	for _, r := range stuck {
+		if err := d.buryStuck(ctx, f, r.key, r.modRev, r.br); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeBuildRequest is the list's decoder of build requests.
+func decodeBuildRequest(key string, val []byte) (any, error) {
+	var br etcdschema.BuildRequest
+	if err := etcdschema.Decode(key, val, &br); err != nil {
+		return nil, err
+	}
+	return &br, nil
 }
 
 func (d *duties) buryStuck(ctx context.Context, f Fence, key string, modRev int64, br *etcdschema.BuildRequest) error {
