@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/etcdschema/records"
 	"github.com/berth-project/berth/internal/informer"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/placement"
@@ -259,13 +260,7 @@ func (a *Agent) destroy(ctx context.Context, ev informer.Event, b *etcdschema.Bu
 	if err := a.freeClaim(ctx, b.InstanceUUID); err != nil {
 		return err
 	}
-	_, err := a.endCastIf(ctx, ev, "", 0, []clientv3.Op{
-		clientv3.OpDelete(k.CellInstance(b.Cell, b.InstanceUUID)),
-		clientv3.OpDelete(k.InstanceMapping(b.InstanceUUID)),
-		clientv3.OpDelete(k.HostInstance(a.cfg.Host, b.InstanceUUID)),
-		clientv3.OpDelete(k.Alternates(b.InstanceUUID)),
-		clientv3.OpDelete(k.Retry(b.Cell, b.InstanceUUID)),
-	})
+	_, err := a.endCastIf(ctx, ev, "", 0, records.DeleteInstance(k, b.Cell, a.cfg.Host, b.InstanceUUID))
 	if err == nil {
 		a.log.Info("instance deleted", "instance", b.InstanceUUID)
 	}

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/etcdschema/records"
 	"github.com/berth-project/berth/internal/etcdretry"
 	"github.com/berth-project/berth/placement"
 )
@@ -264,8 +265,7 @@ func (s *Server) deleteAttempt(ctx context.Context, id string, sent bool) (outco
 		}
 		ikey := k.CellInstance(m.Cell, id)
 		resp, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", rev)).
-			Then(clientv3.OpDelete(ikey), clientv3.OpDelete(k.InstanceMapping(id)),
-				clientv3.OpDelete(k.Alternates(id)), clientv3.OpDelete(k.Retry(m.Cell, id))).Commit()
+			Then(records.DeleteInstance(k, m.Cell, "", id)...).Commit()
 	}
 	if err != nil {
 		return 0, true, fmt.Errorf("delete %s: %w", id, err)

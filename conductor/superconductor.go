@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/etcdschema/records"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/testhook"
 	"github.com/berth-project/berth/placement"
@@ -408,30 +409,17 @@ func (s *Superconductor) bury(ctx context.Context, group []leasedRequest, reason
 	k := s.cfg.Keys
 	now := time.Now().UTC()
 	for _, g := range group {
-		br := g.br
-		inst := &etcdschema.Instance{
-			UUID: br.InstanceUUID, Name: br.Name, Status: etcdschema.StatusError, Cell: etcdschema.Cell0,
-			Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
-			Fault:     &etcdschema.Fault{Code: 500, Message: reason, Created: now},
-			CreatedAt: br.CreatedAt, UpdatedAt: now,
-		}
-		mapping := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, Cell: etcdschema.Cell0,
-			ProjectID: br.ProjectID, CreatedAt: br.CreatedAt}
 		held, err := s.queue.StillHeld(ctx, g.item)
 		if err != nil {
 			return err
 		}
-		ops := append([]clientv3.Op{
-			clientv3.OpPut(k.CellInstance(etcdschema.Cell0, br.InstanceUUID), etcdschema.MustEncode(inst)),
-			clientv3.OpPut(k.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(mapping)),
-		}, FinishOps(g.item)...)
+		cmps, ops := records.BuryInCell0(k, &g.br, reason, now)
 		// Only while we hold it; and if the user deleted it meanwhile (no
 		// mapping), there is nothing to record, just the item to finish.
 		_, err = s.cfg.Client.Txn(ctx).If(held).Then(clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k.InstanceMapping(br.InstanceUUID)), ">", 0)},
-			ops, FinishOps(g.item))).Commit()
+			cmps, append(ops, FinishOps(g.item)...), FinishOps(g.item))).Commit()
 		if err != nil {
-			return fmt.Errorf("bury %s in cell0: %w", br.InstanceUUID, err)
+			return fmt.Errorf("bury %s in cell0: %w", g.br.InstanceUUID, err)
 		}
 	}
 	return nil

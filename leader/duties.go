@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/etcdschema/records"
 	"github.com/berth-project/berth/internal/informer"
 	"github.com/berth-project/berth/placement"
 )
@@ -205,7 +206,6 @@ func (d *duties) rescheduleFromDown(ctx context.Context, f Fence, host string, b
 // free the claim, then delete every record and the cast in one fenced
 // transaction (the agent's destroy minus the driver).
 func (d *duties) localDelete(ctx context.Context, f Fence, host string, b *etcdschema.Build, castKey string, castSame, aliveGone clientv3.Cmp) error {
-	k := d.Keys
 	err := d.Placement.DeleteAllocationsGuarded(ctx, b.InstanceUUID, f.Cmp(), castSame, aliveGone)
 	switch {
 	case errors.Is(err, placement.ErrGuardFailed):
@@ -214,12 +214,7 @@ func (d *duties) localDelete(ctx context.Context, f Fence, host string, b *etcds
 		return fmt.Errorf("free allocations of %s: %w", b.InstanceUUID, err)
 	}
 	ok, err := f.Txn(ctx, d.Client, []clientv3.Cmp{castSame, aliveGone},
-		clientv3.OpDelete(k.CellInstance(b.Cell, b.InstanceUUID)),
-		clientv3.OpDelete(k.InstanceMapping(b.InstanceUUID)),
-		clientv3.OpDelete(k.HostInstance(host, b.InstanceUUID)),
-		clientv3.OpDelete(k.Alternates(b.InstanceUUID)),
-		clientv3.OpDelete(k.Retry(b.Cell, b.InstanceUUID)),
-		clientv3.OpDelete(castKey))
+		append(records.DeleteInstance(d.Keys, b.Cell, host, b.InstanceUUID), clientv3.OpDelete(castKey))...)
 	if err != nil {
 		return fmt.Errorf("delete %s on down host %s: %w", b.InstanceUUID, host, err)
 	}
@@ -502,22 +497,12 @@ func (d *duties) buryStuck(ctx context.Context, f Fence, key string, modRev int6
 	k := d.Keys
 	now := d.Now().UTC()
 	reason := fmt.Sprintf("No superconductor scheduled this request within %s.", d.StuckBuildRequestTimeout)
-	inst := &etcdschema.Instance{
-		UUID: br.InstanceUUID, Name: br.Name, Status: etcdschema.StatusError, Cell: etcdschema.Cell0,
-		Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
-		Fault:     &etcdschema.Fault{Code: 500, Message: reason, Created: now},
-		CreatedAt: br.CreatedAt, UpdatedAt: now,
-	}
-	mapping := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, Cell: etcdschema.Cell0,
-		ProjectID: br.ProjectID, CreatedAt: br.CreatedAt}
-	ok, err := f.Txn(ctx, d.Client, []clientv3.Cmp{
+	buryCmps, buryOps := records.BuryInCell0(k, br, reason, now)
+	ok, err := f.Txn(ctx, d.Client, append([]clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(key), "=", modRev),
 		clientv3.Compare(clientv3.CreateRevision(k.BuildRequestLease(br.InstanceUUID)), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(k.InstanceMapping(br.InstanceUUID)), ">", 0),
-	},
-		clientv3.OpPut(k.CellInstance(etcdschema.Cell0, br.InstanceUUID), etcdschema.MustEncode(inst)),
-		clientv3.OpPut(k.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(mapping)),
-		clientv3.OpDelete(key))
+	}, buryCmps...),
+		append(buryOps, clientv3.OpDelete(key))...)
 	if err != nil {
 		return fmt.Errorf("bury stuck build request %s: %w", br.InstanceUUID, err)
 	}

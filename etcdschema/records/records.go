@@ -1,0 +1,60 @@
+// Package records holds the multi-key record recipes that several roles
+// write: what burying a build request in cell0 puts, and which records
+// deleting an instance removes. etcdschema spells every key; this package
+// says which keys go together, so that a record an instance gains is added
+// to its deletion in one place rather than in the agent, the API and the
+// leader's duties separately.
+//
+// A recipe returns compares and operations, not a transaction: each caller
+// runs them inside its own guards (a cast unchanged, a lease still held, a
+// leader's fence) and adds what ends its own part (the cast, the queue
+// item, the BuildRequest).
+package records
+
+import (
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// BuryInCell0 is Nova's _bury_in_cell0 for build request br: the instance
+// recorded in cell0, in ERROR with reason as its fault (code 500) at now,
+// and its instance mapping pointing to cell0. The compares hold only while
+// the request's instance mapping exists: a request the user deleted
+// meanwhile has nothing left to record.
+func BuryInCell0(k etcdschema.Keys, br *etcdschema.BuildRequest, reason string, now time.Time) ([]clientv3.Cmp, []clientv3.Op) {
+	inst := &etcdschema.Instance{
+		UUID: br.InstanceUUID, Name: br.Name, Status: etcdschema.StatusError, Cell: etcdschema.Cell0,
+		Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
+		Fault:     &etcdschema.Fault{Code: 500, Message: reason, Created: now},
+		CreatedAt: br.CreatedAt, UpdatedAt: now,
+	}
+	mapping := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, Cell: etcdschema.Cell0,
+		ProjectID: br.ProjectID, CreatedAt: br.CreatedAt}
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k.InstanceMapping(br.InstanceUUID)), ">", 0)}
+	ops := []clientv3.Op{
+		clientv3.OpPut(k.CellInstance(etcdschema.Cell0, br.InstanceUUID), etcdschema.MustEncode(inst)),
+		clientv3.OpPut(k.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(mapping)),
+	}
+	return cmps, ops
+}
+
+// DeleteInstance is every record of instance uuid in cell, deleted: its
+// cell record, its instance mapping, its alternates, a pending retry and,
+// when host is not "", the host's report of it. The caller frees the
+// instance's allocations first (placement's claim is not a record here)
+// and guards the deletes.
+func DeleteInstance(k etcdschema.Keys, cell, host, uuid string) []clientv3.Op {
+	ops := []clientv3.Op{
+		clientv3.OpDelete(k.CellInstance(cell, uuid)),
+		clientv3.OpDelete(k.InstanceMapping(uuid)),
+	}
+	if host != "" {
+		ops = append(ops, clientv3.OpDelete(k.HostInstance(host, uuid)))
+	}
+	return append(ops,
+		clientv3.OpDelete(k.Alternates(uuid)),
+		clientv3.OpDelete(k.Retry(cell, uuid)))
+}
