@@ -1,0 +1,98 @@
+package scheduler
+
+import (
+	"fmt"
+
+	"github.com/berth-project/berth/placement"
+)
+
+// joinHosts joins placement's candidates with the host manager: one
+// HostState per compute node (root provider) that has a known service,
+// less the ignored hosts and those outside the requested destination.
+func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggregateSnapshot) []*HostState {
+	spec := c.Spec
+	var ignore map[string]bool
+	if len(spec.IgnoreHosts) > 0 {
+		ignore = make(map[string]bool, len(spec.IgnoreHosts))
+		for _, h := range spec.IgnoreHosts {
+			ignore[h] = true
+		}
+	}
+	// Each candidate's root, and the distinct roots in answer order, so
+	// the host manager is asked for all of them under one lock.
+	rootIdx := make([]int, len(cands))
+	pos := make(map[string]int, len(cands))
+	roots := make([]string, 0, len(cands))
+	for i, c := range cands {
+		if c.Root == "" {
+			rootIdx[i] = -1
+			continue
+		}
+		j, ok := pos[c.Root]
+		if !ok {
+			j = len(roots)
+			pos[c.Root] = j
+			roots = append(roots, c.Root)
+		}
+		rootIdx[i] = j
+	}
+	views, oks := s.hosts.viewsForProviders(roots)
+	// Every state and every state's candidate list come from one array
+	// each: a request joins up to 1,000 hosts, and one allocation per
+	// host was the join's largest cost after the views.
+	perRoot := make([]int, len(roots)+1)
+	for _, j := range rootIdx {
+		if j >= 0 {
+			perRoot[j+1]++
+		}
+	}
+	for j := 1; j < len(perRoot); j++ {
+		perRoot[j] += perRoot[j-1]
+	}
+	backing := make([]placement.Candidate, len(cands))
+	fill := make([]int, len(roots))
+	for i, c := range cands {
+		if j := rootIdx[i]; j >= 0 {
+			backing[perRoot[j]+fill[j]] = c
+			fill[j]++
+		}
+	}
+	all := make([]HostState, len(roots))
+	order := make([]*HostState, 0, len(roots))
+	for j, root := range roots {
+		v := &views[j]
+		if !oks[j] {
+			continue
+		}
+		if ignore[v.Host] || !spec.RequestedDestination.admits(v.Host, v.Cell) {
+			if v.Host == spec.RequestedDestination.host() {
+				if ignore[v.Host] {
+					c.rejectRequested(v.Host, "ignore_hosts", "the request ignores it")
+				} else {
+					c.rejectRequested(v.Host, "requested_destination",
+						fmt.Sprintf("in cell %s, not the requested cell %s", v.Cell, spec.RequestedDestination.Cell))
+				}
+			}
+			continue
+		}
+		first := backing[perRoot[j]]
+		var res map[string]placement.ResourceSummary
+		if first.RootSummary != nil {
+			res = first.RootSummary.Resources
+		}
+		hostAggs := aggs.byHost[v.Host]
+		hs := &all[j]
+		*hs = HostState{
+			Host: v.Host, Cell: v.Cell, ProviderUUID: root, Service: v.Service, Up: v.Up,
+			Instances: v.Instances, NumInstances: len(v.Instances),
+			FailedBuilds: v.Service.FailedBuilds,
+			Resources:    res,
+			Candidates:   backing[perRoot[j]:perRoot[j+1]:perRoot[j+1]],
+			NumIOOps:     v.IOOps, Aggregates: hostAggs,
+			AvailabilityZone: hostAvailabilityZone(hostAggs, s.cfg.DefaultAvailabilityZone),
+			viewed:           true, trusted: v.Updated,
+		}
+		order = append(order, hs)
+	}
+	return order
+}
