@@ -14,6 +14,7 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/testhook"
+	"github.com/berth-project/berth/internal/workqueue"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/scheduler"
 )
@@ -28,11 +29,11 @@ type CellConductorConfig struct {
 	Workers   int
 	LeaseTTL  time.Duration
 	// RankGrace and HolderIdleAfter tune how retries are spread over the
-	// cell's conductors (QueueConfig.Grace, QueueConfig.IdleAfter; zero:
+	// cell's conductors (workqueue.Config.Grace and IdleAfter; zero:
 	// the defaults).
 	RankGrace       time.Duration
 	HolderIdleAfter time.Duration
-	StealAfter      time.Duration // QueueConfig.StealAfter; 0: never
+	StealAfter      time.Duration // workqueue.Config.StealAfter; 0: never
 	Log             hclog.Logger
 	Metrics         *metrics.Metrics // nil: reschedules are not counted
 }
@@ -41,7 +42,7 @@ type CellConductorConfig struct {
 // alternates, never calling back to the scheduler or superconductor.
 type CellConductor struct {
 	cfg   CellConductorConfig
-	queue *Queue
+	queue *workqueue.Queue
 	log   hclog.Logger
 }
 
@@ -49,7 +50,7 @@ type CellConductor struct {
 func NewCellConductor(cfg CellConductorConfig) *CellConductor {
 	c := &CellConductor{cfg: cfg, log: cfg.Log.With("cell", cfg.Cell)}
 	k := cfg.Keys
-	c.queue = NewQueue(QueueConfig{
+	c.queue = workqueue.New(workqueue.Config{
 		Client: cfg.Client, ItemPrefix: k.Retries(cfg.Cell), LeasePrefix: k.RetryLeases(cfg.Cell),
 		LeaseKey: func(id string) string { return k.RetryLease(cfg.Cell, id) }, Holder: cfg.Holder,
 		LeaseTTL: cfg.LeaseTTL, Workers: cfg.Workers, Process: c.process, Log: c.log,
@@ -78,7 +79,7 @@ func (c *CellConductor) Run(ctx context.Context) error { return c.queue.Run(ctx)
 // WaitSynced blocks until the queue has loaded.
 func (c *CellConductor) WaitSynced(ctx context.Context) error { return c.queue.WaitSynced(ctx) }
 
-func (c *CellConductor) process(ctx context.Context, it Item) error {
+func (c *CellConductor) process(ctx context.Context, it workqueue.Item) error {
 	k := c.cfg.Keys
 	var retry etcdschema.Retry
 	if err := etcdschema.Decode(it.Key, it.Value, &retry); err != nil {
@@ -243,7 +244,7 @@ func (c *CellConductor) claimInGroup(ctx context.Context, group, host, uuid stri
 
 // commit applies ops and finishes the item, if we still hold it and neither
 // the instance nor its alternates changed since we read them.
-func (c *CellConductor) commit(ctx context.Context, it Item, instRev, altRev int64, ops []clientv3.Op) (bool, error) {
+func (c *CellConductor) commit(ctx context.Context, it workqueue.Item, instRev, altRev int64, ops []clientv3.Op) (bool, error) {
 	k := c.cfg.Keys
 	held, err := c.queue.StillHeld(ctx, it)
 	if err != nil {
@@ -253,19 +254,19 @@ func (c *CellConductor) commit(ctx context.Context, it Item, instRev, altRev int
 	resp, err := c.cfg.Client.Txn(ctx).If(held,
 		clientv3.Compare(clientv3.ModRevision(k.CellInstance(c.cfg.Cell, uuid)), "=", instRev),
 		clientv3.Compare(clientv3.ModRevision(k.Alternates(uuid)), "=", altRev),
-	).Then(append(ops, FinishOps(it)...)...).Commit()
+	).Then(append(ops, workqueue.FinishOps(it)...)...).Commit()
 	if err != nil {
 		return false, fmt.Errorf("retry %s: commit: %w", uuid, err)
 	}
 	return resp.Succeeded, nil
 }
 
-func (c *CellConductor) finish(ctx context.Context, it Item, ops []clientv3.Op) error {
+func (c *CellConductor) finish(ctx context.Context, it workqueue.Item, ops []clientv3.Op) error {
 	held, err := c.queue.StillHeld(ctx, it)
 	if err != nil {
 		return err
 	}
-	_, err = c.cfg.Client.Txn(ctx).If(held).Then(append(ops, FinishOps(it)...)...).Commit()
+	_, err = c.cfg.Client.Txn(ctx).If(held).Then(append(ops, workqueue.FinishOps(it)...)...).Commit()
 	if err != nil {
 		return fmt.Errorf("finish retry %s: %w", it.ID, err)
 	}

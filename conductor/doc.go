@@ -4,6 +4,7 @@
 // transaction (seed cells-scheduling-interaction); and the cell conductor,
 // which leases reschedule work items inside one cell and retries a failed
 // build on the next stored alternate without asking the scheduler again
-// (seed return-alternate-hosts). Both share Queue, a leased work queue, so
-// a process killed between any two steps leaves work another finishes.
+// (seed return-alternate-hosts). Both are clients of internal/workqueue, a
+// leased work queue, so a process killed between any two steps leaves
+// work another finishes.
 package conductor

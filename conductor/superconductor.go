@@ -15,6 +15,7 @@ import (
 	"github.com/berth-project/berth/etcdschema/records"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/testhook"
+	"github.com/berth-project/berth/internal/workqueue"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/scheduler"
 )
@@ -46,11 +47,11 @@ type SuperconductorConfig struct {
 	SelectTimeout time.Duration
 	MaxAttempts   int
 	// RankGrace and HolderIdleAfter tune how build requests are spread
-	// over the superconductors (QueueConfig.Grace, QueueConfig.IdleAfter;
+	// over the superconductors (workqueue.Config.Grace and IdleAfter;
 	// zero: the defaults).
 	RankGrace       time.Duration
 	HolderIdleAfter time.Duration
-	StealAfter      time.Duration // QueueConfig.StealAfter; 0: never
+	StealAfter      time.Duration // workqueue.Config.StealAfter; 0: never
 	Log             hclog.Logger
 	Metrics         *metrics.Metrics // nil: lease attempts are not counted
 }
@@ -58,14 +59,14 @@ type SuperconductorConfig struct {
 // Superconductor turns BuildRequests into instances in cells.
 type Superconductor struct {
 	cfg   SuperconductorConfig
-	queue *Queue
+	queue *workqueue.Queue
 	log   hclog.Logger
 }
 
 // NewSuperconductor builds one; Run starts it.
 func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
 	s := &Superconductor{cfg: cfg, log: cfg.Log}
-	s.queue = NewQueue(QueueConfig{
+	s.queue = workqueue.New(workqueue.Config{
 		Client: cfg.Client, ItemPrefix: cfg.Keys.BuildRequests(), LeasePrefix: cfg.Keys.BuildRequestLeases(),
 		LeaseKey: cfg.Keys.BuildRequestLease, Holder: cfg.Holder, LeaseTTL: cfg.LeaseTTL,
 		Workers: cfg.Workers, Process: s.process, Defer: leadsElsewhere, Log: cfg.Log,
@@ -84,7 +85,7 @@ func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
 // same reservation exists: that sibling's holder gathers the whole request
 // and schedules it as one, as Nova's multi-create does (all or nothing,
 // each pick seeing the previous ones).
-func leadsElsewhere(it Item, all iter.Seq[Item]) bool {
+func leadsElsewhere(it workqueue.Item, all iter.Seq[workqueue.Item]) bool {
 	var br etcdschema.BuildRequest
 	if etcdschema.Decode(it.Key, it.Value, &br) != nil || br.Count < 2 || br.Index == 0 {
 		return false
@@ -108,11 +109,11 @@ func (s *Superconductor) Run(ctx context.Context) error { return s.queue.Run(ctx
 func (s *Superconductor) WaitSynced(ctx context.Context) error { return s.queue.WaitSynced(ctx) }
 
 type leasedRequest struct {
-	item Item
+	item workqueue.Item
 	br   etcdschema.BuildRequest
 }
 
-func (s *Superconductor) process(ctx context.Context, it Item) error {
+func (s *Superconductor) process(ctx context.Context, it workqueue.Item) error {
 	var br etcdschema.BuildRequest
 	if err := etcdschema.Decode(it.Key, it.Value, &br); err != nil {
 		// An unreadable request can never be built: bury it so the user sees
@@ -365,7 +366,7 @@ func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels [
 		clientv3.OpPut(k.Alternates(br.InstanceUUID), etcdschema.MustEncode(alts)),
 		clientv3.OpPut(k.Build(chosen.ServiceHost, br.InstanceUUID), etcdschema.MustEncode(build)),
 	}
-	ops = append(ops, FinishOps(g.item)...)
+	ops = append(ops, workqueue.FinishOps(g.item)...)
 	testhook.Pause(ctx, "superconductor.before-handoff", br.InstanceUUID)
 	cmps := []clientv3.Cmp{held, clientv3.Compare(clientv3.ModRevision(g.item.Key), "=", g.item.ModRev),
 		clientv3.Compare(clientv3.CreateRevision(k.InstanceMapping(br.InstanceUUID)), ">", 0)}
@@ -417,7 +418,7 @@ func (s *Superconductor) bury(ctx context.Context, group []leasedRequest, reason
 		// Only while we hold it; and if the user deleted it meanwhile (no
 		// mapping), there is nothing to record, just the item to finish.
 		_, err = s.cfg.Client.Txn(ctx).If(held).Then(clientv3.OpTxn(
-			cmps, append(ops, FinishOps(g.item)...), FinishOps(g.item))).Commit()
+			cmps, append(ops, workqueue.FinishOps(g.item)...), workqueue.FinishOps(g.item))).Commit()
 		if err != nil {
 			return fmt.Errorf("bury %s in cell0: %w", g.br.InstanceUUID, err)
 		}

@@ -207,7 +207,7 @@ type Conductor struct {
 }
 
 // Ranking is how a leased work queue spreads its items over the processes
-// that hold it (conductor.Queue): each item is ranked over the holders by
+// that hold it (workqueue.Queue): each item is ranked over the holders by
 // rendezvous hashing; the first tries it at once, the k-th after k
 // graces (at most two) and only while every better-ranked holder has
 // leased something within IdleAfter.

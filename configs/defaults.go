@@ -17,7 +17,7 @@ const DevCell = "cell1"
 // transaction: milliseconds) and well below a lease TTL. The idle window
 // is four graces: on a loaded machine a watch event can arrive hundreds
 // of milliseconds late, and a live holder taken for stalled is raced for
-// its items. conductor.DefaultHolderGrace and DefaultHolderIdleAfter are
+// its items. workqueue.DefaultHolderGrace and DefaultHolderIdleAfter are
 // the same values, for queues built without a config. A live but slow
 // holder's items are taken by an idle second-ranked holder after 2 s
 // (two idle windows): long enough that a holder merely a little behind

@@ -1,4 +1,4 @@
-package conductor
+package workqueue
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func BenchmarkQueueFollowBootOffering(b *testing.B) { benchQueueFollowBoot(b, tr
 
 func benchQueueFollowBoot(b *testing.B, offering bool) {
 	keys := etcdschema.New("/berth")
-	q := NewQueue(QueueConfig{ItemPrefix: keys.BuildRequests(), LeasePrefix: keys.BuildRequestLeases(),
+	q := New(Config{ItemPrefix: keys.BuildRequests(), LeasePrefix: keys.BuildRequestLeases(),
 		LeaseKey: keys.BuildRequestLease, HolderPrefix: keys.BuildRequestHolders(), HolderKey: keys.BuildRequestHolder,
 		Holder: "berth-1", Grace: DefaultHolderGrace, Log: hclog.NewNullLogger()})
 	if offering {

@@ -1,4 +1,4 @@
-package conductor
+package workqueue
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func affinityQueue(cli *clientv3.Client, holder string, affinity bool, ttl time.
 		registerUnderQ(&c)
 		c.StealAfter = 2 * time.Second
 	}
-	return NewQueue(c)
+	return New(c)
 }
 
 type leaseCounts struct {
@@ -366,7 +366,7 @@ func TestQueueHoldersGatherMultiCreateSiblings(t *testing.T) {
 	var queues []*Queue
 	for _, h := range []string{"a", "b", "c"} {
 		var q *Queue
-		q = NewQueue(QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
+		q = New(Config{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
 			LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: h,
 			LeaseTTL: 10 * time.Second, Workers: 4, Log: hclog.NewNullLogger(),
 			Name: metrics.QueueBuildRequests, Metrics: metrics.New(),

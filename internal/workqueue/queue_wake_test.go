@@ -1,4 +1,4 @@
-package conductor
+package workqueue
 
 import (
 	"container/heap"
@@ -31,7 +31,7 @@ func TestQueueEarlierDueWakesTheTimer(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			const grace = 1500 * time.Millisecond
 			keys := etcdschema.New("/berth")
-			q := NewQueue(QueueConfig{ItemPrefix: keys.BuildRequests(), LeasePrefix: keys.BuildRequestLeases(),
+			q := New(Config{ItemPrefix: keys.BuildRequests(), LeasePrefix: keys.BuildRequestLeases(),
 				LeaseKey: keys.BuildRequestLease, HolderPrefix: keys.BuildRequestHolders(), HolderKey: keys.BuildRequestHolder,
 				Holder: "berth-1", Grace: grace, IdleAfter: grace, Log: hclog.NewNullLogger()})
 			holdFirstOfThree(q, keys)

@@ -1,4 +1,4 @@
-package conductor
+package workqueue
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func rankedQueue(cli *clientv3.Client, holder string, workers int, grace, idle t
 	registerUnderQ(&c)
 	c.Grace, c.IdleAfter = grace, idle
 	c.Name, c.Metrics = metrics.QueueBuildRequests, metrics.New()
-	return NewQueue(c)
+	return New(c)
 }
 
 // doneAt is an item a finishingQueue finished, and when.
@@ -260,7 +260,7 @@ func slowHolderRun(t *testing.T, n int, stealAfter time.Duration) (share, worked
 			done <- struct{}{}
 			return nil
 		}
-		q = NewQueue(c)
+		q = New(c)
 		queues = append(queues, q)
 	}
 	runSynced(t, ctx, queues...)

@@ -1,4 +1,4 @@
-package conductor
+package workqueue
 
 import (
 	"container/heap"
@@ -34,7 +34,7 @@ type Item struct {
 	Value    []byte
 	ModRev   int64
 	LeaseKey string
-	// Extra holds the keys QueueConfig.AlsoRead named for this item, read
+	// Extra holds the keys Config.AlsoRead named for this item, read
 	// in the acquiring transaction (absent keys are missing from the map).
 	Extra map[string][]byte
 }
@@ -57,7 +57,7 @@ type ProcessFunc func(ctx context.Context, it Item) error
 // lease) and rank each item's holders by rendezvous hashing of the item
 // id with each holder's id: the first tries the item at once, the k-th
 // only after k graces (at most maxGraceSteps) and only while the better
-// ranked have leased nothing for the idle window (QueueConfig.IdleAfter):
+// ranked have leased nothing for the idle window (Config.IdleAfter):
 // a dead or stalled holder's items are taken over within about a second,
 // never a lease TTL, and a live one's backlog is left to it.
 type Queue struct {
@@ -142,8 +142,8 @@ const DefaultHolderIdleAfter = 4 * DefaultHolderGrace
 // for an item: they all try after two graces.
 const maxGraceSteps = 2
 
-// QueueConfig configures a Queue.
-type QueueConfig struct {
+// Config configures a Queue.
+type Config struct {
 	Client      *clientv3.Client
 	ItemPrefix  string
 	LeasePrefix string
@@ -192,8 +192,8 @@ type QueueConfig struct {
 	Log     hclog.Logger
 }
 
-// NewQueue builds a queue; Run starts it.
-func NewQueue(c QueueConfig) *Queue {
+// New builds a queue; Run starts it.
+func New(c Config) *Queue {
 	ttl := int(c.LeaseTTL / time.Second)
 	if ttl < 2 {
 		ttl = 2

@@ -1,4 +1,4 @@
-package conductor
+package workqueue
 
 import (
 	"context"
@@ -14,20 +14,20 @@ import (
 )
 
 func testQueue(cli *clientv3.Client, holder string, process ProcessFunc) *Queue {
-	return NewQueue(testQueueConfig(cli, holder, process))
+	return New(testQueueConfig(cli, holder, process))
 }
 
 // testQueueConfig is testQueue's config, for tests that change a few of
 // its fields: a holder on /q/ without registration.
-func testQueueConfig(cli *clientv3.Client, holder string, process ProcessFunc) QueueConfig {
-	return QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
+func testQueueConfig(cli *clientv3.Client, holder string, process ProcessFunc) Config {
+	return Config{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
 		LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: holder,
 		LeaseTTL: 2 * time.Second, Workers: 2, Process: process, Log: hclog.NewNullLogger()}
 }
 
 // registerUnderQ makes c's holder register under /q/holders/, which turns
 // the holder ranking on.
-func registerUnderQ(c *QueueConfig) {
+func registerUnderQ(c *Config) {
 	c.HolderPrefix = "/q/holders/"
 	c.HolderKey = func(id string) string { return "/q/holders/" + id }
 }
@@ -146,7 +146,7 @@ func TestQueueReadsExtraKeysWithTheLease(t *testing.T) {
 	defer cancel()
 	got := make(chan Item, 2)
 	var q *Queue
-	q = NewQueue(QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
+	q = New(Config{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
 		LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: "a",
 		LeaseTTL: 2 * time.Second, Workers: 1, Log: hclog.NewNullLogger(),
 		AlsoRead: func(id string) []string { return []string{"/q/extra/" + id} },
@@ -195,7 +195,7 @@ func TestQueueBurstLargerThanItsBuffer(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	done := make(chan struct{}, n)
-	q = NewQueue(QueueConfig{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
+	q = New(Config{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
 		LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: "a",
 		LeaseTTL: time.Minute, Workers: 16, Log: hclog.NewNullLogger(),
 		Process: func(ctx context.Context, it Item) error {
