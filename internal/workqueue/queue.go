@@ -19,6 +19,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/backoff"
 	"github.com/berth-project/berth/internal/informer"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/rendezvous"
@@ -643,7 +644,7 @@ func (q *Queue) worker(ctx context.Context) {
 				q.log.Warn("work item failed, handing it back", "item", id, "error", err)
 				q.Release(context.WithoutCancel(ctx), it)
 				// A short, jittered pause before the sweep offers it again.
-				sleep(ctx, time.Duration(100+rand.IntN(400))*time.Millisecond)
+				backoff.Sleep(ctx, time.Duration(100+rand.IntN(400))*time.Millisecond)
 				q.mu.Lock()
 				q.enqueueLocked(id)
 				q.mu.Unlock()
@@ -1125,14 +1126,5 @@ func (q *Queue) reofferLocked() {
 			delete(q.waiting, id)
 			q.enqueueLocked(id)
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
 	}
 }

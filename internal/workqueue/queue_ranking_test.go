@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/berth-project/berth/internal/backoff"
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/rendezvous"
@@ -246,7 +247,7 @@ func slowHolderRun(t *testing.T, n int, stealAfter time.Duration) (share, worked
 				// The work itself is slow (a loaded scheduler, say):
 				// this is the load the test puts on, not a wait for
 				// state.
-				sleep(ctx, 400*time.Millisecond)
+				backoff.Sleep(ctx, 400*time.Millisecond)
 			}
 			if err := finish(q, cli)(ctx, it); err != nil {
 				return err
