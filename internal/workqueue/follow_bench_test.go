@@ -67,7 +67,7 @@ func benchQueueFollowBoot(b *testing.B, offering bool) {
 		leases.Apply([]informer.Event{{Key: s.leaseKey, Value: s.lease, Revision: rev}})
 		// Our worker takes what was offered to it, as worker does.
 		for len(q.work) > 0 {
-			q.deferred(<-q.work)
+			q.dequeue(<-q.work)
 		}
 		rev++
 		items.Apply([]informer.Event{{Key: s.reqKey, Deleted: true, Revision: rev}})
@@ -75,8 +75,8 @@ func benchQueueFollowBoot(b *testing.B, offering bool) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
-	if len(q.items) != 0 || len(q.leased) != 0 {
-		b.Fatalf("%d items, %d leased left after the stream", len(q.items), len(q.leased))
+	if len(q.recs) != 0 {
+		b.Fatalf("%d records left after the stream", len(q.recs))
 	}
 }
 

@@ -1,7 +1,6 @@
 package workqueue
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"iter"
@@ -78,16 +77,16 @@ type Queue struct {
 	name        string        // metrics' queue label
 	metrics     *metrics.Metrics
 
-	mu      sync.Mutex
-	items   map[string]Item // pending items by id
-	leased  map[string]bool // ids whose lease key exists (anyone's)
-	queued  map[string]bool
-	inFlite map[string]bool
-	defered map[string]bool
-	// finished holds ids this holder finished whose deletion the item
-	// watch has not shown yet: their lease key's deletion must not offer
-	// them again (a lease transaction bound to lose).
-	finished map[string]bool
+	mu sync.Mutex
+	// recs holds one record per item id: what the watches show of its
+	// key and lease key, and its phase here (state.go, doc.go).
+	recs map[string]*record
+	// parked indexes the deferred records: every item deletion wakes
+	// them (wakeParkedLocked) without a walk over every record.
+	parked map[string]*record
+	// misstep reports a transition refused (state.go); logMisstep
+	// unless a test replaces it.
+	misstep func(id, transition string, from phase)
 	// holders are the registered holders' ids (session leases in hex),
 	// sorted; self is ours ("" before the first session).
 	holders []string
@@ -96,21 +95,17 @@ type Queue struct {
 	// item: a holder that leased within the grace is alive and working
 	// through its backlog, and its items are left to it.
 	active map[string]time.Time
-	// waiting: ids another holder ranks first, with the time we try them
-	// ourselves; delayed orders them (stale entries, whose time no longer
-	// matches waiting, are skipped).
-	waiting map[string]time.Time
+	// delayed orders the waiting records by due time (entries whose
+	// record is no longer waiting, or waits for another time, are stale
+	// and skipped).
 	delayed delayHeap
-	// since is when each waiting id was first put to wait: its age, for
-	// taking it from a live but slow holder (stealAfter).
-	since map[string]time.Time
 	// busy counts the workers inside process: with work queued for none
 	// of the others, the rest are idle and may help a slow holder.
 	busy atomic.Int32
-	// stolen: ids offered by stealLocked, for the lease metrics' turn.
-	stolen map[string]bool
-	wake   chan struct{}
-	work   chan string
+	wake chan struct{}
+	// work carries the ids of queued records to the workers. An entry
+	// whose record has left queued meanwhile is stale (dequeue skips it).
+	work chan string
 	// overflow holds ids offered while work was full, oldest first; a
 	// worker that takes an id moves the next ones in. Without it a burst
 	// larger than work's buffer waited for the periodic sweep (the lease
@@ -196,10 +191,10 @@ func New(c Config) *Queue {
 		cli: c.Client, itemPrefix: c.ItemPrefix, leasePrefix: c.LeasePrefix, leaseKey: c.LeaseKey,
 		holder: c.Holder, ttl: ttl, workers: c.Workers, process: c.Process, deferFn: c.Defer, alsoRead: c.AlsoRead, log: c.Log,
 		holderKey: c.HolderKey, holderPfx: c.HolderPrefix, grace: c.Grace, idleAfter: c.IdleAfter, stealAfter: c.StealAfter, name: c.Name, metrics: c.Metrics,
-		items: map[string]Item{}, leased: map[string]bool{}, queued: map[string]bool{},
-		inFlite: map[string]bool{}, defered: map[string]bool{}, finished: map[string]bool{},
-		waiting: map[string]time.Time{}, since: map[string]time.Time{}, stolen: map[string]bool{}, active: map[string]time.Time{}, wake: make(chan struct{}, 1), work: make(chan string, 1024),
+		recs: map[string]*record{}, parked: map[string]*record{},
+		active: map[string]time.Time{}, wake: make(chan struct{}, 1), work: make(chan string, 1024),
 	}
+	q.misstep = q.logMisstep
 	// Each request's put and delete, and its lease's: on watch streams of
 	// their own (informer.OwnStream), so a burst of them does not set the
 	// process's other watches aside.
@@ -242,17 +237,7 @@ func (q *Queue) Run(ctx context.Context) error {
 				return
 			case <-t.C:
 				q.mu.Lock()
-				// An id we finished that still exists a TTL later was not
-				// deleted by us after all (our final transaction found the
-				// item taken over): it is anyone's again.
-				for id := range q.finished {
-					if _, ok := q.items[id]; ok {
-						delete(q.finished, id)
-					}
-				}
-				for id := range q.items {
-					q.enqueueLocked(id)
-				}
+				q.sweepLocked()
 				q.mu.Unlock()
 			}
 		}
@@ -352,10 +337,10 @@ func (q *Queue) LeaseID(ctx context.Context) (clientv3.LeaseID, error) {
 func (q *Queue) Pending() []Item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]Item, 0, len(q.items))
-	for id, it := range q.items {
-		if !q.leased[id] && !q.inFlite[id] {
-			out = append(out, it)
+	out := make([]Item, 0, len(q.recs))
+	for _, r := range q.recs {
+		if r.known && !r.leased && r.phase != inFlight {
+			out = append(out, r.item)
 		}
 	}
 	return out
@@ -365,23 +350,23 @@ func (q *Queue) Pending() []Item {
 // gone or someone else holds it.
 func (q *Queue) TryAcquire(ctx context.Context, id string) (Item, bool, error) {
 	q.mu.Lock()
-	it, exists := q.items[id]
-	busy := q.inFlite[id] || q.finished[id]
-	leased := q.leased[id]
-	if exists && !busy && !leased {
-		q.inFlite[id] = true
+	r, ok := q.recs[id]
+	if !ok || !r.known || r.phase == inFlight || r.phase == finished {
+		q.mu.Unlock()
+		return Item{}, false, nil // gone, or ours already
 	}
 	turn := metrics.TurnPreferred
-	if q.stolen[id] {
+	if r.stolen {
 		turn = metrics.TurnStolen
-		delete(q.stolen, id)
 	} else if q.rankLocked(id) > 0 {
 		turn = metrics.TurnFallback
 	}
-	q.mu.Unlock()
-	if !exists || busy {
-		return Item{}, false, nil
+	r.stolen = false
+	it, leased := r.item, r.leased
+	if !leased {
+		q.fly(r)
 	}
+	q.mu.Unlock()
 	if leased {
 		// Our watch already shows someone's lease: the transaction could
 		// only lose. If that holder dies, the lease's deletion offers the
@@ -393,7 +378,8 @@ func (q *Queue) TryAcquire(ctx context.Context, id string) (Item, bool, error) {
 	q.countLease(turn, ok, err)
 	if err != nil || !ok {
 		q.mu.Lock()
-		delete(q.inFlite, id)
+		q.land(r) // in flight, so still recorded: no other path leaves that phase
+		q.tidy(r)
 		q.mu.Unlock()
 		return Item{}, false, err
 	}
@@ -419,13 +405,13 @@ func (q *Queue) TryAcquireMany(ctx context.Context, ids []string) ([]Item, error
 	var its []Item
 	q.mu.Lock()
 	for _, id := range ids {
-		if it, ok := q.items[id]; ok && !q.inFlite[id] && !q.finished[id] {
-			if q.leased[id] {
+		if r, ok := q.recs[id]; ok && r.known && r.phase != inFlight && r.phase != finished {
+			if r.leased {
 				q.metrics.QueueLease(q.name, metrics.TurnSibling, metrics.LeaseSkipped)
 				continue
 			}
-			q.inFlite[id] = true
-			its = append(its, it)
+			q.fly(r)
+			its = append(its, r.item)
 		}
 	}
 	q.mu.Unlock()
@@ -457,8 +443,7 @@ func (q *Queue) TryAcquireMany(ctx context.Context, ids []string) ([]Item, error
 // operations per transaction level.
 const maxAcquirePerTxn = 64
 
-// releaseFlights clears the in-flight mark of the items tried but not
-// leased.
+// releaseFlights lands the items tried but not leased.
 func (q *Queue) releaseFlights(tried, leased []Item) {
 	won := make(map[string]bool, len(leased))
 	for _, it := range leased {
@@ -467,8 +452,9 @@ func (q *Queue) releaseFlights(tried, leased []Item) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, it := range tried {
-		if !won[it.ID] {
-			delete(q.inFlite, it.ID)
+		if r, ok := q.recs[it.ID]; ok && !won[it.ID] {
+			q.land(r)
+			q.tidy(r)
 		}
 	}
 }
@@ -536,10 +522,14 @@ func (q *Queue) leased1(it Item, extra []string, resps []*etcdResponseOp) Item {
 	return it
 }
 
-// Release gives up an acquired item without finishing it.
+// Release gives up an acquired item without finishing it. Releasing it
+// again is harmless (the superconductor does, after a lost hand-off).
 func (q *Queue) Release(ctx context.Context, it Item) {
 	q.mu.Lock()
-	delete(q.inFlite, it.ID)
+	if r, ok := q.recs[it.ID]; ok {
+		q.land(r)
+		q.tidy(r)
+	}
 	q.mu.Unlock()
 	leaseID, err := q.LeaseID(ctx)
 	if err != nil {
@@ -551,14 +541,15 @@ func (q *Queue) Release(ctx context.Context, it Item) {
 }
 
 // Done marks an acquired item as finished by this process (its final
-// transaction deleted it).
+// transaction deleted it): until the item watch shows the deletion, the
+// lease key's deletion (same transaction, another watch) must not offer
+// it again. An item released before (a lost hand-off) may be reported
+// done too; one whose record is gone (deleted, lease key too) is left.
 func (q *Queue) Done(it Item) {
 	q.mu.Lock()
-	delete(q.inFlite, it.ID)
-	if _, ok := q.items[it.ID]; ok {
-		// Until the watch shows the deletion, the lease key's deletion
-		// (same transaction, another watch) must not offer it again.
-		q.finished[it.ID] = true
+	if r, ok := q.recs[it.ID]; ok {
+		q.finish(r)
+		q.tidy(r)
 	}
 	q.mu.Unlock()
 }
@@ -602,7 +593,7 @@ func (q *Queue) worker(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case id := <-q.work:
-			if q.deferred(id) {
+			if !q.dequeue(id) {
 				continue
 			}
 			it, ok, err := q.TryAcquire(ctx, id)
@@ -633,111 +624,5 @@ func (q *Queue) worker(ctx context.Context) {
 			}
 			q.Done(it)
 		}
-	}
-}
-
-// deferred asks the Defer hook, without touching etcd, whether id should
-// wait for another item's holder.
-func (q *Queue) deferred(id string) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	delete(q.queued, id)
-	q.refillLocked() // this id left work: room for an overflowed one
-	it, ok := q.items[id]
-	if !ok || q.deferFn == nil {
-		return false
-	}
-	// The pending items are offered as an iterator under our lock, not
-	// copied: a backlog of thousands was copied on every dequeue, O(n²)
-	// over a burst, though the hook looks at them only for multi-creates.
-	all := func(yield func(Item) bool) {
-		for _, x := range q.items {
-			if !yield(x) {
-				return
-			}
-		}
-	}
-	if q.deferFn(it, all) {
-		q.defered[id] = true
-		delete(q.stolen, id)
-		return true
-	}
-	return false
-}
-
-// enqueueLocked offers id to our workers: at once when we rank first for
-// it among the holders, else after our rank's grace (offerWhenDue).
-func (q *Queue) enqueueLocked(id string) {
-	if q.queued[id] || q.leased[id] || q.inFlite[id] || q.finished[id] {
-		return
-	}
-	if _, ok := q.items[id]; !ok {
-		return
-	}
-	rank := q.rankLocked(id)
-	if rank == 0 {
-		delete(q.waiting, id)
-		delete(q.since, id)
-		q.offerLocked(id)
-		return
-	}
-	now := time.Now()
-	if _, ok := q.since[id]; !ok {
-		q.since[id] = now
-	}
-	due := now.Add(time.Duration(min(rank, maxGraceSteps)) * q.grace)
-	if cur, ok := q.waiting[id]; ok && !cur.After(due) {
-		return // already waiting, no longer than this
-	}
-	q.waiting[id] = due
-	// The timer loop sleeps until the earliest due time it saw; only an
-	// id due before the heap's head needs it to look again. Ids arrive
-	// with their due times in order (now + a grace or two), so in a burst
-	// that is almost never: waking the loop for each of them cost every
-	// superconductor a pass per request another holder works.
-	wake := q.delayed.Len() == 0 || due.Before(q.delayed[0].due)
-	heap.Push(&q.delayed, delayed{id: id, due: due})
-	if wake {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// offerLocked puts id on the work channel (or the overflow behind it).
-func (q *Queue) offerLocked(id string) {
-	q.queued[id] = true
-	select {
-	case q.work <- id:
-	default: // full: a worker moves it in when it takes an id (refillLocked)
-		q.overflow = append(q.overflow, id)
-	}
-}
-
-// refillLocked moves overflowed ids into work while it has room, in the
-// order they were offered; ids finished or taken meanwhile are dropped.
-func (q *Queue) refillLocked() {
-	n := 0
-	for n < len(q.overflow) {
-		id := q.overflow[n]
-		if _, ok := q.items[id]; !ok || q.leased[id] || q.inFlite[id] || q.finished[id] {
-			// Finished or taken meanwhile: whoever frees it offers it again.
-			delete(q.queued, id)
-			delete(q.stolen, id)
-			n++
-			continue
-		}
-		select {
-		case q.work <- id:
-			n++
-			continue
-		default:
-		}
-		break
-	}
-	q.overflow = q.overflow[n:]
-	if len(q.overflow) == 0 {
-		q.overflow = nil // let a drained burst's backing array go
 	}
 }

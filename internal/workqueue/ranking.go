@@ -93,50 +93,8 @@ func (q *Queue) offerWhenDue(ctx context.Context) {
 	var steal []stealCandidate
 	for {
 		q.mu.Lock()
-		now := time.Now()
-		next := time.Hour
-		steal = steal[:0]
-		for q.delayed.Len() > 0 {
-			d := q.delayed[0]
-			if due, ok := q.waiting[d.id]; !ok || !due.Equal(d.due) {
-				heap.Pop(&q.delayed) // stale: offered meanwhile, or re-timed
-				if !ok {
-					delete(q.since, d.id)
-				}
-				continue
-			}
-			if d.due.After(now) {
-				next = d.due.Sub(now)
-				break
-			}
-			heap.Pop(&q.delayed)
-			if _, ok := q.items[d.id]; !ok || q.queued[d.id] || q.leased[d.id] || q.inFlite[d.id] || q.finished[d.id] {
-				delete(q.waiting, d.id)
-				delete(q.since, d.id)
-				continue
-			}
-			if ok, again := q.stealableLocked(d.id, now); !ok {
-				if since := q.since[d.id]; q.stealAfter > 0 && now.Sub(since) >= q.stealAfter && q.rankLocked(d.id) == 1 {
-					steal = append(steal, stealCandidate{id: d.id, since: since, again: again})
-					continue
-				}
-				q.waiting[d.id] = again
-				heap.Push(&q.delayed, delayed{id: d.id, due: again})
-				continue
-			}
-			delete(q.waiting, d.id)
-			delete(q.since, d.id)
-			q.offerLocked(d.id)
-		}
-		if len(steal) > 0 {
-			q.stealLocked(steal)
-			if q.delayed.Len() > 0 {
-				next = max(q.delayed[0].due.Sub(now), 0)
-			}
-		}
-		if q.delayed.Len() == 0 {
-			q.delayed = nil // let a drained burst's backing array go
-		}
+		var next time.Duration
+		next, steal = q.offerDueLocked(time.Now(), steal[:0])
 		q.mu.Unlock()
 		t.Reset(next)
 		select {
@@ -148,8 +106,55 @@ func (q *Queue) offerWhenDue(ctx context.Context) {
 	}
 }
 
+// offerDueLocked is one pass of offerWhenDue at now: it offers the
+// waiting records due by now that no better-ranked holder is still
+// working on, steals some (steal is scratch space, returned for reuse),
+// sets the others a new time, and returns how long until the next is due.
+func (q *Queue) offerDueLocked(now time.Time, steal []stealCandidate) (time.Duration, []stealCandidate) {
+	next := time.Hour
+	for q.delayed.Len() > 0 {
+		d := q.delayed[0]
+		r, ok := q.recs[d.id]
+		if !ok || r.phase != waiting || !r.due.Equal(d.due) {
+			heap.Pop(&q.delayed) // stale: offered meanwhile, or re-timed
+			continue
+		}
+		if d.due.After(now) {
+			next = d.due.Sub(now)
+			break
+		}
+		heap.Pop(&q.delayed)
+		if !r.known || r.leased {
+			q.retract(r) // gone, or leased by someone: its lease's deletion offers it again
+			q.tidy(r)
+			continue
+		}
+		if ok, again := q.stealableLocked(r.id, now); !ok {
+			if q.stealAfter > 0 && now.Sub(r.since) >= q.stealAfter && q.rankLocked(r.id) == 1 {
+				steal = append(steal, stealCandidate{r: r, since: r.since, again: again})
+				continue
+			}
+			q.wait(r, again, now)
+			continue
+		}
+		q.offer(r, false)
+	}
+	if len(steal) > 0 {
+		q.stealLocked(steal, now)
+		if q.delayed.Len() > 0 {
+			next = max(q.delayed[0].due.Sub(now), 0)
+		}
+	}
+	if q.delayed.Len() == 0 {
+		q.delayed = nil // let a drained burst's backing array go
+	}
+	return next, steal
+}
+
+// stealCandidate is a waiting record offerDueLocked popped from the
+// heap for stealLocked to offer or set a new time.
 type stealCandidate struct {
-	id           string
+	r            *record
 	owner        string // the holder ranked first for it
 	since, again time.Time
 	take         bool
@@ -163,10 +168,10 @@ type stealCandidate struct {
 // watch. (Taking them all, a loaded 3-scheduler bench lost about as many
 // lease transactions to that meeting as it stole items.) A candidate
 // left alone is looked at again at the next pass, half of what remains.
-func (q *Queue) stealLocked(cands []stealCandidate) {
+func (q *Queue) stealLocked(cands []stealCandidate, now time.Time) {
 	idle := q.workers - int(q.busy.Load()) - len(q.work) - len(q.overflow)
 	for i := range cands {
-		cands[i].owner = q.firstRankedLocked(cands[i].id)
+		cands[i].owner = q.firstRankedLocked(cands[i].r.id)
 	}
 	// By owner, newest first within each; the newer half of each owner's
 	// are eligible, newest first overall up to our idle workers.
@@ -193,14 +198,10 @@ func (q *Queue) stealLocked(cands []stealCandidate) {
 	}
 	for _, c := range cands {
 		if c.take {
-			delete(q.waiting, c.id)
-			delete(q.since, c.id)
-			q.stolen[c.id] = true
-			q.offerLocked(c.id)
+			q.offer(c.r, true)
 			continue
 		}
-		q.waiting[c.id] = c.again
-		heap.Push(&q.delayed, delayed{id: c.id, due: c.again})
+		q.wait(c.r, c.again, now)
 	}
 }
 
@@ -228,12 +229,14 @@ func (q *Queue) holderID(lease int64) string {
 }
 
 // reofferLocked ranks the waiting items again: those we now rank first
-// for are offered at once, the others keep their earlier time.
+// for are considered afresh (offered at once unless leased meanwhile),
+// the others keep their earlier time.
 func (q *Queue) reofferLocked() {
-	for id := range q.waiting {
-		if q.rankLocked(id) == 0 {
-			delete(q.waiting, id)
-			q.enqueueLocked(id)
+	for _, r := range q.recs {
+		if r.phase == waiting && q.rankLocked(r.id) == 0 {
+			q.retract(r)
+			q.considerLocked(r)
+			q.tidy(r)
 		}
 	}
 }

@@ -8,18 +8,31 @@ import (
 	"github.com/berth-project/berth/internal/informer"
 )
 
+// The three handlers below feed what the watches show into the records:
+// itemHandler sets record.known and the item, leaseHandler
+// record.leased, and each then considers the record (offer.go). They do
+// not change phases themselves except where an event ends one: an
+// item's deletion ends a wait, a deferral or our finished guard.
+
+// itemHandler follows the items.
 type itemHandler struct{ q *Queue }
 
 func (h itemHandler) Reset(kvs []informer.Event, _ int64) {
 	q := h.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.items = map[string]Item{}
-	for id := range q.finished {
-		delete(q.finished, id) // the listing says what exists now
+	// The listing says what exists now.
+	for _, r := range q.recs {
+		r.known, r.item = false, Item{}
+		if r.phase == finished {
+			q.forget(r)
+		}
 	}
 	for _, kv := range kvs {
 		h.putLocked(kv)
+	}
+	for _, r := range q.recs {
+		q.tidy(r)
 	}
 }
 
@@ -33,15 +46,20 @@ func (h itemHandler) Apply(evs []informer.Event) {
 			continue
 		}
 		if ev.Deleted {
-			delete(q.items, id)
-			delete(q.defered, id)
-			delete(q.finished, id)
-			delete(q.waiting, id)
-			// An item finished: whatever waited for it may go now.
-			for d := range q.defered {
-				delete(q.defered, d)
-				q.enqueueLocked(d)
+			if r, ok := q.recs[id]; ok {
+				r.known, r.item = false, Item{}
+				switch r.phase {
+				case waiting, deferred:
+					q.retract(r)
+				case finished:
+					q.forget(r)
+				}
+				// Queued or in flight, it stays so: the worker that
+				// takes it, or holds it, finds it gone.
+				q.tidy(r)
 			}
+			// An item finished: whatever waited for it may go now.
+			q.wakeParkedLocked()
 			continue
 		}
 		h.putLocked(ev)
@@ -54,24 +72,30 @@ func (h itemHandler) putLocked(ev informer.Event) {
 	if !ok {
 		return
 	}
-	q.items[id] = Item{ID: id, Key: ev.Key, Value: ev.Value, ModRev: ev.Revision, LeaseKey: q.leaseKey(id)}
-	q.enqueueLocked(id)
+	r := q.recordOf(id)
+	r.item = Item{ID: id, Key: ev.Key, Value: ev.Value, ModRev: ev.Revision, LeaseKey: q.leaseKey(id)}
+	r.known = true
+	q.considerLocked(r)
 }
 
+// leaseHandler follows the lease keys, anyone's.
 type leaseHandler struct{ q *Queue }
 
 func (h leaseHandler) Reset(kvs []informer.Event, _ int64) {
 	q := h.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.leased = map[string]bool{}
+	for _, r := range q.recs {
+		r.leased = false
+	}
 	for _, kv := range kvs {
 		if id, ok := etcdschema.LastSegment(kv.Key, q.leasePrefix); ok {
-			q.leased[id] = true
+			q.recordOf(id).leased = true
 		}
 	}
-	for id := range q.items {
-		q.enqueueLocked(id)
+	for _, r := range q.recs {
+		q.considerLocked(r)
+		q.tidy(r)
 	}
 }
 
@@ -86,10 +110,13 @@ func (h leaseHandler) Apply(evs []informer.Event) {
 			continue
 		}
 		if ev.Deleted {
-			delete(q.leased, id)
-			q.enqueueLocked(id) // its holder finished or died; offer it if it is still there
+			if r, ok := q.recs[id]; ok {
+				r.leased = false
+				q.considerLocked(r) // its holder finished or died; offer it if it is still there
+				q.tidy(r)
+			}
 		} else {
-			q.leased[id] = true
+			q.recordOf(id).leased = true
 			if q.holderPfx != "" {
 				// Who leased it: that holder is alive and working.
 				var l etcdschema.Lease
