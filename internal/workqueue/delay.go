@@ -1,9 +1,10 @@
 package workqueue
 
-import (
-	"time"
-)
+import "time"
 
+// delayed is one entry of the delay heap: a waiting record's id and the
+// due time it was pushed with. The record may have moved on since (offered,
+// re-timed, gone); the entry is then stale and skipped (offerDueLocked).
 type delayed struct {
 	id  string
 	due time.Time

@@ -54,8 +54,12 @@
 //	|         |                                                      | finish
 //	|         |                                                      v
 //	|         | <------------------ forget ------------------- +-----------+
-//	|         | ------------------- finish ------------------> | finished  |
-//	+---------+   (after a land: a lost hand-off's Done)       +-----------+
+//	|         |                                                | finished  |
+//	+---------+                                                +-----------+
+//
+// finish leaves the other phases too: a client that released an item (the
+// superconductor's lost hand-off) may report it done after its lease key's
+// deletion offered it again, and Done ends it wherever it stands.
 //
 // Who asks for them:
 //
@@ -68,9 +72,10 @@
 //	             gone, so that we now rank first
 //	fly          TryAcquire (the worker), TryAcquireMany (a client
 //	             gathering a multi-instance request's siblings)
-//	land         a lease transaction lost or failed; Release (twice is
-//	             harmless: pending to pending)
-//	finish       Done
+//	land         a lease transaction lost or failed; Release (of an item
+//	             in flight; a second Release finds it elsewhere and
+//	             leaves it)
+//	finish       Done (a second Done finds it finished and leaves it)
 //	forget       the item's deletion in the watch, the sweep, a re-listing
 //
 // A transition asked of a record in a phase it does not leave is a bug:

@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"container/heap"
 	"fmt"
 	"iter"
 	"slices"
@@ -323,26 +324,44 @@ func TestSiblingTakenWhileQueued(t *testing.T) {
 }
 
 // TestLostHandOffReleasedThenDone: the superconductor releases an item
-// whose hand-off lost, then reports it done; it is guarded as finished
-// (the lease key's deletion does not offer it) until its deletion or a
-// sweep, as before the records.
+// whose hand-off lost, then reports it done (or releases it again); Done
+// guards it as finished, wherever it stands by then, until its deletion
+// or a sweep, as before the records; a second Release changes nothing.
 func TestLostHandOffReleasedThenDone(t *testing.T) {
-	e := newEvents(t, Config{})
-	e.item("h", false)
-	it := e.leaseWon(<-e.q.work)
-	e.q.mu.Lock()
-	e.q.land(e.q.recs["h"]) // Release, less its etcd transaction
-	e.q.mu.Unlock()
-	e.q.Done(it)
-	e.wantPhase("h", "finished")
-	e.lease("h", 0, true)
-	if got := e.offered(); len(got) != 0 {
-		t.Fatalf("offered %q", got)
+	for _, tc := range []struct {
+		desc          string
+		leaseGoneSeen bool // the release's lease deletion reaches the watch before Done
+	}{
+		{"Done before the lease key's deletion is seen", false},
+		{"Done after it offered the item again", true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			e := newEvents(t, Config{})
+			e.item("h", false)
+			it := e.leaseWon(<-e.q.work)
+			e.q.released(it.ID) // Release, less its etcd transaction
+			e.wantPhase("h", "pending")
+			if tc.leaseGoneSeen {
+				e.lease("h", 0, true)
+				e.wantPhase("h", "queued")
+				e.q.released(it.ID) // released again, as the worker does
+				e.wantPhase("h", "queued")
+			}
+			e.q.Done(it)
+			e.wantPhase("h", "finished")
+			e.lease("h", 0, true)
+			for _, id := range e.offered() {
+				if e.q.dequeue(id) {
+					t.Fatalf("the worker would try %s after Done", id)
+				}
+			}
+			e.wantPhase("h", "finished")
+			e.q.mu.Lock()
+			e.q.sweepLocked()
+			e.q.mu.Unlock()
+			e.wantPhase("h", "queued")
+		})
 	}
-	e.q.mu.Lock()
-	e.q.sweepLocked()
-	e.q.mu.Unlock()
-	e.wantPhase("h", "queued")
 }
 
 // TestLeaseSeenBeforeItsItem: the two watches are separate streams; a
@@ -403,4 +422,21 @@ func TestRelistingForgetsAndDrops(t *testing.T) {
 	e.wantPhase("vanished", "gone")
 	e.wantPhase("done", "queued")
 	e.wantPhase("kept", "queued")
+}
+
+// TestTwinHeapEntriesCountOnce: two heap entries for one waiting record
+// with the same time (pushed at one instant) make it one candidate, not
+// two: as two, stealing offered one and set the other a new time, a wait
+// asked of a queued record.
+func TestTwinHeapEntriesCountOnce(t *testing.T) {
+	e, leaseIDs, ids := rankedEvents(t, Config{Grace: time.Second, IdleAfter: time.Hour, StealAfter: time.Millisecond, Workers: 4})
+	id := ids[1]
+	e.item(id, false)
+	e.lease("other", firstFor(e.q, leaseIDs, id), false) // its owner is alive and leasing
+	r := e.q.recs[id]
+	heap.Push(&e.q.delayed, delayed{id: id, due: r.due})
+	e.q.offerDueLocked(r.due, nil)
+	// One candidate of its owner: the newer half of one is none, so it
+	// waits on (stealing proper is TestQueueIdleHoldersHelpASlowOne's).
+	e.wantPhase(id, "waiting")
 }

@@ -523,14 +523,10 @@ func (q *Queue) leased1(it Item, extra []string, resps []*etcdResponseOp) Item {
 }
 
 // Release gives up an acquired item without finishing it. Releasing it
-// again is harmless (the superconductor does, after a lost hand-off).
+// again is harmless (the superconductor does, after a lost hand-off): the
+// record has left in flight, perhaps been offered again, and is left so.
 func (q *Queue) Release(ctx context.Context, it Item) {
-	q.mu.Lock()
-	if r, ok := q.recs[it.ID]; ok {
-		q.land(r)
-		q.tidy(r)
-	}
-	q.mu.Unlock()
+	q.released(it.ID)
 	leaseID, err := q.LeaseID(ctx)
 	if err != nil {
 		return
@@ -540,14 +536,26 @@ func (q *Queue) Release(ctx context.Context, it Item) {
 		Then(clientv3.OpDelete(it.LeaseKey)).Commit()
 }
 
+// released lands id's record if it is in flight; one found in another
+// phase was released before and is left as it is.
+func (q *Queue) released(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if r, ok := q.recs[id]; ok && r.phase == inFlight {
+		q.land(r)
+		q.tidy(r)
+	}
+}
+
 // Done marks an acquired item as finished by this process (its final
 // transaction deleted it): until the item watch shows the deletion, the
 // lease key's deletion (same transaction, another watch) must not offer
 // it again. An item released before (a lost hand-off) may be reported
-// done too; one whose record is gone (deleted, lease key too) is left.
+// done too, wherever it stands since; one done twice, or whose record is
+// gone (deleted, lease key too), is left.
 func (q *Queue) Done(it Item) {
 	q.mu.Lock()
-	if r, ok := q.recs[it.ID]; ok {
+	if r, ok := q.recs[it.ID]; ok && r.phase != finished {
 		q.finish(r)
 		q.tidy(r)
 	}

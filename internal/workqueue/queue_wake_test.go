@@ -15,7 +15,7 @@ import (
 )
 
 // The timer loop is woken only for an id due before the heap's head
-// (enqueueLocked): an id ranked second for us (one grace) that arrives
+// (considerLocked): an id ranked second for us (one grace) that arrives
 // after one ranked third (two graces) must still be offered after one
 // grace, not with the later one. Three holders are
 // registered and none has leased anything, so both are ours once due.

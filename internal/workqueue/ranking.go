@@ -124,6 +124,9 @@ func (q *Queue) offerDueLocked(now time.Time, steal []stealCandidate) (time.Dura
 			break
 		}
 		heap.Pop(&q.delayed)
+		// This entry is used up: a twin pushed for the same instant is
+		// stale from now on, not a second offer of the same record.
+		r.due = time.Time{}
 		if !r.known || r.leased {
 			q.retract(r) // gone, or leased by someone: its lease's deletion offers it again
 			q.tidy(r)

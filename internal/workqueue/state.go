@@ -108,15 +108,14 @@ var (
 	// request's siblings from whatever phase it finds them in.
 	fromFly = setOf(pending, waiting, queued, deferred)
 	// land: the lease attempt lost or failed, or the holder released it.
-	// From pending too: the superconductor releases an item whose
-	// hand-off lost, and its caller then releases it again.
-	fromLand = setOf(inFlight, pending)
-	// finish: the holder's final transaction deleted it (Done). From
-	// pending too: after a lost hand-off released it, the superconductor
-	// reports the item done, and marking it finished keeps the lease
-	// key's deletion from offering an item another holder now works, as
-	// it always has.
-	fromFinish = setOf(inFlight, pending)
+	fromLand = setOf(inFlight)
+	// finish: the holder's final transaction deleted it (Done). From the
+	// other phases too: the superconductor releases an item whose
+	// hand-off lost (its lease key's deletion may offer it again, or put
+	// it to wait) and then reports it done; Done has always ended it
+	// wherever it stood, so that it is not tried again until its
+	// deletion or a sweep.
+	fromFinish = setOf(pending, waiting, queued, deferred, inFlight)
 	// forget: the item's deletion reached our watch, or it outlived a
 	// sweep (our final transaction did not delete it after all), or the
 	// item watch listed afresh.
@@ -246,7 +245,7 @@ func (q *Queue) fly(r *record) {
 }
 
 // land ends a lease attempt that lost or failed, or a hold released (in
-// flight, pending -> pending).
+// flight -> pending).
 func (q *Queue) land(r *record) {
 	if q.leave(r, "land", fromLand) {
 		q.enter(r, pending)
@@ -254,8 +253,9 @@ func (q *Queue) land(r *record) {
 }
 
 // finish records that our final transaction deleted the item (in flight,
-// pending -> finished), or, when the item watch already showed the
-// deletion, that nothing is left to do (-> pending).
+// or any phase but finished after a Release -> finished), or, when the
+// item watch already showed the deletion, that nothing is left to do
+// (-> pending). Entries left behind (channel, heap) are stale from now.
 func (q *Queue) finish(r *record) {
 	if !q.leave(r, "finish", fromFinish) {
 		return

@@ -77,8 +77,8 @@ func TestTransitionsFromEachPhase(t *testing.T) {
 		{"park", (*Queue).park, []phase{pending}, deferred},
 		{"retract", (*Queue).retract, []phase{waiting, queued, deferred}, pending},
 		{"fly", (*Queue).fly, []phase{pending, waiting, queued, deferred}, inFlight},
-		{"land", (*Queue).land, []phase{inFlight, pending}, pending},
-		{"finish", (*Queue).finish, []phase{inFlight, pending}, finished},
+		{"land", (*Queue).land, []phase{inFlight}, pending},
+		{"finish", (*Queue).finish, []phase{pending, waiting, queued, deferred, inFlight}, finished},
 		{"forget", (*Queue).forget, []phase{finished}, pending},
 	} {
 		for _, from := range allPhases {
