@@ -440,3 +440,19 @@ func TestTwinHeapEntriesCountOnce(t *testing.T) {
 	// waits on (stealing proper is TestQueueIdleHoldersHelpASlowOne's).
 	e.wantPhase(id, "waiting")
 }
+
+// TestDoneDuringAnotherAttempt: a client reports done an item it released
+// while one of our workers is trying it again (its lease transaction under
+// way); the attempt, lost, finds it finished and leaves it so.
+func TestDoneDuringAnotherAttempt(t *testing.T) {
+	e := newEvents(t, Config{})
+	e.item("d", false)
+	e.q.dequeue(<-e.q.work)
+	e.q.mu.Lock()
+	r := e.q.recs["d"]
+	e.q.fly(r) // TryAcquire, its transaction under way
+	e.q.mu.Unlock()
+	e.q.Done(r.item)  // the client that released it before
+	e.q.released("d") // the attempt lost
+	e.wantPhase("d", "finished")
+}

@@ -377,10 +377,7 @@ func (q *Queue) TryAcquire(ctx context.Context, id string) (Item, bool, error) {
 	ok, cur, err := q.acquire(ctx, it)
 	q.countLease(turn, ok, err)
 	if err != nil || !ok {
-		q.mu.Lock()
-		q.land(r) // in flight, so still recorded: no other path leaves that phase
-		q.tidy(r)
-		q.mu.Unlock()
+		q.released(id)
 		return Item{}, false, err
 	}
 	return cur, true, nil
@@ -452,7 +449,7 @@ func (q *Queue) releaseFlights(tried, leased []Item) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, it := range tried {
-		if r, ok := q.recs[it.ID]; ok && !won[it.ID] {
+		if r, ok := q.recs[it.ID]; ok && !won[it.ID] && r.phase == inFlight {
 			q.land(r)
 			q.tidy(r)
 		}
@@ -537,7 +534,9 @@ func (q *Queue) Release(ctx context.Context, it Item) {
 }
 
 // released lands id's record if it is in flight; one found in another
-// phase was released before and is left as it is.
+// phase was released before, or ended meanwhile by a client's Done (an
+// item it released, taken up again by one of our workers), and is left
+// as it is.
 func (q *Queue) released(id string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
