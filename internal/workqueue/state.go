@@ -78,7 +78,8 @@ type record struct {
 	phase         phase
 	// due is when a waiting item is tried by us; since when it was first
 	// put to wait, its age, for taking it from a live but slow holder
-	// (Config.StealAfter). Both are zero outside waiting.
+	// (Config.StealAfter). Both are zero outside waiting; due also while
+	// a pass of the delay loop holds the record (offerDueLocked).
 	due, since time.Time
 	// stolen: offered by stealLocked, for the lease metrics' turn; the
 	// lease attempt that follows reads it.
