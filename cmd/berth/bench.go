@@ -25,6 +25,7 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/logging"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/stack"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -380,12 +381,12 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	if o.etcdOnly {
 		base.API = nil
 	}
-	s0, err := connect(ctx, &base, log.Named("berth"))
+	s0, err := stack.Connect(ctx, &base, log.Named("berth"))
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	cleanups = append(cleanups, s0.stop)
+	cleanups = append(cleanups, s0.Stop)
 	// The tool's own client (fleet, recorder, baseline, coldstart loads)
 	// talks to etcd over the network as agents and a fresh scheduler
 	// would, and keeps its watches off the roles' client streams.
@@ -395,27 +396,23 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 		return nil, nil, fmt.Errorf("etcd client for %s: %w", emb.ClientURL, err)
 	}
 	cleanups = append(cleanups, func() { own.Close() })
-	t := &bench.Target{Client: own, Keys: s0.keys}
+	t := &bench.Target{Client: own, Keys: s0.Keys()}
 	if o.etcdOnly {
 		return t, cleanup, nil
 	}
-	if err := s0.startServerRoles(ctx); err != nil {
+	if err := s0.StartServerRoles(ctx); err != nil {
 		cleanup()
 		return nil, nil, err
 	}
 	for c := 1; c <= o.cells; c++ {
 		cc := *cfg.Conductor
 		cc.Cell = bench.CellName(c)
-		if err := s0.startConductor(ctx, &cc); err != nil {
+		if err := s0.StartConductor(ctx, &cc); err != nil {
 			cleanup()
 			return nil, nil, err
 		}
 	}
-	for _, ep := range s0.Endpoints {
-		if ep[0] == "compute API" {
-			t.API = ep[1]
-		}
-	}
+	t.API = s0.Endpoint("compute API")
 	if o.procs != nil {
 		cleanups = append(cleanups, o.procs.stop)
 		if err := o.procs.start(ctx, emb.ClientURL); err != nil {
@@ -425,20 +422,20 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 		procTarget(t, s0, o.procs, cfg.Superconductor.Workers)
 		return t, cleanup, nil
 	}
-	var scheds []*stack
+	var scheds []*stack.Stack
 	for i := 0; i < o.schedulers; i++ {
 		sc := *cfg
 		sc.API, sc.Conductor = nil, nil
 		etcdCfg := cfg.Etcd
 		etcdCfg.Embedded, etcdCfg.Endpoints = nil, []string{emb.ClientURL}
 		sc.Etcd = etcdCfg
-		s, err := connect(ctx, &sc, log.Named(fmt.Sprintf("berth-%d", i+1)))
+		s, err := stack.Connect(ctx, &sc, log.Named(fmt.Sprintf("berth-%d", i+1)))
 		if err != nil {
 			cleanup()
 			return nil, nil, err
 		}
-		cleanups = append(cleanups, s.stop)
-		if err := s.startServerRoles(ctx); err != nil {
+		cleanups = append(cleanups, s.Stop)
+		if err := s.StartServerRoles(ctx); err != nil {
 			cleanup()
 			return nil, nil, err
 		}
@@ -447,21 +444,16 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	t.Schedulers = len(scheds)
 	t.ClaimWorkers = len(scheds) * cfg.Superconductor.Workers
 	for _, s := range scheds {
-		t.ClaimServices = append(t.ClaimServices, s.placement)
+		t.ClaimServices = append(t.ClaimServices, s.Placement())
 	}
 	// What the superconductors' lease attempts cost (each holder sees
 	// every build request; issue 7), in the report.
 	t.LeaseAttempts = func() (won, lost float64) { return leaseAttempts(scheds) }
-	all := append([]*stack{s0}, scheds...)
+	all := append([]*stack.Stack{s0}, scheds...)
 	t.Sync = func(ctx context.Context, rev int64) error {
 		for _, s := range all {
-			if err := s.waitPlacement(ctx, rev); err != nil {
+			if err := s.WaitForRevision(ctx, rev); err != nil {
 				return err
-			}
-			if s.hosts != nil {
-				if err := s.hosts.WaitForRevision(ctx, rev); err != nil {
-					return err
-				}
 			}
 		}
 		return nil
@@ -469,14 +461,14 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	t.ClaimStats = func() placement.ClaimStats {
 		var sum placement.ClaimStats
 		for _, s := range all {
-			sum.Add(s.placement.ClaimStats())
+			sum.Add(s.Placement().ClaimStats())
 		}
 		return sum
 	}
 	t.KillLeader = func(ctx context.Context, id string) error {
 		for _, s := range scheds {
-			if s.schedID == id {
-				s.crash()
+			if s.SchedulerID() == id {
+				s.Crash()
 				return nil
 			}
 		}
@@ -488,9 +480,9 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 // leaseAttempts sums the superconductor queues' lease transactions that
 // won and lost (berth_queue_lease_attempts_total, every turn) over the
 // scheduler stacks.
-func leaseAttempts(scheds []*stack) (won, lost float64) {
+func leaseAttempts(scheds []*stack.Stack) (won, lost float64) {
 	for _, s := range scheds {
-		for _, outs := range s.metrics.QueueLeaseCounts(metrics.QueueBuildRequests) {
+		for _, outs := range s.Metrics().QueueLeaseCounts(metrics.QueueBuildRequests) {
 			won += outs[metrics.LeaseWon]
 			lost += outs[metrics.LeaseLost]
 		}
@@ -503,48 +495,22 @@ func leaseAttempts(scheds []*stack) (won, lost float64) {
 // tool's own stack's placement (its cell conductors claim on reschedules).
 // ClaimServices stays nil: the claim baseline then claims through a
 // placement of the tool's own, and says so.
-func procTarget(t *bench.Target, s0 *stack, p *schedProcs, workers int) {
+func procTarget(t *bench.Target, s0 *stack.Stack, p *schedProcs, workers int) {
 	t.Schedulers = p.n
 	t.ClaimWorkers = p.n * workers
 	t.Sync = func(ctx context.Context, rev int64) error {
-		if err := s0.waitPlacement(ctx, rev); err != nil {
+		if err := s0.WaitForRevision(ctx, rev); err != nil {
 			return err
 		}
 		return p.sync(ctx, rev)
 	}
 	t.ClaimStats = func() placement.ClaimStats {
 		sum := p.claimStats()
-		sum.Add(s0.placement.ClaimStats())
+		sum.Add(s0.Placement().ClaimStats())
 		return sum
 	}
 	t.KillLeader = p.kill
 	t.ChildCPU = p.cpuTime
-}
-
-// crash stops a stack as a killed process would: its etcd client goes
-// first, so nothing is resigned or revoked and its leases (election,
-// registration, work-queue sessions) expire after their TTLs. stop
-// afterwards does nothing.
-func (s *stack) crash() {
-	s.stopOnce.Do(func() {}) // the crash is the stop: no graceful one later
-	drained := make(chan struct{})
-	go func() { // roles failing on the closed client must not block
-		for {
-			select {
-			case <-s.errs:
-			case <-drained:
-				return
-			}
-		}
-	}()
-	for _, srv := range s.servers {
-		_ = srv.Close()
-	}
-	_ = s.cli.Close()
-	s.cancel()
-	s.waitRoles("crashed stack's roles did not stop within 30s")
-	close(drained)
-	s.servers, s.ownCli = nil, false
 }
 
 func freePorts(n int) ([]int, error) {

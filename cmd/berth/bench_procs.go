@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/berth-project/berth/internal/logging"
+	"github.com/berth-project/berth/internal/stack"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -90,26 +91,26 @@ func cmdBenchSchedulerProcess(args []string, stdout, stderr io.Writer) int {
 		cfg.Superconductor.Workers = *workers
 	}
 	log := logging.New(cfg.Log, stderr).Named(*name)
-	return startAndWait("bench scheduler", cfg, log, stdout, func(ctx context.Context, s *stack) error {
-		if err := s.startServerRoles(ctx); err != nil {
+	return exitCode(stack.Run("bench scheduler", cfg, log, stdout, func(ctx context.Context, s *stack.Stack) error {
+		if err := s.StartServerRoles(ctx); err != nil {
 			return err
 		}
-		return s.serve(benchControlName, "127.0.0.1:0", benchControl(s))
-	})
+		return s.Serve(benchControlName, "127.0.0.1:0", benchControl(s))
+	}))
 }
 
 // benchControl is the child's control API, on loopback.
-func benchControl(s *stack) http.Handler {
+func benchControl(s *stack.Stack) http.Handler {
 	mux := http.NewServeMux()
 	writeJSON := func(w http.ResponseWriter, v any) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(v)
 	}
 	mux.HandleFunc("GET /bench/info", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, schedProcInfo{PID: os.Getpid(), SchedulerID: s.schedID, GOMAXPROCS: runtime.GOMAXPROCS(0)})
+		writeJSON(w, schedProcInfo{PID: os.Getpid(), SchedulerID: s.SchedulerID(), GOMAXPROCS: runtime.GOMAXPROCS(0)})
 	})
 	mux.HandleFunc("GET /bench/claims", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, s.placement.ClaimStats())
+		writeJSON(w, s.Placement().ClaimStats())
 	})
 	mux.HandleFunc("GET /bench/sync", func(w http.ResponseWriter, r *http.Request) {
 		rev, err := strconv.ParseInt(r.URL.Query().Get("rev"), 10, 64)
@@ -117,11 +118,7 @@ func benchControl(s *stack) http.Handler {
 			http.Error(w, "rev: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := s.waitPlacement(r.Context(), rev); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		if err := s.hosts.WaitForRevision(r.Context(), rev); err != nil {
+		if err := s.WaitForRevision(r.Context(), rev); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}

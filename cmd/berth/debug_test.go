@@ -20,31 +20,31 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/dump"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/stack"
 )
 
 // startDebugStack runs every role in this process over a fresh embedded
 // etcd, as `berth dev` does, with two hosts in cell1: compute-1 (more RAM,
 // so tried first) fails every build, compute-2 builds. It returns the
 // stack, the etcd client URL and an API client.
-func startDebugStack(t *testing.T) (*stack, string, *api.Client) {
+func startDebugStack(t *testing.T) (*stack.Stack, string, *api.Client) {
 	t.Helper()
 	srv := etcdtest.Start(t)
 	cfg := configs.Defaults()
 	cfg.EnableAllRoles()
 	cfg.Etcd.Embedded, cfg.Etcd.Endpoints = nil, []string{srv.ClientURL()}
 	cfg.API.Bind, cfg.Placement.Bind, cfg.Scheduler.Bind = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	s := &stack{cfg: cfg, log: hclog.NewNullLogger(), keys: etcdschema.New(cfg.Etcd.Prefix),
-		cli: srv.Client(), errs: make(chan error, 16)}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	t.Cleanup(s.stop)
+	s := stack.New(cfg, hclog.NewNullLogger())
+	s.Attach(srv.Client())
+	t.Cleanup(s.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := s.startServerRoles(ctx); err != nil {
+	if err := s.StartServerRoles(ctx); err != nil {
 		t.Fatalf("start server roles: %v", err)
 	}
 	cc := *cfg.Conductor
 	cc.Cell = "cell1"
-	if err := s.startConductor(ctx, &cc); err != nil {
+	if err := s.StartConductor(ctx, &cc); err != nil {
 		t.Fatalf("start conductor: %v", err)
 	}
 	for _, h := range []struct {
@@ -57,16 +57,11 @@ func startDebugStack(t *testing.T) (*stack, string, *api.Client) {
 		a.ReportInterval, a.ServiceDownTime = time.Second, 3*time.Second
 		a.Inventory.VCPUs, a.Inventory.MemoryMB, a.Inventory.DiskGB = 8, h.mem, 200
 		a.Fake.Fail, a.Fake.FailReschedulable = h.fail, true
-		if err := s.startAgent(ctx, &a, t.TempDir()); err != nil {
+		if err := s.StartAgent(ctx, &a, t.TempDir()); err != nil {
 			t.Fatalf("start agent %s: %v", h.name, err)
 		}
 	}
-	var apiURL string
-	for _, ep := range s.Endpoints {
-		if ep[0] == "compute API" {
-			apiURL = ep[1]
-		}
-	}
+	apiURL := s.Endpoint("compute API")
 	if apiURL == "" {
 		t.Fatalf("no compute API in %v", s.Endpoints)
 	}
@@ -150,16 +145,16 @@ func TestDebugDump(t *testing.T) {
 	}
 
 	// A value from a newer Berth, a corrupt one and an unknown key.
-	newer := s.keys.Flavor("m1.future")
-	corrupt := s.keys.CellInstance("cell1", "00000000-0000-4000-8000-00000000dead")
-	unknown := s.keys.All() + "future/feature/x"
+	newer := s.Keys().Flavor("m1.future")
+	corrupt := s.Keys().CellInstance("cell1", "00000000-0000-4000-8000-00000000dead")
+	unknown := s.Keys().All() + "future/feature/x"
 	for k, v := range map[string]string{newer: `{"version": 99, "id": "9", "name": "m1.future"}`,
 		corrupt: `{"version": 1, "uuid": `, unknown: "hello"} {
-		if _, err := s.cli.Put(ctx, k, v); err != nil {
+		if _, err := s.Client().Put(ctx, k, v); err != nil {
 			t.Fatal(err)
 		}
 	}
-	last, err := s.cli.Get(ctx, unknown)
+	last, err := s.Client().Get(ctx, unknown)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,10 +268,10 @@ func TestDebugDump(t *testing.T) {
 	if sum.Undecodable != 2 || sum.Unknown != 1 || sum.Counts["services"] != 2 || sum.Counts["flavors"] != len(api.DefaultFlavors())+1 {
 		t.Errorf("counts: %+v undecodable %d unknown %d", sum.Counts, sum.Undecodable, sum.Unknown)
 	}
-	if len(sum.Leaders) != 1 || sum.Leaders[0].Role != "scheduler" || sum.Leaders[0].ID != s.schedID || sum.Leaders[0].Candidates != 1 {
-		t.Errorf("leaders: %+v, want scheduler %s", sum.Leaders, s.schedID)
+	if len(sum.Leaders) != 1 || sum.Leaders[0].Role != "scheduler" || sum.Leaders[0].ID != s.SchedulerID() || sum.Leaders[0].Candidates != 1 {
+		t.Errorf("leaders: %+v, want scheduler %s", sum.Leaders, s.SchedulerID())
 	}
-	if ms := sum.Members["scheduler"]; len(ms) != 1 || ms[0].ID != s.schedID || ms[0].URL == "" {
+	if ms := sum.Members["scheduler"]; len(ms) != 1 || ms[0].ID != s.SchedulerID() || ms[0].URL == "" {
 		t.Errorf("scheduler members: %+v", ms)
 	}
 	if sum.InFlight != (dump.InFlight{}) {
@@ -286,7 +281,7 @@ func TestDebugDump(t *testing.T) {
 	// The retried instance's record, decoded, with its failed attempt.
 	found := false
 	for _, e := range doc.Kinds["instances"] {
-		if e.Key != s.keys.CellInstance("cell1", retried) {
+		if e.Key != s.Keys().CellInstance("cell1", retried) {
 			continue
 		}
 		found = true
@@ -345,7 +340,7 @@ func TestDebugDump(t *testing.T) {
 		`(?m)^compute-2\s+cell1\s+up\s+enabled\s+1\s+0\s+1/32\s+2048/7680\s+20/200$`,
 		`(?m)^cell0 \(no record\)\s+0\s+false\s+0\s+0\s+1\s+0\s+0 \(0 leased\)$`,
 		`(?m)^cell1\s+2\s+false\s+0\s+1\s+0\s+0\s+0 \(0 leased\)$`,
-		`(?m)^scheduler\s+` + regexp.QuoteMeta(s.schedID) + `\s+/berth/elections/scheduler/[0-9a-f]+\s+1$`,
+		`(?m)^scheduler\s+` + regexp.QuoteMeta(s.SchedulerID()) + `\s+/berth/elections/scheduler/[0-9a-f]+\s+1$`,
 		`(?m)^UNDECODABLE\s+ERROR$`,
 		`(?m)^` + regexp.QuoteMeta(newer) + `\s+decode .*version 99`,
 		`(?m)^` + regexp.QuoteMeta(unknown) + `\s+5$`,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -11,14 +10,7 @@ import (
 
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/internal/logging"
-)
-
-// Simulated hosts' inventory when the config gives none: a mid-size
-// hypervisor, the same for every host so labs are predictable.
-const (
-	devVCPUs    = 16
-	devMemoryMB = 65536
-	devDiskGB   = 1000
+	"github.com/berth-project/berth/internal/stack"
 )
 
 func cmdDev(args []string, stdout, stderr io.Writer) int {
@@ -92,41 +84,6 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 			failing[h] = true
 		}
 	}
-	return startAndWait("dev", cfg, log, stdout, func(ctx context.Context, s *stack) error {
-		if err := s.startServerRoles(ctx); err != nil {
-			return err
-		}
-		for c := 1; c <= *cells; c++ {
-			cc := *cfg.Conductor
-			cc.Cell = fmt.Sprintf("cell%d", c)
-			if err := s.startConductor(ctx, &cc); err != nil {
-				return err
-			}
-		}
-		for h := 1; h <= *hosts; h++ {
-			a := *cfg.Agent
-			a.Host = fmt.Sprintf("compute-%d", h)
-			a.Cell = fmt.Sprintf("cell%d", (h-1)%*cells+1)
-			if a.Inventory.VCPUs == 0 {
-				a.Inventory.VCPUs = devVCPUs
-			}
-			if a.Inventory.MemoryMB == 0 {
-				a.Inventory.MemoryMB = devMemoryMB
-			}
-			if a.Inventory.DiskGB == 0 {
-				a.Inventory.DiskGB = devDiskGB
-			}
-			if *buildTime > 0 {
-				a.Fake.BuildTime = *buildTime
-			}
-			if failing[a.Host] {
-				a.Fake.Fail, a.Fake.FailReschedulable = true, true
-			}
-			if err := s.startAgent(ctx, &a, emb.DataDir); err != nil {
-				return err
-			}
-		}
-		s.Endpoints = append(s.Endpoints, [2]string{"hosts", fmt.Sprintf("%d simulated in %d cell(s), data in %s", *hosts, *cells, emb.DataDir)})
-		return nil
-	})
+	return exitCode(stack.Run(configs.RoleDev, cfg, log, stdout, stack.Dev(stack.DevOptions{
+		Hosts: *hosts, Cells: *cells, FailHosts: failing, BuildTime: *buildTime, DataDir: emb.DataDir})))
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/internal/stack"
 )
 
 const usage = `berth: a cloud scheduling control plane (Nova scheduler, Placement and cells v2 on etcd)
@@ -82,15 +83,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if len(rest) > 0 && isServerVerb(rest[0]) {
 			return cmdServerCLI(rest, stdout, stderr)
 		}
-		return cmdServerRole(rest, stdout, stderr)
+		return cmdRole(configs.RoleServer, stack.Server, rest, stdout, stderr)
 	case "service", "host", "cell", "selection":
 		return cmdOps(cmd, rest, stdout, stderr)
 	case "conductor":
-		return cmdConductor(rest, stdout, stderr)
+		return cmdRole(configs.RoleConductor, stack.Conductor, rest, stdout, stderr)
 	case "agent":
-		return cmdAgent(rest, stdout, stderr)
+		return cmdRole(configs.RoleAgent, stack.Agent, rest, stdout, stderr)
 	case "etcd":
-		return cmdEtcd(rest, stdout, stderr)
+		return cmdRole(configs.RoleEtcd, stack.EtcdMember, rest, stdout, stderr)
 	case "bench":
 		return cmdBench(rest, stdout, stderr)
 	case "config":

@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"context"
@@ -35,14 +35,14 @@ func startPlacementFromHCL(t *testing.T, hcl string) string {
 	if err := cfg.Require(configs.RoleServer); err != nil {
 		t.Fatalf("require server: %v", err)
 	}
-	s := newStack(cfg, hclog.NewNullLogger())
-	s.attach(etcdtest.Client(t))
+	s := New(cfg, hclog.NewNullLogger())
+	s.Attach(etcdtest.Client(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.startServerRoles(ctx); err != nil {
+	if err := s.StartServerRoles(ctx); err != nil {
 		t.Fatalf("start server roles: %v", err)
 	}
-	t.Cleanup(s.stop)
+	t.Cleanup(s.Stop)
 	for _, ep := range s.Endpoints {
 		if ep[0] == "placement" {
 			return ep[1]
@@ -195,13 +195,13 @@ func TestConnectLogsEmbeddedEtcd(t *testing.T) {
 			log := hclog.New(&hclog.LoggerOptions{Name: "berth", Output: &buf, Level: hclog.Debug}).Named("etcd-role")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			s, err := connect(ctx, cfg, log)
+			s, err := Connect(ctx, cfg, log)
 			if err != nil {
 				t.Fatal(err)
 			}
 			const ready = "[INFO]  berth.etcd-role.etcd: ready to serve client requests"
 			if level == "info" {
-				defer s.stop()
+				defer s.Stop()
 				deadline := time.Now().Add(30 * time.Second)
 				for !strings.Contains(buf.String(), ready) {
 					if time.Now().After(deadline) {
@@ -213,7 +213,7 @@ func TestConnectLogsEmbeddedEtcd(t *testing.T) {
 			}
 			// stop closes the member, after which every start-up record
 			// etcd would write has been written.
-			s.stop()
+			s.Stop()
 			if out := buf.String(); strings.Contains(out, "[INFO]  berth.etcd-role.etcd") {
 				t.Errorf("etcd at warn logged info lines:\n%s", out)
 			}

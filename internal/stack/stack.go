@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"context"
@@ -30,9 +30,9 @@ import (
 	"github.com/berth-project/berth/scheduler"
 )
 
-// stack is the set of roles one berth process runs, sharing one etcd
+// Stack is the set of roles one berth process runs, sharing one etcd
 // client and one placement service.
-type stack struct {
+type Stack struct {
 	cfg    *configs.Config
 	log    hclog.Logger
 	keys   etcdschema.Keys
@@ -64,10 +64,10 @@ type stack struct {
 	Endpoints [][2]string
 }
 
-// connect starts embedded etcd or dials the configured cluster; ctx ends
+// Connect starts embedded etcd or dials the configured cluster; ctx ends
 // the wait of a cluster member for its peers.
-func connect(ctx context.Context, cfg *configs.Config, log hclog.Logger) (*stack, error) {
-	s := newStack(cfg, log)
+func Connect(ctx context.Context, cfg *configs.Config, log hclog.Logger) (*Stack, error) {
+	s := New(cfg, log)
 	if cfg.Etcd.Embedded != nil {
 		ec := cfg.Etcd.Embedded.EmbedConfig()
 		// etcd's own warnings (slow disk, late heartbeats, lost peers)
@@ -78,7 +78,7 @@ func connect(ctx context.Context, cfg *configs.Config, log hclog.Logger) (*stack
 			return nil, err
 		}
 		s.etcd = srv
-		s.attach(srv.Client())
+		s.Attach(srv.Client())
 		s.Endpoints = append(s.Endpoints, [2]string{"etcd", srv.ClientURL()})
 		return s, nil
 	}
@@ -96,34 +96,34 @@ func connect(ctx context.Context, cfg *configs.Config, log hclog.Logger) (*stack
 		cli.Close()
 		return nil, fmt.Errorf("etcd at %v is not reachable: %w", cc.Endpoints, err)
 	}
-	s.attach(cli)
+	s.Attach(cli)
 	s.ownCli = true
 	return s, nil
 }
 
-// newStack is a stack with no etcd client yet (see attach).
-func newStack(cfg *configs.Config, log hclog.Logger) *stack {
-	s := &stack{cfg: cfg, log: log, keys: etcdschema.New(cfg.Etcd.Prefix), errs: make(chan error, 16)}
+// New is a stack with no etcd client yet (see Attach).
+func New(cfg *configs.Config, log hclog.Logger) *Stack {
+	s := &Stack{cfg: cfg, log: log, keys: etcdschema.New(cfg.Etcd.Prefix), errs: make(chan error, 16)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.metrics = metrics.New()
 	s.status = status.New(s.metrics)
 	return s
 }
 
-// attach makes cli the stack's etcd client, its KV requests timed (the
+// Attach makes cli the stack's etcd client, its KV requests timed (the
 // embedded member's in-process client as well as a networked one), and
 // adds the etcd readiness check. It runs before any role shares cli.
-func (s *stack) attach(cli *clientv3.Client) {
+func (s *Stack) Attach(cli *clientv3.Client) {
 	cli.KV = s.metrics.InstrumentKV(cli.KV)
 	s.cli = cli
-	// The same never-written key connect reads: a linearizable read needs
+	// The same never-written key Connect reads: a linearizable read needs
 	// the cluster's quorum, and a count-only read costs nothing.
 	s.status.Etcd(cli, s.keys.Cell("health-check"))
 }
 
 // readyWhen adds a readiness check that passes once wait returns nil (a
 // role's WaitSynced), failing with notYet until then.
-func (s *stack) readyWhen(name, notYet string, wait func(context.Context) error) {
+func (s *Stack) readyWhen(name, notYet string, wait func(context.Context) error) {
 	ch := make(chan struct{})
 	go func() {
 		if wait(s.ctx) == nil {
@@ -133,10 +133,10 @@ func (s *stack) readyWhen(name, notYet string, wait func(context.Context) error)
 	s.status.Ready(name, ch, notYet)
 }
 
-// serveStatus serves /healthz, /readyz and /metrics on status.bind, when
+// ServeStatus serves /healthz, /readyz and /metrics on status.bind, when
 // set. It starts before the roles, so /healthz answers and /readyz says
 // what is still loading during start-up, and stops after them.
-func (s *stack) serveStatus() error {
+func (s *Stack) ServeStatus() error {
 	if s.cfg.Status.Bind == "" {
 		return nil
 	}
@@ -155,7 +155,7 @@ func (s *stack) serveStatus() error {
 }
 
 // go runs a role until the stack stops; a role that fails stops the process.
-func (s *stack) run(name string, f func(ctx context.Context) error) {
+func (s *Stack) run(name string, f func(ctx context.Context) error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -171,7 +171,7 @@ func (s *stack) run(name string, f func(ctx context.Context) error) {
 // from etcd), and an index is every provider and consumer in memory
 // (1.3 GB at 100,000 hosts with a million instances) kept current by a
 // watch of every claim.
-func (s *stack) placementStore() {
+func (s *Stack) placementStore() {
 	if s.placement == nil {
 		s.placement = placement.New(s.cli, s.keys, s.log)
 		s.placement.SetMetrics(s.metrics)
@@ -180,7 +180,7 @@ func (s *stack) placementStore() {
 
 // waitPlacement waits until the stack's placement index has seen rev; a
 // stack without an index has nothing to wait for.
-func (s *stack) waitPlacement(ctx context.Context, rev int64) error {
+func (s *Stack) waitPlacement(ctx context.Context, rev int64) error {
 	if !s.placementIndexed {
 		return nil
 	}
@@ -189,7 +189,7 @@ func (s *stack) waitPlacement(ctx context.Context, rev int64) error {
 
 // startPlacement loads the placement index, which the scheduler and the
 // Placement HTTP API search, into the stack's placement service.
-func (s *stack) startPlacement(ctx context.Context) error {
+func (s *Stack) startPlacement(ctx context.Context) error {
 	if s.placementIndexed {
 		return nil
 	}
@@ -218,14 +218,16 @@ func (s *stack) startPlacement(ctx context.Context) error {
 	}
 }
 
-func (s *stack) serve(name, bind string, h http.Handler, wrap ...func(net.Listener) net.Listener) error {
+// Serve serves h on bind, its listener passed through each wrap, until
+// the stack stops.
+func (s *Stack) Serve(name, bind string, h http.Handler, wrap ...func(net.Listener) net.Listener) error {
 	_, err := s.serveAddr(name, bind, h, wrap...)
 	return err
 }
 
 // serveAddr serves h on bind, its listener passed through each wrap, and
 // returns the address it listens on.
-func (s *stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Listener) net.Listener) (net.Addr, error) {
+func (s *Stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Listener) net.Listener) (net.Addr, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("%s: listen on %s: %w", name, bind, err)
@@ -248,8 +250,8 @@ func (s *stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Li
 	return ln.Addr(), nil
 }
 
-// startServerRoles starts the roles of `berth server` its config enables.
-func (s *stack) startServerRoles(ctx context.Context) error {
+// StartServerRoles starts the roles of `berth server` its config enables.
+func (s *Stack) StartServerRoles(ctx context.Context) error {
 	cfg := s.cfg
 	// The scheduler needs both the placement index and the host manager:
 	// the host manager starts loading first, so the two loads overlap
@@ -279,7 +281,7 @@ func (s *stack) startServerRoles(ctx context.Context) error {
 		s.log.Info("placement API auth", "mode", cfg.Placement.Auth, "tokens", len(cfg.Placement.Tokens))
 		// placement.Listener lets the API answer a non-integer
 		// Content-Length as Placement does, not with net/http's bare 400.
-		if err := s.serve("placement", cfg.Placement.Bind, s.placement.Handler(), placement.Listener); err != nil {
+		if err := s.Serve("placement", cfg.Placement.Bind, s.placement.Handler(), placement.Listener); err != nil {
 			return err
 		}
 	}
@@ -300,7 +302,7 @@ func (s *stack) startServerRoles(ctx context.Context) error {
 		}
 		computeAPI := api.New(s.cli, s.keys, s.placement, s.log.Named("api"))
 		computeAPI.SetDefaultAvailabilityZone(cfg.DefaultAvailabilityZone)
-		if err := s.serve("compute API", cfg.API.Bind, computeAPI); err != nil {
+		if err := s.Serve("compute API", cfg.API.Bind, computeAPI); err != nil {
 			return err
 		}
 	}
@@ -309,7 +311,7 @@ func (s *stack) startServerRoles(ctx context.Context) error {
 
 // startHostManager starts the scheduler's host manager loading and
 // following the hosts, without waiting for it.
-func (s *stack) startHostManager(c *configs.Scheduler) {
+func (s *Stack) startHostManager(c *configs.Scheduler) {
 	if s.hosts != nil {
 		return
 	}
@@ -324,7 +326,7 @@ func (s *stack) startHostManager(c *configs.Scheduler) {
 // started here if not yet), serves select_destinations over HTTP,
 // registers the endpoint under /members/scheduler/ and campaigns for
 // leadership. The placement index is loaded before it is called.
-func (s *stack) startScheduler(ctx context.Context, c *configs.Scheduler) error {
+func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error {
 	log := s.log.Named("scheduler")
 	s.startHostManager(c)
 	if err := c.CheckFilters(scheduler.FilterNames()); err != nil {
@@ -382,7 +384,7 @@ const roleSuperconductor = "superconductor"
 // startSuperconductor runs a superconductor that asks the in-process
 // scheduler first, when there is one, and otherwise (or when it fails)
 // the schedulers registered under /members/scheduler/.
-func (s *stack) startSuperconductor(ctx context.Context, c *configs.Superconductor) error {
+func (s *Stack) startSuperconductor(ctx context.Context, c *configs.Superconductor) error {
 	log := s.log.Named("superconductor")
 	maxAttempts := configs.Defaults().Scheduler.MaxAttempts
 	if s.cfg.Scheduler != nil {
@@ -465,8 +467,8 @@ func schedulerConfig(c *configs.Scheduler) scheduler.Config {
 	return sc
 }
 
-// startConductor runs a cell conductor and records its cell.
-func (s *stack) startConductor(ctx context.Context, c *configs.Conductor) error {
+// StartConductor runs a cell conductor and records its cell.
+func (s *Stack) StartConductor(ctx context.Context, c *configs.Conductor) error {
 	if err := conductor.EnsureCell(ctx, s.cli, s.keys, c.Cell, uuid.NewString()); err != nil {
 		return err
 	}
@@ -481,8 +483,8 @@ func (s *stack) startConductor(ctx context.Context, c *configs.Conductor) error 
 	return cc.WaitSynced(ctx)
 }
 
-// startAgent runs one host's agent with the given driver.
-func (s *stack) startAgent(ctx context.Context, a *configs.Agent, dataDir string) error {
+// StartAgent runs one host's agent with the given driver.
+func (s *Stack) StartAgent(ctx context.Context, a *configs.Agent, dataDir string) error {
 	s.placementStore() // agents only write
 	drv, err := agent.NewDriver(a.Driver, a.Host, agent.DriverConfig{Fake: agent.FakeConfig{
 		BuildTime: a.Fake.BuildTime, FailureRate: a.Fake.FailureRate, Fail: a.Fake.Fail,
@@ -517,7 +519,7 @@ func (s *stack) startAgent(ctx context.Context, a *configs.Agent, dataDir string
 // wait blocks until a signal or a role's failure, then stops everything.
 // A second signal during the stop exits at once, for an operator who
 // will not wait for running builds.
-func (s *stack) wait(sig <-chan os.Signal) error {
+func (s *Stack) wait(sig <-chan os.Signal) error {
 	var err error
 	select {
 	case got := <-sig:
@@ -526,7 +528,7 @@ func (s *stack) wait(sig <-chan os.Signal) error {
 		s.log.Error("role failed, shutting down", "error", err)
 	}
 	stopped := make(chan struct{})
-	go func() { s.stop(); close(stopped) }()
+	go func() { s.Stop(); close(stopped) }()
 	select {
 	case <-stopped:
 	case got := <-sig:
@@ -536,7 +538,7 @@ func (s *stack) wait(sig <-chan os.Signal) error {
 	return err
 }
 
-// stop shuts down in dependency order, once:
+// Stop shuts down in dependency order, once:
 //  1. /readyz answers 503, and the API, Placement and scheduler servers
 //     stop accepting and finish the requests they have;
 //  2. the roles stop: queues stop leasing, hand their in-flight items back
@@ -547,13 +549,13 @@ func (s *stack) wait(sig <-chan os.Signal) error {
 //     leader's down-host duty should it not come back, as a stopped
 //     nova-compute leaves its queue) and revoke their liveness lease;
 //  3. the status listener stops, then the etcd client or embedded member.
-func (s *stack) stop() {
+func (s *Stack) Stop() {
 	s.stopOnce.Do(s.stopNow)
 }
 
 // waitRoles waits up to 30 s for the stack's roles to return after its
 // context was cancelled, and logs warning if they do not.
-func (s *stack) waitRoles(warning string) {
+func (s *Stack) waitRoles(warning string) {
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
@@ -563,7 +565,7 @@ func (s *stack) waitRoles(warning string) {
 	}
 }
 
-func (s *stack) stopNow() {
+func (s *Stack) stopNow() {
 	start := time.Now()
 	s.status.Stopping()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func envInt(b *testing.B, name string, def int) int {
 type pipeline struct {
 	cli    *clientv3.Client
 	keys   etcdschema.Keys
-	stacks []*stack
+	stacks []*Stack
 	apis   []string
 }
 
@@ -97,10 +97,10 @@ func startPipeline(tb testing.TB, nScheds, hosts int) *pipeline {
 		if w := os.Getenv("BERTH_BENCH_SC_WORKERS"); w != "" {
 			cfg.Superconductor.Workers, _ = strconv.Atoi(w)
 		}
-		s := &stack{cfg: cfg, log: log, keys: p.keys, cli: cli, errs: make(chan error, 16)}
+		s := &Stack{cfg: cfg, log: log, keys: p.keys, cli: cli, errs: make(chan error, 16)}
 		s.ctx, s.cancel = context.WithCancel(context.Background())
-		tb.Cleanup(s.stop)
-		if err := s.startServerRoles(ctx); err != nil {
+		tb.Cleanup(s.Stop)
+		if err := s.StartServerRoles(ctx); err != nil {
 			tb.Fatalf("stack %d: %v", i, err)
 		}
 		for _, ep := range s.Endpoints {
@@ -114,7 +114,7 @@ func startPipeline(tb testing.TB, nScheds, hosts int) *pipeline {
 	for c := 1; c <= 2; c++ {
 		cc := *first.cfg.Conductor
 		cc.Cell = fmt.Sprintf("cell%d", c)
-		if err := first.startConductor(ctx, &cc); err != nil {
+		if err := first.StartConductor(ctx, &cc); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -123,8 +123,8 @@ func startPipeline(tb testing.TB, nScheds, hosts int) *pipeline {
 		a := *first.cfg.Agent
 		a.Host = fmt.Sprintf("compute-%d", h)
 		a.Cell = fmt.Sprintf("cell%d", (h-1)%2+1)
-		a.Inventory.VCPUs, a.Inventory.MemoryMB, a.Inventory.DiskGB = devVCPUs, devMemoryMB, devDiskGB
-		if err := first.startAgent(ctx, &a, dir); err != nil {
+		a.Inventory.VCPUs, a.Inventory.MemoryMB, a.Inventory.DiskGB = DevVCPUs, DevMemoryMB, DevDiskGB
+		if err := first.StartAgent(ctx, &a, dir); err != nil {
 			tb.Fatal(err)
 		}
 	}

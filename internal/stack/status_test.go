@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"bufio"
@@ -55,7 +55,7 @@ agent {
 // testStack is a whole control plane in one stack, as `berth dev` wires it,
 // over a real embedded etcd reached through cli.
 type testStack struct {
-	*stack
+	*Stack
 	endpoints map[string]string
 }
 
@@ -67,25 +67,25 @@ func startTestStack(t *testing.T, cli *clientv3.Client, hosts []string, failing 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStack(cfg, hclog.NewNullLogger())
-	s.attach(cli)
+	s := New(cfg, hclog.NewNullLogger())
+	s.Attach(cli)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.serveStatus(); err != nil {
+	if err := s.ServeStatus(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.stop)
+	t.Cleanup(s.Stop)
 	// Conductor and agents first, and the agents up before the
 	// superconductor starts: a build request already in etcd (handed back
 	// by a stopped stack) must find its host up, not be buried.
-	if err := s.startConductor(ctx, cfg.Conductor); err != nil {
+	if err := s.StartConductor(ctx, cfg.Conductor); err != nil {
 		t.Fatalf("start conductor: %v", err)
 	}
 	for _, h := range hosts {
 		a := *cfg.Agent
 		a.Host = h
 		a.Fake.Fail = failing[h]
-		if err := s.startAgent(ctx, &a, t.TempDir()); err != nil {
+		if err := s.StartAgent(ctx, &a, t.TempDir()); err != nil {
 			t.Fatalf("start agent %s: %v", h, err)
 		}
 	}
@@ -95,10 +95,10 @@ func startTestStack(t *testing.T, cli *clientv3.Client, hosts []string, failing 
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := s.startServerRoles(ctx); err != nil {
+	if err := s.StartServerRoles(ctx); err != nil {
 		t.Fatalf("start server roles: %v", err)
 	}
-	ts := &testStack{stack: s, endpoints: map[string]string{}}
+	ts := &testStack{Stack: s, endpoints: map[string]string{}}
 	for _, ep := range s.Endpoints {
 		ts.endpoints[ep[0]] = ep[1]
 	}
@@ -330,12 +330,12 @@ func TestReadyzFollowsEtcd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := newStack(cfg, hclog.NewNullLogger())
-			s.attach(cli)
-			if err := s.serveStatus(); err != nil {
+			s := New(cfg, hclog.NewNullLogger())
+			s.Attach(cli)
+			if err := s.ServeStatus(); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(s.stop)
+			t.Cleanup(s.Stop)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := s.startPlacement(ctx); err != nil {
@@ -434,7 +434,7 @@ func TestGracefulStopHandsBackAtOnce(t *testing.T) {
 			}
 
 			start := time.Now()
-			s.stop()
+			s.Stop()
 			// Revocations are synchronous in stop: the keys are gone when it
 			// returns. The 2 s poll is only slack for a slow machine, still
 			// well under every TTL.
