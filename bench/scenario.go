@@ -19,6 +19,7 @@ import (
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/scheduler"
 )
 
 // Target is the Berth under load: an etcd client and the compute API, and
@@ -1069,7 +1070,7 @@ func (f *failoverWatch) wait(ctx context.Context) error {
 // Leader is the id of the scheduler that leads: the value of the election
 // key with the lowest create revision ("" when none campaigns).
 func Leader(ctx context.Context, cli *clientv3.Client, keys etcdschema.Keys) (string, error) {
-	resp, err := cli.Get(ctx, keys.Election("scheduler")+"/", clientv3.WithFirstCreate()...)
+	resp, err := cli.Get(ctx, keys.Election(scheduler.Role)+"/", clientv3.WithFirstCreate()...)
 	if err != nil {
 		return "", fmt.Errorf("read the scheduler election: %w", err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/stack"
 	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/scheduler"
 )
 
 // cmdBench is `berth bench [SCENARIO] [flags]`: the load tool. It runs
@@ -307,7 +308,7 @@ func existingTarget(ctx context.Context, cfg *configs.Config, endpoints []string
 		return nil, nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
 	}
 	keys := etcdschema.New(cfg.Etcd.Prefix)
-	resp, err := cli.Get(ctx, keys.Members("scheduler"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := cli.Get(ctx, keys.Members(scheduler.Role), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		cli.Close()
 		return nil, nil, fmt.Errorf("etcd at %v: %w", endpoints, err)

@@ -11,4 +11,8 @@
 // parses flags and calls it. The load tool (package bench) starts stacks
 // in its own process with Connect and the Start methods, and reads them
 // through the accessors of harness.go.
+//
+// Role names live with the roles: scheduler.Role and
+// conductor.SuperconductorRole for the member keys, configs.RoleServer
+// and its siblings for the processes.
 package stack

@@ -351,12 +351,12 @@ func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 	if url == "" {
 		url = advertiseFrom(addr)
 	}
-	s.schedID = memberID("scheduler")
+	s.schedID = memberID(scheduler.Role)
 	reg := &members.Registration{Cli: s.cli, Keys: s.keys, Role: scheduler.Role, ID: s.schedID, URL: url,
 		TTL: c.ElectionTTL, Log: log}
 	s.run("scheduler registration", reg.Run)
 	s.status.Ready("scheduler registration", reg.Registered(), "the scheduler is not registered under /members/scheduler/ yet")
-	sups := members.NewWatcher(s.cli, s.keys, roleSuperconductor, log)
+	sups := members.NewWatcher(s.cli, s.keys, conductor.SuperconductorRole, log)
 	go sups.Run(s.ctx)
 	candidate := leader.New(leader.Config{
 		Client: s.cli, Keys: s.keys, Election: scheduler.Role, ID: s.schedID, TTL: c.ElectionTTL, Log: log.Named("leader"),
@@ -377,10 +377,6 @@ func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 	}
 }
 
-// roleSuperconductor is the member role superconductors register under,
-// so the leader can tell a backlog from requests nobody will take.
-const roleSuperconductor = "superconductor"
-
 // startSuperconductor runs a superconductor that asks the in-process
 // scheduler first, when there is one, and otherwise (or when it fails)
 // the schedulers registered under /members/scheduler/.
@@ -399,7 +395,7 @@ func (s *Stack) startSuperconductor(ctx context.Context, c *configs.Superconduct
 	if s.sched != nil {
 		local = s.sched
 	}
-	holder := memberID("superconductor")
+	holder := memberID(conductor.SuperconductorRole)
 	sup := conductor.NewSuperconductor(conductor.SuperconductorConfig{
 		Client: s.cli, Keys: s.keys, Schedulers: scheduler.NewPool(local, s.schedID, scheds, nil),
 		Placement: s.placement, Holder: holder, Workers: c.Workers, LeaseTTL: c.LeaseTTL,
@@ -408,7 +404,7 @@ func (s *Stack) startSuperconductor(ctx context.Context, c *configs.Superconduct
 	})
 	s.run("superconductor", sup.Run)
 	s.readyWhen("superconductor queue", "the superconductor has not read the build requests yet", sup.WaitSynced)
-	reg := &members.Registration{Cli: s.cli, Keys: s.keys, Role: roleSuperconductor, ID: holder,
+	reg := &members.Registration{Cli: s.cli, Keys: s.keys, Role: conductor.SuperconductorRole, ID: holder,
 		TTL: c.LeaseTTL, Log: log}
 	s.run("superconductor registration", reg.Run)
 	return sup.WaitSynced(ctx)
@@ -474,7 +470,7 @@ func (s *Stack) StartConductor(ctx context.Context, c *configs.Conductor) error 
 	}
 	s.placementStore() // a retry's claim reads what it needs
 	cc := conductor.NewCellConductor(conductor.CellConductorConfig{
-		Client: s.cli, Keys: s.keys, Cell: c.Cell, Placement: s.placement, Holder: holderID("conductor-" + c.Cell),
+		Client: s.cli, Keys: s.keys, Cell: c.Cell, Placement: s.placement, Holder: holderID(conductor.CellConductorRole + "-" + c.Cell),
 		Workers: c.Workers, LeaseTTL: c.LeaseTTL, Log: s.log.Named("conductor"), Metrics: s.metrics,
 		RankGrace: c.Ranking.Grace, HolderIdleAfter: c.Ranking.IdleAfter, StealAfter: c.Ranking.StealAfter,
 	})

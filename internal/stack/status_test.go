@@ -16,10 +16,12 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/conductor"
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/status"
 	"github.com/berth-project/berth/internal/testhook"
+	"github.com/berth-project/berth/scheduler"
 )
 
 // stackHCL is every role on loopback with ephemeral ports, a status
@@ -420,9 +422,9 @@ func TestGracefulStopHandsBackAtOnce(t *testing.T) {
 			}
 			held := map[string]string{
 				"queue lease":            leases,
-				"scheduler member":       s.keys.Members("scheduler"),
-				"superconductor member":  s.keys.Members(roleSuperconductor),
-				"scheduler election key": s.keys.Election("scheduler") + "/",
+				"scheduler member":       s.keys.Members(scheduler.Role),
+				"superconductor member":  s.keys.Members(conductor.SuperconductorRole),
+				"scheduler election key": s.keys.Election(scheduler.Role) + "/",
 			}
 			for _, h := range tc.hosts {
 				held["liveness of "+h] = s.keys.Alive(h)
