@@ -3,6 +3,13 @@
 // boot pipeline from etcd's events, the scenarios (populate, boot, churn,
 // failover, coldstart), an etcd compare-and-swap baseline, and the
 // report (a table and JSON lines).
+//
+// The tool's flags are a Config (config.go, with Validate); Main
+// (tool.go) resolves it against -config and starts the Target the
+// scenarios run against (target.go): Berth's own stacks (internal/stack)
+// in this process, the schedulers as child processes (procs.go, each
+// optionally in a CPU cgroup of its own: cgroup.go), or an existing
+// Berth. cmd/berth only parses the flags and prints the Result.
 package bench
 
 import (

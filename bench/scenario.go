@@ -22,45 +22,9 @@ import (
 	"github.com/berth-project/berth/scheduler"
 )
 
-// Target is the Berth under load: an etcd client and the compute API, and
-// for a Berth the tool started itself, hooks into its roles.
-type Target struct {
-	Client *clientv3.Client
-	Keys   etcdschema.Keys
-	API    string
-	// Schedulers is how many schedulers serve the target (for the report).
-	Schedulers int
-	// Sync waits until every scheduler's placement index and host manager
-	// have seen rev. Nil for an existing Berth: the run then waits for the
-	// API to place one probe server first.
-	Sync func(ctx context.Context, rev int64) error
-	// ClaimStats sums the schedulers' placement claim counters; nil when
-	// the schedulers are in other processes.
-	ClaimStats func() placement.ClaimStats
-	// KillLeader crashes the scheduler (with its superconductor) whose
-	// election id is id, without resigning or revoking anything, as a
-	// killed process would. Nil when the tool did not start the schedulers.
-	KillLeader func(ctx context.Context, id string) error
-	// ClaimWorkers is how many claims can be in flight at once (every
-	// superconductor's workers); the CAS baseline uses as many workers.
-	ClaimWorkers int
-	// LeaseAttempts sums the superconductors' build-request lease
-	// transactions that won and lost (berth_queue_lease_attempts_total);
-	// nil when the superconductors are in other processes.
-	LeaseAttempts func() (won, lost float64)
-	// ClaimServices are the schedulers' own placement services (their
-	// watch-fed indexes and claim batching), for the claim baseline; nil
-	// when the schedulers are in other processes, and the baseline then
-	// claims through a placement of its own that reads before it writes.
-	ClaimServices []*placement.Service
-	// ChildCPU is the CPU used so far by the processes the tool started
-	// for the target besides its own (scheduler processes), so the
-	// process CPU of a run stays all of the work; nil when none.
-	ChildCPU func() time.Duration
-}
-
-// Config is a run's parameters (the command's flags).
-type Config struct {
+// RunConfig is a run's parameters: a Config resolved against the
+// config file (Main), or a test's.
+type RunConfig struct {
 	Scenario         string
 	Hosts, Cells     int
 	Servers          int
@@ -114,7 +78,7 @@ type Config struct {
 var Scenarios = []string{"populate", "boot", "churn", "failover", "coldstart"}
 
 // Run runs one scenario against t.
-func Run(ctx context.Context, t *Target, cfg Config) (*Result, error) {
+func Run(ctx context.Context, t *Target, cfg RunConfig) (*Result, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
@@ -159,7 +123,7 @@ func Run(ctx context.Context, t *Target, cfg Config) (*Result, error) {
 
 type runner struct {
 	t   *Target
-	cfg Config
+	cfg RunConfig
 	res *Result
 
 	rec   *Recorder
@@ -286,10 +250,8 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if t.Sync != nil {
-		if err := t.Sync(ctx, rev); err != nil {
-			return fmt.Errorf("wait for the schedulers to see the hosts: %w", err)
-		}
+	if err := t.sync(ctx, rev); err != nil {
+		return fmt.Errorf("wait for the schedulers to see the hosts: %w", err)
 	}
 	r.api = api.NewClient(t.API)
 	r.api.HTTP.Transport = newTransport(cfg.Clients)
@@ -538,22 +500,12 @@ func (r *runner) revision(ctx context.Context) (int64, error) {
 	return resp.Header.Revision, nil
 }
 
-func (r *runner) claimStats() placement.ClaimStats {
-	if r.t.ClaimStats == nil {
-		return placement.ClaimStats{}
-	}
-	return r.t.ClaimStats()
-}
+func (r *runner) claimStats() placement.ClaimStats { return r.t.claimStats() }
 
 // cpuTime is the process's CPU and its scheduler processes'.
 func (r *runner) cpuTime() time.Duration { return cpuTime() + r.childCPU() }
 
-func (r *runner) childCPU() time.Duration {
-	if r.t.ChildCPU == nil {
-		return 0
-	}
-	return r.t.ChildCPU()
-}
+func (r *runner) childCPU() time.Duration { return r.t.childCPU() }
 
 // measuring is what a measured phase started from.
 type measuring struct {
@@ -571,9 +523,7 @@ type measuring struct {
 // counters, etcd revision, process CPU and time the phase starts from.
 func (r *runner) startMeasuring(ctx context.Context) (measuring, error) {
 	m := measuring{claims: r.claimStats()}
-	if r.t.LeaseAttempts != nil {
-		m.leaseWon, m.leaseLost = r.t.LeaseAttempts()
-	}
+	m.leaseWon, m.leaseLost = r.t.leaseAttempts()
 	r.rec.StartCounting()
 	r.fleet.ResetLate()
 	m.background = r.fleet.Background()
@@ -616,8 +566,8 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 	c := r.claimStats()
 	res.ClaimRaces, res.ClaimFailures = c.Races-claims0.Races, c.GaveUp-claims0.GaveUp
 	res.ClaimReplans = c.Replans - claims0.Replans
-	if r.t.LeaseAttempts != nil {
-		won, lost := r.t.LeaseAttempts()
+	if r.t.countsLeases() {
+		won, lost := r.t.leaseAttempts()
 		res.LeasesWon, res.LeasesLost = int64(won-m.leaseWon), int64(lost-m.leaseLost)
 	}
 	if n := c.Txns - claims0.Txns; n > 0 {
@@ -777,7 +727,7 @@ func (r *runner) baseline(ctx context.Context) (err error) {
 	var svcs []*placement.Service
 	var providers []string
 	if r.fleet != nil {
-		svcs, r.res.ClaimOnlyVia = r.t.ClaimServices, "the schedulers' placement: index-planned claim txn, group commit"
+		svcs, r.res.ClaimOnlyVia = r.t.claimServices(), "the schedulers' placement: index-planned claim txn, group commit"
 		if len(svcs) == 0 {
 			svcs = []*placement.Service{placement.New(r.t.Client, r.t.Keys, r.cfg.Log)}
 			r.res.ClaimOnlyVia = "a placement of the tool's own: read + claim txn"
@@ -1023,7 +973,7 @@ type failoverWatch struct {
 func (f *failoverWatch) kill(ctx context.Context, r *runner) {
 	f.once.Do(func() { f.done = make(chan struct{}) })
 	defer close(f.done)
-	if r.t.KillLeader == nil {
+	if !r.t.canKill() {
 		f.err = errors.New("failover: the target has no in-process schedulers to kill (run without -api/-etcd)")
 		return
 	}
@@ -1034,7 +984,7 @@ func (f *failoverWatch) kill(ctx context.Context, r *runner) {
 	}
 	f.killed = leader
 	start := time.Now()
-	if err := r.t.KillLeader(ctx, leader); err != nil {
+	if err := r.t.killLeader(ctx, leader); err != nil {
 		f.err = fmt.Errorf("failover: kill %s: %w", leader, err)
 		return
 	}

@@ -1,8 +1,7 @@
-package main
+package bench
 
 import (
-	"bytes"
-	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,40 +9,41 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-project/berth/bench"
+	"github.com/berth-project/berth/internal/logtest"
 )
 
 // TestMain lets the test binary stand in for berth as the child of
-// `berth bench -scheduler-procs`, which runs os.Executable().
+// `berth bench -scheduler-procs`, which runs os.Executable() with
+// "bench scheduler-process".
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == schedProcessCmd {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	if len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == SchedulerProcessCmd {
+		os.Exit(SchedulerProcess(os.Args[3:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
 
-// runBench runs `berth bench` as the binary does and decodes its JSON line.
-// It fails on a non-zero exit (an error, or a lost server), never on timing.
-func runBench(t *testing.T, args ...string) *bench.Result {
+// runBench runs the tool as `berth bench ARGS...` does, its flags bound
+// to a Config: over a fresh data dir, and interrupted by the test's end.
+// It fails on an error (a failed run, or a lost server), never on timing.
+func runBench(t *testing.T, args ...string) *Result {
 	t.Helper()
-	jsonPath := filepath.Join(t.TempDir(), "bench.jsonl")
-	var stdout, stderr bytes.Buffer
-	args = append(args, "-format", "json", "-json", jsonPath, "-data-dir", filepath.Join(t.TempDir(), "etcd"))
-	if code := run(append([]string{"bench"}, args...), &stdout, &stderr); code != 0 {
-		t.Fatalf("berth bench %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
-	}
-	var res bench.Result
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("stdout is not one JSON result: %v\n%s", err, stdout.String())
-	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
+	c := DefaultConfig()
+	c.Scenario, args = args[0], args[1:]
+	fs := flag.NewFlagSet("berth bench", flag.ContinueOnError)
+	c.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(bytes.TrimSpace(b), bytes.TrimSpace(stdout.Bytes())) {
-		t.Errorf("-json file and -format json differ:\n%s\n%s", b, stdout.String())
+	c.DataDir = filepath.Join(t.TempDir(), "etcd")
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
 	}
-	return &res
+	var stderr logtest.Buffer
+	res, err := Main(t.Context(), c, &stderr)
+	if err != nil || res == nil {
+		t.Fatalf("berth bench %s: %v (result %+v)\nstderr:\n%s", strings.Join(args, " "), err, res, stderr.String())
+	}
+	return res
 }
 
 // TestBenchBootSmoke is CI's small `berth bench`: 1,000 simulated hosts,
@@ -98,37 +98,6 @@ func TestBenchColdstartSmoke(t *testing.T) {
 	res := runBench(t, "coldstart", "-hosts", "300", "-instances-per-host", "3")
 	if res.ColdStartSec <= 0 || res.Instances != 900 {
 		t.Fatalf("cold start not reported: %+v", res)
-	}
-}
-
-// TestBenchFlags: bad flags are a usage error that says which.
-func TestBenchFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"nosuch"}, "unknown scenario"},
-		{[]string{"boot", "-hosts", "0"}, "-hosts and -cells"},
-		{[]string{"failover", "-schedulers", "1"}, "failover needs -schedulers 2"},
-		{[]string{"boot", "-etcd", "127.0.0.1:1"}, "needs both -etcd and -api"},
-		{[]string{"boot", "-failure-rate", "1"}, "-failure-rate"},
-		{[]string{"boot", "-format", "xml"}, "-format"},
-		{[]string{"boot", "-scheduler-cpu", "0.5"}, "-scheduler-cpu needs -scheduler-procs"},
-		{[]string{"boot", "-scheduler-procs", "-scheduler-cpu", "0.001"}, "-scheduler-cpu must be"},
-		{[]string{"coldstart", "-scheduler-procs"}, "-scheduler-procs is for"},
-		{[]string{"boot", "-liveness", "each"}, "-liveness must be per-host or shared"},
-		{[]string{"boot", "-report-interval", "20s", "-service-down-time", "20s"}, "must exceed their report_interval"},
-		{[]string{"boot", "-service-down-time", "500ms"}, "-service-down-time at least 1s"},
-		{[]string{"boot", "-profile-phase", "build"}, "-profile-phase \"build\""},
-		{[]string{"boot", "-baseline-rounds", "0"}, "-baseline-rounds 0"},
-	} {
-		var stdout, stderr bytes.Buffer
-		if code := run(append([]string{"bench"}, tc.args...), &stdout, &stderr); code != 2 {
-			t.Errorf("%v: exit %d, want 2", tc.args, code)
-		}
-		if !strings.Contains(stderr.String(), tc.want) {
-			t.Errorf("%v: stderr %q does not say %q", tc.args, stderr.String(), tc.want)
-		}
 	}
 }
 

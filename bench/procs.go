@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -39,8 +39,9 @@ import (
 // (Target.Sync), the placement claim counters (Target.ClaimStats) and the
 // scheduler's election id (Target.KillLeader).
 
-// schedProcessCmd is the hidden `berth bench` verb a child runs.
-const schedProcessCmd = "scheduler-process"
+// SchedulerProcessCmd is the hidden `berth bench` verb a child runs
+// (SchedulerProcess).
+const SchedulerProcessCmd = "scheduler-process"
 
 // benchControlName is the banner name of the child's control listener.
 const benchControlName = "bench control"
@@ -52,10 +53,11 @@ type schedProcInfo struct {
 	GOMAXPROCS  int    `json:"gomaxprocs"`
 }
 
-// cmdBenchSchedulerProcess is the child: `berth bench scheduler-process
-// -etcd URL [-config F] [-prefix P] [-workers N] [-log-level L] [-name N]`.
-func cmdBenchSchedulerProcess(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("berth bench "+schedProcessCmd, flag.ContinueOnError)
+// SchedulerProcess is the child, its exit status: `berth bench
+// scheduler-process -etcd URL [-config F] [-prefix P] [-workers N]
+// [-log-level L] [-name N]`, as schedProcs.startOne runs it.
+func SchedulerProcess(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("berth bench "+SchedulerProcessCmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
 		cfgPath  = fs.String("config", "", "HCL config (scheduler and superconductor options)")
@@ -69,7 +71,7 @@ func cmdBenchSchedulerProcess(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *etcdEps == "" {
-		fmt.Fprintf(stderr, "berth bench %s: -etcd is required\n", schedProcessCmd)
+		fmt.Fprintf(stderr, "berth bench %s: -etcd is required\n", SchedulerProcessCmd)
 		return 2
 	}
 	cfg, err := loadOrDefaults(*cfgPath)
@@ -91,12 +93,16 @@ func cmdBenchSchedulerProcess(args []string, stdout, stderr io.Writer) int {
 		cfg.Superconductor.Workers = *workers
 	}
 	log := logging.New(cfg.Log, stderr).Named(*name)
-	return exitCode(stack.Run("bench scheduler", cfg, log, stdout, func(ctx context.Context, s *stack.Stack) error {
+	err = stack.Run("bench scheduler", cfg, log, stdout, func(ctx context.Context, s *stack.Stack) error {
 		if err := s.StartServerRoles(ctx); err != nil {
 			return err
 		}
 		return s.Serve(benchControlName, "127.0.0.1:0", benchControl(s))
-	}))
+	})
+	if err != nil {
+		return 1
+	}
+	return 0
 }
 
 // benchControl is the child's control API, on loopback.
@@ -192,7 +198,7 @@ func (p *schedProcs) start(ctx context.Context, endpoint string) error {
 }
 
 func (p *schedProcs) startOne(ctx context.Context, c *schedProc, exe, endpoint string) error {
-	args := []string{"bench", schedProcessCmd, "-etcd", endpoint, "-prefix", p.prefix,
+	args := []string{"bench", SchedulerProcessCmd, "-etcd", endpoint, "-prefix", p.prefix,
 		"-log-level", p.logLevel, "-name", fmt.Sprintf("berth-%d", c.n)}
 	if p.cfgPath != "" {
 		args = append(args, "-config", p.cfgPath)

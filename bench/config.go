@@ -1,0 +1,234 @@
+package bench
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// Config is what `berth bench` is asked, one field per flag: the scenario
+// and its load, the Berth it runs against (started here, or an existing
+// one), the simulated hosts' periods, and the outputs. AddFlags binds
+// the flags to it, Validate checks it, and Main runs it.
+type Config struct {
+	Scenario         string
+	Hosts, Cells     int
+	Servers          int
+	Rate             float64
+	Clients          int
+	BuildTime        time.Duration
+	FailureRate      float64
+	HintRatio        float64
+	GroupRatio       float64
+	Groups           int
+	Duration         time.Duration
+	InstancesPerHost int
+
+	Baseline       bool
+	BaselineTime   time.Duration
+	BaselineRounds int
+
+	// The Berth the tool starts: its schedulers, in this process or as
+	// child processes (in CPU cgroups of their own with SchedulerCPU),
+	// and its workers.
+	Schedulers       int
+	SchedulerProcs   bool
+	SchedulerCPU     float64
+	Workers          int
+	ConductorWorkers int
+
+	// The simulated hosts: how they register, keep their liveness and
+	// sync (zero periods: the config's agent block).
+	RegisterWorkers      int
+	Liveness             string
+	Syncs                bool
+	ReportInterval       time.Duration
+	ServiceDownTime      time.Duration
+	ProviderSyncInterval time.Duration
+	InstanceSyncInterval time.Duration
+	BackgroundWorkers    int
+
+	// Etcd (comma-separated endpoints) and API name an existing Berth
+	// instead of starting one.
+	Etcd       string
+	API        string
+	Prefix     string
+	ConfigPath string
+	DataDir    string
+
+	// Outputs.
+	JSONPath     string
+	Format       string
+	CPUProfile   string
+	ProfilePhase string
+	MemProfile   string
+	Timeout      time.Duration
+	LogLevel     string
+}
+
+// The scenario and output names Config accepts.
+const (
+	FormatTable = "table"
+	FormatJSON  = "json"
+)
+
+// profilePhases are what -profile-phase accepts: the whole run, or one
+// of the phases Run reports to RunConfig.OnPhase.
+var profilePhases = []string{"all", "populate", "scenario", "baseline"}
+
+// DefaultConfig is the flags' defaults: a boot of 1,000 servers on 1,000
+// hosts in two cells, one scheduler, against a Berth the tool starts.
+func DefaultConfig() Config {
+	return Config{
+		Scenario: "boot", Hosts: 1000, Cells: 2, Servers: 1000, Clients: 16, Groups: 20,
+		Duration: 30 * time.Second, InstancesPerHost: 10,
+		BaselineTime: 2 * time.Second, BaselineRounds: 3,
+		Schedulers: 1, RegisterWorkers: 32, Liveness: LivenessPerHost, Syncs: true,
+		Prefix: etcdschema.DefaultPrefix, Format: FormatTable, ProfilePhase: "all",
+		Timeout: 10 * time.Minute, LogLevel: "warn",
+	}
+}
+
+// AddFlags binds c's fields to their flags on fs, c's values as the
+// defaults (start from DefaultConfig).
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Scenario, "scenario", c.Scenario, "populate, boot, churn, failover or coldstart (or give it as the first argument)")
+	fs.IntVar(&c.Hosts, "hosts", c.Hosts, "simulated hosts")
+	fs.IntVar(&c.Cells, "cells", c.Cells, "cells (hosts round-robin; one conductor each when the tool starts Berth)")
+	fs.IntVar(&c.Servers, "servers", c.Servers, "servers to boot (churn: the steady population)")
+	fs.Float64Var(&c.Rate, "rate", c.Rate, "servers posted per second (0: as fast as the clients go)")
+	fs.IntVar(&c.Clients, "clients", c.Clients, "concurrent API clients")
+	fs.DurationVar(&c.BuildTime, "build-time", c.BuildTime, "simulated build time per server")
+	fs.Float64Var(&c.FailureRate, "failure-rate", c.FailureRate, "probability that a build fails (reschedulable)")
+	fs.Float64Var(&c.HintRatio, "hint-ratio", c.HintRatio, "fraction of servers with a same_host or different_host hint naming an ACTIVE server")
+	fs.Float64Var(&c.GroupRatio, "group-ratio", c.GroupRatio, "fraction of servers in a server group (m1.tiny)")
+	fs.IntVar(&c.Groups, "groups", c.Groups, "server groups to spread -group-ratio servers over (policies rotate)")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "churn: how long to delete and replace servers")
+	fs.IntVar(&c.InstancesPerHost, "instances-per-host", c.InstancesPerHost, "coldstart: instances written per host")
+	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "after the scenario, measure etcd's single-key CAS txn/s with as many workers as claims in flight")
+	fs.DurationVar(&c.BaselineTime, "baseline-time", c.BaselineTime, "how long each round of the CAS and of the claim baseline runs")
+	fs.IntVar(&c.BaselineRounds, "baseline-rounds", c.BaselineRounds, "rounds of the baselines, CAS and claims alternating (their rates are over all rounds)")
+	fs.IntVar(&c.Schedulers, "schedulers", c.Schedulers, "schedulers (each with its superconductor) to start")
+	fs.BoolVar(&c.SchedulerProcs, "scheduler-procs", c.SchedulerProcs, "run each scheduler (with its superconductor) as a child process instead of in the tool's process")
+	fs.Float64Var(&c.SchedulerCPU, "scheduler-cpu", c.SchedulerCPU, "with -scheduler-procs: put each scheduler process in a CPU cgroup of its own with this many CPUs of quota (0: none)")
+	fs.IntVar(&c.Workers, "workers", c.Workers, "superconductor workers per scheduler (0: the config's)")
+	fs.IntVar(&c.ConductorWorkers, "conductor-workers", c.ConductorWorkers, "cell conductor workers (0: the config's)")
+	fs.IntVar(&c.RegisterWorkers, "register-workers", c.RegisterWorkers, "hosts registering at once")
+	fs.StringVar(&c.Liveness, "liveness", c.Liveness, "hosts' liveness: per-host (a lease each, renewed every report_interval as agents do) or shared (one lease, one keepalive stream: cheaper than real agents, for comparison)")
+	fs.BoolVar(&c.Syncs, "syncs", c.Syncs, "run the hosts' periodic provider and instance syncs at the agents' intervals (-syncs=false -liveness shared: the fleet of earlier runs)")
+	fs.DurationVar(&c.ReportInterval, "report-interval", c.ReportInterval, "hosts' liveness renewal period (0: the config's agent report_interval)")
+	fs.DurationVar(&c.ServiceDownTime, "service-down-time", c.ServiceDownTime, "hosts' liveness lease TTL (0: the config's agent service_down_time)")
+	fs.DurationVar(&c.ProviderSyncInterval, "provider-sync-interval", c.ProviderSyncInterval, "hosts' provider sync period (0: the config's agent provider_sync_interval)")
+	fs.DurationVar(&c.InstanceSyncInterval, "instance-sync-interval", c.InstanceSyncInterval, "hosts' instance sync period (0: the config's agent instance_sync_interval)")
+	fs.IntVar(&c.BackgroundWorkers, "background-workers", c.BackgroundWorkers, "goroutines doing the hosts' renewals and syncs (0: one per 20 hosts, 64 to 1024)")
+	fs.StringVar(&c.Etcd, "etcd", c.Etcd, "comma-separated endpoints of an existing Berth's etcd (with -api)")
+	fs.StringVar(&c.API, "api", c.API, "an existing Berth's compute API URL (with -etcd)")
+	fs.StringVar(&c.Prefix, "prefix", c.Prefix, "etcd key prefix")
+	fs.StringVar(&c.ConfigPath, "config", c.ConfigPath, "HCL config for the started Berth (scheduler options, ...)")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "embedded etcd data dir (default: a temp dir, removed at exit)")
+	fs.StringVar(&c.JSONPath, "json", c.JSONPath, "append the result as a JSON line to FILE")
+	fs.StringVar(&c.Format, "format", c.Format, "stdout: table or json")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", c.CPUProfile, "write a CPU profile to FILE (of the whole run, or of -profile-phase)")
+	fs.StringVar(&c.ProfilePhase, "profile-phase", c.ProfilePhase, "what -cpuprofile covers: all, populate, scenario (the boot, churn or failover itself) or baseline")
+	fs.StringVar(&c.MemProfile, "memprofile", c.MemProfile, "write a heap profile at the end to FILE")
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "how long to wait for servers to finish")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level of the started roles")
+}
+
+// Validate says what is wrong with c, naming the flag; nil when it can
+// run. The hosts' service_down_time against their report_interval is
+// checked here when both flags are given, and by Main against the
+// config's agent block otherwise.
+func (c *Config) Validate() error {
+	bad := func(f string, a ...any) error { return fmt.Errorf(f, a...) }
+	var negative []string
+	for _, n := range []struct {
+		flag string
+		v    float64
+	}{
+		{"-servers", float64(c.Servers)}, {"-rate", c.Rate}, {"-clients", float64(c.Clients)},
+		{"-build-time", float64(c.BuildTime)}, {"-groups", float64(c.Groups)}, {"-duration", float64(c.Duration)},
+		{"-instances-per-host", float64(c.InstancesPerHost)}, {"-baseline-time", float64(c.BaselineTime)},
+		{"-workers", float64(c.Workers)}, {"-conductor-workers", float64(c.ConductorWorkers)},
+		{"-register-workers", float64(c.RegisterWorkers)}, {"-timeout", float64(c.Timeout)},
+	} {
+		if n.v < 0 {
+			negative = append(negative, n.flag)
+		}
+	}
+	switch {
+	case c.Hosts < 1 || c.Cells < 1:
+		return bad("-hosts and -cells must be at least 1")
+	case c.Schedulers < 1:
+		return bad("-schedulers must be at least 1")
+	case len(negative) > 0:
+		return bad("%s must not be negative", strings.Join(negative, ", "))
+	case c.FailureRate < 0 || c.FailureRate >= 1:
+		return bad("-failure-rate must be in [0, 1)")
+	case c.HintRatio < 0 || c.HintRatio > 1 || c.GroupRatio < 0 || c.GroupRatio > 1:
+		return bad("-hint-ratio and -group-ratio must be in [0, 1]")
+	case c.Format != FormatTable && c.Format != FormatJSON:
+		return bad("-format must be table or json, not %q", c.Format)
+	case (c.Etcd == "") != (c.API == "") && c.Scenario != "coldstart":
+		return bad("an existing Berth needs both -etcd and -api")
+	case c.Scenario == "failover" && c.Schedulers < 2 && c.Etcd == "":
+		return bad("failover needs -schedulers 2 or more")
+	case c.SchedulerCPU < 0 || (c.SchedulerCPU > 0 && c.SchedulerCPU < 0.01):
+		return bad("-scheduler-cpu must be 0 (no quota) or at least 0.01 CPUs")
+	case c.SchedulerCPU > 0 && !c.SchedulerProcs:
+		return bad("-scheduler-cpu needs -scheduler-procs")
+	case c.SchedulerProcs && (c.Etcd != "" || c.Scenario == "coldstart"):
+		return bad("-scheduler-procs is for a Berth the tool starts, and coldstart starts no scheduler")
+	case c.Liveness != LivenessPerHost && c.Liveness != LivenessShared:
+		return bad("-liveness must be %s or %s, not %q", LivenessPerHost, LivenessShared, c.Liveness)
+	case c.BackgroundWorkers < 0:
+		return bad("-background-workers must not be negative")
+	case c.ReportInterval < 0 || c.ServiceDownTime < 0 || c.ProviderSyncInterval < 0 || c.InstanceSyncInterval < 0:
+		return bad("-report-interval, -service-down-time, -provider-sync-interval and -instance-sync-interval must not be negative")
+	case (c.ReportInterval > 0 && c.ReportInterval < 100*time.Millisecond) || (c.ServiceDownTime > 0 && c.ServiceDownTime < time.Second):
+		return bad("-report-interval must be at least 100ms and -service-down-time at least 1s (a lease TTL is whole seconds)")
+	case (c.ProviderSyncInterval > 0 && c.ProviderSyncInterval < 100*time.Millisecond) || (c.InstanceSyncInterval > 0 && c.InstanceSyncInterval < 100*time.Millisecond):
+		return bad("-provider-sync-interval and -instance-sync-interval must be at least 100ms")
+	case !slices.Contains(Scenarios, c.Scenario):
+		return bad("unknown scenario %q (want one of %s)", c.Scenario, strings.Join(Scenarios, ", "))
+	case c.ReportInterval > 0 && c.ServiceDownTime > 0:
+		if err := checkLiveness(c.ServiceDownTime, c.ReportInterval); err != nil {
+			return fmt.Errorf("-service-down-time and -report-interval: %w", err)
+		}
+	}
+	switch {
+	case !slices.Contains(profilePhases, c.ProfilePhase):
+		return bad("-profile-phase %q: want all, populate, scenario or baseline", c.ProfilePhase)
+	case c.BaselineRounds < 1:
+		return bad("-baseline-rounds %d: want at least 1", c.BaselineRounds)
+	}
+	return nil
+}
+
+// checkLiveness: a host's liveness lease must outlive the period it is
+// renewed at.
+func checkLiveness(down, report time.Duration) error {
+	if down <= report {
+		return fmt.Errorf("the hosts' service_down_time (%s) must exceed their report_interval (%s), or a healthy host looks down between two reports", down, report)
+	}
+	return nil
+}
+
+// UsageError is a mistake in what the tool was asked that shows only
+// once -config is read (its agent periods against the flags', the file
+// itself): `berth bench` exits 2 on it, as on a flag Validate rejects.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// IsUsage says whether err is a UsageError.
+func IsUsage(err error) bool {
+	var u *UsageError
+	return errors.As(err, &u)
+}

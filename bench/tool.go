@@ -1,0 +1,350 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/logging"
+	"github.com/berth-project/berth/internal/stack"
+	"github.com/berth-project/berth/scheduler"
+)
+
+// Main is `berth bench` once its flags are parsed and c validated: it
+// runs c.Scenario against a Berth it starts in this process (embedded
+// etcd, the API and one cell conductor per cell in one stack, and each
+// scheduler with its superconductor in a stack of its own with its own
+// etcd client, so one can be crashed; or as child processes) or against
+// an existing one (-etcd and -api), and returns the result (nil when no
+// run started) with the run's error. Logs and the progress line go to
+// stderr. An error in what it was asked that shows only once -config is
+// read is a *UsageError.
+func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
+	// The roles' logger and the progress line write stderr from different
+	// goroutines; a bytes.Buffer (tests) is not safe for that.
+	stderr = &lockedWriter{w: stderr}
+	cfg, err := loadOrDefaults(c.ConfigPath)
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	// The simulated agents keep the config's agent periods unless a flag
+	// says otherwise.
+	agentCfg := cfg.Agent
+	if agentCfg == nil {
+		agentCfg = configs.Defaults().Agent
+	}
+	every := func(flag, conf time.Duration) time.Duration {
+		if flag > 0 {
+			return flag
+		}
+		return conf
+	}
+	report, down := every(c.ReportInterval, agentCfg.ReportInterval), every(c.ServiceDownTime, agentCfg.ServiceDownTime)
+	if err := checkLiveness(down, report); err != nil {
+		return nil, &UsageError{err}
+	}
+	cfg.Log.Level = c.LogLevel
+	cfg.Etcd.Prefix = c.Prefix
+	log := logging.New(cfg.Log, stderr).Named("bench")
+
+	onPhase := func(string) func() { return func() {} }
+	if c.CPUProfile != "" {
+		f, err := os.Create(c.CPUProfile)
+		if err != nil {
+			return nil, &UsageError{err}
+		}
+		defer f.Close()
+		if c.ProfilePhase == "all" {
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return nil, &UsageError{err}
+			}
+			defer pprof.StopCPUProfile()
+		} else {
+			onPhase = func(phase string) func() {
+				if phase != c.ProfilePhase {
+					return func() {}
+				}
+				if err := pprof.StartCPUProfile(f); err != nil {
+					log.Warn("could not start the CPU profile", "phase", phase, "error", err)
+					return func() {}
+				}
+				return pprof.StopCPUProfile
+			}
+		}
+	}
+
+	// A scheduler process that exits unasked ends the run, saying why.
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	var procs *schedProcs
+	if c.SchedulerProcs {
+		procs = &schedProcs{n: c.Schedulers, cpu: c.SchedulerCPU, cfgPath: c.ConfigPath, prefix: c.Prefix, workers: c.Workers,
+			logLevel: c.LogLevel, stderr: stderr, log: log.Named("procs"), onExit: stopRun}
+	}
+	var target *Target
+	var cleanup func()
+	if c.Etcd != "" {
+		target, cleanup, err = existingTarget(ctx, cfg, strings.Split(c.Etcd, ","), c.API)
+	} else {
+		target, cleanup, err = startTarget(ctx, cfg, log, benchStart{dataDir: c.DataDir, cells: c.Cells,
+			schedulers: c.Schedulers, workers: c.Workers, condWorkers: c.ConductorWorkers, etcdOnly: c.Scenario == "coldstart",
+			procs: procs})
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	res, runErr := Run(ctx, target, RunConfig{Scenario: c.Scenario, Hosts: c.Hosts, Cells: c.Cells,
+		Servers: c.Servers, Rate: c.Rate, Clients: c.Clients, BuildTime: c.BuildTime, FailureRate: c.FailureRate,
+		HintRatio: c.HintRatio, GroupRatio: c.GroupRatio, Groups: c.Groups, Duration: c.Duration,
+		InstancesPerHost: c.InstancesPerHost, Baseline: c.Baseline, BaselineTime: c.BaselineTime, BaselineRounds: c.BaselineRounds, OnPhase: onPhase, Timeout: c.Timeout,
+		RegisterWorkers: c.RegisterWorkers, Liveness: c.Liveness, SkipSyncs: !c.Syncs, ReportInterval: report,
+		// A temporary etcd goes with the tool: no need to down its hosts
+		// (and send its leader after them) while it is stopped.
+		LeaveLeases:     c.Etcd == "" && c.DataDir == "",
+		ServiceDownTime: down, ProviderSyncInterval: every(c.ProviderSyncInterval, agentCfg.ProviderSyncInterval),
+		InstanceSyncInterval: every(c.InstanceSyncInterval, agentCfg.InstanceSyncInterval), BackgroundWorkers: c.BackgroundWorkers, Progress: stderr, Log: log.Named("fleet")})
+	if cause := context.Cause(ctx); runErr != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		runErr = fmt.Errorf("%w (because %v)", runErr, cause)
+	}
+	if res != nil && procs != nil {
+		res.SchedulerProcs, res.SchedulerCPUQuota = c.Schedulers, c.SchedulerCPU
+		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		res.SchedulerGOMAXPROCS = procs.gomaxprocs(gctx)
+		gcancel()
+	}
+	if c.MemProfile != "" {
+		if err := writeHeapProfile(c.MemProfile); err != nil {
+			fmt.Fprintln(stderr, "berth bench:", err)
+		}
+	}
+	if res != nil && runErr != nil {
+		res.Error = runErr.Error()
+	}
+	return res, runErr
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return f.Close()
+}
+
+// existingTarget is a Berth someone else runs: its etcd and its API, and
+// nothing of its roles.
+func existingTarget(ctx context.Context, cfg *configs.Config, endpoints []string, apiURL string) (*Target, func(), error) {
+	cfg.Etcd.Embedded, cfg.Etcd.Endpoints = nil, endpoints
+	cc, err := cfg.Etcd.ClientConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	cli, err := clientv3.New(cc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
+	}
+	keys := etcdschema.New(cfg.Etcd.Prefix)
+	resp, err := cli.Get(ctx, keys.Members(scheduler.Role), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		cli.Close()
+		return nil, nil, fmt.Errorf("etcd at %v: %w", endpoints, err)
+	}
+	return &Target{Client: cli, Keys: keys, API: apiURL, Schedulers: int(resp.Count)}, func() { cli.Close() }, nil
+}
+
+type benchStart struct {
+	dataDir              string
+	cells, schedulers    int
+	workers, condWorkers int
+	etcdOnly             bool // coldstart: the tool loads a scheduler's views itself
+	// procs, when set, runs the schedulers as child processes instead
+	// of in-process stacks.
+	procs *schedProcs
+}
+
+// startTarget starts Berth in this process with the stack `berth dev`
+// and `berth server` use.
+func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o benchStart) (*Target, func(), error) {
+	cfg.EnableAllRoles()
+	cfg.Placement = nil // no Placement HTTP API: nothing here calls it
+	if o.workers > 0 {
+		cfg.Superconductor.Workers = o.workers
+	}
+	if o.condWorkers > 0 {
+		cfg.Conductor.Workers = o.condWorkers
+	}
+	emb := configs.Defaults().Etcd.Embedded
+	// The bench drives etcd past its warning thresholds on purpose ("apply
+	// request took too long" past 100 ms is what a saturating load looks
+	// like): at warn that is hundreds of lines about the load itself, so a
+	// member the bench makes up logs only errors. One from -config logs
+	// as configured.
+	emb.LogLevel = "error"
+	if cfg.Etcd.Embedded != nil {
+		emb = cfg.Etcd.Embedded
+	}
+	cfg.Etcd.Embedded, cfg.Etcd.Endpoints = emb, nil
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	if o.dataDir != "" {
+		emb.DataDir = o.dataDir
+	} else {
+		tmp, err := os.MkdirTemp("", "berth-bench-")
+		if err != nil {
+			return nil, nil, err
+		}
+		cleanups = append(cleanups, func() { os.RemoveAll(tmp) })
+		emb.DataDir = filepath.Join(tmp, "etcd")
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	emb.ClientURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	emb.PeerURL = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	cfg.API.Bind = "127.0.0.1:0"
+	cfg.Scheduler.Bind = "127.0.0.1:0"
+
+	// The first stack: etcd, the API and the cell conductors. Schedulers
+	// live in stacks of their own, so a failover kills one without the
+	// API or the conductors.
+	base := *cfg
+	base.Scheduler, base.Superconductor = nil, nil
+	if o.etcdOnly {
+		base.API = nil
+	}
+	s0, err := stack.Connect(ctx, &base, log.Named("berth"))
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	cleanups = append(cleanups, s0.Stop)
+	// The tool's own client (fleet, recorder, baseline, coldstart loads)
+	// talks to etcd over the network as agents and a fresh scheduler
+	// would, and keeps its watches off the roles' client streams.
+	own, err := clientv3.New(clientv3.Config{Endpoints: []string{emb.ClientURL}, DialTimeout: cfg.Etcd.DialTimeout})
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("etcd client for %s: %w", emb.ClientURL, err)
+	}
+	cleanups = append(cleanups, func() { own.Close() })
+	t := &Target{Client: own, Keys: s0.Keys()}
+	if o.etcdOnly {
+		return t, cleanup, nil
+	}
+	if err := s0.StartServerRoles(ctx); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	for c := 1; c <= o.cells; c++ {
+		cc := *cfg.Conductor
+		cc.Cell = CellName(c)
+		if err := s0.StartConductor(ctx, &cc); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+	}
+	t.API = s0.Endpoint("compute API")
+	t.base = s0
+	if o.procs != nil {
+		cleanups = append(cleanups, o.procs.stop)
+		if err := o.procs.start(ctx, emb.ClientURL); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		// The children answer what the in-process stacks give directly,
+		// through their control listeners; their placement services are
+		// not here, so the claim baseline claims through a placement of
+		// the tool's own, and says so.
+		t.procs = o.procs
+		t.Schedulers = o.procs.n
+		t.ClaimWorkers = o.procs.n * cfg.Superconductor.Workers
+		return t, cleanup, nil
+	}
+	for i := 0; i < o.schedulers; i++ {
+		sc := *cfg
+		sc.API, sc.Conductor = nil, nil
+		etcdCfg := cfg.Etcd
+		etcdCfg.Embedded, etcdCfg.Endpoints = nil, []string{emb.ClientURL}
+		sc.Etcd = etcdCfg
+		s, err := stack.Connect(ctx, &sc, log.Named(fmt.Sprintf("berth-%d", i+1)))
+		if err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		cleanups = append(cleanups, s.Stop)
+		if err := s.StartServerRoles(ctx); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		t.scheds = append(t.scheds, s)
+	}
+	t.Schedulers = len(t.scheds)
+	t.ClaimWorkers = len(t.scheds) * cfg.Superconductor.Workers
+	return t, cleanup, nil
+}
+
+func freePorts(n int) ([]int, error) {
+	var out []int
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free port: %w", err)
+		}
+		lns = append(lns, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// loadOrDefaults is the config at path, or the defaults when path is ""
+// (bench and its scheduler processes run without a file).
+func loadOrDefaults(path string) (*configs.Config, error) {
+	if path == "" {
+		return configs.Defaults(), nil
+	}
+	return configs.Load(path)
+}
