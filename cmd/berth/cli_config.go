@@ -11,6 +11,42 @@ import (
 	"github.com/berth-project/berth/configs"
 )
 
+// cmdConfig is `berth config validate|render`.
+func cmdConfig(args []string, stdout, stderr io.Writer) int {
+	if len(args) >= 1 && args[0] == "render" {
+		return cmdConfigRender(args[1:], stdout, stderr)
+	}
+	const use = "usage: berth config validate [-role ROLE] FILE...\n       berth config render ROLE -name NAME -address IP -etcd NAME=IP,... [flags]"
+	if len(args) < 1 || args[0] != "validate" {
+		fmt.Fprintln(stderr, use)
+		return 2
+	}
+	fs := flag.NewFlagSet("berth config validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	role := fs.String("role", "", "also check what this role needs to start (server, conductor, agent, etcd, dev)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, use)
+		return 2
+	}
+	switch *role {
+	case "", configs.RoleServer, configs.RoleConductor, configs.RoleAgent, configs.RoleEtcd, configs.RoleDev:
+	default:
+		fmt.Fprintf(stderr, "berth config validate: -role %q is not server, conductor, agent, etcd or dev\n", *role)
+		return 2
+	}
+	if !configsValidate(fs.Args(), *role, stdout) {
+		return 1
+	}
+	return 0
+}
+
+func configsValidate(paths []string, role string, w io.Writer) bool {
+	return configs.ValidateFiles(paths, role, w)
+}
+
 // varFlags collects repeated -var KEY=VALUE flags.
 type varFlags map[string]string
 

@@ -12,10 +12,6 @@ import (
 	"github.com/berth-project/berth/internal/stack"
 )
 
-func configsValidate(paths []string, role string, w io.Writer) bool {
-	return configs.ValidateFiles(paths, role, w)
-}
-
 // loadRoleConfig reads -config and checks the role's requirements before
 // anything touches etcd.
 func loadRoleConfig(name string, args []string, stderr io.Writer) (*configs.Config, hclog.Logger, bool) {
