@@ -33,7 +33,7 @@ import (
 //
 // Run it with an explicit count, so the stack is built once:
 //
-//	go test -run XXX -bench BootPipeline -benchtime 3000x ./cmd/berth/
+//	go test -run XXX -bench BootPipeline -benchtime 3000x ./internal/stack/
 //
 // BERTH_BENCH_HOSTS (default 1000), BERTH_BENCH_CLIENTS (default 32) and
 // BERTH_BENCH_COUNT (servers per API request, default 1) change the load;
