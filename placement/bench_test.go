@@ -3,8 +3,6 @@ package placement
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"sync/atomic"
 	"syscall"
@@ -67,29 +65,6 @@ func benchCandidates(b *testing.B, n int) {
 
 func BenchmarkCandidates10k(b *testing.B)  { benchCandidates(b, 10_000) }
 func BenchmarkCandidates100k(b *testing.B) { benchCandidates(b, 100_000) }
-
-func benchCandidatesHTTP(b *testing.B, n int) {
-	s, cli := newStarted(b)
-	populate(b, cli, s.keys, n)
-	syncIdx(b, s)
-	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
-	url := srv.URL + "/allocation_candidates?resources=VCPU:2,MEMORY_MB:4096,DISK_GB:20&required=!COMPUTE_STATUS_DISABLED&limit=1000"
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		req, _ := http.NewRequest("GET", url, nil)
-		req.Header.Set("X-Auth-Token", "admin")
-		req.Header.Set("OpenStack-API-Version", "placement 1.35")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != 200 {
-			b.Fatalf("%v %v", err, resp)
-		}
-		resp.Body.Close()
-	}
-}
-
-func BenchmarkCandidatesHTTP10k(b *testing.B)  { benchCandidatesHTTP(b, 10_000) }
-func BenchmarkCandidatesHTTP100k(b *testing.B) { benchCandidatesHTTP(b, 100_000) }
 
 // BenchmarkPopulate10k writes 10,000 compute providers with three
 // inventories each the way agents do, through the Service (a create

@@ -42,6 +42,12 @@ func (s *Service) DeleteAllocations(ctx context.Context, consumer string) error 
 	return err
 }
 
+// DeleteAllocationsRev is DeleteAllocations that also returns the etcd
+// revision of the write, for a caller that waits for the index to apply it.
+func (s *Service) DeleteAllocationsRev(ctx context.Context, consumer string) (int64, error) {
+	return s.deleteAllocations(ctx, consumer)
+}
+
 func (s *Service) deleteAllocations(ctx context.Context, consumer string) (int64, error) {
 	return s.writeAllocations(ctx, map[string]AllocationWrite{consumer: {}},
 		ClaimOptions{IgnoreConsumerGeneration: true}, true)

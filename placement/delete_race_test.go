@@ -30,11 +30,11 @@ func TestDeleteProviderLosesToWriteInTheGap(t *testing.T) {
 			if _, err := s.CreateProvider(testCtx(t), other, other, ""); err != nil {
 				t.Fatal(err)
 			}
-			sp, err := s.getProvider(testCtx(t), other)
+			rec, err := s.ReadProvider(testCtx(t), other)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.moveProvider(testCtx(t), sp, other, parent, true); err != nil {
+			if _, err := s.MoveProvider(testCtx(t), rec, other, parent, true); err != nil {
 				t.Fatalf("re-parent: %v", err)
 			}
 		}, ErrProviderHasChildren},

@@ -61,3 +61,8 @@ func errDetail(err error) string {
 	}
 	return err.Error()
 }
+
+// Detail is the message Placement shows for err: the words an engine
+// error carries beside its sentinel (ErrInvalid, ErrInventoryInUse, ...),
+// or err's text when it carries none. The HTTP API answers with it.
+func Detail(err error) string { return errDetail(err) }

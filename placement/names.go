@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -59,8 +60,8 @@ func (s *Service) AllResourceClasses(ctx context.Context) ([]string, error) {
 	return append(append([]string(nil), standardResourceClasses...), custom...), nil
 }
 
-// missingTraits returns the names that are neither standard nor created.
-func (s *Service) missingTraits(ctx context.Context, names []string) ([]string, error) {
+// MissingTraits returns the names that are neither standard nor created.
+func (s *Service) MissingTraits(ctx context.Context, names []string) ([]string, error) {
 	var custom map[string]bool
 	var missing []string
 	for _, n := range names {
@@ -81,8 +82,8 @@ func (s *Service) missingTraits(ctx context.Context, names []string) ([]string, 
 	return missing, nil
 }
 
-// classExists says whether rc is standard or a created custom class.
-func (s *Service) classExists(ctx context.Context, rc string) (bool, error) {
+// ClassExists says whether rc is standard or a created custom class.
+func (s *Service) ClassExists(ctx context.Context, rc string) (bool, error) {
 	if stdClassSet[rc] {
 		return true, nil
 	}
@@ -108,4 +109,59 @@ func (s *Service) createCustom(ctx context.Context, key string, v etcdschema.Ver
 		return false, fmt.Errorf("create %s: %w", key, err)
 	}
 	return resp.Succeeded, nil
+}
+
+// CreateTrait creates the custom trait name; false if it existed.
+func (s *Service) CreateTrait(ctx context.Context, name string) (bool, error) {
+	return s.createCustom(ctx, s.keys.CustomTrait(name), &etcdschema.CustomTrait{Name: name, CreatedAt: s.now()})
+}
+
+// CreateResourceClass creates the custom resource class name; false if it
+// existed.
+func (s *Service) CreateResourceClass(ctx context.Context, name string) (bool, error) {
+	return s.createCustom(ctx, s.keys.CustomResourceClass(name), &etcdschema.CustomResourceClass{Name: name, CreatedAt: s.now()})
+}
+
+// DeleteTrait deletes the custom trait name. Whether it may go (not
+// standard, on no provider: TraitsInUse) is the caller's check.
+func (s *Service) DeleteTrait(ctx context.Context, name string) error {
+	if _, err := s.cli.Delete(ctx, s.keys.CustomTrait(name)); err != nil {
+		return fmt.Errorf("delete trait %s: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteResourceClass deletes the custom resource class name. Whether it
+// may go (not standard, in no inventory: ClassInUse) is the caller's check.
+func (s *Service) DeleteResourceClass(ctx context.Context, name string) error {
+	if _, err := s.cli.Delete(ctx, s.keys.CustomResourceClass(name)); err != nil {
+		return fmt.Errorf("delete class %s: %w", name, err)
+	}
+	return nil
+}
+
+// IsStandardTrait says whether name is one of os-traits' standard traits.
+func IsStandardTrait(name string) bool { return stdTraitSet[name] }
+
+// IsStandardResourceClass says whether rc is one of os-resource-classes'
+// standard classes.
+func IsStandardResourceClass(rc string) bool { return stdClassSet[rc] }
+
+// StandardResourceClasses lists the standard classes in os-resource-classes'
+// order, which is the order of their ids in Placement's database.
+func StandardResourceClasses() []string { return slices.Clone(standardResourceClasses) }
+
+// ClassIDOrder lists classes in the order of Placement's class ids, as it
+// names them in a message: the standard ones in os-resource-classes'
+// order, then the custom ones (by name here; by creation there).
+func ClassIDOrder(classes map[string]bool) []string {
+	names := sortedKeys(classes)
+	rank := func(rc string) int {
+		if i := slices.Index(standardResourceClasses, rc); i >= 0 {
+			return i
+		}
+		return len(standardResourceClasses)
+	}
+	sort.SliceStable(names, func(i, j int) bool { return rank(names[i]) < rank(names[j]) })
+	return names
 }

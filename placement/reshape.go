@@ -421,5 +421,5 @@ func providersWithoutInterimInventory(rd *claimRead, consumers []string, r Resha
 		return nil
 	}
 	return detailf(ErrInsufficientCapacity, "Inventory for '%s' on resource provider '%s' invalid.",
-		strings.Join(classIDOrder(classes), ", "), strings.Join(missing, ", "))
+		strings.Join(ClassIDOrder(classes), ", "), strings.Join(missing, ", "))
 }

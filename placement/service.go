@@ -3,8 +3,6 @@ package placement
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,10 +50,6 @@ type Service struct {
 	// claimReplans counts claims planned from the index again, unsent,
 	// because a concurrent claim of this service committed first.
 	claimReplans atomic.Int64
-
-	handlerOnce sync.Once
-	handler     http.Handler
-	opts        HandlerOptions
 
 	// beforeDeleteTxn, when set (tests), runs between DeleteProvider's
 	// checks and its transaction, to force the race the transaction's

@@ -1,6 +1,10 @@
-// Package placement is Berth's resource-provider service: the OpenStack
-// Placement REST API on etcd, an in-memory watch-fed index that answers
-// allocation-candidate queries, and the claim transactions.
+// Package placement is Berth's resource-provider engine: OpenStack
+// Placement's records on etcd (store.go, providers.go), an in-memory
+// watch-fed index that answers allocation-candidate queries (index.go,
+// candidates.go), the claim transactions and their group commit
+// (claims.go, claim_batch.go), and reshapes (reshape.go). The REST API is
+// placement/httpapi, which reaches the index only through the read API in
+// read.go.
 //
 // This file is the in-process contract used by the scheduler, conductors and
 // agents. Field names follow the Placement API so the HTTP layer can reuse

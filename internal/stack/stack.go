@@ -27,6 +27,7 @@ import (
 	"github.com/berth-project/berth/internal/status"
 	"github.com/berth-project/berth/leader"
 	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/placement/httpapi"
 	"github.com/berth-project/berth/scheduler"
 )
 
@@ -277,11 +278,11 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		s.placementStore()
 	}
 	if cfg.Placement != nil {
-		s.placement.SetHandlerOptions(placementHandlerOptions(cfg.Placement))
+		h := httpapi.New(s.placement, s.log.Named("placement"), placementHandlerOptions(cfg.Placement))
 		s.log.Info("placement API auth", "mode", cfg.Placement.Auth, "tokens", len(cfg.Placement.Tokens))
-		// placement.Listener lets the API answer a non-integer
+		// httpapi.Listener lets the API answer a non-integer
 		// Content-Length as Placement does, not with net/http's bare 400.
-		if err := s.Serve("placement", cfg.Placement.Bind, s.placement.Handler(), placement.Listener); err != nil {
+		if err := s.Serve("placement", cfg.Placement.Bind, h, httpapi.Listener); err != nil {
 			return err
 		}
 	}
@@ -429,16 +430,16 @@ func advertiseFrom(addr net.Addr) string {
 // API's options: its auth mode and, in tokens mode, what each token stands
 // for. noauth (the default) needs nothing more: the API itself reads the
 // identity from the token as Placement's noauth2 does.
-func placementHandlerOptions(p *configs.Placement) placement.HandlerOptions {
-	auth := placement.AuthConfig{Mode: p.Auth}
+func placementHandlerOptions(p *configs.Placement) httpapi.Options {
+	auth := httpapi.AuthConfig{Mode: p.Auth}
 	if p.Auth == configs.AuthTokens {
-		auth.Tokens = make(map[string]placement.TokenInfo, len(p.Tokens))
+		auth.Tokens = make(map[string]httpapi.TokenInfo, len(p.Tokens))
 		for _, t := range p.Tokens {
-			auth.Tokens[t.Token] = placement.TokenInfo{UserID: t.UserID, ProjectID: t.ProjectID, Roles: t.Roles,
+			auth.Tokens[t.Token] = httpapi.TokenInfo{UserID: t.UserID, ProjectID: t.ProjectID, Roles: t.Roles,
 				SystemScope: t.SystemScope}
 		}
 	}
-	return placement.HandlerOptions{Auth: auth}
+	return httpapi.Options{Auth: auth}
 }
 
 // schedulerConfig maps the HCL scheduler block to the scheduler's config.

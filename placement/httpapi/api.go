@@ -1,14 +1,17 @@
-package placement
+package httpapi
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/berth-project/berth/placement"
+	"github.com/hashicorp/go-hclog"
 	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
@@ -16,20 +19,28 @@ import (
 	"github.com/berth-project/berth/internal/metrics"
 )
 
-// HandlerOptions configure the Placement HTTP API. Set them with
-// SetHandlerOptions before the first call to Handler.
-type HandlerOptions struct {
+// Options configure the Placement HTTP API.
+type Options struct {
 	Auth AuthConfig
 }
 
-// SetHandlerOptions sets the HTTP API's options (auth). It has no effect
-// once Handler has been called.
-func (s *Service) SetHandlerOptions(o HandlerOptions) { s.opts = o }
+// API is Placement's REST API over a placement.Service. It reads and
+// writes through the service's exported methods only.
+type API struct {
+	svc  *placement.Service
+	log  hclog.Logger
+	opts Options
+	now  func() time.Time
+}
 
-// Handler serves the Placement API.
-func (s *Service) Handler() http.Handler {
-	s.handlerOnce.Do(func() { s.handler = s.newRouter() })
-	return s.handler
+// New returns the Placement API over svc as an http.Handler. log receives
+// the errors answered with a 5xx and the panics recovered.
+func New(svc *placement.Service, log hclog.Logger, opts Options) http.Handler {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	s := &API{svc: svc, log: log, opts: opts, now: func() time.Time { return time.Now().UTC() }}
+	return s.newRouter()
 }
 
 // Microversions served: 1.0 to maxMinor.
@@ -44,7 +55,7 @@ type route struct {
 
 type handlerFunc func(*reqCtx) error
 
-func (s *Service) newRouter() http.Handler {
+func (s *API) newRouter() http.Handler {
 	r := mux.NewRouter()
 	r.Use(metrics.RouteLabel) // the route template for berth_http_requests_total
 	add := func(path string, ms ...any) {
@@ -100,7 +111,7 @@ func (c *reqCtx) atLeast(minor int) bool { return c.mv >= minor }
 // dispatch runs the pipeline Placement's WSGI stack runs, outermost first:
 // request id, panic guard, auth (the root is open), microversion, then the
 // route's method handler (or 404/405).
-func (s *Service) dispatch(rt *route) http.Handler {
+func (s *API) dispatch(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := &reqCtx{w: w, r: r, id: "req-" + uuid.NewString(), vars: mux.Vars(r)}
 		w.Header().Set("OpenStack-Request-Id", c.id)
@@ -330,7 +341,7 @@ var explanations = map[int]string{
 	500: "The server has either erred or is incapable of performing the requested operation.",
 }
 
-func (s *Service) writeError(c *reqCtx, err error) {
+func (s *API) writeError(c *reqCtx, err error) {
 	var he *httpError
 	if !errors.As(err, &he) {
 		he = s.mapError(err)
@@ -393,30 +404,30 @@ func (s *Service) writeError(c *reqCtx, err error) {
 }
 
 // mapError turns the in-process errors into HTTP answers.
-func (s *Service) mapError(err error) *httpError {
-	msg := errDetail(err)
+func (s *API) mapError(err error) *httpError {
+	msg := placement.Detail(err)
 	switch {
-	case errors.Is(err, ErrConsumerGenerationConflict):
+	case errors.Is(err, placement.ErrConsumerGenerationConflict):
 		return errConflict(codeConcurrentUpdate, "%s", msg)
-	case errors.Is(err, ErrGenerationConflict):
+	case errors.Is(err, placement.ErrGenerationConflict):
 		return errConflict(codeConcurrentUpdate, "resource provider generation conflict: %s", msg)
-	case errors.Is(err, ErrConcurrentUpdate):
+	case errors.Is(err, placement.ErrConcurrentUpdate):
 		return errConflict(codeConcurrentUpdate, "%s", msg)
-	case errors.Is(err, ErrInsufficientCapacity):
+	case errors.Is(err, placement.ErrInsufficientCapacity):
 		return errConflict(codeDefault, "Unable to allocate inventory: %s", msg)
-	case errors.Is(err, ErrInventoryInUse):
+	case errors.Is(err, placement.ErrInventoryInUse):
 		return errConflict(codeInventoryInUse, "%s", msg)
-	case errors.Is(err, ErrProviderInUse):
+	case errors.Is(err, placement.ErrProviderInUse):
 		return errConflict(codeProviderInUse, "%s", msg)
-	case errors.Is(err, ErrProviderHasChildren):
+	case errors.Is(err, placement.ErrProviderHasChildren):
 		return errConflict(codeCannotDelParent, "%s", msg)
-	case errors.Is(err, ErrDuplicateName):
+	case errors.Is(err, placement.ErrDuplicateName):
 		return errConflict(codeDuplicateName, "Conflicting resource provider name: %s", msg)
-	case errors.Is(err, ErrDuplicateUUID):
+	case errors.Is(err, placement.ErrDuplicateUUID):
 		return errConflict(codeDefault, "Conflicting resource provider uuid: %s", msg)
-	case errors.Is(err, ErrProviderNotFound), errors.Is(err, ErrNotFound):
+	case errors.Is(err, placement.ErrProviderNotFound), errors.Is(err, placement.ErrNotFound):
 		return errNotFound(msg)
-	case errors.Is(err, ErrInvalid), errors.Is(err, ErrTooManyOps):
+	case errors.Is(err, placement.ErrInvalid), errors.Is(err, placement.ErrTooManyOps):
 		return errBadRequest("%s", msg)
 	}
 	return &httpError{status: 500, detail: msg}

@@ -1,4 +1,4 @@
-package placement
+package httpapi
 
 import (
 	"bufio"
@@ -147,7 +147,7 @@ func TestNonIntegerContentLengthAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: svc.Handler()}
+	hs := &http.Server{Handler: New(svc, nil, Options{})}
 	go hs.Serve(Listener(l))
 	t.Cleanup(func() { hs.Close() })
 	conn, err := net.Dial("tcp", l.Addr().String())

@@ -1,15 +1,10 @@
-package placement
+package httpapi
 
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
+	"github.com/berth-project/berth/placement"
 	"strings"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/berth-project/berth/etcdschema"
 )
 
 // incompleteConsumerID is Placement's incomplete_consumer_project_id and
@@ -19,8 +14,8 @@ const incompleteConsumerID = "00000000-0000-0000-0000-000000000000"
 // allocationBody reads one consumer's allocation body, already
 // validated against its microversion's schema, into a write. post marks a
 // body from POST /allocations, which always has the dict form.
-func allocationBody(c *reqCtx, obj map[string]any, post bool) AllocationWrite {
-	w := AllocationWrite{Allocations: map[string]ProviderAllocation{}}
+func allocationBody(c *reqCtx, obj map[string]any, post bool) placement.AllocationWrite {
+	w := placement.AllocationWrite{Allocations: map[string]placement.ProviderAllocation{}}
 	w.ProjectID, _ = obj["project_id"].(string)
 	w.UserID, _ = obj["user_id"].(string)
 	if w.ProjectID == "" {
@@ -44,12 +39,12 @@ func allocationBody(c *reqCtx, obj map[string]any, post bool) AllocationWrite {
 		for _, item := range list {
 			io := item.(map[string]any)
 			u := io["resource_provider"].(map[string]any)["uuid"].(string)
-			w.Allocations[u] = ProviderAllocation{Resources: resources(io["resources"])}
+			w.Allocations[u] = placement.ProviderAllocation{Resources: resources(io["resources"])}
 		}
 		return w
 	}
 	for rp, av := range obj["allocations"].(map[string]any) {
-		w.Allocations[rp] = ProviderAllocation{Resources: resources(av.(map[string]any)["resources"])}
+		w.Allocations[rp] = placement.ProviderAllocation{Resources: resources(av.(map[string]any)["resources"])}
 	}
 	return w
 }
@@ -58,14 +53,14 @@ func allocationBody(c *reqCtx, obj map[string]any, post bool) AllocationWrite {
 // exist, once a claim has failed for want of inventory: a class that does
 // not exist can have no inventory, so this costs nothing on the way to a
 // successful claim. Placement answers that case with a 400, not a 409.
-func (s *Service) unknownAllocationClass(c *reqCtx, claimErr error, writes map[string]AllocationWrite) (string, error) {
-	if !errors.Is(claimErr, ErrInsufficientCapacity) {
+func (s *API) unknownAllocationClass(c *reqCtx, claimErr error, writes map[string]placement.AllocationWrite) (string, error) {
+	if !errors.Is(claimErr, placement.ErrInsufficientCapacity) {
 		return "", nil
 	}
 	for _, cu := range sortedKeys(writes) {
 		for _, rp := range sortedKeys(writes[cu].Allocations) {
 			for _, rc := range sortedKeys(writes[cu].Allocations[rp].Resources) {
-				ok, err := s.classExists(c.r.Context(), rc)
+				ok, err := s.svc.ClassExists(c.r.Context(), rc)
 				if err != nil {
 					return "", err
 				}
@@ -83,8 +78,8 @@ func (s *Service) unknownAllocationClass(c *reqCtx, claimErr error, writes map[s
 // write asks for fails the whole write, naming every class asked for (in
 // class id order) and every such provider. Like unknownAllocationClass it
 // runs only once a claim has failed for want of inventory.
-func (s *Service) providersWithoutInventory(c *reqCtx, claimErr error, writes map[string]AllocationWrite) (*httpError, error) {
-	if !errors.Is(claimErr, ErrInsufficientCapacity) {
+func (s *API) providersWithoutInventory(c *reqCtx, claimErr error, writes map[string]placement.AllocationWrite) (*httpError, error) {
+	if !errors.Is(claimErr, placement.ErrInsufficientCapacity) {
 		return nil, nil
 	}
 	classes := map[string]bool{}
@@ -99,15 +94,15 @@ func (s *Service) providersWithoutInventory(c *reqCtx, claimErr error, writes ma
 	}
 	var missing []string
 	for _, rp := range sortedKeys(providers) {
-		sp, err := s.getProvider(c.r.Context(), rp)
-		if errors.Is(err, ErrProviderNotFound) {
+		sp, err := s.svc.ReadProvider(c.r.Context(), rp)
+		if errors.Is(err, placement.ErrProviderNotFound) {
 			continue
 		} else if err != nil {
 			return nil, err
 		}
 		has := false
 		for rc := range classes {
-			if _, ok := sp.p.Inventories[rc]; ok {
+			if _, ok := sp.Provider.Inventories[rc]; ok {
 				has = true
 			}
 		}
@@ -119,38 +114,23 @@ func (s *Service) providersWithoutInventory(c *reqCtx, claimErr error, writes ma
 		return nil, nil
 	}
 	return errConflict(codeDefault, "Unable to allocate inventory: Inventory for '%s' on resource provider '%s' invalid.",
-		strings.Join(classIDOrder(classes), ", "), strings.Join(missing, ", ")), nil
-}
-
-// classIDOrder lists classes in the order of Placement's class ids, as it
-// names them in a message: the standard ones in os-resource-classes'
-// order, then the custom ones (by name here; by creation there).
-func classIDOrder(classes map[string]bool) []string {
-	names := sortedKeys(classes)
-	rank := func(rc string) int {
-		if i := slices.Index(standardResourceClasses, rc); i >= 0 {
-			return i
-		}
-		return len(standardResourceClasses)
-	}
-	sort.SliceStable(names, func(i, j int) bool { return rank(names[i]) < rank(names[j]) })
-	return names
+		strings.Join(placement.ClassIDOrder(classes), ", "), strings.Join(missing, ", ")), nil
 }
 
 // allocationError answers a failed allocation write as Placement does.
 func allocationError(consumer string, err error) error {
 	switch {
-	case errors.Is(err, ErrProviderNotFound):
-		return errBadRequest("%s", errDetail(err))
-	case errors.Is(err, ErrInsufficientCapacity):
-		return errConflict(codeDefault, "Unable to allocate inventory: %s", errDetail(err))
-	case errors.Is(err, ErrConsumerGenerationConflict), errors.Is(err, ErrConcurrentUpdate):
-		return errConflict(codeConcurrentUpdate, "%s", errDetail(err))
+	case errors.Is(err, placement.ErrProviderNotFound):
+		return errBadRequest("%s", placement.Detail(err))
+	case errors.Is(err, placement.ErrInsufficientCapacity):
+		return errConflict(codeDefault, "Unable to allocate inventory: %s", placement.Detail(err))
+	case errors.Is(err, placement.ErrConsumerGenerationConflict), errors.Is(err, placement.ErrConcurrentUpdate):
+		return errConflict(codeConcurrentUpdate, "%s", placement.Detail(err))
 	}
 	return err
 }
 
-func (s *Service) putAllocations(c *reqCtx) error {
+func (s *API) putAllocations(c *reqCtx) error {
 	if err := c.requireContent(); err != nil {
 		return err
 	}
@@ -167,26 +147,26 @@ func (s *Service) putAllocations(c *reqCtx) error {
 		return err
 	}
 	w := allocationBody(c, v.(map[string]any), false)
-	rev, err := s.PutAllocationsWithOptions(c.r.Context(), map[string]AllocationWrite{consumer: w},
-		ClaimOptions{IgnoreConsumerGeneration: !c.atLeast(28)})
+	rev, err := s.svc.PutAllocationsWithOptions(c.r.Context(), map[string]placement.AllocationWrite{consumer: w},
+		placement.ClaimOptions{IgnoreConsumerGeneration: !c.atLeast(28)})
 	if err != nil {
-		if rc, uerr := s.unknownAllocationClass(c, err, map[string]AllocationWrite{consumer: w}); uerr != nil {
+		if rc, uerr := s.unknownAllocationClass(c, err, map[string]placement.AllocationWrite{consumer: w}); uerr != nil {
 			return uerr
 		} else if rc != "" {
 			return errBadRequest("Unable to allocate inventory for consumer %s: No such resource class %s.", consumer, rc)
 		}
-		if herr, rerr := s.providersWithoutInventory(c, err, map[string]AllocationWrite{consumer: w}); rerr != nil {
+		if herr, rerr := s.providersWithoutInventory(c, err, map[string]placement.AllocationWrite{consumer: w}); rerr != nil {
 			return rerr
 		} else if herr != nil {
 			return herr
 		}
 		return allocationError(consumer, err)
 	}
-	_ = s.WaitForRevision(c.r.Context(), rev)
+	_ = s.svc.WaitForRevision(c.r.Context(), rev)
 	return c.writeEmpty(204)
 }
 
-func (s *Service) postAllocations(c *reqCtx) error {
+func (s *API) postAllocations(c *reqCtx) error {
 	if err := c.minVersion(13, 404); err != nil {
 		return err
 	}
@@ -200,14 +180,14 @@ func (s *Service) postAllocations(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	writes := map[string]AllocationWrite{}
+	writes := map[string]placement.AllocationWrite{}
 	for cu, body := range v.(map[string]any) {
 		writes[cu] = allocationBody(c, body.(map[string]any), true)
 	}
-	rev, err := s.PutAllocationsWithOptions(c.r.Context(), writes, ClaimOptions{IgnoreConsumerGeneration: !c.atLeast(28)})
+	rev, err := s.svc.PutAllocationsWithOptions(c.r.Context(), writes, placement.ClaimOptions{IgnoreConsumerGeneration: !c.atLeast(28)})
 	if err != nil {
-		if errors.Is(err, ErrProviderNotFound) {
-			return errBadRequest("Unable to allocate inventory %s", errDetail(err))
+		if errors.Is(err, placement.ErrProviderNotFound) {
+			return errBadRequest("Unable to allocate inventory %s", placement.Detail(err))
 		}
 		if rc, uerr := s.unknownAllocationClass(c, err, writes); uerr != nil {
 			return uerr
@@ -221,42 +201,31 @@ func (s *Service) postAllocations(c *reqCtx) error {
 		}
 		return allocationError("", err)
 	}
-	_ = s.WaitForRevision(c.r.Context(), rev)
+	_ = s.svc.WaitForRevision(c.r.Context(), rev)
 	return c.writeEmpty(204)
 }
 
-func (s *Service) getAllocations(c *reqCtx) error {
+func (s *API) getAllocations(c *reqCtx) error {
 	if err := c.acceptAndRead("placement:allocations:list"); err != nil {
 		return err
 	}
 	consumer := c.vars["consumer_uuid"]
 	ctx := c.r.Context()
-	rec, err := s.GetAllocations(ctx, consumer)
-	if errors.Is(err, ErrNotFound) {
+	rec, err := s.svc.GetAllocations(ctx, consumer)
+	if errors.Is(err, placement.ErrNotFound) {
 		c.setCacheHeaders(s.now())
 		return c.writeJSON(200, map[string]any{"allocations": map[string]any{}})
 	} else if err != nil {
 		return err
 	}
 	rps := sortedKeys(rec.Allocations)
-	ops := make([]clientv3.Op, 0, len(rps))
-	for _, rp := range rps {
-		ops = append(ops, clientv3.OpGet(s.keys.Provider(rp)))
-	}
-	resps, err := s.readMany(ctx, ops)
+	gens, err := s.svc.ProviderGenerations(ctx, rps)
 	if err != nil {
 		return err
 	}
 	allocs := map[string]any{}
-	for i, rp := range rps {
-		var g int64
-		if kvs := resps[i].GetResponseRange().Kvs; len(kvs) > 0 {
-			p := &etcdschema.Provider{}
-			if err := etcdschema.Decode(string(kvs[0].Key), kvs[0].Value, p); err == nil {
-				g = p.Generation
-			}
-		}
-		allocs[rp] = map[string]any{"generation": g, "resources": rec.Allocations[rp].Resources}
+	for _, rp := range rps {
+		allocs[rp] = map[string]any{"generation": gens[rp], "resources": rec.Allocations[rp].Resources}
 	}
 	out := map[string]any{"allocations": allocs}
 	if c.atLeast(12) {
@@ -267,84 +236,75 @@ func (s *Service) getAllocations(c *reqCtx) error {
 		out["consumer_generation"] = rec.Generation
 	}
 	if c.atLeast(38) {
-		out["consumer_type"] = consumerType(rec)
+		out["consumer_type"] = placement.ConsumerType(rec)
 	}
 	c.setCacheHeaders(rec.UpdatedAt)
 	return c.writeJSON(200, out)
 }
 
-func consumerType(rec *etcdschema.Consumer) string {
-	if rec.ConsumerType == "" {
-		return "unknown"
-	}
-	return rec.ConsumerType
-}
-
-func (s *Service) deleteAllocationsHTTP(c *reqCtx) error {
+func (s *API) deleteAllocationsHTTP(c *reqCtx) error {
 	if err := c.requireAdmin("placement:allocations:delete"); err != nil {
 		return err
 	}
 	consumer := c.vars["consumer_uuid"]
-	rev, err := s.deleteAllocations(c.r.Context(), consumer)
-	if errors.Is(err, ErrNotFound) {
+	rev, err := s.svc.DeleteAllocationsRev(c.r.Context(), consumer)
+	if errors.Is(err, placement.ErrNotFound) {
 		return errNotFound(fmt.Sprintf("No allocations for consumer '%s'", consumer))
 	} else if err != nil {
 		return allocationError(consumer, err)
 	}
-	_ = s.WaitForRevision(c.r.Context(), rev)
+	_ = s.svc.WaitForRevision(c.r.Context(), rev)
 	return c.writeEmpty(204)
 }
 
-func (s *Service) providerAllocations(c *reqCtx) error {
+func (s *API) providerAllocations(c *reqCtx) error {
 	if err := c.acceptAndRead("placement:resource_providers:allocations:list"); err != nil {
 		return err
 	}
 	id := c.vars["uuid"]
 	ctx := c.r.Context()
-	sp, err := s.getProvider(ctx, id)
-	if errors.Is(err, ErrProviderNotFound) {
+	sp, err := s.svc.ReadProvider(ctx, id)
+	if errors.Is(err, placement.ErrProviderNotFound) {
 		return errNotFound(fmt.Sprintf("Resource provider '%s' not found: No resource provider with uuid %s found", id, id))
 	} else if err != nil {
 		return err
 	}
-	if err := s.syncIndex(ctx); err != nil {
+	consumers, err := s.svc.ProviderAllocations(ctx, id)
+	if err != nil {
 		return err
 	}
 	allocs := map[string]any{}
-	s.idx.mu.RLock()
-	for cu := range s.idx.st.rpConsumers[id] {
-		ce := s.idx.st.consumers[cu]
-		a := map[string]any{"resources": ce.c.Allocations[id].Resources}
+	for cu, pc := range consumers {
+		a := map[string]any{"resources": pc.Resources}
 		if c.atLeast(28) {
-			a["consumer_generation"] = ce.c.Generation
+			a["consumer_generation"] = pc.Generation
 		}
 		allocs[cu] = a
 	}
-	s.idx.mu.RUnlock()
 	c.setCacheHeaders(s.now())
-	return c.writeJSON(200, map[string]any{"allocations": allocs, "resource_provider_generation": sp.p.Generation})
+	return c.writeJSON(200, map[string]any{"allocations": allocs, "resource_provider_generation": sp.Provider.Generation})
 }
 
-func (s *Service) providerUsages(c *reqCtx) error {
+func (s *API) providerUsages(c *reqCtx) error {
 	if err := c.acceptAndRead("placement:resource_providers:usages"); err != nil {
 		return err
 	}
 	id := c.vars["uuid"]
-	sp, err := s.getProvider(c.r.Context(), id)
-	if errors.Is(err, ErrProviderNotFound) {
+	sp, err := s.svc.ReadProvider(c.r.Context(), id)
+	if errors.Is(err, placement.ErrProviderNotFound) {
 		return errNotFound(fmt.Sprintf("No resource provider with uuid %s found: No resource provider with uuid %s found", id, id))
 	} else if err != nil {
 		return err
 	}
 	usages := map[string]int64{}
-	for rc := range sp.p.Inventories {
-		usages[rc] = sp.p.Usages[rc]
+	for rc := range sp.Provider.Inventories {
+		usages[rc] = sp.Provider.Usages[rc]
 	}
 	c.setCacheHeaders(s.now())
-	return c.writeJSON(200, map[string]any{"resource_provider_generation": sp.p.Generation, "usages": usages})
+	return c.writeJSON(200, map[string]any{"resource_provider_generation": sp.Provider.Generation, "usages": usages})
 }
 
-func (s *Service) totalUsages(c *reqCtx) error {
+func (s *API) totalUsages(c *reqCtx) error {
 	if err := c.minVersion(9, 404); err != nil {
 		return err
 	}
@@ -363,55 +323,25 @@ func (s *Service) totalUsages(c *reqCtx) error {
 	if err := validateQuery(c, sch); err != nil {
 		return err
 	}
-	ctype := q.Get("consumer_type")
-	user := q.Get("user_id")
-	if err := s.syncIndex(c.r.Context()); err != nil {
+	groups, err := s.svc.Usages(c.r.Context(), placement.UsageQuery{
+		ProjectID: project, UserID: q.Get("user_id"), ConsumerType: q.Get("consumer_type")})
+	if err != nil {
 		return err
 	}
-	byType := map[string]map[string]int64{}
-	counts := map[string]int64{}
-	flat := map[string]int64{}
-	s.idx.mu.RLock()
-	for _, ce := range s.idx.st.consumers {
-		rec := ce.c
-		if rec.ProjectID != project || (user != "" && rec.UserID != user) {
-			continue
-		}
-		ct := consumerType(rec)
-		key := ct
-		switch ctype {
-		case "":
-		case "all":
-			key = "all"
-		case "unknown":
-			if ct != "unknown" {
-				continue
-			}
-		default:
-			if ct != ctype {
-				continue
-			}
-		}
-		if byType[key] == nil {
-			byType[key] = map[string]int64{}
-		}
-		counts[key]++
-		for _, a := range rec.Allocations {
-			for rc, n := range a.Resources {
-				byType[key][rc] += n
+	c.setCacheHeaders(s.now())
+	if !c.atLeast(38) {
+		flat := map[string]int64{}
+		for _, u := range groups {
+			for rc, n := range u.Resources {
 				flat[rc] += n
 			}
 		}
-	}
-	s.idx.mu.RUnlock()
-	c.setCacheHeaders(s.now())
-	if !c.atLeast(38) {
 		return c.writeJSON(200, map[string]any{"usages": flat})
 	}
 	out := map[string]any{}
-	for ct, m := range byType {
-		o := map[string]any{"consumer_count": counts[ct]}
-		for rc, n := range m {
+	for ct, u := range groups {
+		o := map[string]any{"consumer_count": u.Consumers}
+		for rc, n := range u.Resources {
 			o[rc] = n
 		}
 		out[ct] = o

@@ -1,9 +1,18 @@
-package placement
+package httpapi
 
 import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/placement"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,25 +24,86 @@ import (
 // etcd behind httptest, and a small client that speaks to it the way
 // OpenStack clients do.
 
-func newHTTPService(t testing.TB) *Service {
+func newHTTPService(t testing.TB) *placement.Service {
 	t.Helper()
 	s, _ := newStarted(t)
 	return s
+}
+
+// testKeys is where the tests' services keep their records.
+var testKeys = etcdschema.New("/test")
+
+// testCtx bounds a test's etcd calls so a hang fails instead of stalling.
+func testCtx(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newStarted returns a started Service on a fresh embedded etcd.
+func newStarted(t testing.TB) (*placement.Service, *clientv3.Client) {
+	t.Helper()
+	cli := etcdtest.Client(t)
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
+	s := placement.New(cli, testKeys, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return s, cli
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// newServer serves s's Placement API (default options) until the test ends.
+func newServer(t testing.TB, s *placement.Service) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(New(s, nil, Options{}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func inv(total int64) etcdschema.Inventory {
+	return etcdschema.Inventory{Total: total, MinUnit: 1, MaxUnit: total, StepSize: 1, AllocationRatio: 1}
+}
+
+// mkProvider creates a provider with the given inventories.
+func mkProvider(t testing.TB, s *placement.Service, uuid, parent string, invs map[string]etcdschema.Inventory) {
+	t.Helper()
+	ctx := testCtx(t)
+	if _, err := s.CreateProvider(ctx, uuid, "name-"+uuid, parent); err != nil {
+		t.Fatalf("create %s: %v", uuid, err)
+	}
+	if err := s.UpdateProvider(ctx, uuid, func(p *etcdschema.Provider) error {
+		for rc, i := range invs {
+			p.Inventories[rc] = i
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("update %s: %v", uuid, err)
+	}
 }
 
 // api is a client of one Service's Placement API.
 type api struct {
 	t      testing.TB
 	url    string
-	s      *Service
+	s      *placement.Service
 	client *http.Client // nil: http.DefaultClient
 }
 
 func newAPI(t testing.TB) *api {
 	t.Helper()
 	s := newHTTPService(t)
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
+	srv := newServer(t, s)
 	return &api{t: t, url: srv.URL, s: s}
 }
 

@@ -1,4 +1,4 @@
-package placement
+package httpapi
 
 import (
 	"strings"
@@ -29,7 +29,7 @@ type authInfo struct {
 }
 
 // authenticate fills c.auth from the request; false means 401.
-func (s *Service) authenticate(c *reqCtx) bool {
+func (s *API) authenticate(c *reqCtx) bool {
 	token := c.r.Header.Get("X-Auth-Token")
 	if _, ok := c.r.Header["X-Auth-Token"]; !ok {
 		return false

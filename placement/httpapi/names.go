@@ -1,11 +1,10 @@
-package placement
+package httpapi
 
 import (
 	"fmt"
+	"github.com/berth-project/berth/placement"
 	"sort"
 	"strings"
-
-	"github.com/berth-project/berth/etcdschema"
 )
 
 // minVersion is Placement's version_handler: below 1.minor the route does
@@ -22,7 +21,7 @@ func (c *reqCtx) minVersion(minor, status int) error {
 
 // ---- traits -----------------------------------------------------------------
 
-func (s *Service) listTraits(c *reqCtx) error {
+func (s *API) listTraits(c *reqCtx) error {
 	if err := c.minVersion(6, 404); err != nil {
 		return err
 	}
@@ -33,7 +32,7 @@ func (s *Service) listTraits(c *reqCtx) error {
 		return err
 	}
 	q := c.query()
-	all, err := s.AllTraits(c.r.Context())
+	all, err := s.svc.AllTraits(c.r.Context())
 	if err != nil {
 		return err
 	}
@@ -43,7 +42,10 @@ func (s *Service) listTraits(c *reqCtx) error {
 		op, val, ok := strings.Cut(v, ":")
 		switch {
 		case ok && op == "in":
-			set := toSet(strings.Split(val, ","))
+			set := map[string]bool{}
+			for _, n := range strings.Split(val, ",") {
+				set[n] = true
+			}
 			filter = func(t string) bool { return set[t] }
 		case ok && op == "startswith":
 			filter = func(t string) bool { return strings.HasPrefix(t, val) }
@@ -59,26 +61,23 @@ func (s *Service) listTraits(c *reqCtx) error {
 		}
 		b := v == "true"
 		assoc = &b
-		if err := s.syncIndex(c.r.Context()); err != nil {
+	}
+	var inUse map[string]bool
+	if assoc != nil {
+		if inUse, err = s.svc.TraitsInUse(c.r.Context(), all); err != nil {
 			return err
 		}
 	}
 	out := []string{}
-	s.idx.mu.RLock()
 	for _, t := range all {
 		if filter != nil && !filter(t) {
 			continue
 		}
-		if assoc != nil {
-			id, ok := s.idx.st.traitIDs[t]
-			used := ok && s.idx.st.traitBits[id].count() > 0
-			if used != *assoc {
-				continue
-			}
+		if assoc != nil && inUse[t] != *assoc {
+			continue
 		}
 		out = append(out, t)
 	}
-	s.idx.mu.RUnlock()
 	if strings.HasPrefix(q.Get("name"), "in:") {
 		// Placement's name IN (...) lookup comes back by name; its other
 		// lists come in id order (standard traits first).
@@ -88,7 +87,7 @@ func (s *Service) listTraits(c *reqCtx) error {
 	return c.writeJSON(200, map[string]any{"traits": out})
 }
 
-func (s *Service) getTrait(c *reqCtx) error {
+func (s *API) getTrait(c *reqCtx) error {
 	if err := c.minVersion(6, 404); err != nil {
 		return err
 	}
@@ -96,7 +95,7 @@ func (s *Service) getTrait(c *reqCtx) error {
 		return err
 	}
 	name := c.vars["name"]
-	missing, err := s.missingTraits(c.r.Context(), []string{name})
+	missing, err := s.svc.MissingTraits(c.r.Context(), []string{name})
 	if err != nil {
 		return err
 	}
@@ -107,7 +106,7 @@ func (s *Service) getTrait(c *reqCtx) error {
 	return c.writeEmpty(204)
 }
 
-func (s *Service) putTrait(c *reqCtx) error {
+func (s *API) putTrait(c *reqCtx) error {
 	if err := c.minVersion(6, 404); err != nil {
 		return err
 	}
@@ -118,7 +117,7 @@ func (s *Service) putTrait(c *reqCtx) error {
 	if bestMatch(iterErrors(name, schemaCustomTrait)) != nil {
 		return errBadRequest("The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix \"CUSTOM_\" and use following characters: \"A\"-\"Z\", \"0\"-\"9\" and \"_\"")
 	}
-	created, err := s.createCustom(c.r.Context(), s.keys.CustomTrait(name), &etcdschema.CustomTrait{Name: name, CreatedAt: s.now()})
+	created, err := s.svc.CreateTrait(c.r.Context(), name)
 	if err != nil {
 		return err
 	}
@@ -130,7 +129,7 @@ func (s *Service) putTrait(c *reqCtx) error {
 	return c.writeEmpty(204)
 }
 
-func (s *Service) deleteTrait(c *reqCtx) error {
+func (s *API) deleteTrait(c *reqCtx) error {
 	if err := c.minVersion(6, 404); err != nil {
 		return err
 	}
@@ -139,28 +138,25 @@ func (s *Service) deleteTrait(c *reqCtx) error {
 	}
 	name := c.vars["name"]
 	ctx := c.r.Context()
-	if stdTraitSet[name] {
+	if placement.IsStandardTrait(name) {
 		return errBadRequest("Cannot delete standard trait %s.", name)
 	}
-	missing, err := s.missingTraits(ctx, []string{name})
+	missing, err := s.svc.MissingTraits(ctx, []string{name})
 	if err != nil {
 		return err
 	}
 	if len(missing) > 0 {
 		return errNotFound(fmt.Sprintf("No such trait(s): %s.", name))
 	}
-	if err := s.syncIndex(ctx); err != nil {
+	inUse, err := s.svc.TraitsInUse(ctx, []string{name})
+	if err != nil {
 		return err
 	}
-	s.idx.mu.RLock()
-	id, ok := s.idx.st.traitIDs[name]
-	used := ok && s.idx.st.traitBits[id].count() > 0
-	s.idx.mu.RUnlock()
-	if used {
+	if inUse[name] {
 		return errConflict(codeDefault, "The trait %s is in use by a resource provider.", name)
 	}
-	if _, err := s.cli.Delete(ctx, s.keys.CustomTrait(name)); err != nil {
-		return fmt.Errorf("delete trait %s: %w", name, err)
+	if err := s.svc.DeleteTrait(ctx, name); err != nil {
+		return err
 	}
 	return c.writeEmpty(204)
 }
@@ -171,14 +167,14 @@ func classLinks(name string) []map[string]string {
 	return []map[string]string{{"rel": "self", "href": "/resource_classes/" + name}}
 }
 
-func (s *Service) listResourceClasses(c *reqCtx) error {
+func (s *API) listResourceClasses(c *reqCtx) error {
 	if err := c.minVersion(2, 404); err != nil {
 		return err
 	}
 	if err := c.acceptAndRead("placement:resource_classes:list"); err != nil {
 		return err
 	}
-	all, err := s.AllResourceClasses(c.r.Context())
+	all, err := s.svc.AllResourceClasses(c.r.Context())
 	if err != nil {
 		return err
 	}
@@ -190,7 +186,7 @@ func (s *Service) listResourceClasses(c *reqCtx) error {
 	return c.writeJSON(200, map[string]any{"resource_classes": out})
 }
 
-func (s *Service) getResourceClass(c *reqCtx) error {
+func (s *API) getResourceClass(c *reqCtx) error {
 	if err := c.minVersion(2, 404); err != nil {
 		return err
 	}
@@ -198,7 +194,7 @@ func (s *Service) getResourceClass(c *reqCtx) error {
 		return err
 	}
 	name := c.vars["name"]
-	ok, err := s.classExists(c.r.Context(), name)
+	ok, err := s.svc.ClassExists(c.r.Context(), name)
 	if err != nil {
 		return err
 	}
@@ -219,7 +215,7 @@ func classBody(c *reqCtx) (string, error) {
 	return name, nil
 }
 
-func (s *Service) createResourceClass(c *reqCtx) error {
+func (s *API) createResourceClass(c *reqCtx) error {
 	if err := c.minVersion(2, 404); err != nil {
 		return err
 	}
@@ -233,7 +229,7 @@ func (s *Service) createResourceClass(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	created, err := s.createCustom(c.r.Context(), s.keys.CustomResourceClass(name), &etcdschema.CustomResourceClass{Name: name, CreatedAt: s.now()})
+	created, err := s.svc.CreateResourceClass(c.r.Context(), name)
 	if err != nil {
 		return err
 	}
@@ -244,7 +240,7 @@ func (s *Service) createResourceClass(c *reqCtx) error {
 	return c.writeEmpty(201)
 }
 
-func (s *Service) updateResourceClass(c *reqCtx) error {
+func (s *API) updateResourceClass(c *reqCtx) error {
 	if err := c.minVersion(2, 404); err != nil {
 		return err
 	}
@@ -263,7 +259,7 @@ func (s *Service) updateResourceClass(c *reqCtx) error {
 		if err := c.validateBody(map[string]any{"name": name}, schemaResourceClass); err != nil {
 			return err
 		}
-		created, err := s.createCustom(ctx, s.keys.CustomResourceClass(name), &etcdschema.CustomResourceClass{Name: name, CreatedAt: s.now()})
+		created, err := s.svc.CreateResourceClass(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -278,14 +274,14 @@ func (s *Service) updateResourceClass(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	ok, err := s.classExists(ctx, name)
+	ok, err := s.svc.ClassExists(ctx, name)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return raisedErr(errNotFound(fmt.Sprintf("No such resource class %s.", name)))
 	}
-	if stdClassSet[name] {
+	if placement.IsStandardResourceClass(name) {
 		return errBadRequest("Cannot update standard resource class %s", name)
 	}
 	if err := s.renameClass(c, name, newName); err != nil {
@@ -294,22 +290,22 @@ func (s *Service) updateResourceClass(c *reqCtx) error {
 	return c.writeJSON(200, map[string]any{"name": newName, "links": classLinks(newName)})
 }
 
-func (s *Service) renameClass(c *reqCtx, from, to string) error {
+func (s *API) renameClass(c *reqCtx, from, to string) error {
 	ctx := c.r.Context()
-	created, err := s.createCustom(ctx, s.keys.CustomResourceClass(to), &etcdschema.CustomResourceClass{Name: to, CreatedAt: s.now()})
+	created, err := s.svc.CreateResourceClass(ctx, to)
 	if err != nil {
 		return err
 	}
 	if !created {
 		return errConflict(codeDefault, "Resource class already exists: %s", to)
 	}
-	if _, err := s.cli.Delete(ctx, s.keys.CustomResourceClass(from)); err != nil {
+	if err := s.svc.DeleteResourceClass(ctx, from); err != nil {
 		return fmt.Errorf("rename class %s: %w", from, err)
 	}
 	return nil
 }
 
-func (s *Service) deleteResourceClass(c *reqCtx) error {
+func (s *API) deleteResourceClass(c *reqCtx) error {
 	if err := c.minVersion(2, 404); err != nil {
 		return err
 	}
@@ -318,35 +314,25 @@ func (s *Service) deleteResourceClass(c *reqCtx) error {
 	}
 	name := c.vars["name"]
 	ctx := c.r.Context()
-	ok, err := s.classExists(ctx, name)
+	ok, err := s.svc.ClassExists(ctx, name)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return raisedErr(errNotFound(fmt.Sprintf("No such resource class %s.", name)))
 	}
-	if stdClassSet[name] {
+	if placement.IsStandardResourceClass(name) {
 		return errBadRequest("Error in delete resource class: Cannot delete standard resource class %s.", name)
 	}
-	if err := s.syncIndex(ctx); err != nil {
+	inUse, err := s.svc.ClassInUse(ctx, name)
+	if err != nil {
 		return err
 	}
-	s.idx.mu.RLock()
-	inUse := false
-	if id, ok := s.idx.st.classIDs[name]; ok {
-		for _, capy := range s.idx.st.cols[id].capacity {
-			if capy >= 0 {
-				inUse = true
-				break
-			}
-		}
-	}
-	s.idx.mu.RUnlock()
 	if inUse {
 		return errConflict(codeDefault, "Error in delete resource class: Cannot delete resource class %s. Class is in use in inventory.", name)
 	}
-	if _, err := s.cli.Delete(ctx, s.keys.CustomResourceClass(name)); err != nil {
-		return fmt.Errorf("delete class %s: %w", name, err)
+	if err := s.svc.DeleteResourceClass(ctx, name); err != nil {
+		return err
 	}
 	return c.writeEmpty(204)
 }

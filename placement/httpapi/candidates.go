@@ -1,6 +1,7 @@
-package placement
+package httpapi
 
 import (
+	"github.com/berth-project/berth/placement"
 	"net/url"
 	"regexp"
 	"slices"
@@ -38,12 +39,12 @@ func orderedQueryKeys(raw string) []string {
 }
 
 // parseCandidateQuery turns GET /allocation_candidates parameters into a
-// CandidateQuery in the order Placement checks them: the query schema of
+// placement.CandidateQuery in the order Placement checks them: the query schema of
 // the microversion, the request-wide parameters, the request groups and
 // their consistency, group_policy, and then the existence of every
 // resource class and trait named.
-func (s *Service) parseCandidateQuery(c *reqCtx) (CandidateQuery, error) {
-	var cq CandidateQuery
+func (s *API) parseCandidateQuery(c *reqCtx) (placement.CandidateQuery, error) {
+	var cq placement.CandidateQuery
 	if err := validateQuery(c, candidateSchema(c.mv)); err != nil {
 		return cq, err
 	}
@@ -92,12 +93,12 @@ func (s *Service) parseCandidateQuery(c *reqCtx) (CandidateQuery, error) {
 		}
 		cq.SameSubtree = append(cq.SameSubtree, set)
 	}
-	// RequestGroup.dict_from_request.
+	// placement.RequestGroup.dict_from_request.
 	keyRe := groupKeyRe
 	if c.atLeast(33) {
 		keyRe = groupKeyRe133
 	}
-	groups := map[string]*RequestGroup{}
+	groups := map[string]*placement.RequestGroup{}
 	var order []string
 	for _, k := range orderedQueryKeys(c.r.URL.RawQuery) {
 		m := keyRe.FindStringSubmatch(k)
@@ -108,7 +109,7 @@ func (s *Service) parseCandidateQuery(c *reqCtx) (CandidateQuery, error) {
 		prefix, suffix := m[1], m[2]
 		g, ok := groups[suffix]
 		if !ok {
-			g = &RequestGroup{Suffix: suffix}
+			g = &placement.RequestGroup{Suffix: suffix}
 			groups[suffix] = g
 			order = append(order, suffix)
 		}
@@ -246,7 +247,7 @@ func (s *Service) parseCandidateQuery(c *reqCtx) (CandidateQuery, error) {
 	for _, sfx := range order {
 		g := groups[sfx]
 		for _, rc := range sortedKeys(g.Resources) {
-			ok, err := s.classExists(c.r.Context(), rc)
+			ok, err := s.svc.ClassExists(c.r.Context(), rc)
 			if err != nil {
 				return cq, err
 			}
@@ -269,7 +270,7 @@ func (s *Service) parseCandidateQuery(c *reqCtx) (CandidateQuery, error) {
 
 // firstMissingTrait answers 400 "No such trait(s): T." for the first of
 // the traits that does not exist, as Placement's trait lookup does.
-func (s *Service) firstMissingTrait(c *reqCtx, lists ...[]string) error {
+func (s *API) firstMissingTrait(c *reqCtx, lists ...[]string) error {
 	var names []string
 	for _, l := range lists {
 		names = append(names, l...)
@@ -277,7 +278,7 @@ func (s *Service) firstMissingTrait(c *reqCtx, lists ...[]string) error {
 	if len(names) == 0 {
 		return nil
 	}
-	missing, err := s.missingTraits(c.r.Context(), names)
+	missing, err := s.svc.MissingTraits(c.r.Context(), names)
 	if err != nil {
 		return err
 	}
@@ -287,7 +288,7 @@ func (s *Service) firstMissingTrait(c *reqCtx, lists ...[]string) error {
 	return nil
 }
 
-func (s *Service) allocationCandidates(c *reqCtx) error {
+func (s *API) allocationCandidates(c *reqCtx) error {
 	if err := c.minVersion(10, 404); err != nil {
 		return err
 	}
@@ -298,10 +299,10 @@ func (s *Service) allocationCandidates(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.syncIndex(c.r.Context()); err != nil {
+	if err := s.svc.SyncIndex(c.r.Context()); err != nil {
 		return err
 	}
-	cands, err := s.AllocationCandidates(c.r.Context(), cq)
+	cands, err := s.svc.AllocationCandidates(c.r.Context(), cq)
 	if err != nil {
 		return err
 	}
@@ -361,7 +362,7 @@ func (s *Service) allocationCandidates(c *reqCtx) error {
 	return c.writeJSON(200, map[string]any{"allocation_requests": areqs, "provider_summaries": sums})
 }
 
-func (s *Service) reshape(c *reqCtx) error {
+func (s *API) reshape(c *reqCtx) error {
 	if err := c.minVersion(30, 404); err != nil {
 		return err
 	}

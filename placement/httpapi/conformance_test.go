@@ -1,8 +1,9 @@
-package placement
+package httpapi
 
 import (
 	"context"
 	"fmt"
+	"github.com/berth-project/berth/placement"
 	"net"
 	"net/http"
 	"os"
@@ -27,7 +28,7 @@ import (
 // every gabbit file gets a fresh embedded etcd and Service in-process.
 // Set GABBI_FILES to run some files only.
 func TestConformanceGabbits(t *testing.T) {
-	shared, err := filepath.Abs(filepath.Join("..", "..", "shared", "conformance"))
+	shared, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "conformance"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestConformanceGabbits(t *testing.T) {
 		t.Skip("conformance suite skipped in -short mode")
 	}
 	h := &gabbiHarness{t: t}
-	apiURL := h.serve(t, http.HandlerFunc(h.api))
+	apiURL := h.serve(t, http.HandlerFunc(h.serveAPI))
 	ctlURL := h.serve(t, http.HandlerFunc(h.control))
 	t.Cleanup(h.stop)
 	logDir := t.TempDir()
@@ -96,7 +97,7 @@ type gabbiHarness struct {
 	t      *testing.T
 	mu     gosync.Mutex
 	srv    *embedetcd.Server
-	svc    *Service
+	api    http.Handler // the API of the current placement service
 	cancel context.CancelFunc
 	n      int
 }
@@ -112,17 +113,17 @@ func (h *gabbiHarness) serve(t *testing.T, handler http.Handler) string {
 	return "http://" + l.Addr().String()
 }
 
-func (h *gabbiHarness) api(w http.ResponseWriter, r *http.Request) {
+func (h *gabbiHarness) serveAPI(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
-	svc := h.svc
+	api := h.api
 	h.mu.Unlock()
-	if svc == nil {
+	if api == nil {
 		http.Error(w, "no placement running", http.StatusServiceUnavailable)
 		return
 	}
 	// As cmd/berth serves it: with /healthz, /readyz and /metrics mounted,
 	// which must change no answer a gabbit checks.
-	status.Mount(svc.Handler(), status.New(metrics.New()).Handler()).ServeHTTP(w, r)
+	status.Mount(api, status.New(metrics.New()).Handler()).ServeHTTP(w, r)
 }
 
 func (h *gabbiHarness) control(w http.ResponseWriter, r *http.Request) {
@@ -152,14 +153,14 @@ func (h *gabbiHarness) start() error {
 	if err != nil {
 		return err
 	}
-	svc := New(srv.Client(), etcdschema.New(""), hclog.NewNullLogger())
+	svc := placement.New(srv.Client(), etcdschema.New(""), hclog.NewNullLogger())
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := svc.Start(ctx); err != nil {
 		cancel()
 		srv.Close()
 		return err
 	}
-	h.srv, h.svc, h.cancel = srv, svc, cancel
+	h.srv, h.api, h.cancel = srv, New(svc, nil, Options{}), cancel
 	return nil
 }
 
@@ -172,5 +173,5 @@ func (h *gabbiHarness) stop() {
 	if h.srv != nil {
 		h.srv.Close()
 	}
-	h.srv, h.svc, h.cancel = nil, nil, nil
+	h.srv, h.api, h.cancel = nil, nil, nil
 }

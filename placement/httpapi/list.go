@@ -1,12 +1,10 @@
-package placement
+package httpapi
 
 import (
+	"github.com/berth-project/berth/placement"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/berth-project/berth/etcdschema"
 )
 
 // parseResources is normalize_resources_qs_param.
@@ -152,13 +150,13 @@ func parseMemberOf(c *reqCtx, values []string, suffix string) ([][]string, []str
 }
 
 // checkTraitsExist answers 400 for unknown traits in a filter.
-func (s *Service) checkTraitsExist(c *reqCtx, req [][]string, forb []string, format string) error {
+func (s *API) checkTraitsExist(c *reqCtx, req [][]string, forb []string, format string) error {
 	var names []string
 	for _, set := range req {
 		names = append(names, set...)
 	}
 	names = append(names, forb...)
-	missing, err := s.missingTraits(c.r.Context(), names)
+	missing, err := s.svc.MissingTraits(c.r.Context(), names)
 	if err != nil {
 		return err
 	}
@@ -168,7 +166,7 @@ func (s *Service) checkTraitsExist(c *reqCtx, req [][]string, forb []string, for
 	return nil
 }
 
-func (s *Service) listResourceProviders(c *reqCtx) error {
+func (s *API) listResourceProviders(c *reqCtx) error {
 	if err := c.acceptAndRead("placement:resource_providers:list"); err != nil {
 		return err
 	}
@@ -176,7 +174,7 @@ func (s *Service) listResourceProviders(c *reqCtx) error {
 		return err
 	}
 	q := c.query()
-	g := RequestGroup{}
+	g := placement.RequestGroup{}
 	if q.Has("member_of") {
 		r, f, err := parseMemberOf(c, q["member_of"], "")
 		if err != nil {
@@ -207,7 +205,7 @@ func (s *Service) listResourceProviders(c *reqCtx) error {
 			return err
 		}
 		for _, rc := range sortedKeys(res) {
-			ok, err := s.classExists(c.r.Context(), rc)
+			ok, err := s.svc.ClassExists(c.r.Context(), rc)
 			if err != nil {
 				return err
 			}
@@ -217,52 +215,23 @@ func (s *Service) listResourceProviders(c *reqCtx) error {
 		}
 		g.Resources = res
 	}
-	if err := s.syncIndex(c.r.Context()); err != nil {
+	pq := placement.ProviderQuery{Name: q.Get("name"), Group: g}
+	// A filter that normalises to nothing (the schema checks only the
+	// last of repeated values) matches no provider, as the raw value does.
+	if id := q.Get("uuid"); id != "" {
+		if pq.UUID = normalizeUUID(id); pq.UUID == "" {
+			pq.UUID = id
+		}
+	}
+	if inTree := q.Get("in_tree"); inTree != "" {
+		if pq.InTree = normalizeUUID(inTree); pq.InTree == "" {
+			pq.InTree = inTree
+		}
+	}
+	found, err := s.svc.ListProviders(c.r.Context(), pq)
+	if err != nil {
 		return err
 	}
-	name, id, inTree := q.Get("name"), q.Get("uuid"), q.Get("in_tree")
-	var found []*etcdschema.Provider
-	s.idx.mu.RLock()
-	st := s.idx.st
-	gc, ok := st.buildGroup(g)
-	treeRoot := ""
-	if inTree != "" {
-		if e, has := st.providers[normalizeUUID(inTree)]; has {
-			treeRoot = e.p.RootProviderUUID
-		} else {
-			ok = false
-		}
-	}
-	if ok {
-		for _, e := range st.slots {
-			if e == nil {
-				continue
-			}
-			if (name != "" && e.p.Name != name) || (id != "" && e.p.UUID != normalizeUUID(id)) ||
-				(treeRoot != "" && e.p.RootProviderUUID != treeRoot) {
-				continue
-			}
-			if !st.traitsOK(gc, e.slot) || (gc.hasMemberOf && !gc.inAggs.has(e.slot)) || gc.badAggs.has(e.slot) {
-				continue
-			}
-			fit := true
-			for i, rc := range gc.rcs {
-				if !st.cols[rc].fits(e.slot, gc.amounts[i]) {
-					fit = false
-				}
-			}
-			if fit {
-				found = append(found, e.p)
-			}
-		}
-	}
-	s.idx.mu.RUnlock()
-	sort.Slice(found, func(i, j int) bool {
-		if !found[i].CreatedAt.Equal(found[j].CreatedAt) {
-			return found[i].CreatedAt.Before(found[j].CreatedAt)
-		}
-		return found[i].UUID < found[j].UUID
-	})
 	out := make([]any, 0, len(found))
 	var last = s.now()
 	if len(found) > 0 {

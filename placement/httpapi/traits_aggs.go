@@ -1,15 +1,16 @@
-package placement
+package httpapi
 
 import (
 	"errors"
 	"fmt"
+	"github.com/berth-project/berth/placement"
 	"slices"
 	"strings"
 
 	"github.com/berth-project/berth/etcdschema"
 )
 
-func (s *Service) providerTraits(c *reqCtx) error {
+func (s *API) providerTraits(c *reqCtx) error {
 	if err := c.minVersion(6, 404); err != nil {
 		return err
 	}
@@ -17,17 +18,17 @@ func (s *Service) providerTraits(c *reqCtx) error {
 		return err
 	}
 	id := c.vars["uuid"]
-	sp, err := s.getProvider(c.r.Context(), id)
-	if errors.Is(err, ErrProviderNotFound) {
+	sp, err := s.svc.ReadProvider(c.r.Context(), id)
+	if errors.Is(err, placement.ErrProviderNotFound) {
 		return errNotFound(fmt.Sprintf("No resource provider with uuid %s found: No resource provider with uuid %s found", id, id))
 	} else if err != nil {
 		return err
 	}
-	c.setCacheHeaders(lastModified(sp.p))
-	return c.writeJSON(200, map[string]any{"traits": traitOrder(sp.p.Traits), "resource_provider_generation": sp.p.Generation})
+	c.setCacheHeaders(lastModified(sp.Provider))
+	return c.writeJSON(200, map[string]any{"traits": traitOrder(sp.Provider.Traits), "resource_provider_generation": sp.Provider.Generation})
 }
 
-func (s *Service) setProviderTraits(c *reqCtx) error {
+func (s *API) setProviderTraits(c *reqCtx) error {
 	if err := c.minVersion(6, 404); err != nil {
 		return err
 	}
@@ -53,18 +54,18 @@ func (s *Service) setProviderTraits(c *reqCtx) error {
 			traits = append(traits, t.(string))
 		}
 	}
-	missing, err := s.missingTraits(c.r.Context(), traits)
+	missing, err := s.svc.MissingTraits(c.r.Context(), traits)
 	if err != nil {
 		return err
 	}
-	p, err := s.updateProvider(c.r.Context(), id, &gen, func(p *etcdschema.Provider) error {
+	p, err := s.svc.UpdateProviderAt(c.r.Context(), id, gen, func(p *etcdschema.Provider) error {
 		if len(missing) > 0 {
 			return errBadRequest("No such trait %s", strings.Join(missing, ", "))
 		}
 		p.Traits = traits
 		return nil
 	})
-	if errors.Is(err, ErrGenerationConflict) {
+	if errors.Is(err, placement.ErrGenerationConflict) {
 		return errConflict(codeConcurrentUpdate, "Resource provider's generation already changed. Please update the generation and try again.")
 	} else if err != nil {
 		return err
@@ -75,7 +76,7 @@ func (s *Service) setProviderTraits(c *reqCtx) error {
 	return c.writeJSON(200, map[string]any{"traits": sortedStrings(p.Traits), "resource_provider_generation": p.Generation})
 }
 
-func (s *Service) deleteProviderTraits(c *reqCtx) error {
+func (s *API) deleteProviderTraits(c *reqCtx) error {
 	if err := c.minVersion(6, 404); err != nil {
 		return err
 	}
@@ -87,12 +88,12 @@ func (s *Service) deleteProviderTraits(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	gen := sp.p.Generation
-	_, err = s.updateProvider(c.r.Context(), id, &gen, func(p *etcdschema.Provider) error {
+	gen := sp.Provider.Generation
+	_, err = s.svc.UpdateProviderAt(c.r.Context(), id, gen, func(p *etcdschema.Provider) error {
 		p.Traits = nil
 		return nil
 	})
-	if errors.Is(err, ErrGenerationConflict) {
+	if errors.Is(err, placement.ErrGenerationConflict) {
 		return errConflict(codeConcurrentUpdate, "Resource provider %s generation conflict", id)
 	} else if err != nil {
 		return err
@@ -100,7 +101,7 @@ func (s *Service) deleteProviderTraits(c *reqCtx) error {
 	return c.writeEmpty(204)
 }
 
-func (s *Service) getAggregates(c *reqCtx) error {
+func (s *API) getAggregates(c *reqCtx) error {
 	if err := c.minVersion(1, 404); err != nil {
 		return err
 	}
@@ -112,11 +113,11 @@ func (s *Service) getAggregates(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"aggregates": nonNil(sp.p.Aggregates)}
+	out := map[string]any{"aggregates": nonNil(sp.Provider.Aggregates)}
 	if c.atLeast(19) {
-		out["resource_provider_generation"] = sp.p.Generation
+		out["resource_provider_generation"] = sp.Provider.Generation
 	}
-	c.setCacheHeaders(lastModified(sp.p))
+	c.setCacheHeaders(lastModified(sp.Provider))
 	return c.writeJSON(200, out)
 }
 
@@ -130,7 +131,7 @@ func aggregateUUIDs(v any) []string {
 	return out
 }
 
-func (s *Service) setAggregates(c *reqCtx) error {
+func (s *API) setAggregates(c *reqCtx) error {
 	if err := c.requireContent(); err != nil {
 		return err
 	}
@@ -165,17 +166,17 @@ func (s *Service) setAggregates(c *reqCtx) error {
 	}
 	var p *etcdschema.Provider
 	if gen != nil {
-		p, err = s.updateProvider(c.r.Context(), id, gen, func(p *etcdschema.Provider) error {
+		p, err = s.svc.UpdateProviderAt(c.r.Context(), id, *gen, func(p *etcdschema.Provider) error {
 			p.Aggregates = aggs
 			return nil
 		})
-		if errors.Is(err, ErrGenerationConflict) {
+		if errors.Is(err, placement.ErrGenerationConflict) {
 			return errConflict(codeConcurrentUpdate, "Resource provider's generation already changed. Please update the generation and try again.")
 		}
 	} else {
 		// Before 1.19 aggregates carry no generation and setting them
 		// does not bump it.
-		p, err = s.setAggregatesNoBump(c, sp, aggs)
+		p, err = s.svc.SetAggregatesKeepGeneration(c.r.Context(), sp, aggs)
 	}
 	if err != nil {
 		return err
@@ -186,14 +187,4 @@ func (s *Service) setAggregates(c *reqCtx) error {
 	}
 	c.setCacheHeaders(p.UpdatedAt)
 	return c.writeJSON(200, out)
-}
-
-func (s *Service) setAggregatesNoBump(c *reqCtx, sp *storedProvider, aggs []string) (*etcdschema.Provider, error) {
-	next := sp.p.Clone()
-	next.Aggregates = aggs
-	next.UpdatedAt = s.now()
-	if err := s.putProviderCAS(c.r.Context(), sp, next); err != nil {
-		return nil, err
-	}
-	return next, nil
 }

@@ -1,13 +1,16 @@
-package placement
+package httpapi
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/berth-project/berth/placement"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -282,6 +285,11 @@ func (c *reqCtx) setLocation(path string) {
 // custom ones (made later); sorted within each, never nil.
 func traitOrder(traits []string) []string {
 	out := sortedStrings(traits)
-	sort.SliceStable(out, func(i, j int) bool { return stdTraitSet[out[i]] && !stdTraitSet[out[j]] })
+	sort.SliceStable(out, func(i, j int) bool { return placement.IsStandardTrait(out[i]) && !placement.IsStandardTrait(out[j]) })
 	return out
+}
+
+// sortedKeys lists a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -1,11 +1,10 @@
-package placement
+package httpapi
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
+	"github.com/berth-project/berth/placement"
 
 	"github.com/berth-project/berth/etcdschema"
 )
@@ -64,85 +63,66 @@ func checkCapacity(c *reqCtx, action, rp, rc string, inv etcdschema.Inventory) e
 	return nil
 }
 
-func (s *Service) getInventories(c *reqCtx) error {
+func (s *API) getInventories(c *reqCtx) error {
 	if err := c.acceptAndRead("placement:resource_providers:inventories:list"); err != nil {
 		return err
 	}
 	id := c.vars["uuid"]
-	sp, err := s.getProvider(c.r.Context(), id)
-	if errors.Is(err, ErrProviderNotFound) {
+	sp, err := s.svc.ReadProvider(c.r.Context(), id)
+	if errors.Is(err, placement.ErrProviderNotFound) {
 		return errNotFound(fmt.Sprintf("No resource provider with uuid %s found : No resource provider with uuid %s found", id, id))
 	} else if err != nil {
 		return err
 	}
 	invs := map[string]any{}
-	for rc, inv := range sp.p.Inventories {
+	for rc, inv := range sp.Provider.Inventories {
 		invs[rc] = serializeInventory(inv)
 	}
-	c.setCacheHeaders(lastModified(sp.p))
-	return c.writeJSON(200, map[string]any{"resource_provider_generation": sp.p.Generation, "inventories": invs})
+	c.setCacheHeaders(lastModified(sp.Provider))
+	return c.writeJSON(200, map[string]any{"resource_provider_generation": sp.Provider.Generation, "inventories": invs})
 }
 
-func (s *Service) getInventory(c *reqCtx) error {
+func (s *API) getInventory(c *reqCtx) error {
 	if err := c.acceptAndRead("placement:resource_providers:inventories:show"); err != nil {
 		return err
 	}
 	id, rc := c.vars["uuid"], c.vars["resource_class"]
-	sp, err := s.getProvider(c.r.Context(), id)
-	if errors.Is(err, ErrProviderNotFound) {
+	sp, err := s.svc.ReadProvider(c.r.Context(), id)
+	if errors.Is(err, placement.ErrProviderNotFound) {
 		return errNotFound(fmt.Sprintf("No resource provider with uuid %s found : No resource provider with uuid %s found", id, id))
 	} else if err != nil {
 		return err
 	}
-	inv, ok := sp.p.Inventories[rc]
+	inv, ok := sp.Provider.Inventories[rc]
 	if !ok {
 		return errNotFound(fmt.Sprintf("No inventory of class %s for %s", rc, id))
 	}
 	out := serializeInventory(inv)
-	out["resource_provider_generation"] = sp.p.Generation
-	c.setCacheHeaders(lastModified(sp.p))
+	out["resource_provider_generation"] = sp.Provider.Generation
+	c.setCacheHeaders(lastModified(sp.Provider))
 	return c.writeJSON(200, out)
 }
 
 // writeInventories replaces the provider's inventories via mutate, with
 // Placement's rules: the generation must match, every class must exist,
 // and a class with allocations cannot be removed.
-func (s *Service) writeInventories(c *reqCtx, id string, gen *int64, mutate func(p *etcdschema.Provider) error) (*etcdschema.Provider, error) {
-	p, err := s.updateProvider(c.r.Context(), id, gen, func(p *etcdschema.Provider) error {
-		before := map[string]bool{}
-		for rc := range p.Inventories {
-			before[rc] = true
-		}
-		if err := mutate(p); err != nil {
-			return err
-		}
-		var inUse []string
-		for rc := range before {
-			if _, ok := p.Inventories[rc]; !ok && p.Usages[rc] > 0 {
-				inUse = append(inUse, rc)
-			}
-		}
-		if len(inUse) > 0 {
-			sort.Strings(inUse)
-			return detailf(ErrInventoryInUse, "Inventory for '%s' on resource provider '%s' in use.", strings.Join(inUse, ", "), id)
-		}
-		return nil
-	})
+func (s *API) writeInventories(c *reqCtx, id string, gen int64, mutate func(p *etcdschema.Provider) error) (*etcdschema.Provider, error) {
+	p, err := s.svc.UpdateInventoriesAt(c.r.Context(), id, gen, mutate)
 	switch {
-	case errors.Is(err, ErrProviderNotFound):
+	case errors.Is(err, placement.ErrProviderNotFound):
 		return nil, errNotFound(fmt.Sprintf("No resource provider with uuid %s found", id))
-	case errors.Is(err, ErrGenerationConflict):
+	case errors.Is(err, placement.ErrGenerationConflict):
 		return nil, errConflict(codeConcurrentUpdate, "resource provider generation conflict")
-	case errors.Is(err, ErrInventoryInUse):
+	case errors.Is(err, placement.ErrInventoryInUse):
 		return nil, err // each caller words it as Placement does
 	}
 	return p, err
 }
 
 // unknownClass returns a 400 for the first class that does not exist.
-func (s *Service) unknownClass(c *reqCtx, id string, classes []string) error {
+func (s *API) unknownClass(c *reqCtx, id string, classes []string) error {
 	for _, rc := range classes {
-		ok, err := s.classExists(c.r.Context(), rc)
+		ok, err := s.svc.ClassExists(c.r.Context(), rc)
 		if err != nil {
 			return err
 		}
@@ -153,7 +133,7 @@ func (s *Service) unknownClass(c *reqCtx, id string, classes []string) error {
 	return nil
 }
 
-func (s *Service) setInventories(c *reqCtx) error {
+func (s *API) setInventories(c *reqCtx) error {
 	if err := c.requireContent(); err != nil {
 		return err
 	}
@@ -178,7 +158,7 @@ func (s *Service) setInventories(c *reqCtx) error {
 		rec, _ := iv.(map[string]any)
 		invs[rc] = inventoryRecord(rec)
 	}
-	if gen != sp.p.Generation {
+	if gen != sp.Provider.Generation {
 		return errConflict(codeConcurrentUpdate, "resource provider generation conflict")
 	}
 	for _, rc := range sortedKeys(invs) {
@@ -189,12 +169,12 @@ func (s *Service) setInventories(c *reqCtx) error {
 	if err := s.unknownClass(c, id, sortedKeys(invs)); err != nil {
 		return err
 	}
-	p, err := s.writeInventories(c, id, &gen, func(p *etcdschema.Provider) error {
+	p, err := s.writeInventories(c, id, gen, func(p *etcdschema.Provider) error {
 		p.Inventories = invs
 		return nil
 	})
-	if errors.Is(err, ErrInventoryInUse) {
-		return errConflict(codeInventoryInUse, "update conflict: %s", errDetail(err))
+	if errors.Is(err, placement.ErrInventoryInUse) {
+		return errConflict(codeInventoryInUse, "update conflict: %s", placement.Detail(err))
 	} else if err != nil {
 		return err
 	}
@@ -208,7 +188,7 @@ func (s *Service) setInventories(c *reqCtx) error {
 	return c.writeJSON(200, map[string]any{"resource_provider_generation": p.Generation, "inventories": out})
 }
 
-func (s *Service) createInventory(c *reqCtx) error {
+func (s *API) createInventory(c *reqCtx) error {
 	if err := c.requireContent(); err != nil {
 		return err
 	}
@@ -234,16 +214,16 @@ func (s *Service) createInventory(c *reqCtx) error {
 	if err := checkCapacity(c, "create", id, rc, inv); err != nil {
 		return err
 	}
-	if ok, err := s.classExists(c.r.Context(), rc); err != nil {
+	if ok, err := s.svc.ClassExists(c.r.Context(), rc); err != nil {
 		return err
 	} else if !ok {
 		return errBadRequest("Unable to create inventory for resource provider %s: No such resource class %s.", id, rc)
 	}
 	if gen == nil {
-		g := sp.p.Generation
+		g := sp.Provider.Generation
 		gen = &g
 	}
-	p, err := s.writeInventories(c, id, gen, func(p *etcdschema.Provider) error {
+	p, err := s.writeInventories(c, id, *gen, func(p *etcdschema.Provider) error {
 		if _, ok := p.Inventories[rc]; ok {
 			// Placement's duplicate-entry conflict is a concurrent_update.
 			return errConflict(codeConcurrentUpdate, "Update conflict: Inventory for '%s' on resource provider '%s' already exists.", rc, id)
@@ -261,7 +241,7 @@ func (s *Service) createInventory(c *reqCtx) error {
 	return c.writeJSON(201, out)
 }
 
-func (s *Service) updateInventory(c *reqCtx) error {
+func (s *API) updateInventory(c *reqCtx) error {
 	if err := c.requireContent(); err != nil {
 		return err
 	}
@@ -281,13 +261,13 @@ func (s *Service) updateInventory(c *reqCtx) error {
 	inv := inventoryRecord(obj)
 	g, _ := jsonInt(obj["resource_provider_generation"])
 	gen := &g
-	if g != sp.p.Generation {
+	if g != sp.Provider.Generation {
 		return errConflict(codeConcurrentUpdate, "resource provider generation conflict")
 	}
 	if err := checkCapacity(c, "update", id, rc, inv); err != nil {
 		return err
 	}
-	p, err := s.writeInventories(c, id, gen, func(p *etcdschema.Provider) error {
+	p, err := s.writeInventories(c, id, *gen, func(p *etcdschema.Provider) error {
 		if _, ok := p.Inventories[rc]; !ok {
 			return errBadRequest("No inventory record with resource class for resource provider %s: No inventory of class %s found.", id, rc)
 		}
@@ -303,7 +283,7 @@ func (s *Service) updateInventory(c *reqCtx) error {
 	return c.writeJSON(200, out)
 }
 
-func (s *Service) deleteInventory(c *reqCtx) error {
+func (s *API) deleteInventory(c *reqCtx) error {
 	if err := c.requireAdmin("placement:resource_providers:inventories:delete"); err != nil {
 		return err
 	}
@@ -312,8 +292,8 @@ func (s *Service) deleteInventory(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	gen := sp.p.Generation
-	_, err = s.writeInventories(c, id, &gen, func(p *etcdschema.Provider) error {
+	gen := sp.Provider.Generation
+	_, err = s.writeInventories(c, id, gen, func(p *etcdschema.Provider) error {
 		if _, ok := p.Inventories[rc]; !ok {
 			return errNotFound(fmt.Sprintf("No inventory of class %s found for delete: No inventory of class %s found for delete", rc, rc))
 		}
@@ -327,15 +307,15 @@ func (s *Service) deleteInventory(c *reqCtx) error {
 		if errors.As(err, &he) && he.code == codeConcurrentUpdate {
 			return errConflict(codeConcurrentUpdate, "Unable to delete inventory of class %s: resource provider generation conflict", rc)
 		}
-		if errors.Is(err, ErrInventoryInUse) {
-			return errConflict(codeConcurrentUpdate, "Unable to delete inventory of class %s: %s", rc, errDetail(err))
+		if errors.Is(err, placement.ErrInventoryInUse) {
+			return errConflict(codeConcurrentUpdate, "Unable to delete inventory of class %s: %s", rc, placement.Detail(err))
 		}
 		return err
 	}
 	return c.writeEmpty(204)
 }
 
-func (s *Service) deleteInventories(c *reqCtx) error {
+func (s *API) deleteInventories(c *reqCtx) error {
 	if err := c.minVersion(5, 405); err != nil {
 		return err
 	}
@@ -347,8 +327,8 @@ func (s *Service) deleteInventories(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
-	gen := sp.p.Generation
-	_, err = s.writeInventories(c, id, &gen, func(p *etcdschema.Provider) error {
+	gen := sp.Provider.Generation
+	_, err = s.writeInventories(c, id, gen, func(p *etcdschema.Provider) error {
 		p.Inventories = map[string]etcdschema.Inventory{}
 		return nil
 	})
@@ -357,8 +337,8 @@ func (s *Service) deleteInventories(c *reqCtx) error {
 		if errors.As(err, &he) && he.code == codeConcurrentUpdate {
 			return errConflict(codeConcurrentUpdate, "Unable to delete inventory for resource provider %s because the inventory was updated by another process. Please retry your request.", id)
 		}
-		if errors.Is(err, ErrInventoryInUse) {
-			return errConflict(codeInventoryInUse, "%s", errDetail(err))
+		if errors.Is(err, placement.ErrInventoryInUse) {
+			return errConflict(codeInventoryInUse, "%s", placement.Detail(err))
 		}
 		return err
 	}

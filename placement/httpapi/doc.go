@@ -1,0 +1,13 @@
+// Package httpapi is OpenStack Placement's REST API (microversions 1.0 to
+// 1.39) over a placement.Service, answering as Placement 8.0 does, down to
+// the words of its errors: the conformance suite (Placement's own
+// gabbits, conformance_test.go) compares them.
+//
+// A reader finds the routes in api.go, the request's checks (Accept,
+// content type, policy) in util.go and auth.go, and one file per family of
+// handlers (providers.go, inventories.go, allocations.go, candidates.go,
+// names.go for traits and resource classes, traits_aggs.go for a
+// provider's traits and aggregates, reshaper.go). The handlers read and
+// write through the service's exported methods only; the index's lock and
+// maps stay inside package placement.
+package httpapi
