@@ -13,13 +13,6 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 )
 
-const (
-	rshRP    = "11111111-1111-1111-1111-111111111111"
-	rshChild = "22222222-2222-2222-2222-222222222222"
-	rshC1    = "aaaaaaaa-1111-1111-1111-111111111111"
-	rshC2    = "bbbbbbbb-2222-2222-2222-222222222222"
-)
-
 // rshSetup makes the usual starting point: a root with VCPU and DISK_GB,
 // a child without inventory, consumer c1 holding VCPU 2 + DISK_GB 10 and
 // c2 holding VCPU 4 on the root.

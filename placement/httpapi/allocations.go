@@ -131,12 +131,6 @@ func allocationError(consumer string, err error) error {
 }
 
 func (s *API) putAllocations(c *reqCtx) error {
-	if err := c.requireContent(); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:allocations:update"); err != nil {
-		return err
-	}
 	consumer := c.vars["consumer_uuid"]
 	if !isUUIDLike(consumer) {
 		return errBadRequest("Malformed consumer_uuid: %s", consumer)
@@ -167,15 +161,6 @@ func (s *API) putAllocations(c *reqCtx) error {
 }
 
 func (s *API) postAllocations(c *reqCtx) error {
-	if err := c.minVersion(13, 404); err != nil {
-		return err
-	}
-	if err := c.requireContent(); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:allocations:manage"); err != nil {
-		return err
-	}
 	v, err := c.readBody(pickSchema(c.mv, postAllocationVersions, schemaPostAllocations))
 	if err != nil {
 		return err
@@ -206,9 +191,6 @@ func (s *API) postAllocations(c *reqCtx) error {
 }
 
 func (s *API) getAllocations(c *reqCtx) error {
-	if err := c.acceptAndRead("placement:allocations:list"); err != nil {
-		return err
-	}
 	consumer := c.vars["consumer_uuid"]
 	ctx := c.r.Context()
 	rec, err := s.svc.GetAllocations(ctx, consumer)
@@ -242,10 +224,7 @@ func (s *API) getAllocations(c *reqCtx) error {
 	return c.writeJSON(200, out)
 }
 
-func (s *API) deleteAllocationsHTTP(c *reqCtx) error {
-	if err := c.requireAdmin("placement:allocations:delete"); err != nil {
-		return err
-	}
+func (s *API) deleteAllocations(c *reqCtx) error {
 	consumer := c.vars["consumer_uuid"]
 	rev, err := s.svc.DeleteAllocationsRev(c.r.Context(), consumer)
 	if errors.Is(err, placement.ErrNotFound) {
@@ -258,9 +237,6 @@ func (s *API) deleteAllocationsHTTP(c *reqCtx) error {
 }
 
 func (s *API) providerAllocations(c *reqCtx) error {
-	if err := c.acceptAndRead("placement:resource_providers:allocations:list"); err != nil {
-		return err
-	}
 	id := c.vars["uuid"]
 	ctx := c.r.Context()
 	sp, err := s.svc.ReadProvider(ctx, id)
@@ -286,9 +262,6 @@ func (s *API) providerAllocations(c *reqCtx) error {
 }
 
 func (s *API) providerUsages(c *reqCtx) error {
-	if err := c.acceptAndRead("placement:resource_providers:usages"); err != nil {
-		return err
-	}
 	id := c.vars["uuid"]
 	sp, err := s.svc.ReadProvider(c.r.Context(), id)
 	if errors.Is(err, placement.ErrProviderNotFound) {
@@ -305,17 +278,8 @@ func (s *API) providerUsages(c *reqCtx) error {
 }
 
 func (s *API) totalUsages(c *reqCtx) error {
-	if err := c.minVersion(9, 404); err != nil {
-		return err
-	}
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
 	q := c.query()
 	project := q.Get("project_id")
-	if err := c.authorize(c.auth.projectReader(project) || c.auth.systemReader(), "placement:usages"); err != nil {
-		return err
-	}
 	sch := schemaUsages
 	if c.atLeast(38) {
 		sch = schemaUsages138

@@ -46,61 +46,44 @@ func New(svc *placement.Service, log hclog.Logger, opts Options) http.Handler {
 // Microversions served: 1.0 to maxMinor.
 const maxMinor = 39
 
-// route is one path's methods, so a wrong method answers 405 with Allow.
-type route struct {
-	path    string
-	methods map[string]handlerFunc
-	order   []string
-}
-
-type handlerFunc func(*reqCtx) error
-
 func (s *API) newRouter() http.Handler {
 	r := mux.NewRouter()
 	r.Use(metrics.RouteLabel) // the route template for berth_http_requests_total
-	add := func(path string, ms ...any) {
-		rt := &route{path: path, methods: map[string]handlerFunc{}}
-		for i := 0; i < len(ms); i += 2 {
-			m := ms[i].(string)
-			rt.methods[m] = ms[i+1].(func(*reqCtx) error)
-			rt.order = append(rt.order, m)
+	byPath := map[string]map[string][]*route{}
+	var paths []string
+	allow := map[string][]string{}
+	rows := s.routes()
+	for i := range rows {
+		rt := &rows[i]
+		if (rt.handle == nil) == (rt.handleProvider == nil) {
+			panic("placement route " + rt.method + " " + rt.path + ": set exactly one of handle and handleProvider")
 		}
-		r.Handle(path, s.dispatch(rt))
+		if byPath[rt.path] == nil {
+			byPath[rt.path] = map[string][]*route{}
+			paths = append(paths, rt.path)
+		}
+		if byPath[rt.path][rt.method] == nil {
+			allow[rt.path] = append(allow[rt.path], rt.method)
+		}
+		byPath[rt.path][rt.method] = append(byPath[rt.path][rt.method], rt)
 	}
-	add("/", "GET", s.home)
-	add("/resource_classes", "GET", s.listResourceClasses, "POST", s.createResourceClass)
-	add("/resource_classes/{name}", "GET", s.getResourceClass, "PUT", s.updateResourceClass, "DELETE", s.deleteResourceClass)
-	add("/resource_providers", "GET", s.listResourceProviders, "POST", s.createResourceProvider)
-	add("/resource_providers/{uuid}", "GET", s.getResourceProvider, "DELETE", s.deleteResourceProvider, "PUT", s.updateResourceProvider)
-	add("/resource_providers/{uuid}/inventories", "GET", s.getInventories, "POST", s.createInventory, "PUT", s.setInventories, "DELETE", s.deleteInventories)
-	add("/resource_providers/{uuid}/inventories/{resource_class}", "GET", s.getInventory, "PUT", s.updateInventory, "DELETE", s.deleteInventory)
-	add("/resource_providers/{uuid}/usages", "GET", s.providerUsages)
-	add("/resource_providers/{uuid}/aggregates", "GET", s.getAggregates, "PUT", s.setAggregates)
-	add("/resource_providers/{uuid}/allocations", "GET", s.providerAllocations)
-	add("/allocations", "POST", s.postAllocations)
-	add("/allocations/{consumer_uuid}", "GET", s.getAllocations, "PUT", s.putAllocations, "DELETE", s.deleteAllocationsHTTP)
-	add("/allocation_candidates", "GET", s.allocationCandidates)
-	add("/traits", "GET", s.listTraits)
-	add("/traits/{name}", "GET", s.getTrait, "PUT", s.putTrait, "DELETE", s.deleteTrait)
-	add("/resource_providers/{uuid}/traits", "GET", s.providerTraits, "PUT", s.setProviderTraits, "DELETE", s.deleteProviderTraits)
-	add("/usages", "GET", s.totalUsages)
-	add("/reshaper", "POST", s.reshape)
-	r.NotFoundHandler = s.dispatch(nil)
-	r.MethodNotAllowedHandler = s.dispatch(nil)
+	for _, p := range paths {
+		r.Handle(p, s.dispatch(byPath[p], strings.Join(allow[p], ", ")))
+	}
+	r.NotFoundHandler = s.dispatch(nil, "")
+	r.MethodNotAllowedHandler = s.dispatch(nil, "")
 	return r
 }
 
 // reqCtx is one request on its way through the API.
 type reqCtx struct {
-	w       http.ResponseWriter
-	r       *http.Request
-	id      string
-	mv      int // minor version; the major is always 1
-	hasMV   bool
-	vars    map[string]string
-	auth    authInfo
-	code    string // Placement error code for an error answer
-	headers http.Header
+	w     http.ResponseWriter
+	r     *http.Request
+	id    string
+	mv    int // minor version; the major is always 1
+	hasMV bool
+	vars  map[string]string
+	auth  authInfo
 	// bodyOrder is the key order of the JSON body's objects (readJSON).
 	bodyOrder map[string][]string
 }
@@ -111,7 +94,7 @@ func (c *reqCtx) atLeast(minor int) bool { return c.mv >= minor }
 // dispatch runs the pipeline Placement's WSGI stack runs, outermost first:
 // request id, panic guard, auth (the root is open), microversion, then the
 // route's method handler (or 404/405).
-func (s *API) dispatch(rt *route) http.Handler {
+func (s *API) dispatch(methods map[string][]*route, allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := &reqCtx{w: w, r: r, id: "req-" + uuid.NewString(), vars: mux.Vars(r)}
 		w.Header().Set("OpenStack-Request-Id", c.id)
@@ -146,21 +129,18 @@ func (s *API) dispatch(rt *route) http.Handler {
 			s.writeError(c, err)
 			return
 		}
-		var h handlerFunc
-		if rt != nil {
-			h = rt.methods[r.Method]
-			if h == nil {
-				w.Header().Set("Allow", strings.Join(rt.order, ", "))
-				w.Header().Add("Vary", "openstack-api-version")
-				s.writeError(c, &httpError{status: 405, detail: "The method specified is not allowed for this resource."})
-				return
-			}
-		}
-		if h == nil {
+		if methods == nil {
 			s.writeError(c, raisedErr(errNotFound("")))
 			return
 		}
-		if err := h(c); err != nil {
+		rows := methods[r.Method]
+		if rows == nil {
+			w.Header().Set("Allow", allow)
+			w.Header().Add("Vary", "openstack-api-version")
+			s.writeError(c, &httpError{status: 405, detail: "The method specified is not allowed for this resource."})
+			return
+		}
+		if err := s.serve(c, rows); err != nil {
 			s.writeError(c, err)
 		}
 	})

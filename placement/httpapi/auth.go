@@ -94,16 +94,3 @@ func (c *reqCtx) authorize(ok bool, rule string) error {
 	}
 	return &httpError{status: 403, detail: "Policy does not allow " + rule + " to be performed.", raised: true}
 }
-
-func (c *reqCtx) requireAdmin(rule string) error  { return c.authorize(c.auth.admin(), rule) }
-func (c *reqCtx) requireReader(rule string) error { return c.authorize(c.auth.systemReader(), rule) }
-
-// acceptAndRead is the preamble of a GET: the Accept header must allow
-// JSON (406), then the reader rule must allow the caller (403), in
-// Placement's order.
-func (c *reqCtx) acceptAndRead(rule string) error {
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
-	return c.requireReader(rule)
-}

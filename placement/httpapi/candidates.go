@@ -289,12 +289,6 @@ func (s *API) firstMissingTrait(c *reqCtx, lists ...[]string) error {
 }
 
 func (s *API) allocationCandidates(c *reqCtx) error {
-	if err := c.minVersion(10, 404); err != nil {
-		return err
-	}
-	if err := c.acceptAndRead("placement:allocation_candidates:list"); err != nil {
-		return err
-	}
 	cq, err := s.parseCandidateQuery(c)
 	if err != nil {
 		return err
@@ -360,17 +354,4 @@ func (s *API) allocationCandidates(c *reqCtx) error {
 	}
 	c.setCacheHeaders(s.now())
 	return c.writeJSON(200, map[string]any{"allocation_requests": areqs, "provider_summaries": sums})
-}
-
-func (s *API) reshape(c *reqCtx) error {
-	if err := c.minVersion(30, 404); err != nil {
-		return err
-	}
-	if err := c.requireContent(); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:reshaper:reshape"); err != nil {
-		return err
-	}
-	return s.reshapeHTTP(c)
 }

@@ -64,9 +64,6 @@ func checkCapacity(c *reqCtx, action, rp, rc string, inv etcdschema.Inventory) e
 }
 
 func (s *API) getInventories(c *reqCtx) error {
-	if err := c.acceptAndRead("placement:resource_providers:inventories:list"); err != nil {
-		return err
-	}
 	id := c.vars["uuid"]
 	sp, err := s.svc.ReadProvider(c.r.Context(), id)
 	if errors.Is(err, placement.ErrProviderNotFound) {
@@ -83,9 +80,6 @@ func (s *API) getInventories(c *reqCtx) error {
 }
 
 func (s *API) getInventory(c *reqCtx) error {
-	if err := c.acceptAndRead("placement:resource_providers:inventories:show"); err != nil {
-		return err
-	}
 	id, rc := c.vars["uuid"], c.vars["resource_class"]
 	sp, err := s.svc.ReadProvider(c.r.Context(), id)
 	if errors.Is(err, placement.ErrProviderNotFound) {
@@ -133,18 +127,8 @@ func (s *API) unknownClass(c *reqCtx, id string, classes []string) error {
 	return nil
 }
 
-func (s *API) setInventories(c *reqCtx) error {
-	if err := c.requireContent(); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:resource_providers:inventories:update"); err != nil {
-		return err
-	}
+func (s *API) setInventories(c *reqCtx, sp placement.ProviderRecord) error {
 	id := c.vars["uuid"]
-	sp, err := s.lookupProvider(c, id)
-	if err != nil {
-		return err
-	}
 	v, err := c.readBody(schemaPutInventories)
 	if err != nil {
 		return err
@@ -188,18 +172,8 @@ func (s *API) setInventories(c *reqCtx) error {
 	return c.writeJSON(200, map[string]any{"resource_provider_generation": p.Generation, "inventories": out})
 }
 
-func (s *API) createInventory(c *reqCtx) error {
-	if err := c.requireContent(); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:resource_providers:inventories:create"); err != nil {
-		return err
-	}
+func (s *API) createInventory(c *reqCtx, sp placement.ProviderRecord) error {
 	id := c.vars["uuid"]
-	sp, err := s.lookupProvider(c, id)
-	if err != nil {
-		return err
-	}
 	v, err := c.readBody(schemaPostInventory)
 	if err != nil {
 		return err
@@ -241,18 +215,8 @@ func (s *API) createInventory(c *reqCtx) error {
 	return c.writeJSON(201, out)
 }
 
-func (s *API) updateInventory(c *reqCtx) error {
-	if err := c.requireContent(); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:resource_providers:inventories:update"); err != nil {
-		return err
-	}
+func (s *API) updateInventory(c *reqCtx, sp placement.ProviderRecord) error {
 	id, rc := c.vars["uuid"], c.vars["resource_class"]
-	sp, err := s.lookupProvider(c, id)
-	if err != nil {
-		return err
-	}
 	v, err := c.readBody(schemaInventory)
 	if err != nil {
 		return err
@@ -283,17 +247,10 @@ func (s *API) updateInventory(c *reqCtx) error {
 	return c.writeJSON(200, out)
 }
 
-func (s *API) deleteInventory(c *reqCtx) error {
-	if err := c.requireAdmin("placement:resource_providers:inventories:delete"); err != nil {
-		return err
-	}
+func (s *API) deleteInventory(c *reqCtx, sp placement.ProviderRecord) error {
 	id, rc := c.vars["uuid"], c.vars["resource_class"]
-	sp, err := s.lookupProvider(c, id)
-	if err != nil {
-		return err
-	}
 	gen := sp.Provider.Generation
-	_, err = s.writeInventories(c, id, gen, func(p *etcdschema.Provider) error {
+	_, err := s.writeInventories(c, id, gen, func(p *etcdschema.Provider) error {
 		if _, ok := p.Inventories[rc]; !ok {
 			return errNotFound(fmt.Sprintf("No inventory of class %s found for delete: No inventory of class %s found for delete", rc, rc))
 		}
@@ -315,20 +272,10 @@ func (s *API) deleteInventory(c *reqCtx) error {
 	return c.writeEmpty(204)
 }
 
-func (s *API) deleteInventories(c *reqCtx) error {
-	if err := c.minVersion(5, 405); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:resource_providers:inventories:delete"); err != nil {
-		return err
-	}
+func (s *API) deleteInventories(c *reqCtx, sp placement.ProviderRecord) error {
 	id := c.vars["uuid"]
-	sp, err := s.lookupProvider(c, id)
-	if err != nil {
-		return err
-	}
 	gen := sp.Provider.Generation
-	_, err = s.writeInventories(c, id, gen, func(p *etcdschema.Provider) error {
+	_, err := s.writeInventories(c, id, gen, func(p *etcdschema.Provider) error {
 		p.Inventories = map[string]etcdschema.Inventory{}
 		return nil
 	})

@@ -78,12 +78,11 @@ func parseTraitsValue(val string, allowForbidden, allowAny bool) ([][]string, []
 		}
 		return [][]string{set}, nil, nil
 	}
-	var all, forb []string
+	var forb []string
 	var req [][]string
 	empty := false
 	for _, t := range strings.Split(val, ",") {
 		t = strings.TrimSpace(t)
-		all = append(all, t)
 		if strings.HasPrefix(t, "!") {
 			// Like Placement, "!!FOO" is FOO forbidden.
 			name := strings.TrimLeft(t, "!")
@@ -167,9 +166,6 @@ func (s *API) checkTraitsExist(c *reqCtx, req [][]string, forb []string, format 
 }
 
 func (s *API) listResourceProviders(c *reqCtx) error {
-	if err := c.acceptAndRead("placement:resource_providers:list"); err != nil {
-		return err
-	}
 	if err := validateQuery(c, schemaForListProviders(c.mv)); err != nil {
 		return err
 	}

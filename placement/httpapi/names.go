@@ -7,27 +7,9 @@ import (
 	"strings"
 )
 
-// minVersion is Placement's version_handler: below 1.minor the route does
-// not exist (404) or the method is not allowed (405).
-func (c *reqCtx) minVersion(minor, status int) error {
-	if c.atLeast(minor) {
-		return nil
-	}
-	if status == 405 {
-		return &httpError{status: 405, detail: "The method specified is not allowed for this resource."}
-	}
-	return errNotFound("")
-}
-
 // ---- traits -----------------------------------------------------------------
 
 func (s *API) listTraits(c *reqCtx) error {
-	if err := c.minVersion(6, 404); err != nil {
-		return err
-	}
-	if err := c.acceptAndRead("placement:traits:list"); err != nil {
-		return err
-	}
 	if err := validateQuery(c, schemaListTraits); err != nil {
 		return err
 	}
@@ -88,12 +70,6 @@ func (s *API) listTraits(c *reqCtx) error {
 }
 
 func (s *API) getTrait(c *reqCtx) error {
-	if err := c.minVersion(6, 404); err != nil {
-		return err
-	}
-	if err := c.acceptAndRead("placement:traits:show"); err != nil {
-		return err
-	}
 	name := c.vars["name"]
 	missing, err := s.svc.MissingTraits(c.r.Context(), []string{name})
 	if err != nil {
@@ -107,12 +83,6 @@ func (s *API) getTrait(c *reqCtx) error {
 }
 
 func (s *API) putTrait(c *reqCtx) error {
-	if err := c.minVersion(6, 404); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:traits:update"); err != nil {
-		return err
-	}
 	name := c.vars["name"]
 	if bestMatch(iterErrors(name, schemaCustomTrait)) != nil {
 		return errBadRequest("The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix \"CUSTOM_\" and use following characters: \"A\"-\"Z\", \"0\"-\"9\" and \"_\"")
@@ -130,12 +100,6 @@ func (s *API) putTrait(c *reqCtx) error {
 }
 
 func (s *API) deleteTrait(c *reqCtx) error {
-	if err := c.minVersion(6, 404); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:traits:delete"); err != nil {
-		return err
-	}
 	name := c.vars["name"]
 	ctx := c.r.Context()
 	if placement.IsStandardTrait(name) {
@@ -168,12 +132,6 @@ func classLinks(name string) []map[string]string {
 }
 
 func (s *API) listResourceClasses(c *reqCtx) error {
-	if err := c.minVersion(2, 404); err != nil {
-		return err
-	}
-	if err := c.acceptAndRead("placement:resource_classes:list"); err != nil {
-		return err
-	}
 	all, err := s.svc.AllResourceClasses(c.r.Context())
 	if err != nil {
 		return err
@@ -187,12 +145,6 @@ func (s *API) listResourceClasses(c *reqCtx) error {
 }
 
 func (s *API) getResourceClass(c *reqCtx) error {
-	if err := c.minVersion(2, 404); err != nil {
-		return err
-	}
-	if err := c.acceptAndRead("placement:resource_classes:show"); err != nil {
-		return err
-	}
 	name := c.vars["name"]
 	ok, err := s.svc.ClassExists(c.r.Context(), name)
 	if err != nil {
@@ -216,15 +168,6 @@ func classBody(c *reqCtx) (string, error) {
 }
 
 func (s *API) createResourceClass(c *reqCtx) error {
-	if err := c.minVersion(2, 404); err != nil {
-		return err
-	}
-	if err := c.requireContent(); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:resource_classes:create"); err != nil {
-		return err
-	}
 	name, err := classBody(c)
 	if err != nil {
 		return err
@@ -240,36 +183,30 @@ func (s *API) createResourceClass(c *reqCtx) error {
 	return c.writeEmpty(201)
 }
 
+// putResourceClass is PUT /resource_classes/{name} from 1.7: create a
+// custom class if it does not exist (no body).
+func (s *API) putResourceClass(c *reqCtx) error {
+	name := c.vars["name"]
+	// Placement validates the name as the body {"name": NAME}.
+	if err := c.validateBody(map[string]any{"name": name}, schemaResourceClass); err != nil {
+		return err
+	}
+	created, err := s.svc.CreateResourceClass(c.r.Context(), name)
+	if err != nil {
+		return err
+	}
+	c.setLocation("/resource_classes/" + name)
+	if created {
+		return c.writeEmpty(201)
+	}
+	return c.writeEmpty(204)
+}
+
+// updateResourceClass is PUT /resource_classes/{name} from 1.2 to 1.6:
+// rename a custom class to the body's name.
 func (s *API) updateResourceClass(c *reqCtx) error {
-	if err := c.minVersion(2, 404); err != nil {
-		return err
-	}
-	if !c.atLeast(7) {
-		if err := c.requireContent(); err != nil {
-			return err
-		}
-	}
-	if err := c.requireAdmin("placement:resource_classes:update"); err != nil {
-		return err
-	}
 	name := c.vars["name"]
 	ctx := c.r.Context()
-	if c.atLeast(7) {
-		// Placement validates the name as the body {"name": NAME}.
-		if err := c.validateBody(map[string]any{"name": name}, schemaResourceClass); err != nil {
-			return err
-		}
-		created, err := s.svc.CreateResourceClass(ctx, name)
-		if err != nil {
-			return err
-		}
-		c.setLocation("/resource_classes/" + name)
-		if created {
-			return c.writeEmpty(201)
-		}
-		return c.writeEmpty(204)
-	}
-	// 1.2-1.6: rename a custom class.
 	newName, err := classBody(c)
 	if err != nil {
 		return err
@@ -306,12 +243,6 @@ func (s *API) renameClass(c *reqCtx, from, to string) error {
 }
 
 func (s *API) deleteResourceClass(c *reqCtx) error {
-	if err := c.minVersion(2, 404); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:resource_classes:delete"); err != nil {
-		return err
-	}
 	name := c.vars["name"]
 	ctx := c.r.Context()
 	ok, err := s.svc.ClassExists(ctx, name)

@@ -12,9 +12,6 @@ import (
 )
 
 func (s *API) home(c *reqCtx) error {
-	if err := c.checkAccept(); err != nil {
-		return err
-	}
 	c.setCacheHeaders(time.Now().UTC())
 	return c.writeJSON(200, map[string]any{"versions": []any{map[string]any{
 		"id": "v1.0", "max_version": fmt.Sprintf("1.%d", maxMinor), "min_version": "1.0",
@@ -72,14 +69,7 @@ func (s *API) lookupProvider(c *reqCtx, id string) (placement.ProviderRecord, er
 	return rec, err
 }
 
-func (s *API) getResourceProvider(c *reqCtx) error {
-	if err := c.acceptAndRead("placement:resource_providers:show"); err != nil {
-		return err
-	}
-	sp, err := s.lookupProvider(c, c.vars["uuid"])
-	if err != nil {
-		return err
-	}
+func (s *API) getResourceProvider(c *reqCtx, sp placement.ProviderRecord) error {
 	c.setCacheHeaders(lastModified(sp.Provider))
 	return c.writeJSON(200, serializeProvider(c, sp.Provider))
 }
@@ -103,12 +93,6 @@ func providerBody(c *reqCtx, withUUID bool) (map[string]any, error) {
 }
 
 func (s *API) createResourceProvider(c *reqCtx) error {
-	if err := c.requireContent(); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:resource_providers:create"); err != nil {
-		return err
-	}
 	obj, err := providerBody(c, true)
 	if err != nil {
 		return err
@@ -147,18 +131,7 @@ func (s *API) createResourceProvider(c *reqCtx) error {
 	return c.writeEmpty(201)
 }
 
-func (s *API) updateResourceProvider(c *reqCtx) error {
-	if err := c.requireContent(); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:resource_providers:update"); err != nil {
-		return err
-	}
-	id := c.vars["uuid"]
-	sp, err := s.lookupProvider(c, id)
-	if err != nil {
-		return err
-	}
+func (s *API) updateResourceProvider(c *reqCtx, sp placement.ProviderRecord) error {
 	obj, err := providerBody(c, false)
 	if err != nil {
 		return err
@@ -187,9 +160,6 @@ func (s *API) updateResourceProvider(c *reqCtx) error {
 }
 
 func (s *API) deleteResourceProvider(c *reqCtx) error {
-	if err := c.requireAdmin("placement:resource_providers:delete"); err != nil {
-		return err
-	}
 	id := c.vars["uuid"]
 	err := s.svc.DeleteProvider(c.r.Context(), id)
 	switch {

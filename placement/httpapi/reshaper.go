@@ -7,10 +7,9 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 )
 
-// reshapeHTTP is POST /reshaper (1.30; mappings accepted from 1.34,
-// consumer_type required from 1.38). The version, content type and policy
-// checks are in reshape; Service.Reshape does the work.
-func (s *API) reshapeHTTP(c *reqCtx) error {
+// reshape is POST /reshaper (1.30; mappings accepted from 1.34,
+// consumer_type required from 1.38); Service.Reshape does the work.
+func (s *API) reshape(c *reqCtx) error {
 	v, err := c.readBody(pickSchema(c.mv, reshaperVersions, schemaReshaper))
 	if err != nil {
 		return err

@@ -11,12 +11,6 @@ import (
 )
 
 func (s *API) providerTraits(c *reqCtx) error {
-	if err := c.minVersion(6, 404); err != nil {
-		return err
-	}
-	if err := c.acceptAndRead("placement:resource_providers:traits:list"); err != nil {
-		return err
-	}
 	id := c.vars["uuid"]
 	sp, err := s.svc.ReadProvider(c.r.Context(), id)
 	if errors.Is(err, placement.ErrProviderNotFound) {
@@ -28,20 +22,8 @@ func (s *API) providerTraits(c *reqCtx) error {
 	return c.writeJSON(200, map[string]any{"traits": traitOrder(sp.Provider.Traits), "resource_provider_generation": sp.Provider.Generation})
 }
 
-func (s *API) setProviderTraits(c *reqCtx) error {
-	if err := c.minVersion(6, 404); err != nil {
-		return err
-	}
-	if err := c.requireContent(); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:resource_providers:traits:update"); err != nil {
-		return err
-	}
+func (s *API) setProviderTraits(c *reqCtx, _ placement.ProviderRecord) error {
 	id := c.vars["uuid"]
-	if _, err := s.lookupProvider(c, id); err != nil {
-		return err
-	}
 	v, err := c.readBody(schemaSetProviderTraits)
 	if err != nil {
 		return err
@@ -76,20 +58,10 @@ func (s *API) setProviderTraits(c *reqCtx) error {
 	return c.writeJSON(200, map[string]any{"traits": sortedStrings(p.Traits), "resource_provider_generation": p.Generation})
 }
 
-func (s *API) deleteProviderTraits(c *reqCtx) error {
-	if err := c.minVersion(6, 404); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:resource_providers:traits:delete"); err != nil {
-		return err
-	}
+func (s *API) deleteProviderTraits(c *reqCtx, sp placement.ProviderRecord) error {
 	id := c.vars["uuid"]
-	sp, err := s.lookupProvider(c, id)
-	if err != nil {
-		return err
-	}
 	gen := sp.Provider.Generation
-	_, err = s.svc.UpdateProviderAt(c.r.Context(), id, gen, func(p *etcdschema.Provider) error {
+	_, err := s.svc.UpdateProviderAt(c.r.Context(), id, gen, func(p *etcdschema.Provider) error {
 		p.Traits = nil
 		return nil
 	})
@@ -101,18 +73,7 @@ func (s *API) deleteProviderTraits(c *reqCtx) error {
 	return c.writeEmpty(204)
 }
 
-func (s *API) getAggregates(c *reqCtx) error {
-	if err := c.minVersion(1, 404); err != nil {
-		return err
-	}
-	if err := c.acceptAndRead("placement:resource_providers:aggregates:list"); err != nil {
-		return err
-	}
-	id := c.vars["uuid"]
-	sp, err := s.lookupProvider(c, id)
-	if err != nil {
-		return err
-	}
+func (s *API) getAggregates(c *reqCtx, sp placement.ProviderRecord) error {
 	out := map[string]any{"aggregates": nonNil(sp.Provider.Aggregates)}
 	if c.atLeast(19) {
 		out["resource_provider_generation"] = sp.Provider.Generation
@@ -131,21 +92,8 @@ func aggregateUUIDs(v any) []string {
 	return out
 }
 
-func (s *API) setAggregates(c *reqCtx) error {
-	if err := c.requireContent(); err != nil {
-		return err
-	}
-	if err := c.minVersion(1, 404); err != nil {
-		return err
-	}
-	if err := c.requireAdmin("placement:resource_providers:aggregates:update"); err != nil {
-		return err
-	}
+func (s *API) setAggregates(c *reqCtx, sp placement.ProviderRecord) error {
 	id := c.vars["uuid"]
-	sp, err := s.lookupProvider(c, id)
-	if err != nil {
-		return err
-	}
 	sch := schemaAggregates
 	if c.atLeast(19) {
 		sch = schemaAggregates119
