@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/placement/internal/pycompat"
 	"strings"
 )
 
@@ -132,7 +133,7 @@ func allocationError(consumer string, err error) error {
 
 func (s *API) putAllocations(c *reqCtx) error {
 	consumer := c.vars["consumer_uuid"]
-	if !isUUIDLike(consumer) {
+	if !pycompat.IsUUIDLike(consumer) {
 		return errBadRequest("Malformed consumer_uuid: %s", consumer)
 	}
 	consumer = normalizeUUID(consumer)

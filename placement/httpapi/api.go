@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/placement/internal/pycompat"
 	"github.com/hashicorp/go-hclog"
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -175,13 +175,13 @@ func (c *reqCtx) negotiateVersion() error {
 	if !ok {
 		return &httpError{status: 400, detail: "Invalid microversion: invalid version string: " + raw + "; Version.__new__() missing 1 required positional argument: 'minor'"}
 	}
-	a, ok1 := pyInt(maj)
-	b, ok2 := pyInt(min)
+	a, ok1 := pycompat.Int(maj)
+	b, ok2 := pycompat.Int(min)
 	switch {
 	case !ok1:
-		return &httpError{status: 400, detail: "Invalid microversion: invalid version string: " + raw + "; invalid literal for int() with base 10: " + pyStrRepr(maj)}
+		return &httpError{status: 400, detail: "Invalid microversion: invalid version string: " + raw + "; invalid literal for int() with base 10: " + pycompat.StrRepr(maj)}
 	case !ok2:
-		return &httpError{status: 400, detail: "Invalid microversion: invalid version string: " + raw + "; invalid literal for int() with base 10: " + pyStrRepr(min)}
+		return &httpError{status: 400, detail: "Invalid microversion: invalid version string: " + raw + "; invalid literal for int() with base 10: " + pycompat.StrRepr(min)}
 	}
 	if a != 1 || b < 0 || b > maxMinor {
 		return &httpError{status: 406, detail: "Invalid microversion: Unacceptable version header: " + raw, noVersion: true}
@@ -189,27 +189,6 @@ func (c *reqCtx) negotiateVersion() error {
 	c.mv = b
 	c.hasMV = true
 	return nil
-}
-
-// pyInt is Python's int(s): surrounding whitespace, a sign, and digits
-// with single underscores between them.
-func pyInt(s string) (int, bool) {
-	s = strings.TrimSpace(s)
-	sign := 1
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		if s[0] == '-' {
-			sign = -1
-		}
-		s = s[1:]
-	}
-	if s == "" || s[0] == '_' || s[len(s)-1] == '_' || strings.Contains(s, "__") {
-		return 0, false
-	}
-	n, err := strconv.Atoi(strings.ReplaceAll(s, "_", ""))
-	if err != nil || strings.ContainsAny(s, "+-") {
-		return 0, false
-	}
-	return sign * n, true
 }
 
 // httpError is an error answer in OpenStack's format.

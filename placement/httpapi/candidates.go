@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/placement/internal/pycompat"
 	"net/url"
 	"regexp"
 	"slices"
@@ -16,7 +17,7 @@ var (
 )
 
 // candidateSchema is GET /allocation_candidates' query schema at mv.
-func candidateSchema(mv int) *schemaNode {
+func candidateSchema(mv int) *pycompat.Schema {
 	return pickSchema(mv, candidatesVersions, schemaCandidates)
 }
 
@@ -142,7 +143,7 @@ func (s *API) parseCandidateQuery(c *reqCtx) (placement.CandidateQuery, error) {
 			g.MemberOf, g.ForbiddenAggregates = r, f
 		case "in_tree":
 			v := strings.TrimSpace(vals[len(vals)-1])
-			if !isUUIDLike(v) {
+			if !pycompat.IsUUIDLike(v) {
 				return cq, errBadRequest("Invalid query string parameters: Expected 'in_tree' parameter to be a format of uuid. Got: %s", vals[len(vals)-1])
 			}
 			g.InTree = normalizeUUID(v)
@@ -166,7 +167,7 @@ func (s *API) parseCandidateQuery(c *reqCtx) (placement.CandidateQuery, error) {
 		}
 		if len(bad) > 0 {
 			sort.Strings(bad)
-			return cq, &httpError{status: 400, code: codeBadValue, detail: "Resourceless suffixed group request should be specified in `same_subtree` query param: bad group(s) - " + pyRepr(bad) + "."}
+			return cq, &httpError{status: 400, code: codeBadValue, detail: "Resourceless suffixed group request should be specified in `same_subtree` query param: bad group(s) - " + pycompat.Repr(bad) + "."}
 		}
 		bad = nil
 		for _, sfx := range sortedKeys(subtreeSuffixes) {
@@ -175,7 +176,7 @@ func (s *API) parseCandidateQuery(c *reqCtx) (placement.CandidateQuery, error) {
 			}
 		}
 		if len(bad) > 0 {
-			return cq, &httpError{status: 400, code: codeBadValue, detail: "Real suffixes should be specified in `same_subtree`: " + pyRepr(bad) + " not found in " + pyRepr(order) + "."}
+			return cq, &httpError{status: 400, code: codeBadValue, detail: "Real suffixes should be specified in `same_subtree`: " + pycompat.Repr(bad) + " not found in " + pycompat.Repr(order) + "."}
 		}
 	} else {
 		var orphans []string

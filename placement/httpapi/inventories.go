@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/placement/internal/pycompat"
 
 	"github.com/berth-project/berth/etcdschema"
 )
@@ -15,7 +16,7 @@ const maxInt = 2147483647
 func serializeInventory(inv etcdschema.Inventory) map[string]any {
 	return map[string]any{
 		"total": inv.Total, "reserved": inv.Reserved, "min_unit": inv.MinUnit,
-		"max_unit": inv.MaxUnit, "step_size": inv.StepSize, "allocation_ratio": pyFloat(inv.AllocationRatio),
+		"max_unit": inv.MaxUnit, "step_size": inv.StepSize, "allocation_ratio": pycompat.Float(inv.AllocationRatio),
 	}
 }
 
@@ -26,7 +27,7 @@ func echoInventory(inv etcdschema.Inventory, given map[string]any) map[string]an
 	out := serializeInventory(inv)
 	for k := range out {
 		if n, ok := given[k].(json.Number); ok {
-			out[k] = json.RawMessage(pyNumberRepr(n))
+			out[k] = json.RawMessage(pycompat.NumberRepr(n))
 		}
 	}
 	return out

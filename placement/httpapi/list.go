@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/placement/internal/pycompat"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,7 +132,7 @@ func parseMemberOf(c *reqCtx, values []string, suffix string) ([][]string, []str
 			r = []string{v}
 		}
 		for _, a := range append(append([]string(nil), r...), f...) {
-			if !isUUIDLike(a) {
+			if !pycompat.IsUUIDLike(a) {
 				return nil, nil, errBadRequest("Invalid query string parameters: Expected 'member_of' parameter to contain valid UUID(s). Got: %s", a)
 			}
 		}

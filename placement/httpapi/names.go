@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/placement/internal/pycompat"
 	"sort"
 	"strings"
 )
@@ -84,7 +85,7 @@ func (s *API) getTrait(c *reqCtx) error {
 
 func (s *API) putTrait(c *reqCtx) error {
 	name := c.vars["name"]
-	if bestMatch(iterErrors(name, schemaCustomTrait)) != nil {
+	if pycompat.Validate(name, schemaCustomTrait, nil) != nil {
 		return errBadRequest("The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix \"CUSTOM_\" and use following characters: \"A\"-\"Z\", \"0\"-\"9\" and \"_\"")
 	}
 	created, err := s.svc.CreateTrait(c.r.Context(), name)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"github.com/berth-project/berth/placement/internal/pycompat"
 	"strings"
 	"testing"
 )
@@ -21,7 +22,7 @@ func TestHTTPCreateProviderPerMicroversion(t *testing.T) {
 	}
 	// 1.20: 200 with the provider; no uuid given means a new one.
 	r = a.must(200, "POST", "/resource_providers", "1.20", map[string]any{"name": "two"})
-	if u, _ := r.body["uuid"].(string); !isUUIDLike(u) || r.body["generation"] != float64(0) || r.body["root_provider_uuid"] != u {
+	if u, _ := r.body["uuid"].(string); !pycompat.IsUUIDLike(u) || r.body["generation"] != float64(0) || r.body["root_provider_uuid"] != u {
 		t.Fatalf("1.20 create: %s", r.raw)
 	}
 	// Links grow with the microversion.

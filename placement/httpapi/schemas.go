@@ -1,6 +1,10 @@
 package httpapi
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/berth-project/berth/placement/internal/pycompat"
+)
 
 // The JSON schemas Placement validates bodies and query strings with, per
 // microversion. Key order matters (jsonschema checks keywords and
@@ -68,10 +72,10 @@ func inventorySchema(required string, extra ...string) string {
 }
 
 var (
-	schemaInventory     = mustSchema(inventorySchema(jList(jStr("total"), jStr("resource_provider_generation"))))
-	schemaPostInventory = mustSchema(inventorySchema(jList(jStr("total"), jStr("resource_class")),
+	schemaInventory     = pycompat.MustSchema(inventorySchema(jList(jStr("total"), jStr("resource_provider_generation"))))
+	schemaPostInventory = pycompat.MustSchema(inventorySchema(jList(jStr("total"), jStr("resource_class")),
 		"resource_class", jObj("type", jStr("string"), "pattern", jStr(patRC))))
-	schemaPutInventories = mustSchema(putInventoriesSchema)
+	schemaPutInventories = pycompat.MustSchema(putInventoriesSchema)
 )
 
 // putInventoriesSchema is PUT_INVENTORY_SCHEMA: the body of PUT
@@ -86,8 +90,8 @@ var putInventoriesSchema = jObj("type", jStr("object"),
 	"additionalProperties", "false")
 
 // Resource providers.
-func providerSchema(props ...string) *schemaNode {
-	return mustSchema(jObj("type", jStr("object"), "properties", jObj(props...),
+func providerSchema(props ...string) *pycompat.Schema {
+	return pycompat.MustSchema(jObj("type", jStr("object"), "properties", jObj(props...),
 		"required", jList(jStr("name")), "additionalProperties", "false"))
 }
 
@@ -100,7 +104,7 @@ var (
 	schemaPutRP114  = providerSchema("name", rpName, "parent_provider_uuid", rpParent)
 )
 
-func listProvidersSchema(mv int) *schemaNode {
+func listProvidersSchema(mv int) *pycompat.Schema {
 	props := []string{"name", tString, "uuid", tUUID}
 	if mv >= 3 {
 		props = append(props, "member_of", tString)
@@ -114,11 +118,11 @@ func listProvidersSchema(mv int) *schemaNode {
 	if mv >= 18 {
 		props = append(props, "required", tString)
 	}
-	return mustSchema(jObj("type", jStr("object"), "properties", jObj(props...), "additionalProperties", "false"))
+	return pycompat.MustSchema(jObj("type", jStr("object"), "properties", jObj(props...), "additionalProperties", "false"))
 }
 
-var schemaListProviders = func() map[int]*schemaNode {
-	m := map[int]*schemaNode{}
+var schemaListProviders = func() map[int]*pycompat.Schema {
+	m := map[int]*pycompat.Schema{}
 	for _, mv := range []int{0, 3, 4, 14, 18} {
 		m[mv] = listProvidersSchema(mv)
 	}
@@ -126,7 +130,7 @@ var schemaListProviders = func() map[int]*schemaNode {
 }()
 
 // schemaForListProviders picks GET /resource_providers' query schema.
-func schemaForListProviders(mv int) *schemaNode {
+func schemaForListProviders(mv int) *pycompat.Schema {
 	for _, v := range []int{18, 14, 4, 3} {
 		if mv >= v {
 			return schemaListProviders[v]
@@ -206,20 +210,20 @@ func postAllocationsSchema(mv int, minProps string) string {
 var (
 	putAllocationVersions  = []int{38, 34, 28, 12, 8, 0}
 	postAllocationVersions = []int{38, 34, 28, 13}
-	schemaPutAllocations   = map[int]*schemaNode{}
-	schemaPostAllocations  = map[int]*schemaNode{}
+	schemaPutAllocations   = map[int]*pycompat.Schema{}
+	schemaPostAllocations  = map[int]*pycompat.Schema{}
 )
 
 func init() {
 	for _, mv := range putAllocationVersions {
-		schemaPutAllocations[mv] = mustSchema(allocationSchema(mv, false))
+		schemaPutAllocations[mv] = pycompat.MustSchema(allocationSchema(mv, false))
 	}
 	for _, mv := range postAllocationVersions {
-		schemaPostAllocations[mv] = mustSchema(postAllocationsSchema(mv, "1"))
+		schemaPostAllocations[mv] = pycompat.MustSchema(postAllocationsSchema(mv, "1"))
 	}
 }
 
-func pickSchema(mv int, versions []int, m map[int]*schemaNode) *schemaNode {
+func pickSchema(mv int, versions []int, m map[int]*pycompat.Schema) *pycompat.Schema {
 	for _, v := range versions {
 		if mv >= v {
 			return m[v]
@@ -274,25 +278,25 @@ func candidatesSchema(mv int) string {
 
 var (
 	candidatesVersions      = []int{36, 35, 33, 31, 25, 21, 17, 16, 10}
-	schemaCandidates        = map[int]*schemaNode{}
-	schemaUsages            = mustSchema(usagesSchema(false))
-	schemaUsages138         = mustSchema(usagesSchema(true))
-	schemaCustomTrait       = mustSchema(jObj("type", jStr("string"), "minLength", "1", "maxLength", "255", "pattern", jStr(patCustom)))
-	schemaSetProviderTraits = mustSchema(jObj("type", jStr("object"),
+	schemaCandidates        = map[int]*pycompat.Schema{}
+	schemaUsages            = pycompat.MustSchema(usagesSchema(false))
+	schemaUsages138         = pycompat.MustSchema(usagesSchema(true))
+	schemaCustomTrait       = pycompat.MustSchema(jObj("type", jStr("string"), "minLength", "1", "maxLength", "255", "pattern", jStr(patCustom)))
+	schemaSetProviderTraits = pycompat.MustSchema(jObj("type", jStr("object"),
 		"properties", jObj(
 			"traits", jObj("type", jStr("array"), "items", jObj("type", jStr("string"), "minLength", "1", "maxLength", "255")),
 			"resource_provider_generation", tInt),
 		"required", jList(jStr("traits"), jStr("resource_provider_generation")),
 		"additionalProperties", "false"))
-	schemaListTraits = mustSchema(jObj("type", jStr("object"),
+	schemaListTraits = pycompat.MustSchema(jObj("type", jStr("object"),
 		"properties", jObj("name", tString, "associated", tString),
 		"additionalProperties", "false"))
-	schemaResourceClass = mustSchema(jObj("type", jStr("object"),
+	schemaResourceClass = pycompat.MustSchema(jObj("type", jStr("object"),
 		"properties", jObj("name", jObj("type", jStr("string"), "pattern", jStr(patCustom), "maxLength", "255")),
 		"required", jList(jStr("name")), "additionalProperties", "false"))
 	jAggList            = jObj("type", jStr("array"), "items", tUUID, "uniqueItems", "true")
-	schemaAggregates    = mustSchema(jAggList)
-	schemaAggregates119 = mustSchema(jObj("type", jStr("object"),
+	schemaAggregates    = pycompat.MustSchema(jAggList)
+	schemaAggregates119 = pycompat.MustSchema(jObj("type", jStr("object"),
 		"properties", jObj("aggregates", jAggList, "resource_provider_generation", tInt),
 		"required", jList(jStr("aggregates"), jStr("resource_provider_generation")),
 		"additionalProperties", "false"))
@@ -310,19 +314,7 @@ func usagesSchema(v138 bool) string {
 
 func init() {
 	for _, mv := range candidatesVersions {
-		schemaCandidates[mv] = mustSchema(candidatesSchema(mv))
-	}
-	all := []*schemaNode{schemaInventory, schemaPostInventory, schemaPutInventories,
-		schemaPostRP, schemaPutRP, schemaPostRP114, schemaPutRP114, schemaUsages, schemaUsages138,
-		schemaCustomTrait, schemaSetProviderTraits, schemaListTraits, schemaResourceClass,
-		schemaAggregates, schemaAggregates119}
-	for _, m := range []map[int]*schemaNode{schemaListProviders, schemaPutAllocations, schemaPostAllocations, schemaCandidates, schemaReshaper} {
-		for _, s := range m {
-			all = append(all, s)
-		}
-	}
-	for _, s := range all {
-		warmSchemaRegexps(s)
+		schemaCandidates[mv] = pycompat.MustSchema(candidatesSchema(mv))
 	}
 }
 
@@ -345,10 +337,10 @@ func reshaperSchema(mv int) string {
 
 var (
 	reshaperVersions = []int{38, 34, 30}
-	schemaReshaper   = func() map[int]*schemaNode {
-		m := map[int]*schemaNode{}
+	schemaReshaper   = func() map[int]*pycompat.Schema {
+		m := map[int]*pycompat.Schema{}
 		for _, mv := range reshaperVersions {
-			m[mv] = mustSchema(reshaperSchema(mv))
+			m[mv] = pycompat.MustSchema(reshaperSchema(mv))
 		}
 		return m
 	}()

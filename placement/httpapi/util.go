@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/placement/internal/pycompat"
 	"io"
 	"maps"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -123,7 +123,7 @@ func (c *reqCtx) requireContent() error {
 
 // readBody is readJSON then validateBody against sch: Placement's
 // extract_json, which every handler taking a body calls.
-func (c *reqCtx) readBody(sch *schemaNode) (any, error) {
+func (c *reqCtx) readBody(sch *pycompat.Schema) (any, error) {
 	v, err := c.readJSON()
 	if err != nil {
 		return nil, err
@@ -145,9 +145,9 @@ func (c *reqCtx) readJSON() (any, error) {
 		return nil, errBadRequest("read body: %v", err)
 	}
 	// Placement decodes the body as UTF-8, then parses it with Python's
-	// json; a refusal quotes Python's words, which pyJSONError finds.
+	// json; a refusal quotes Python's words, which pycompat.JSONError finds.
 	malformed := func(goErr string) error {
-		if msg := pyJSONError(body); msg != "" {
+		if msg := pycompat.JSONError(body); msg != "" {
 			return errBadRequest("Malformed JSON: %s", msg)
 		}
 		// Python takes what Go does not (NaN, Infinity).
@@ -165,7 +165,7 @@ func (c *reqCtx) readJSON() (any, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, malformed("extra data")
 	}
-	c.bodyOrder = jsonKeyOrder(body)
+	c.bodyOrder = pycompat.JSONKeyOrder(body)
 	return v, nil
 }
 
@@ -184,16 +184,6 @@ func (c *reqCtx) checkBodyContentType() error {
 		return raisedErr(errBadRequest("content-type header required when content-length > 0"))
 	}
 	return nil
-}
-
-var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$`)
-
-// isUUIDLike is oslo's is_uuid_like: any spelling that normalises to a
-// canonical uuid (hyphens optional, any case, surrounding braces).
-func isUUIDLike(s string) bool {
-	s = strings.TrimPrefix(strings.TrimSuffix(s, "}"), "{")
-	s = strings.TrimPrefix(strings.ToLower(s), "urn:uuid:")
-	return uuidRe.MatchString(s)
 }
 
 // normalizeUUID spells a uuid-like string canonically.
@@ -292,4 +282,29 @@ func traitOrder(traits []string) []string {
 // sortedKeys lists a map's keys in order.
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// validateBody is util.extract_json's validation: a 400 with
+// "JSON does not validate: <str(error)>". It walks objects in the order
+// the body gave their keys (readJSON records it).
+func (c *reqCtx) validateBody(v any, sch *pycompat.Schema) error {
+	if e := pycompat.Validate(v, sch, c.bodyOrder); e != nil {
+		return errBadRequest("JSON does not validate: %s", e.String())
+	}
+	return nil
+}
+
+// validateQuery is util.validate_query_params: the query string as a dict
+// (the last value of a repeated key, keys in query order) against the
+// schema.
+func validateQuery(c *reqCtx, sch *pycompat.Schema) error {
+	q := c.query()
+	obj := make(map[string]any, len(q))
+	for k, vs := range q {
+		obj[k] = vs[len(vs)-1]
+	}
+	if e := pycompat.Validate(obj, sch, pycompat.TopKeyOrder(orderedQueryKeys(c.r.URL.RawQuery))); e != nil {
+		return errBadRequest("Invalid query string parameters: %s", e.String())
+	}
+	return nil
 }

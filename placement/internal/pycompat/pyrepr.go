@@ -1,10 +1,12 @@
-package httpapi
+package pycompat
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,11 +19,11 @@ import (
 // str(ValidationError)). These helpers spell decoded JSON values, schema
 // nodes included, the same way.
 
-// pyRepr is Python's repr of a decoded JSON value.
-func pyRepr(v any) string {
+// Repr is Python's repr of a decoded JSON value.
+func Repr(v any) string {
 	switch x := v.(type) {
 	case string:
-		return pyStrRepr(x)
+		return StrRepr(x)
 	case nil:
 		return "None"
 	case bool:
@@ -30,7 +32,7 @@ func pyRepr(v any) string {
 		}
 		return "False"
 	case json.Number:
-		return pyNumberRepr(x)
+		return NumberRepr(x)
 	case int:
 		return strconv.Itoa(x)
 	case int64:
@@ -41,36 +43,36 @@ func pyRepr(v any) string {
 		keys := sortedKeys(x)
 		parts := make([]string, 0, len(keys))
 		for _, k := range keys {
-			parts = append(parts, pyStrRepr(k)+": "+pyRepr(x[k]))
+			parts = append(parts, StrRepr(k)+": "+Repr(x[k]))
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
-	case *schemaNode:
+	case *Schema:
 		keys := append([]string(nil), x.keys...)
 		sort.Strings(keys)
 		parts := make([]string, 0, len(keys))
 		for _, k := range keys {
-			parts = append(parts, pyStrRepr(k)+": "+pyRepr(x.vals[k]))
+			parts = append(parts, StrRepr(k)+": "+Repr(x.vals[k]))
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	case []any:
 		parts := make([]string, 0, len(x))
 		for _, e := range x {
-			parts = append(parts, pyRepr(e))
+			parts = append(parts, Repr(e))
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	case []string:
 		parts := make([]string, 0, len(x))
 		for _, e := range x {
-			parts = append(parts, pyStrRepr(e))
+			parts = append(parts, StrRepr(e))
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	}
 	return fmt.Sprint(v)
 }
 
-// pyStrRepr is repr(str): single quotes unless the text holds a single
+// StrRepr is repr(str): single quotes unless the text holds a single
 // quote and no double one; backslash escapes for the unprintable.
-func pyStrRepr(s string) string {
+func StrRepr(s string) string {
 	q := byte('\'')
 	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
 		q = '"'
@@ -115,9 +117,9 @@ func pyStrRepr(s string) string {
 
 var jsonIntRe = regexp.MustCompile(`^-?[0-9]+$`)
 
-// pyNumberRepr: a JSON number without fraction or exponent is a Python
+// NumberRepr: a JSON number without fraction or exponent is a Python
 // int, any other a float.
-func pyNumberRepr(n json.Number) string {
+func NumberRepr(n json.Number) string {
 	s := n.String()
 	if jsonIntRe.MatchString(s) {
 		if s == "-0" {
@@ -163,12 +165,12 @@ func pyFloatRepr(f float64) string {
 	return s
 }
 
-// pyFloat is a float that JSON-encodes as Python's json.dumps does
+// Float is a float that JSON-encodes as Python's json.dumps does
 // (1.0, not 1): Placement's float fields read the same to clients that
 // print them.
-type pyFloat float64
+type Float float64
 
-func (f pyFloat) MarshalJSON() ([]byte, error) {
+func (f Float) MarshalJSON() ([]byte, error) {
 	if math.IsInf(float64(f), 0) || math.IsNaN(float64(f)) {
 		return nil, fmt.Errorf("placement: %v is not JSON", float64(f))
 	}
@@ -186,7 +188,7 @@ func pformat(v any) string {
 type pprinter struct{ width int }
 
 func (p pprinter) format(b *strings.Builder, v any, indent, allowance, level int) {
-	rep := pyRepr(v)
+	rep := Repr(v)
 	if len([]rune(rep)) <= p.width-indent-allowance {
 		b.WriteString(rep)
 		return
@@ -195,7 +197,7 @@ func (p pprinter) format(b *strings.Builder, v any, indent, allowance, level int
 	case map[string]any:
 		p.dict(b, sortedKeys(x), func(k string) any { return x[k] }, indent, allowance, level+1)
 		return
-	case *schemaNode:
+	case *Schema:
 		keys := append([]string(nil), x.keys...)
 		sort.Strings(keys)
 		p.dict(b, keys, func(k string) any { return x.vals[k] }, indent, allowance, level+1)
@@ -216,7 +218,7 @@ func (p pprinter) dict(b *strings.Builder, keys []string, get func(string) any, 
 	allowance++
 	for i, k := range keys {
 		last := i == len(keys)-1
-		rep := pyStrRepr(k)
+		rep := StrRepr(k)
 		b.WriteString(rep)
 		b.WriteString(": ")
 		al := 1
@@ -277,7 +279,7 @@ func (p pprinter) str(b *strings.Builder, s string, indent, allowance, level int
 	maxWidth := maxWidth1
 	var chunks []string
 	for i, line := range lines {
-		rep := pyStrRepr(line)
+		rep := StrRepr(line)
 		if i == len(lines)-1 {
 			maxWidth1 -= allowance
 		}
@@ -293,9 +295,9 @@ func (p pprinter) str(b *strings.Builder, s string, indent, allowance, level int
 			if j == len(parts)-1 && i == len(lines)-1 {
 				maxWidth2 -= allowance
 			}
-			if len([]rune(pyStrRepr(cand))) > maxWidth2 {
+			if len([]rune(StrRepr(cand))) > maxWidth2 {
 				if current != "" {
-					chunks = append(chunks, pyStrRepr(current))
+					chunks = append(chunks, StrRepr(current))
 				}
 				current = part
 			} else {
@@ -303,11 +305,11 @@ func (p pprinter) str(b *strings.Builder, s string, indent, allowance, level int
 			}
 		}
 		if current != "" {
-			chunks = append(chunks, pyStrRepr(current))
+			chunks = append(chunks, StrRepr(current))
 		}
 	}
 	if len(chunks) <= 1 {
-		b.WriteString(pyStrRepr(s))
+		b.WriteString(StrRepr(s))
 		return
 	}
 	if level == 1 {
@@ -322,4 +324,30 @@ func (p pprinter) str(b *strings.Builder, s string, indent, allowance, level int
 	if level == 1 {
 		b.WriteByte(')')
 	}
+}
+
+// Int is Python's int(s): surrounding whitespace, a sign, and digits
+// with single underscores between them.
+func Int(s string) (int, bool) {
+	s = strings.TrimSpace(s)
+	sign := 1
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		if s[0] == '-' {
+			sign = -1
+		}
+		s = s[1:]
+	}
+	if s == "" || s[0] == '_' || s[len(s)-1] == '_' || strings.Contains(s, "__") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.ReplaceAll(s, "_", ""))
+	if err != nil || strings.ContainsAny(s, "+-") {
+		return 0, false
+	}
+	return sign * n, true
+}
+
+// sortedKeys lists a map's keys in order (Python's sorted(d)).
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

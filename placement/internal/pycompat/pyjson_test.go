@@ -1,4 +1,4 @@
-package httpapi
+package pycompat
 
 import "testing"
 
@@ -53,8 +53,8 @@ func TestPyJSONErrorMatchesPython(t *testing.T) {
 		{"[,1]", "Expecting value: line 1 column 2 (char 1)"},
 		{"\"\\\"", "Unterminated string starting at: line 1 column 1 (char 0)"},
 	} {
-		if got := pyJSONError([]byte(tc.body)); got != tc.want {
-			t.Errorf("pyJSONError(%q) = %q, want %q", tc.body, got, tc.want)
+		if got := JSONError([]byte(tc.body)); got != tc.want {
+			t.Errorf("JSONError(%q) = %q, want %q", tc.body, got, tc.want)
 		}
 	}
 	for _, tc := range []struct {
@@ -66,8 +66,8 @@ func TestPyJSONErrorMatchesPython(t *testing.T) {
 		{[]byte{123, 34, 97, 34, 58, 32, 34, 195, 40, 120, 34, 125}, "'utf-8' codec can't decode byte 0xc3 in position 7: invalid continuation byte"},
 		{[]byte{226, 130}, "'utf-8' codec can't decode bytes in position 0-1: unexpected end of data"},
 	} {
-		if got := pyJSONError(tc.body); got != tc.want {
-			t.Errorf("pyJSONError(%q) = %q, want %q", tc.body, got, tc.want)
+		if got := JSONError(tc.body); got != tc.want {
+			t.Errorf("JSONError(%q) = %q, want %q", tc.body, got, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package httpapi
+package pycompat
 
 import (
 	"bytes"
@@ -9,43 +9,35 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
-// A small JSON-schema validator that answers as Placement does. Placement
-// validates every body and query string with python-jsonschema
-// (jsonschema.validate with a FormatChecker, Draft 2020-12 keywords) and
-// puts str(error) into its 400: the message, the keyword that failed, the
-// schema path, the failing sub-schema and the instance. Clients and
-// Placement's own tests match on those words, so this validator keeps
-// jsonschema's keyword order (the schema's own key order), its error
-// selection (best_match) and its wording, for the keywords Placement's
-// schemas use.
-
-// schemaNode is a JSON-schema object with its keys in written order:
+// Schema is a JSON-schema object with its keys in written order:
 // jsonschema checks keywords, properties and required names in that order.
-type schemaNode struct {
+type Schema struct {
 	keys []string
-	vals map[string]any // *schemaNode, []any, string, json.Number, bool or nil
+	vals map[string]any // *Schema, []any, string, json.Number, bool or nil
 }
 
-func (n *schemaNode) get(k string) (any, bool) {
+func (n *Schema) get(k string) (any, bool) {
 	v, ok := n.vals[k]
 	return v, ok
 }
 
-// mustSchema parses a schema written as JSON, keeping key order.
-func mustSchema(src string) *schemaNode {
+// MustSchema parses a schema written as JSON, keeping key order.
+func MustSchema(src string) *Schema {
 	dec := json.NewDecoder(strings.NewReader(src))
 	dec.UseNumber()
 	v, err := decodeOrdered(dec)
 	if err != nil {
 		panic(fmt.Sprintf("placement: bad built-in schema: %v", err))
 	}
-	n, ok := v.(*schemaNode)
+	n, ok := v.(*Schema)
 	if !ok {
 		panic("placement: built-in schema is not an object")
 	}
+	warmSchemaRegexps(n)
 	return n
 }
 
@@ -58,7 +50,7 @@ func decodeOrdered(dec *json.Decoder) (any, error) {
 	case json.Delim:
 		switch t {
 		case '{':
-			n := &schemaNode{vals: map[string]any{}}
+			n := &Schema{vals: map[string]any{}}
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
@@ -94,24 +86,24 @@ func decodeOrdered(dec *json.Decoder) (any, error) {
 	}
 }
 
-// schemaError is one jsonschema ValidationError.
-type schemaError struct {
+// ValidationError is one jsonschema ValidationError.
+type ValidationError struct {
 	msg        string
 	validator  string
 	path       []any // instance path: string keys and int indexes
 	schemaPath []any
-	schema     *schemaNode
+	schema     *Schema
 	instance   any
-	context    []*schemaError
+	context    []*ValidationError
 }
 
 // String is str(ValidationError).
-func (e *schemaError) String() string {
+func (e *ValidationError) String() string {
 	sp := e.schemaPath
 	if len(sp) > 0 {
 		sp = sp[:len(sp)-1]
 	}
-	return e.msg + "\n\nFailed validating " + pyRepr(e.validator) + " in " + formatIndex("schema", sp) +
+	return e.msg + "\n\nFailed validating " + Repr(e.validator) + " in " + formatIndex("schema", sp) +
 		":\n    " + strings.ReplaceAll(pformat(e.schema), "\n", "\n    ") +
 		"\n\nOn " + formatIndex("instance", e.path) + ":\n    " +
 		strings.ReplaceAll(pformat(e.instance), "\n", "\n    ")
@@ -123,45 +115,48 @@ func formatIndex(container string, idx []any) string {
 	}
 	parts := make([]string, len(idx))
 	for i, x := range idx {
-		parts[i] = pyRepr(x)
+		parts[i] = Repr(x)
 	}
 	return container + "[" + strings.Join(parts, "][") + "]"
 }
 
-var schemaRegexps = map[string]*regexp.Regexp{}
+// schemaRegexps holds the compiled patterns of the schemas, by pattern
+// text.
+var schemaRegexps sync.Map
 
 func schemaRegexp(p string) *regexp.Regexp {
-	// Schemas are built-in and few; compile once, guarded by init-time
-	// warm-up (warmSchemaRegexps) so no lock is needed at request time.
-	if re, ok := schemaRegexps[p]; ok {
-		return re
+	if re, ok := schemaRegexps.Load(p); ok {
+		return re.(*regexp.Regexp)
 	}
-	return regexp.MustCompile(p)
+	re := regexp.MustCompile(p)
+	schemaRegexps.Store(p, re)
+	return re
 }
 
-// warmSchemaRegexps compiles every pattern a schema holds.
-func warmSchemaRegexps(n *schemaNode) {
+// warmSchemaRegexps compiles every pattern a schema holds, so a bad
+// pattern fails when the schema is made.
+func warmSchemaRegexps(n *Schema) {
 	for _, k := range n.keys {
 		v := n.vals[k]
 		switch k {
 		case "pattern":
 			if p, ok := v.(string); ok {
-				schemaRegexps[p] = regexp.MustCompile(p)
+				schemaRegexp(p)
 			}
 		case "patternProperties":
-			pp := v.(*schemaNode)
+			pp := v.(*Schema)
 			joined := strings.Join(pp.keys, "|")
-			schemaRegexps[joined] = regexp.MustCompile(joined)
+			schemaRegexp(joined)
 			for _, p := range pp.keys {
-				schemaRegexps[p] = regexp.MustCompile(p)
+				schemaRegexp(p)
 			}
 		}
 		switch x := v.(type) {
-		case *schemaNode:
+		case *Schema:
 			warmSchemaRegexps(x)
 		case []any:
 			for _, e := range x {
-				if sn, ok := e.(*schemaNode); ok {
+				if sn, ok := e.(*Schema); ok {
 					warmSchemaRegexps(sn)
 				}
 			}
@@ -247,7 +242,7 @@ func jsonEqual(a, b any) bool {
 // decides which of two equal errors jsonschema reports), keyed by
 // pathKey; objects it does not know are walked in sorted order.
 type validator struct {
-	order map[string][]string
+	order KeyOrder
 }
 
 // pathKey spells an instance path as a map key.
@@ -272,13 +267,10 @@ func (v *validator) keys(obj map[string]any, path []any) []string {
 	return ks
 }
 
-// iterErrors is Validator.iter_errors: every error of inst against sch.
-func iterErrors(inst any, sch *schemaNode) []*schemaError {
-	return (&validator{}).iter(inst, sch, nil)
-}
-
-func (vd *validator) iter(inst any, sch *schemaNode, path []any) []*schemaError {
-	var out []*schemaError
+// iter is Validator.iter_errors: every error of inst against sch, at
+// instance path path.
+func (vd *validator) iter(inst any, sch *Schema, path []any) []*ValidationError {
+	var out []*ValidationError
 	for _, k := range sch.keys {
 		v := sch.vals[k]
 		for _, e := range vd.keyword(k, v, inst, sch, path) {
@@ -292,7 +284,7 @@ func (vd *validator) iter(inst any, sch *schemaNode, path []any) []*schemaError 
 	return out
 }
 
-func (vd *validator) descend(inst any, sch *schemaNode, at []any, path any, schemaPath any) []*schemaError {
+func (vd *validator) descend(inst any, sch *Schema, at []any, path any, schemaPath any) []*ValidationError {
 	sub := at
 	if path != nil {
 		sub = append(append([]any(nil), at...), path)
@@ -309,11 +301,11 @@ func (vd *validator) descend(inst any, sch *schemaNode, at []any, path any, sche
 	return errs
 }
 
-func newErr(format string, args ...any) *schemaError {
-	return &schemaError{msg: fmt.Sprintf(format, args...)}
+func newErr(format string, args ...any) *ValidationError {
+	return &ValidationError{msg: fmt.Sprintf(format, args...)}
 }
 
-func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []any) []*schemaError {
+func (vd *validator) keyword(k string, v any, inst any, sch *Schema, at []any) []*ValidationError {
 	switch k {
 	case "type":
 		var types []string
@@ -332,19 +324,19 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 		}
 		reprs := make([]string, len(types))
 		for i, t := range types {
-			reprs[i] = pyRepr(t)
+			reprs[i] = Repr(t)
 		}
-		return []*schemaError{newErr("%s is not of type %s", pyRepr(inst), strings.Join(reprs, ", "))}
+		return []*ValidationError{newErr("%s is not of type %s", Repr(inst), strings.Join(reprs, ", "))}
 	case "properties":
 		obj, ok := inst.(map[string]any)
 		if !ok {
 			return nil
 		}
-		props := v.(*schemaNode)
-		var out []*schemaError
+		props := v.(*Schema)
+		var out []*ValidationError
 		for _, p := range props.keys {
 			if iv, ok := obj[p]; ok {
-				out = append(out, vd.descend(iv, props.vals[p].(*schemaNode), at, p, p)...)
+				out = append(out, vd.descend(iv, props.vals[p].(*Schema), at, p, p)...)
 			}
 		}
 		return out
@@ -353,13 +345,13 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 		if !ok {
 			return nil
 		}
-		pp := v.(*schemaNode)
-		var out []*schemaError
+		pp := v.(*Schema)
+		var out []*ValidationError
 		for _, p := range pp.keys {
 			re := schemaRegexp(p)
 			for _, ik := range vd.keys(obj, at) {
 				if re.MatchString(ik) {
-					out = append(out, vd.descend(obj[ik], pp.vals[p].(*schemaNode), at, ik, p)...)
+					out = append(out, vd.descend(obj[ik], pp.vals[p].(*Schema), at, ik, p)...)
 				}
 			}
 		}
@@ -370,14 +362,14 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 			return nil
 		}
 		var extras []string
-		var props *schemaNode
+		var props *Schema
 		if pv, ok := sch.get("properties"); ok {
-			props = pv.(*schemaNode)
+			props = pv.(*Schema)
 		}
 		var patterns *regexp.Regexp
 		var patternNames []string
 		if pv, ok := sch.get("patternProperties"); ok {
-			pp := pv.(*schemaNode)
+			pp := pv.(*Schema)
 			patternNames = append(patternNames, pp.keys...)
 			if len(pp.keys) > 0 {
 				patterns = schemaRegexp(strings.Join(pp.keys, "|"))
@@ -394,8 +386,8 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 			}
 			extras = append(extras, ik)
 		}
-		if sub, ok := v.(*schemaNode); ok {
-			var out []*schemaError
+		if sub, ok := v.(*Schema); ok {
+			var out []*ValidationError
 			for _, ex := range extras {
 				out = append(out, vd.descend(obj[ex], sub, at, ex, nil)...)
 			}
@@ -408,7 +400,7 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 			_, hasPatterns := sch.get("patternProperties")
 			reprs := make([]string, len(extras))
 			for i, x := range extras {
-				reprs[i] = pyRepr(x)
+				reprs[i] = Repr(x)
 			}
 			if hasPatterns {
 				verb := "does"
@@ -418,15 +410,15 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 				sort.Strings(patternNames)
 				pr := make([]string, len(patternNames))
 				for i, x := range patternNames {
-					pr[i] = pyRepr(x)
+					pr[i] = Repr(x)
 				}
-				return []*schemaError{newErr("%s %s not match any of the regexes: %s", strings.Join(reprs, ", "), verb, strings.Join(pr, ", "))}
+				return []*ValidationError{newErr("%s %s not match any of the regexes: %s", strings.Join(reprs, ", "), verb, strings.Join(pr, ", "))}
 			}
 			verb := "was"
 			if len(extras) > 1 {
 				verb = "were"
 			}
-			return []*schemaError{newErr("Additional properties are not allowed (%s %s unexpected)", strings.Join(reprs, ", "), verb)}
+			return []*ValidationError{newErr("Additional properties are not allowed (%s %s unexpected)", strings.Join(reprs, ", "), verb)}
 		}
 		return nil
 	case "required":
@@ -434,10 +426,10 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 		if !ok {
 			return nil
 		}
-		var out []*schemaError
+		var out []*ValidationError
 		for _, r := range v.([]any) {
 			if _, ok := obj[r.(string)]; !ok {
-				out = append(out, newErr("%s is a required property", pyRepr(r)))
+				out = append(out, newErr("%s is a required property", Repr(r)))
 			}
 		}
 		return out
@@ -448,21 +440,21 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 		}
 		lim, _ := v.(json.Number).Int64()
 		if k == "minProperties" && int64(len(obj)) < lim {
-			return []*schemaError{newErr("%s does not have enough properties", pyRepr(inst))}
+			return []*ValidationError{newErr("%s does not have enough properties", Repr(inst))}
 		}
 		if k == "maxProperties" && int64(len(obj)) > lim {
-			return []*schemaError{newErr("%s has too many properties", pyRepr(inst))}
+			return []*ValidationError{newErr("%s has too many properties", Repr(inst))}
 		}
 	case "items":
 		arr, ok := inst.([]any)
 		if !ok {
 			return nil
 		}
-		sub, ok := v.(*schemaNode)
+		sub, ok := v.(*Schema)
 		if !ok {
 			return nil
 		}
-		var out []*schemaError
+		var out []*ValidationError
 		for i, x := range arr {
 			out = append(out, vd.descend(x, sub, at, i, nil)...)
 		}
@@ -474,10 +466,10 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 		}
 		lim, _ := v.(json.Number).Int64()
 		if k == "minItems" && int64(len(arr)) < lim {
-			return []*schemaError{newErr("%s is too short", pyRepr(inst))}
+			return []*ValidationError{newErr("%s is too short", Repr(inst))}
 		}
 		if k == "maxItems" && int64(len(arr)) > lim {
-			return []*schemaError{newErr("%s is too long", pyRepr(inst))}
+			return []*ValidationError{newErr("%s is too long", Repr(inst))}
 		}
 	case "uniqueItems":
 		arr, ok := inst.([]any)
@@ -487,7 +479,7 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 		for i := range arr {
 			for j := i + 1; j < len(arr); j++ {
 				if jsonEqual(arr[i], arr[j]) {
-					return []*schemaError{newErr("%s has non-unique elements", pyRepr(inst))}
+					return []*ValidationError{newErr("%s has non-unique elements", Repr(inst))}
 				}
 			}
 		}
@@ -499,10 +491,10 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 		lim, _ := v.(json.Number).Int64()
 		n := int64(utf8.RuneCountInString(s))
 		if k == "minLength" && n < lim {
-			return []*schemaError{newErr("%s is too short", pyRepr(inst))}
+			return []*ValidationError{newErr("%s is too short", Repr(inst))}
 		}
 		if k == "maxLength" && n > lim {
-			return []*schemaError{newErr("%s is too long", pyRepr(inst))}
+			return []*ValidationError{newErr("%s is too long", Repr(inst))}
 		}
 	case "pattern":
 		s, ok := inst.(string)
@@ -511,15 +503,15 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 		}
 		p := v.(string)
 		if !schemaRegexp(p).MatchString(s) {
-			return []*schemaError{newErr("%s does not match %s", pyRepr(inst), pyRepr(p))}
+			return []*ValidationError{newErr("%s does not match %s", Repr(inst), Repr(p))}
 		}
 	case "format":
 		// Placement's FormatChecker knows "uuid" (oslo's is_uuid_like),
 		// which fails every non-string too.
 		if v == "uuid" {
 			s, ok := inst.(string)
-			if !ok || !isUUIDLike(s) {
-				return []*schemaError{newErr("%s is not a %s", pyRepr(inst), pyRepr(v))}
+			if !ok || !IsUUIDLike(s) {
+				return []*ValidationError{newErr("%s is not a %s", Repr(inst), Repr(v))}
 			}
 		}
 	case "minimum", "maximum":
@@ -530,10 +522,10 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 		lim := v.(json.Number)
 		c := compareNumbers(n, lim)
 		if k == "minimum" && c < 0 {
-			return []*schemaError{newErr("%s is less than the minimum of %s", pyRepr(inst), pyRepr(lim))}
+			return []*ValidationError{newErr("%s is less than the minimum of %s", Repr(inst), Repr(lim))}
 		}
 		if k == "maximum" && c > 0 {
-			return []*schemaError{newErr("%s is greater than the maximum of %s", pyRepr(inst), pyRepr(lim))}
+			return []*ValidationError{newErr("%s is greater than the maximum of %s", Repr(inst), Repr(lim))}
 		}
 	case "enum":
 		for _, e := range v.([]any) {
@@ -541,24 +533,24 @@ func (vd *validator) keyword(k string, v any, inst any, sch *schemaNode, at []an
 				return nil
 			}
 		}
-		return []*schemaError{newErr("%s is not one of %s", pyRepr(inst), pyRepr(v))}
+		return []*ValidationError{newErr("%s is not one of %s", Repr(inst), Repr(v))}
 	case "anyOf":
-		var all []*schemaError
+		var all []*ValidationError
 		for i, sub := range v.([]any) {
-			errs := vd.descend(inst, sub.(*schemaNode), at, nil, i)
+			errs := vd.descend(inst, sub.(*Schema), at, nil, i)
 			if len(errs) == 0 {
 				return nil
 			}
 			all = append(all, errs...)
 		}
-		return []*schemaError{{msg: fmt.Sprintf("%s is not valid under any of the given schemas", pyRepr(inst)), context: all}}
+		return []*ValidationError{{msg: fmt.Sprintf("%s is not valid under any of the given schemas", Repr(inst)), context: all}}
 	}
 	return nil
 }
 
 // relevance is jsonschema's by_relevance key: shallower errors first,
 // anyOf/oneOf weakest, then errors whose instance is of the wrong type.
-func relevance(e *schemaError) [3]int {
+func relevance(e *ValidationError) [3]int {
 	weak := 1
 	if e.validator == "anyOf" || e.validator == "oneOf" {
 		weak = 0
@@ -593,7 +585,7 @@ func lessRel(a, b [3]int) bool {
 }
 
 // bestMatch is jsonschema.exceptions.best_match.
-func bestMatch(errs []*schemaError) *schemaError {
+func bestMatch(errs []*ValidationError) *ValidationError {
 	if len(errs) == 0 {
 		return nil
 	}
@@ -604,7 +596,7 @@ func bestMatch(errs []*schemaError) *schemaError {
 		}
 	}
 	for len(best.context) > 0 {
-		ctx := append([]*schemaError(nil), best.context...)
+		ctx := append([]*ValidationError(nil), best.context...)
 		sort.SliceStable(ctx, func(i, j int) bool { return lessRel(relevance(ctx[i]), relevance(ctx[j])) })
 		if len(ctx) >= 2 && relevance(ctx[0]) == relevance(ctx[1]) {
 			return best
@@ -614,38 +606,29 @@ func bestMatch(errs []*schemaError) *schemaError {
 	return best
 }
 
-// validateBody is util.extract_json's validation: a 400 with
-// "JSON does not validate: <str(error)>". It walks objects in the order
-// the body gave their keys (readJSON records it).
-func (c *reqCtx) validateBody(v any, sch *schemaNode) error {
-	vd := &validator{order: c.bodyOrder}
-	if e := bestMatch(vd.iter(v, sch, nil)); e != nil {
-		return errBadRequest("JSON does not validate: %s", e.String())
-	}
-	return nil
+// KeyOrder is the key order of each object of an instance as the client
+// sent it, keyed by the object's path (see JSONKeyOrder). Python's json
+// keeps that order, and it decides which of two equal errors jsonschema
+// reports; objects it does not know are walked in sorted key order.
+type KeyOrder map[string][]string
+
+// TopKeyOrder is the order of the top-level object's keys alone (a query
+// string's keys in the order they came).
+func TopKeyOrder(keys []string) KeyOrder { return KeyOrder{pathKey(nil): keys} }
+
+// Validate is jsonschema.validate: nil if inst is valid against sch,
+// else the error python-jsonschema would raise (best_match of
+// iter_errors), whose String is str(error). order may be nil.
+func Validate(inst any, sch *Schema, order KeyOrder) *ValidationError {
+	vd := &validator{order: order}
+	return bestMatch(vd.iter(inst, sch, nil))
 }
 
-// validateQuery is util.validate_query_params: the query string as a dict
-// (the last value of a repeated key, keys in query order) against the
-// schema.
-func validateQuery(c *reqCtx, sch *schemaNode) error {
-	q := c.query()
-	obj := make(map[string]any, len(q))
-	for k, vs := range q {
-		obj[k] = vs[len(vs)-1]
-	}
-	vd := &validator{order: map[string][]string{pathKey(nil): orderedQueryKeys(c.r.URL.RawQuery)}}
-	if e := bestMatch(vd.iter(obj, sch, nil)); e != nil {
-		return errBadRequest("Invalid query string parameters: %s", e.String())
-	}
-	return nil
-}
-
-// jsonKeyOrder records the key order of every object in a JSON text, by
+// JSONKeyOrder records the key order of every object in a JSON text, by
 // pathKey. It runs on text already decoded once, so errors cannot occur;
 // on one it gives up (sorted order stands in).
-func jsonKeyOrder(body []byte) map[string][]string {
-	order := map[string][]string{}
+func JSONKeyOrder(body []byte) KeyOrder {
+	order := KeyOrder{}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var walk func(path []any) error
@@ -692,7 +675,7 @@ func jsonKeyOrder(body []byte) map[string][]string {
 }
 
 // schemaJSON renders a schema back (for tests and debugging).
-func (n *schemaNode) MarshalJSON() ([]byte, error) {
+func (n *Schema) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, k := range n.keys {
@@ -710,4 +693,14 @@ func (n *schemaNode) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$`)
+
+// IsUUIDLike is oslo's is_uuid_like: any spelling that normalises to a
+// canonical uuid (hyphens optional, any case, surrounding braces).
+func IsUUIDLike(s string) bool {
+	s = strings.TrimPrefix(strings.TrimSuffix(s, "}"), "{")
+	s = strings.TrimPrefix(strings.ToLower(s), "urn:uuid:")
+	return uuidRe.MatchString(s)
 }

@@ -2,6 +2,9 @@ package httpapi
 
 import (
 	"encoding/json"
+	"github.com/berth-project/berth/placement/internal/pycompat"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -13,7 +16,7 @@ import (
 func TestSchemaErrorsMatchPlacement(t *testing.T) {
 	for _, tc := range []struct {
 		desc   string
-		schema *schemaNode
+		schema *pycompat.Schema
 		body   string
 		want   string // "" when the body is valid
 	}{
@@ -36,7 +39,7 @@ func TestSchemaErrorsMatchPlacement(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := ""
-			if e := bestMatch(iterErrors(v, tc.schema)); e != nil {
+			if e := pycompat.Validate(v, tc.schema, nil); e != nil {
 				got = e.String()
 			}
 			if got != tc.want {
@@ -46,26 +49,42 @@ func TestSchemaErrorsMatchPlacement(t *testing.T) {
 	}
 }
 
-func TestPyRepr(t *testing.T) {
-	for _, tc := range []struct {
-		in   any
-		want string
-	}{
-		{json.Number("1"), "1"},
-		{json.Number("-0"), "0"},
-		{json.Number("1.0"), "1.0"},
-		{json.Number("1e3"), "1000.0"},
-		{json.Number("3.40282e+39"), "3.40282e+39"},
-		{json.Number("1e16"), "1e+16"},
-		{json.Number("0.00001"), "1e-05"},
-		{"it's", `"it's"`},
-		{"a\tb", `'a\tb'`},
-		{nil, "None"},
-		{true, "True"},
-		{map[string]any{"b": []any{"x"}, "a": json.Number("2")}, "{'a': 2, 'b': ['x']}"},
-	} {
-		if got := pyRepr(tc.in); got != tc.want {
-			t.Errorf("pyRepr(%#v) = %s, want %s", tc.in, got, tc.want)
+// allSchemas lists every schema the API validates with (for tests).
+func allSchemas() []*pycompat.Schema {
+	all := []*pycompat.Schema{schemaInventory, schemaPostInventory, schemaPutInventories,
+		schemaPostRP, schemaPutRP, schemaPostRP114, schemaPutRP114, schemaUsages, schemaUsages138,
+		schemaCustomTrait, schemaSetProviderTraits, schemaListTraits, schemaResourceClass,
+		schemaAggregates, schemaAggregates119}
+	for _, m := range []map[int]*pycompat.Schema{schemaListProviders, schemaPutAllocations, schemaPostAllocations, schemaCandidates, schemaReshaper} {
+		for _, mv := range sortedMinors(m) {
+			all = append(all, m[mv])
+		}
+	}
+	return all
+}
+
+// sortedMinors lists a map's microversions in order.
+func sortedMinors(m map[int]*pycompat.Schema) []int {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// TestEverySchemaAnswers validates a few instances of each kind against
+// every schema the API uses: each answer is nil or a message in
+// python-jsonschema's form.
+func TestEverySchemaAnswers(t *testing.T) {
+	instances := []string{`{}`, `[]`, `"x"`, `1`, `1.5`, `null`, `true`, `{"a": [1, {"b": null}]}`,
+		`{"resource_provider_generation": 1, "inventories": {"VCPU": {"total": 0}}}`}
+	for i, sch := range allSchemas() {
+		for _, in := range instances {
+			dec := json.NewDecoder(strings.NewReader(in))
+			dec.UseNumber()
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				t.Fatal(err)
+			}
+			if e := pycompat.Validate(v, sch, nil); e != nil && !strings.Contains(e.String(), "\n\nFailed validating ") {
+				t.Errorf("schema %d, instance %s: %q lacks python-jsonschema's form", i, in, e.String())
+			}
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package httpapi
+package pycompat
 
 import (
 	"fmt"
@@ -6,12 +6,12 @@ import (
 	"unicode/utf8"
 )
 
-// pyJSONError is what Python's json.loads (Placement's jsonutils.loads)
+// JSONError is what Python's json.loads (Placement's jsonutils.loads)
 // says about a body it cannot parse, so that a "Malformed JSON" 400 reads
 // as Placement's: the same message at the same line, column and character.
 // It returns "" when Python would accept the text. It follows CPython's C
 // scanner (Modules/_json.c) in strict mode.
-func pyJSONError(body []byte) string {
+func JSONError(body []byte) string {
 	if !utf8.Valid(body) {
 		return pyUTF8Error(body)
 	}
