@@ -23,6 +23,7 @@
 //   - pyrepr.go: repr(), pprint.pformat(width=72), float repr and int().
 //
 // Everything here is checked against answers recorded from Placement 8.0
-// (python-jsonschema 4.10); change it only with such a
-// recording.
+// (python-jsonschema 4.10); change it only with such a recording. The
+// fuzz targets (fuzz_test.go, and FuzzValidateSchemas beside the API's
+// schemas in httpapi) hold it to encoding/json where the two must agree.
 package pycompat
