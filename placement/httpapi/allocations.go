@@ -3,9 +3,10 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"strings"
+
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/placement/internal/pycompat"
-	"strings"
 )
 
 // incompleteConsumerID is Placement's incomplete_consumer_project_id and

@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/berth-project/berth/placement"
-	"github.com/berth-project/berth/placement/internal/pycompat"
-	"github.com/hashicorp/go-hclog"
 	"net/http"
 	"regexp"
 	"slices"
@@ -15,8 +12,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/placement/internal/pycompat"
 )
 
 // Options configure the Placement HTTP API.
@@ -85,7 +85,7 @@ type reqCtx struct {
 	vars  map[string]string
 	auth  authInfo
 	// bodyOrder is the key order of the JSON body's objects (readJSON).
-	bodyOrder map[string][]string
+	bodyOrder pycompat.KeyOrder
 }
 
 // atLeast reports whether the request's microversion is 1.minor or later.

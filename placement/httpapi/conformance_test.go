@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"fmt"
-	"github.com/berth-project/berth/placement"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/status"
+	"github.com/berth-project/berth/placement"
 )
 
 // TestConformanceGabbits runs OpenStack Placement's own gabbits (in

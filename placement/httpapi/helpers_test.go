@@ -1,23 +1,23 @@
 package httpapi
 
 import (
-	"context"
-	"time"
-
-	"github.com/hashicorp/go-hclog"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/berth-project/berth/etcdschema"
-	"github.com/berth-project/berth/internal/etcdtest"
-	"github.com/berth-project/berth/placement"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/placement"
 )
 
 // Helpers for the per-endpoint HTTP tests: a real Service over embedded

@@ -1,11 +1,12 @@
 package httpapi
 
 import (
-	"github.com/berth-project/berth/placement"
-	"github.com/berth-project/berth/placement/internal/pycompat"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/placement/internal/pycompat"
 )
 
 // parseResources is normalize_resources_qs_param.

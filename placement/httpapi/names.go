@@ -2,10 +2,11 @@ package httpapi
 
 import (
 	"fmt"
-	"github.com/berth-project/berth/placement"
-	"github.com/berth-project/berth/placement/internal/pycompat"
 	"sort"
 	"strings"
+
+	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/placement/internal/pycompat"
 )
 
 // ---- traits -----------------------------------------------------------------

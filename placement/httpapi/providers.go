@@ -3,12 +3,12 @@ package httpapi
 import (
 	"errors"
 	"fmt"
-	"github.com/berth-project/berth/placement"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/placement"
 )
 
 func (s *API) home(c *reqCtx) error {

@@ -1,9 +1,10 @@
 package httpapi
 
 import (
-	"github.com/berth-project/berth/placement/internal/pycompat"
 	"strings"
 	"testing"
+
+	"github.com/berth-project/berth/placement/internal/pycompat"
 )
 
 const (

@@ -2,9 +2,9 @@ package httpapi
 
 import (
 	"errors"
-	"github.com/berth-project/berth/placement"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/placement"
 )
 
 // reshape is POST /reshaper (1.30; mappings accepted from 1.34,

@@ -2,11 +2,12 @@ package httpapi
 
 import (
 	"encoding/json"
-	"github.com/berth-project/berth/placement/internal/pycompat"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/berth-project/berth/placement/internal/pycompat"
 )
 
 // TestSchemaErrorsMatchPlacement checks the validator's 400 texts against

@@ -3,11 +3,11 @@ package httpapi
 import (
 	"errors"
 	"fmt"
-	"github.com/berth-project/berth/placement"
 	"slices"
 	"strings"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/placement"
 )
 
 func (s *API) providerTraits(c *reqCtx) error {
