@@ -273,6 +273,9 @@ func (s *Server) waitTrait(ctx context.Context, provider string, want bool) erro
 			return err
 		}
 	}
+	// One key, for at most the confirm timeout, from the revision just
+	// read: a bounded wait, not a prefix followed for the process's life,
+	// so not a job for internal/informer.
 	wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(resp.Header.Revision+1))
 	for wr := range wch {
 		if err := wr.Err(); err != nil {

@@ -308,6 +308,8 @@ func (f *Fleet) registerOne(ctx context.Context, h *fleetHost) error {
 // until ctx ends, then waits for the casts being worked. Watching starts
 // at fromRev (the revision before the fleet registered), so no cast is
 // missed. A broken watch (compaction) is an error: the run is invalid.
+// (That is why this is a raw watch and not internal/informer, which would
+// re-list and hide the gap the run must fail on.)
 func (f *Fleet) Run(ctx context.Context, fromRev int64) error {
 	defer f.wg.Wait()
 	wch := f.cli.Watch(clientv3.WithRequireLeader(ctx), f.keys.HostsPrefix(), clientv3.WithPrefix(),

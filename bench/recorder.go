@@ -36,6 +36,11 @@ func (t *trace) finished() bool { return !t.active.IsZero() || t.failed || t.noV
 // whole pipeline; a stage's time includes the watch's delivery delay, the
 // same for every stage) and counts puts and deletes per key kind and the
 // revisions (write transactions) that changed anything.
+//
+// It watches etcd directly rather than through internal/informer on
+// purpose: a measurement must see every event from its first revision, and
+// a gap (a compacted watch) must invalidate the run. The informer is built
+// for the opposite, to hide a gap by listing the prefix again.
 type Recorder struct {
 	cli  *clientv3.Client
 	keys etcdschema.Keys
