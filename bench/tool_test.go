@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-project/berth/internal/leakcheck"
 	"github.com/berth-project/berth/internal/logtest"
 )
 
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == SchedulerProcessCmd {
 		os.Exit(SchedulerProcess(os.Args[3:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	leakcheck.Main(m)
 }
 
 // runBench runs the tool as `berth bench ARGS...` does, its flags bound

@@ -1,9 +1,0 @@
-package bench
-
-import (
-	"testing"
-
-	"github.com/berth-project/berth/internal/leakcheck"
-)
-
-func TestMain(m *testing.M) { leakcheck.Main(m) }
