@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -27,21 +28,8 @@ func startAgent(t *testing.T, fake FakeConfig) (*clientv3.Client, etcdschema.Key
 		t.Fatal(err)
 	}
 	go a.Run(ctx)
-	if err := waitFor(func() bool { return a.builds.WaitSynced(ctx) == nil }); err != nil {
-		t.Fatal(err)
-	}
+	testwait.Until(t, "the agent's builds informer synced", func() bool { return a.builds.WaitSynced(ctx) == nil })
 	return cli, keys, p, a
-}
-
-func waitFor(cond func() bool) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return context.DeadlineExceeded
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return nil
 }
 
 // cast does what the superconductor's hand-off does: claim, instance
@@ -84,9 +72,7 @@ func TestAgentRegistersAndBuilds(t *testing.T) {
 		t.Fatalf("provider not reported: %+v %v", prov, err)
 	}
 	cast(t, cli, keys, p, a, "i1")
-	if err := waitFor(func() bool { return instance(t, cli, keys, "i1").Status == etcdschema.StatusActive }); err != nil {
-		t.Fatal("instance never ACTIVE")
-	}
+	testwait.Until(t, "instance i1 ACTIVE", func() bool { return instance(t, cli, keys, "i1").Status == etcdschema.StatusActive })
 	resp, _ := cli.Get(ctx, keys.Build("h1", "i1"))
 	if len(resp.Kvs) != 0 {
 		t.Fatal("cast left behind after the build")
@@ -100,12 +86,10 @@ func TestAgentFailedBuildFreesClaimAndFilesRetry(t *testing.T) {
 	cli, keys, p, a := startAgent(t, FakeConfig{Fail: true, FailReschedulable: true})
 	ctx := context.Background()
 	cast(t, cli, keys, p, a, "i2")
-	if err := waitFor(func() bool {
+	testwait.Until(t, "a retry filed for i2", func() bool {
 		resp, _ := cli.Get(ctx, keys.Retry("cell1", "i2"))
 		return len(resp.Kvs) == 1
-	}); err != nil {
-		t.Fatal("no retry filed")
-	}
+	})
 	in := instance(t, cli, keys, "i2")
 	if in.Host != "" || in.TaskState != etcdschema.TaskScheduling {
 		t.Fatalf("instance after a reschedulable failure: %+v", in)
@@ -121,13 +105,10 @@ func TestAgentFailedBuildFreesClaimAndFilesRetry(t *testing.T) {
 // until then the schedulers read the host's instances from its cell.
 func TestAgentSendsHostSyncAtStart(t *testing.T) {
 	cli, keys, _, _ := startAgent(t, FakeConfig{})
-	err := waitFor(func() bool {
+	testwait.Until(t, "h1's HostSync written at start", func() bool {
 		resp, err := cli.Get(context.Background(), keys.HostSync("h1"))
 		return err == nil && len(resp.Kvs) == 1
 	})
-	if err != nil {
-		t.Fatal("no HostSync written at start")
-	}
 }
 
 // TestAgentDestroysABuildTakenBackWhileBuilding: the leader takes a build
@@ -144,9 +125,7 @@ func TestAgentDestroysABuildTakenBackWhileBuilding(t *testing.T) {
 		defer a.mu.Unlock()
 		return a.inFlight["i4"]
 	}
-	if err := waitFor(inFlight); err != nil {
-		t.Fatal("build never started")
-	}
+	testwait.Until(t, "the build of i4 started", inFlight)
 	// What the down-host duty does: the instance back to scheduling, a
 	// retry filed, the cast deleted.
 	in := instance(t, cli, keys, "i4")
@@ -158,9 +137,7 @@ func TestAgentDestroysABuildTakenBackWhileBuilding(t *testing.T) {
 		clientv3.OpDelete(keys.Build("h1", "i4"))).Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(func() bool { return !inFlight() }); err != nil {
-		t.Fatal("build never ended")
-	}
+	testwait.Until(t, "the build of i4 ended", func() bool { return !inFlight() })
 	assertNotKept(t, cli, keys, a, "i4", "")
 }
 
@@ -195,12 +172,10 @@ func TestAgentDoesNotBuildAnInstanceThatNamesAnotherHost(t *testing.T) {
 		clientv3.OpPut(keys.Build("h1", "i6"), etcdschema.MustEncode(b))).Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(func() bool {
+	testwait.Until(t, "the stale cast of i6 ended", func() bool {
 		resp, err := cli.Get(ctx, keys.Build("h1", "i6"))
 		return err == nil && len(resp.Kvs) == 0
-	}); err != nil {
-		t.Fatal("the stale cast was never ended")
-	}
+	})
 	assertNotKept(t, cli, keys, a, "i6", "h2")
 }
 

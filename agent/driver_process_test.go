@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 func procBuild(uuid, command string) *etcdschema.Build {
@@ -111,9 +113,7 @@ func TestProcessDriverSpawnAndDestroy(t *testing.T) {
 			if err := d.Destroy(ctx, "i1"); err != nil {
 				t.Fatal(err)
 			}
-			if err := waitFor(func() bool { return !groupAlive(pid) }); err != nil {
-				t.Fatalf("process group %d still running after Destroy", pid)
-			}
+			testwait.Until(t, fmt.Sprintf("process group %d gone after Destroy", pid), func() bool { return !groupAlive(pid) })
 			if ids, _ := d.List(ctx); len(ids) != 0 {
 				t.Fatalf("List after Destroy = %v", ids)
 			}
@@ -204,9 +204,7 @@ func TestProcessDriverAdoptsAfterRestart(t *testing.T) {
 	if err := d2.Destroy(ctx, "live"); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(func() bool { return gone(pid) }); err != nil {
-		t.Fatalf("adopted process %d not stopped", pid)
-	}
+	testwait.Until(t, fmt.Sprintf("adopted process %d stopped", pid), func() bool { return gone(pid) })
 	select {
 	case e := <-exits:
 		t.Fatalf("a Destroy of an adopted process was reported as an exit: %s", e)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -88,10 +89,12 @@ func (e *agentEnv) status(t *testing.T, uuid string) (string, string) {
 
 func (e *agentEnv) waitStatus(t *testing.T, uuid, want string) string {
 	t.Helper()
-	var msg, got string
-	if err := waitFor(func() bool { got, msg = e.status(t, uuid); return got == want }); err != nil {
-		t.Fatalf("%s is %s (%s), want %s", uuid, got, msg, want)
-	}
+	var msg string
+	testwait.Poll(t, testwait.Timeout, uuid+" "+want, func() (bool, string) {
+		var got string
+		got, msg = e.status(t, uuid)
+		return got == want, fmt.Sprintf("%s (%s)", got, msg)
+	})
 	return msg
 }
 
@@ -151,9 +154,7 @@ func TestAgentRestartWithProcessDriver(t *testing.T) {
 	if err := syscall.Kill(-lostPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(func() bool { return !groupAlive(lostPID) }); err != nil {
-		t.Fatal("lost process still running")
-	}
+	testwait.Until(t, "the lost process gone", func() bool { return !groupAlive(lostPID) })
 	if err := d1.Spawn(context.Background(), procBuild("ghost", "sleep 60")); err != nil {
 		t.Fatal(err)
 	}
@@ -169,9 +170,7 @@ func TestAgentRestartWithProcessDriver(t *testing.T) {
 	if st, _ := e.status(t, "kept"); st != etcdschema.StatusActive {
 		t.Fatalf("adopted instance is %s", st)
 	}
-	if err := waitFor(func() bool { return !groupAlive(ghostPID) }); err != nil {
-		t.Fatal("orphan process not killed by reconciliation")
-	}
+	testwait.Until(t, "the orphan process killed by reconciliation", func() bool { return !groupAlive(ghostPID) })
 	if !groupAlive(keptPID) {
 		t.Fatal("adopted process was killed")
 	}

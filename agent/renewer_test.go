@@ -18,6 +18,7 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -189,16 +190,13 @@ func TestAgentLivenessRegrantsARevokedLease(t *testing.T) {
 		return clientv3.LeaseID(resp.Kvs[0].Lease)
 	}
 	var first clientv3.LeaseID
-	if err := waitFor(func() bool { first = aliveLease(); return first != 0 }); err != nil {
-		t.Fatal("no alive key")
-	}
+	testwait.Until(t, "the alive key", func() bool { first = aliveLease(); return first != 0 })
 	if _, err := cli.Revoke(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	var second clientv3.LeaseID
-	if err := waitFor(func() bool { second = aliveLease(); return second != 0 && second != first }); err != nil {
-		t.Fatal("alive key not written again under a new lease after the old one was revoked")
-	}
+	testwait.Until(t, "the alive key written again under a new lease after the old one was revoked",
+		func() bool { second = aliveLease(); return second != 0 && second != first })
 	if left := ttlLeft(t, cli, second); left <= 0 {
 		t.Fatalf("new lease %x has TTL %d", int64(second), left)
 	}
@@ -242,16 +240,13 @@ func TestLeaseRenewerSurvivesEtcdRestart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("restart etcd: %v", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.Poll(t, 30*time.Second, "a beat answered after the restart", func() (bool, string) {
 		ttl, err := r.Renew(ctx, id)
-		if err == nil && ttl == 60 {
-			break
-		}
-		if errors.Is(err, ErrLeaseLost) || time.Now().After(deadline) {
+		if errors.Is(err, ErrLeaseLost) {
 			t.Fatalf("beats after the restart: %d, %v", ttl, err)
 		}
-	}
+		return err == nil && ttl == 60, fmt.Sprintf("ttl %d, error %v", ttl, err)
+	})
 	if got := r.Opened(); got < 2 {
 		t.Fatalf("%d streams opened across a restart, want a new one", got)
 	}
@@ -284,13 +279,12 @@ func TestLeaseRenewerInProcessAndCloseLeavesNothing(t *testing.T) {
 			if _, err := r.Renew(ctx, id); !errors.Is(err, ErrRenewerClosed) {
 				t.Fatalf("renew after Close: %v, want ErrRenewerClosed", err)
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for streamGoroutines() != 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("goroutines left after Close:\n%s", streamStacks())
+			testwait.Poll(t, 10*time.Second, "no goroutine left after Close", func() (bool, string) {
+				if streamGoroutines() == 0 {
+					return true, ""
 				}
-				time.Sleep(10 * time.Millisecond) // polling with a deadline
-			}
+				return false, "goroutines left:\n" + streamStacks()
+			})
 		})
 	}
 }
@@ -463,23 +457,12 @@ func TestLeaseRenewerReopensAStalledStream(t *testing.T) {
 	if took := time.Since(start); took > timeout+500*time.Millisecond {
 		t.Fatalf("a beat on a stalled stream took %s, past its %s timeout", took, timeout)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for r.Opened() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the stalled stream was not replaced")
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
-	}
+	testwait.Until(t, "the stalled stream replaced", func() bool { return r.Opened() >= 2 })
 	p.set(false)
-	for {
+	testwait.Poll(t, 10*time.Second, "a beat answered after the stall", func() (bool, string) {
 		ttl, err := r.Renew(ctx, id)
-		if err == nil && ttl == 60 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("beats after the stall: %d, %v", ttl, err)
-		}
-	}
+		return err == nil && ttl == 60, fmt.Sprintf("ttl %d, error %v", ttl, err)
+	})
 }
 
 // frozenProxyClient starts an etcd and a client that reaches it through

@@ -14,6 +14,7 @@ import (
 	"github.com/berth-project/berth/agent"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -55,7 +56,7 @@ func (o *opsStack) startAgent(t *testing.T, host, cell string) (stop func()) {
 	if err := ag.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "agent "+host+" up", func() bool { return o.service(t, host).State == "up" })
+	testwait.Until(t, "agent "+host+" up", func() bool { return o.service(t, host).State == "up" })
 	return stop
 }
 
@@ -80,17 +81,6 @@ func (o *opsStack) hasTrait(t *testing.T, host string) bool {
 		t.Fatal(err)
 	}
 	return slices.Contains(prov.Traits, placement.TraitComputeStatusDisabled)
-}
-
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
-	}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -124,7 +114,7 @@ func TestServiceDisableDownHostOnlyMarks(t *testing.T) {
 	o := newOpsStack(t)
 	stop := o.startAgent(t, "h1", "cell1")
 	stop() // a graceful stop revokes the liveness lease: down at once
-	poll(t, "h1 down", func() bool { return o.service(t, "h1").State == "down" })
+	testwait.Until(t, "h1 down", func() bool { return o.service(t, "h1").State == "down" })
 
 	ctx := context.Background()
 	start := time.Now()
@@ -140,7 +130,7 @@ func TestServiceDisableDownHostOnlyMarks(t *testing.T) {
 	}
 	// The agent comes back: its start-up provider sync sets the trait.
 	o.startAgent(t, "h1", "cell1")
-	poll(t, "trait set by the returning agent", func() bool { return o.hasTrait(t, "h1") })
+	testwait.Until(t, "trait set by the returning agent", func() bool { return o.hasTrait(t, "h1") })
 }
 
 func TestServiceForcedDownOverridesLiveness(t *testing.T) {

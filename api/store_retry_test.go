@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/logtest"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 func storeOps(keys etcdschema.Keys, uuid string) []clientv3.Op {
@@ -138,18 +140,14 @@ func TestDeleteRidesOutLostQuorum(t *testing.T) {
 // first (done) or a minute passes.
 func waitForLog(t *testing.T, logs *logtest.Buffer, want string, done <-chan int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(logs.String(), want) {
+	testwait.Poll(t, time.Minute, fmt.Sprintf("%q logged", want), func() (bool, string) {
 		select {
 		case status := <-done:
 			t.Fatalf("the request ended (%d) before %q was logged; logs:\n%s", status, want, logs)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%q not logged within 60s; logs:\n%s", want, logs)
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval, not a wait for state
-	}
+		return strings.Contains(logs.String(), want), "logs:\n" + logs.String()
+	})
 }
 
 // After a delete whose answer etcd lost, the server found gone is the one

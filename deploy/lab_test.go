@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // labLoopback replaces the lab's private network: the same three machines,
@@ -183,19 +184,19 @@ func startUnit(t *testing.T, logs, root, name, role string) *unitProc {
 	return p
 }
 
-// waitFor polls cond until it holds; a role exiting meanwhile fails at
-// once with its log.
+// waitFor polls cond until it holds or ctx ends; a role exiting
+// meanwhile fails at once with its log.
 func waitFor(t *testing.T, ctx context.Context, procs []*unitProc, what string, cond func() (bool, string)) {
 	t.Helper()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	last := ""
-	for {
+	timeout := testwait.Timeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = time.Until(deadline)
+	}
+	err := testwait.Wait(ctx, timeout, func() (bool, string) {
 		ok, state := cond()
 		if ok {
-			return
+			return true, ""
 		}
-		last = state
 		for _, p := range procs {
 			select {
 			case err := <-p.done:
@@ -204,14 +205,13 @@ func waitFor(t *testing.T, ctx context.Context, procs []*unitProc, what string, 
 			default:
 			}
 		}
-		select {
-		case <-ctx.Done():
-			for _, p := range procs {
-				t.Logf("%s:\n%s", p.name, tail(p.log))
-			}
-			t.Fatalf("timed out waiting for %s; last: %s", what, last)
-		case <-tick.C:
+		return false, state
+	})
+	if err != nil {
+		for _, p := range procs {
+			t.Logf("%s:\n%s", p.name, tail(p.log))
 		}
+		t.Fatalf("timed out waiting for %s; %v", what, err)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/testhook"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -93,7 +94,7 @@ conductor {
 }
 `, cell))
 	p := startProcEnv(c.t, name, env, "conductor", "-config", cfg)
-	eventually(c.t, 30*time.Second, "cell "+cell+" recorded", func() (bool, string) {
+	testwait.Poll(c.t, 30*time.Second, "cell "+cell+" recorded", func() (bool, string) {
 		resp, err := c.cli.Get(context.Background(), c.keys.Cell(cell))
 		return err == nil && len(resp.Kvs) == 1, fmt.Sprint(err)
 	})
@@ -177,7 +178,7 @@ func (c *cluster) service(host string) api.ServiceView {
 
 func (c *cluster) waitState(host, state string) {
 	c.t.Helper()
-	eventually(c.t, 30*time.Second, host+" "+state, func() (bool, string) {
+	testwait.Poll(c.t, 30*time.Second, host+" "+state, func() (bool, string) {
 		s := c.service(host)
 		return s.State == state, fmt.Sprintf("%+v", s)
 	})
@@ -247,7 +248,7 @@ func (c *cluster) create(name string) string {
 func (c *cluster) settle(id string) *api.ServerView {
 	c.t.Helper()
 	var v *api.ServerView
-	eventually(c.t, 60*time.Second, "server "+id+" ACTIVE or ERROR", func() (bool, string) {
+	testwait.Poll(c.t, 60*time.Second, "server "+id+" ACTIVE or ERROR", func() (bool, string) {
 		var err error
 		v, err = c.api.GetServer(context.Background(), id)
 		if err != nil {
@@ -319,7 +320,7 @@ func (c *cluster) instanceRecords(id string) int {
 func waitPaused(t *testing.T, file, point string) string {
 	t.Helper()
 	var id string
-	eventually(t, 30*time.Second, "a process paused at "+point, func() (bool, string) {
+	testwait.Poll(t, 30*time.Second, "a process paused at "+point, func() (bool, string) {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return false, err.Error()

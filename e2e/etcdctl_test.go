@@ -20,6 +20,7 @@ import (
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/dump"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // The names docs/etcd-keys.md's recipes use; the test runs each recipe
@@ -295,7 +296,7 @@ func TestEtcdctlRecipes(t *testing.T) {
 	}
 	condA.kill(t)
 	c.startConductor("conductor-b", "cell1", nil)
-	eventually(t, 60*time.Second, "x building on compute-2 after its retry", func() (bool, string) {
+	testwait.Poll(t, 60*time.Second, "x building on compute-2 after its retry", func() (bool, string) {
 		v, err := c.api.GetServer(ctx, x)
 		if err != nil {
 			return false, err.Error()

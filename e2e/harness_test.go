@@ -20,6 +20,7 @@ import (
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/testbin"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // berthBin is the binary built once for the whole package.
@@ -105,27 +106,9 @@ func cli(t *testing.T, apiURL string, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, last)
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline above
-	}
-}
-
 func waitHTTP(t *testing.T, url string) {
 	t.Helper()
-	eventually(t, 60*time.Second, url+" to answer", func() (bool, string) {
+	testwait.Poll(t, 60*time.Second, url+" to answer", func() (bool, string) {
 		resp, err := http.Get(url)
 		if err != nil {
 			return false, err.Error()
@@ -142,7 +125,7 @@ func waitHTTP(t *testing.T, url string) {
 func waitHostsUp(t *testing.T, apiURL string, n int) {
 	t.Helper()
 	cli := api.NewClient(apiURL)
-	eventually(t, 60*time.Second, fmt.Sprintf("%d hosts up", n), func() (bool, string) {
+	testwait.Poll(t, 60*time.Second, fmt.Sprintf("%d hosts up", n), func() (bool, string) {
 		svcs, err := cli.ListServices(context.Background())
 		if err != nil {
 			return false, err.Error()

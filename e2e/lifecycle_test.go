@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-project/berth/agent"
 	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -165,7 +166,7 @@ func TestAgentDownDisabledAndBack(t *testing.T) {
 	}
 	startProc(t, "agent-compute-1-again", "agent", "-config", c.agentConfig(one))
 	c.waitState("compute-1", "up")
-	eventually(t, 30*time.Second, "the returning agent sets the trait", func() (bool, string) {
+	testwait.Poll(t, 30*time.Second, "the returning agent sets the trait", func() (bool, string) {
 		tr := c.traits("compute-1")
 		return slices.Contains(tr, placement.TraitComputeStatusDisabled), fmt.Sprint(tr)
 	})

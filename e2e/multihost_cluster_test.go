@@ -15,6 +15,7 @@ import (
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // mhCluster is a Berth deployment over several hosts of a hostNet: three
@@ -186,7 +187,7 @@ func (c *mhCluster) startConductor(name string, h *netHost, cell string, env []s
 	c.t.Helper()
 	p := c.net.start(h, name, env, "conductor", "-config", c.config("conductor", name, h, cell, nil))
 	c.conductors[name] = p
-	eventually(c.t, 30*time.Second, "cell "+cell+" recorded", func() (bool, string) {
+	testwait.Poll(c.t, 30*time.Second, "cell "+cell+" recorded", func() (bool, string) {
 		resp, err := c.cli.Get(context.Background(), c.keys.Cell(cell))
 		return err == nil && len(resp.Kvs) == 1, fmt.Sprint(err)
 	})
@@ -245,7 +246,7 @@ func (c *mhCluster) service(host string) (api.ServiceView, error) {
 
 func (c *mhCluster) waitState(host, state string, timeout time.Duration) {
 	c.t.Helper()
-	eventually(c.t, timeout, host+" "+state, func() (bool, string) {
+	testwait.Poll(c.t, timeout, host+" "+state, func() (bool, string) {
 		s, err := c.service(host)
 		return err == nil && s.State == state, fmt.Sprintf("%+v %v", s, err)
 	})
@@ -317,7 +318,7 @@ func (c *mhCluster) alternate() func(int) *api.Client {
 func (c *mhCluster) settleAll(timeout time.Duration) map[string]api.ServerView {
 	c.t.Helper()
 	var byID map[string]api.ServerView
-	eventually(c.t, timeout, "every requested server ACTIVE or ERROR", func() (bool, string) {
+	testwait.Poll(c.t, timeout, "every requested server ACTIVE or ERROR", func() (bool, string) {
 		list, err := c.api().ListServers(context.Background())
 		if err != nil {
 			return false, err.Error()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-project/berth/agent"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // checkInvariants fails the test with every invariant that does not hold,
@@ -192,7 +193,7 @@ func (c *mhCluster) waitMembersAgree(timeout time.Duration) {
 		defer cli.Close()
 		clis[n] = cli
 	}
-	eventually(c.t, timeout, fmt.Sprintf("etcd members %v to agree", names), func() (bool, string) {
+	testwait.Poll(c.t, timeout, fmt.Sprintf("etcd members %v to agree", names), func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var clusterID, leader uint64

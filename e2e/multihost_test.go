@@ -15,6 +15,7 @@ import (
 	"github.com/berth-project/berth/agent"
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // TestMultiHost runs Berth as deployed on several machines, each a
@@ -96,7 +97,7 @@ func scenarioBursts(t *testing.T, c *mhCluster) {
 // again of the live one, as a client would.
 func scenarioLeaderKilled(t *testing.T, c *mhCluster) {
 	ttl, _ := time.ParseDuration(c.vars["election_ttl"])
-	eventually(t, 30*time.Second, "both schedulers campaigning", func() (bool, string) {
+	testwait.Poll(t, 30*time.Second, "both schedulers campaigning", func() (bool, string) {
 		n := c.countPrefix(c.keys.Election("scheduler") + "/")
 		return n == 2, fmt.Sprintf("%d candidates", n)
 	})
@@ -120,13 +121,13 @@ func scenarioLeaderKilled(t *testing.T, c *mhCluster) {
 		defer close(done)
 		ids, refused = c.burstFailover("failover", 60, &accepted)
 	}()
-	eventually(t, 60*time.Second, "a third of the burst accepted", func() (bool, string) {
+	testwait.Poll(t, 60*time.Second, "a third of the burst accepted", func() (bool, string) {
 		return accepted.Load() >= 20, fmt.Sprintf("%d accepted", accepted.Load())
 	})
 	killed := time.Now()
 	victim.kill(t)
 	var newID string
-	eventually(t, 30*time.Second, "a new scheduler leader", func() (bool, string) {
+	testwait.Poll(t, 30*time.Second, "a new scheduler leader", func() (bool, string) {
 		p, id := c.schedulerLeader()
 		newID = id
 		return p != 0 && p != pid, id
@@ -165,7 +166,7 @@ func scenarioLeaderKilled(t *testing.T, c *mhCluster) {
 
 	c.net.restart(victim)
 	waitHTTP(t, "http://"+victim.host.addr+":8774/healthz")
-	eventually(t, 30*time.Second, "the restarted scheduler campaigning", func() (bool, string) {
+	testwait.Poll(t, 30*time.Second, "the restarted scheduler campaigning", func() (bool, string) {
 		n := c.countPrefix(c.keys.Election("scheduler") + "/")
 		return n == 2, fmt.Sprintf("%d candidates", n)
 	})
@@ -225,7 +226,7 @@ func scenarioPartition(t *testing.T, c *mhCluster) {
 	// Builds elsewhere take 200 ms; the victim's take 10 s. Wait until
 	// each server is either ACTIVE elsewhere or cast to the victim.
 	var inFlight []string
-	eventually(t, 30*time.Second, "the burst built elsewhere or in flight on "+victim, func() (bool, string) {
+	testwait.Poll(t, 30*time.Second, "the burst built elsewhere or in flight on "+victim, func() (bool, string) {
 		inFlight = inFlight[:0]
 		other := 0
 		for _, id := range ids {
@@ -254,7 +255,7 @@ func scenarioPartition(t *testing.T, c *mhCluster) {
 	svc := c.vars["service_down_time"]
 	t.Logf("%s read down %s after its link went down (service_down_time %s)", victim, readDown.Round(time.Millisecond), svc)
 
-	eventually(t, 60*time.Second, "the cut-off host's builds ACTIVE elsewhere", func() (bool, string) {
+	testwait.Poll(t, 60*time.Second, "the cut-off host's builds ACTIVE elsewhere", func() (bool, string) {
 		moved := 0
 		var state []string
 		for _, id := range inFlight {
@@ -298,7 +299,7 @@ func scenarioPartition(t *testing.T, c *mhCluster) {
 	// cast taken back, records nothing and destroys what it built (the
 	// fake driver's instances are in its memory: its log is where to see
 	// it). Then nothing may place them on the victim.
-	eventually(t, 60*time.Second, victim+" to drop the builds taken back", func() (bool, string) {
+	testwait.Poll(t, 60*time.Second, victim+" to drop the builds taken back", func() (bool, string) {
 		b, _ := os.ReadFile(c.agents[victim].log)
 		n := strings.Count(string(b), "build outcome dropped: the cast was taken back")
 		return n == len(inFlight), fmt.Sprintf("%d of %d", n, len(inFlight))
@@ -504,7 +505,7 @@ func scenarioConductorKilled(t *testing.T, c *mhCluster) {
 	// claims compute-8 and stops before committing the cast. A server
 	// another scheduler pass sent elsewhere just settles.
 	var held []string
-	eventually(t, 60*time.Second, "conductor-3a holding the retries", func() (bool, string) {
+	testwait.Poll(t, 60*time.Second, "conductor-3a holding the retries", func() (bool, string) {
 		b, _ := os.ReadFile(file)
 		held = held[:0]
 		isHeld := map[string]bool{}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // The OpenStack CLI e2e: Debian's python3-openstackclient (6.0.0) with
@@ -633,7 +634,7 @@ placement {
 
 	op := newOSC(t, endpoint, "op-s3cret")
 	// The simulated host's agent registers its provider.
-	eventually(t, 60*time.Second, "compute-1 listed through the CLI", func() (bool, string) {
+	testwait.Poll(t, 60*time.Second, "compute-1 listed through the CLI", func() (bool, string) {
 		out, errOut, err := op.runAt(t, oscPlacementVersion, "resource", "provider", "list", "-f", "value", "-c", "name")
 		return err == nil && strings.TrimSpace(out) == "compute-1", out + errOut
 	})

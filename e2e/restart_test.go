@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 func devArgs(t *testing.T, dataDir, apiAddr string) []string {
@@ -39,7 +40,7 @@ func TestDevSurvivesSIGTERMDuringBuilds(t *testing.T) {
 		t.Fatalf("create: %v\n%s", err, out)
 	}
 	// Builds take 1.5s: wait until some are on hosts, then stop mid-flight.
-	eventually(t, 30*time.Second, "builds in flight", func() (bool, string) {
+	testwait.Poll(t, 30*time.Second, "builds in flight", func() (bool, string) {
 		out, err := runCLI(t, apiURL, "server", "list")
 		if err != nil {
 			return false, err.Error()
@@ -59,7 +60,7 @@ func TestDevSurvivesSIGTERMDuringBuilds(t *testing.T) {
 	startProc(t, "dev-2", devArgs(t, dataDir, apiAddr)...)
 	waitHTTP(t, apiURL+"/healthz")
 	var final string
-	eventually(t, 90*time.Second, "every server ACTIVE or ERROR", func() (bool, string) {
+	testwait.Poll(t, 90*time.Second, "every server ACTIVE or ERROR", func() (bool, string) {
 		out, err := runCLI(t, apiURL, "server", "list")
 		if err != nil {
 			return false, err.Error()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // TestRemoteSchedulersAndLeaderFailover runs two scheduler-only servers
@@ -54,7 +55,7 @@ superconductor {
 		}
 		return int(resp.Count)
 	}
-	eventually(t, 30*time.Second, "two schedulers registered and campaigning, two agents alive", func() (bool, string) {
+	testwait.Poll(t, 30*time.Second, "two schedulers registered and campaigning, two agents alive", func() (bool, string) {
 		m, e := count(keys.Members("scheduler")), count(keys.Election("scheduler")+"/")
 		alive := 0
 		for i := 1; i <= 2; i++ {
@@ -95,7 +96,7 @@ superconductor {
 	if err := old.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the other scheduler to lead", func() (bool, string) {
+	testwait.Poll(t, 10*time.Second, "the other scheduler to lead", func() (bool, string) {
 		p, id := leaderPid()
 		return p != 0 && p != pid, id
 	})
@@ -131,7 +132,7 @@ superconductor {}
 	keys := etcdschema.New("/berth")
 	cli := etcd.Client()
 	ctx := context.Background()
-	eventually(t, 30*time.Second, "two agents alive", func() (bool, string) {
+	testwait.Poll(t, 30*time.Second, "two agents alive", func() (bool, string) {
 		resp, err := cli.Get(ctx, keys.HostsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 		if err != nil {
 			return false, err.Error()
@@ -159,7 +160,7 @@ superconductor {}
 		return inst, true
 	}
 	var first etcdschema.Instance
-	eventually(t, 30*time.Second, "the build cast to a host", func() (bool, string) {
+	testwait.Poll(t, 30*time.Second, "the build cast to a host", func() (bool, string) {
 		inst, ok := instance()
 		first = inst
 		return ok && inst.Host != "" && inst.Status == etcdschema.StatusBuild, fmt.Sprintf("%+v", inst)
@@ -167,7 +168,7 @@ superconductor {}
 	if err := agents[first.Host].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the instance ACTIVE on the other host", func() (bool, string) {
+	testwait.Poll(t, 60*time.Second, "the instance ACTIVE on the other host", func() (bool, string) {
 		inst, ok := instance()
 		return ok && inst.Status == etcdschema.StatusActive && inst.Host != "" && inst.Host != first.Host,
 			fmt.Sprintf("status=%s host=%s task=%s", inst.Status, inst.Host, inst.TaskState)

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // TestStatusEndpointsAndGracefulStop runs a server, a conductor and an
@@ -55,7 +56,7 @@ agent {
 		return resp.StatusCode, string(b)
 	}
 	for _, base := range []string{"http://" + condStatus, "http://" + agentStatus, c.apiURL} {
-		eventually(t, 60*time.Second, base+"/readyz", func() (bool, string) {
+		testwait.Poll(t, 60*time.Second, base+"/readyz", func() (bool, string) {
 			code, body := httpGet(base + "/readyz")
 			return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
 		})

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // TestThreeMemberCluster bootstraps three members the way three `berth etcd`
@@ -84,16 +86,13 @@ func TestThreeMemberCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	for {
+	testwait.Poll(t, 30*time.Second, "member 3 to catch up", func() (bool, string) {
 		got, err := cli.Get(ctx, "k", clientv3.WithSerializable()) // member 3's own copy
-		if err == nil && len(got.Kvs) == 1 && string(got.Kvs[0].Value) == "v2" {
-			break
+		if err != nil {
+			return false, err.Error()
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("member 3 did not catch up: %v %v", got, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling with the ctx deadline
-	}
+		return len(got.Kvs) == 1 && string(got.Kvs[0].Value) == "v2", fmt.Sprintf("member 3 has %v", got.Kvs)
+	})
 }
 
 func TestInitialClusterMustNameThisMember(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/berth-project/berth/internal/logtest"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 func bufferLogger(w *logtest.Buffer, level hclog.Level, json bool) hclog.Logger {
@@ -168,13 +169,9 @@ func TestMemberLogsAtInfo(t *testing.T) {
 	// which may run a little after Start returns.
 	want := "[INFO]  berth.etcd: serving client traffic insecurely; this is strongly discouraged!: traffic=\"grpc+http\" address=" +
 		strings.TrimPrefix(srv.ClientURL(), "http://")
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(buf.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in etcd's log after 30s:\n%s", want, buf.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Poll(t, 30*time.Second, fmt.Sprintf("%q in etcd's log", want), func() (bool, string) {
+		return strings.Contains(buf.String(), want), "log:\n" + buf.String()
+	})
 	if out := buf.String(); !strings.Contains(out, "[INFO]  berth.etcd: ready to serve client requests") {
 		t.Errorf("no ready line in:\n%s", out)
 	}

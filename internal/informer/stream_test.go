@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // watchStreams is etcd's count of open watch streams (one per gRPC
@@ -30,15 +31,9 @@ func watchStreams(t *testing.T) float64 {
 }
 
 // waitStreams polls until etcd counts want watch streams.
-func waitStreams(t *testing.T, ctx context.Context, want float64) {
+func waitStreams(t *testing.T, want float64) {
 	t.Helper()
-	for watchStreams(t) != want {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("etcd has %v watch streams, want %v", watchStreams(t), want)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	testwait.Equal(t, "etcd's count of watch streams", want, func() float64 { return watchStreams(t) })
 }
 
 // An informer with OwnStream watches on a gRPC stream of its own, so one
@@ -56,9 +51,9 @@ func TestInformersWatchOnStreamsOfTheirOwn(t *testing.T) {
 	wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	cli.Watch(wctx, "/x/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
 	cli.Watch(wctx, "/y/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
-	waitStreams(t, ctx, base+1)
+	waitStreams(t, base+1)
 	wcancel()
-	waitStreams(t, ctx, base)
+	waitStreams(t, base)
 
 	// Three with streams of their own, two sharing one.
 	prefixes := []string{"/a/", "/b/", "/c/", "/d/", "/e/"}
@@ -75,18 +70,12 @@ func TestInformersWatchOnStreamsOfTheirOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitStreams(t, ctx, base+4)
+	waitStreams(t, base+4)
 	// And each still follows its prefix.
 	for i, p := range prefixes {
 		if _, err := cli.Put(ctx, p+"k", p); err != nil {
 			t.Fatal(err)
 		}
-		for recs[i].get(p+"k") != p {
-			select {
-			case <-ctx.Done():
-				t.Fatalf("informer of %s never saw its put", p)
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
+		testwait.Until(t, "the informer of "+p+" to see its put", func() bool { return recs[i].get(p+"k") == p })
 	}
 }

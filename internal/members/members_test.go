@@ -2,6 +2,7 @@ package members
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,23 +11,8 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 )
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	waitWithin(t, 10*time.Second, what, cond)
-}
-
-func waitWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // TestRegistrationLifecycle: a member is listed while it runs, registers
 // again when its lease is lost, and is gone at once when it stops.
@@ -48,7 +34,7 @@ func testLifecycle(t *testing.T, ttl time.Duration) {
 	done := make(chan struct{})
 	go func() { reg.Run(rctx); close(done) }()
 	<-reg.Registered()
-	waitFor(t, "s1 listed", func() bool {
+	testwait.Until(t, "s1 listed", func() bool {
 		l := w.List()
 		return len(l) == 1 && l[0].ID == "s1" && l[0].URL == "http://127.0.0.1:9"
 	})
@@ -62,14 +48,14 @@ func testLifecycle(t *testing.T, ttl time.Duration) {
 	if _, err := cli.Revoke(ctx, lost); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "s1 registered again under a new lease", func() bool {
+	testwait.Until(t, "s1 registered again under a new lease", func() bool {
 		r, err := cli.Get(ctx, keys.Member("scheduler", "s1"))
 		return err == nil && len(r.Kvs) == 1 && clientv3.LeaseID(r.Kvs[0].Lease) != lost
 	})
 
 	stop()
 	<-done
-	waitWithin(t, ttl/2, "s1 gone before its TTL", func() bool { return w.Count() == 0 })
+	testwait.Poll(t, ttl/2, "s1 gone before its TTL", func() (bool, string) { return w.Count() == 0, fmt.Sprint(w.Count(), " listed") })
 }
 
 func TestWatcherSkipsUnreadableRegistrations(t *testing.T) {

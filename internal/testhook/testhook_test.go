@@ -2,10 +2,13 @@ package testhook
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 func TestPauseOnlyAtTheNamedPoint(t *testing.T) {
@@ -24,16 +27,10 @@ func TestPauseOnlyAtTheNamedPoint(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	released := make(chan struct{})
 	go func() { Pause(ctx, "here", "id-1"); close(released) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if b, _ := os.ReadFile(file); string(b) == "here id-1\n" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Pause did not record its arrival")
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline
-	}
+	testwait.Poll(t, 5*time.Second, "Pause to record its arrival", func() (bool, string) {
+		b, _ := os.ReadFile(file)
+		return string(b) == "here id-1\n", fmt.Sprintf("%s holds %q", file, b)
+	})
 	select {
 	case <-released:
 		t.Fatal("Pause returned before its context ended")
