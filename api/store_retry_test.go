@@ -141,12 +141,15 @@ func TestDeleteRidesOutLostQuorum(t *testing.T) {
 func waitForLog(t *testing.T, logs *logtest.Buffer, want string, done <-chan int) {
 	t.Helper()
 	testwait.Poll(t, time.Minute, fmt.Sprintf("%q logged", want), func() (bool, string) {
+		if strings.Contains(logs.String(), want) {
+			return true, ""
+		}
 		select {
 		case status := <-done:
 			t.Fatalf("the request ended (%d) before %q was logged; logs:\n%s", status, want, logs)
 		default:
 		}
-		return strings.Contains(logs.String(), want), "logs:\n" + logs.String()
+		return false, "logs:\n" + logs.String()
 	})
 }
 
