@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
 	"github.com/berth-project/berth/internal/etcdtest"
@@ -320,16 +321,16 @@ func TestOpenStackCLIPlacement(t *testing.T) {
 		for _, u := range usages {
 			got[u.ResourceClass] = u.Usage
 		}
-		if !reflect.DeepEqual(got, map[string]int{"VCPU": 2, "MEMORY_MB": 1024, "DISK_GB": 0}) {
-			t.Errorf("provider usage show printed %v", got)
+		if diff := cmp.Diff(map[string]int{"VCPU": 2, "MEMORY_MB": 1024, "DISK_GB": 0}, got); diff != "" {
+			t.Errorf("provider usage show printed (-want +got):\n%s", diff)
 		}
 		urows := table(t, o.ok(t, "resource", "provider", "usage", "show", S))
 		gotS := map[string]string{}
 		for _, r := range urows {
 			gotS[r["resource_class"]] = r["usage"]
 		}
-		if !reflect.DeepEqual(gotS, map[string]string{"VCPU": "4", "MEMORY_MB": "2048", "DISK_GB": "0"}) {
-			t.Errorf("provider usage show (table) = %v", gotS)
+		if diff := cmp.Diff(map[string]string{"VCPU": "4", "MEMORY_MB": "2048", "DISK_GB": "0"}, gotS); diff != "" {
+			t.Errorf("provider usage show (table) (-want +got):\n%s", diff)
 		}
 
 		// Project usages: by consumer type at 1.38+, flat before.
@@ -346,8 +347,8 @@ func TestOpenStackCLIPlacement(t *testing.T) {
 			"INSTANCE":  {"VCPU": 2, "MEMORY_MB": 1024, "CUSTOM_GPU": 1, "consumer_count": 1},
 			"MIGRATION": {"VCPU": 4, "MEMORY_MB": 2048, "consumer_count": 1},
 		}
-		if !reflect.DeepEqual(gotT, wantT) {
-			t.Errorf("resource usage show printed %v, want %v", gotT, wantT)
+		if diff := cmp.Diff(wantT, gotT); diff != "" {
+			t.Errorf("resource usage show printed (-want +got):\n%s", diff)
 		}
 		o.json(t, &byType, "resource", "usage", "show", PJ, "--user-id", uuid.NewString())
 		if len(byType) != 0 {
@@ -361,8 +362,8 @@ func TestOpenStackCLIPlacement(t *testing.T) {
 		for _, r := range table(t, out) {
 			flat[r["resource_class"]] = r["usage"]
 		}
-		if !reflect.DeepEqual(flat, map[string]string{"VCPU": "6", "MEMORY_MB": "3072", "CUSTOM_GPU": "1"}) {
-			t.Errorf("usage show at 1.28 = %v", flat)
+		if diff := cmp.Diff(map[string]string{"VCPU": "6", "MEMORY_MB": "3072", "CUSTOM_GPU": "1"}, flat); diff != "" {
+			t.Errorf("usage show at 1.28 (-want +got):\n%s", diff)
 		}
 
 		var p oscProvider
@@ -420,8 +421,8 @@ func TestOpenStackCLIPlacement(t *testing.T) {
 			case S:
 				want, traits = map[string]string{"VCPU": "4/16", "MEMORY_MB": "2048/8192", "DISK_GB": "0/200"}, []string{"CUSTOM_SLOW"}
 			}
-			if got := kvList(c.UsedCapacity); !reflect.DeepEqual(got, want) {
-				t.Errorf("candidate %s used/capacity %q, want %v", c.Provider, c.UsedCapacity, want)
+			if diff := cmp.Diff(want, kvList(c.UsedCapacity)); diff != "" {
+				t.Errorf("candidate %s used/capacity %q (-want +got):\n%s", c.Provider, c.UsedCapacity, diff)
 			}
 			sameSet(t, "candidate traits", strings.Split(c.Traits, ","), traits)
 		}
@@ -645,8 +646,8 @@ placement {
 	for _, r := range table(t, op.ok(t, "resource", "provider", "inventory", "list", host)) {
 		inv[r["resource_class"]] = r["total"]
 	}
-	if want := map[string]string{"VCPU": "16", "MEMORY_MB": "65536", "DISK_GB": "1000"}; !reflect.DeepEqual(inv, want) {
-		t.Errorf("compute-1 inventory totals = %v, want %v", inv, want)
+	if diff := cmp.Diff(map[string]string{"VCPU": "16", "MEMORY_MB": "65536", "DISK_GB": "1000"}, inv); diff != "" {
+		t.Errorf("compute-1 inventory totals (-want +got):\n%s", diff)
 	}
 	usage := func() map[string]string {
 		u := map[string]string{}
@@ -659,8 +660,8 @@ placement {
 	if out, err := runCLI(t, apiURL, "server", "create", "--flavor", "m1.small", "--name", "osc", "--wait", "--timeout", "60s"); err != nil || !strings.Contains(out, "ACTIVE") {
 		t.Fatalf("server create: %v\n%s", err, out)
 	}
-	if u, want := usage(), map[string]string{"VCPU": "1", "MEMORY_MB": "2048", "DISK_GB": "20"}; !reflect.DeepEqual(u, want) {
-		t.Errorf("compute-1 usage with one m1.small = %v, want %v", u, want)
+	if diff := cmp.Diff(map[string]string{"VCPU": "1", "MEMORY_MB": "2048", "DISK_GB": "20"}, usage()); diff != "" {
+		t.Errorf("compute-1 usage with one m1.small (-want +got):\n%s", diff)
 	}
 	list, err := runCLI(t, apiURL, "server", "list")
 	if err != nil {
@@ -681,8 +682,8 @@ placement {
 	if out, err := runCLI(t, apiURL, "server", "delete", "--wait", "--timeout", "60s", server); err != nil {
 		t.Fatalf("server delete: %v\n%s", err, out)
 	}
-	if u, want := usage(), map[string]string{"VCPU": "0", "MEMORY_MB": "0", "DISK_GB": "0"}; !reflect.DeepEqual(u, want) {
-		t.Errorf("compute-1 usage after the delete = %v, want %v", u, want)
+	if diff := cmp.Diff(map[string]string{"VCPU": "0", "MEMORY_MB": "0", "DISK_GB": "0"}, usage()); diff != "" {
+		t.Errorf("compute-1 usage after the delete (-want +got):\n%s", diff)
 	}
 
 	var p oscProvider
