@@ -273,6 +273,14 @@ func (k Keys) Member(role, id string) string { return k.join("members", role, id
 // Members is the prefix of one role's registrations.
 func (k Keys) Members(role string) string { return k.join("members", role) + "/" }
 
+// ---- identity --------------------------------------------------------------
+
+// IdentitySigningKey is the secret the identity API signs its tokens
+// with. It is created once, when absent, by the first server to serve
+// identity; every server reads the same key, so each accepts the tokens
+// of all.
+func (k Keys) IdentitySigningKey() string { return k.join("identity", "signing_key") }
+
 // ---- load tool -------------------------------------------------------------
 
 // BenchCAS is one worker's scratch key for `berth bench -baseline`: the

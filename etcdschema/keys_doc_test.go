@@ -84,6 +84,7 @@ var docValueTypes = map[string]func() any{
 	"ProviderName": func() any { return new(ProviderName) }, "Retry": func() any { return new(Retry) },
 	"ServerGroup": func() any { return new(ServerGroup) }, "ServerGroupMember": func() any { return new(ServerGroupMember) },
 	"ServerGroupSlot": func() any { return new(ServerGroupSlot) }, "Service": func() any { return new(Service) },
+	"SigningKey": func() any { return new(SigningKey) },
 }
 
 type docBlock struct {

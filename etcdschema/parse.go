@@ -58,6 +58,8 @@ const (
 	// KindBenchCAS is berth bench's scratch counter (not JSON); the worker
 	// number is in Slot.
 	KindBenchCAS KeyKind = "BenchCAS"
+
+	KindIdentitySigningKey KeyKind = "IdentitySigningKey"
 )
 
 // ParsedKey is a key taken apart: its kind and the variable segments the
@@ -123,6 +125,7 @@ var keyPatterns = []keyPattern{
 	{KindElectionCandidate, []string{"Role", "ID"}, func(k Keys, a []string) string { return k.Election(a[0]) + "/" + a[1] }, nil},
 	{KindMember, []string{"Role", "ID"}, func(k Keys, a []string) string { return k.Member(a[0], a[1]) }, func() Versioned { return new(Member) }},
 	{KindBenchCAS, []string{"Slot"}, func(k Keys, a []string) string { return k.benchCAS(a[0]) }, nil},
+	{KindIdentitySigningKey, nil, func(k Keys, a []string) string { return k.IdentitySigningKey() }, func() Versioned { return new(SigningKey) }},
 }
 
 // placeholder marks variable segment i in a pattern's shape; a NUL byte

@@ -30,6 +30,7 @@ const (
 	LeaseVersion           = 1
 	MemberVersion          = 1
 	HostDownVersion        = 1
+	SigningKeyVersion      = 1
 )
 
 // Versioned is implemented by every value type.
@@ -426,3 +427,14 @@ type Member struct {
 }
 
 func (*Member) SchemaVersion() int { return MemberVersion }
+
+// SigningKey is the identity API's token signing secret (HMAC-SHA256).
+// It is a secret: anyone who reads it can forge a token of any user, so
+// etcd's own access control must keep it from all but Berth's servers.
+type SigningKey struct {
+	header
+	Key     []byte    `json:"key"` // 32 random bytes; base64 in JSON
+	Created time.Time `json:"created"`
+}
+
+func (*SigningKey) SchemaVersion() int { return SigningKeyVersion }

@@ -192,6 +192,7 @@ var groups = map[etcdschema.KeyKind]string{
 	etcdschema.KindElectionCandidate:       "election_candidates",
 	etcdschema.KindMember:                  "members",
 	etcdschema.KindBenchCAS:                "bench_cas",
+	etcdschema.KindIdentitySigningKey:      "identity_signing_key",
 }
 
 // ---- summary ---------------------------------------------------------------
