@@ -36,6 +36,9 @@ type Config struct {
 	Superconductor *Superconductor
 	Conductor      *Conductor
 	Agent          *Agent
+	// Identity is the Keystone v3 subset `berth server` serves (package
+	// identity); nil serves none.
+	Identity *Identity
 }
 
 // Etcd says how to reach the shared state: an external cluster (Endpoints)
@@ -123,6 +126,57 @@ type Placement struct {
 
 	declRange hcl.Range
 }
+
+// Identity is the identity API: its directory (users, projects, role
+// assignments) and the service catalog its tokens carry. Every reference
+// is checked by the decoder: an assignment names a user and a project
+// defined in the block.
+type Identity struct {
+	Bind     string        // host:port
+	TokenTTL time.Duration // a token's lifetime
+	Region   string        // the catalog's region
+	Users    []IdentityUser
+	Projects []IdentityProject
+	// Assignments give a user a role on a project or on the system.
+	Assignments []RoleAssignment
+	// Endpoints are the catalog, one per service type, in file order.
+	Endpoints []CatalogEndpoint
+
+	declRange hcl.Range
+}
+
+// IdentityUser is one user; ID "" is derived from the name by package
+// identity, the same on every server.
+type IdentityUser struct {
+	Name, ID     string
+	PasswordHash string // bcrypt; `berth identity hash-password` makes one
+}
+
+// IdentityProject is one project; ID "" is derived from the name.
+type IdentityProject struct {
+	Name, ID string
+}
+
+// RoleAssignment gives User the role Role on Project or, when System,
+// on the system (Keystone's system scope "all").
+type RoleAssignment struct {
+	User, Project string
+	System        bool
+	Role          string
+}
+
+// CatalogEndpoint is one service of the catalog; Internal and Admin are
+// Public when the file leaves them out.
+type CatalogEndpoint struct {
+	Type                    string
+	Public, Internal, Admin string
+}
+
+// The identity roles (Keystone's defaults) and catalog service types.
+var (
+	IdentityRoles        = []string{"admin", "member", "reader"}
+	CatalogEndpointTypes = []string{"compute", "placement", "image", "identity"}
+)
 
 // Token is one static API token and the identity it stands for.
 type Token struct {

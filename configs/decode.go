@@ -138,6 +138,9 @@ func (d *decoder) config(r *rawFile) *Config {
 	if r.Agent != nil {
 		c.Agent = d.agent(r.Agent)
 	}
+	if r.Identity != nil {
+		c.Identity = d.identity(r.Identity)
+	}
 	return c
 }
 

@@ -190,3 +190,34 @@ func (c *Config) EnableAllRoles() {
 		c.Agent.Cell = DevCell
 	}
 }
+
+// DefaultIdentity is the identity block's defaults: Keystone's port and
+// token lifetime (an hour), and OpenStack's usual region name. It is not
+// in Defaults(): the in-process stacks of the load tool and the tests
+// start from Defaults() and must not take port 5000.
+func DefaultIdentity() *Identity {
+	return &Identity{Bind: "127.0.0.1:5000", TokenTTL: time.Hour, Region: "RegionOne"}
+}
+
+// The login `berth dev` creates when its config has no identity block, and
+// prints on start: a loopback-only development default, never a
+// deployment's (a rendered server config names its own users).
+const (
+	DevAdminUser     = "admin"
+	DevAdminPassword = "berth-dev-admin"
+	DevAdminProject  = "admin"
+)
+
+// DevIdentity is `berth dev`'s identity block: DefaultIdentity with
+// DevAdminUser (passwordHash is DevAdminPassword's bcrypt hash, made at
+// start) holding admin on DevAdminProject and on the system.
+func DevIdentity(passwordHash string) *Identity {
+	id := DefaultIdentity()
+	id.Users = []IdentityUser{{Name: DevAdminUser, PasswordHash: passwordHash}}
+	id.Projects = []IdentityProject{{Name: DevAdminProject}}
+	id.Assignments = []RoleAssignment{
+		{User: DevAdminUser, Project: DevAdminProject, Role: "admin"},
+		{User: DevAdminUser, System: true, Role: "admin"},
+	}
+	return id
+}

@@ -19,6 +19,7 @@ type rawFile struct {
 	Superconductor *rawSuperconductor `hcl:"superconductor,block"`
 	Conductor      *rawConductor      `hcl:"conductor,block"`
 	Agent          *rawAgent          `hcl:"agent,block"`
+	Identity       *rawIdentity       `hcl:"identity,block"`
 
 	Body hcl.Body `hcl:",body"`
 }
@@ -197,4 +198,52 @@ type rawFake struct {
 	Fail              *bool    `hcl:"fail"`
 	FailReschedulable *bool    `hcl:"fail_reschedulable"`
 	Body              hcl.Body `hcl:",body"`
+}
+
+type rawIdentity struct {
+	Bind        *string              `hcl:"bind"`
+	TokenTTL    *string              `hcl:"token_ttl"`
+	Region      *string              `hcl:"region"`
+	Users       []rawIdentityUser    `hcl:"user,block"`
+	Projects    []rawIdentityProject `hcl:"project,block"`
+	Assignments []rawAssignment      `hcl:"assignment,block"`
+	Endpoints   []rawEndpoint        `hcl:"endpoint,block"`
+	DefRange    hcl.Range            `hcl:",def_range"`
+	Body        hcl.Body             `hcl:",body"`
+}
+
+type rawIdentityUser struct {
+	Name         string    `hcl:"name,label"`
+	ID           *string   `hcl:"id"`
+	PasswordHash *string   `hcl:"password_hash"`
+	LabelRange   hcl.Range `hcl:"name,label_range"`
+	DefRange     hcl.Range `hcl:",def_range"`
+	Body         hcl.Body  `hcl:",body"`
+}
+
+type rawIdentityProject struct {
+	Name       string    `hcl:"name,label"`
+	ID         *string   `hcl:"id"`
+	LabelRange hcl.Range `hcl:"name,label_range"`
+	DefRange   hcl.Range `hcl:",def_range"`
+	Body       hcl.Body  `hcl:",body"`
+}
+
+type rawAssignment struct {
+	User     *string   `hcl:"user"`
+	Project  *string   `hcl:"project"`
+	System   *string   `hcl:"system"`
+	Role     *string   `hcl:"role"`
+	DefRange hcl.Range `hcl:",def_range"`
+	Body     hcl.Body  `hcl:",body"`
+}
+
+type rawEndpoint struct {
+	Type       string    `hcl:"type,label"`
+	Public     *string   `hcl:"public"`
+	Internal   *string   `hcl:"internal"`
+	Admin      *string   `hcl:"admin"`
+	LabelRange hcl.Range `hcl:"type,label_range"`
+	DefRange   hcl.Range `hcl:",def_range"`
+	Body       hcl.Body  `hcl:",body"`
 }

@@ -117,6 +117,79 @@ placement {
   }
 }
 
+# The identity API: a Keystone v3 subset, so the openstack CLI, openstacksdk
+# and gophercloud log in with a clouds.yaml (auth_url http://HOST:5000/v3,
+# username, password, project_name, user_domain_name/project_domain_name
+# "Default"). Users, projects and role assignments live here; tokens are
+# signed with a key kept in etcd, so every server accepts every other's.
+# Nothing else checks these tokens yet (issue 16 continues).
+identity {
+  # host:port of the API (default "127.0.0.1:5000", Keystone's port).
+  bind = "0.0.0.0:5000"
+  # A token's lifetime (default "1h", Keystone's; at least "1m").
+  token_ttl = "1h"
+  # The region every catalog endpoint is in (default "RegionOne").
+  region = "RegionOne"
+
+  # One block per user; the label is the user name (domain "Default").
+  # password_hash is bcrypt, never the password: make it with
+  #   printf '%s' 'the password' | berth identity hash-password
+  # These two hash "change-me-admin" and "change-me-alice": replace them.
+  user "admin" {
+    password_hash = "$2a$10$RRnPvTGIpcGgtycLtlbAoOSJX6nUHtiyZYzWh.Ec9Xpgw5jMtriEG"
+  }
+  user "alice" {
+    # The id tokens and records carry (default: 32 hex digits derived from
+    # the name, the same on every server). 1-64 letters, digits, _ or -.
+    id            = "5d0c2a8e4f6b4c1d9e3a7b2c1d0e9f8a"
+    password_hash = "$2a$10$Bxgf/0XLIzd0q57VkZIcSe1icSES65/Bdv48W6BJB9dJr2qgJpFxi"
+  }
+
+  # One block per project; the label is its name. id as for users.
+  project "admin" {}
+  project "demo" {
+    id = "7a1e2f3c4b5d4e6f8a9b0c1d2e3f4a5b"
+  }
+
+  # A role for a user on a project or on the system ("all": Keystone's
+  # system scope, for cloud-wide operations). Roles: "admin" (implies
+  # member), "member" (implies reader), "reader".
+  assignment {
+    user    = "admin"
+    project = "admin"
+    role    = "admin"
+  }
+  assignment {
+    user   = "admin"
+    system = "all"
+    role   = "admin"
+  }
+  assignment {
+    user    = "alice"
+    project = "demo"
+    role    = "member"
+  }
+
+  # The service catalog tokens carry, one block per service type
+  # ("compute", "placement", "image", "identity"). public is required;
+  # internal and admin default to it.
+  endpoint "compute" {
+    public   = "http://controller:8774/v2.1"
+    internal = "http://10.0.0.5:8774/v2.1"
+    admin    = "http://10.0.0.5:8774/v2.1"
+  }
+  endpoint "placement" {
+    public = "http://controller:8778"
+  }
+  endpoint "image" {
+    public = "http://controller:9292"
+  }
+  # Left out, the identity endpoint is this API's own address.
+  endpoint "identity" {
+    public = "http://controller:5000/v3"
+  }
+}
+
 # The scheduler: answers select_destinations. Option names follow Nova's
 # [filter_scheduler] section.
 scheduler {
