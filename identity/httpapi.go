@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -231,7 +232,7 @@ func (a *API) issueToken(w http.ResponseWriter, r *http.Request, _ *Token) error
 		return err
 	}
 	w.Header().Set("X-Subject-Token", t.ID)
-	writeJSON(w, http.StatusCreated, map[string]any{"token": a.tokenBody(t, !noCatalog(r))})
+	writeJSON(w, http.StatusCreated, map[string]any{"token": a.tokenBody(r, t, !noCatalog(r))})
 	a.log.Debug("token issued", "user", t.Credentials.UserName, "project", t.Credentials.ProjectName,
 		"system", t.Credentials.System, "audit_id", t.AuditID)
 	return nil
@@ -314,7 +315,7 @@ func (a *API) validateToken(w http.ResponseWriter, r *http.Request, auth *Token)
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"token": a.tokenBody(t, !noCatalog(r))})
+	writeJSON(w, http.StatusOK, map[string]any{"token": a.tokenBody(r, t, !noCatalog(r))})
 	return nil
 }
 
@@ -327,7 +328,7 @@ func (a *API) getCatalog(w http.ResponseWriter, r *http.Request, auth *Token) er
 			msg: "You are not authorized to perform the requested action: A project-scoped token is required to produce a service catalog."}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"catalog": a.catalog(),
+		"catalog": a.catalog(r),
 		"links":   map[string]any{"self": baseURL(r) + "/v3/auth/catalog", "previous": nil, "next": nil},
 	})
 	return nil
@@ -345,7 +346,7 @@ func keystoneTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:
 var defaultDomain = map[string]string{"id": DefaultDomainID, "name": DefaultDomainName}
 
 // tokenBody is the "token" object Keystone answers with.
-func (a *API) tokenBody(t Token, withCatalog bool) map[string]any {
+func (a *API) tokenBody(r *http.Request, t Token, withCatalog bool) map[string]any {
 	c := t.Credentials
 	body := map[string]any{
 		"methods":    []string{"password"},
@@ -369,7 +370,7 @@ func (a *API) tokenBody(t Token, withCatalog bool) map[string]any {
 		body["is_domain"] = false
 	}
 	if withCatalog {
-		body["catalog"] = a.catalog()
+		body["catalog"] = a.catalog(r)
 	}
 	return body
 }
@@ -378,10 +379,17 @@ func (a *API) tokenBody(t Token, withCatalog bool) map[string]any {
 var serviceNames = map[string]string{"compute": "nova", "placement": "placement", "image": "glance", "identity": "keystone"}
 
 // catalog is the service catalog: each endpoint's three interfaces in
-// the region.
-func (a *API) catalog() []map[string]any {
-	out := make([]map[string]any, 0, len(a.svc.catalog))
-	for _, e := range a.svc.catalog {
+// the region. Without an identity endpoint in the config, the identity
+// service is where the client reached this API (r's base URL): a
+// client's identity commands find it there, as it logged in.
+func (a *API) catalog(r *http.Request) []map[string]any {
+	endpoints := a.svc.catalog
+	if !slices.ContainsFunc(endpoints, func(e Endpoint) bool { return e.Type == "identity" }) {
+		self := baseURL(r) + "/v3"
+		endpoints = append(slices.Clip(endpoints), Endpoint{Type: "identity", Public: self, Internal: self, Admin: self})
+	}
+	out := make([]map[string]any, 0, len(endpoints))
+	for _, e := range endpoints {
 		var eps []map[string]string
 		for _, iface := range []struct{ name, url string }{{"public", e.Public}, {"internal", e.Internal}, {"admin", e.Admin}} {
 			if iface.url == "" {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/logging"
 	"github.com/berth-project/berth/internal/stack"
 )
@@ -22,6 +23,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		peerAddr  = fs.String("etcd-peer", "127.0.0.1:2380", "embedded etcd peer address")
 		apiAddr   = fs.String("api", "127.0.0.1:8774", "compute API address")
 		placeAddr = fs.String("placement", "127.0.0.1:8778", "Placement API address")
+		identAddr = fs.String("identity", "127.0.0.1:5000", "identity (Keystone v3) API address")
 		// Port 0: the in-process superconductor calls its scheduler
 		// directly, so dev needs no fixed scheduler port.
 		schedAddr = fs.String("scheduler", "127.0.0.1:0", "scheduler (select_destinations) address")
@@ -77,6 +79,11 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		emb.DataDir = filepath.Join(tmp, "etcd")
 	}
 	cfg.API.Bind, cfg.Placement.Bind, cfg.Scheduler.Bind = *apiAddr, *placeAddr, *schedAddr
+	login, err := devIdentity(cfg, *identAddr)
+	if err != nil {
+		fmt.Fprintln(stderr, "berth dev:", err)
+		return 1
+	}
 
 	failing := map[string]bool{}
 	for _, h := range strings.Split(*failHosts, ",") {
@@ -85,5 +92,32 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitCode(stack.Run(configs.RoleDev, cfg, log, stdout, stack.Dev(stack.DevOptions{
-		Hosts: *hosts, Cells: *cells, FailHosts: failing, BuildTime: *buildTime, DataDir: emb.DataDir})))
+		Hosts: *hosts, Cells: *cells, FailHosts: failing, BuildTime: *buildTime, DataDir: emb.DataDir, Login: login})))
+}
+
+// devIdentity serves identity on addr: the config's identity block, or
+// without one the documented dev login (configs.DevIdentity) with a
+// catalog of dev's compute API and Placement. It returns the login to
+// print, "" for the config's own users.
+func devIdentity(cfg *configs.Config, addr string) (string, error) {
+	if cfg.Identity != nil {
+		cfg.Identity.Bind = addr
+		return "", nil
+	}
+	hash, err := identity.HashPassword(configs.DevAdminPassword)
+	if err != nil {
+		return "", err
+	}
+	cfg.Identity = configs.DevIdentity(hash)
+	cfg.Identity.Bind = addr
+	cfg.Identity.Endpoints = []configs.CatalogEndpoint{
+		{Type: "compute", Public: "http://" + cfg.API.Bind + "/v2.1"},
+		{Type: "placement", Public: "http://" + cfg.Placement.Bind},
+	}
+	for i := range cfg.Identity.Endpoints {
+		e := &cfg.Identity.Endpoints[i]
+		e.Internal, e.Admin = e.Public, e.Public
+	}
+	return fmt.Sprintf("OS_AUTH_URL=http://%s/v3 OS_USERNAME=%s OS_PASSWORD=%s OS_PROJECT_NAME=%s OS_USER_DOMAIN_NAME=Default OS_PROJECT_DOMAIN_NAME=Default (dev default)",
+		addr, configs.DevAdminUser, configs.DevAdminPassword, configs.DevAdminProject), nil
 }

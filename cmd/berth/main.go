@@ -49,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdBench(rest, stdout, stderr)
 	case "config":
 		return cmdConfig(rest, stdout, stderr)
+	case "identity":
+		return cmdIdentity(rest, os.Stdin, stdout, stderr)
 	case "debug":
 		return cmdDebug(rest, stdout, stderr)
 	case "server-group":

@@ -5,7 +5,7 @@ const usage = `berth: a cloud scheduling control plane (Nova scheduler, Placemen
 
 Run:
   berth dev [flags]               everything in one process, embedded etcd, simulated hosts
-  berth server -config FILE       api, placement, scheduler, superconductor roles (as the file enables)
+  berth server -config FILE       api, placement, scheduler, superconductor, identity roles (as the file enables)
   berth conductor -config FILE    a cell conductor
   berth agent -config FILE        a compute host agent
   berth etcd -config FILE         one member of Berth's etcd cluster (embedded etcd, no other install)
@@ -34,6 +34,10 @@ Config:
                       [-var KEY=VALUE]... [-o FILE]
                                   one machine's config for ROLE (etcd, server, conductor, agent)
                                   from the deployment templates; what deploy/ runs on each VM
+
+Identity:
+  berth identity hash-password    read a password on stdin, print its bcrypt hash for an
+                                  identity { user "NAME" { password_hash = ... } } block
 
 Debugging (reads etcd directly, no API needed):
   berth debug dump [-etcd ENDPOINTS | -config FILE] [-prefix P] [-format table|json] [-o FILE]

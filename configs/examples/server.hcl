@@ -184,7 +184,8 @@ identity {
   endpoint "image" {
     public = "http://controller:9292"
   }
-  # Left out, the identity endpoint is this API's own address.
+  # Left out, the identity endpoint is the URL the client reached this API
+  # by, with /v3.
   endpoint "identity" {
     public = "http://controller:5000/v3"
   }

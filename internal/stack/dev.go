@@ -24,6 +24,9 @@ type DevOptions struct {
 	BuildTime time.Duration
 	// DataDir is where the agents keep their state (the etcd data dir).
 	DataDir string
+	// Login, when set, is printed in the banner: the dev identity's
+	// credentials, so a developer can log in at once.
+	Login string
 }
 
 // Dev starts everything in one process: the server roles, a conductor
@@ -65,6 +68,9 @@ func Dev(o DevOptions) StartFunc {
 			if err := s.StartAgent(ctx, &a, o.DataDir); err != nil {
 				return err
 			}
+		}
+		if o.Login != "" {
+			s.Endpoints = append(s.Endpoints, [2]string{"login", o.Login})
 		}
 		s.Endpoints = append(s.Endpoints, [2]string{"hosts", fmt.Sprintf("%d simulated in %d cell(s), data in %s", o.Hosts, o.Cells, o.DataDir)})
 		return nil

@@ -11,7 +11,7 @@ import (
 // which configs.Config.Require has checked.
 
 // Server starts the roles of `berth server` its config enables: the
-// compute API, Placement, the scheduler and the superconductor.
+// compute API, Placement, the scheduler, the superconductor and identity.
 func Server(ctx context.Context, s *Stack) error {
 	return s.StartServerRoles(ctx)
 }

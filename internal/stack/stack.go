@@ -307,6 +307,11 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 			return err
 		}
 	}
+	if cfg.Identity != nil {
+		if err := s.startIdentity(ctx, cfg.Identity); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
