@@ -2,22 +2,10 @@ package scheduler
 
 import (
 	"testing"
-	"time"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testwait"
 )
-
-// waitUntil polls cond until it holds or ten seconds pass.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 func TestHostManagerCountsBuildsInFlightAndFollowsAggregates(t *testing.T) {
 	c := newCloud(t)
@@ -31,23 +19,24 @@ func TestHostManagerCountsBuildsInFlightAndFollowsAggregates(t *testing.T) {
 	put(c.keys.Build("a", "b1"), &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: "b1"})
 	put(c.keys.Build("a", "b2"), &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: "b2"})
 	put(c.keys.Build("a", "d1"), &etcdschema.Build{Op: etcdschema.OpDelete, InstanceUUID: "d1"})
-	waitUntil(t, "two builds in flight (a delete is not an io op)", func() bool { return ioOps() == 2 })
+	testwait.Equal(t, "two builds in flight (a delete is not an io op)", 2, ioOps)
 	// A build replaced by a delete cast, and a finished one, stop counting.
 	put(c.keys.Build("a", "b1"), &etcdschema.Build{Op: etcdschema.OpDelete, InstanceUUID: "b1"})
 	if _, err := c.cli.Delete(c.ctx, c.keys.Build("a", "b2")); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "no builds in flight", func() bool { return ioOps() == 0 })
+	testwait.Equal(t, "no builds in flight", 0, ioOps)
 
 	agg := &etcdschema.Aggregate{UUID: "x", Name: "x", Hosts: []string{"a"},
 		Metadata: map[string]string{"availability_zone": "az1"}}
 	put(c.keys.Aggregate("x"), agg)
-	waitUntil(t, "a in aggregate x", func() bool { return len(c.hosts.aggregates().byHost["a"]) == 1 })
+	aggregatesOfA := func() int { return len(c.hosts.aggregates().byHost["a"]) }
+	testwait.Equal(t, "a in aggregate x", 1, aggregatesOfA)
 	agg.Hosts = nil
 	put(c.keys.Aggregate("x"), agg)
-	waitUntil(t, "a out of aggregate x", func() bool { return len(c.hosts.aggregates().byHost["a"]) == 0 })
+	testwait.Equal(t, "a out of aggregate x", 0, aggregatesOfA)
 	if _, err := c.cli.Delete(c.ctx, c.keys.Aggregate("x")); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "aggregate x gone", func() bool { return len(c.hosts.Aggregates()) == 0 })
+	testwait.Until(t, "aggregate x gone", func() bool { return len(c.hosts.Aggregates()) == 0 })
 }

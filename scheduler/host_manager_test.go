@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 func (c *cloud) info(host, uuid string) {
@@ -28,12 +29,12 @@ func TestHostManagerTrustsAHostOnlyAfterItsSync(t *testing.T) {
 	c := newCloud(t)
 	c.addHost("a", "cell1", 8, 8192, false)
 	c.info("a", "i1")
-	waitFor(t, "i1 cached", func() bool { v, _ := c.hosts.view("a"); return v.Instances["i1"] != nil })
+	testwait.Until(t, "i1 cached", func() bool { v, _ := c.hosts.view("a"); return v.Instances["i1"] != nil })
 	if trusted(c, "a") {
 		t.Fatal("a host that never sent its uuid list is trusted")
 	}
 	c.hostSync("a", "i1")
-	waitFor(t, "a trusted after an equal sync", func() bool { return trusted(c, "a") })
+	testwait.Until(t, "a trusted after an equal sync", func() bool { return trusted(c, "a") })
 }
 
 func TestHostManagerReReadsAHostWhoseSyncDiffers(t *testing.T) {
@@ -42,7 +43,7 @@ func TestHostManagerReReadsAHostWhoseSyncDiffers(t *testing.T) {
 	c.info("a", "i1")
 	c.info("a", "i2")
 	c.hostSync("a", "i1", "i2")
-	waitFor(t, "a trusted", func() bool { return trusted(c, "a") })
+	testwait.Until(t, "a trusted", func() bool { return trusted(c, "a") })
 
 	// Lose an update, as a missed message would in Nova: the cache now
 	// lacks i2 while etcd has it.
@@ -50,7 +51,7 @@ func TestHostManagerReReadsAHostWhoseSyncDiffers(t *testing.T) {
 	c.hosts.hosts["a"].instances = map[string]*etcdschema.InstanceInfo{"i1": c.hosts.hosts["a"].instances["i1"]}
 	c.hosts.mu.Unlock()
 	c.hostSync("a", "i1", "i2")
-	waitFor(t, "a re-read from etcd", func() bool {
+	testwait.Until(t, "a re-read from etcd", func() bool {
 		v, _ := c.hosts.view("a")
 		return v.Updated && v.Instances["i2"] != nil && len(v.Instances) == 2
 	})
@@ -61,7 +62,7 @@ func TestNeverReportedHostIsReadFromCellsPerRequest(t *testing.T) {
 	c.addHost("old", "cell1", 8, 8192, false) // an older agent: no instance info, no sync
 	c.addHost("new", "cell1", 8, 8192, false)
 	c.hostSync("new")
-	waitFor(t, "new trusted", func() bool { return trusted(c, "new") })
+	testwait.Until(t, "new trusted", func() bool { return trusted(c, "new") })
 	// The cell says "victim" runs on old; old never told the schedulers.
 	c.put(c.keys.CellInstance("cell1", "victim"), &etcdschema.Instance{UUID: "victim", Host: "old", Status: etcdschema.StatusActive, Cell: "cell1"})
 	s := c.scheduler(Config{MaxAttempts: 1, HostSubsetSize: 1, MaxPlacementResults: 1000,
@@ -77,7 +78,7 @@ func TestNeverReportedHostIsReadFromCellsPerRequest(t *testing.T) {
 	}
 	// Once old reports, its (empty) cache is trusted and the cell is not read.
 	c.hostSync("old")
-	waitFor(t, "old trusted", func() bool { return trusted(c, "old") })
+	testwait.Until(t, "old trusted", func() bool { return trusted(c, "old") })
 	sp = spec(1, 512, "buddy2")
 	sp.Hints.SameHost = []string{"victim"}
 	if _, err := s.SelectDestinations(c.ctx, sp); err == nil {
@@ -99,7 +100,7 @@ func TestTrackInstanceChangesOff(t *testing.T) {
 	c.info("a", "stale-info") // written by an agent still tracking: ignored
 	c.hostSync("a", "stale-info")
 	c.put(c.keys.CellInstance("cell1", "x"), &etcdschema.Instance{UUID: "x", Host: "b", Status: etcdschema.StatusActive, Cell: "cell1"})
-	waitFor(t, "hosts seen", func() bool { _, ok := hm.view("b"); _, ok2 := hm.view("a"); return ok && ok2 })
+	testwait.Until(t, "hosts seen", func() bool { _, ok := hm.view("b"); _, ok2 := hm.view("a"); return ok && ok2 })
 	if v, _ := hm.view("a"); v.Updated || len(v.Instances) != 0 {
 		t.Fatalf("tracking is off but a has a trusted cache: %+v", v)
 	}
@@ -151,7 +152,7 @@ func TestHostManagerListPageByPage(t *testing.T) {
 	if !ok || !v.Updated || len(v.Instances) != 2 || v.Instances["i1"] == nil || v.Service == nil || v.Service.ProviderUUID != "rp-a" {
 		t.Errorf("host a after the list: %+v, %v; want trusted with i1 and i2", v, ok)
 	}
-	waitFor(t, "b re-read after the list", func() bool {
+	testwait.Until(t, "b re-read after the list", func() bool {
 		v, _ := hm.view("b")
 		return v.Updated && len(v.Instances) == 2 && v.Instances["i4"] != nil
 	})

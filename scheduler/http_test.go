@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/berth-project/berth/internal/members"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 func TestSelectDestinationsOverHTTP(t *testing.T) {
@@ -48,7 +49,7 @@ func TestSelectDestinationsOverHTTP(t *testing.T) {
 	if _, err := c.cli.Delete(c.ctx, c.keys.Alive("b")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "hosts seen down", func() bool {
+	testwait.Until(t, "hosts seen down", func() bool {
 		va, _ := c.hosts.view("a")
 		vb, _ := c.hosts.view("b")
 		return !va.Up && !vb.Up
@@ -124,24 +125,12 @@ func TestPoolFindsRegisteredSchedulers(t *testing.T) {
 	go w.Run(ctx)
 	local := c.scheduler(DefaultConfig())
 	p := NewPool(local, "self", w, nil)
-	waitFor(t, "both registrations", func() bool { return w.Count() == 2 })
+	testwait.Equal(t, "both registrations", 2, w.Count)
 	ts := p.Targets()
 	if len(ts) != 2 || ts[0].Name != "local" || ts[0].Selector != Selector(local) {
 		t.Fatalf("want the local scheduler first and only the other remote, got %+v", ts)
 	}
 	if r, ok := ts[1].Selector.(*Remote); !ok || r.URL != "http://127.0.0.1:2" {
 		t.Fatalf("second target = %+v, want the remote registered as other", ts[1])
-	}
-}
-
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // TestTypeAffinityReadsUntrustedHosts runs TypeAffinityFilter with
@@ -25,7 +26,7 @@ func TestTypeAffinityReadsUntrustedHosts(t *testing.T) {
 	c.addHost("b", "cell1", 16, 16384, false) // more room: RAM alone would pick b
 	c.put(c.keys.CellInstance("cell1", "x"), &etcdschema.Instance{UUID: "x", Host: "b", Status: etcdschema.StatusActive,
 		Cell: "cell1", Flavor: etcdschema.Flavor{ID: "other", Name: "other"}})
-	waitFor(t, "hosts seen", func() bool { _, ok := hm.view("b"); _, ok2 := hm.view("a"); return ok && ok2 })
+	testwait.Until(t, "hosts seen", func() bool { _, ok := hm.view("b"); _, ok2 := hm.view("a"); return ok && ok2 })
 	s, err := New(Config{MaxAttempts: 1, HostSubsetSize: 1, MaxPlacementResults: 1000,
 		EnabledFilters: []string{"TypeAffinityFilter"}, Weights: map[string]float64{"ram": 1}}, c.place, hm, hclog.NewNullLogger())
 	if err != nil {

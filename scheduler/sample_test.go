@@ -3,7 +3,8 @@ package scheduler
 import (
 	"fmt"
 	"testing"
-	"time"
+
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // With placement_sample_size below the number of hosts, requests see
@@ -48,17 +49,14 @@ func TestPlacementSampleSize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for i := 1; i < 12; {
-		if v, ok := c.hosts.view(fmt.Sprintf("h%02d", i)); ok && !v.Up {
-			i++
-			continue
+	testwait.Poll(t, testwait.Timeout, "the host manager to see h01-h11 down", func() (bool, string) {
+		for i := 1; i < 12; i++ {
+			if v, ok := c.hosts.view(fmt.Sprintf("h%02d", i)); !ok || v.Up {
+				return false, fmt.Sprintf("h%02d not seen down", i)
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("host manager never saw h%02d down", i)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return true, ""
+	})
 	for i := 0; i < 10; i++ {
 		sels, err := s.SelectDestinations(c.ctx, spec(1, 512, fmt.Sprintf("d%d", i)))
 		if err != nil {

@@ -3,15 +3,16 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -354,20 +355,9 @@ func (c *cloud) addAggregate(a *etcdschema.Aggregate) {
 		c.t.Fatal(err)
 	}
 	c.sync(max(rev, cur.Header.Revision))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		found := false
-		for _, got := range c.hosts.Aggregates() {
-			found = found || got.UUID == a.UUID
-		}
-		if found {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("host manager never saw aggregate %s", a.UUID)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(c.t, "the host manager to see aggregate "+a.UUID, func() bool {
+		return slices.ContainsFunc(c.hosts.Aggregates(), func(got *etcdschema.Aggregate) bool { return got.UUID == a.UUID })
+	})
 }
 
 // TestRacingSchedulersKeepAffinity boots the first members of an affinity

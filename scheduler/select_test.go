@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -74,18 +75,16 @@ func (c *cloud) addHost(name, cell string, vcpus, ramMB int64, disabled bool) {
 		c.t.Fatal(err)
 	}
 	c.sync(resp.Header.Revision)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := c.hosts.HostForProvider(rp); ok {
-			if v, ok := c.hosts.view(name); ok && v.Up && v.Cell == cell {
-				return
-			}
+	testwait.Poll(c.t, testwait.Timeout, "the host manager to see "+name+" up in "+cell, func() (bool, string) {
+		if _, ok := c.hosts.HostForProvider(rp); !ok {
+			return false, "no host for provider " + rp
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("host manager never saw %s", name)
+		v, ok := c.hosts.view(name)
+		if !ok {
+			return false, name + " not seen"
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return v.Up && v.Cell == cell, fmt.Sprintf("%s up=%v in cell %q", name, v.Up, v.Cell)
+	})
 }
 
 func (c *cloud) sync(rev int64) {
