@@ -10,6 +10,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -57,7 +58,7 @@ func TestDutyDownHostReschedulesAndDeletesLocally(t *testing.T) {
 	if _, err := c.cli.Delete(c.ctx, k.Alive("a")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a seen down", func() bool { down, _ := c.hosts.DownHosts(); return slices.Contains(down, "a") })
+	testwait.Until(t, "a seen down", func() bool { down, _ := c.hosts.DownHosts(); return slices.Contains(down, "a") })
 
 	now := time.Now()
 	if err := c.duties(now, 1).downHosts(c.ctx, f); err != nil {
@@ -94,8 +95,8 @@ func TestDutyDownHostReschedulesAndDeletesLocally(t *testing.T) {
 
 	// Back up: the record goes.
 	c.put(k.Alive("a"), &etcdschema.Alive{Host: "a"})
-	waitFor(t, "a seen up", func() bool { down, _ := c.hosts.DownHosts(); return !slices.Contains(down, "a") })
-	waitFor(t, "down record seen", func() bool { _, back := c.hosts.DownHosts(); return len(back) == 1 })
+	testwait.Until(t, "a seen up", func() bool { down, _ := c.hosts.DownHosts(); return !slices.Contains(down, "a") })
+	testwait.Equal(t, "down record seen", 1, func() int { _, back := c.hosts.DownHosts(); return len(back) })
 	if err := c.duties(now, 1).downHosts(c.ctx, f); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestDutyOrphanedAllocations(t *testing.T) {
 	if _, err := c.cli.Revoke(c.ctx, sess.Lease()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "orphan2 in the index", func() bool {
+	testwait.Until(t, "orphan2 in the index", func() bool {
 		for _, cr := range c.place.Consumers() {
 			if cr.Consumer.UUID == "orphan2" {
 				return true

@@ -100,18 +100,6 @@ func (c *cloud) usage(host string) int64 {
 	return p.Usages[placement.VCPU]
 }
 
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func (c *cloud) put(key string, v etcdschema.Versioned) int64 {
 	c.t.Helper()
 	resp, err := c.cli.Put(c.ctx, key, etcdschema.MustEncode(v))

@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // TestLeaderFailoverAndFencing: two candidates with their own etcd
@@ -45,7 +47,7 @@ func TestLeaderFailoverAndFencing(t *testing.T) {
 	a, b := mk("a", cli1), mk("b", cli2)
 
 	var leader, other *Leader
-	waitFor(t, "a leader", func() bool {
+	testwait.Until(t, "a leader", func() bool {
 		_, aok := a.Fence()
 		_, bok := b.Fence()
 		switch {
@@ -73,16 +75,10 @@ func TestLeaderFailoverAndFencing(t *testing.T) {
 	}
 	// Revoking stands for the lease running out; the handover itself must
 	// then be quick. A second of slack covers a loaded test machine.
-	deadline := killedAt.Add(ttl + time.Second)
-	for {
-		if f, ok := other.Fence(); ok && f != old {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no new leader within the TTL (%s)", ttl)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Poll(t, time.Until(killedAt.Add(ttl+time.Second)), fmt.Sprintf("a new leader within the TTL (%s)", ttl), func() (bool, string) {
+		f, ok := other.Fence()
+		return ok && f != old, fmt.Sprintf("other leads=%v, fence %+v, the old one %+v", ok, f, old)
+	})
 	t.Logf("new leader after %s", time.Since(killedAt))
 
 	// The deposed term's write is refused, whoever sends it.
@@ -99,7 +95,7 @@ func TestLeaderFailoverAndFencing(t *testing.T) {
 		t.Fatalf("the new leader's fenced write failed: ok=%v err=%v", ok, err)
 	}
 	// The old leader notices and stops claiming to lead.
-	waitFor(t, "old leader to step down", func() bool {
+	testwait.Until(t, "old leader to step down", func() bool {
 		f, ok := leader.Fence()
 		return !ok || f != old
 	})
@@ -117,12 +113,12 @@ func TestLeaderResignsOnStop(t *testing.T) {
 	a := New(Config{Client: cli, Keys: keys, Election: testElection, ID: "a", TTL: 60 * time.Second, Log: hclog.NewNullLogger()})
 	done := make(chan struct{})
 	go func() { a.Run(actx); close(done) }()
-	waitFor(t, "a to lead", func() bool { _, ok := a.Fence(); return ok })
+	testwait.Until(t, "a to lead", func() bool { _, ok := a.Fence(); return ok })
 	b := New(Config{Client: cli, Keys: keys, Election: testElection, ID: "b", TTL: 60 * time.Second, Log: hclog.NewNullLogger()})
 	go func() { b.Run(bctx); close(bDone) }()
 	stopA()
 	<-done
-	waitFor(t, "b to lead well before the 60 s TTL", func() bool { _, ok := b.Fence(); return ok })
+	testwait.Until(t, "b to lead well before the 60 s TTL", func() bool { _, ok := b.Fence(); return ok })
 }
 
 // TestLeaderMetrics: the leader gauge follows the term, and every duty
@@ -169,9 +165,10 @@ func TestLeaderMetrics(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
-	waitFor(t, "two sweeps and the failure counted", func() bool {
-		return value("berth_scheduler_duty_runs_total", "duty", "sweep", "outcome", "ok") >= 2 &&
-			value("berth_scheduler_duty_runs_total", "duty", "broken", "outcome", "error") == 1
+	testwait.Poll(t, testwait.Timeout, "two sweeps and the failure counted", func() (bool, string) {
+		ok := value("berth_scheduler_duty_runs_total", "duty", "sweep", "outcome", "ok")
+		failed := value("berth_scheduler_duty_runs_total", "duty", "broken", "outcome", "error")
+		return ok >= 2 && failed == 1, fmt.Sprintf("sweep ok %v, broken error %v", ok, failed)
 	})
 	if value("berth_scheduler_leader") != 1 || value("berth_scheduler_leader_terms_total") != 1 {
 		t.Fatalf("leader gauge %v, terms %v while leading", value("berth_scheduler_leader"), value("berth_scheduler_leader_terms_total"))
