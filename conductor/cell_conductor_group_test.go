@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -74,20 +75,13 @@ func TestRetryKeepsAntiAffinity(t *testing.T) {
 		Workers: 1, LeaseTTL: 5 * time.Second, Log: hclog.NewNullLogger()})
 	go func() { _ = cc.Run(ctx) }()
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.Until(t, "the retry worked", func() bool {
 		resp, err := cli.Get(ctx, k.Retry("cell1", "i"), clientv3.WithCountOnly())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp.Count == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the retry was never worked")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return resp.Count == 0
+	})
 	var inst etcdschema.Instance
 	resp, err := cli.Get(ctx, k.CellInstance("cell1", "i"))
 	if err != nil || len(resp.Kvs) != 1 || etcdschema.Decode("i", resp.Kvs[0].Value, &inst) != nil {

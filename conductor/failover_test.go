@@ -2,6 +2,7 @@ package conductor
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/scheduler"
 )
@@ -68,18 +70,11 @@ func TestSelectFailsOverWithoutOrphaningClaims(t *testing.T) {
 	if err := hm.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.Poll(t, testwait.Timeout, "the host manager to see hosts a and b", func() (bool, string) {
 		_, okA := hm.HostForProvider("rp-a")
 		_, okB := hm.HostForProvider("rp-b")
-		if okA && okB {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("host manager never saw the hosts")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return okA && okB, fmt.Sprintf("a seen %v, b seen %v", okA, okB)
+	})
 	sched, err := scheduler.New(scheduler.DefaultConfig(), place, hm, log)
 	if err != nil {
 		t.Fatal(err)
