@@ -15,6 +15,7 @@ import (
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/rendezvous"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // affinityQueue is testQueue registering its holder under /q/holders/
@@ -60,21 +61,17 @@ func countsOf(qs ...*Queue) leaseCounts {
 // waitHolders waits until every queue sees n registered holders.
 func waitHolders(t *testing.T, n int, qs ...*Queue) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for _, q := range qs {
-		for {
+	testwait.Poll(t, 20*time.Second, fmt.Sprintf("every queue to see %d holders", n), func() (bool, string) {
+		for _, q := range qs {
 			q.mu.Lock()
 			got := len(q.holders)
 			q.mu.Unlock()
-			if got == n {
-				break
+			if got != n {
+				return false, fmt.Sprintf("queue %s sees %d", q.holder, got)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("queue %s sees %d holders, want %d", q.holder, got, n)
-			}
-			time.Sleep(5 * time.Millisecond) // polling with a deadline
 		}
-	}
+		return true, ""
+	})
 }
 
 // runBurst starts three queues on one prefix, puts n items in batches of

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 func testQueue(cli *clientv3.Client, holder string, process ProcessFunc) *Queue {
@@ -220,13 +221,10 @@ func TestQueueBurstLargerThanItsBuffer(t *testing.T) {
 		}
 	}
 	// Wait until the queue has seen every item, then let the work go.
-	deadline := time.Now().Add(20 * time.Second)
-	for len(q.Pending()) < n-16 {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue saw %d of %d items", len(q.Pending()), n)
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
-	}
+	testwait.Poll(t, 20*time.Second, fmt.Sprintf("the queue to see at least %d of %d items", n-16, n), func() (bool, string) {
+		got := len(q.Pending())
+		return got >= n-16, fmt.Sprintf("%d pending", got)
+	})
 	close(ready)
 	timeout := time.After(40 * time.Second) // well under the 60 s sweep
 	for i := 0; i < n; i++ {
