@@ -21,6 +21,7 @@ import (
 	"github.com/berth-project/berth/internal/dump"
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/stack"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // startDebugStack runs every role in this process over a fresh embedded
@@ -67,7 +68,7 @@ func startDebugStack(t *testing.T) (*stack.Stack, string, *api.Client) {
 	}
 	c := api.NewClient(apiURL)
 	c.HTTP.Timeout = time.Minute
-	waitFor(t, 30*time.Second, "both hosts up", func() (bool, string) {
+	testwait.Poll(t, 30*time.Second, "both hosts up", func() (bool, string) {
 		svcs, err := c.ListServices(context.Background())
 		up := 0
 		for _, sv := range svcs {
@@ -80,25 +81,10 @@ func startDebugStack(t *testing.T) (*stack.Stack, string, *api.Client) {
 	return s, srv.ClientURL(), c
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, state)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
-	}
-}
-
 func settled(t *testing.T, c *api.Client, id string) *api.ServerView {
 	t.Helper()
 	var v *api.ServerView
-	waitFor(t, 60*time.Second, "server "+id+" ACTIVE or ERROR", func() (bool, string) {
+	testwait.Poll(t, 60*time.Second, "server "+id+" ACTIVE or ERROR", func() (bool, string) {
 		var err error
 		v, err = c.GetServer(context.Background(), id)
 		return err == nil && (v.Status == "ACTIVE" || v.Status == "ERROR"), fmt.Sprintf("%+v %v", v, err)
