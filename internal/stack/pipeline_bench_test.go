@@ -20,6 +20,7 @@ import (
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // BenchmarkBootPipeline boots b.N servers through the whole pipeline in
@@ -129,13 +130,18 @@ func startPipeline(tb testing.TB, nScheds, hosts int) *pipeline {
 		}
 	}
 	// Every host up and known to every scheduler before the clock starts.
-	for _, s := range p.stacks {
-		for s.hosts.Stats().Hosts < hosts || p.aliveHosts(tb, ctx) < hosts {
-			if ctx.Err() != nil {
-				tb.Fatalf("hosts did not come up: %d of %d", s.hosts.Stats().Hosts, hosts)
+	// Within what is left of the start-up's 5 minutes.
+	err := testwait.Wait(ctx, 5*time.Minute, func() (bool, string) {
+		alive := p.aliveHosts(tb, ctx)
+		for i, s := range p.stacks {
+			if known := s.hosts.Stats().Hosts; known < hosts || alive < hosts {
+				return false, fmt.Sprintf("stack %d knows %d, %d alive, of %d", i, known, alive, hosts)
 			}
-			time.Sleep(50 * time.Millisecond)
 		}
+		return true, ""
+	})
+	if err != nil {
+		tb.Fatalf("hosts did not come up: %v", err)
 	}
 	// Then let the agents' start-up writes (trait sync, instance sync)
 	// settle, so they are not counted as the boots' writes.

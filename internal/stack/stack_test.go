@@ -17,6 +17,7 @@ import (
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/logtest"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // startPlacementFromHCL starts the placement role of `berth server` as the
@@ -202,13 +203,10 @@ func TestConnectLogsEmbeddedEtcd(t *testing.T) {
 			const ready = "[INFO]  berth.etcd-role.etcd: ready to serve client requests"
 			if level == "info" {
 				defer s.Stop()
-				deadline := time.Now().Add(30 * time.Second)
-				for !strings.Contains(buf.String(), ready) {
-					if time.Now().After(deadline) {
-						t.Fatalf("no %q after 30s in:\n%s", ready, buf.String())
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+				testwait.Poll(t, 30*time.Second, fmt.Sprintf("%q in the log", ready), func() (bool, string) {
+					out := buf.String()
+					return strings.Contains(out, ready), "log:\n" + out
+				})
 				return
 			}
 			// stop closes the member, after which every start-up record

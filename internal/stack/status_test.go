@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/status"
 	"github.com/berth-project/berth/internal/testhook"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/scheduler"
 )
 
@@ -91,11 +93,13 @@ func startTestStack(t *testing.T, cli *clientv3.Client, hosts []string, failing 
 			t.Fatalf("start agent %s: %v", h, err)
 		}
 	}
-	for r := s.status.Evaluate(ctx); !r.Ready; r = s.status.Evaluate(ctx) {
-		if ctx.Err() != nil {
-			t.Fatalf("conductor and agents not ready: %+v", r.Checks)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Within what is left of the start-up's 30 s.
+	err = testwait.Wait(ctx, 30*time.Second, func() (bool, string) {
+		r := s.status.Evaluate(ctx)
+		return r.Ready, fmt.Sprintf("%+v", r.Checks)
+	})
+	if err != nil {
+		t.Fatalf("conductor and agents not ready: %v", err)
 	}
 	if err := s.StartServerRoles(ctx); err != nil {
 		t.Fatalf("start server roles: %v", err)
@@ -125,10 +129,10 @@ func get(t *testing.T, url string) (int, string) {
 // waitReady polls /readyz until 200, within 30 s.
 func waitReady(t *testing.T, base string) status.Readiness {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var r status.Readiness
+	testwait.Poll(t, 30*time.Second, base+" ready", func() (bool, string) {
 		code, body := get(t, base+status.PathReady)
-		var r status.Readiness
+		r = status.Readiness{}
 		if err := json.Unmarshal([]byte(body), &r); err != nil {
 			t.Fatalf("/readyz body is not JSON: %v: %s", err, body)
 		}
@@ -136,16 +140,14 @@ func waitReady(t *testing.T, base string) status.Readiness {
 			if !r.Ready {
 				t.Fatalf("/readyz 200 with ready=false: %s", body)
 			}
-			return r
+			return true, ""
 		}
 		if code != http.StatusServiceUnavailable || r.Ready {
 			t.Fatalf("/readyz = %d, %s; want 200 or 503 with ready=false", code, body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready after 30s: %s", body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, body
+	})
+	return r
 }
 
 // scrape reads /metrics into "name{labels}" → value.
@@ -175,20 +177,16 @@ func scrape(t *testing.T, base string) map[string]float64 {
 // waitStatus polls a server until it is ACTIVE or ERROR.
 func waitStatus(t *testing.T, c *api.Client, id string) *api.ServerView {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		v, err := c.GetServer(context.Background(), id)
+	var v *api.ServerView
+	testwait.Poll(t, 30*time.Second, "server "+id+" ACTIVE or ERROR", func() (bool, string) {
+		var err error
+		v, err = c.GetServer(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.Status == "ACTIVE" || v.Status == "ERROR" {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server %s still %s after 30s", id, v.Status)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return v.Status == "ACTIVE" || v.Status == "ERROR", v.Status
+	})
+	return v
 }
 
 func create(t *testing.T, c *api.Client, name, host string) string {
@@ -243,22 +241,16 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 	// before the count moves (a worker descheduled between the two on a
 	// loaded machine failed this test): wait for the counts, with a
 	// deadline, before reading them on every listener.
-	deadline := time.Now().Add(30 * time.Second)
-	for m := scrape(t, s.endpoints["status"]); ; m = scrape(t, s.endpoints["status"]) {
+	testwait.Poll(t, 30*time.Second, "every count at its least", func() (bool, string) {
+		m := scrape(t, s.endpoints["status"])
 		var short []string
 		for k, min := range atLeast {
 			if m[k] < min {
 				short = append(short, fmt.Sprintf("%s = %v (want at least %v)", k, m[k], min))
 			}
 		}
-		if len(short) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30 s: %s", strings.Join(short, "; "))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(short) == 0, strings.Join(short, "; ")
+	})
 
 	// One registry per process: every listener serves the same figures.
 	for _, ep := range []string{"status", "compute API", "placement", "scheduler"} {
@@ -298,18 +290,16 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 	if _, err := c.UpdateService(context.Background(), "bad", api.ServiceUpdate{Status: &disabled, ForcedDown: &forced}); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for {
+	wantHosts := map[string]float64{"up": 1, "down": 1, "disabled": 1}
+	testwait.Poll(t, 30*time.Second, "the hosts gauge after disabling and forcing down one of two", func() (bool, string) {
 		m := scrape(t, s.endpoints["scheduler"])
-		up, down, dis := m[`berth_scheduler_hosts{state="up"}`], m[`berth_scheduler_hosts{state="down"}`], m[`berth_scheduler_hosts{state="disabled"}`]
-		if up == 1 && down == 1 && dis == 1 {
-			break
+		got := map[string]float64{}
+		for state := range wantHosts {
+			got[state] = m[`berth_scheduler_hosts{state="`+state+`"}`]
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hosts up %v down %v disabled %v after disabling and forcing down one of two; want 1 1 1", up, down, dis)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		diff := cmp.Diff(wantHosts, got)
+		return diff == "", "(-want +got):\n" + diff
+	})
 }
 
 // TestReadyzFollowsEtcd: /readyz is 200 while etcd answers and 503, naming
@@ -413,13 +403,9 @@ func TestGracefulStopHandsBackAtOnce(t *testing.T) {
 				return resp.Count
 			}
 			leases := tc.lease(s)
-			deadline := time.Now().Add(30 * time.Second)
-			for count(leases) == 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("no lease under %s after 30s", leases)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			testwait.Poll(t, 30*time.Second, "a lease under "+leases, func() (bool, string) {
+				return count(leases) != 0, "none"
+			})
 			held := map[string]string{
 				"queue lease":            leases,
 				"scheduler member":       s.keys.Members(scheduler.Role),
@@ -440,15 +426,14 @@ func TestGracefulStopHandsBackAtOnce(t *testing.T) {
 			// Revocations are synchronous in stop: the keys are gone when it
 			// returns. The 2 s poll is only slack for a slow machine, still
 			// well under every TTL.
-			deadline = time.Now().Add(2 * time.Second)
-			for what, p := range held {
-				for count(p) != 0 {
-					if time.Now().After(deadline) {
-						t.Fatalf("%s (%s) still present %s after the stop began", what, p, time.Since(start))
+			testwait.Poll(t, 2*time.Second, "every held key gone after the stop", func() (bool, string) {
+				for what, p := range held {
+					if count(p) != 0 {
+						return false, fmt.Sprintf("%s (%s) still present %s after the stop began", what, p, time.Since(start))
 					}
-					time.Sleep(20 * time.Millisecond)
 				}
-			}
+				return true, ""
+			})
 			if took := time.Since(start); took > 8*time.Second {
 				t.Errorf("graceful stop took %s; the TTLs are 10 s", took)
 			}
