@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -57,19 +60,12 @@ func TestFleetWorksEachCastWithItsOwnHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until host A works its cast (its build takes 2 s).
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.Poll(t, 20*time.Second, "host A to start on its cast", func() (bool, string) {
 		f.mu.Lock()
 		n := len(f.casts)
 		f.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("host A never started on its cast")
-		}
-		time.Sleep(5 * time.Millisecond) // polling with a deadline
-	}
+		return n == 1, fmt.Sprintf("%d casts being worked", n)
+	})
 	// The cast moves to host B in one transaction while A builds.
 	inst.Host, inst.Node, inst.Attempts = hostB, hostB, 2
 	cast.Attempt = 2
@@ -77,8 +73,7 @@ func TestFleetWorksEachCastWithItsOwnHost(t *testing.T) {
 		clientv3.OpDelete(castA), clientv3.OpPut(castB, etcdschema.MustEncode(cast))).Commit(); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for {
+	testwait.Poll(t, 30*time.Second, "the instance ACTIVE on "+hostB, func() (bool, string) {
 		got, err := cli.Txn(ctx).Then(clientv3.OpGet(instKey), clientv3.OpGet(castB, clientv3.WithCountOnly())).Commit()
 		if err != nil {
 			t.Fatal(err)
@@ -92,17 +87,14 @@ func TestFleetWorksEachCastWithItsOwnHost(t *testing.T) {
 			if cur.Host != hostB || castLeft != 0 {
 				t.Fatalf("instance ACTIVE on %q with %d cast left on %s; want ACTIVE on %s, cast ended", cur.Host, castLeft, hostB, hostB)
 			}
-			break
+			return true, ""
 		}
 		if castLeft == 0 {
 			t.Fatalf("the cast on %s ended with the instance %s on %q: worked by the wrong host's agent and dropped",
 				hostB, cur.Status, cur.Host)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("instance still %s on %q after 30 s", cur.Status, cur.Host)
-		}
-		time.Sleep(20 * time.Millisecond) // polling with a deadline
-	}
+		return false, fmt.Sprintf("instance %s on %q", cur.Status, cur.Host)
+	})
 	cancel()
 	if err := <-runErr; err != nil {
 		t.Fatal(err)
@@ -159,16 +151,9 @@ func (e *fleetEnv) states(t *testing.T) map[string]string {
 	return out
 }
 
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// fleetWait bounds the waits for a fleet's periodic work: a minute, for
+// thousands of hosts' beats and syncs on a loaded machine.
+const fleetWait = time.Minute
 
 // TestFleetPerHostLiveness: every host has a lease of its own, renewed
 // every report_interval, so a TTL far shorter than the run never lets a
@@ -204,7 +189,10 @@ func TestFleetPerHostLiveness(t *testing.T) {
 		clientv3.WithFilterPut())
 	start := time.Now()
 	// Three TTLs' worth of beats for every host (12 per TTL).
-	poll(t, "36 renewals per host", func() bool { return f.Background().Renewals >= 36*hosts })
+	testwait.Poll(t, fleetWait, "36 renewals per host", func() (bool, string) {
+		n := f.Background().Renewals
+		return n >= 36*hosts, fmt.Sprintf("%d renewals", n)
+	})
 	if d := time.Since(start); d < 6*time.Second {
 		t.Fatalf("36 beats per host at 250ms took only %s", d)
 	}
@@ -251,7 +239,10 @@ func TestFleetPerHostLiveness(t *testing.T) {
 		t.Fatal("no delete of the victim's alive key seen")
 	}
 	// Its next beat finds the lease gone and registers again.
-	poll(t, victim+" up again", func() bool { return e.states(t)[victim] == "up" })
+	testwait.Poll(t, fleetWait, victim+" up again", func() (bool, string) {
+		s := e.states(t)[victim]
+		return s == "up", s
+	})
 	if f.Lease(7) == old || f.Background().Regrants != 1 {
 		t.Fatalf("lease %x -> %x, %d re-granted", old, f.Lease(7), f.Background().Regrants)
 	}
@@ -310,13 +301,13 @@ func TestFleetPeriodicSyncs(t *testing.T) {
 		return resp.Kvs[0].Version
 	}
 	// The registration's sync, then four periodic ones per host.
-	poll(t, "5 instance syncs per host", func() bool {
+	testwait.Poll(t, fleetWait, "5 instance syncs per host", func() (bool, string) {
 		for i := 1; i <= hosts; i++ {
-			if version(e.keys.HostSync(f.HostName(i))) < 5 {
-				return false
+			if v := version(e.keys.HostSync(f.HostName(i))); v < 5 {
+				return false, fmt.Sprintf("%s's HostSync at version %d", f.HostName(i), v)
 			}
 		}
-		return true
+		return true, ""
 	})
 	bg := f.Background()
 	elapsed := time.Since(start)
@@ -346,7 +337,7 @@ func TestFleetPeriodicSyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	provKey := e.keys.Provider(agent.ProviderUUIDForHost(host))
-	poll(t, "the disabled trait on "+host, func() bool {
+	testwait.Poll(t, fleetWait, "the disabled trait on "+host, func() (bool, string) {
 		resp, err := e.cli.Get(ctx, provKey)
 		if err != nil || len(resp.Kvs) != 1 {
 			t.Fatalf("read %s: %v", provKey, err)
@@ -355,7 +346,7 @@ func TestFleetPeriodicSyncs(t *testing.T) {
 		if err := etcdschema.Decode(provKey, resp.Kvs[0].Value, &p); err != nil {
 			t.Fatal(err)
 		}
-		return slices.Contains(p.Traits, placement.TraitComputeStatusDisabled)
+		return slices.Contains(p.Traits, placement.TraitComputeStatusDisabled), fmt.Sprintf("traits %v", p.Traits)
 	})
 }
 
@@ -374,10 +365,29 @@ func TestFleetGoroutinesBounded(t *testing.T) {
 	f := e.fleet(t, FleetConfig{Hosts: hosts, ReportInterval: 5 * time.Second, ServiceDownTime: 30 * time.Second,
 		ProviderSyncInterval: 10 * time.Second, InstanceSyncInterval: 10 * time.Second, RegisterWorkers: regWorkers,
 		BackgroundWorkers: workers}, func(int) { most = max(most, runtime.NumGoroutine()) })
-	poll(t, "every host renewed", func() bool {
-		most = max(most, runtime.NumGoroutine())
-		return f.Background().Renewals >= hosts
+	// Sampled every 20 ms, not at the wait's polls, which back off to
+	// a quarter second and could miss a burst.
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	stopSampling := sync.OnceFunc(func() { close(stop); <-sampled })
+	defer stopSampling() // a failed wait leaves no sampler behind
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			most = max(most, runtime.NumGoroutine()-1) // not counting this one
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	testwait.Poll(t, fleetWait, "every host renewed", func() (bool, string) {
+		n := f.Background().Renewals
+		return n >= hosts, fmt.Sprintf("%d renewals", n)
 	})
+	stopSampling()
 	// The pools, the dispatchers and the calls in flight (a few gRPC
 	// goroutines each); a goroutine per host would be 2,000 more.
 	if limit := base + 4*(workers+regWorkers) + 50; most > limit {
@@ -417,7 +427,10 @@ func TestDispatchStretchesLapsInsteadOfBursting(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.startPeriodic(ctx, ctx)
 	defer func() { cancel(); f.bgWG.Wait() }()
-	poll(t, "three laps after the hold", func() bool { return runs.Load() >= 4*hosts })
+	testwait.Poll(t, fleetWait, "three laps after the hold", func() (bool, string) {
+		n := runs.Load()
+		return n >= 4*hosts, fmt.Sprintf("%d runs", n)
+	})
 	// Since the worker was freed at most a lap per period ran (plus the
 	// rest of the held lap and a lap of slack), not the ten laps missed.
 	n := runs.Load()
