@@ -11,6 +11,7 @@ import (
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // TestDevSpreadsHostsOverCells starts `berth dev`'s roles with three
@@ -36,8 +37,7 @@ func TestDevSpreadsHostsOverCells(t *testing.T) {
 	}
 	c := api.NewClient(s.Endpoint("compute API"))
 	wantCell := map[string]string{"compute-1": "cell1", "compute-2": "cell2", "compute-3": "cell1"}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.Poll(t, 30*time.Second, "three hosts up in their cells with the dev inventory", func() (bool, string) {
 		hosts, err := c.ListHosts(ctx)
 		var wrong []string
 		for _, h := range hosts {
@@ -48,32 +48,28 @@ func TestDevSpreadsHostsOverCells(t *testing.T) {
 				wrong = append(wrong, fmt.Sprintf("%s in %q %s with %d GB", h.Host, h.Cell, h.State, disk))
 			}
 		}
-		if err == nil && len(hosts) == len(wantCell) && len(wrong) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hosts after 30s: %+v (%v); wrong: %v", hosts, err, wrong)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
-	}
+		return err == nil && len(hosts) == len(wantCell) && len(wrong) == 0,
+			fmt.Sprintf("hosts %+v (%v); wrong: %v", hosts, err, wrong)
+	})
 	for host, want := range map[string]string{"compute-1": "ACTIVE", "compute-3": "ERROR"} {
 		resp, err := c.CreateServers(ctx, api.CreateRequest{Name: "on-" + host, Flavor: "m1.tiny", Count: 1, Host: host})
 		if err != nil {
 			t.Fatal(err)
 		}
 		id := resp.Servers[0].ID
-		for {
+		// Within what is left of the test's minute.
+		err = testwait.Wait(ctx, time.Minute, func() (bool, string) {
 			v, err := c.GetServer(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v.Status == want {
-				break
-			}
-			if v.Status == "ACTIVE" || v.Status == "ERROR" || ctx.Err() != nil {
+			if v.Status != want && (v.Status == "ACTIVE" || v.Status == "ERROR") {
 				t.Fatalf("server pinned to %s is %s, want %s", host, v.Status, want)
 			}
-			time.Sleep(50 * time.Millisecond) // poll interval, bounded by ctx
+			return v.Status == want, v.Status
+		})
+		if err != nil {
+			t.Fatalf("server pinned to %s never %s: %v", host, want, err)
 		}
 	}
 }
