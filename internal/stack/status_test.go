@@ -210,8 +210,8 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 	for _, c := range r.Checks {
 		got = append(got, c.Name)
 	}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("readiness checks = %v, want %v", got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("readiness checks (-want +got):\n%s", diff)
 	}
 	c := api.NewClient(s.endpoints["compute API"])
 	if v := waitStatus(t, c, create(t, c, "ok", "good")); v.Status != "ACTIVE" {
