@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/backoff"
 )
 
 // FakeConfig makes the fake driver slow or unreliable on purpose, for labs
@@ -61,11 +62,7 @@ func NewFakeDriver(host string, cfg FakeConfig) *FakeDriver {
 
 func (d *FakeDriver) Spawn(ctx context.Context, b *etcdschema.Build) error {
 	if d.cfg.BuildTime > 0 {
-		t := time.NewTimer(d.cfg.BuildTime)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, d.cfg.BuildTime) {
 			return ctx.Err()
 		}
 	}

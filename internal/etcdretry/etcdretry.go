@@ -18,6 +18,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/berth-project/berth/internal/backoff"
 )
 
 // Transient reports whether err is one that the same request may not get
@@ -54,26 +56,21 @@ const (
 // transient one.
 func Do(ctx context.Context, patience time.Duration, op func(context.Context) error, onRetry func(attempt int, err error)) error {
 	start := time.Now()
-	wait := firstWait
+	wait := backoff.New(firstWait, maxWait)
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
 		if !Transient(err) {
 			return err
 		}
-		if ctx.Err() != nil || time.Since(start)+wait > patience {
+		if ctx.Err() != nil || time.Since(start)+wait.Current() > patience {
 			return fmt.Errorf("etcd could not commit in %d attempt(s) over %s: %w",
 				attempt, time.Since(start).Round(time.Millisecond), err)
 		}
 		if onRetry != nil {
 			onRetry(attempt, err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !wait.Wait(ctx) {
 			return fmt.Errorf("etcd could not commit in %d attempt(s) before the request ended: %w", attempt, err)
 		}
-		wait = min(2*wait, maxWait)
 	}
 }
