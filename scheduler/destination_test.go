@@ -14,6 +14,7 @@ func TestRequestedDestination(t *testing.T) {
 	c.addHost("big", "cell1", 64, 65536, false)
 	c.addHost("small", "cell1", 16, 4096, false)
 	c.addHost("other", "cell2", 8, 8192, false)
+	c.addHost("off", "cell2", 64, 65536, true)
 	s := c.scheduler(Config{MaxAttempts: 3, HostSubsetSize: 1, MaxPlacementResults: 1000,
 		EnabledFilters: []string{"ComputeFilter"}, Weights: map[string]float64{"ram": 1}})
 	cases := []struct {
@@ -33,6 +34,8 @@ func TestRequestedDestination(t *testing.T) {
 		{"node of another host", &Destination{Host: "small", Node: "big"}, "", "Compute host small has no node big."},
 		{"host too small", &Destination{Host: "small"}, "",
 			"Placement found no resource provider with room for the flavor. Requested host small: Placement: no allocation candidate with room for the flavor."},
+		{"disabled host, whatever its room", &Destination{Host: "off"}, "",
+			"Requested host off: Placement: compute service is disabled, so its provider has COMPUTE_STATUS_DISABLED."},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -241,10 +241,29 @@ func (s *Scheduler) candidates(ctx context.Context, c *Cycle, q placement.Candid
 		return nil, fmt.Errorf("select destinations: allocation candidates: %w", err)
 	}
 	if len(cands) == 0 {
-		c.rejectRequested(c.Spec.RequestedDestination.host(), "Placement", "no allocation candidate with room for the flavor")
+		if host := c.Spec.RequestedDestination.host(); host != "" {
+			c.rejectRequested(host, "Placement", s.whyNoCandidate(host))
+		}
 		return nil, c.noValidHost(nil, "Placement found no resource provider with room for the flavor.")
 	}
 	return cands, nil
+}
+
+// whyNoCandidate is the exact reason placement offered nothing on a
+// requested host. Placement's query forbids COMPUTE_STATUS_DISABLED, so a
+// disabled host is never a candidate whatever its room; saying "no room"
+// for it sent operators looking at the wrong thing. A host that is down
+// but has room is a candidate, and ComputeFilter names it.
+func (s *Scheduler) whyNoCandidate(host string) string {
+	if s.hosts != nil {
+		if v, ok := s.hosts.view(host); ok && v.Service.Disabled {
+			if v.Service.DisabledReason != "" {
+				return "compute service is disabled (" + v.Service.DisabledReason + "), so its provider has " + placement.TraitComputeStatusDisabled
+			}
+			return "compute service is disabled, so its provider has " + placement.TraitComputeStatusDisabled
+		}
+	}
+	return "no allocation candidate with room for the flavor"
 }
 
 // hostStates is stage 4: the candidates joined with the host manager's
