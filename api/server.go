@@ -224,7 +224,7 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 			name = fmt.Sprintf("%s-%d", body.Name, i+1) // Nova's multi-create naming
 		}
 		brs[i] = &etcdschema.BuildRequest{InstanceUUID: uuid.NewString(), Name: name, ReservationID: resID,
-			Index: i, Count: count, Flavor: *flavor, ProjectID: project, UserID: user,
+			Index: i, Count: count, Flavor: flavor.Embedded(), ProjectID: project, UserID: user,
 			AvailabilityZone: body.AvailabilityZone, Hints: hints, RequestID: rid, CreatedAt: now,
 			Host: body.Host, Node: body.HypervisorHostname}
 	}

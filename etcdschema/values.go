@@ -225,7 +225,17 @@ func (*Build) SchemaVersion() int { return BuildVersion }
 
 // ---- API level -------------------------------------------------------------
 
-// Flavor is Nova's flavor: sizes plus extra specs.
+// Flavor is Nova's flavor: sizes plus extra specs, and the attributes
+// only Nova's flavor API reads (description, rxtx_factor, is_public and
+// its access list).
+//
+// Those came later and are added without a version bump: each is
+// omitted when it has its zero value, and the zero value means what a
+// record written before them meant (no description, rxtx_factor 1.0,
+// public, nobody listed). So a record an older build wrote decodes here
+// unchanged, and one this build writes decodes in an older build, which
+// reads it as a public flavor of the same sizes. A change whose zero
+// value cannot mean the old behaviour must bump FlavorVersion instead.
 type Flavor struct {
 	header
 	ID          string            `json:"id"`
@@ -236,9 +246,38 @@ type Flavor struct {
 	EphemeralGB int               `json:"ephemeral"`
 	SwapMB      int               `json:"swap"`
 	ExtraSpecs  map[string]string `json:"extra_specs,omitempty"`
+	// Description is Nova's flavor description (microversion 2.55);
+	// nil is Nova's None, which is not "".
+	Description *string `json:"description,omitempty"`
+	// RXTXFactor is Nova's rxtx_factor; 0 is its default, 1.0 (Nova
+	// refuses 0 and below, so 0 never means a value of its own).
+	RXTXFactor float64 `json:"rxtx_factor,omitempty"`
+	// Private is Nova's is_public false: only the Projects may use it.
+	Private  bool     `json:"private,omitempty"`
+	Projects []string `json:"projects,omitempty"`
 }
 
 func (*Flavor) SchemaVersion() int { return FlavorVersion }
+
+// IsPublic is Nova's is_public.
+func (f *Flavor) IsPublic() bool { return !f.Private }
+
+// RXTX is Nova's rxtx_factor, 1.0 when never set.
+func (f *Flavor) RXTX() float64 {
+	if f.RXTXFactor == 0 {
+		return 1
+	}
+	return f.RXTXFactor
+}
+
+// Embedded is the flavor as a server carries it (a BuildRequest, an
+// Instance, a build cast): its sizes and extra specs, without the
+// attributes only the flavor API reads, which every scheduler would
+// otherwise decode with each cast.
+func (f Flavor) Embedded() Flavor {
+	f.Description, f.RXTXFactor, f.Private, f.Projects = nil, 0, false, nil
+	return f
+}
 
 // SchedulerHints are Nova's os:scheduler_hints that Berth understands.
 type SchedulerHints struct {
