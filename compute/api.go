@@ -1,0 +1,333 @@
+package compute
+
+import (
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// API is the OpenStack Compute API v2.1 over Berth's records.
+type API struct {
+	flavors *flavorStore
+	log     hclog.Logger
+	routes  []route
+}
+
+// New returns the compute API over the records under keys.
+func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *API {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	a := &API{flavors: &flavorStore{cli: cli, keys: keys}, log: log}
+	a.routes = a.routeTable()
+	for _, rt := range a.routes {
+		if (rt.handle == nil) == (rt.actions == nil) {
+			panic("compute route " + rt.method + " " + rt.path + ": set exactly one of handle and actions")
+		}
+	}
+	return a
+}
+
+// Beside serves this API and hands Berth's own /v1 API (and its
+// /healthz) to legacy, on one listener. Every other path is Nova's: the
+// version documents at / (and, as Nova's urlmap does, a 300 Multiple
+// Choices for any path it does not know), /v2.1 and below.
+func (a *API) Beside(legacy http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if p == "/v1" || strings.HasPrefix(p, "/v1/") || p == "/healthz" {
+			legacy.ServeHTTP(w, r)
+			return
+		}
+		a.ServeHTTP(w, r)
+	})
+}
+
+// ServeHTTP dispatches as nova-api's paste urlmap does: /v2.1 exactly is
+// the version document (with microversion headers), /v2.1/... the API
+// router, anything else the root version list.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case p == "/v2.1":
+		setRequestID(w)
+		v, f := negotiate(r.Header)
+		if f != nil {
+			writeFault(w, nil, f)
+			return
+		}
+		writeBody(w, &v, http.StatusOK, versionV21(applicationURL(r, "/v2.1")))
+	case strings.HasPrefix(p, "/v2.1/"):
+		setRequestID(w)
+		a.serveV21(w, r, strings.TrimPrefix(p, "/v2.1"))
+	case p == "/":
+		writeBody(w, nil, http.StatusOK, versionsIndex(applicationURL(r, "")))
+	default:
+		writeBody(w, nil, http.StatusMultipleChoices, versionsChoices(applicationURL(r, ""), p))
+	}
+}
+
+// setRequestID is nova's compute_req_id middleware.
+func setRequestID(w http.ResponseWriter) {
+	id := "req-" + uuid.NewString()
+	w.Header().Set("X-Compute-Request-Id", id)
+	w.Header().Set("X-OpenStack-Request-Id", id)
+}
+
+// applicationURL is webob's request.application_url for an application
+// mounted at mount: the request's scheme and Host, then mount.
+func applicationURL(r *http.Request, mount string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + mount
+}
+
+// reqCtx is one request inside /v2.1, past routing and negotiation.
+type reqCtx struct {
+	r       *http.Request
+	v       version
+	vars    map[string]string
+	body    any // the decoded body (obj, []any, ... or nil for none)
+	baseURL string
+}
+
+// serveV21 runs nova.api.openstack.wsgi.Resource's stack for sub, the
+// path below /v2.1, in Nova's order: the route (no route: webob's bare
+// 404), the microversion (400, 406), the Content-Type (415), an action's
+// name, the body (400 Malformed request body), the route's microversions
+// (404), the body's schema (400), the policy (403), the handler.
+func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
+	rt, vars := a.match(r.Method, sub)
+	if rt == nil {
+		writeRouterNotFound(w, r)
+		return
+	}
+	v, f := negotiate(r.Header)
+	if f != nil {
+		writeFault(w, nil, f)
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			a.log.Error("compute API panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
+			writeFault(w, &v, &fault{status: 500, message: "Unexpected API Error. Please report this at http://bugs.launchpad.net/nova/ and attach the Nova API log if possible.\n<class 'Exception'>"})
+		}
+	}()
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, _ := mime.ParseMediaType(ct)
+		if mt != "" && mt != "text/plain" && mt != "application/json" && mt != "application/vnd.openstack.compute+json" {
+			writeFault(w, &v, &fault{status: http.StatusUnsupportedMediaType, message: "Unsupported Content-Type"})
+			return
+		}
+	}
+	c := &reqCtx{r: r, v: v, vars: vars, baseURL: applicationURL(r, "/v2.1")}
+	if r.Method == http.MethodPost || r.Method == http.MethodPut {
+		body, f := readBody(r)
+		if f != nil {
+			writeFault(w, &v, f)
+			return
+		}
+		c.body = body
+	}
+	if rt.actions != nil {
+		// action_peek: the body is one object of one member, the action.
+		o, ok := c.body.(obj)
+		if !ok || len(o) != 1 {
+			writeFault(w, &v, &fault{status: 400, message: "Malformed request body"})
+			return
+		}
+		act, ok := rt.actions[o[0].k]
+		if !ok {
+			writeFault(w, &v, &fault{status: 400, message: "There is no such action: " + o[0].k})
+			return
+		}
+		rt = act
+	}
+	if !rt.serves(v) {
+		writeFault(w, &v, errNotFoundPlain())
+		return
+	}
+	if rt.schema != nil {
+		if s := rt.schema(v); s != nil {
+			if e := s.check(c.body, nil); e != nil {
+				writeFault(w, &v, &fault{status: 400, message: e.bodyError()})
+				return
+			}
+		}
+	}
+	if f := a.authorize(c, rt.policy); f != nil {
+		writeFault(w, &v, f)
+		return
+	}
+	status, out, err := rt.handle(c)
+	if err != nil {
+		var f *fault
+		if !errors.As(err, &f) {
+			a.log.Error("compute API error", "method", r.Method, "path", r.URL.Path, "error", err)
+			f = &fault{status: http.StatusServiceUnavailable, message: "The state store could not be read or written; try again."}
+		}
+		writeFault(w, &v, f)
+		return
+	}
+	writeBody(w, &v, status, out)
+}
+
+// authorize is where a route's policy rule is enforced. Nova checks
+// context.can(rule) inside each handler, after the body's schema: here
+// it runs at the same point for every route from the table's policy
+// column. No rule is enforced yet: Keystone tokens (package identity)
+// are not wired to this API, so every caller acts as an admin.
+func (a *API) authorize(_ *reqCtx, _ policy) *fault { return nil }
+
+// readBody is Resource._get_request_content: no body (Content-Length 0
+// or unknown and empty) is None, anything else must be JSON.
+func readBody(r *http.Request) (any, *fault) {
+	buf := make([]byte, 0, 512)
+	tmp := make([]byte, 4096)
+	for {
+		n, err := r.Body.Read(tmp)
+		buf = append(buf, tmp[:n]...)
+		if len(buf) > maxBody {
+			return nil, &fault{status: http.StatusRequestEntityTooLarge, message: "Request is too large."}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if len(buf) == 0 {
+		return nil, nil
+	}
+	v, err := decodeOrdered(buf)
+	if err != nil {
+		return nil, &fault{status: 400, message: "Malformed request body"}
+	}
+	return v, nil
+}
+
+// maxBody is oslo's sizelimit middleware default, max_request_body_size.
+const maxBody = 114688
+
+// fault is one of Nova's error answers: {"<name>": {"code", "message"}}.
+type fault struct {
+	status  int
+	message string
+}
+
+func (f *fault) Error() string { return strconv.Itoa(f.status) + ": " + f.message }
+
+// faultNames is wsgi.Fault._fault_names; any other status is a
+// computeFault (406 among them).
+var faultNames = map[int]string{400: "badRequest", 401: "unauthorized", 403: "forbidden", 404: "itemNotFound",
+	405: "badMethod", 409: "conflictingRequest", 413: "overLimit", 415: "badMediaType", 429: "overLimit",
+	501: "notImplemented", 503: "serviceUnavailable"}
+
+func errNotFound(msg string) *fault { return &fault{status: http.StatusNotFound, message: msg} }
+
+// errNotFoundPlain is webob's HTTPNotFound() with no explanation, as a
+// Fault (a route below its microversions).
+func errNotFoundPlain() *fault { return errNotFound("The resource could not be found.") }
+
+func errBadRequest(msg string) *fault { return &fault{status: http.StatusBadRequest, message: msg} }
+
+func errConflict(msg string) *fault { return &fault{status: http.StatusConflict, message: msg} }
+
+// writeFault is wsgi.Fault: the fault body, and the version headers when
+// the request's version was set.
+func writeFault(w http.ResponseWriter, v *version, f *fault) {
+	name, ok := faultNames[f.status]
+	if !ok {
+		name = "computeFault"
+	}
+	writeBody(w, v, f.status, obj{{name, obj{{"code", f.status}, {"message", f.message}}}})
+}
+
+// writeBody writes out (nil: an empty body) as Nova's JSON.
+func writeBody(w http.ResponseWriter, v *version, status int, out any) {
+	h := w.Header()
+	if v != nil {
+		setVersionHeaders(h, *v)
+	}
+	h.Set("Content-Type", "application/json")
+	if out == nil {
+		h.Set("Content-Length", "0")
+		w.WriteHeader(status)
+		return
+	}
+	b := dumps(out)
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// writeRouterNotFound is the 404 of Nova's router for a path or method it
+// has no route for: webob's own HTTPNotFound page, not a Fault, in the
+// type the Accept header prefers (text/html before application/json on a
+// tie; plain text when neither is acceptable or there is no Accept).
+func writeRouterNotFound(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	var body string
+	switch preferred(r.Header.Get("Accept")) {
+	case "text/html":
+		h.Set("Content-Type", "text/html; charset=UTF-8")
+		body = "<html>\n <head>\n  <title>404 Not Found</title>\n </head>\n <body>\n  <h1>404 Not Found</h1>\n  The resource could not be found.<br /><br />\n\n\n\n </body>\n</html>"
+	case "application/json":
+		h.Set("Content-Type", "application/json")
+		body = `{"message": "The resource could not be found.<br /><br />\n\n\n", "code": "404 Not Found", "title": "Not Found"}`
+	default:
+		h.Set("Content-Type", "text/plain; charset=UTF-8")
+		body = "404 Not Found\n\nThe resource could not be found.\n\n   "
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write([]byte(body))
+}
+
+// preferred is webob's acceptable_offers(['text/html',
+// 'application/json']) reduced to its first offer: "" when the header is
+// absent or accepts neither.
+func preferred(accept string) string {
+	if strings.TrimSpace(accept) == "" {
+		return ""
+	}
+	best, bestQ := "", 0.0
+	for _, offer := range []string{"text/html", "application/json"} {
+		q := 0.0
+		spec := -1
+		for _, part := range strings.Split(accept, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			s := -1
+			switch {
+			case mt == offer:
+				s = 2
+			case strings.HasSuffix(mt, "/*") && strings.HasPrefix(offer, strings.TrimSuffix(mt, "*")):
+				s = 1
+			case mt == "*/*":
+				s = 0
+			}
+			if s > spec {
+				spec, q = s, 1
+				if qs, ok := params["q"]; ok {
+					q, _ = strconv.ParseFloat(qs, 64)
+				}
+			}
+		}
+		if q > bestQ {
+			best, bestQ = offer, q
+		}
+	}
+	return best
+}

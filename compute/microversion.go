@@ -1,0 +1,97 @@
+package compute
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The microversions Berth serves: those of Nova 26 (Zed),
+// nova/api/openstack/api_version_request.py.
+const (
+	minMinor = 1
+	maxMinor = 93
+)
+
+// version is a requested API version, 2.minor.
+type version struct{ minor int }
+
+// atLeast reports whether v is 2.minor or later (api_version_request.
+// is_supported with a min_version).
+func (v version) atLeast(minor int) bool { return v.minor >= minor }
+
+func (v version) String() string { return "2." + strconv.Itoa(v.minor) }
+
+// versionRE is APIVersionRequest's format: no leading zeros, minor 0
+// allowed. Python's "$" also matches before a final newline, which an
+// HTTP header cannot carry.
+var versionRE = regexp.MustCompile(`^([1-9][0-9]*)\.([1-9][0-9]*|0)$`)
+
+// negotiate is Request.set_api_version_request: the version the request
+// asks for, or the fault Nova answers (400 for a malformed version, 406
+// for one outside 2.1 to 2.93; both before any version is set, so their
+// answers carry no version headers).
+func negotiate(h http.Header) (version, *fault) {
+	raw, ok := requestedVersion(h)
+	switch {
+	case !ok:
+		return version{minor: minMinor}, nil // DEFAULT_API_VERSION
+	case raw == "latest":
+		return version{minor: maxMinor}, nil
+	}
+	m := versionRE.FindStringSubmatch(raw)
+	if m == nil {
+		return version{}, &fault{status: http.StatusBadRequest,
+			message: "API Version String " + raw + " is of invalid format. Must be of format MajorNum.MinorNum."}
+	}
+	// Without leading zeros the digits are the version's get_string();
+	// more than three of them are out of range however they read.
+	minor, err := strconv.Atoi(m[2])
+	if m[1] != "2" || len(m[2]) > 3 || err != nil || minor < minMinor || minor > maxMinor {
+		return version{}, &fault{status: http.StatusNotAcceptable,
+			message: "Version " + m[1] + "." + m[2] + " is not supported by the API. Minimum is 2.1 and maximum is 2.93."}
+	}
+	return version{minor: minor}, nil
+}
+
+// requestedVersion is microversion_parse.get_version(headers,
+// service_type='compute', legacy_headers=['X-OpenStack-Nova-API-Version']):
+// the last "compute X" entry of OpenStack-API-Version (repeated headers
+// folded with ","), else the last entry of the legacy header. ok is false
+// when neither says anything; a legacy header present but empty is an
+// (invalid) empty version, as in Nova.
+func requestedVersion(h http.Header) (raw string, ok bool) {
+	if vals := h.Values("OpenStack-API-Version"); len(vals) > 0 {
+		parts := strings.Split(strings.Join(vals, ","), ",")
+		for i := len(parts) - 1; i >= 0; i-- {
+			service, ver, found := cutSpace(strings.TrimSpace(parts[i]))
+			if found && strings.EqualFold(service, "compute") {
+				return strings.TrimSpace(ver), true
+			}
+		}
+	}
+	if vals := h.Values("X-OpenStack-Nova-API-Version"); len(vals) > 0 {
+		parts := strings.Split(strings.Join(vals, ","), ",")
+		return strings.TrimSpace(parts[len(parts)-1]), true
+	}
+	return "", false
+}
+
+// cutSpace is str.split(None, 1) into exactly two parts.
+func cutSpace(s string) (first, rest string, ok bool) {
+	i := strings.IndexAny(s, " \t\v\f\r\n")
+	if i < 0 {
+		return "", "", false
+	}
+	return s[:i], strings.TrimLeft(s[i:], " \t\v\f\r\n"), true
+}
+
+// setVersionHeaders are the headers Nova adds to every answer of a
+// request whose version was set (wsgi.Resource and Fault).
+func setVersionHeaders(h http.Header, v version) {
+	h.Set("OpenStack-API-Version", "compute "+v.String())
+	h.Set("X-OpenStack-Nova-API-Version", v.String())
+	h.Add("Vary", "OpenStack-API-Version")
+	h.Add("Vary", "X-OpenStack-Nova-API-Version")
+}

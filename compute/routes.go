@@ -1,0 +1,138 @@
+package compute
+
+import (
+	"net/http"
+	"strings"
+)
+
+// route is one method of one path below /v2.1, as Nova's ROUTE_LIST
+// (nova/api/openstack/compute/routes.py) and the controller's decorators
+// declare it: the microversions it serves (@api_version; outside them
+// Nova answers 404), the body's schema for a version (@validation.schema;
+// nil: none), the policy rule the handler checks (context.can), and the
+// handler. A POST .../action route instead names its actions by the
+// body's one key (@wsgi.action), each a route of its own.
+type route struct {
+	method, path string
+	// minMinor and maxMinor bound the microversions 2.minMinor to
+	// 2.maxMinor served; 0 means no bound.
+	minMinor, maxMinor int
+	schema             func(version) schema
+	policy             policy
+	handle             func(*reqCtx) (status int, body any, err error)
+	actions            map[string]*route
+}
+
+// policy is the name of one of Nova's policy rules (nova/policies), with
+// its default: admin only, or a reader of the project (or the system).
+type policy struct {
+	rule  string
+	admin bool
+}
+
+func adminOnly(rule string) policy { return policy{rule: rule, admin: true} }
+func anyReader(rule string) policy { return policy{rule: rule} }
+
+func (rt *route) serves(v version) bool {
+	return (rt.minMinor == 0 || v.minor >= rt.minMinor) && (rt.maxMinor == 0 || v.minor <= rt.maxMinor)
+}
+
+// since returns the schema from 2.minor on, before with earlier
+// versions; either may be nil.
+func since(minor int, before, after schema) func(version) schema {
+	return func(v version) schema {
+		if v.atLeast(minor) {
+			return after
+		}
+		return before
+	}
+}
+
+func always(s schema) func(version) schema { return func(version) schema { return s } }
+
+// routeTable is the API, in ROUTE_LIST's order: a path matches the first
+// row whose template fits (so /flavors/detail before /flavors/{id}).
+func (a *API) routeTable() []route {
+	return []route{
+		{method: "GET", path: "/", handle: a.showVersion},
+		{method: "GET", path: "/versions/{id}", handle: a.showVersion},
+
+		{method: "GET", path: "/flavors", policy: anyReader("os_compute_api:flavors"), handle: a.listFlavors},
+		{method: "POST", path: "/flavors", schema: since(55, schemaFlavorCreate, schemaFlavorCreate2_55),
+			policy: adminOnly("os_compute_api:os-flavor-manage:create"), handle: a.createFlavor},
+		{method: "GET", path: "/flavors/detail", policy: anyReader("os_compute_api:flavors"), handle: a.listFlavorsDetail},
+		{method: "GET", path: "/flavors/{id}", policy: anyReader("os_compute_api:flavors"), handle: a.showFlavor},
+		{method: "PUT", path: "/flavors/{id}", minMinor: 55, schema: always(schemaFlavorUpdate2_55),
+			policy: adminOnly("os_compute_api:os-flavor-manage:update"), handle: a.updateFlavor},
+		{method: "DELETE", path: "/flavors/{id}", policy: adminOnly("os_compute_api:os-flavor-manage:delete"), handle: a.deleteFlavor},
+		{method: "POST", path: "/flavors/{id}/action", actions: map[string]*route{
+			"addTenantAccess": {schema: always(schemaAddTenantAccess),
+				policy: adminOnly("os_compute_api:os-flavor-access:add_tenant_access"), handle: a.addTenantAccess},
+			"removeTenantAccess": {schema: always(schemaRemoveTenantAccess),
+				policy: adminOnly("os_compute_api:os-flavor-access:remove_tenant_access"), handle: a.removeTenantAccess},
+		}},
+		{method: "GET", path: "/flavors/{flavor_id}/os-extra_specs", policy: anyReader("os_compute_api:os-flavor-extra-specs:index"), handle: a.listExtraSpecs},
+		{method: "POST", path: "/flavors/{flavor_id}/os-extra_specs", schema: always(schemaExtraSpecsCreate),
+			policy: adminOnly("os_compute_api:os-flavor-extra-specs:create"), handle: a.createExtraSpecs},
+		{method: "GET", path: "/flavors/{flavor_id}/os-extra_specs/{id}", policy: anyReader("os_compute_api:os-flavor-extra-specs:show"), handle: a.showExtraSpec},
+		{method: "PUT", path: "/flavors/{flavor_id}/os-extra_specs/{id}", schema: always(schemaExtraSpecsUpdate),
+			policy: adminOnly("os_compute_api:os-flavor-extra-specs:update"), handle: a.updateExtraSpec},
+		{method: "DELETE", path: "/flavors/{flavor_id}/os-extra_specs/{id}", policy: adminOnly("os_compute_api:os-flavor-extra-specs:delete"), handle: a.deleteExtraSpec},
+		{method: "GET", path: "/flavors/{flavor_id}/os-flavor-access", policy: adminOnly("os_compute_api:os-flavor-access"), handle: a.listFlavorAccess},
+	}
+}
+
+// match finds the route for method and path (below /v2.1) as the routes
+// Mapper does: the first row whose template and method fit. Each
+// {name} takes one non-empty segment.
+func (a *API) match(method, path string) (*route, map[string]string) {
+	segs := strings.Split(path, "/")
+	for i := range a.routes {
+		rt := &a.routes[i]
+		if rt.method != method {
+			continue
+		}
+		if vars, ok := matchTemplate(strings.Split(rt.path, "/"), segs); ok {
+			return rt, vars
+		}
+	}
+	return nil, nil
+}
+
+func matchTemplate(tmpl, segs []string) (map[string]string, bool) {
+	if len(tmpl) != len(segs) {
+		return nil, false
+	}
+	vars := map[string]string{}
+	for i, t := range tmpl {
+		if strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") {
+			if segs[i] == "" {
+				return nil, false
+			}
+			vars[t[1:len(t)-1]] = segs[i]
+			continue
+		}
+		if t != segs[i] {
+			return nil, false
+		}
+	}
+	return vars, true
+}
+
+// showVersion is versionsV21.VersionsController.show: v2.1's document
+// (any other id is 404).
+func (a *API) showVersion(c *reqCtx) (int, any, error) {
+	if id, ok := c.vars["id"]; ok && id != "v2.0" && id != "v2.1" {
+		return 0, nil, errNotFoundPlain()
+	}
+	if c.vars["id"] == "v2.0" {
+		info := versionInfo("v2.0")
+		for i := range info {
+			if info[i].k == "links" {
+				info[i].v = []obj{{{"rel", "self"}, {"href", strings.TrimRight(c.baseURL, "/") + "/"}}, describedBy()}
+			}
+		}
+		return http.StatusOK, obj{{"version", info}}, nil
+	}
+	return http.StatusOK, versionV21(c.baseURL), nil
+}
