@@ -1,0 +1,199 @@
+package compute
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+)
+
+// testAPI is Nova's API beside Berth's /v1 over a fresh etcd holding the
+// default flavors, as internal/stack serves them.
+type testAPI struct {
+	t *testing.T
+	h http.Handler
+}
+
+func newTestAPI(t *testing.T) *testAPI {
+	t.Helper()
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/t")
+	if err := api.EnsureFlavors(context.Background(), cli, keys, api.DefaultFlavors()); err != nil {
+		t.Fatal(err)
+	}
+	legacy := api.New(cli, keys, nil, hclog.NewNullLogger())
+	return &testAPI{t: t, h: New(cli, keys, hclog.NewNullLogger()).Beside(legacy)}
+}
+
+// do sends one request; hdr is "Name: value" lines.
+func (a *testAPI) do(method, path, body string, hdr ...string) *httptest.ResponseRecorder {
+	a.t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Host = "nova.test:8774"
+	for _, h := range hdr {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Add(k, v)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := httptest.NewRecorder()
+	a.h.ServeHTTP(rec, req)
+	return rec
+}
+
+// expect checks status and exact body.
+func (a *testAPI) expect(rec *httptest.ResponseRecorder, status int, body string) {
+	a.t.Helper()
+	if rec.Code != status || rec.Body.String() != body {
+		a.t.Errorf("got %d %s\nwant %d %s", rec.Code, rec.Body.String(), status, body)
+	}
+}
+
+func mv(v string) string { return "OpenStack-API-Version: compute " + v }
+
+func TestMicroversionNegotiation(t *testing.T) {
+	a := newTestAPI(t)
+	cases := []struct {
+		desc    string
+		hdr     []string
+		status  int
+		version string // the answer's X-OpenStack-Nova-API-Version; "" for none
+		fault   string
+	}{
+		{desc: "none is 2.1", status: 200, version: "2.1"},
+		{desc: "standard header", hdr: []string{mv("2.60")}, status: 200, version: "2.60"},
+		{desc: "latest", hdr: []string{mv("latest")}, status: 200, version: "2.93"},
+		{desc: "legacy header", hdr: []string{"X-OpenStack-Nova-API-Version: 2.5"}, status: 200, version: "2.5"},
+		{desc: "standard wins over legacy", hdr: []string{mv("2.7"), "X-OpenStack-Nova-API-Version: 2.5"}, status: 200, version: "2.7"},
+		{desc: "another service's entry only", hdr: []string{"OpenStack-API-Version: placement 1.5"}, status: 200, version: "2.1"},
+		{desc: "last compute entry of a list", hdr: []string{"OpenStack-API-Version: compute 2.3, placement 1.2, compute 2.4"}, status: 200, version: "2.4"},
+		{desc: "repeated headers fold", hdr: []string{mv("2.3"), "OpenStack-API-Version: placement 1.2"}, status: 200, version: "2.3"},
+		{desc: "service name any case", hdr: []string{"OpenStack-API-Version: COMPUTE 2.9"}, status: 200, version: "2.9"},
+		{desc: "lowest", hdr: []string{mv("2.1")}, status: 200, version: "2.1"},
+		{desc: "highest", hdr: []string{mv("2.93")}, status: 200, version: "2.93"},
+		{desc: "below the range", hdr: []string{mv("2.0")}, status: 406,
+			fault: `{"computeFault": {"code": 406, "message": "Version 2.0 is not supported by the API. Minimum is 2.1 and maximum is 2.93."}}`},
+		{desc: "above the range", hdr: []string{mv("2.94")}, status: 406,
+			fault: `{"computeFault": {"code": 406, "message": "Version 2.94 is not supported by the API. Minimum is 2.1 and maximum is 2.93."}}`},
+		{desc: "another major", hdr: []string{mv("3.0")}, status: 406,
+			fault: `{"computeFault": {"code": 406, "message": "Version 3.0 is not supported by the API. Minimum is 2.1 and maximum is 2.93."}}`},
+		{desc: "huge minor", hdr: []string{mv("2.123456789012345678901")}, status: 406,
+			fault: `{"computeFault": {"code": 406, "message": "Version 2.123456789012345678901 is not supported by the API. Minimum is 2.1 and maximum is 2.93."}}`},
+		{desc: "leading zero", hdr: []string{mv("2.01")}, status: 400,
+			fault: `{"badRequest": {"code": 400, "message": "API Version String 2.01 is of invalid format. Must be of format MajorNum.MinorNum."}}`},
+		{desc: "not a version", hdr: []string{mv("abc")}, status: 400,
+			fault: `{"badRequest": {"code": 400, "message": "API Version String abc is of invalid format. Must be of format MajorNum.MinorNum."}}`},
+		{desc: "Latest is not latest", hdr: []string{mv("Latest")}, status: 400,
+			fault: `{"badRequest": {"code": 400, "message": "API Version String Latest is of invalid format. Must be of format MajorNum.MinorNum."}}`},
+		{desc: "empty legacy header", hdr: []string{"X-OpenStack-Nova-API-Version: "}, status: 400,
+			fault: `{"badRequest": {"code": 400, "message": "API Version String  is of invalid format. Must be of format MajorNum.MinorNum."}}`},
+	}
+	for _, c := range cases {
+		t.Run(c.desc, func(t *testing.T) {
+			rec := a.do("GET", "/v2.1/flavors", "", c.hdr...)
+			if rec.Code != c.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, c.status, rec.Body)
+			}
+			h := rec.Header()
+			if got := h.Get("X-OpenStack-Nova-API-Version"); got != c.version {
+				t.Errorf("X-OpenStack-Nova-API-Version %q, want %q", got, c.version)
+			}
+			if c.version != "" {
+				if got := h.Get("OpenStack-API-Version"); got != "compute "+c.version {
+					t.Errorf("OpenStack-API-Version %q", got)
+				}
+				if got := strings.Join(h.Values("Vary"), ","); got != "OpenStack-API-Version,X-OpenStack-Nova-API-Version" {
+					t.Errorf("Vary %q", got)
+				}
+			} else if h.Get("OpenStack-API-Version") != "" || len(h.Values("Vary")) != 0 {
+				t.Errorf("a fault before the version is set carries version headers: %v", h)
+			}
+			if c.fault != "" && rec.Body.String() != c.fault {
+				t.Errorf("body %s\nwant %s", rec.Body, c.fault)
+			}
+			if c.status == 200 && h.Get("X-Compute-Request-Id") == "" {
+				t.Errorf("no request id")
+			}
+		})
+	}
+}
+
+func TestVersionDocuments(t *testing.T) {
+	a := newTestAPI(t)
+	v21 := `{"version": {"id": "v2.1", "status": "CURRENT", "version": "2.93", "min_version": "2.1", "updated": "2013-07-23T11:33:21Z", ` +
+		`"links": [{"rel": "self", "href": "http://nova.test:8774/v2.1/"}, {"rel": "describedby", "type": "text/html", "href": "http://docs.openstack.org/"}], ` +
+		`"media-types": [{"base": "application/json", "type": "application/vnd.openstack.compute+json;version=2.1"}]}}`
+	a.expect(a.do("GET", "/", ""), 200, `{"versions": [`+
+		`{"id": "v2.0", "status": "SUPPORTED", "version": "", "min_version": "", "updated": "2011-01-21T11:33:21Z", "links": [{"rel": "self", "href": "http://nova.test:8774/v2/"}]}, `+
+		`{"id": "v2.1", "status": "CURRENT", "version": "2.93", "min_version": "2.1", "updated": "2013-07-23T11:33:21Z", "links": [{"rel": "self", "href": "http://nova.test:8774/v2.1/"}]}]}`)
+	a.expect(a.do("GET", "/v2.1", ""), 200, v21)
+	a.expect(a.do("GET", "/v2.1/", ""), 200, v21)
+	a.expect(a.do("GET", "/v2.1/versions/v2.1", ""), 200, v21)
+	a.expect(a.do("GET", "/v2.1/versions/v9", ""), 404, `{"itemNotFound": {"code": 404, "message": "The resource could not be found."}}`)
+	a.expect(a.do("GET", "/nothing", ""), 300, `{"choices": [`+
+		`{"id": "v2.0", "status": "SUPPORTED", "links": [{"rel": "self", "href": "http://nova.test:8774/v2/nothing"}], "media-types": [{"base": "application/json", "type": "application/vnd.openstack.compute+json;version=2"}]}, `+
+		`{"id": "v2.1", "status": "CURRENT", "links": [{"rel": "self", "href": "http://nova.test:8774/v2.1/nothing"}], "media-types": [{"base": "application/json", "type": "application/vnd.openstack.compute+json;version=2.1"}]}]}`)
+	if rec := a.do("GET", "/", "", mv("2.0")); rec.Code != 200 || rec.Header().Get("OpenStack-API-Version") != "" {
+		t.Errorf("the root is outside microversions: %d %v", rec.Code, rec.Header())
+	}
+	if rec := a.do("GET", "/v2.1", "", mv("2.50")); rec.Header().Get("X-OpenStack-Nova-API-Version") != "2.50" {
+		t.Errorf("/v2.1 negotiates: %v", rec.Header())
+	}
+}
+
+func TestErrorShapes(t *testing.T) {
+	a := newTestAPI(t)
+	cases := []struct {
+		desc, method, path, body string
+		hdr                      []string
+		status                   int
+		want                     string
+		ctype                    string
+	}{
+		{desc: "no route, no Accept", method: "GET", path: "/v2.1/nothing", status: 404, ctype: "text/plain; charset=UTF-8",
+			want: "404 Not Found\n\nThe resource could not be found.\n\n   "},
+		{desc: "no route, JSON accepted", method: "GET", path: "/v2.1/nothing", hdr: []string{"Accept: application/json"}, status: 404, ctype: "application/json",
+			want: `{"message": "The resource could not be found.<br /><br />\n\n\n", "code": "404 Not Found", "title": "Not Found"}`},
+		{desc: "no route for the method", method: "PATCH", path: "/v2.1/flavors/1", status: 404, ctype: "text/plain; charset=UTF-8",
+			want: "404 Not Found\n\nThe resource could not be found.\n\n   "},
+		{desc: "no route wins over a bad version", method: "GET", path: "/v2.1/nothing", hdr: []string{mv("9.9")}, status: 404, ctype: "text/plain; charset=UTF-8",
+			want: "404 Not Found\n\nThe resource could not be found.\n\n   "},
+		{desc: "below the route's microversions", method: "PUT", path: "/v2.1/flavors/1", body: `{"flavor": {"description": "d"}}`, hdr: []string{mv("2.54")},
+			status: 404, ctype: "application/json", want: `{"itemNotFound": {"code": 404, "message": "The resource could not be found."}}`},
+		{desc: "not found", method: "GET", path: "/v2.1/flavors/nope", status: 404, ctype: "application/json",
+			want: `{"itemNotFound": {"code": 404, "message": "Flavor nope could not be found."}}`},
+		{desc: "malformed body", method: "POST", path: "/v2.1/flavors", body: `{"flavor": `, status: 400, ctype: "application/json",
+			want: `{"badRequest": {"code": 400, "message": "Malformed request body"}}`},
+		{desc: "no body", method: "POST", path: "/v2.1/flavors", status: 400, ctype: "application/json",
+			want: `{"badRequest": {"code": 400, "message": "None is not of type 'object'"}}`},
+		{desc: "unknown action", method: "POST", path: "/v2.1/flavors/1/action", body: `{"explode": {}}`, status: 400, ctype: "application/json",
+			want: `{"badRequest": {"code": 400, "message": "There is no such action: explode"}}`},
+		{desc: "two actions", method: "POST", path: "/v2.1/flavors/1/action", body: `{"a": {}, "b": {}}`, status: 400, ctype: "application/json",
+			want: `{"badRequest": {"code": 400, "message": "Malformed request body"}}`},
+		{desc: "media type", method: "POST", path: "/v2.1/flavors", hdr: []string{"Content-Type: application/xml"}, status: 415, ctype: "application/json",
+			want: `{"badMediaType": {"code": 415, "message": "Unsupported Content-Type"}}`},
+	}
+	for _, c := range cases {
+		t.Run(c.desc, func(t *testing.T) {
+			req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+			req.Host = "nova.test:8774"
+			for _, h := range c.hdr {
+				k, v, _ := strings.Cut(h, ": ")
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			a.h.ServeHTTP(rec, req)
+			if rec.Code != c.status || rec.Body.String() != c.want || rec.Header().Get("Content-Type") != c.ctype {
+				t.Errorf("got %d %q %q\nwant %d %q %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body, c.status, c.ctype, c.want)
+			}
+		})
+	}
+}
