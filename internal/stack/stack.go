@@ -17,6 +17,7 @@ import (
 
 	"github.com/berth-project/berth/agent"
 	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/compute"
 	"github.com/berth-project/berth/conductor"
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
@@ -303,7 +304,10 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		}
 		computeAPI := api.New(s.cli, s.keys, s.placement, s.log.Named("api"))
 		computeAPI.SetDefaultAvailabilityZone(cfg.DefaultAvailabilityZone)
-		if err := s.Serve("compute API", cfg.API.Bind, computeAPI); err != nil {
+		// Nova's API (package compute) and Berth's /v1 share the listener
+		// until /v1 goes (issue 16).
+		nova := compute.New(s.cli, s.keys, s.log.Named("compute"))
+		if err := s.Serve("compute API", cfg.API.Bind, nova.Beside(computeAPI)); err != nil {
 			return err
 		}
 	}
