@@ -197,3 +197,42 @@ func TestErrorShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestRoutePolicies: each route names the rule its Nova handler checks,
+// with that rule's default (nova/policies/flavor_*.py in Nova 26), so
+// wiring tokens is enforcing the column.
+func TestRoutePolicies(t *testing.T) {
+	want := map[string]policy{
+		"GET /flavors": {}, "GET /flavors/detail": {}, "GET /flavors/{id}": {},
+		"POST /flavors":                                   adminOnly("os_compute_api:os-flavor-manage:create"),
+		"PUT /flavors/{id}":                               adminOnly("os_compute_api:os-flavor-manage:update"),
+		"DELETE /flavors/{id}":                            adminOnly("os_compute_api:os-flavor-manage:delete"),
+		"POST /flavors/{id}/action addTenantAccess":       adminOnly("os_compute_api:os-flavor-access:add_tenant_access"),
+		"POST /flavors/{id}/action removeTenantAccess":    adminOnly("os_compute_api:os-flavor-access:remove_tenant_access"),
+		"GET /flavors/{flavor_id}/os-flavor-access":       adminOnly("os_compute_api:os-flavor-access"),
+		"GET /flavors/{flavor_id}/os-extra_specs":         projectReader("os_compute_api:os-flavor-extra-specs:index"),
+		"POST /flavors/{flavor_id}/os-extra_specs":        adminOnly("os_compute_api:os-flavor-extra-specs:create"),
+		"GET /flavors/{flavor_id}/os-extra_specs/{id}":    projectReader("os_compute_api:os-flavor-extra-specs:show"),
+		"PUT /flavors/{flavor_id}/os-extra_specs/{id}":    adminOnly("os_compute_api:os-flavor-extra-specs:update"),
+		"DELETE /flavors/{flavor_id}/os-extra_specs/{id}": adminOnly("os_compute_api:os-flavor-extra-specs:delete"),
+		"GET /": {}, "GET /versions/{id}": {},
+	}
+	got := map[string]policy{}
+	for _, rt := range New(nil, etcdschema.New("/t"), nil).routes {
+		key := rt.method + " " + rt.path
+		if rt.actions == nil {
+			got[key] = rt.policy
+		}
+		for name, act := range rt.actions {
+			got[key+" "+name] = act.policy
+		}
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: policy %+v, want %+v", k, got[k], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d routes, %d expected: a new route needs its rule here", len(got), len(want))
+	}
+}

@@ -24,14 +24,16 @@ type route struct {
 }
 
 // policy is the name of one of Nova's policy rules (nova/policies), with
-// its default: admin only, or a reader of the project (or the system).
+// its default check_str: ADMIN, or PROJECT_READER_OR_ADMIN. The zero
+// policy is a route whose handler checks no rule (flavors' index, detail
+// and show: anyone may list flavors).
 type policy struct {
 	rule  string
 	admin bool
 }
 
-func adminOnly(rule string) policy { return policy{rule: rule, admin: true} }
-func anyReader(rule string) policy { return policy{rule: rule} }
+func adminOnly(rule string) policy     { return policy{rule: rule, admin: true} }
+func projectReader(rule string) policy { return policy{rule: rule} }
 
 func (rt *route) serves(v version) bool {
 	return (rt.minMinor == 0 || v.minor >= rt.minMinor) && (rt.maxMinor == 0 || v.minor <= rt.maxMinor)
@@ -57,11 +59,11 @@ func (a *API) routeTable() []route {
 		{method: "GET", path: "/", handle: a.showVersion},
 		{method: "GET", path: "/versions/{id}", handle: a.showVersion},
 
-		{method: "GET", path: "/flavors", policy: anyReader("os_compute_api:flavors"), handle: a.listFlavors},
+		{method: "GET", path: "/flavors", handle: a.listFlavors},
 		{method: "POST", path: "/flavors", schema: since(55, schemaFlavorCreate, schemaFlavorCreate2_55),
 			policy: adminOnly("os_compute_api:os-flavor-manage:create"), handle: a.createFlavor},
-		{method: "GET", path: "/flavors/detail", policy: anyReader("os_compute_api:flavors"), handle: a.listFlavorsDetail},
-		{method: "GET", path: "/flavors/{id}", policy: anyReader("os_compute_api:flavors"), handle: a.showFlavor},
+		{method: "GET", path: "/flavors/detail", handle: a.listFlavorsDetail},
+		{method: "GET", path: "/flavors/{id}", handle: a.showFlavor},
 		{method: "PUT", path: "/flavors/{id}", minMinor: 55, schema: always(schemaFlavorUpdate2_55),
 			policy: adminOnly("os_compute_api:os-flavor-manage:update"), handle: a.updateFlavor},
 		{method: "DELETE", path: "/flavors/{id}", policy: adminOnly("os_compute_api:os-flavor-manage:delete"), handle: a.deleteFlavor},
@@ -71,10 +73,10 @@ func (a *API) routeTable() []route {
 			"removeTenantAccess": {schema: always(schemaRemoveTenantAccess),
 				policy: adminOnly("os_compute_api:os-flavor-access:remove_tenant_access"), handle: a.removeTenantAccess},
 		}},
-		{method: "GET", path: "/flavors/{flavor_id}/os-extra_specs", policy: anyReader("os_compute_api:os-flavor-extra-specs:index"), handle: a.listExtraSpecs},
+		{method: "GET", path: "/flavors/{flavor_id}/os-extra_specs", policy: projectReader("os_compute_api:os-flavor-extra-specs:index"), handle: a.listExtraSpecs},
 		{method: "POST", path: "/flavors/{flavor_id}/os-extra_specs", schema: always(schemaExtraSpecsCreate),
 			policy: adminOnly("os_compute_api:os-flavor-extra-specs:create"), handle: a.createExtraSpecs},
-		{method: "GET", path: "/flavors/{flavor_id}/os-extra_specs/{id}", policy: anyReader("os_compute_api:os-flavor-extra-specs:show"), handle: a.showExtraSpec},
+		{method: "GET", path: "/flavors/{flavor_id}/os-extra_specs/{id}", policy: projectReader("os_compute_api:os-flavor-extra-specs:show"), handle: a.showExtraSpec},
 		{method: "PUT", path: "/flavors/{flavor_id}/os-extra_specs/{id}", schema: always(schemaExtraSpecsUpdate),
 			policy: adminOnly("os_compute_api:os-flavor-extra-specs:update"), handle: a.updateExtraSpec},
 		{method: "DELETE", path: "/flavors/{flavor_id}/os-extra_specs/{id}", policy: adminOnly("os_compute_api:os-flavor-extra-specs:delete"), handle: a.deleteExtraSpec},
