@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/metrics"
 )
 
 // API is the OpenStack Compute API v2.1 over Berth's records.
@@ -59,6 +60,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
 	case p == "/v2.1":
+		metrics.SetRoute(r, "/v2.1")
 		setRequestID(w)
 		v, f := negotiate(r.Header)
 		if f != nil {
@@ -70,6 +72,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		setRequestID(w)
 		a.serveV21(w, r, strings.TrimPrefix(p, "/v2.1"))
 	case p == "/":
+		metrics.SetRoute(r, "/")
 		writeBody(w, nil, http.StatusOK, versionsIndex(applicationURL(r, "")))
 	default:
 		writeBody(w, nil, http.StatusMultipleChoices, versionsChoices(applicationURL(r, ""), p))
@@ -113,6 +116,7 @@ func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 		writeRouterNotFound(w, r)
 		return
 	}
+	metrics.SetRoute(r, "/v2.1"+rt.path)
 	v, f := negotiate(r.Header)
 	if f != nil {
 		writeFault(w, nil, f)

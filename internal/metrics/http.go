@@ -83,6 +83,15 @@ func RouteLabel(next http.Handler) http.Handler {
 	})
 }
 
+// SetRoute tells InstrumentHTTP which route template matched, for a
+// router that is not gorilla/mux (the Nova API's route table). A request
+// InstrumentHTTP does not wrap is left alone.
+func SetRoute(r *http.Request, template string) {
+	if h, ok := r.Context().Value(routeKey{}).(*routeHolder); ok {
+		h.route = template
+	}
+}
+
 // codeRecorder remembers the status code written.
 type codeRecorder struct {
 	http.ResponseWriter

@@ -59,3 +59,25 @@ func TestInstrumentHTTPOnNilMetricsIsTheHandler(t *testing.T) {
 		t.Fatal("nil handler")
 	}
 }
+
+// TestSetRouteLabelsWithoutMux: a router of its own (the Nova API's route
+// table) names its template with SetRoute.
+func TestSetRouteLabelsWithoutMux(t *testing.T) {
+	m := New()
+	h := m.InstrumentHTTP("compute API", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/nothing" {
+			SetRoute(r, "/v2.1/flavors/{id}")
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	for _, p := range []string{"/v2.1/flavors/1", "/v2.1/flavors/2", "/nothing"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodDelete, p, nil))
+	}
+	if got := testutil.ToFloat64(m.http.requests.WithLabelValues("compute API", "/v2.1/flavors/{id}", "DELETE", "202")); got != 2 {
+		t.Errorf("templated requests = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.http.requests.WithLabelValues("compute API", RouteUnmatched, "DELETE", "202")); got != 1 {
+		t.Errorf("unmatched requests = %v, want 1", got)
+	}
+	SetRoute(httptest.NewRequest(http.MethodGet, "/", nil), "/x") // outside InstrumentHTTP: no effect, no panic
+}
