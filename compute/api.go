@@ -226,6 +226,8 @@ const maxBody = 114688
 type fault struct {
 	status  int
 	message string
+	// requested is the version a 406 names in its headers.
+	requested string
 }
 
 func (f *fault) Error() string { return strconv.Itoa(f.status) + ": " + f.message }
@@ -246,21 +248,33 @@ func errBadRequest(msg string) *fault { return &fault{status: http.StatusBadRequ
 
 func errConflict(msg string) *fault { return &fault{status: http.StatusConflict, message: msg} }
 
-// writeFault is wsgi.Fault: the fault body, and the version headers when
-// the request's version was set.
+// writeFault is wsgi.Fault: the fault body (its Content-Type with a
+// charset, unlike a success's), and the version headers when the
+// request's version was set.
 func writeFault(w http.ResponseWriter, v *version, f *fault) {
 	name, ok := faultNames[f.status]
 	if !ok {
 		name = "computeFault"
 	}
-	writeBody(w, v, f.status, obj{{name, obj{{"code", f.status}, {"message", f.message}}}})
+	h := w.Header()
+	switch {
+	case v != nil:
+		setVersionHeaders(h, v.String())
+	case f.requested != "":
+		setVersionHeaders(h, f.requested)
+	}
+	b := dumps(obj{{name, obj{{"code", f.status}, {"message", f.message}}}})
+	h.Set("Content-Type", "application/json; charset=UTF-8")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(f.status)
+	_, _ = w.Write(b)
 }
 
 // writeBody writes out (nil: an empty body) as Nova's JSON.
 func writeBody(w http.ResponseWriter, v *version, status int, out any) {
 	h := w.Header()
 	if v != nil {
-		setVersionHeaders(h, *v)
+		setVersionHeaders(h, v.String())
 	}
 	h.Set("Content-Type", "application/json")
 	if out == nil {

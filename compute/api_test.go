@@ -62,10 +62,13 @@ func mv(v string) string { return "OpenStack-API-Version: compute " + v }
 func TestMicroversionNegotiation(t *testing.T) {
 	a := newTestAPI(t)
 	cases := []struct {
-		desc    string
-		hdr     []string
-		status  int
-		version string // the answer's X-OpenStack-Nova-API-Version; "" for none
+		desc   string
+		hdr    []string
+		status int
+		// version is the answer's X-OpenStack-Nova-API-Version; "" for
+		// none. A 406 names the version asked for: Nova sets it before it
+		// checks the range. A 400 has none: the version was never set.
+		version string
 		fault   string
 	}{
 		{desc: "none is 2.1", status: 200, version: "2.1"},
@@ -79,13 +82,13 @@ func TestMicroversionNegotiation(t *testing.T) {
 		{desc: "service name any case", hdr: []string{"OpenStack-API-Version: COMPUTE 2.9"}, status: 200, version: "2.9"},
 		{desc: "lowest", hdr: []string{mv("2.1")}, status: 200, version: "2.1"},
 		{desc: "highest", hdr: []string{mv("2.93")}, status: 200, version: "2.93"},
-		{desc: "below the range", hdr: []string{mv("2.0")}, status: 406,
+		{desc: "below the range", hdr: []string{mv("2.0")}, status: 406, version: "2.0",
 			fault: `{"computeFault": {"code": 406, "message": "Version 2.0 is not supported by the API. Minimum is 2.1 and maximum is 2.93."}}`},
-		{desc: "above the range", hdr: []string{mv("2.94")}, status: 406,
+		{desc: "above the range", hdr: []string{mv("2.94")}, status: 406, version: "2.94",
 			fault: `{"computeFault": {"code": 406, "message": "Version 2.94 is not supported by the API. Minimum is 2.1 and maximum is 2.93."}}`},
-		{desc: "another major", hdr: []string{mv("3.0")}, status: 406,
+		{desc: "another major", hdr: []string{mv("3.0")}, status: 406, version: "3.0",
 			fault: `{"computeFault": {"code": 406, "message": "Version 3.0 is not supported by the API. Minimum is 2.1 and maximum is 2.93."}}`},
-		{desc: "huge minor", hdr: []string{mv("2.123456789012345678901")}, status: 406,
+		{desc: "huge minor", hdr: []string{mv("2.123456789012345678901")}, status: 406, version: "2.123456789012345678901",
 			fault: `{"computeFault": {"code": 406, "message": "Version 2.123456789012345678901 is not supported by the API. Minimum is 2.1 and maximum is 2.93."}}`},
 		{desc: "leading zero", hdr: []string{mv("2.01")}, status: 400,
 			fault: `{"badRequest": {"code": 400, "message": "API Version String 2.01 is of invalid format. Must be of format MajorNum.MinorNum."}}`},
@@ -114,7 +117,7 @@ func TestMicroversionNegotiation(t *testing.T) {
 					t.Errorf("Vary %q", got)
 				}
 			} else if h.Get("OpenStack-API-Version") != "" || len(h.Values("Vary")) != 0 {
-				t.Errorf("a fault before the version is set carries version headers: %v", h)
+				t.Errorf("a malformed version's fault carries version headers: %v", h)
 			}
 			if c.fault != "" && rec.Body.String() != c.fault {
 				t.Errorf("body %s\nwant %s", rec.Body, c.fault)
@@ -167,18 +170,18 @@ func TestErrorShapes(t *testing.T) {
 		{desc: "no route wins over a bad version", method: "GET", path: "/v2.1/nothing", hdr: []string{mv("9.9")}, status: 404, ctype: "text/plain; charset=UTF-8",
 			want: "404 Not Found\n\nThe resource could not be found.\n\n   "},
 		{desc: "below the route's microversions", method: "PUT", path: "/v2.1/flavors/1", body: `{"flavor": {"description": "d"}}`, hdr: []string{mv("2.54")},
-			status: 404, ctype: "application/json", want: `{"itemNotFound": {"code": 404, "message": "The resource could not be found."}}`},
-		{desc: "not found", method: "GET", path: "/v2.1/flavors/nope", status: 404, ctype: "application/json",
+			status: 404, ctype: "application/json; charset=UTF-8", want: `{"itemNotFound": {"code": 404, "message": "The resource could not be found."}}`},
+		{desc: "not found", method: "GET", path: "/v2.1/flavors/nope", status: 404, ctype: "application/json; charset=UTF-8",
 			want: `{"itemNotFound": {"code": 404, "message": "Flavor nope could not be found."}}`},
-		{desc: "malformed body", method: "POST", path: "/v2.1/flavors", body: `{"flavor": `, status: 400, ctype: "application/json",
+		{desc: "malformed body", method: "POST", path: "/v2.1/flavors", body: `{"flavor": `, status: 400, ctype: "application/json; charset=UTF-8",
 			want: `{"badRequest": {"code": 400, "message": "Malformed request body"}}`},
-		{desc: "no body", method: "POST", path: "/v2.1/flavors", status: 400, ctype: "application/json",
+		{desc: "no body", method: "POST", path: "/v2.1/flavors", status: 400, ctype: "application/json; charset=UTF-8",
 			want: `{"badRequest": {"code": 400, "message": "None is not of type 'object'"}}`},
-		{desc: "unknown action", method: "POST", path: "/v2.1/flavors/1/action", body: `{"explode": {}}`, status: 400, ctype: "application/json",
+		{desc: "unknown action", method: "POST", path: "/v2.1/flavors/1/action", body: `{"explode": {}}`, status: 400, ctype: "application/json; charset=UTF-8",
 			want: `{"badRequest": {"code": 400, "message": "There is no such action: explode"}}`},
-		{desc: "two actions", method: "POST", path: "/v2.1/flavors/1/action", body: `{"a": {}, "b": {}}`, status: 400, ctype: "application/json",
+		{desc: "two actions", method: "POST", path: "/v2.1/flavors/1/action", body: `{"a": {}, "b": {}}`, status: 400, ctype: "application/json; charset=UTF-8",
 			want: `{"badRequest": {"code": 400, "message": "Malformed request body"}}`},
-		{desc: "media type", method: "POST", path: "/v2.1/flavors", hdr: []string{"Content-Type: application/xml"}, status: 415, ctype: "application/json",
+		{desc: "media type", method: "POST", path: "/v2.1/flavors", hdr: []string{"Content-Type: application/xml"}, status: 415, ctype: "application/json; charset=UTF-8",
 			want: `{"badMediaType": {"code": 415, "message": "Unsupported Content-Type"}}`},
 	}
 	for _, c := range cases {

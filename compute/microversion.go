@@ -29,9 +29,9 @@ func (v version) String() string { return "2." + strconv.Itoa(v.minor) }
 var versionRE = regexp.MustCompile(`^([1-9][0-9]*)\.([1-9][0-9]*|0)$`)
 
 // negotiate is Request.set_api_version_request: the version the request
-// asks for, or the fault Nova answers (400 for a malformed version, 406
-// for one outside 2.1 to 2.93; both before any version is set, so their
-// answers carry no version headers).
+// asks for, or the fault Nova answers: 400 for a malformed version (no
+// version is set, so no version headers), 406 for one outside 2.1 to
+// 2.93 (with that version in the headers).
 func negotiate(h http.Header) (version, *fault) {
 	raw, ok := requestedVersion(h)
 	switch {
@@ -49,7 +49,9 @@ func negotiate(h http.Header) (version, *fault) {
 	// more than three of them are out of range however they read.
 	minor, err := strconv.Atoi(m[2])
 	if m[1] != "2" || len(m[2]) > 3 || err != nil || minor < minMinor || minor > maxMinor {
-		return version{}, &fault{status: http.StatusNotAcceptable,
+		// Nova sets the request's version before it checks the range, so
+		// this fault carries the version asked for in its headers.
+		return version{}, &fault{status: http.StatusNotAcceptable, requested: m[1] + "." + m[2],
 			message: "Version " + m[1] + "." + m[2] + " is not supported by the API. Minimum is 2.1 and maximum is 2.93."}
 	}
 	return version{minor: minor}, nil
@@ -89,9 +91,9 @@ func cutSpace(s string) (first, rest string, ok bool) {
 
 // setVersionHeaders are the headers Nova adds to every answer of a
 // request whose version was set (wsgi.Resource and Fault).
-func setVersionHeaders(h http.Header, v version) {
-	h.Set("OpenStack-API-Version", "compute "+v.String())
-	h.Set("X-OpenStack-Nova-API-Version", v.String())
+func setVersionHeaders(h http.Header, v string) {
+	h.Set("OpenStack-API-Version", "compute "+v)
+	h.Set("X-OpenStack-Nova-API-Version", v)
 	h.Add("Vary", "OpenStack-API-Version")
 	h.Add("Vary", "X-OpenStack-Nova-API-Version")
 }
