@@ -141,8 +141,10 @@ func parseListQuery(c *reqCtx) (*listParams, error) {
 	if v, _ := param(q, "sort_dir"); v != "" {
 		p.sortDir = v
 	}
-	// common.get_pagination_params checks page_size and offset too.
-	for _, name := range []string{"limit", "page_size", "offset"} {
+	// common.get_pagination_params would check page_size and offset too,
+	// but the query schema has already stripped them (before 2.75) or
+	// refused them (from 2.75).
+	for _, name := range []string{"limit"} {
 		if v, ok := param(q, name); ok {
 			n, ok := pyInt(v)
 			switch {
