@@ -34,16 +34,17 @@ var flavorIDPattern = kPattern{src: `^(?! )[a-zA-Z0-9. _-]+(?<! )$`, match: func
 	return true
 }}
 
-// descriptionPattern is parameter_types.valid_description_regex: any
-// printable characters, spaces included.
-var descriptionPattern = kPattern{src: "^[<printable characters>]*$", match: func(s string) bool {
-	for _, r := range strings.TrimSuffix(s, "\n") {
-		if !novaPrintable(r) {
-			return false
+// descriptionPattern is parameter_types.valid_description_regex,
+// '^[<printable>]*$': Nova's printable characters, spaces included.
+var descriptionPattern = kPattern{src: "^[<Nova's printable characters>]*$", repr: descriptionPatternRepr,
+	match: func(s string) bool {
+		for _, r := range strings.TrimSuffix(s, "\n") {
+			if !inRanges(r, novaPrintableRanges) {
+				return false
+			}
 		}
-	}
-	return true
-}}
+		return true
+	}}
 
 // booleanEnum is parameter_types.boolean's enum.
 var booleanEnum = kEnum{true, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes",

@@ -148,11 +148,21 @@ func (k kMaxLength) check(inst any, path []any) *vErr {
 type kPattern struct {
 	src   string
 	match func(string) bool
+	// repr, when set, is repr(src) as Python writes it (for a pattern
+	// whose text is generated, not written here).
+	repr string
+}
+
+func (k kPattern) srcRepr() string {
+	if k.repr != "" {
+		return k.repr
+	}
+	return strRepr(k.src)
 }
 
 func (k kPattern) check(inst any, path []any) *vErr {
 	if s, ok := inst.(string); ok && !k.match(s) {
-		return fail(inst, path, pyRepr(inst)+" does not match "+strRepr(k.src))
+		return fail(inst, path, pyRepr(inst)+" does not match "+k.srcRepr())
 	}
 	return nil
 }
@@ -324,34 +334,37 @@ func (kFormatName) check(inst any, path []any) *vErr {
 	return &vErr{msg: "is not a 'name'", path: path, instance: inst, nameReason: nameReason}
 }
 
-// validName is parameter_types.valid_name_regex: every character
-// printable in Nova's sense (not a C category, no Z but Zs; and only the
-// BMP below U+FFFF, the range Nova builds its regex over), none of the
-// first and last a Zs space or non-printable.
+// validName is parameter_types.valid_name_regex,
+// '^(?![<not printable-or-space>])[<printable>]*(?<![<not printable-or-space>])$'
+// with Python's "$", which also matches before a final newline: the
+// text up to that newline must be printable in Nova's sense, its last
+// character not a space, and the very first character (the newline
+// itself, for "\n") not a space or unprintable. The negated classes are
+// built over U+0000..U+FFFE only, so a character above never fails the
+// lookarounds (only the printable class, which has none of them).
 func validName(s string) bool {
-	rs := []rune(s)
+	rs := []rune(strings.TrimSuffix(s, "\n"))
 	for _, r := range rs {
-		if !novaPrintable(r) {
+		if !inRanges(r, novaPrintableRanges) {
 			return false
 		}
 	}
-	if len(rs) > 0 && (unicode.Is(unicode.Zs, rs[0]) || unicode.Is(unicode.Zs, rs[len(rs)-1])) {
+	edge := func(r rune) bool { return r >= 0xFFFF || inRanges(r, novaPrintableNoWSRanges) }
+	if s != "" && !edge([]rune(s)[0]) {
 		return false
 	}
-	return true
+	return len(rs) == 0 || edge(rs[len(rs)-1])
 }
 
-// novaPrintable is parameter_types._is_printable over Nova's range.
-func novaPrintable(r rune) bool {
-	if r >= 0xFFFF {
-		return false
-	}
-	if unicode.Is(unicode.C, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) {
-		return false
-	}
-	// Unassigned code points are category Cn in Python, which Go's C
-	// table leaves out.
-	return unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Zs)
+// runeRange is an inclusive range of code points.
+type runeRange struct{ lo, hi rune }
+
+// inRanges reports whether r is in one of the sorted ranges. The ranges
+// (charsets_gen.go) are the ones Nova builds its patterns from, with
+// Python's Unicode tables, over U+0000..U+FFFE only.
+func inRanges(r rune, ranges []runeRange) bool {
+	i := sort.Search(len(ranges), func(i int) bool { return ranges[i].hi >= r })
+	return i < len(ranges) && ranges[i].lo <= r
 }
 
 // prop is one member of "properties".
@@ -450,7 +463,7 @@ func (k kNoAdditional) check(inst any, path []any) *vErr {
 		if len(extras) > 1 {
 			verb = "do"
 		}
-		return fail(inst, path, strings.Join(reprs, ", ")+" "+verb+" not match any of the regexes: "+strRepr(k.pattern.src))
+		return fail(inst, path, strings.Join(reprs, ", ")+" "+verb+" not match any of the regexes: "+k.pattern.srcRepr())
 	}
 	verb := "was"
 	if len(extras) > 1 {
