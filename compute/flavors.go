@@ -488,12 +488,19 @@ func specValue(v any) string {
 	return v.(string)
 }
 
-// checkSpecValues is _check_extra_specs_value before 2.86: a number's
-// str() must fit 255 characters, as a string's must.
-func checkSpecValues(specs obj) error {
+// checkSpecValues is _check_extra_specs_value: a number's str() must fit
+// 255 characters, as a string's must; from 2.86 each spec must pass
+// Nova's validators.
+func checkSpecValues(v version, specs obj) error {
 	for _, m := range specs {
 		if n, ok := m.v.(json.Number); ok && len(pyNumber(n)) > 255 {
-			return errBadRequest("Invalid input received: extra_specs value has a maximum length of 255.")
+			// InvalidInput(message=...) is strutils.check_string_length's words.
+			return errBadRequest("extra_specs value has " + strconv.Itoa(len(pyNumber(n))) + " characters, more than 255.")
+		}
+		if v.atLeast(mvExtraSpecValidation) {
+			if f := validateExtraSpec(m.k, specValue(m.v)); f != nil {
+				return f
+			}
 		}
 	}
 	return nil
@@ -504,7 +511,7 @@ func checkSpecValues(specs obj) error {
 func (a *API) createExtraSpecs(c *reqCtx) (int, any, error) {
 	specsV, _ := c.body.(obj).get("extra_specs")
 	specs := specsV.(obj)
-	if err := checkSpecValues(specs); err != nil {
+	if err := checkSpecValues(c.v, specs); err != nil {
 		return 0, nil, err
 	}
 	_, err := a.flavors.update(c.r.Context(), c.vars["flavor_id"], func(f *etcdschema.Flavor) error {
@@ -524,7 +531,7 @@ func (a *API) createExtraSpecs(c *reqCtx) (int, any, error) {
 
 func (a *API) updateExtraSpec(c *reqCtx) (int, any, error) {
 	body := c.body.(obj)
-	if err := checkSpecValues(body); err != nil {
+	if err := checkSpecValues(c.v, body); err != nil {
 		return 0, nil, err
 	}
 	key := c.vars["id"]

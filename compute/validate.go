@@ -289,6 +289,8 @@ func numberFromStr(inst any) (pyNum, bool) {
 	return pyNum{}, false
 }
 
+func bigInt(i int) *big.Int { return big.NewInt(int64(i)) }
+
 // pyInt is int(s) for a str: surrounding whitespace, a sign, ASCII digits
 // with single underscores between them.
 func pyInt(s string) (*big.Int, bool) {
