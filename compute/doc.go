@@ -15,10 +15,21 @@
 // json.dumps writes them: members in Nova's order, non-ASCII escaped,
 // <, > and & as they are (pyjson.go).
 //
-// Served so far: the flavors resource with os-extra_specs and
-// os-flavor-access (flavors.go, stored by flavor_store.go in the
-// etcdschema.Flavor records /v1 reads). Not yet: servers, os-services,
-// os-hypervisors, os-aggregates, os-server-groups, availability zones,
-// limits; the /v2 (2.0) mount; policy enforcement (every caller acts as
-// an admin until Keystone tokens are wired: see API.authorize).
+// Served so far: the flavors resource with os-extra_specs (validated
+// from 2.86 by Nova's own validator table) and os-flavor-access
+// (flavors.go, stored by flavor_store.go in the etcdschema.Flavor records
+// /v1 reads). Not yet: servers, os-services, os-hypervisors,
+// os-aggregates, os-server-groups, availability zones, limits; the /v2
+// (2.0) and /{project_id}/ URL forms; policy enforcement (every caller
+// acts as an admin until Keystone tokens are wired: see API.authorize).
+//
+// Nova's answers are the tests' reference, recorded from Nova 26's own
+// code with Debian's python3-nova (testdata/*.py, no Nova service
+// needed): its validator's messages, its version apps and views, and a
+// scenario of its flavors API run over SQLite. The character classes of
+// names and descriptions and the extra spec validators are generated
+// from Nova's tables:
+//
+//go:generate sh -c "/usr/bin/python3 testdata/gen_charsets.py > charsets_gen.go && gofmt -w charsets_gen.go"
+//go:generate sh -c "/usr/bin/python3 testdata/gen_extra_specs.py > extra_specs_gen.go && gofmt -w extra_specs_gen.go"
 package compute
