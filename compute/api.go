@@ -111,6 +111,11 @@ type reqCtx struct {
 // name, the body (400 Malformed request body), the route's microversions
 // (404), the body's schema (400), the policy (403), the handler.
 func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
+	if r.ContentLength > maxBody {
+		// oslo's sizelimit middleware, ahead of the router.
+		writeWebobError(w, r, http.StatusRequestEntityTooLarge, "Request Entity Too Large", tooLarge)
+		return
+	}
 	rt, vars := a.match(r.Method, sub)
 	if rt == nil {
 		writeRouterNotFound(w, r)
@@ -138,6 +143,10 @@ func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 	c := &reqCtx{r: r, v: v, vars: vars, baseURL: applicationURL(r, "/v2.1")}
 	if r.Method == http.MethodPost || r.Method == http.MethodPut {
 		body, f := readBody(r)
+		if f == errTooLarge {
+			writeWebobError(w, r, http.StatusRequestEntityTooLarge, "Request Entity Too Large", tooLarge)
+			return
+		}
 		if f != nil {
 			writeFault(w, &v, f)
 			return
@@ -203,7 +212,7 @@ func readBody(r *http.Request) (any, *fault) {
 		n, err := r.Body.Read(tmp)
 		buf = append(buf, tmp[:n]...)
 		if len(buf) > maxBody {
-			return nil, &fault{status: http.StatusRequestEntityTooLarge, message: "Request is too large."}
+			return nil, errTooLarge
 		}
 		if err != nil {
 			break
@@ -221,6 +230,10 @@ func readBody(r *http.Request) (any, *fault) {
 
 // maxBody is oslo's sizelimit middleware default, max_request_body_size.
 const maxBody = 114688
+
+// errTooLarge is a body past maxBody without a Content-Length saying so
+// (chunked): sizelimit's reader raises as the body is read.
+var errTooLarge = &fault{status: http.StatusRequestEntityTooLarge}
 
 // fault is one of Nova's error answers: {"<name>": {"code", "message"}}.
 type fault struct {
@@ -289,27 +302,38 @@ func writeBody(w http.ResponseWriter, v *version, status int, out any) {
 }
 
 // writeRouterNotFound is the 404 of Nova's router for a path or method it
-// has no route for: webob's own HTTPNotFound page, not a Fault, in the
-// type the Accept header prefers (text/html before application/json on a
-// tie; plain text when neither is acceptable or there is no Accept).
+// has no route for: webob's own HTTPNotFound page, not a Fault.
 func writeRouterNotFound(w http.ResponseWriter, r *http.Request) {
+	writeWebobError(w, r, http.StatusNotFound, "Not Found", "The resource could not be found.")
+}
+
+// writeWebobError is a webob HTTPException's own page, as middleware
+// below Nova's faults answers (the router, oslo's sizelimit): in the type
+// the Accept header prefers (text/html before application/json on a tie;
+// plain text when neither is acceptable or there is no Accept).
+func writeWebobError(w http.ResponseWriter, r *http.Request, status int, title, explanation string) {
 	h := w.Header()
+	line := strconv.Itoa(status) + " " + title
 	var body string
 	switch preferred(r.Header.Get("Accept")) {
 	case "text/html":
 		h.Set("Content-Type", "text/html; charset=UTF-8")
-		body = "<html>\n <head>\n  <title>404 Not Found</title>\n </head>\n <body>\n  <h1>404 Not Found</h1>\n  The resource could not be found.<br /><br />\n\n\n\n </body>\n</html>"
+		body = "<html>\n <head>\n  <title>" + line + "</title>\n </head>\n <body>\n  <h1>" + line + "</h1>\n  " +
+			explanation + "<br /><br />\n\n\n\n </body>\n</html>"
 	case "application/json":
 		h.Set("Content-Type", "application/json")
-		body = `{"message": "The resource could not be found.<br /><br />\n\n\n", "code": "404 Not Found", "title": "Not Found"}`
+		body = string(dumps(obj{{"message", explanation + "<br /><br />\n\n\n"}, {"code", line}, {"title", title}}))
 	default:
 		h.Set("Content-Type", "text/plain; charset=UTF-8")
-		body = "404 Not Found\n\nThe resource could not be found.\n\n   "
+		body = line + "\n\n" + explanation + "\n\n   "
 	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusNotFound)
+	w.WriteHeader(status)
 	_, _ = w.Write([]byte(body))
 }
+
+// tooLarge is oslo_middleware.sizelimit's explanation.
+const tooLarge = "Request is too large. Larger than max_request_body_size (114688)."
 
 // preferred is webob's acceptable_offers(['text/html',
 // 'application/json']) reduced to its first offer: "" when the header is

@@ -154,13 +154,14 @@ func TestVersionDocuments(t *testing.T) {
 
 func TestErrorShapes(t *testing.T) {
 	a := newTestAPI(t)
-	cases := []struct {
+	type errorCase struct {
 		desc, method, path, body string
 		hdr                      []string
 		status                   int
 		want                     string
 		ctype                    string
-	}{
+	}
+	cases := []errorCase{
 		{desc: "no route, no Accept", method: "GET", path: "/v2.1/nothing", status: 404, ctype: "text/plain; charset=UTF-8",
 			want: "404 Not Found\n\nThe resource could not be found.\n\n   "},
 		{desc: "no route, JSON accepted", method: "GET", path: "/v2.1/nothing", hdr: []string{"Accept: application/json"}, status: 404, ctype: "application/json",
@@ -184,6 +185,14 @@ func TestErrorShapes(t *testing.T) {
 		{desc: "media type", method: "POST", path: "/v2.1/flavors", hdr: []string{"Content-Type: application/xml"}, status: 415, ctype: "application/json; charset=UTF-8",
 			want: `{"badMediaType": {"code": 415, "message": "Unsupported Content-Type"}}`},
 	}
+	// oslo's sizelimit, recorded from oslo_middleware with webob 1.8.
+	huge := strings.Repeat("x", maxBody+1)
+	cases = append(cases,
+		errorCase{desc: "body too large", method: "POST", path: "/v2.1/flavors", body: huge, status: 413, ctype: "text/plain; charset=UTF-8",
+			want: "413 Request Entity Too Large\n\nRequest is too large. Larger than max_request_body_size (114688).\n\n   "},
+		errorCase{desc: "body too large, JSON accepted", method: "POST", path: "/v2.1/nothing", body: huge, hdr: []string{"Accept: application/json"}, status: 413, ctype: "application/json",
+			want: `{"message": "Request is too large. Larger than max_request_body_size (114688).<br /><br />\n\n\n", "code": "413 Request Entity Too Large", "title": "Request Entity Too Large"}`},
+	)
 	for _, c := range cases {
 		t.Run(c.desc, func(t *testing.T) {
 			req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
@@ -237,5 +246,18 @@ func TestRoutePolicies(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d routes, %d expected: a new route needs its rule here", len(got), len(want))
+	}
+}
+
+// TestChunkedBodyTooLarge: a body with no Content-Length is cut off as it
+// is read, with sizelimit's answer.
+func TestChunkedBodyTooLarge(t *testing.T) {
+	a := newTestAPI(t)
+	req := httptest.NewRequest("POST", "/v2.1/flavors", strings.NewReader(strings.Repeat(" ", maxBody+1)))
+	req.ContentLength = -1
+	rec := httptest.NewRecorder()
+	a.h.ServeHTTP(rec, req)
+	if rec.Code != 413 || !strings.Contains(rec.Body.String(), "Larger than max_request_body_size (114688).") {
+		t.Errorf("got %d %s", rec.Code, rec.Body)
 	}
 }
