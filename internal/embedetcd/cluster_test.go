@@ -69,6 +69,30 @@ func TestThreeMemberCluster(t *testing.T) {
 		t.Fatalf("member list = %v, %v; want 3 members", members, err)
 	}
 
+	// The in-process client's Status and Defragment reach the member they
+	// name (etcd's own would answer from this member whatever the
+	// endpoint, and panic on Defragment): what the leader's etcd space
+	// duty relies on.
+	ids := map[uint64]string{}
+	for _, m := range members.Members {
+		st, err := srvs[0].Client().Status(ctx, m.ClientURLs[0])
+		if err != nil {
+			t.Fatalf("status of %s through member 1's in-process client: %v", m.Name, err)
+		}
+		if st.Header.MemberId != m.ID {
+			t.Errorf("status of %s (%x) answered by member %x", m.Name, m.ID, st.Header.MemberId)
+		}
+		ids[st.Header.MemberId] = m.Name
+	}
+	if len(ids) != 3 {
+		t.Errorf("statuses came from %v, want 3 members", ids)
+	}
+	for _, ep := range []string{cfgs[0].ClientURL, cfgs[1].ClientURL} {
+		if _, err := srvs[0].Client().Defragment(ctx, ep); err != nil {
+			t.Errorf("defragment %s through member 1's in-process client: %v", ep, err)
+		}
+	}
+
 	// One member down: two of three are a quorum.
 	srvs[2].Close()
 	if _, err := srvs[1].Client().Put(ctx, "k", "v2"); err != nil {

@@ -178,6 +178,7 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	cli := v3client.New(e.Server)
 	g := newGate()
 	cli.KV = gatedKV{kv: cli.KV, g: g}
+	cli.Maintenance = maintenance{Maintenance: cli.Maintenance, srv: e.Server, url: cu.String()}
 	cli.Lease = leaseWithServer{Lease: cli.Lease,
 		lc: adapter.LeaseServerToLeaseClient(v3rpc.NewQuotaLeaseServer(e.Server))}
 	return &Server{etcd: e, client: cli, gate: g, url: cu.String(), closing: closing}, nil

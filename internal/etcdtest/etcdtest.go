@@ -28,13 +28,24 @@ func FreePort(t testing.TB) int {
 // Start runs a fresh member and returns it; it is closed at cleanup.
 func Start(t testing.TB) *embedetcd.Server {
 	t.Helper()
+	return StartWith(t, nil)
+}
+
+// StartWith is Start with the member's config changed by mod first (a
+// small QuotaBackendBytes, say); mod may be nil.
+func StartWith(t testing.TB, mod func(*embedetcd.Config)) *embedetcd.Server {
+	t.Helper()
 	var lastErr error
 	for try := 0; try < 3; try++ { // a "free" port can be taken between probe and bind
-		srv, err := embedetcd.Start(embedetcd.Config{
+		cfg := embedetcd.Config{
 			DataDir:   t.TempDir(),
 			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
 			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
-		})
+		}
+		if mod != nil {
+			mod(&cfg)
+		}
+		srv, err := embedetcd.Start(cfg)
 		if err == nil {
 			t.Cleanup(srv.Close)
 			return srv
