@@ -82,6 +82,7 @@ type Metrics struct {
 	etcdErrors     *prometheus.CounterVec
 	http           *httpMetrics
 	leader         *leaderMetrics
+	etcdSpace      *etcdSpaceMetrics
 	queueLeases    *prometheus.CounterVec
 }
 
@@ -147,6 +148,7 @@ func New() *Metrics {
 	}
 	m.http = newHTTPMetrics(m.reg)
 	m.leader = newLeaderMetrics(m.reg)
+	m.etcdSpace = newEtcdSpaceMetrics(m.reg)
 	for _, q := range []string{QueueBuildRequests, QueueRetries} {
 		for _, t := range []string{TurnPreferred, TurnFallback, TurnSibling, TurnStolen} {
 			for _, o := range []string{LeaseWon, LeaseLost, LeaseSkipped, LeaseError} {

@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,10 @@ const (
 
 // EtcdCheck is the name of the etcd readiness check.
 const EtcdCheck = "etcd"
+
+// EtcdAlarmsCheck is the name of the check that fails while etcd has an
+// alarm raised (NOSPACE: every write is refused).
+const EtcdAlarmsCheck = "etcd alarms"
 
 // etcdTimeout bounds the readiness read: a probe must answer within its
 // own timeout (Kubernetes' default is 1 s, systemd watchdogs a few), so a
@@ -90,6 +96,37 @@ func (s *Status) Etcd(cli *clientv3.Client, key string) {
 		defer cancel()
 		if _, err := cli.Get(ctx, key, clientv3.WithCountOnly()); err != nil {
 			return fmt.Errorf("read %s: %w", key, err)
+		}
+		return nil
+	})
+}
+
+// EtcdAlarms adds the etcd alarms check: it lists etcd's alarms (bounded
+// like the etcd check) and fails while any is raised, naming each; a
+// NOSPACE alarm means etcd refuses every write until the scheduler
+// leader's etcd_alarms duty (or an operator) recovers it. It also
+// records what it saw in berth_etcd_alarm. A failed listing is the etcd
+// check's to report, not this one's.
+func (s *Status) EtcdAlarms(cli *clientv3.Client) {
+	s.Check(EtcdAlarmsCheck, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+		defer cancel()
+		resp, err := cli.AlarmList(ctx)
+		if err != nil {
+			return nil
+		}
+		var types, raised []string
+		for _, a := range resp.Alarms {
+			t := a.Alarm.String()
+			if !slices.Contains(types, t) {
+				types = append(types, t)
+			}
+			raised = append(raised, fmt.Sprintf("%s on member %x", t, a.MemberID))
+		}
+		s.metrics.EtcdAlarms(types)
+		if len(raised) > 0 {
+			return fmt.Errorf("etcd alarm raised: %s (NOSPACE: etcd refuses writes until it is recovered, see the runbook in docs/operations.md)",
+				strings.Join(raised, ", "))
 		}
 		return nil
 	})

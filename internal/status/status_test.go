@@ -1,13 +1,19 @@
 package status
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/metrics"
 )
@@ -92,5 +98,57 @@ func TestNilStatus(t *testing.T) {
 		if code, body := do(t, st.Handler(), http.MethodGet, p); code != http.StatusOK {
 			t.Errorf("%s = %d %s", p, code, body)
 		}
+	}
+}
+
+// TestEtcdAlarms: the etcd alarms check passes with no alarm, fails
+// naming NOSPACE once a member with a small quota is full (and
+// berth_etcd_alarm says so on /metrics), and passes again once the alarm
+// is disarmed.
+func TestEtcdAlarms(t *testing.T) {
+	const quota = 4 << 20
+	cli := etcdtest.StartWith(t, func(c *embedetcd.Config) { c.QuotaBackendBytes = quota }).Client()
+	st := New(metrics.New())
+	st.EtcdAlarms(cli)
+	h := st.Handler()
+	if code, body := do(t, h, http.MethodGet, PathReady); code != http.StatusOK {
+		t.Fatalf("/readyz with no alarm = %d %s", code, body)
+	}
+	if _, body := do(t, h, http.MethodGet, PathMetrics); !strings.Contains(body, `berth_etcd_alarm{type="NOSPACE"} 0`) {
+		t.Errorf("/metrics with no alarm lacks berth_etcd_alarm{type=\"NOSPACE\"} 0")
+	}
+	ctx := context.Background()
+	val := strings.Repeat("z", 64<<10)
+	full := false
+	for i := 0; i < 4*quota/len(val) && !full; i++ {
+		_, err := cli.Put(ctx, "/fill", val)
+		switch {
+		case errors.Is(err, rpctypes.ErrNoSpace):
+			full = true
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	if !full {
+		t.Fatal("etcd raised no NOSPACE")
+	}
+	code, body := do(t, h, http.MethodGet, PathReady)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"name":"`+EtcdAlarmsCheck+`"`) || !strings.Contains(body, "NOSPACE") {
+		t.Errorf("/readyz under NOSPACE = %d %s, want 503 naming the %q check and NOSPACE", code, body, EtcdAlarmsCheck)
+	}
+	if _, body := do(t, h, http.MethodGet, PathMetrics); !strings.Contains(body, `berth_etcd_alarm{type="NOSPACE"} 1`) {
+		t.Errorf("/metrics under NOSPACE lacks berth_etcd_alarm{type=\"NOSPACE\"} 1")
+	}
+	alarms, err := cli.AlarmList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range alarms.Alarms {
+		if _, err := cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: a.Alarm}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, body := do(t, h, http.MethodGet, PathReady); code != http.StatusOK {
+		t.Errorf("/readyz once disarmed = %d %s", code, body)
 	}
 }
