@@ -210,7 +210,16 @@ type Scheduler struct {
 	DownHostGrace            time.Duration
 	OrphanGrace              time.Duration
 	StuckBuildRequestTimeout time.Duration
-	Weights                  Weights
+	// The leader's etcd space duty: every EtcdDefragInterval, defragment
+	// (one at a time, the raft leader last) each member whose file is at
+	// least EtcdDefragRatio times its live data and EtcdDefragMinBytes
+	// larger. The NOSPACE alarm's recovery runs every LeaderInterval
+	// whatever EtcdDefrag says.
+	EtcdDefrag         bool
+	EtcdDefragInterval time.Duration
+	EtcdDefragRatio    float64
+	EtcdDefragMinBytes int64
+	Weights            Weights
 
 	// Nova's [scheduler] gates of the aggregate request filters.
 	LimitTenantsToPlacementAggregate     bool

@@ -395,9 +395,20 @@ func (d *decoder) scheduler(r *rawScheduler) *Scheduler {
 		DownHostGrace:               d.duration(r.Body, "down_host_grace", r.DownHostGrace, def.DownHostGrace, 0, "it is a wait"),
 		OrphanGrace:                 d.duration(r.Body, "orphan_grace", r.OrphanGrace, def.OrphanGrace, time.Second, "a claim being made must not look orphaned"),
 		StuckBuildRequestTimeout:    d.duration(r.Body, "stuck_build_request_timeout", r.StuckBuildRequestTimeout, def.StuckBuildRequestTimeout, time.Second, "a request being leased must not look stuck"),
+		EtcdDefrag:                  d.boolean(r.EtcdDefrag, def.EtcdDefrag),
+		EtcdDefragInterval:          d.duration(r.Body, "etcd_defrag_interval", r.EtcdDefragInterval, def.EtcdDefragInterval, time.Second, "a defragmentation blocks its member; sizes are not worth a look more often"),
+		EtcdDefragRatio:             def.EtcdDefragRatio,
+		EtcdDefragMinBytes:          d.count(r.Body, "etcd_defrag_min_bytes", r.EtcdDefragMinBytes, def.EtcdDefragMinBytes, 0, "it is a size"),
 		Weights:                     def.Weights,
 		declRange:                   r.DefRange,
 		filename:                    d.filename,
+	}
+	if v := r.EtcdDefragRatio; v != nil {
+		s.EtcdDefragRatio = *v
+		if *v <= 1 {
+			d.bad(r.Body, "etcd_defrag_ratio", "Invalid etcd_defrag_ratio",
+				fmt.Sprintf("etcd_defrag_ratio is the backend file's size over its live data, which defragmentation brings to about 1; it must be greater than 1 or every member would be defragmented every time; got %g.", *v))
+		}
 	}
 	s.LimitTenantsToPlacementAggregate = d.boolean(r.LimitTenants, def.LimitTenantsToPlacementAggregate)
 	s.PlacementAggregateRequiredForTenants = d.boolean(r.AggregateRequiredForTenants, def.PlacementAggregateRequiredForTenants)

@@ -113,6 +113,16 @@ func Defaults() *Config {
 			DownHostGrace:            60 * time.Second,
 			OrphanGrace:              10 * time.Minute,
 			StuckBuildRequestTimeout: 10 * time.Minute,
+			// A member is defragmented when its file is at least twice its
+			// live data and 256 MiB larger: both, so that a small backend
+			// (a few MiB, mostly free pages after a compaction) is left
+			// alone, and a large one is not blocked for a few percent.
+			// Looked at every 10 minutes: the file grows with bursts, and
+			// a defragmentation costs the member a pause.
+			EtcdDefrag:         true,
+			EtcdDefragInterval: 10 * time.Minute,
+			EtcdDefragRatio:    2,
+			EtcdDefragMinBytes: 256 << 20,
 			// Nova's multipliers: spread by free RAM/CPU/disk, avoid busy
 			// and recently failing hosts.
 			Weights: Weights{

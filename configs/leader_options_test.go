@@ -58,3 +58,39 @@ superconductor {
 			diag{"2:20", "Invalid duration", "not a duration"}},
 	})
 }
+
+// The leader's etcd space options: defaults, values, and refusals with
+// their file:line:col.
+func TestParseEtcdDefragOptions(t *testing.T) {
+	cfg, err := Parse([]byte("scheduler {}\n"), "t.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Scheduler
+	if !s.EtcdDefrag || s.EtcdDefragInterval != 10*time.Minute || s.EtcdDefragRatio != 2 || s.EtcdDefragMinBytes != 256<<20 {
+		t.Errorf("etcd defrag defaults = %v %v %v %v", s.EtcdDefrag, s.EtcdDefragInterval, s.EtcdDefragRatio, s.EtcdDefragMinBytes)
+	}
+	cfg, err = Parse([]byte(`
+scheduler {
+  etcd_defrag = false
+  etcd_defrag_interval = "1h"
+  etcd_defrag_ratio = 1.5
+  etcd_defrag_min_bytes = 1048576
+}
+`), "t.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = cfg.Scheduler
+	if s.EtcdDefrag || s.EtcdDefragInterval != time.Hour || s.EtcdDefragRatio != 1.5 || s.EtcdDefragMinBytes != 1<<20 {
+		t.Errorf("parsed etcd defrag = %v %v %v %v", s.EtcdDefrag, s.EtcdDefragInterval, s.EtcdDefragRatio, s.EtcdDefragMinBytes)
+	}
+	checkRefused(t, []refused{
+		{"ratio of 1", "scheduler {\n  etcd_defrag_ratio = 1\n}\n",
+			diag{"2:23", "Invalid etcd_defrag_ratio", "greater than 1"}},
+		{"interval too short", "scheduler {\n  etcd_defrag_interval = \"10ms\"\n}\n",
+			diag{"2:26", "Invalid etcd_defrag_interval", "at least 1s"}},
+		{"negative min bytes", "scheduler {\n  etcd_defrag_min_bytes = -1\n}\n",
+			diag{"2:27", "Invalid etcd_defrag_min_bytes", "at least 0"}},
+	})
+}

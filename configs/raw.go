@@ -116,6 +116,10 @@ type rawScheduler struct {
 	DownHostGrace               *string     `hcl:"down_host_grace"`
 	OrphanGrace                 *string     `hcl:"orphan_grace"`
 	StuckBuildRequestTimeout    *string     `hcl:"stuck_build_request_timeout"`
+	EtcdDefrag                  *bool       `hcl:"etcd_defrag"`
+	EtcdDefragInterval          *string     `hcl:"etcd_defrag_interval"`
+	EtcdDefragRatio             *float64    `hcl:"etcd_defrag_ratio"`
+	EtcdDefragMinBytes          *int64      `hcl:"etcd_defrag_min_bytes"`
 	Weights                     *rawWeights `hcl:"weights,block"`
 	DefRange                    hcl.Range   `hcl:",def_range"`
 	Body                        hcl.Body    `hcl:",body"`

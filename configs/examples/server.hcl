@@ -302,6 +302,22 @@ scheduler {
   # registered, is put in ERROR in cell0 (default "10m").
   stuck_build_request_timeout = "10m"
 
+  # etcd's backend file never shrinks by itself: compaction frees pages
+  # for reuse, only a defragmentation gives them back. The leader looks
+  # at every member's size every etcd_defrag_interval (default "10m")
+  # and defragments, one member at a time and the raft leader last, only
+  # while every member is healthy, each member whose file is at least
+  # etcd_defrag_ratio (default 2) times its live data and at least
+  # etcd_defrag_min_bytes (default 268435456, 256 MiB) larger. A
+  # defragmentation blocks its member while it copies the file (seconds
+  # per GiB). etcd_defrag = false (default true) leaves it to the
+  # operator; the NOSPACE alarm's recovery (compact, defragment, disarm;
+  # docs/operations.md) runs every leader_interval either way.
+  etcd_defrag           = true
+  etcd_defrag_interval  = "10m"
+  etcd_defrag_ratio     = 2
+  etcd_defrag_min_bytes = 268435456
+
   # Weigher multipliers; a negative one turns a preference into an
   # aversion and 0 switches the weigher off. Each defaults to the value
   # shown. An aggregate's metadata "<name>_weight_multiplier" (e.g.

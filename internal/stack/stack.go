@@ -121,6 +121,7 @@ func (s *Stack) Attach(cli *clientv3.Client) {
 	// The same never-written key Connect reads: a linearizable read needs
 	// the cluster's quorum, and a count-only read costs nothing.
 	s.status.Etcd(cli, s.keys.Cell("health-check"))
+	s.status.EtcdAlarms(cli)
 }
 
 // readyWhen adds a readiness check that passes once wait returns nil (a
@@ -371,12 +372,16 @@ func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 	candidate := leader.New(leader.Config{
 		Client: s.cli, Keys: s.keys, Election: scheduler.Role, ID: s.schedID, TTL: c.ElectionTTL, Log: log.Named("leader"),
 		Metrics: s.metrics,
-		Duties: leader.Duties(leader.DutyConfig{
+		Duties: append(leader.Duties(leader.DutyConfig{
 			Client: s.cli, Keys: s.keys, Placement: s.placement, Hosts: s.hosts, Superconductors: sups,
 			ID: s.schedID, Interval: c.LeaderInterval, DownHostGrace: c.DownHostGrace,
 			OrphanGrace: c.OrphanGrace, StuckBuildRequestTimeout: c.StuckBuildRequestTimeout,
 			Log: log.Named("leader"),
-		}),
+		}), leader.EtcdSpaceDuties(leader.EtcdSpaceConfig{
+			Client: s.cli, Defrag: c.EtcdDefrag, DefragInterval: c.EtcdDefragInterval,
+			DefragRatio: c.EtcdDefragRatio, DefragMinBytes: c.EtcdDefragMinBytes,
+			AlarmInterval: c.LeaderInterval, Metrics: s.metrics, Log: log.Named("leader"),
+		})...),
 	})
 	s.run("scheduler leader", candidate.Run)
 	select {

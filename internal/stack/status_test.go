@@ -204,7 +204,7 @@ func create(t *testing.T, c *api.Client, name, host string) string {
 func TestMetricsMoveWithRealWork(t *testing.T) {
 	s := startTestStack(t, etcdtest.Client(t), []string{"good", "bad"}, map[string]bool{"bad": true})
 	r := waitReady(t, s.endpoints["status"])
-	want := []string{status.EtcdCheck, "conductor cell1 queue", "agent good", "agent bad",
+	want := []string{status.EtcdCheck, status.EtcdAlarmsCheck, "conductor cell1 queue", "agent good", "agent bad",
 		"host manager", "placement index", "scheduler registration", "superconductor queue"}
 	var got []string
 	for _, c := range r.Checks {
