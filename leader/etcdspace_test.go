@@ -333,3 +333,45 @@ func alarmGauge(t *testing.T, m *metrics.Metrics, typ string) float64 {
 	t.Fatalf("no berth_etcd_alarm{type=%q}", typ)
 	return 0
 }
+
+// TestLeaderRecoversNoSpaceUnattended: a running leader with the etcd space
+// duties (as the stack wires them) sees the NOSPACE alarm on its own and
+// recovers; writes succeed again with nobody calling the duty.
+func TestLeaderRecoversNoSpaceUnattended(t *testing.T) {
+	const quota = 8 << 20
+	srv := etcdtest.StartWith(t, func(c *embedetcd.Config) { c.QuotaBackendBytes = quota })
+	cli := srv.Client()
+	ctx, cancel := context.WithCancel(context.Background())
+	m := metrics.New()
+	l := New(Config{Client: cli, Keys: etcdschema.New("/t"), Election: testElection, ID: "a", TTL: 10 * time.Second,
+		Log: hclog.NewNullLogger(), Metrics: m,
+		Duties: EtcdSpaceDuties(EtcdSpaceConfig{Client: cli, Defrag: true, DefragInterval: time.Hour,
+			DefragRatio: 2, DefragMinBytes: 256 << 20, AlarmInterval: 100 * time.Millisecond,
+			Metrics: m, Log: hclog.NewNullLogger()})})
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	testwait.Until(t, "a leader", func() bool { _, ok := l.Fence(); return ok })
+
+	val := strings.Repeat("y", 64<<10)
+	full := false
+	for i := 0; i < 4*quota/len(val) && !full; i++ {
+		_, err := cli.Put(ctx, "/fill", val)
+		switch {
+		case errors.Is(err, rpctypes.ErrNoSpace):
+			full = true
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	if !full {
+		t.Fatal("etcd raised no NOSPACE")
+	}
+	testwait.Poll(t, time.Minute, "writes to be accepted again", func() (bool, string) {
+		_, err := cli.Put(ctx, "/after", "written")
+		return err == nil, fmt.Sprint(err)
+	})
+	if _, ok := l.Fence(); !ok {
+		t.Error("the leader lost its term during the NOSPACE alarm")
+	}
+}
