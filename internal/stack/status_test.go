@@ -67,9 +67,19 @@ type testStack struct {
 // (failing hosts' builds fail, reschedulable), over cli.
 func startTestStack(t *testing.T, cli *clientv3.Client, hosts []string, failing map[string]bool) *testStack {
 	t.Helper()
+	return startTestStackWith(t, cli, hosts, failing, nil)
+}
+
+// startTestStackWith is startTestStack with stackHCL's config changed by
+// mod first (nil: unchanged).
+func startTestStackWith(t *testing.T, cli *clientv3.Client, hosts []string, failing map[string]bool, mod func(*configs.Config)) *testStack {
+	t.Helper()
 	cfg, err := configs.Parse([]byte(stackHCL), "stack.hcl")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if mod != nil {
+		mod(cfg)
 	}
 	s := New(cfg, hclog.NewNullLogger())
 	s.Attach(cli)
