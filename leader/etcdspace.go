@@ -196,30 +196,49 @@ func (s *etcdSpace) defragDuty(ctx context.Context, f Fence) error {
 			todo = append(todo, m.id)
 		}
 	}
-	if len(todo) == 0 {
-		return nil
-	}
-	leaderLast(ms)
-	for _, m := range ms {
-		if !slices.Contains(todo, m.id) {
-			continue
+	return s.defragInTurn(ctx, f, ms, todo, s.fragmented, s.healthyMembers, "fragmented")
+}
+
+// defragInTurn defragments the members of todo one by one, each while
+// it is still worth it (want), a follower while there is one and the
+// raft leader last. ms is the members as just read; before each
+// defragmentation but the first they are read again with read (the
+// previous one may have cost an election, so who comes last changes, or
+// a member may have gone), and an error from read stops the turn.
+func (s *etcdSpace) defragInTurn(ctx context.Context, f Fence, ms []member, todo []uint64,
+	want func(member) bool, read func(context.Context) ([]member, error), reason string) error {
+	var err error
+	for len(todo) > 0 {
+		if ms == nil {
+			if ms, err = read(ctx); err != nil {
+				return fmt.Errorf("stopped defragmenting: %w", err)
+			}
 		}
-		// Look again before each: the previous defragmentation may
-		// have cost an election, or a member may have gone.
-		now, err := s.healthyMembers(ctx)
-		if err != nil {
-			return fmt.Errorf("stopped defragmenting: %w", err)
+		next, ok := nextToDefrag(ms, todo, want)
+		if !ok {
+			return nil // the rest were removed or defragmented meanwhile
 		}
-		i := slices.IndexFunc(now, func(n member) bool { return n.id == m.id })
-		if i < 0 || !s.fragmented(now[i]) {
-			continue // removed, or defragmented meanwhile
-		}
-		m = now[i]
-		if err := s.defragment(ctx, f, m, "fragmented"); err != nil {
+		todo = slices.DeleteFunc(todo, func(id uint64) bool { return id == next.id })
+		ms = nil
+		if err := s.defragment(ctx, f, next, reason); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// nextToDefrag picks among ms the next member of todo still worth a
+// defragmentation (want): a follower while there is one, the raft leader
+// last.
+func nextToDefrag(ms []member, todo []uint64, want func(member) bool) (member, bool) {
+	ms = slices.Clone(ms)
+	leaderLast(ms)
+	for _, m := range ms {
+		if slices.Contains(todo, m.id) && want(m) {
+			return m, true
+		}
+	}
+	return member{}, false
 }
 
 // healthyMembers is members, failing also when one reports an error
@@ -307,11 +326,12 @@ func (s *etcdSpace) recoverNoSpace(ctx context.Context, f Fence, alarms []*pb.Al
 	if err != nil {
 		return fmt.Errorf("cannot recover from NOSPACE yet: %w", err)
 	}
-	leaderLast(ms)
+	var all []uint64
 	for _, m := range ms {
-		if err := s.defragment(ctx, f, m, "NOSPACE"); err != nil {
-			return err
-		}
+		all = append(all, m.id)
+	}
+	if err := s.defragInTurn(ctx, f, ms, all, func(member) bool { return true }, s.members, "NOSPACE"); err != nil {
+		return fmt.Errorf("cannot recover from NOSPACE yet: %w", err)
 	}
 	// The sizes after: a member whose live data fills its quota keeps its
 	// alarm.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -23,14 +25,16 @@ import (
 )
 
 // recordingMaintenance is the real maintenance API that also records
-// which endpoints were defragmented, in order, and how many at most ran
-// at once.
+// which endpoints were defragmented, in order, whether each was the raft
+// leader when its defragmentation began, and how many at most ran at
+// once.
 type recordingMaintenance struct {
 	clientv3.Maintenance
 	mu         sync.Mutex
 	running    int
 	maxRunning int
 	order      []string
+	leading    []bool
 }
 
 func (r *recordingMaintenance) Defragment(ctx context.Context, ep string) (*clientv3.DefragmentResponse, error) {
@@ -38,6 +42,10 @@ func (r *recordingMaintenance) Defragment(ctx context.Context, ep string) (*clie
 	r.running++
 	r.maxRunning = max(r.maxRunning, r.running)
 	r.order = append(r.order, ep)
+	r.mu.Unlock()
+	st, err := r.Maintenance.Status(ctx, ep)
+	r.mu.Lock()
+	r.leading = append(r.leading, err == nil && st.Leader == st.Header.MemberId)
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
@@ -172,16 +180,6 @@ func TestEtcdDefragOneMemberAtATimeRaftLeaderLast(t *testing.T) {
 		return done, strings.Join(state, ", ")
 	})
 	before := dbSizes(t, cli, eps)
-	var raftLeader string
-	for _, ep := range eps {
-		st, err := cli.Status(context.Background(), ep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Leader == st.Header.MemberId {
-			raftLeader = ep
-		}
-	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	for range 2 {
@@ -195,15 +193,18 @@ func TestEtcdDefragOneMemberAtATimeRaftLeaderLast(t *testing.T) {
 		}
 	}
 	order, maxRunning := rec.defrags()
-	t.Logf("defragmented %v (raft leader %s), at most %d at once", order, raftLeader, maxRunning)
+	rec.mu.Lock()
+	leading := append([]bool(nil), rec.leading...)
+	rec.mu.Unlock()
+	t.Logf("defragmented %v (the raft leader then: %v), at most %d at once", order, leading, maxRunning)
 	if maxRunning != 1 {
 		t.Errorf("%d defragmentations ran at once, want 1", maxRunning)
 	}
 	if len(order) != 3 {
 		t.Fatalf("defragmentations = %v, want each of the 3 members once (the second sweep finds them compact)", order)
 	}
-	if order[2] != raftLeader {
-		t.Errorf("defragmentation order %v: the raft leader %s is not last", order, raftLeader)
+	if want := []bool{false, false, true}; !slices.Equal(leading, want) {
+		t.Errorf("defragmentation order %v, raft leader when each began %v: want the leader last, and only last", order, leading)
 	}
 	after := dbSizes(t, cli, eps)
 	for _, ep := range eps {
@@ -373,5 +374,36 @@ func TestLeaderRecoversNoSpaceUnattended(t *testing.T) {
 	})
 	if _, ok := l.Fence(); !ok {
 		t.Error("the leader lost its term during the NOSPACE alarm")
+	}
+}
+
+// TestNextToDefrag: followers first in the members' order, the raft leader
+// last, only members still to do and still worth it.
+func TestNextToDefrag(t *testing.T) {
+	mk := func(id, leader uint64) member {
+		return member{id: id, status: &clientv3.StatusResponse{Leader: leader, Header: &pb.ResponseHeader{MemberId: id}}}
+	}
+	ms := []member{mk(1, 1), mk(2, 1), mk(3, 1)} // 1 leads
+	all := func(member) bool { return true }
+	cases := []struct {
+		desc   string
+		ms     []member
+		todo   []uint64
+		want   func(member) bool
+		wantID uint64
+		wantOK bool
+	}{
+		{"a follower before the leader", ms, []uint64{1, 2, 3}, all, 2, true},
+		{"the leader once no follower is left", ms, []uint64{1}, all, 1, true},
+		{"a follower no longer fragmented is skipped", ms, []uint64{1, 2, 3}, func(m member) bool { return m.id != 2 }, 3, true},
+		{"leadership moved to a member already done", []member{mk(1, 2), mk(2, 2), mk(3, 2)}, []uint64{1, 3}, all, 1, true},
+		{"nothing left worth it", ms, []uint64{2}, func(member) bool { return false }, 0, false},
+		{"nothing to do", ms, nil, all, 0, false},
+	}
+	for _, c := range cases {
+		got, ok := nextToDefrag(c.ms, c.todo, c.want)
+		if got.id != c.wantID || ok != c.wantOK {
+			t.Errorf("%s: next = %d, %v; want %d, %v", c.desc, got.id, ok, c.wantID, c.wantOK)
+		}
 	}
 }
