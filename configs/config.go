@@ -25,6 +25,8 @@ type Config struct {
 	// Status is where /healthz, /readyz and /metrics are served on a
 	// listener of their own; every role accepts it.
 	Status Status
+	// HTTP bounds every HTTP listener of the process (package httpserve).
+	HTTP HTTP
 	// DefaultAvailabilityZone is the zone of hosts in no AZ aggregate
 	// (Nova's default_availability_zone); the API and the scheduler of
 	// one deployment must agree on it.
@@ -107,6 +109,20 @@ type Log struct {
 // conductors, agents and etcd members have no other HTTP server.
 type Status struct {
 	Bind string // host:port; "" serves no status listener
+}
+
+// HTTP is the limits every HTTP listener of a process serves under (the
+// compute API, Placement, the scheduler, identity and the status port):
+// see package httpserve for why each. Timeouts and sizes are per request,
+// MaxConnections per listener.
+type HTTP struct {
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int64
+	MaxBodyBytes      int64
+	MaxConnections    int64
 }
 
 // API is the compute API role.

@@ -109,6 +109,7 @@ func (d *decoder) config(r *rawFile) *Config {
 	c.Etcd = d.etcd(r.Etcd)
 	c.Log = d.log(r.Log)
 	c.Status = d.status(r.Status)
+	c.HTTP = d.http(r.HTTP)
 	c.DefaultAvailabilityZone = d.zone(r.Body, "default_availability_zone", r.DefaultAvailabilityZone, d.def.DefaultAvailabilityZone)
 	if r.API != nil {
 		c.API = &API{
@@ -325,6 +326,44 @@ func (d *decoder) status(r *rawStatus) Status {
 		return def
 	}
 	return Status{Bind: d.bind(r.Body, "bind", r.Bind, def.Bind)}
+}
+
+// http reads the limits of every HTTP listener. The timeouts must keep
+// their order: a request head within the whole request's time, and the
+// answer's write deadline past the read deadline, so that a handler whose
+// context ReadTimeout ended (net/http does that) can still answer.
+func (d *decoder) http(r *rawHTTP) HTTP {
+	def := d.def.HTTP
+	if r == nil {
+		return def
+	}
+	h := HTTP{
+		ReadHeaderTimeout: d.duration(r.Body, "read_header_timeout", r.ReadHeaderTimeout, def.ReadHeaderTimeout, 100*time.Millisecond, "a client needs time to send its request head"),
+		ReadTimeout: d.duration(r.Body, "read_timeout", r.ReadTimeout, def.ReadTimeout, 15*time.Second,
+			"it ends the context of a request still running, and the compute API's service update waits up to 10s for an agent"),
+		WriteTimeout:   d.duration(r.Body, "write_timeout", r.WriteTimeout, def.WriteTimeout, 15*time.Second, "slow answers would be cut off; see read_timeout"),
+		IdleTimeout:    d.duration(r.Body, "idle_timeout", r.IdleTimeout, def.IdleTimeout, time.Second, "keep-alive connections would be closed between a client's requests"),
+		MaxHeaderBytes: d.count(r.Body, "max_header_bytes", r.MaxHeaderBytes, def.MaxHeaderBytes, 4096, "a request head with a token and the usual headers needs more"),
+		MaxBodyBytes:   d.count(r.Body, "max_body_bytes", r.MaxBodyBytes, def.MaxBodyBytes, 64<<10, "the identity and compute APIs' requests need up to 64 KiB"),
+		MaxConnections: d.count(r.Body, "max_connections", r.MaxConnections, def.MaxConnections, 1, "the listener would serve no one"),
+	}
+	switch {
+	case (r.ReadHeaderTimeout != nil || r.ReadTimeout != nil) && h.ReadHeaderTimeout > h.ReadTimeout:
+		at := "read_header_timeout"
+		if r.ReadHeaderTimeout == nil {
+			at = "read_timeout"
+		}
+		d.bad(r.Body, at, "Invalid "+at,
+			fmt.Sprintf("read_header_timeout (%s) must be at most read_timeout (%s): the head is part of the request.", h.ReadHeaderTimeout, h.ReadTimeout))
+	case (r.ReadTimeout != nil || r.WriteTimeout != nil) && h.WriteTimeout < h.ReadTimeout:
+		at := "write_timeout"
+		if r.WriteTimeout == nil {
+			at = "read_timeout"
+		}
+		d.bad(r.Body, at, "Invalid "+at,
+			fmt.Sprintf("write_timeout (%s) must be at least read_timeout (%s): a request whose context read_timeout ended must still be able to answer.", h.WriteTimeout, h.ReadTimeout))
+	}
+	return h
 }
 
 func (d *decoder) log(r *rawLog) Log {

@@ -72,7 +72,26 @@ func Defaults() *Config {
 		// templates set a port per role by convention, next to the
 		// scheduler's 8790: etcd 8791, conductor 8792, agent 8793 (not
 		// 9100, node_exporter's port on many hosts).
-		Status:                  Status{Bind: ""},
+		Status: Status{Bind: ""},
+		// Every HTTP listener's limits (package httpserve says why each).
+		// The read timeout is over twice the slowest legitimate request
+		// (a scheduler answers within its superconductor's 30 s
+		// select_timeout); the write timeout leaves a request whose
+		// context it ended 30 s to answer. Heads: 64 KiB holds any token
+		// (net/http's default is 1 MiB). Bodies: 16 MiB is the largest any
+		// API reads (a Placement reshape); each API bounds its own tighter.
+		// Connections: 1,024 a listener, so that the five listeners of
+		// `berth server` at their caps hold about 5,000 descriptors, well
+		// within the units' LimitNOFILE=65536.
+		HTTP: HTTP{
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       time.Minute,
+			WriteTimeout:      90 * time.Second,
+			IdleTimeout:       time.Minute,
+			MaxHeaderBytes:    64 << 10,
+			MaxBodyBytes:      16 << 20,
+			MaxConnections:    1024,
+		},
 		DefaultAvailabilityZone: "nova",
 		API:                     &API{Bind: "127.0.0.1:8774"}, // Nova's compute API port
 		Placement: &Placement{

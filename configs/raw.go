@@ -13,6 +13,7 @@ type rawFile struct {
 	Etcd           *rawEtcd           `hcl:"etcd,block"`
 	Log            *rawLog            `hcl:"log,block"`
 	Status         *rawStatus         `hcl:"status,block"`
+	HTTP           *rawHTTP           `hcl:"http,block"`
 	API            *rawAPI            `hcl:"api,block"`
 	Placement      *rawPlacement      `hcl:"placement,block"`
 	Scheduler      *rawScheduler      `hcl:"scheduler,block"`
@@ -70,6 +71,17 @@ type rawStatus struct {
 	Bind     *string   `hcl:"bind"`
 	DefRange hcl.Range `hcl:",def_range"`
 	Body     hcl.Body  `hcl:",body"`
+}
+
+type rawHTTP struct {
+	ReadHeaderTimeout *string  `hcl:"read_header_timeout"`
+	ReadTimeout       *string  `hcl:"read_timeout"`
+	WriteTimeout      *string  `hcl:"write_timeout"`
+	IdleTimeout       *string  `hcl:"idle_timeout"`
+	MaxHeaderBytes    *int64   `hcl:"max_header_bytes"`
+	MaxBodyBytes      *int64   `hcl:"max_body_bytes"`
+	MaxConnections    *int64   `hcl:"max_connections"`
+	Body              hcl.Body `hcl:",body"`
 }
 
 type rawAPI struct {

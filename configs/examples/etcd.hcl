@@ -70,3 +70,10 @@ log {
 status {
   bind = "10.0.0.11:8791"
 }
+
+# The status port's limits (see server.hcl for every option): a member's
+# status port is scraped and probed, never used by many clients, so a
+# small cap keeps idle connections from costing etcd descriptors.
+http {
+  max_connections = 256
+}

@@ -62,6 +62,41 @@ log {
   format = "json"
 }
 
+# Limits of every HTTP listener of this process: the compute API,
+# Placement, the scheduler, identity and the status port. Each listener
+# gets its own max_connections; the rest bound each request. Leave the
+# block out for these defaults.
+http {
+  # A client must send its whole request head within this (default "10s");
+  # a client trickling its head (slowloris) is cut off after it.
+  read_header_timeout = "10s"
+  # The whole request, body included (default "1m", at least "15s"). Go
+  # also ends the context of a request still running at this point, so it
+  # must exceed the slowest request: a scheduler answers within its
+  # superconductor's select_timeout (30s), a service update waits up to
+  # 10s for its agent.
+  read_timeout = "1m"
+  # Until the answer is written (default "90s", at least read_timeout): a
+  # client reading its answer slowly, or not at all, is cut off after it.
+  write_timeout = "90s"
+  # A keep-alive connection with no request for this long is closed
+  # (default "1m").
+  idle_timeout = "1m"
+  # Largest request head, in bytes (default 65536; at least 4096).
+  max_header_bytes = 65536
+  # Largest request body any listener reads, in bytes (default 16777216,
+  # 16 MiB, what a Placement reshape may need; at least 65536). Each API
+  # bounds its own requests tighter (the compute API 1 MiB, identity
+  # 64 KiB); beyond its bound a request is answered 413.
+  max_body_bytes = 16777216
+  # Open connections per listener (default 1024). At the cap, connections
+  # idle between requests (or new ones silent for 5s) are closed for new
+  # clients, and new clients wait in the listen queue while every
+  # connection is busy. Keep listeners x max_connections well below the
+  # open-file limit (the systemd units set LimitNOFILE=65536).
+  max_connections = 1024
+}
+
 # The compute API (servers, services, hosts). Remove the block to not run it here.
 api {
   # host:port to listen on (default "127.0.0.1:8774"); ":8774" listens everywhere.
