@@ -22,6 +22,7 @@ import (
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/embedetcd"
+	"github.com/berth-project/berth/internal/httpserve"
 	"github.com/berth-project/berth/internal/loadgc"
 	"github.com/berth-project/berth/internal/members"
 	"github.com/berth-project/berth/internal/metrics"
@@ -54,12 +55,12 @@ type Stack struct {
 	// not the global one); status its /healthz, /readyz and /metrics.
 	metrics   *metrics.Metrics
 	status    *status.Status
-	statusSrv *http.Server // the status { bind } listener, stopped last
+	statusSrv *httpserve.Server // the status { bind } listener, stopped last
 
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-	servers  []*http.Server
+	servers  []*httpserve.Server
 	errs     chan error
 	stopOnce sync.Once
 	// Endpoints lists what the process serves, for the banner.
@@ -147,7 +148,7 @@ func (s *Stack) ServeStatus() error {
 	if err != nil {
 		return fmt.Errorf("status: listen on %s: %w", s.cfg.Status.Bind, err)
 	}
-	s.statusSrv = &http.Server{Handler: s.status.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.statusSrv = s.newServer("status", s.status.Handler())
 	s.Endpoints = append(s.Endpoints, [2]string{"status", "http://" + ln.Addr().String()})
 	go func() {
 		if err := s.statusSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -242,7 +243,7 @@ func (s *Stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Li
 	// API has them as routes (the compute API's own /healthz said the
 	// same as this one).
 	h = status.Mount(s.metrics.InstrumentHTTP(name, h), s.status.Handler())
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := s.newServer(name, h)
 	s.servers = append(s.servers, srv)
 	s.Endpoints = append(s.Endpoints, [2]string{name, "http://" + ln.Addr().String()})
 	go func() {
@@ -251,6 +252,21 @@ func (s *Stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Li
 		}
 	}()
 	return ln.Addr(), nil
+}
+
+// newServer is every listener's server: the config's http limits
+// (package httpserve says why each), the same for every listener.
+func (s *Stack) newServer(name string, h http.Handler) *httpserve.Server {
+	return httpserve.New(name, h, httpLimits(s.cfg.HTTP), s.log.Named("http"))
+}
+
+// httpLimits maps the HCL http block to httpserve's limits.
+func httpLimits(c configs.HTTP) httpserve.Limits {
+	return httpserve.Limits{
+		ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout,
+		IdleTimeout: c.IdleTimeout, MaxHeaderBytes: int(c.MaxHeaderBytes), MaxBodyBytes: c.MaxBodyBytes,
+		MaxConnections: int(c.MaxConnections),
+	}
 }
 
 // StartServerRoles starts the roles of `berth server` its config enables.

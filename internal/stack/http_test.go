@@ -1,0 +1,111 @@
+package stack
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/internal/httpserve"
+)
+
+// TestListenersServeUnderTheHTTPLimits: the status listener and a role's
+// listener (Serve, as the compute API, Placement, the scheduler and
+// identity are served) take the config's http block: a request head cut
+// off at read_header_timeout, bodies bounded by max_body_bytes, and idle
+// connections closed for new ones at max_connections.
+func TestListenersServeUnderTheHTTPLimits(t *testing.T) {
+	const headerTimeout, maxConns = 300 * time.Millisecond, 4
+	cfg := configs.Defaults()
+	cfg.Status.Bind = "127.0.0.1:0"
+	cfg.HTTP.ReadHeaderTimeout = headerTimeout
+	cfg.HTTP.MaxBodyBytes = 64 << 10
+	cfg.HTTP.MaxConnections = maxConns
+	s := New(cfg, hclog.NewNullLogger())
+	t.Cleanup(s.Stop)
+	if err := s.ServeStatus(); err != nil {
+		t.Fatal(err)
+	}
+	echoLen := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if _, ok := httpserve.BodyTooLarge(err); ok {
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			return
+		}
+		fmt.Fprint(w, len(b))
+	})
+	if err := s.Serve("role", "127.0.0.1:0", echoLen); err != nil {
+		t.Fatal(err)
+	}
+	addrs := map[string]string{}
+	for _, ep := range s.Endpoints {
+		addrs[ep[0]] = strings.TrimPrefix(ep[1], "http://")
+	}
+
+	for _, name := range []string{"status", "role"} {
+		t.Run(name+" cuts a slow head off", func(t *testing.T) {
+			conn, err := net.Dial("tcp", addrs[name])
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			start := time.Now()
+			_ = conn.SetDeadline(start.Add(headerTimeout + 5*time.Second))
+			if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: berth\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			_, err = conn.Read(make([]byte, 1))
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("the head was still awaited after %v (read_header_timeout %v)", time.Since(start), headerTimeout)
+			}
+		})
+		t.Run(name+" closes idle connections at max_connections", func(t *testing.T) {
+			var conns []net.Conn
+			defer func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			}()
+			for range maxConns + 1 {
+				conn, err := net.DialTimeout("tcp", addrs[name], 5*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				conns = append(conns, conn)
+				_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+				if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: berth\r\n\r\n"); err != nil {
+					t.Fatal(err)
+				}
+				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+				if err != nil {
+					t.Fatalf("client %d of %d at max_connections %d: %v", len(conns), maxConns+1, maxConns, err)
+				}
+				resp.Body.Close()
+			}
+			// The first client, idle longest, made way for the last.
+			if n, err := conns[0].Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+				t.Errorf("the longest idle connection: read %d, %v; want it closed (EOF)", n, err)
+			}
+		})
+	}
+	t.Run("role bounds bodies", func(t *testing.T) {
+		cli := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := cli.Post("http://"+addrs["role"]+"/", "application/json", strings.NewReader(strings.Repeat("x", 64<<10+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("a body over max_body_bytes: %s, want 413", resp.Status)
+		}
+	})
+}
