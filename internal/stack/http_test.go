@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/internal/httpserve"
+	"github.com/berth-project/berth/internal/logtest"
 )
 
 // TestListenersServeUnderTheHTTPLimits: the status listener and a role's
@@ -108,4 +109,36 @@ func TestListenersServeUnderTheHTTPLimits(t *testing.T) {
 			t.Errorf("a body over max_body_bytes: %s, want 413", resp.Status)
 		}
 	})
+}
+
+// TestConnectionBudget: Run warns when the listeners, each full at
+// max_connections, would hold over half the open-file limit.
+func TestConnectionBudget(t *testing.T) {
+	for _, tc := range []struct {
+		desc      string
+		openFiles uint64
+		warn      bool
+	}{
+		{desc: "two listeners at 1,024 within 65,536", openFiles: 65536},
+		{desc: "two listeners at 1,024 over half of 4,000", openFiles: 4000, warn: true},
+		{desc: "limit unknown", openFiles: 0},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cfg := configs.Defaults()
+			cfg.Status.Bind = "127.0.0.1:0"
+			var out logtest.Buffer
+			s := New(cfg, hclog.New(&hclog.LoggerOptions{Output: &out}))
+			t.Cleanup(s.Stop)
+			if err := s.ServeStatus(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Serve("role", "127.0.0.1:0", http.NotFoundHandler()); err != nil {
+				t.Fatal(err)
+			}
+			s.checkConnectionBudget(tc.openFiles)
+			if warned := strings.Contains(out.String(), "listeners=2 max_connections=1024"); warned != tc.warn {
+				t.Errorf("warned = %v, want %v; log:\n%s", warned, tc.warn, out.String())
+			}
+		})
+	}
 }

@@ -11,20 +11,22 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/internal/fdlimit"
 )
 
 // StartFunc starts a process's roles on a connected stack: Server,
 // Conductor, Agent, EtcdMember, Dev's, or a harness's own.
 type StartFunc func(ctx context.Context, s *Stack) error
 
-// Run is one berth process's life: it connects (starting embedded etcd
-// when cfg says so), serves the status listener, starts the roles with
+// Run is one berth process's life: it raises the open-file limit,
+// connects (starting embedded etcd when cfg says so), serves the status listener, starts the roles with
 // start, prints the banner (each endpoint, one a line) on banner, and
 // runs until SIGINT or SIGTERM or a role's failure, then stops in order.
 // name is what the log says is running ("server", "dev"). The error says
 // what failed; it is nil after a clean stop on a signal.
 func Run(name string, cfg *configs.Config, log hclog.Logger, banner io.Writer, start StartFunc) error {
 	sig := signals()
+	openFiles := fdlimit.Raise(log)
 	s, err := connectUnlessSignalled(cfg, log, sig)
 	if err != nil {
 		log.Error("cannot reach etcd", "error", err)
@@ -40,6 +42,7 @@ func Run(name string, cfg *configs.Config, log hclog.Logger, banner io.Writer, s
 		s.Stop()
 		return err
 	}
+	s.checkConnectionBudget(openFiles)
 	for _, ep := range s.Endpoints {
 		fmt.Fprintf(banner, "%-12s %s\n", ep[0], ep[1])
 	}
@@ -80,4 +83,20 @@ func connectUnlessSignalled(cfg *configs.Config, log hclog.Logger, sig <-chan os
 	default:
 	}
 	return s, err
+}
+
+// checkConnectionBudget warns when the HTTP listeners, each full at its
+// max_connections, would hold over half the open-file limit: what is left
+// must do for etcd's files and connections, and a member that cannot
+// open a file exits.
+func (s *Stack) checkConnectionBudget(openFiles uint64) {
+	listeners := len(s.servers)
+	if s.statusSrv != nil {
+		listeners++
+	}
+	atCaps := uint64(listeners) * uint64(s.cfg.HTTP.MaxConnections)
+	if openFiles > 0 && atCaps > openFiles/2 {
+		s.log.Warn("the HTTP listeners at their connection caps would hold over half the open file limit; lower http { max_connections } or raise LimitNOFILE",
+			"listeners", listeners, "max_connections", s.cfg.HTTP.MaxConnections, "open_file_limit", openFiles)
+	}
 }
