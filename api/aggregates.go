@@ -154,7 +154,7 @@ type aggregateBody struct {
 func (s *Server) createAggregate(w http.ResponseWriter, r *http.Request) {
 	var body aggregateBody
 	if err := decodeBody(w, r, &body); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		writeBodyError(w, err)
 		return
 	}
 	b := body.Aggregate
@@ -273,7 +273,7 @@ func (s *Server) aggregateAction(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	var act aggregateAction
 	if err := decodeBody(w, r, &act); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		writeBodyError(w, err)
 		return
 	}
 	n := 0
@@ -593,7 +593,7 @@ func (s *Server) updateAggregate(w http.ResponseWriter, r *http.Request) {
 		} `json:"aggregate"`
 	}
 	if err := decodeBody(w, r, &body); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		writeBodyError(w, err)
 		return
 	}
 	b := body.Aggregate

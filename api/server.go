@@ -160,9 +160,9 @@ type createBody struct {
 func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var req createRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("Malformed request body: %v", err))
+		writeBodyError(w, err)
 		return
 	}
 	body := req.createBody
@@ -439,7 +439,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError answers in Nova's error shape: {"<kind>": {"code", "message"}}.
 func writeError(w http.ResponseWriter, status int, msg string) {
 	kind := map[int]string{400: "badRequest", 404: "itemNotFound", 405: "methodNotAllowed",
-		409: "conflictingRequest", 503: "serviceUnavailable"}[status]
+		409: "conflictingRequest", 413: "overLimit", 503: "serviceUnavailable"}[status]
 	if kind == "" {
 		kind = "computeFault"
 	}

@@ -42,7 +42,7 @@ type createGroupRequest struct {
 func (s *Server) createServerGroup(w http.ResponseWriter, r *http.Request) {
 	var req createGroupRequest
 	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		writeBodyError(w, err)
 		return
 	}
 	g := req.ServerGroup
@@ -255,14 +255,10 @@ func (s *Server) deleteServerGroup(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// decodeBody reads a JSON body of at most 1 MiB.
+// decodeBody reads a JSON body of at most maxBodyBytes; its error is
+// answered with writeBodyError.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-	if err := dec.Decode(v); err != nil {
-		//lint:ignore ST1005 Nova's own wording, shown to API clients as the fault message
-		return fmt.Errorf("Malformed request body: %v", err)
-	}
-	return nil
+	return json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(v)
 }
 
 func contains(list []string, s string) bool {

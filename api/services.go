@@ -155,10 +155,10 @@ func (s *Server) updateService(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	host := mux.Vars(r)["host"]
 	var u serviceUpdate
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&u); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("Malformed request body: %v", err))
+		writeBodyError(w, err)
 		return
 	}
 	if err := u.validate(); err != nil {
