@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/berth-project/berth/internal/httpserve"
 )
 
 // API is the Keystone v3 subset over a Service, an http.Handler.
@@ -95,6 +97,10 @@ func (a *API) unauthorized(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusUnauthorized, "The request you have made requires authentication.")
 }
 
+// maxBodyBytes bounds a request body: a password login is a few hundred
+// bytes (Keystone's own bound, max_request_body_size, is 112 KiB).
+const maxBodyBytes = 64 << 10
+
 // httpError is a handler's answer other than 2xx; cause is for the log.
 type httpError struct {
 	code  int
@@ -110,12 +116,13 @@ func badRequest(format string, args ...any) error {
 
 // keystoneTitles are the titles Keystone's errors carry.
 var keystoneTitles = map[int]string{
-	http.StatusBadRequest:          "Bad Request",
-	http.StatusUnauthorized:        "Unauthorized",
-	http.StatusForbidden:           "Forbidden",
-	http.StatusNotFound:            "Not Found",
-	http.StatusMethodNotAllowed:    "Method Not Allowed",
-	http.StatusInternalServerError: "Internal Server Error",
+	http.StatusBadRequest:            "Bad Request",
+	http.StatusUnauthorized:          "Unauthorized",
+	http.StatusForbidden:             "Forbidden",
+	http.StatusNotFound:              "Not Found",
+	http.StatusMethodNotAllowed:      "Method Not Allowed",
+	http.StatusRequestEntityTooLarge: "Request Entity Too Large",
+	http.StatusInternalServerError:   "Internal Server Error",
 }
 
 // writeError writes Keystone's error body:
@@ -217,7 +224,11 @@ func (d *domainRef) isDefault() bool {
 // X-Subject-Token and its body, or Keystone's 401.
 func (a *API) issueToken(w http.ResponseWriter, r *http.Request, _ *Token) error {
 	var req authRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&req); err != nil {
+		if _, tooLarge := httpserve.BodyTooLarge(err); tooLarge {
+			// Keystone's RequestTooLarge, from its sizelimit middleware.
+			return &httpError{code: http.StatusRequestEntityTooLarge, msg: "Request is too large.", cause: err}
+		}
 		return badRequest("Malformed request body: %v", err)
 	}
 	pa, err := passwordAuth(&req)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -68,6 +69,8 @@ func TestIssueTokenHTTP(t *testing.T) {
 		{desc: "token method", body: `{"auth": {"identity": {"methods": ["token"], "token": {"id": "x"}}}}`, want: 401},
 		{desc: "user without domain", body: `{"auth": {"identity": {"methods": ["password"], "password": {"user": {"name": "alice", "password": "alice-pw"}}}}}`, want: 400},
 		{desc: "not JSON", body: `{"auth"`, want: 400},
+		// A JSON string the decoder reads to the bound before it fails.
+		{desc: "body over the bound", body: `{"auth": "` + strings.Repeat("x", maxBodyBytes) + `"}`, want: 413},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			resp, body := do(t, "POST", srv.URL+"/v3/auth/tokens", tc.body, map[string]string{"Content-Type": "application/json"})
@@ -81,6 +84,12 @@ func TestIssueTokenHTTP(t *testing.T) {
 				}
 				if !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Keystone uri=") {
 					t.Errorf("WWW-Authenticate = %q", resp.Header.Get("WWW-Authenticate"))
+				}
+			}
+			if tc.want == 413 {
+				want := map[string]any{"code": float64(413), "message": "Request is too large.", "title": "Request Entity Too Large"}
+				if d := cmp.Diff(want, body["error"]); d != "" {
+					t.Errorf("413 body (-want +got):\n%s", d)
 				}
 			}
 			if tc.want != 201 {

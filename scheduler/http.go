@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/httpserve"
 	"github.com/berth-project/berth/internal/metrics"
 )
 
@@ -64,6 +65,10 @@ func (s *Scheduler) serveSelect(w http.ResponseWriter, r *http.Request) {
 	var spec RequestSpec
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxSpecBytes))
 	if err := dec.Decode(&spec); err != nil {
+		if limit, tooLarge := httpserve.BodyTooLarge(err); tooLarge {
+			writeError(w, http.StatusRequestEntityTooLarge, "RequestTooLarge", fmt.Sprintf("a RequestSpec is at most %d bytes", limit))
+			return
+		}
 		writeError(w, http.StatusBadRequest, "BadRequest", fmt.Sprintf("request body is not a RequestSpec: %v", err))
 		return
 	}

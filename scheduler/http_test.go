@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -93,6 +94,8 @@ func TestSelectHTTPRejectsBadRequests(t *testing.T) {
 		{"no instances", "POST", `{"flavor":{"vcpus":1}}`, 400, "instance_uuids"},
 		{"duplicate instance", "POST", `{"instance_uuids":["a","a"]}`, 400, "listed twice"},
 		{"wrong method", "GET", "", 405, "use POST"},
+		// A JSON string the decoder reads to the bound before it fails.
+		{"body over the bound", "POST", `{"request_id":"` + strings.Repeat("x", maxSpecBytes) + `"}`, 413, fmt.Sprintf("at most %d bytes", maxSpecBytes)},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, srv.URL+SelectPath, strings.NewReader(tc.body))
