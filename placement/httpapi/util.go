@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/berth-project/berth/internal/httpserve"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/placement/internal/pycompat"
 )
@@ -122,6 +123,12 @@ func (c *reqCtx) requireContent() error {
 	return &httpError{status: 415, detail: fmt.Sprintf("The media type %s is not supported, use application/json", mt)}
 }
 
+// maxBodyBytes bounds a request body. The largest Placement takes is a
+// reshape: every inventory and allocation of a provider tree, kilobytes
+// to a few megabytes. A body over it was once cut short and answered as
+// malformed JSON; it is now answered 413 and not read further.
+const maxBodyBytes = 16 << 20
+
 // readBody is readJSON then validateBody against sch: Placement's
 // extract_json, which every handler taking a body calls.
 func (c *reqCtx) readBody(sch *pycompat.Schema) (any, error) {
@@ -141,7 +148,11 @@ func (c *reqCtx) readJSON() (any, error) {
 	if err := c.requireContent(); err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(io.LimitReader(c.r.Body, 16<<20))
+	body, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, maxBodyBytes))
+	if limit, tooLarge := httpserve.BodyTooLarge(err); tooLarge {
+		return nil, &httpError{status: http.StatusRequestEntityTooLarge,
+			detail: fmt.Sprintf("The body of your request was too large for this server: at most %d bytes.", limit)}
+	}
 	if err != nil {
 		return nil, errBadRequest("read body: %v", err)
 	}
