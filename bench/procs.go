@@ -89,6 +89,10 @@ func SchedulerProcess(args []string, stdout, stderr io.Writer) int {
 	cfg.Placement, cfg.API, cfg.Conductor = nil, nil, nil
 	cfg.Scheduler.Bind, cfg.Scheduler.AdvertiseURL = "127.0.0.1:0", ""
 	cfg.Status.Bind = ""
+	// GET /bench/sync waits for the child to catch up with a populate of
+	// up to 100,000 hosts, on a fraction of a CPU: it may take longer than
+	// the http block's read_timeout, which would end its context.
+	cfg.HTTP.ReadTimeout, cfg.HTTP.WriteTimeout = time.Hour, time.Hour
 	if *workers > 0 {
 		cfg.Superconductor.Workers = *workers
 	}
