@@ -34,6 +34,7 @@ import (
 type connCap struct {
 	slots chan struct{} // a token per open connection
 	log   hclog.Logger
+	grace time.Duration // freshGrace; shorter in tests
 
 	mu       sync.Mutex
 	idle     list.List // *tracked between requests, longest idle first
@@ -60,7 +61,7 @@ type tracked struct {
 }
 
 func newConnCap(max int, log hclog.Logger) *connCap {
-	return &connCap{slots: make(chan struct{}, max), log: log, byConn: map[net.Conn]*tracked{},
+	return &connCap{slots: make(chan struct{}, max), log: log, grace: freshGrace, byConn: map[net.Conn]*tracked{},
 		wake: make(chan struct{}, 1)}
 }
 
@@ -153,10 +154,10 @@ func (c *connCap) evictOne() (retry time.Duration) {
 		victim = e.Value.(*tracked)
 	} else if e := c.fresh.Front(); e != nil {
 		t := e.Value.(*tracked)
-		if age := time.Since(t.since); age >= freshGrace {
+		if age := time.Since(t.since); age >= c.grace {
 			victim = t
 		} else {
-			retry = freshGrace - age
+			retry = c.grace - age
 		}
 	}
 	if victim != nil {

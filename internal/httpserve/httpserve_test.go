@@ -21,14 +21,18 @@ import (
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-// serve serves h under limits on a loopback port until the test ends.
-func serve(t *testing.T, limits Limits, h http.Handler) string {
+// serve serves h under limits on a loopback port until the test ends;
+// each tweak adjusts the server first.
+func serve(t *testing.T, limits Limits, h http.Handler, tweak ...func(*Server)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := New("test", h, limits, hclog.NewNullLogger())
+	for _, f := range tweak {
+		f(srv)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -141,6 +145,41 @@ func TestIdleConnectionsDoNotExhaustTheProcess(t *testing.T) {
 		t.Fatalf("a new client at the cap: %s", resp.Status)
 	}
 	t.Logf("a new client at the cap was answered in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestSilentConnectionsMakeWayAfterTheirGrace fills a listener's cap
+// with connections that send nothing: a new client is served once the
+// oldest of them has been silent for the grace (5 s; 200 ms here), not
+// after ReadHeaderTimeout (a minute here), and none is closed before it.
+func TestSilentConnectionsMakeWayAfterTheirGrace(t *testing.T) {
+	const maxConns, grace = 4, 200 * time.Millisecond
+	addr := serve(t, Limits{ReadHeaderTimeout: time.Minute, MaxConnections: maxConns}, ok,
+		func(s *Server) { s.conns.grace = grace })
+	var silent []net.Conn
+	defer func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	}()
+	for range maxConns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent = append(silent, c)
+	}
+	start := time.Now()
+	cli := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := cli.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatalf("a client behind %d silent connections: %v", maxConns, err)
+	}
+	resp.Body.Close()
+	took := time.Since(start)
+	if took < grace/2 || took > 5*time.Second {
+		t.Errorf("a client behind %d silent connections was served after %v; want about the grace, %v", maxConns, took, grace)
+	}
+	t.Logf("served after %v behind %d silent connections (grace %v)", took.Round(time.Millisecond), maxConns, grace)
 }
 
 // TestSlowHeadIsCutOff trickles a request head a header a few
