@@ -82,7 +82,8 @@ func Defaults() *Config {
 		// API reads (a Placement reshape); each API bounds its own tighter.
 		// Connections: 1,024 a listener, so that the five listeners of
 		// `berth server` at their caps hold about 5,000 descriptors, well
-		// within the units' LimitNOFILE=65536.
+		// within the units' LimitNOFILE=65536 (a process lowers it to a
+		// tenth of a smaller limit: stack.connectionCap).
 		HTTP: HTTP{
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       time.Minute,

@@ -92,8 +92,9 @@ http {
   # Open connections per listener (default 1024). At the cap, connections
   # idle between requests (or new ones silent for 5s) are closed for new
   # clients, and new clients wait in the listen queue while every
-  # connection is busy. Keep listeners x max_connections well below the
-  # open-file limit (the systemd units set LimitNOFILE=65536).
+  # connection is busy. A process lowers it to a tenth of its open-file
+  # limit when that is smaller (and says so), so that full listeners
+  # leave etcd its descriptors; the systemd units set LimitNOFILE=65536.
   max_connections = 1024
 }
 

@@ -111,33 +111,36 @@ func TestListenersServeUnderTheHTTPLimits(t *testing.T) {
 	})
 }
 
-// TestConnectionBudget: Run warns when the listeners, each full at
-// max_connections, would hold over half the open-file limit.
-func TestConnectionBudget(t *testing.T) {
+// TestConnectionCap: a listener's cap is max_connections, or a tenth of
+// the open-file limit when that is smaller, said once in the log.
+func TestConnectionCap(t *testing.T) {
 	for _, tc := range []struct {
 		desc      string
 		openFiles uint64
+		want      int
 		warn      bool
 	}{
-		{desc: "two listeners at 1,024 within 65,536", openFiles: 65536},
-		{desc: "two listeners at 1,024 over half of 4,000", openFiles: 4000, warn: true},
-		{desc: "limit unknown", openFiles: 0},
+		{desc: "limit unknown", openFiles: 0, want: 1024},
+		{desc: "a tenth of 65,536 is more", openFiles: 65536, want: 1024},
+		{desc: "a tenth of 1,024 is less", openFiles: 1024, want: 102, warn: true},
+		{desc: "a tiny limit still serves", openFiles: 5, want: 1, warn: true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			cfg := configs.Defaults()
-			cfg.Status.Bind = "127.0.0.1:0"
 			var out logtest.Buffer
-			s := New(cfg, hclog.New(&hclog.LoggerOptions{Output: &out}))
+			s := New(configs.Defaults(), hclog.New(&hclog.LoggerOptions{Output: &out}))
 			t.Cleanup(s.Stop)
-			if err := s.ServeStatus(); err != nil {
-				t.Fatal(err)
+			s.openFiles = tc.openFiles
+			for range 2 {
+				if got := s.connectionCap(); got != tc.want {
+					t.Errorf("connectionCap() = %d, want %d", got, tc.want)
+				}
 			}
-			if err := s.Serve("role", "127.0.0.1:0", http.NotFoundHandler()); err != nil {
-				t.Fatal(err)
+			want := 0
+			if tc.warn {
+				want = 1
 			}
-			s.checkConnectionBudget(tc.openFiles)
-			if warned := strings.Contains(out.String(), "listeners=2 max_connections=1024"); warned != tc.warn {
-				t.Errorf("warned = %v, want %v; log:\n%s", warned, tc.warn, out.String())
+			if n := strings.Count(out.String(), "max_connections } lowered"); n != want {
+				t.Errorf("warned %d times, want %d; log:\n%s", n, want, out.String())
 			}
 		})
 	}

@@ -32,6 +32,7 @@ func Run(name string, cfg *configs.Config, log hclog.Logger, banner io.Writer, s
 		log.Error("cannot reach etcd", "error", err)
 		return err
 	}
+	s.openFiles = openFiles
 	if err := s.ServeStatus(); err != nil {
 		log.Error("start failed", "error", err)
 		s.Stop()
@@ -42,7 +43,6 @@ func Run(name string, cfg *configs.Config, log hclog.Logger, banner io.Writer, s
 		s.Stop()
 		return err
 	}
-	s.checkConnectionBudget(openFiles)
 	for _, ep := range s.Endpoints {
 		fmt.Fprintf(banner, "%-12s %s\n", ep[0], ep[1])
 	}
@@ -83,20 +83,4 @@ func connectUnlessSignalled(cfg *configs.Config, log hclog.Logger, sig <-chan os
 	default:
 	}
 	return s, err
-}
-
-// checkConnectionBudget warns when the HTTP listeners, each full at its
-// max_connections, would hold over half the open-file limit: what is left
-// must do for etcd's files and connections, and a member that cannot
-// open a file exits.
-func (s *Stack) checkConnectionBudget(openFiles uint64) {
-	listeners := len(s.servers)
-	if s.statusSrv != nil {
-		listeners++
-	}
-	atCaps := uint64(listeners) * uint64(s.cfg.HTTP.MaxConnections)
-	if openFiles > 0 && atCaps > openFiles/2 {
-		s.log.Warn("the HTTP listeners at their connection caps would hold over half the open file limit; lower http { max_connections } or raise LimitNOFILE",
-			"listeners", listeners, "max_connections", s.cfg.HTTP.MaxConnections, "open_file_limit", openFiles)
-	}
 }

@@ -56,6 +56,10 @@ type Stack struct {
 	metrics   *metrics.Metrics
 	status    *status.Status
 	statusSrv *httpserve.Server // the status { bind } listener, stopped last
+	// openFiles is the process's open-file limit (0: unknown, a stack
+	// not started by Run); capLowered logs once that it bounds the caps.
+	openFiles  uint64
+	capLowered sync.Once
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -257,7 +261,28 @@ func (s *Stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Li
 // newServer is every listener's server: the config's http limits
 // (package httpserve says why each), the same for every listener.
 func (s *Stack) newServer(name string, h http.Handler) *httpserve.Server {
-	return httpserve.New(name, h, httpLimits(s.cfg.HTTP), s.log.Named("http"))
+	l := httpLimits(s.cfg.HTTP)
+	l.MaxConnections = s.connectionCap()
+	return httpserve.New(name, h, l, s.log.Named("http"))
+}
+
+// connectionCap is each listener's connection cap: http {
+// max_connections }, lowered to a tenth of the open-file limit when that
+// is smaller. So even the five listeners of `berth server`, every one
+// full, leave half the descriptors to etcd, whose member exits when it
+// cannot open a file: with a limit of 1,024 and caps of 1,024, 1,000 idle
+// connections to one listener did that.
+func (s *Stack) connectionCap() int {
+	limit := int(s.cfg.HTTP.MaxConnections)
+	if tenth := int(s.openFiles / 10); s.openFiles > 0 && tenth < limit {
+		tenth = max(tenth, 1)
+		s.capLowered.Do(func() {
+			s.log.Warn("http { max_connections } lowered to a tenth of the open file limit; raise the limit (LimitNOFILE) to serve more",
+				"max_connections", limit, "open_file_limit", s.openFiles, "lowered_to", tenth)
+		})
+		return tenth
+	}
+	return limit
 }
 
 // httpLimits maps the HCL http block to httpserve's limits.
