@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/berth-project/berth/internal/pycompat"
 	"github.com/berth-project/berth/placement"
-	"github.com/berth-project/berth/placement/internal/pycompat"
 )
 
 // incompleteConsumerID is Placement's incomplete_consumer_project_id and

@@ -15,8 +15,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/pycompat"
 	"github.com/berth-project/berth/placement"
-	"github.com/berth-project/berth/placement/internal/pycompat"
 )
 
 // Options configure the Placement HTTP API.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/pycompat"
 	"github.com/berth-project/berth/placement"
-	"github.com/berth-project/berth/placement/internal/pycompat"
 )
 
 // maxInt is Placement's MAX_INT, the default max_unit and every field's cap.

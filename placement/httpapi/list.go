@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/berth-project/berth/internal/pycompat"
 	"github.com/berth-project/berth/placement"
-	"github.com/berth-project/berth/placement/internal/pycompat"
 )
 
 // parseResources is normalize_resources_qs_param.

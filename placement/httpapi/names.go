@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/berth-project/berth/internal/pycompat"
 	"github.com/berth-project/berth/placement"
-	"github.com/berth-project/berth/placement/internal/pycompat"
 )
 
 // ---- traits -----------------------------------------------------------------

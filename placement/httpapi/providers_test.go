@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-project/berth/placement/internal/pycompat"
+	"github.com/berth-project/berth/internal/pycompat"
 )
 
 const (

@@ -3,7 +3,7 @@ package httpapi
 import (
 	"strings"
 
-	"github.com/berth-project/berth/placement/internal/pycompat"
+	"github.com/berth-project/berth/internal/pycompat"
 )
 
 // The JSON schemas Placement validates bodies and query strings with, per

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-project/berth/placement/internal/pycompat"
+	"github.com/berth-project/berth/internal/pycompat"
 )
 
 // FuzzValidateSchemas runs any JSON body, decoded as readJSON decodes it,

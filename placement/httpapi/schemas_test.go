@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-project/berth/placement/internal/pycompat"
+	"github.com/berth-project/berth/internal/pycompat"
 )
 
 // TestSchemaErrorsMatchPlacement checks the validator's 400 texts against

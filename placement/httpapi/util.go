@@ -16,8 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/berth-project/berth/internal/httpserve"
+	"github.com/berth-project/berth/internal/pycompat"
 	"github.com/berth-project/berth/placement"
-	"github.com/berth-project/berth/placement/internal/pycompat"
 )
 
 // acceptRange is one media range of an Accept header.
