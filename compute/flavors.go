@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/pycompat"
 )
 
 // The flavors resource: nova/api/openstack/compute/flavors.py,
@@ -392,7 +393,7 @@ func (a *API) createFlavor(c *reqCtx) (int, any, error) {
 		f.ID = t
 	case json.Number:
 		if !isZero(t) { // "if not flavorid": 0 asks for a generated id
-			f.ID = pyNumber(t)
+			f.ID = pycompat.NumberRepr(t)
 		}
 	}
 	if f.ID == "" {
@@ -483,7 +484,7 @@ func (a *API) listExtraSpecs(c *reqCtx) (int, any, error) {
 // str() writes it.
 func specValue(v any) string {
 	if n, ok := v.(json.Number); ok {
-		return pyNumber(n)
+		return pycompat.NumberRepr(n)
 	}
 	return v.(string)
 }
@@ -493,9 +494,9 @@ func specValue(v any) string {
 // Nova's validators.
 func checkSpecValues(v version, specs obj) error {
 	for _, m := range specs {
-		if n, ok := m.v.(json.Number); ok && len(pyNumber(n)) > 255 {
+		if n, ok := m.v.(json.Number); ok && len(pycompat.NumberRepr(n)) > 255 {
 			// InvalidInput(message=...) is strutils.check_string_length's words.
-			return errBadRequest("extra_specs value has " + strconv.Itoa(len(pyNumber(n))) + " characters, more than 255.")
+			return errBadRequest("extra_specs value has " + strconv.Itoa(len(pycompat.NumberRepr(n))) + " characters, more than 255.")
 		}
 		if v.atLeast(mvExtraSpecValidation) {
 			if f := validateExtraSpec(m.k, specValue(m.v)); f != nil {

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
-	"math/big"
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
+
+	"github.com/berth-project/berth/internal/pycompat"
 )
 
 // Nova answers with json.dumps(body) (oslo's jsonutils.dumps): members
@@ -58,9 +57,9 @@ func writeValue(b *bytes.Buffer, v any) {
 	case int64:
 		b.WriteString(strconv.FormatInt(t, 10))
 	case float64:
-		b.WriteString(pyFloat(t))
+		b.WriteString(pycompat.FloatJSON(t))
 	case json.Number:
-		b.WriteString(pyNumber(t))
+		b.WriteString(pycompat.NumberJSON(t))
 	case string:
 		writeString(b, t)
 	case obj:
@@ -154,48 +153,6 @@ func utf16Pair(r rune) (rune, rune) {
 	return 0xD800 + (r>>10)&0x3FF, 0xDC00 + r&0x3FF
 }
 
-// pyFloat is Python's repr of a float: the shortest digits that read
-// back, with ".0" on an integral value and an exponent outside
-// 1e-4 <= |f| < 1e16.
-func pyFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "Infinity" // json.dumps's spelling (repr says inf)
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	case math.IsNaN(f):
-		return "NaN"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
-	mant, expStr, _ := strings.Cut(e, "e")
-	exp, _ := strconv.Atoi(expStr)
-	if exp < -4 || exp >= 16 {
-		sign := "+"
-		if exp < 0 {
-			sign, exp = "-", -exp
-		}
-		return fmt.Sprintf("%se%s%02d", mant, sign, exp)
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(s, ".") {
-		s += ".0"
-	}
-	return s
-}
-
-// pyNumber is how Python writes back a JSON number it read: an int as
-// its digits, a float as pyFloat.
-func pyNumber(n json.Number) string {
-	if isIntLiteral(n) {
-		i, ok := new(big.Int).SetString(string(n), 10)
-		if ok {
-			return i.String() // "-0" is 0
-		}
-	}
-	f, _ := strconv.ParseFloat(string(n), 64)
-	return pyFloat(f)
-}
-
 // isIntLiteral: json.loads makes an int of a number with no fraction and
 // no exponent, a float of any other.
 func isIntLiteral(n json.Number) bool { return !strings.ContainsAny(string(n), ".eE") }
@@ -266,7 +223,9 @@ func decodeValue(dec *json.Decoder) (any, error) {
 	return nil, fmt.Errorf("unexpected %v", d)
 }
 
-// pyRepr is Python's repr() of a decoded JSON value.
+// pyRepr is Python's repr() of a decoded JSON value. It walks obj in
+// its members' order (pycompat.Repr sorts a map's keys, as pprint does
+// for Placement's messages); the leaves are pycompat's.
 func pyRepr(v any) string {
 	switch t := v.(type) {
 	case nil:
@@ -277,17 +236,17 @@ func pyRepr(v any) string {
 		}
 		return "False"
 	case json.Number:
-		return pyNumber(t)
+		return pycompat.NumberRepr(t)
 	case int:
 		return strconv.Itoa(t)
 	case float64:
-		return strings.NewReplacer("Infinity", "inf", "NaN", "nan").Replace(pyFloat(t))
+		return pycompat.FloatRepr(t)
 	case string:
-		return strRepr(t)
+		return pycompat.StrRepr(t)
 	case obj:
 		parts := make([]string, len(t))
 		for i, m := range t {
-			parts[i] = strRepr(m.k) + ": " + pyRepr(m.v)
+			parts[i] = pycompat.StrRepr(m.k) + ": " + pyRepr(m.v)
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	case []any:
@@ -306,39 +265,4 @@ func pyStr(v any) string {
 		return s
 	}
 	return pyRepr(v)
-}
-
-// strRepr is repr() of a str: single quotes unless the text has one and
-// no double quote, non-printable characters escaped.
-func strRepr(s string) string {
-	q := byte('\'')
-	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
-		q = '"'
-	}
-	var b strings.Builder
-	b.WriteByte(q)
-	for _, r := range s {
-		switch {
-		case r == rune(q) || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case unicode.IsPrint(r): // Go's IsPrint, like str.isprintable, takes no space but ' '
-
-			b.WriteRune(r)
-		case r < 0x100:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r < 0x10000:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		}
-	}
-	b.WriteByte(q)
-	return b.String()
 }

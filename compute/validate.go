@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/berth-project/berth/internal/pycompat"
 )
 
 // Nova validates bodies and queries with python-jsonschema's
@@ -118,7 +120,7 @@ func (k kType) check(inst any, path []any) *vErr {
 	}
 	reprs := make([]string, len(k))
 	for i, t := range k {
-		reprs[i] = strRepr(t)
+		reprs[i] = pycompat.StrRepr(t)
 	}
 	return fail(inst, path, pyRepr(inst)+" is not of type "+strings.Join(reprs, ", "))
 }
@@ -157,7 +159,7 @@ func (k kPattern) srcRepr() string {
 	if k.repr != "" {
 		return k.repr
 	}
-	return strRepr(k.src)
+	return pycompat.StrRepr(k.src)
 }
 
 func (k kPattern) check(inst any, path []any) *vErr {
@@ -283,7 +285,7 @@ func numberFromStr(inst any) (pyNum, bool) {
 			return pyNum{i: i, repr: i.String()}, true
 		}
 		if f, ok := pyFloatOf(t); ok {
-			return pyNum{f: f, repr: strings.NewReplacer("Infinity", "inf", "NaN", "nan").Replace(pyFloat(f))}, true
+			return pyNum{f: f, repr: pycompat.FloatRepr(f)}, true
 		}
 	}
 	return pyNum{}, false
@@ -423,7 +425,7 @@ func (k kRequired) check(inst any, path []any) *vErr {
 	}
 	for _, name := range k {
 		if _, ok := o.get(name); !ok {
-			return fail(inst, path, strRepr(name)+" is a required property")
+			return fail(inst, path, pycompat.StrRepr(name)+" is a required property")
 		}
 	}
 	return nil
@@ -458,7 +460,7 @@ func (k kNoAdditional) check(inst any, path []any) *vErr {
 	sort.Strings(extras)
 	reprs := make([]string, len(extras))
 	for i, x := range extras {
-		reprs[i] = strRepr(x)
+		reprs[i] = pycompat.StrRepr(x)
 	}
 	if k.pattern != nil {
 		verb := "does"

@@ -1,4 +1,7 @@
-// Package pycompat speaks Python's words for Placement's HTTP API.
+// Package pycompat speaks Python's words for Placement's HTTP API, and
+// lends its repr leaves (FloatRepr, FloatJSON, NumberRepr, NumberJSON,
+// StrRepr) to the Nova API (compute), which walks its own ordered JSON
+// objects but must spell floats, numbers and strings as CPython does too.
 //
 // OpenStack Placement is a Python service, and its error answers quote
 // Python: a malformed body is reported in CPython json's words (line,
@@ -20,7 +23,8 @@
 //     one keyword at a time.
 //   - pyjson.go: the message CPython's json scanner (Modules/_json.c)
 //     gives for text it refuses.
-//   - pyrepr.go: repr(), pprint.pformat(width=72), float repr and int().
+//   - pyrepr.go: repr(), pprint.pformat(width=72), float repr and int(),
+//     and json.dumps's spelling of a float (Infinity where repr says inf).
 //
 // Everything here is checked against answers recorded from Placement 8.0
 // (python-jsonschema 4.10); change it only with such a recording. The

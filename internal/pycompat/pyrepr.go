@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/big"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // Placement's validation messages quote values the way Python prints them
@@ -38,7 +38,7 @@ func Repr(v any) string {
 	case int64:
 		return strconv.FormatInt(x, 10)
 	case float64:
-		return pyFloatRepr(x)
+		return FloatRepr(x)
 	case map[string]any:
 		keys := sortedKeys(x)
 		parts := make([]string, 0, len(keys))
@@ -71,7 +71,11 @@ func Repr(v any) string {
 }
 
 // StrRepr is repr(str): single quotes unless the text holds a single
-// quote and no double one; backslash escapes for the unprintable.
+// quote and no double one; backslash escapes for the unprintable (Go's
+// unicode.IsPrint is str.isprintable: no space but ' '). U+FFFD is
+// printable and stays as it is, as CPython leaves it; it is also what Go's
+// JSON decoder makes of a lone surrogate, which CPython would spell
+// \udXXX, but that number is lost by then and no recorded answer has one.
 func StrRepr(s string) string {
 	q := byte('\'')
 	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
@@ -92,8 +96,6 @@ func StrRepr(s string) string {
 			b.WriteString(`\r`)
 		case r == '\t':
 			b.WriteString(`\t`)
-		case r == utf8.RuneError:
-			b.WriteString(`\ufffd`)
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
 		case r < 0x7f:
@@ -115,31 +117,32 @@ func StrRepr(s string) string {
 	return b.String()
 }
 
-var jsonIntRe = regexp.MustCompile(`^-?[0-9]+$`)
+// NumberRepr is repr(json.loads(n)): a JSON number without fraction or
+// exponent is a Python int (of any size; -0 is 0), any other a float.
+func NumberRepr(n json.Number) string { return number(n, FloatRepr) }
 
-// NumberRepr: a JSON number without fraction or exponent is a Python
-// int, any other a float.
-func NumberRepr(n json.Number) string {
+// NumberJSON is json.dumps(json.loads(n)): as NumberRepr, but a float
+// out of range reads as inf and json.dumps spells that Infinity.
+func NumberJSON(n json.Number) string { return number(n, FloatJSON) }
+
+func number(n json.Number, float func(float64) string) string {
 	s := n.String()
-	if jsonIntRe.MatchString(s) {
-		if s == "-0" {
-			return "0"
+	if !strings.ContainsAny(s, ".eE") {
+		if i, ok := new(big.Int).SetString(s, 10); ok {
+			return i.String() // "-0" is 0
 		}
-		return s
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		if math.IsInf(f, 0) {
-			return pyFloatRepr(f)
-		}
-		return s
+	if err != nil && !math.IsInf(f, 0) {
+		return s // not a number the JSON decoder would have let through
 	}
-	return pyFloatRepr(f)
+	return float(f)
 }
 
-// pyFloatRepr is repr(float): the shortest round-tripping digits, in
-// positional form for exponents -4 to 15 and scientific beyond.
-func pyFloatRepr(f float64) string {
+// FloatRepr is repr(float): the shortest round-tripping digits, in
+// positional form for exponents -4 to 15 and scientific beyond, and
+// inf, -inf, nan.
+func FloatRepr(f float64) string {
 	switch {
 	case math.IsInf(f, 1):
 		return "inf"
@@ -148,6 +151,24 @@ func pyFloatRepr(f float64) string {
 	case math.IsNaN(f):
 		return "nan"
 	}
+	return finiteFloat(f)
+}
+
+// FloatJSON is json.dumps(float): float.__repr__ for a finite value, and
+// JavaScript's words Infinity, -Infinity, NaN for the others.
+func FloatJSON(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	case math.IsNaN(f):
+		return "NaN"
+	}
+	return finiteFloat(f)
+}
+
+func finiteFloat(f float64) string {
 	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
 	mant, expS, _ := strings.Cut(e, "e")
 	exp, _ := strconv.Atoi(expS)
@@ -174,7 +195,7 @@ func (f Float) MarshalJSON() ([]byte, error) {
 	if math.IsInf(float64(f), 0) || math.IsNaN(float64(f)) {
 		return nil, fmt.Errorf("placement: %v is not JSON", float64(f))
 	}
-	return []byte(pyFloatRepr(float64(f))), nil
+	return []byte(FloatRepr(float64(f))), nil
 }
 
 // pformat is pprint.pformat(v, width=72) with its default sorted dicts.

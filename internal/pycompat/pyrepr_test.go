@@ -2,6 +2,7 @@ package pycompat
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 )
 
@@ -25,6 +26,46 @@ func TestPyRepr(t *testing.T) {
 	} {
 		if got := Repr(tc.in); got != tc.want {
 			t.Errorf("Repr(%#v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestLeaves holds the shared leaves to CPython 3's answers (each "want"
+// was printed by python3: repr(json.loads(in)) and json.dumps(json.loads(in))
+// for numbers, repr(s) for strings).
+func TestLeaves(t *testing.T) {
+	for _, tc := range []struct{ in, repr, json string }{
+		{"123456789012345678901234567890", "123456789012345678901234567890", "123456789012345678901234567890"},
+		{"-0", "0", "0"},
+		{"1e400", "inf", "Infinity"},
+		{"-1e400", "-inf", "-Infinity"},
+		{"1e-400", "0.0", "0.0"},
+		{"-1e-400", "-0.0", "-0.0"},
+		{"1.50", "1.5", "1.5"},
+		{"1e16", "1e+16", "1e+16"},
+		{"0.0001", "0.0001", "0.0001"},
+	} {
+		if got := NumberRepr(json.Number(tc.in)); got != tc.repr {
+			t.Errorf("NumberRepr(%s) = %s, want %s", tc.in, got, tc.repr)
+		}
+		if got := NumberJSON(json.Number(tc.in)); got != tc.json {
+			t.Errorf("NumberJSON(%s) = %s, want %s", tc.in, got, tc.json)
+		}
+	}
+	if got := FloatRepr(math.NaN()) + " " + FloatJSON(math.NaN()); got != "nan NaN" {
+		t.Errorf("NaN: repr and json.dumps = %s, want nan NaN", got)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"\ufffd", "'\ufffd'"}, // printable: repr leaves U+FFFD as it is
+		{"\x00\x1f\x7f", `'\x00\x1f\x7f'`},
+		{"\u0085\u00a0", `'\x85\xa0'`},
+		{"\u200b\u2028", `'\u200b\u2028'`},
+		{"\U000e0001", `'\U000e0001'`},
+		{"\U0001F600", "'\U0001F600'"},
+		{`a\b'`, `"a\\b'"`},
+	} {
+		if got := StrRepr(tc.in); got != tc.want {
+			t.Errorf("StrRepr(%q) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }
