@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -265,20 +264,7 @@ func TestEtcdNoSpaceRecovered(t *testing.T) {
 	f := leadOn(t, cli)
 	// Rewrite a few keys until the history fills the quota: the live data
 	// stays small, as a create-and-delete churn's does.
-	val := strings.Repeat("y", 64<<10)
-	full := false
-	for i := 0; i < 4*quota/len(val) && !full; i++ {
-		_, err := cli.Put(ctx, fmt.Sprintf("/fill/%d", i%4), val)
-		switch {
-		case errors.Is(err, rpctypes.ErrNoSpace):
-			full = true
-		case err != nil:
-			t.Fatal(err)
-		}
-	}
-	if !full {
-		t.Fatalf("wrote %d bytes into a %d-byte quota and etcd raised no NOSPACE", 4*quota, quota)
-	}
+	etcdtest.FillUntilNoSpace(t, cli, quota)
 
 	m := metrics.New()
 	st := status.New(m)
@@ -354,20 +340,7 @@ func TestLeaderRecoversNoSpaceUnattended(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	testwait.Until(t, "a leader", func() bool { _, ok := l.Fence(); return ok })
 
-	val := strings.Repeat("y", 64<<10)
-	full := false
-	for i := 0; i < 4*quota/len(val) && !full; i++ {
-		_, err := cli.Put(ctx, "/fill", val)
-		switch {
-		case errors.Is(err, rpctypes.ErrNoSpace):
-			full = true
-		case err != nil:
-			t.Fatal(err)
-		}
-	}
-	if !full {
-		t.Fatal("etcd raised no NOSPACE")
-	}
+	etcdtest.FillUntilNoSpace(t, cli, quota)
 	testwait.Poll(t, time.Minute, "writes to be accepted again", func() (bool, string) {
 		_, err := cli.Put(ctx, "/after", "written")
 		return err == nil, fmt.Sprint(err)

@@ -3,12 +3,15 @@
 package etcdtest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/embedetcd"
@@ -166,4 +169,24 @@ func (c *Cluster) Restart(i int) {
 		c.t.Fatalf("restart %s: %v", c.cfgs[i].Name, err)
 	}
 	c.srvs[i] = s
+}
+
+// FillUntilNoSpace rewrites a few keys outside Berth's prefix with 64 KiB
+// values until etcd refuses a write with NOSPACE, as a churn's history
+// does while its live data stays small; it fails the test if four times
+// quota bytes raised no alarm.
+func FillUntilNoSpace(t testing.TB, cli *clientv3.Client, quota int) {
+	t.Helper()
+	ctx := context.Background()
+	val := strings.Repeat("f", 64<<10)
+	for i := 0; i < 4*quota/len(val); i++ {
+		_, err := cli.Put(ctx, fmt.Sprintf("/fill/%d", i%4), val)
+		switch {
+		case errors.Is(err, rpctypes.ErrNoSpace):
+			return
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("wrote %d bytes into a %d-byte quota and etcd raised no NOSPACE", 4*quota, quota)
 }

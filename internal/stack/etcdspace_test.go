@@ -2,14 +2,11 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/configs"
@@ -39,23 +36,10 @@ func TestStackRecoversFromNoSpace(t *testing.T) {
 	}
 
 	// A history that fills the quota (a churn's deleted records are the
-	// same to etcd): rewrites of one key outside Berth's prefix.
+	// same to etcd): rewrites of a few keys outside Berth's prefix.
 	ctx := context.Background()
 	cli := srv.Client()
-	val := strings.Repeat("n", 64<<10)
-	full := false
-	for i := 0; i < 4*quota/len(val) && !full; i++ {
-		_, err := cli.Put(ctx, "/fill", val)
-		switch {
-		case errors.Is(err, rpctypes.ErrNoSpace):
-			full = true
-		case err != nil:
-			t.Fatal(err)
-		}
-	}
-	if !full {
-		t.Fatal("etcd raised no NOSPACE")
-	}
+	etcdtest.FillUntilNoSpace(t, cli, quota)
 	testwait.Poll(t, time.Minute, "writes to be accepted again", func() (bool, string) {
 		_, err := cli.Put(ctx, "/after", "written")
 		return err == nil, fmt.Sprint(err)

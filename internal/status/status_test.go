@@ -3,14 +3,12 @@ package status
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/embedetcd"
@@ -118,20 +116,7 @@ func TestEtcdAlarms(t *testing.T) {
 		t.Errorf("/metrics with no alarm lacks berth_etcd_alarm{type=\"NOSPACE\"} 0")
 	}
 	ctx := context.Background()
-	val := strings.Repeat("z", 64<<10)
-	full := false
-	for i := 0; i < 4*quota/len(val) && !full; i++ {
-		_, err := cli.Put(ctx, "/fill", val)
-		switch {
-		case errors.Is(err, rpctypes.ErrNoSpace):
-			full = true
-		case err != nil:
-			t.Fatal(err)
-		}
-	}
-	if !full {
-		t.Fatal("etcd raised no NOSPACE")
-	}
+	etcdtest.FillUntilNoSpace(t, cli, quota)
 	code, body := do(t, h, http.MethodGet, PathReady)
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"name":"`+EtcdAlarmsCheck+`"`) || !strings.Contains(body, "NOSPACE") {
 		t.Errorf("/readyz under NOSPACE = %d %s, want 503 naming the %q check and NOSPACE", code, body, EtcdAlarmsCheck)
