@@ -11,11 +11,10 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 )
 
-// Config is what `berth bench` is asked, one field per flag: the scenario
-// and its load, the Berth it runs against (started here, or an existing
-// one), the simulated hosts' periods, and the outputs. AddFlags binds
-// the flags to it, Validate checks it, and Main runs it.
-type Config struct {
+// Load is what a run asks of Berth: the scenario, the servers and their
+// requests, the fleet's size, and the baselines. Config (the flags) and
+// RunConfig (a resolved run) both carry it, so Main hands it over whole.
+type Load struct {
 	Scenario         string
 	Hosts, Cells     int
 	Servers          int
@@ -28,10 +27,22 @@ type Config struct {
 	Groups           int
 	Duration         time.Duration
 	InstancesPerHost int
-
-	Baseline       bool
-	BaselineTime   time.Duration
+	Baseline         bool
+	BaselineTime     time.Duration
+	// BaselineRounds alternates the CAS and the claim baselines this many
+	// times, BaselineTime each, and reports both rates over all rounds:
+	// the machine's speed drifts by a third within minutes (other
+	// tenants, CPU steal), and one sample of each, taken one after the
+	// other, put that drift into their ratio.
 	BaselineRounds int
+}
+
+// Config is what `berth bench` is asked, one field per flag: the scenario
+// and its load, the Berth it runs against (started here, or an existing
+// one), the simulated hosts' periods, and the outputs. AddFlags binds
+// the flags to it, Validate checks it, and Main runs it.
+type Config struct {
+	Load
 
 	// The Berth the tool starts: its schedulers, in this process or as
 	// child processes (in CPU cgroups of their own with SchedulerCPU),
@@ -85,9 +96,9 @@ var profilePhases = []string{"all", "populate", "scenario", "baseline"}
 // hosts in two cells, one scheduler, against a Berth the tool starts.
 func DefaultConfig() Config {
 	return Config{
-		Scenario: "boot", Hosts: 1000, Cells: 2, Servers: 1000, Clients: 16, Groups: 20,
-		Duration: 30 * time.Second, InstancesPerHost: 10,
-		BaselineTime: 2 * time.Second, BaselineRounds: 3,
+		Load: Load{Scenario: "boot", Hosts: 1000, Cells: 2, Servers: 1000, Clients: 16, Groups: 20,
+			Duration: 30 * time.Second, InstancesPerHost: 10,
+			BaselineTime: 2 * time.Second, BaselineRounds: 3},
 		Schedulers: 1, RegisterWorkers: 32, Liveness: LivenessPerHost, Syncs: true,
 		Prefix: etcdschema.DefaultPrefix, Format: FormatTable, ProfilePhase: "all",
 		Timeout: 10 * time.Minute, LogLevel: "warn",

@@ -25,26 +25,8 @@ import (
 // RunConfig is a run's parameters: a Config resolved against the
 // config file (Main), or a test's.
 type RunConfig struct {
-	Scenario         string
-	Hosts, Cells     int
-	Servers          int
-	Rate             float64
-	Clients          int
-	BuildTime        time.Duration
-	FailureRate      float64
-	HintRatio        float64
-	GroupRatio       float64
-	Groups           int
-	Duration         time.Duration
-	InstancesPerHost int
-	Baseline         bool
-	BaselineTime     time.Duration
-	// BaselineRounds alternates the CAS and the claim baselines this many
-	// times, BaselineTime each, and reports both rates over all rounds:
-	// the machine's speed drifts by a third within minutes (other
-	// tenants, CPU steal), and one sample of each, taken one after the
-	// other, put that drift into their ratio.
-	BaselineRounds int
+	// Load is the scenario and its load, as the flags gave them.
+	Load
 	// OnPhase, if set, is called as each phase of the run starts
 	// ("populate", "scenario", "baseline") and the func it returns as
 	// the phase ends: berth bench profiles one phase with it.

@@ -108,10 +108,7 @@ func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
-	res, runErr := Run(ctx, target, RunConfig{Scenario: c.Scenario, Hosts: c.Hosts, Cells: c.Cells,
-		Servers: c.Servers, Rate: c.Rate, Clients: c.Clients, BuildTime: c.BuildTime, FailureRate: c.FailureRate,
-		HintRatio: c.HintRatio, GroupRatio: c.GroupRatio, Groups: c.Groups, Duration: c.Duration,
-		InstancesPerHost: c.InstancesPerHost, Baseline: c.Baseline, BaselineTime: c.BaselineTime, BaselineRounds: c.BaselineRounds, OnPhase: onPhase, Timeout: c.Timeout,
+	res, runErr := Run(ctx, target, RunConfig{Load: c.Load, OnPhase: onPhase, Timeout: c.Timeout,
 		RegisterWorkers: c.RegisterWorkers, Liveness: c.Liveness, SkipSyncs: !c.Syncs, ReportInterval: report,
 		// A temporary etcd goes with the tool: no need to down its hosts
 		// (and send its leader after them) while it is stopped.
