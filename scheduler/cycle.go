@@ -78,10 +78,10 @@ func (c *Cycle) reject(filter string, h *HostState, st Status) {
 	}
 	fc.Removed++
 	if len(fc.Reasons) < maxSampleReasons {
-		fc.Reasons = append(fc.Reasons, h.Host+": "+st.Reason())
+		fc.Reasons = append(fc.Reasons, h.Host+": "+st.Reason(h, c))
 	}
 	if c.requested == nil && h.Host == c.Spec.RequestedDestination.host() {
-		c.rejectRequested(h.Host, filter, st.Reason())
+		c.rejectRequested(h.Host, filter, st.Reason(h, c))
 	}
 }
 

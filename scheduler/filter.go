@@ -24,7 +24,8 @@ type Filter interface {
 // 2048 MB requested").
 //
 // A reason that depends on the host is worded only when asked for, by a
-// plain function from the host and the cycle the filter saw: a request
+// plain function of the host and the cycle the filter saw, which the
+// caller passes to Reason (it holds both; the Status need not): a request
 // turns hundreds of hosts down for one reason and keeps the words of a
 // few (maxSampleReasons), and wording (or even a closure) for every one
 // made filtering 10,000 hosts much slower (BenchmarkFilterAndWeigh).
@@ -33,8 +34,6 @@ type Status struct {
 	// text is a fixed reason; explain words one from h and c on demand.
 	text    string
 	explain func(h *HostState, c *Cycle) string
-	h       *HostState
-	c       *Cycle
 }
 
 // Code is whether a host passed a filter.
@@ -50,12 +49,12 @@ const (
 // Passed says the host passed.
 func (s Status) Passed() bool { return s.Code == Pass }
 
-// Reason is why the host was turned down ("" when it passed). It is
-// worded from the host and cycle as they are now: ask before the next pick
-// changes them, as runFilters does.
-func (s Status) Reason() string {
+// Reason is why h was turned down ("" when it passed), given the host and
+// cycle the filter saw. It is worded from them as they are now: ask before
+// the next pick changes them, as runFilters does.
+func (s Status) Reason(h *HostState, c *Cycle) string {
 	if s.explain != nil {
-		return s.explain(s.h, s.c)
+		return s.explain(h, c)
 	}
 	return s.text
 }
@@ -66,11 +65,11 @@ var pass = Status{}
 // reject is the Status of a host turned down for a fixed reason.
 func reject(reason string) Status { return Status{Code: Reject, text: reason} }
 
-// rejectWith is the Status of h turned down for the reason explain words
-// from h and c, when asked. explain is a plain function (no closure), so
-// the rejection allocates nothing.
-func rejectWith(h *HostState, c *Cycle, explain func(h *HostState, c *Cycle) string) Status {
-	return Status{Code: Reject, explain: explain, h: h, c: c}
+// rejectWith is the Status of a host turned down for the reason explain
+// words from the host and cycle, when asked. explain is a plain function
+// (no closure), so the rejection allocates nothing.
+func rejectWith(explain func(h *HostState, c *Cycle) string) Status {
+	return Status{Code: Reject, explain: explain}
 }
 
 // filterFactories maps config names to constructors. Filters register

@@ -31,7 +31,7 @@ func (AggregateInstanceExtraSpecsFilter) Filter(h *HostState, c *Cycle) Status {
 	// looked up in place rather than gathered, as this runs per host.
 	for spec, req := range c.Spec.Flavor.ExtraSpecs {
 		if _, found, matched := hostMeetsExtraSpec(h, spec, req); !found || !matched {
-			return rejectWith(h, c, explainExtraSpecs)
+			return rejectWith(explainExtraSpecs)
 		}
 	}
 	return pass

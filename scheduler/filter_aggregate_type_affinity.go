@@ -31,7 +31,7 @@ func (AggregateTypeAffinityFilter) Filter(h *HostState, c *Cycle) Status {
 	if len(vals) == 0 {
 		return pass
 	}
-	return rejectWith(h, c, explainAggregateTypeAffinity)
+	return rejectWith(explainAggregateTypeAffinity)
 }
 
 func explainAggregateTypeAffinity(h *HostState, c *Cycle) string {

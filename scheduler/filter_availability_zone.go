@@ -34,11 +34,11 @@ func (AvailabilityZoneFilter) Filter(h *HostState, c *Cycle) Status {
 		if contains(zones, az) {
 			return pass
 		}
-		return rejectWith(h, c, explainAvailabilityZone)
+		return rejectWith(explainAvailabilityZone)
 	}
 	// In no AZ aggregate: the host's zone is the default one.
 	if az != h.AvailabilityZone {
-		return rejectWith(h, c, explainAvailabilityZone)
+		return rejectWith(explainAvailabilityZone)
 	}
 	return pass
 }

@@ -27,7 +27,7 @@ func legacyFits(h *HostState, c *Cycle, rc, limitKey string) Status {
 		return pass
 	}
 	if r.Capacity-r.Used < want {
-		return rejectWith(h, c, legacyShort[rc])
+		return rejectWith(legacyShort[rc])
 	}
 	h.setLimit(limitKey, r.Capacity)
 	return pass

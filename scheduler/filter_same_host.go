@@ -23,7 +23,7 @@ func (SameHostFilter) Filter(h *HostState, c *Cycle) Status {
 			return pass
 		}
 	}
-	return rejectWith(h, c, explainSameHost)
+	return rejectWith(explainSameHost)
 }
 
 func explainSameHost(_ *HostState, c *Cycle) string {

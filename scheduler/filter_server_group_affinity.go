@@ -31,7 +31,7 @@ func (ServerGroupAffinityFilter) Filter(h *HostState, c *Cycle) Status {
 	if len(hosts) == 0 || hosts[h.Host] {
 		return pass
 	}
-	return rejectWith(h, c, explainServerGroupAffinity)
+	return rejectWith(explainServerGroupAffinity)
 }
 
 func explainServerGroupAffinity(_ *HostState, c *Cycle) string {

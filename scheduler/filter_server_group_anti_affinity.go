@@ -38,7 +38,7 @@ func (ServerGroupAntiAffinityFilter) Filter(h *HostState, c *Cycle) Status {
 		}
 	}
 	if g.membersOn(h) >= g.Group.MaxPerHost() {
-		return rejectWith(h, c, explainServerGroupAntiAffinity)
+		return rejectWith(explainServerGroupAntiAffinity)
 	}
 	return pass
 }

@@ -49,8 +49,8 @@ func TestFilters(t *testing.T) {
 		t.Run(c.desc, func(t *testing.T) {
 			cy := newCycle(&RequestSpec{Hints: c.hints})
 			got := c.filter.Filter(c.host, cy)
-			if got.Passed() != (c.want == passes) || got.Reason() != c.want {
-				t.Fatalf("Filter: passed %v, reason %q; want reason %q", got.Passed(), got.Reason(), c.want)
+			if got.Passed() != (c.want == passes) || got.Reason(c.host, cy) != c.want {
+				t.Fatalf("Filter: passed %v, reason %q; want reason %q", got.Passed(), got.Reason(c.host, cy), c.want)
 			}
 		})
 	}

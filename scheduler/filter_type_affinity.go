@@ -24,7 +24,7 @@ func (TypeAffinityFilter) RunOncePerRequest() bool { return false }
 
 func (TypeAffinityFilter) Filter(h *HostState, c *Cycle) Status {
 	if otherFlavor(h, c.Spec.Flavor.ID) != nil {
-		return rejectWith(h, c, explainTypeAffinity)
+		return rejectWith(explainTypeAffinity)
 	}
 	return pass
 }

@@ -76,8 +76,8 @@ func checkFilter(t *testing.T, f Filter, cases []filterCase) {
 	for _, c := range cases {
 		t.Run(c.desc, func(t *testing.T) {
 			got := f.Filter(c.host, c.cycle)
-			if got.Passed() != (c.want == passes) || got.Reason() != c.want {
-				t.Fatalf("%s.Filter: passed %v, reason %q; want reason %q", f.Name(), got.Passed(), got.Reason(), c.want)
+			if got.Passed() != (c.want == passes) || got.Reason(c.host, c.cycle) != c.want {
+				t.Fatalf("%s.Filter: passed %v, reason %q; want reason %q", f.Name(), got.Passed(), got.Reason(c.host, c.cycle), c.want)
 			}
 		})
 	}
