@@ -13,12 +13,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/metrics"
 )
 
 // API is the OpenStack Compute API v2.1 over Berth's records.
 type API struct {
 	flavors *flavorStore
+	images  ImageCatalog // nil until SetImages
 	log     hclog.Logger
 	routes  []route
 }
@@ -103,7 +105,19 @@ type reqCtx struct {
 	vars    map[string]string
 	body    any // the decoded body (obj, []any, ... or nil for none)
 	baseURL string
+	// creds are the caller's, from its token (nova.context's
+	// RequestContext: user, project, roles).
+	creds identity.Credentials
+	api   *API
 }
+
+// can is context.can(rule, target={'project_id': owner}): nil when the
+// caller's credentials pass p for a resource of project owner, else
+// Nova's 403 ("Policy doesn't allow <rule> to be performed."). Handlers
+// that load a project's resource (a server, a server group) call it
+// with the resource's project; serveV21 has already checked the route's
+// policy against the caller's own project.
+func (c *reqCtx) can(p policy, owner string) *fault { return c.api.authorize(c, p, owner) }
 
 // serveV21 runs nova.api.openstack.wsgi.Resource's stack for sub, the
 // path below /v2.1, in Nova's order: the route (no route: webob's bare
@@ -140,7 +154,7 @@ func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 			return
 		}
 	}
-	c := &reqCtx{r: r, v: v, vars: vars, baseURL: applicationURL(r, "/v2.1")}
+	c := &reqCtx{r: r, v: v, vars: vars, baseURL: applicationURL(r, "/v2.1"), api: a}
 	if r.Method == http.MethodPost || r.Method == http.MethodPut {
 		body, f := readBody(r)
 		if f == errTooLarge {
@@ -179,7 +193,7 @@ func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 			}
 		}
 	}
-	if f := a.authorize(c, rt.policy); f != nil {
+	if f := a.authorize(c, rt.policy, c.creds.ProjectID); f != nil {
 		writeFault(w, &v, f)
 		return
 	}
@@ -199,9 +213,11 @@ func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 // authorize is where a route's policy rule is enforced. Nova checks
 // context.can(rule) inside each handler, after the body's schema: here
 // it runs at the same point for every route from the table's policy
-// column. No rule is enforced yet: Keystone tokens (package identity)
-// are not wired to this API, so every caller acts as an admin.
-func (a *API) authorize(_ *reqCtx, _ policy) *fault { return nil }
+// column, with the caller's own project as the owner; handlers check
+// again with reqCtx.can once they know a resource's owner. No rule is
+// enforced yet: Keystone tokens (package identity) are not wired to this
+// API, so every caller acts as an admin.
+func (a *API) authorize(_ *reqCtx, _ policy, _ string) *fault { return nil }
 
 // readBody is Resource._get_request_content: no body (Content-Length 0
 // or unknown and empty) is None, anything else must be JSON.

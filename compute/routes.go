@@ -23,17 +23,34 @@ type route struct {
 	actions            map[string]*route
 }
 
-// policy is the name of one of Nova's policy rules (nova/policies), with
-// its default check_str: ADMIN, or PROJECT_READER_OR_ADMIN. The zero
+// policy is the name of one of Nova's policy rules (nova/policies) with
+// its default check_str under the new defaults (enforce_new_defaults):
+// ADMIN, PROJECT_READER_OR_ADMIN or PROJECT_MEMBER_OR_ADMIN. The zero
 // policy is a route whose handler checks no rule (flavors' index, detail
-// and show: anyone may list flavors).
+// and show: anyone with a valid token may list flavors).
+//
+// A route's policy is checked by serveV21 against the caller's own
+// project (Nova's default target, {'project_id': context.project_id});
+// a handler that loads a resource owned by a project checks again with
+// reqCtx.can and the owner, as Nova's handlers pass target=instance.
 type policy struct {
-	rule  string
-	admin bool
+	rule string
+	kind policyKind
 }
 
-func adminOnly(rule string) policy     { return policy{rule: rule, admin: true} }
-func projectReader(rule string) policy { return policy{rule: rule} }
+// policyKind is a default check_str of nova/policies/base.py.
+type policyKind uint8
+
+const (
+	anyone        policyKind = iota // no rule: any authenticated caller
+	admin                           // ADMIN: role:admin
+	projectReader                   // PROJECT_READER_OR_ADMIN
+	projectMember                   // PROJECT_MEMBER_OR_ADMIN
+)
+
+func adminOnly(rule string) policy            { return policy{rule: rule, kind: admin} }
+func projectReaderOrAdmin(rule string) policy { return policy{rule: rule, kind: projectReader} }
+func projectMemberOrAdmin(rule string) policy { return policy{rule: rule, kind: projectMember} }
 
 func (rt *route) serves(v version) bool {
 	return (rt.minMinor == 0 || v.minor >= rt.minMinor) && (rt.maxMinor == 0 || v.minor <= rt.maxMinor)
@@ -73,10 +90,10 @@ func (a *API) routeTable() []route {
 			"removeTenantAccess": {schema: always(schemaRemoveTenantAccess),
 				policy: adminOnly("os_compute_api:os-flavor-access:remove_tenant_access"), handle: a.removeTenantAccess},
 		}},
-		{method: "GET", path: "/flavors/{flavor_id}/os-extra_specs", policy: projectReader("os_compute_api:os-flavor-extra-specs:index"), handle: a.listExtraSpecs},
+		{method: "GET", path: "/flavors/{flavor_id}/os-extra_specs", policy: projectReaderOrAdmin("os_compute_api:os-flavor-extra-specs:index"), handle: a.listExtraSpecs},
 		{method: "POST", path: "/flavors/{flavor_id}/os-extra_specs", schema: always(schemaExtraSpecsCreate),
 			policy: adminOnly("os_compute_api:os-flavor-extra-specs:create"), handle: a.createExtraSpecs},
-		{method: "GET", path: "/flavors/{flavor_id}/os-extra_specs/{id}", policy: projectReader("os_compute_api:os-flavor-extra-specs:show"), handle: a.showExtraSpec},
+		{method: "GET", path: "/flavors/{flavor_id}/os-extra_specs/{id}", policy: projectReaderOrAdmin("os_compute_api:os-flavor-extra-specs:show"), handle: a.showExtraSpec},
 		{method: "PUT", path: "/flavors/{flavor_id}/os-extra_specs/{id}", schema: always(schemaExtraSpecsUpdate),
 			policy: adminOnly("os_compute_api:os-flavor-extra-specs:update"), handle: a.updateExtraSpec},
 		{method: "DELETE", path: "/flavors/{flavor_id}/os-extra_specs/{id}", policy: adminOnly("os_compute_api:os-flavor-extra-specs:delete"), handle: a.deleteExtraSpec},

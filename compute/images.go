@@ -1,0 +1,34 @@
+package compute
+
+import (
+	"context"
+	"errors"
+)
+
+// Image is what a server boots, as the image service (package images,
+// Berth's Glance v2 subset) describes it: for the process driver, the
+// command and its arguments the agent runs; for the fake driver, only a
+// name.
+type Image struct {
+	ID, Name string
+	// Command is the process driver's argv (a flavor's berth:command
+	// before images existed); empty for an image the fake driver boots.
+	Command []string
+	// MinRAMMB and MinDiskGB are Glance's min_ram and min_disk, which
+	// Nova checks against the flavor at create.
+	MinRAMMB, MinDiskGB int
+}
+
+// ErrImageNotFound is what an ImageCatalog returns for an id it does
+// not hold; a server create answers Nova's 400 "Image <id> could not be
+// found."
+var ErrImageNotFound = errors.New("image not found")
+
+// ImageCatalog is how a server create resolves its imageRef (an image
+// id, as Nova's _image_uuid_from_href leaves it) to the image it boots.
+type ImageCatalog interface {
+	Image(ctx context.Context, id string) (Image, error)
+}
+
+// SetImages gives the API the image service servers are created from.
+func (a *API) SetImages(c ImageCatalog) { a.images = c }
