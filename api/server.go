@@ -17,9 +17,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/berth-project/berth/aggregates"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdretry"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/servergroups"
 )
 
 // MaxCount is the most servers one request may ask for.
@@ -36,6 +38,8 @@ type Server struct {
 	cli       *clientv3.Client
 	keys      etcdschema.Keys
 	placement Allocations
+	aggs      *aggregates.Store
+	groups    *servergroups.Store
 	// defaultAZ is the zone of hosts in no AZ aggregate (Nova's
 	// default_availability_zone); see zone.
 	defaultAZ string
@@ -50,6 +54,12 @@ type Server struct {
 func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Logger) *Server {
 	s := &Server{cli: cli, keys: keys, placement: p, log: log, router: mux.NewRouter(),
 		TraitSyncTimeout: DefaultTraitSyncTimeout}
+	var mirror aggregates.ProviderAggregates
+	if pa, ok := p.(aggregates.ProviderAggregates); ok {
+		mirror = pa
+	}
+	s.aggs = aggregates.New(cli, keys, mirror, log.Named("aggregates"))
+	s.groups = servergroups.New(cli, keys, storePatience, log.Named("server_groups"))
 	r := s.router
 	r.Use(metrics.RouteLabel) // the route template for berth_http_requests_total
 	r.HandleFunc("/", s.versions).Methods(http.MethodGet)

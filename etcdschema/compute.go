@@ -9,6 +9,7 @@ const (
 	ServerGroupSlotVersion   = 1
 	AggregateVersion         = 1
 	AggregateNameVersion     = 1
+	AggregateLastIDVersion   = 1
 )
 
 // Server group policies (Nova API 2.64: one policy per group).
@@ -80,12 +81,20 @@ const AggregateAZKey = "availability_zone"
 // providers are members of.
 type Aggregate struct {
 	header
+	// ID is Nova's integer id (/os-aggregates/{id}), allocated from
+	// AggregateLastID when the aggregate is created. It came after the
+	// first records, so it is added without a version bump: 0 is a
+	// record written before ids, given one by package aggregates on
+	// its first read.
+	ID        int               `json:"id,omitempty"`
 	UUID      string            `json:"uuid"`
 	Name      string            `json:"name"`
 	Hosts     []string          `json:"hosts"`
 	Metadata  map[string]string `json:"metadata"`
 	CreatedAt time.Time         `json:"created_at"`
-	UpdatedAt time.Time         `json:"updated_at"`
+	// UpdatedAt is when the name or metadata last changed (Nova's
+	// updated_at: host changes leave it); zero when never.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 func (*Aggregate) SchemaVersion() int { return AggregateVersion }
@@ -110,3 +119,13 @@ type AggregateName struct {
 }
 
 func (*AggregateName) SchemaVersion() int { return AggregateNameVersion }
+
+// AggregateLastID is the last integer id given to an aggregate. A create
+// compares its mod revision, so two creates never take one id, and ids
+// of deleted aggregates are not given again (as Nova's auto-increment).
+type AggregateLastID struct {
+	header
+	ID int `json:"id"`
+}
+
+func (*AggregateLastID) SchemaVersion() int { return AggregateLastIDVersion }

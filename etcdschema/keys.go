@@ -221,6 +221,10 @@ func (k Keys) Aggregates() string { return k.join("aggregates") + "/" }
 // AggregateName reserves an aggregate name (value: the aggregate's uuid).
 func (k Keys) AggregateName(name string) string { return k.join("aggregate_names", name) }
 
+// AggregateLastID holds the last integer id given to an aggregate (outside
+// the Aggregates prefix, which holds only aggregate records).
+func (k Keys) AggregateLastID() string { return k.join("aggregate_last_id") }
+
 // ---- cells -----------------------------------------------------------------
 
 // Cell is a cell record.

@@ -72,7 +72,8 @@ func TestKeysDocJSONExamples(t *testing.T) {
 // docValueTypes are the value types the doc's entries name ("Value `T`").
 var docValueTypes = map[string]func() any{
 	"Aggregate": func() any { return new(Aggregate) }, "AggregateName": func() any { return new(AggregateName) },
-	"Alive": func() any { return new(Alive) }, "Alternates": func() any { return new(Alternates) },
+	"AggregateLastID": func() any { return new(AggregateLastID) },
+	"Alive":           func() any { return new(Alive) }, "Alternates": func() any { return new(Alternates) },
 	"Build": func() any { return new(Build) }, "BuildRequest": func() any { return new(BuildRequest) },
 	"Cell": func() any { return new(Cell) }, "Consumer": func() any { return new(Consumer) },
 	"CustomResourceClass": func() any { return new(CustomResourceClass) }, "CustomTrait": func() any { return new(CustomTrait) },

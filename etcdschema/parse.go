@@ -41,6 +41,7 @@ const (
 	KindServerGroupAffinityHost KeyKind = "ServerGroupAffinityHost"
 	KindAggregate               KeyKind = "Aggregate"
 	KindAggregateName           KeyKind = "AggregateName"
+	KindAggregateLastID         KeyKind = "AggregateLastID"
 
 	KindCell         KeyKind = "Cell"
 	KindHostMapping  KeyKind = "HostMapping"
@@ -113,6 +114,7 @@ var keyPatterns = []keyPattern{
 	{KindServerGroupAffinityHost, []string{"Group"}, func(k Keys, a []string) string { return k.ServerGroupAffinityHost(a[0]) }, func() Versioned { return new(ServerGroupSlot) }},
 	{KindAggregate, []string{"UUID"}, func(k Keys, a []string) string { return k.Aggregate(a[0]) }, func() Versioned { return new(Aggregate) }},
 	{KindAggregateName, []string{"Name"}, func(k Keys, a []string) string { return k.AggregateName(a[0]) }, func() Versioned { return new(AggregateName) }},
+	{KindAggregateLastID, nil, func(k Keys, a []string) string { return k.AggregateLastID() }, func() Versioned { return new(AggregateLastID) }},
 
 	{KindCell, []string{"Cell"}, func(k Keys, a []string) string { return k.Cell(a[0]) }, func() Versioned { return new(Cell) }},
 	{KindHostMapping, []string{"Host"}, func(k Keys, a []string) string { return k.HostMapping(a[0]) }, func() Versioned { return new(HostMapping) }},

@@ -183,6 +183,7 @@ var groups = map[etcdschema.KeyKind]string{
 	etcdschema.KindServerGroupAffinityHost: "server_group_affinity_hosts",
 	etcdschema.KindAggregate:               "aggregates",
 	etcdschema.KindAggregateName:           "aggregate_names",
+	etcdschema.KindAggregateLastID:         "aggregate_last_id",
 	etcdschema.KindCell:                    "cells",
 	etcdschema.KindHostMapping:             "host_mappings",
 	etcdschema.KindCellInstance:            "instances",
