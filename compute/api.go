@@ -7,15 +7,22 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/berth-project/berth/aggregates"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/servergroups"
 )
+
+// storePatience is how long a write is retried while etcd cannot commit
+// (etcd elects a leader within seconds), as /v1 does.
+const storePatience = 15 * time.Second
 
 // API is the OpenStack Compute API v2.1 over Berth's records.
 type API struct {
@@ -23,6 +30,12 @@ type API struct {
 	images  ImageCatalog // nil until SetImages
 	log     hclog.Logger
 	routes  []route
+
+	cli  *clientv3.Client
+	keys etcdschema.Keys
+	// aggregates mirror into placement once SetAggregateMirror gave it.
+	aggregates *aggregates.Store
+	groups     *servergroups.Store
 }
 
 // New returns the compute API over the records under keys.
@@ -30,7 +43,9 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *API {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	a := &API{flavors: &flavorStore{cli: cli, keys: keys}, log: log}
+	a := &API{flavors: &flavorStore{cli: cli, keys: keys}, log: log, cli: cli, keys: keys,
+		aggregates: aggregates.New(cli, keys, nil, log.Named("aggregates")),
+		groups:     servergroups.New(cli, keys, storePatience, log.Named("server_groups"))}
 	a.routes = a.routeTable()
 	for _, rt := range a.routes {
 		if (rt.handle == nil) == (rt.actions == nil) {

@@ -228,6 +228,24 @@ func TestRoutePolicies(t *testing.T) {
 		"PUT /flavors/{flavor_id}/os-extra_specs/{id}":    adminOnly("os_compute_api:os-flavor-extra-specs:update"),
 		"DELETE /flavors/{flavor_id}/os-extra_specs/{id}": adminOnly("os_compute_api:os-flavor-extra-specs:delete"),
 		"GET /": {}, "GET /versions/{id}": {},
+
+		// limits (RULE_ANY; other_project checked in the handler),
+		// os-aggregates (nova/policies/aggregates.py), os-server-groups
+		// (server_groups.py: show and delete check the group's project in
+		// the handler, once it is loaded).
+		"GET /limits":                                  {},
+		"GET /os-aggregates":                           adminOnly("os_compute_api:os-aggregates:index"),
+		"POST /os-aggregates":                          adminOnly("os_compute_api:os-aggregates:create"),
+		"GET /os-aggregates/{id}":                      adminOnly("os_compute_api:os-aggregates:show"),
+		"PUT /os-aggregates/{id}":                      adminOnly("os_compute_api:os-aggregates:update"),
+		"DELETE /os-aggregates/{id}":                   adminOnly("os_compute_api:os-aggregates:delete"),
+		"POST /os-aggregates/{id}/action add_host":     adminOnly("os_compute_api:os-aggregates:add_host"),
+		"POST /os-aggregates/{id}/action remove_host":  adminOnly("os_compute_api:os-aggregates:remove_host"),
+		"POST /os-aggregates/{id}/action set_metadata": adminOnly("os_compute_api:os-aggregates:set_metadata"),
+		"GET /os-server-groups":                        projectReaderOrAdmin("os_compute_api:os-server-groups:index"),
+		"POST /os-server-groups":                       projectMemberOrAdmin("os_compute_api:os-server-groups:create"),
+		"GET /os-server-groups/{id}":                   {},
+		"DELETE /os-server-groups/{id}":                {},
 	}
 	got := map[string]policy{}
 	for _, rt := range New(nil, etcdschema.New("/t"), nil).routes {

@@ -18,15 +18,26 @@
 // Served so far: the flavors resource with os-extra_specs (validated
 // from 2.86 by Nova's own validator table) and os-flavor-access
 // (flavors.go, stored by flavor_store.go in the etcdschema.Flavor records
-// /v1 reads). Not yet: servers, os-services, os-hypervisors,
-// os-aggregates, os-server-groups, availability zones, limits; the /v2
-// (2.0) and /{project_id}/ URL forms; policy enforcement (every caller
-// acts as an admin until Keystone tokens are wired: see API.authorize).
+// /v1 reads); os-aggregates with Nova's integer ids (aggregates.go, over
+// package aggregates, which /v1 shares, mirroring hosts into placement
+// aggregates as /v1 does); os-server-groups (server_groups.go, over
+// package servergroups); limits (limits.go). Berth has no quotas yet:
+// every maximum in limits is -1 (unlimited) and the totals are counted
+// from the project's servers and server groups; the maxima become the
+// project's quotas when quotas land. Not yet: servers, os-services,
+// os-hypervisors, availability zones; /os-aggregates/{id}/images
+// (2.81); the /v2 (2.0) and /{project_id}/ URL forms; policy
+// enforcement (every caller acts as an admin until Keystone tokens are
+// wired: see API.authorize; until then a caller has no project, and
+// server groups and limits treat that as every project:
+// groupsProjectFilter, projectUsage).
 //
 // Nova's answers are the tests' reference, recorded from Nova 26's own
-// code with Debian's python3-nova (testdata/*.py, no Nova service
-// needed): its validator's messages, its version apps and views, and a
-// scenario of its flavors API run over SQLite. The character classes of
+// code with Debian's python3-nova (testdata/*.py): its validator's
+// messages, its version apps and views, and a scenario of its flavors
+// API run over SQLite (no Nova service needed); and a scenario of
+// os-aggregates, os-server-groups and limits answered by the running
+// reference Nova with two compute hosts (testdata/nova_aggregates.py). The character classes of
 // names and descriptions and the extra spec validators are generated
 // from Nova's tables:
 //

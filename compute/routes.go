@@ -98,6 +98,41 @@ func (a *API) routeTable() []route {
 			policy: adminOnly("os_compute_api:os-flavor-extra-specs:update"), handle: a.updateExtraSpec},
 		{method: "DELETE", path: "/flavors/{flavor_id}/os-extra_specs/{id}", policy: adminOnly("os_compute_api:os-flavor-extra-specs:delete"), handle: a.deleteExtraSpec},
 		{method: "GET", path: "/flavors/{flavor_id}/os-flavor-access", policy: adminOnly("os_compute_api:os-flavor-access"), handle: a.listFlavorAccess},
+
+		// limits, os-aggregates, os-server-groups (aggregates.go,
+		// server_groups.go, limits.go).
+		{method: "GET", path: "/limits", handle: a.showLimits},
+		{method: "GET", path: "/os-aggregates", policy: adminOnly("os_compute_api:os-aggregates:index"), handle: a.listAggregates},
+		{method: "POST", path: "/os-aggregates", schema: always(schemaAggregateCreate),
+			policy: adminOnly("os_compute_api:os-aggregates:create"), handle: a.createAggregate},
+		{method: "GET", path: "/os-aggregates/{id}", policy: adminOnly("os_compute_api:os-aggregates:show"), handle: a.showAggregate},
+		{method: "PUT", path: "/os-aggregates/{id}", schema: always(schemaAggregateUpdate),
+			policy: adminOnly("os_compute_api:os-aggregates:update"), handle: a.updateAggregate},
+		{method: "DELETE", path: "/os-aggregates/{id}", policy: adminOnly("os_compute_api:os-aggregates:delete"), handle: a.deleteAggregate},
+		{method: "POST", path: "/os-aggregates/{id}/action", actions: map[string]*route{
+			"add_host": {schema: always(schemaAggregateAddHost),
+				policy: adminOnly("os_compute_api:os-aggregates:add_host"), handle: a.addAggregateHost},
+			"remove_host": {schema: always(schemaAggregateRemoveHost),
+				policy: adminOnly("os_compute_api:os-aggregates:remove_host"), handle: a.removeAggregateHost},
+			"set_metadata": {schema: always(schemaAggregateSetMetadata),
+				policy: adminOnly("os_compute_api:os-aggregates:set_metadata"), handle: a.setAggregateMetadata},
+		}},
+		{method: "GET", path: "/os-server-groups", policy: policyGroupIndex, handle: a.listServerGroups},
+		{method: "POST", path: "/os-server-groups",
+			schema: func(v version) schema {
+				switch {
+				case v.atLeast(mvGroupPolicy):
+					return schemaServerGroupCreate2_64
+				case v.atLeast(mvSoftPolicy):
+					return schemaServerGroupCreate2_15
+				}
+				return schemaServerGroupCreate
+			},
+			policy: policyGroupCreate, handle: a.createServerGroup},
+		// show and delete check their rule against the group's project
+		// once loaded (loadGroup), after a 404, as Nova does.
+		{method: "GET", path: "/os-server-groups/{id}", handle: a.showServerGroup},
+		{method: "DELETE", path: "/os-server-groups/{id}", handle: a.deleteServerGroup},
 	}
 }
 

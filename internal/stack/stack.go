@@ -349,6 +349,7 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		// Nova's API (package compute) and Berth's /v1 share the listener
 		// until /v1 goes (issue 16).
 		nova := compute.New(s.cli, s.keys, s.log.Named("compute"))
+		nova.SetAggregateMirror(s.placement)
 		if err := s.Serve("compute API", cfg.API.Bind, nova.Beside(computeAPI)); err != nil {
 			return err
 		}
