@@ -1,0 +1,94 @@
+package compute
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOpenStackCLIAggregatesAndServerGroups drives the real openstack
+// CLI's aggregate and server group commands (openstacksdk underneath)
+// against the API on a loopback port, with two compute hosts registered
+// as agents register them and placement mirroring the aggregates. The
+// e2e TestOpenStackCLICompute does the same against a real stack.
+func TestOpenStackCLIAggregatesAndServerGroups(t *testing.T) {
+	osc, err := exec.LookPath("openstack")
+	if err != nil {
+		t.Skip("the openstack CLI is not installed (apt-get install python3-openstackclient)")
+	}
+	a, place := newTestAPIWithHosts(t, "compute-1", "compute-2")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: a.h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	endpoint := "http://" + l.Addr().String() + "/v2.1"
+	run := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		full := append([]string{"--os-auth-type", "none", "--os-endpoint", endpoint, "--os-compute-api-version", "2.latest"}, args...)
+		out, err := exec.CommandContext(ctx, osc, full...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("openstack %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	show := func(args ...string) map[string]any {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal([]byte(run(append(args, "-f", "json")...)), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+
+	created := show("aggregate", "create", "--zone", "az1", "agg1")
+	if created["name"] != "agg1" || created["availability_zone"] != "az1" {
+		t.Errorf("aggregate create printed %v", created)
+	}
+	run("aggregate", "add", "host", "agg1", "compute-1")
+	run("aggregate", "set", "--property", "ssd=true", "agg1")
+	got := show("aggregate", "show", "agg1")
+	if hosts, _ := json.Marshal(got["hosts"]); string(hosts) != `["compute-1"]` || got["availability_zone"] != "az1" {
+		t.Errorf("aggregate show printed %v", got)
+	}
+	if props, _ := json.Marshal(got["properties"]); !strings.Contains(string(props), `"ssd":"true"`) {
+		t.Errorf("aggregate show properties: %s", props)
+	}
+	rp, err := place.Provider(context.Background(), "rp-compute-1")
+	if err != nil || !slices.Contains(rp.Aggregates, got["uuid"].(string)) {
+		t.Errorf("compute-1's placement aggregates %v lack %v (%v)", rp, got["uuid"], err)
+	}
+	if out := run("aggregate", "list", "-f", "value", "-c", "Name", "-c", "Availability Zone"); strings.TrimSpace(out) != "agg1 az1" {
+		t.Errorf("aggregate list printed %q", out)
+	}
+	run("aggregate", "remove", "host", "agg1", "compute-1")
+	run("aggregate", "delete", "agg1")
+	if out := run("aggregate", "list", "-f", "value"); strings.TrimSpace(out) != "" {
+		t.Errorf("aggregate list after delete: %q", out)
+	}
+
+	g := show("server", "group", "create", "--policy", "anti-affinity", "g1")
+	if g["name"] != "g1" || g["policy"] != "anti-affinity" {
+		t.Errorf("server group create printed %v", g)
+	}
+	if out := run("server", "group", "list", "-f", "value", "-c", "Name", "-c", "Policy"); strings.TrimSpace(out) != "g1 anti-affinity" {
+		t.Errorf("server group list printed %q", out)
+	}
+	if s := show("server", "group", "show", "g1"); s["id"] != g["id"] {
+		t.Errorf("server group show printed %v", s)
+	}
+	run("server", "group", "delete", "g1")
+	if out := run("server", "group", "list", "-f", "value"); strings.TrimSpace(out) != "" {
+		t.Errorf("server group list after delete: %q", out)
+	}
+}
