@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
@@ -23,6 +24,21 @@ import (
 // hosts registered as agents register them, mirroring aggregates into
 // placement as internal/stack wires it.
 func newTestAPIWithHosts(t *testing.T, hosts ...string) (*testAPI, *placement.Service) {
+	h := newHostsAPI(t, hosts...)
+	return h.testAPI, h.place
+}
+
+// hostsAPI is newTestAPIWithHosts with its parts, for tests that write
+// records beside the API.
+type hostsAPI struct {
+	*testAPI
+	cli   *clientv3.Client
+	keys  etcdschema.Keys
+	nova  *API
+	place *placement.Service
+}
+
+func newHostsAPI(t *testing.T, hosts ...string) *hostsAPI {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -46,7 +62,8 @@ func newTestAPIWithHosts(t *testing.T, hosts ...string) (*testAPI, *placement.Se
 	}
 	nova := New(cli, keys, hclog.NewNullLogger())
 	nova.SetAggregateMirror(p)
-	return &testAPI{t: t, h: nova.Beside(api.New(cli, keys, p, hclog.NewNullLogger()))}, p
+	ta := &testAPI{t: t, h: nova.Beside(api.New(cli, keys, p, hclog.NewNullLogger()))}
+	return &hostsAPI{testAPI: ta, cli: cli, keys: keys, nova: nova, place: p}
 }
 
 // recordedStep is one request of testdata/nova_aggregates.json and Nova's

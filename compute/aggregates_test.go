@@ -1,0 +1,139 @@
+package compute
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/identity"
+)
+
+// put writes v at key or fails the test.
+func (h *hostsAPI) put(key string, v etcdschema.Versioned) {
+	h.t.Helper()
+	if _, err := h.cli.Put(context.Background(), key, etcdschema.MustEncode(v)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestAggregateCasesNovaLeftUnrecorded: the answers the recording could
+// not reach with Nova's fake driver and no servers (a zone with servers
+// on its hosts) and Berth's own upgrade path (a record from before ids).
+func TestAggregateCasesNovaLeftUnrecorded(t *testing.T) {
+	h := newHostsAPI(t, "compute-1")
+	old := &etcdschema.Aggregate{UUID: "0c6f3e2a-9d1b-4f8e-8a5c-7b2d4e6f1a90", Name: "old", Hosts: []string{},
+		Metadata: map[string]string{}, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	h.put(h.keys.Aggregate(old.UUID), old)
+	h.expect(h.do("GET", "/v2.1/os-aggregates/1", "", mv("2.41")), 200,
+		`{"aggregate": {"id": 1, "uuid": "0c6f3e2a-9d1b-4f8e-8a5c-7b2d4e6f1a90", "name": "old", "hosts": [], "metadata": {}, `+
+			`"created_at": "2026-01-02T03:04:05.000000", "updated_at": null, "deleted_at": null, "deleted": false, "availability_zone": null}}`)
+	if rec := h.do("POST", "/v2.1/os-aggregates", `{"aggregate": {"name": "z", "availability_zone": "az1"}}`); !strings.Contains(rec.Body.String(), `"id": 2,`) {
+		t.Fatalf("create after an old record: %d %s", rec.Code, rec.Body)
+	}
+	// Adding a host leaves updated_at, as Nova's aggregate_hosts rows do.
+	if rec := h.do("POST", "/v2.1/os-aggregates/2/action", `{"add_host": {"host": "compute-1"}}`); rec.Code != 200 ||
+		!strings.Contains(rec.Body.String(), `"hosts": ["compute-1"], "metadata": {"availability_zone": "az1"}`) ||
+		!strings.Contains(rec.Body.String(), `"updated_at": null`) {
+		t.Fatalf("add_host: %d %s", rec.Code, rec.Body)
+	}
+	h.put(h.keys.HostInstance("compute-1", "6d4f2f8e-3c1a-4e5b-9a57-0c2f1d7b8a11"), &etcdschema.InstanceInfo{})
+	cases := []struct {
+		desc, method, path, body string
+		status                   int
+		message                  string
+	}{
+		{"rename a zone with servers", "PUT", "/v2.1/os-aggregates/2", `{"aggregate": {"availability_zone": "az2"}}`, 400,
+			"Cannot update aggregate 2. Reason: One or more hosts contain instances in this zone."},
+		{"move it by metadata", "POST", "/v2.1/os-aggregates/2/action", `{"set_metadata": {"metadata": {"availability_zone": "az2"}}}`, 400,
+			"Cannot update metadata of aggregate 2. Reason: One or more hosts contain instances in this zone."},
+		{"the same zone is no change", "PUT", "/v2.1/os-aggregates/2", `{"aggregate": {"availability_zone": "az1"}}`, 200, ""},
+		{"past int64 is no aggregate", "GET", "/v2.1/os-aggregates/99999999999999999999", "", 404,
+			"Aggregate 99999999999999999999 could not be found."},
+	}
+	for _, c := range cases {
+		rec := h.do(c.method, c.path, c.body)
+		if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.message) {
+			t.Errorf("%s: %d %s, want %d %q", c.desc, rec.Code, rec.Body, c.status, c.message)
+		}
+	}
+}
+
+// TestServerGroupMembersAndUsage: a group shows the members whose server
+// exists; limits count a project's servers (build requests and cell
+// instances, not deleted ones) and groups.
+func TestServerGroupMembersAndUsage(t *testing.T) {
+	h := newHostsAPI(t)
+	rec := h.do("POST", "/v2.1/os-server-groups", `{"server_group": {"name": "g", "policy": "anti-affinity", "rules": {"max_server_per_host": 2}}}`, mv("2.64"))
+	if rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	id := strings.Split(strings.Split(rec.Body.String(), `"id": "`)[1], `"`)[0]
+	small := etcdschema.Flavor{ID: "2", Name: "m1.small", VCPUs: 1, RAMMB: 2048}
+	large := etcdschema.Flavor{ID: "4", Name: "m1.large", VCPUs: 4, RAMMB: 8192}
+	servers := []struct {
+		uuid, cell, project, status string
+		flavor                      etcdschema.Flavor
+	}{
+		{"11111111-1111-4111-8111-111111111111", "", "p1", "", small},                           // a build request
+		{"22222222-2222-4222-8222-222222222222", "cell1", "p1", etcdschema.StatusActive, large}, // in its cell
+		{"33333333-3333-4333-8333-333333333333", "cell1", "p1", etcdschema.StatusDeleted, large},
+		{"44444444-4444-4444-8444-444444444444", "cell1", "p2", etcdschema.StatusActive, small},
+	}
+	for _, s := range servers {
+		h.put(h.keys.InstanceMapping(s.uuid), &etcdschema.InstanceMapping{InstanceUUID: s.uuid, Cell: s.cell, ProjectID: s.project})
+		if s.cell == "" {
+			h.put(h.keys.BuildRequest(s.uuid), &etcdschema.BuildRequest{InstanceUUID: s.uuid, Flavor: s.flavor, ProjectID: s.project})
+		} else {
+			h.put(h.keys.CellInstance(s.cell, s.uuid), &etcdschema.Instance{UUID: s.uuid, Cell: s.cell, Flavor: s.flavor,
+				ProjectID: s.project, Status: s.status})
+		}
+		h.put(h.keys.ServerGroupMember(id, s.uuid), &etcdschema.ServerGroupMember{InstanceUUID: s.uuid})
+	}
+	h.put(h.keys.ServerGroupMember(id, "55555555-5555-4555-8555-555555555555"), &etcdschema.ServerGroupMember{}) // no server
+	h.expect(h.do("GET", "/v2.1/os-server-groups/"+id, "", mv("2.64")), 200, `{"server_group": {"id": "`+id+
+		`", "name": "g", "policy": "anti-affinity", "rules": {"max_server_per_host": 2}, "members": ["11111111-1111-4111-8111-111111111111", `+
+		`"22222222-2222-4222-8222-222222222222", "33333333-3333-4333-8333-333333333333", "44444444-4444-4444-8444-444444444444"], "project_id": "", "user_id": ""}}`)
+
+	for _, c := range []struct {
+		project string
+		want    usage
+	}{
+		{"p1", usage{instances: 2, cores: 5, ramMB: 10240}},
+		{"p2", usage{instances: 1, cores: 1, ramMB: 2048}},
+		{"", usage{instances: 3, cores: 6, ramMB: 12288, serverGroups: 1}}, // no project: every one's
+	} {
+		got, err := h.nova.projectUsage(context.Background(), c.project)
+		if err != nil || got != c.want {
+			t.Errorf("usage of %q: %+v %v, want %+v", c.project, got, err, c.want)
+		}
+	}
+	h.expect(h.do("GET", "/v2.1/limits", "", mv("2.57")), 200, `{"limits": {"rate": [], "absolute": {"maxTotalInstances": -1, `+
+		`"maxTotalCores": -1, "maxTotalRAMSize": -1, "maxServerMeta": -1, "maxTotalKeypairs": -1, "maxServerGroups": -1, `+
+		`"maxServerGroupMembers": -1, "totalRAMUsed": 12288, "totalCoresUsed": 6, "totalInstancesUsed": 3, "totalServerGroupsUsed": 1}}}`)
+}
+
+// TestGroupsProjectFilter: all_projects is an admin's; anyone else lists
+// their project's groups; no project (no token yet) is every project.
+func TestGroupsProjectFilter(t *testing.T) {
+	a := New(nil, etcdschema.New("/t"), nil)
+	cases := []struct {
+		desc  string
+		creds identity.Credentials
+		all   bool
+		want  string
+	}{
+		{"member", identity.Credentials{ProjectID: "p1", Roles: []string{"member", "reader"}}, false, "p1"},
+		{"member asking all_projects", identity.Credentials{ProjectID: "p1", Roles: []string{"member", "reader"}}, true, "p1"},
+		{"admin", identity.Credentials{ProjectID: "p1", Roles: []string{"admin", "member", "reader"}}, false, "p1"},
+		{"admin asking all_projects", identity.Credentials{ProjectID: "p1", Roles: []string{"admin", "member", "reader"}}, true, ""},
+		{"no caller yet", identity.Credentials{}, false, ""},
+	}
+	for _, c := range cases {
+		got, f := groupsProjectFilter(&reqCtx{creds: c.creds, api: a}, c.all)
+		if f != nil || got != c.want {
+			t.Errorf("%s: %q %v, want %q", c.desc, got, f, c.want)
+		}
+	}
+}
