@@ -87,8 +87,28 @@ func TestOpenStackCLIAggregatesAndServerGroups(t *testing.T) {
 	if s := show("server", "group", "show", "g1"); s["id"] != g["id"] {
 		t.Errorf("server group show printed %v", s)
 	}
-	run("server", "group", "delete", "g1")
+	if r := show("server", "group", "create", "--policy", "anti-affinity", "--rule", "max_server_per_host=2", "g2"); !strings.Contains(printedJSON(r["rules"]), "max_server_per_host") {
+		t.Errorf("server group create --rule printed %v", r)
+	}
+	var limits []map[string]any
+	if err := json.Unmarshal([]byte(run("limits", "show", "--absolute", "-f", "json")), &limits); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]any{}
+	for _, l := range limits {
+		byName[l["Name"].(string)] = l["Value"]
+	}
+	if byName["maxTotalInstances"] != float64(-1) || byName["totalServerGroupsUsed"] != float64(2) {
+		t.Errorf("limits show --absolute printed %v", limits)
+	}
+	run("server", "group", "delete", "g1", "g2")
 	if out := run("server", "group", "list", "-f", "value"); strings.TrimSpace(out) != "" {
 		t.Errorf("server group list after delete: %q", out)
 	}
+}
+
+// printedJSON is a printed JSON value, for a contains check.
+func printedJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
