@@ -28,6 +28,7 @@ const storePatience = 15 * time.Second
 type API struct {
 	flavors *flavorStore
 	images  ImageCatalog // nil until SetImages
+	auth    Auth         // see SetAuth
 	log     hclog.Logger
 	routes  []route
 
@@ -43,7 +44,7 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *API {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	a := &API{flavors: &flavorStore{cli: cli, keys: keys}, log: log, cli: cli, keys: keys,
+	a := &API{flavors: &flavorStore{cli: cli, keys: keys}, auth: Auth{Mode: AuthNoAuth}, log: log, cli: cli, keys: keys,
 		aggregates: aggregates.New(cli, keys, nil, log.Named("aggregates")),
 		groups:     servergroups.New(cli, keys, storePatience, log.Named("server_groups"))}
 	a.routes = a.routeTable()
@@ -135,14 +136,20 @@ type reqCtx struct {
 func (c *reqCtx) can(p policy, owner string) *fault { return c.api.authorize(c, p, owner) }
 
 // serveV21 runs nova.api.openstack.wsgi.Resource's stack for sub, the
-// path below /v2.1, in Nova's order: the route (no route: webob's bare
-// 404), the microversion (400, 406), the Content-Type (415), an action's
+// path below /v2.1, in Nova's order: the body's size (413), the caller's
+// token (401, as keystonemiddleware answers before the router), the route
+// (no route: webob's bare 404), the microversion (400, 406), the Content-Type (415), an action's
 // name, the body (400 Malformed request body), the route's microversions
 // (404), the body's schema (400), the policy (403), the handler.
 func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 	if r.ContentLength > maxBody {
 		// oslo's sizelimit middleware, ahead of the router.
 		writeWebobError(w, r, http.StatusRequestEntityTooLarge, "Request Entity Too Large", tooLarge)
+		return
+	}
+	creds, ok := a.authenticate(r)
+	if !ok {
+		a.rejectUnauthenticated(w)
 		return
 	}
 	rt, vars := a.match(r.Method, sub)
@@ -169,7 +176,7 @@ func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 			return
 		}
 	}
-	c := &reqCtx{r: r, v: v, vars: vars, baseURL: applicationURL(r, "/v2.1"), api: a}
+	c := &reqCtx{r: r, v: v, vars: vars, baseURL: applicationURL(r, "/v2.1"), creds: creds, api: a}
 	if r.Method == http.MethodPost || r.Method == http.MethodPut {
 		body, f := readBody(r)
 		if f == errTooLarge {
@@ -224,15 +231,6 @@ func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 	}
 	writeBody(w, &v, status, out)
 }
-
-// authorize is where a route's policy rule is enforced. Nova checks
-// context.can(rule) inside each handler, after the body's schema: here
-// it runs at the same point for every route from the table's policy
-// column, with the caller's own project as the owner; handlers check
-// again with reqCtx.can once they know a resource's owner. No rule is
-// enforced yet: Keystone tokens (package identity) are not wired to this
-// API, so every caller acts as an admin.
-func (a *API) authorize(_ *reqCtx, _ policy, _ string) *fault { return nil }
 
 // readBody is Resource._get_request_content: no body (Content-Length 0
 // or unknown and empty) is None, anything else must be JSON.

@@ -17,8 +17,9 @@ import (
 // testAPI is Nova's API beside Berth's /v1 over a fresh etcd holding the
 // default flavors, as internal/stack serves them.
 type testAPI struct {
-	t *testing.T
-	h http.Handler
+	t   *testing.T
+	h   http.Handler
+	api *API
 }
 
 func newTestAPI(t *testing.T) *testAPI {
@@ -29,7 +30,8 @@ func newTestAPI(t *testing.T) *testAPI {
 		t.Fatal(err)
 	}
 	legacy := api.New(cli, keys, nil, hclog.NewNullLogger())
-	return &testAPI{t: t, h: New(cli, keys, hclog.NewNullLogger()).Beside(legacy)}
+	a := New(cli, keys, hclog.NewNullLogger())
+	return &testAPI{t: t, h: a.Beside(legacy), api: a}
 }
 
 // do sends one request; hdr is "Name: value" lines.

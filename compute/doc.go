@@ -26,11 +26,18 @@
 // from the project's servers and server groups; the maxima become the
 // project's quotas when quotas land. Not yet: servers, os-services,
 // os-hypervisors, availability zones; /os-aggregates/{id}/images
-// (2.81); the /v2 (2.0) and /{project_id}/ URL forms; policy
-// enforcement (every caller acts as an admin until Keystone tokens are
-// wired: see API.authorize; until then a caller has no project, and
-// server groups and limits treat that as every project:
-// groupsProjectFilter, projectUsage).
+// (2.81); the /v2 (2.0) and /{project_id}/ URL forms.
+//
+// Authentication and policy (auth.go): below /v2.1/ every request needs
+// a token, checked before routing as keystonemiddleware does (401 with
+// WWW-Authenticate otherwise), in "keystone" mode by an
+// identity.Verifier, in "noauth" mode (berth dev, tests) read as Nova's
+// noauth2 reads it ("user:project"; the user "admin" is an admin). Each
+// route's policy column is enforced with Nova's new defaults: ADMIN is
+// role admin, PROJECT_READER_OR_ADMIN and PROJECT_MEMBER_OR_ADMIN are
+// admin or that role on the resource's project, the zero policy any
+// valid token. auth_matrix_test.go checks every route of the table
+// against every kind of caller: a new route gets its rows there.
 //
 // Nova's answers are the tests' reference, recorded from Nova 26's own
 // code with Debian's python3-nova (testdata/*.py): its validator's

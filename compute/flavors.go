@@ -162,11 +162,12 @@ func parseListQuery(c *reqCtx) (*listParams, error) {
 	if v, ok := param(q, "marker"); ok {
 		p.marker = &v
 	}
-	// Every caller is an admin until policies are wired (see authorize):
-	// Nova's admin branch, where is_public filters only when given.
+	// Only an admin may ask for private flavors (is_public filters
+	// only then); anyone else sees the public ones and those shared with
+	// its project, whatever it asks.
 	pub := true
 	p.isPublic = &pub
-	if v, ok := param(q, "is_public"); ok {
+	if v, ok := param(q, "is_public"); ok && c.isAdmin() {
 		switch b, isBool := boolFromString(v); {
 		case strings.EqualFold(v, "none"):
 			p.isPublic = nil
@@ -261,7 +262,7 @@ func (a *API) listFlavorsFiltered(c *reqCtx) ([]etcdschema.Flavor, *listParams, 
 	if err != nil {
 		return nil, nil, err
 	}
-	project := c.r.Header.Get("X-Project-Id")
+	project := c.creds.ProjectID
 	order := func(x, y *etcdschema.Flavor) int {
 		r := compareBy(p.sortKey, x, y)
 		if r == 0 {
@@ -368,8 +369,22 @@ func (a *API) listFlavorsDetail(c *reqCtx) (int, any, error) {
 	return http.StatusOK, out, nil
 }
 
+// visibleFlavor is common.get_flavor: the flavor with id as the caller
+// may see it. Flavor's queries show a non-admin only the public flavors
+// and the private ones shared with its project; any other is not found.
+func (a *API) visibleFlavor(c *reqCtx, id string) (*storedFlavor, error) {
+	sf, err := a.flavors.get(c.r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	if !c.isAdmin() && !sf.IsPublic() && (c.creds.ProjectID == "" || !slices.Contains(sf.Projects, c.creds.ProjectID)) {
+		return nil, flavorNotFound(id)
+	}
+	return sf, nil
+}
+
 func (a *API) showFlavor(c *reqCtx) (int, any, error) {
-	sf, err := a.flavors.get(c.r.Context(), c.vars["id"])
+	sf, err := a.visibleFlavor(c, c.vars["id"])
 	if err != nil {
 		return 0, nil, err
 	}
@@ -469,7 +484,7 @@ func (a *API) deleteFlavor(c *reqCtx) (int, any, error) {
 // ---- os-extra_specs --------------------------------------------------------
 
 func (a *API) listExtraSpecs(c *reqCtx) (int, any, error) {
-	sf, err := a.flavors.get(c.r.Context(), c.vars["flavor_id"])
+	sf, err := a.visibleFlavor(c, c.vars["flavor_id"])
 	if err != nil {
 		return 0, nil, err
 	}
@@ -558,7 +573,7 @@ func noSuchSpec(flavorID, key string) *fault {
 }
 
 func (a *API) showExtraSpec(c *reqCtx) (int, any, error) {
-	sf, err := a.flavors.get(c.r.Context(), c.vars["flavor_id"])
+	sf, err := a.visibleFlavor(c, c.vars["flavor_id"])
 	if err != nil {
 		return 0, nil, err
 	}

@@ -47,7 +47,7 @@ func TestFlavorsMatchNova(t *testing.T) {
 		if st.Body != nil {
 			body = *st.Body
 		}
-		hdr := []string{"X-Project-Id: 6f1a2c3d"} // the recording's project
+		hdr := []string{"X-Auth-Token: admin:6f1a2c3d"} // the recording's admin and project (noauth2)
 		for k, v := range st.Headers {
 			hdr = append(hdr, k+": "+v)
 		}

@@ -157,7 +157,7 @@ func TestFlavorLifecycle(t *testing.T) {
 		`{"conflictingRequest": {"code": 409, "message": "Can not add access to a public flavor."}}`)
 	a.expect(a.do("GET", "/v2.1/flavors/2/os-flavor-access", ""), 404,
 		`{"itemNotFound": {"code": 404, "message": "Access list not available for public flavors."}}`)
-	a.expect(a.do("GET", "/v2.1/flavors?is_public=false", "", "X-Project-Id: p1"), 200,
+	a.expect(a.do("GET", "/v2.1/flavors?is_public=false", "", "X-Auth-Token: admin:p1"), 200,
 		`{"flavors": [{"id": "big", "name": "b<i>&g \u00e9", `+links("big")+`}]}`)
 	a.expect(a.do("POST", "/v2.1/flavors/big/action", `{"removeTenantAccess": {"tenant": "p2"}}`), 404,
 		`{"itemNotFound": {"code": 404, "message": "Flavor access not found for big / p2 combination."}}`)

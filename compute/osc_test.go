@@ -13,9 +13,11 @@ import (
 )
 
 // TestOpenStackCLI drives the real `openstack` CLI (Debian's
-// python3-openstackclient) against the API on a loopback port, with
-// keystoneauth's "none" plugin and the endpoint given: no token is
-// checked yet (see API.authorize), so the CLI needs no Keystone.
+// python3-openstackclient) against the API on a loopback port in noauth
+// mode, with keystoneauth's "admin_token" plugin sending noauth2's admin
+// token "admin:admin" to the endpoint given, so the CLI needs no
+// Keystone (its "none" plugin sends "notused": a user, not an admin).
+// TestOpenStackCLIKeystone logs in through the identity API instead.
 func TestOpenStackCLI(t *testing.T) {
 	osc, err := exec.LookPath("openstack")
 	if err != nil {
@@ -46,7 +48,7 @@ func TestOpenStackCLI(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		full := append([]string{"--os-auth-type", "none", "--os-endpoint", endpoint, "--os-compute-api-version", "2.latest"}, args...)
+		full := append([]string{"--os-auth-type", "admin_token", "--os-token", "admin:admin", "--os-endpoint", endpoint, "--os-compute-api-version", "2.latest"}, args...)
 		out, err := exec.CommandContext(ctx, osc, full...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("openstack %s: %v\n%s", strings.Join(args, " "), err, out)

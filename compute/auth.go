@@ -1,0 +1,164 @@
+package compute
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/berth-project/berth/identity"
+)
+
+// How the compute API learns who calls, and what it lets them do.
+//
+// Nova's paste pipeline runs an auth filter before the router, for every
+// path below /v2.1/ (the version documents at / and /v2.1 are public):
+// keystonemiddleware's auth_token in a deployment, noauth2 in
+// development. serveV21 does the same with authenticate, right after
+// oslo's sizelimit and before routing, so an anonymous caller learns
+// nothing about which routes exist. The handlers then check Nova's
+// policies (authorize) against the credentials it found.
+
+// AuthMode is the compute API's authentication: AuthKeystone or AuthNoAuth.
+type AuthMode string
+
+const (
+	// AuthKeystone: every request below /v2.1/ needs an X-Auth-Token the
+	// Verifier accepts; anything else is keystonemiddleware's 401.
+	AuthKeystone AuthMode = "keystone"
+	// AuthNoAuth is Nova's noauth2, for `berth dev` and tests: the token
+	// "user:project" (or "user", whose project is the user) is taken at
+	// its word, and the user "admin" is an admin. Never for a deployment.
+	AuthNoAuth AuthMode = "noauth"
+)
+
+// Auth configures authentication (see SetAuth).
+type Auth struct {
+	Mode AuthMode
+	// Verifier checks tokens. Required for AuthKeystone; with AuthNoAuth
+	// it is optional and, when set, a token it accepts stands for its
+	// own credentials (so `berth dev` takes its identity's tokens as
+	// well as noauth2's "user:project").
+	Verifier identity.Verifier
+	// IdentityURI is where a refused client may log in, the
+	// WWW-Authenticate header's uri (keystonemiddleware's
+	// www_authenticate_uri): the identity API's public URL.
+	IdentityURI string
+}
+
+// SetAuth sets how the API authenticates callers; an API starts in
+// AuthNoAuth without a verifier, as the tests of its routes use it.
+func (a *API) SetAuth(auth Auth) {
+	if auth.Mode == AuthKeystone && auth.Verifier == nil {
+		panic("compute: keystone auth without a token verifier")
+	}
+	a.auth = auth
+}
+
+// authenticate returns the caller's credentials, or false when the
+// request must be refused with 401.
+func (a *API) authenticate(r *http.Request) (identity.Credentials, bool) {
+	token := r.Header.Get("X-Auth-Token")
+	if a.auth.Verifier != nil && token != "" {
+		creds, err := a.auth.Verifier.Verify(r.Context(), token)
+		if err == nil {
+			return creds, true
+		}
+		if a.auth.Mode == AuthKeystone {
+			// Which check failed is for the log, never for the caller;
+			// the token itself is never logged.
+			a.log.Info("token refused", "method", r.Method, "path", r.URL.Path, "error", err)
+			return identity.Credentials{}, false
+		}
+	}
+	if a.auth.Mode == AuthKeystone {
+		return identity.Credentials{}, false
+	}
+	return noAuthCredentials(r), true
+}
+
+// noAuthCredentials is nova.api.openstack.auth.NoAuthMiddleware
+// (noauth2): the token is "user[:project]", the project defaulting to
+// the user, and is_admin is user == "admin".
+//
+// Two differences, on purpose. Nova answers a request without any
+// X-Auth-Token with a 204 handing out the token "<X-Auth-User or
+// admin>:<X-Auth-Project-Id or admin>" (Auth 1.1's handshake); Berth
+// serves the request as that token would be, so tokenless dev tools
+// (keystoneauth's "none" plugin) work in one step. And Nova's context
+// has no roles, which its legacy default rules (is_admin, or
+// project_id:%(project_id)s) accept: here, with the new defaults' role
+// checks, an admin holds admin, member and reader, anyone else member
+// and reader of the token's project, which is what those legacy rules
+// let them do.
+func noAuthCredentials(r *http.Request) identity.Credentials {
+	token, given := r.Header.Get("X-Auth-Token"), len(r.Header.Values("X-Auth-Token")) > 0
+	if !given {
+		user, project := r.Header.Get("X-Auth-User"), r.Header.Get("X-Auth-Project-Id")
+		if user == "" {
+			user = "admin"
+		}
+		if project == "" {
+			project = "admin"
+		}
+		token = user + ":" + project
+	}
+	user, project, _ := strings.Cut(token, ":")
+	if project == "" {
+		project = user
+	}
+	c := identity.Credentials{UserID: user, UserName: user, ProjectID: project, ProjectName: project,
+		Roles: []string{identity.RoleMember, identity.RoleReader}}
+	if user == "admin" {
+		c.Roles = []string{identity.RoleAdmin, identity.RoleMember, identity.RoleReader}
+	}
+	return c
+}
+
+// rejectUnauthenticated is keystonemiddleware's 401, with the request id
+// that compute_req_id (ahead of it in the pipeline) sets.
+func (a *API) rejectUnauthenticated(w http.ResponseWriter) {
+	identity.RejectUnauthenticated(w, a.auth.IdentityURI)
+}
+
+// authorize enforces p, with Nova's new default check strings
+// (nova/policies/base.py, enforce_new_defaults=True), for a resource of
+// project owner:
+//   - ADMIN (context_is_admin): role:admin;
+//   - PROJECT_READER_OR_ADMIN: role:admin, or role:reader and
+//     project_id:%(project_id)s;
+//   - PROJECT_MEMBER_OR_ADMIN: role:admin, or role:member and
+//     project_id:%(project_id)s;
+//   - the zero policy: any authenticated caller.
+//
+// Scope is not checked (Nova 26's enforce_scope is off): a system-scoped
+// admin is an admin, and a system-scoped reader owns no project.
+// serveV21 calls it with the caller's own project as owner, as Nova's
+// default target is; handlers with a loaded resource call reqCtx.can.
+// A refusal is PolicyNotAuthorized.
+func (a *API) authorize(c *reqCtx, p policy, owner string) *fault {
+	cr := c.creds
+	ok := false
+	switch p.kind {
+	case anyone:
+		ok = true
+	case admin:
+		ok = cr.HasRole(identity.RoleAdmin)
+	case projectReader:
+		ok = cr.HasRole(identity.RoleAdmin) || cr.HasRole(identity.RoleReader) && ownerMatches(cr, owner)
+	case projectMember:
+		ok = cr.HasRole(identity.RoleAdmin) || cr.HasRole(identity.RoleMember) && ownerMatches(cr, owner)
+	}
+	if ok {
+		return nil
+	}
+	return &fault{status: http.StatusForbidden, message: "Policy doesn't allow " + p.rule + " to be performed."}
+}
+
+// ownerMatches is oslo.policy's project_id:%(project_id)s: the caller's
+// project is the target's (a caller without a project matches nothing).
+func ownerMatches(cr identity.Credentials, owner string) bool {
+	return cr.ProjectID != "" && cr.ProjectID == owner
+}
+
+// isAdmin is Nova's context.is_admin (policy.check_is_admin, role:admin),
+// which the flavor queries read to show private flavors.
+func (c *reqCtx) isAdmin() bool { return c.creds.HasRole(identity.RoleAdmin) }

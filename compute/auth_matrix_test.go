@@ -1,0 +1,320 @@
+package compute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/testwait"
+)
+
+// The authorization matrix: every route of the table, as each kind of
+// caller, over real HTTP with real identity tokens. A route added to
+// routeTable needs a row in authMatrix (TestAuthMatrixCoversEveryRoute
+// fails until it has one); its statuses say what Nova's default policy
+// lets each caller do.
+
+// The callers. The first three have no valid token and always get 401.
+var matrixCallers = []string{"anonymous", "garbage token", "other key's token", "expired token",
+	"reader of A", "member of B", "member of A", "admin"}
+
+// authRow is one request and the status each caller with a valid token
+// gets; every caller without one gets 401. The path and body act on the
+// resources seedMatrix makes (ownedFlavor is private to project A).
+type authRow struct {
+	method, path, body string
+	hdr                []string
+	readerA, memberB   int
+	memberA, admin     int
+}
+
+// ownedFlavor is the resource of project A: a private flavor shared with
+// A only, with one extra spec. Rows for servers, server groups and the
+// like act on project A's too, made in seedMatrix.
+const ownedFlavor = "priv-a"
+
+// status answers: a shorthand per policy for the common cases.
+func anyCaller(ok int) [4]int { return [4]int{ok, ok, ok, ok} }
+func onlyAdmin(ok int) [4]int { return [4]int{403, 403, 403, ok} }
+
+// visibleToA: a read of project A's private flavor. Another project's
+// member passes the policy (its own project) but does not see it.
+func visibleToA(ok int) [4]int { return [4]int{ok, 404, ok, ok} }
+
+func row(method, path, body string, want [4]int, hdr ...string) authRow {
+	return authRow{method: method, path: path, body: body, hdr: hdr,
+		readerA: want[0], memberB: want[1], memberA: want[2], admin: want[3]}
+}
+
+var authMatrix = []authRow{
+	row("GET", "/", "", anyCaller(200)),
+	row("GET", "/versions/v2.1", "", anyCaller(200)),
+	row("GET", "/no-such-route", "", anyCaller(404)),
+
+	row("GET", "/flavors", "", anyCaller(200)),
+	row("GET", "/flavors/detail", "", anyCaller(200)),
+	row("POST", "/flavors", `{"flavor": {"name": "new", "ram": 512, "vcpus": 1, "disk": 1}}`, onlyAdmin(200)),
+	row("GET", "/flavors/"+ownedFlavor, "", visibleToA(200)),
+	row("GET", "/flavors/1", "", anyCaller(200)),
+	row("PUT", "/flavors/"+ownedFlavor, `{"flavor": {"description": "d"}}`, onlyAdmin(200), mv("2.55")),
+	row("DELETE", "/flavors/"+ownedFlavor, "", onlyAdmin(202)),
+	row("POST", "/flavors/"+ownedFlavor+"/action", `{"addTenantAccess": {"tenant": "someone"}}`, onlyAdmin(200)),
+	row("POST", "/flavors/"+ownedFlavor+"/action", `{"removeTenantAccess": {"tenant": "`+projectA+`"}}`, onlyAdmin(200)),
+	row("GET", "/flavors/"+ownedFlavor+"/os-extra_specs", "", visibleToA(200)),
+	row("POST", "/flavors/"+ownedFlavor+"/os-extra_specs", `{"extra_specs": {"hw:cpu_policy": "dedicated"}}`, onlyAdmin(200)),
+	row("GET", "/flavors/"+ownedFlavor+"/os-extra_specs/hw:cpu_policy", "", visibleToA(200)),
+	row("PUT", "/flavors/"+ownedFlavor+"/os-extra_specs/hw:cpu_policy", `{"hw:cpu_policy": "dedicated"}`, onlyAdmin(200)),
+	row("DELETE", "/flavors/"+ownedFlavor+"/os-extra_specs/hw:cpu_policy", "", onlyAdmin(200)),
+	row("GET", "/flavors/"+ownedFlavor+"/os-flavor-access", "", onlyAdmin(200)),
+}
+
+var (
+	projectA = identity.DerivedID("project", "A")
+	projectB = identity.DerivedID("project", "B")
+)
+
+// matrixIdentity is the directory: a reader and a member of A, a member
+// of B, and an admin (of project C: an admin acts on every project).
+func matrixIdentity(t testing.TB, ttl time.Duration) identity.Config {
+	t.Helper()
+	h, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := identity.Config{TokenTTL: ttl, Projects: []identity.Project{{Name: "A"}, {Name: "B"}, {Name: "C"}}}
+	for _, u := range []struct{ name, project, role string }{
+		{"reader-a", "A", identity.RoleReader}, {"member-a", "A", identity.RoleMember},
+		{"member-b", "B", identity.RoleMember}, {"root", "C", identity.RoleAdmin},
+	} {
+		c.Users = append(c.Users, identity.User{Name: u.name, PasswordHash: string(h)})
+		c.Assignments = append(c.Assignments, identity.Assignment{User: u.name, Project: u.project, Role: u.role})
+	}
+	return c
+}
+
+// matrixTokens issues each caller's X-Auth-Token ("" for anonymous).
+func matrixTokens(t *testing.T, svc *identity.Service, key []byte) map[string]string {
+	t.Helper()
+	issue := func(s *identity.Service, user, project string) string {
+		t.Helper()
+		tok, err := s.Issue(identity.PasswordAuth{UserName: user, Password: "pw", Scope: identity.Scope{ProjectName: project}})
+		if err != nil {
+			t.Fatalf("issue %s on %s: %v", user, project, err)
+		}
+		return tok.ID
+	}
+	other, err := identity.New(matrixIdentity(t, time.Hour), []byte("another deployment's signing key!"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A token of the same key and directory whose life is a microsecond.
+	shortLived, err := identity.New(matrixIdentity(t, time.Microsecond), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired := issue(shortLived, "member-a", "A")
+	testwait.Until(t, "the short-lived token to expire", func() bool {
+		_, err := svc.Verify(expired)
+		return errors.Is(err, identity.ErrTokenExpired)
+	})
+	return map[string]string{
+		"anonymous": "", "garbage token": "garbage", "other key's token": issue(other, "root", "C"),
+		"expired token": expired,
+		"reader of A":   issue(svc, "reader-a", "A"), "member of B": issue(svc, "member-b", "B"),
+		"member of A": issue(svc, "member-a", "A"), "admin": issue(svc, "root", "C"),
+	}
+}
+
+func (r authRow) want(caller string) int {
+	switch caller {
+	case "reader of A":
+		return r.readerA
+	case "member of B":
+		return r.memberB
+	case "member of A":
+		return r.memberA
+	case "admin":
+		return r.admin
+	}
+	return http.StatusUnauthorized
+}
+
+// seedMatrix makes project A's resources under a fresh prefix, through
+// the API itself as noauth2's admin.
+func seedMatrix(t *testing.T, seed http.Handler) {
+	t.Helper()
+	for _, s := range []struct{ method, path, body string }{
+		{"POST", "/v2.1/flavors", `{"flavor": {"name": "` + ownedFlavor + `", "id": "` + ownedFlavor + `", "ram": 512, "vcpus": 1, "disk": 1, "os-flavor-access:is_public": false}}`},
+		{"POST", "/v2.1/flavors/" + ownedFlavor + "/action", `{"addTenantAccess": {"tenant": "` + projectA + `"}}`},
+		{"POST", "/v2.1/flavors/" + ownedFlavor + "/os-extra_specs", `{"extra_specs": {"hw:cpu_policy": "shared"}}`},
+	} {
+		req := httptest.NewRequest(s.method, s.path, strings.NewReader(s.body))
+		req.Header.Set("X-Auth-Token", "admin:admin")
+		rec := httptest.NewRecorder()
+		seed.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("seed %s %s: %d %s", s.method, s.path, rec.Code, rec.Body)
+		}
+	}
+}
+
+func TestAuthMatrix(t *testing.T) {
+	cli := etcdtest.Client(t)
+	key := []byte("0123456789abcdef0123456789abcdef")
+	svc, err := identity.New(matrixIdentity(t, time.Hour), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := matrixTokens(t, svc, key)
+	n := 0
+	for _, rw := range authMatrix {
+		for _, caller := range matrixCallers {
+			// Each cell on its own records, so one caller's success
+			// (a delete) does not change the next caller's answer.
+			n++
+			keys := etcdschema.New(fmt.Sprintf("/matrix/%d", n))
+			if err := api.EnsureFlavors(context.Background(), cli, keys, api.DefaultFlavors()); err != nil {
+				t.Fatal(err)
+			}
+			seedMatrix(t, New(cli, keys, hclog.NewNullLogger()))
+			a := New(cli, keys, hclog.NewNullLogger())
+			a.SetAuth(Auth{Mode: AuthKeystone, Verifier: svc.Verifier(), IdentityURI: "http://keystone.test:5000"})
+			srv := httptest.NewServer(a)
+			req, err := http.NewRequest(rw.method, srv.URL+"/v2.1"+rw.path, strings.NewReader(rw.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tok := tokens[caller]; tok != "" {
+				req.Header.Set("X-Auth-Token", tok)
+			}
+			if rw.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			for _, h := range rw.hdr {
+				k, v, _ := strings.Cut(h, ": ")
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			srv.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if want := rw.want(caller); resp.StatusCode != want {
+				t.Errorf("%s %s %s as %s: %d, want %d", rw.method, rw.path, rw.body, caller, resp.StatusCode, want)
+			}
+			if resp.StatusCode == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") != `Keystone uri="http://keystone.test:5000"` {
+				t.Errorf("%s %s as %s: 401 without keystonemiddleware's WWW-Authenticate: %q", rw.method, rw.path, caller, resp.Header.Get("WWW-Authenticate"))
+			}
+		}
+	}
+}
+
+// TestAuthMatrixCoversEveryRoute: every route and action of the table
+// has a row, so a route added without deciding who may call it fails.
+func TestAuthMatrixCoversEveryRoute(t *testing.T) {
+	a := New(nil, etcdschema.New("/unused"), nil)
+	covered := map[*route]bool{}
+	for _, rw := range authMatrix {
+		rt, _ := a.match(rw.method, rw.path)
+		if rt == nil {
+			continue
+		}
+		covered[rt] = true
+		if rt.actions != nil {
+			for name, act := range rt.actions {
+				if strings.HasPrefix(strings.TrimSpace(rw.body), `{"`+name+`"`) {
+					covered[act] = true
+				}
+			}
+		}
+	}
+	for i := range a.routes {
+		rt := &a.routes[i]
+		if rt.actions == nil {
+			if !covered[rt] {
+				t.Errorf("route %s %s has no row in authMatrix", rt.method, rt.path)
+			}
+			continue
+		}
+		for name, act := range rt.actions {
+			if !covered[act] {
+				t.Errorf("action %s of %s %s has no row in authMatrix", name, rt.method, rt.path)
+			}
+		}
+	}
+}
+
+// TestUnauthenticated: keystonemiddleware's 401 comes before routing
+// and carries its body; the version documents stay public.
+func TestUnauthenticated(t *testing.T) {
+	svc, err := identity.New(matrixIdentity(t, time.Hour), []byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta := newTestAPI(t)
+	ta.api.SetAuth(Auth{Mode: AuthKeystone, Verifier: svc.Verifier(), IdentityURI: "http://10.0.0.5:5000"})
+	for _, p := range []string{"/v2.1/flavors", "/v2.1/", "/v2.1/no/such/path"} {
+		rec := ta.do("GET", p, "")
+		ta.expect(rec, 401, `{"error": {"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}}`)
+		if got := rec.Header().Get("WWW-Authenticate"); got != `Keystone uri="http://10.0.0.5:5000"` {
+			t.Errorf("%s: WWW-Authenticate %q", p, got)
+		}
+		if rec.Header().Get("X-Compute-Request-Id") == "" {
+			t.Errorf("%s: no request id on the 401", p)
+		}
+	}
+	for _, p := range []string{"/", "/v2.1"} {
+		if rec := ta.do("GET", p, ""); rec.Code != 200 {
+			t.Errorf("version document %s: %d, want public", p, rec.Code)
+		}
+	}
+	// oslo's sizelimit runs before the auth filter.
+	if rec := ta.do("POST", "/v2.1/flavors", strings.Repeat(" ", maxBody+1)); rec.Code != 413 {
+		t.Errorf("oversized anonymous body: %d, want 413", rec.Code)
+	}
+}
+
+// TestFlavorVisibility: a non-admin lists and shows public flavors and
+// the private ones shared with its project, asks for private ones in
+// vain; an admin sees what it asks for. Nova's refusal text is exact.
+func TestFlavorVisibility(t *testing.T) {
+	ta := newTestAPI(t)
+	seedMatrix(t, ta.h)
+	names := func(rec *httptest.ResponseRecorder) string {
+		t.Helper()
+		return fmt.Sprint(strings.Count(rec.Body.String(), `"name": "`+ownedFlavor+`"`))
+	}
+	for _, tc := range []struct {
+		desc, token, path string
+		want              string // times priv-a is listed
+	}{
+		{"member of A lists it", "alice:" + projectA, "/v2.1/flavors", "1"},
+		{"member of B does not", "bob:" + projectB, "/v2.1/flavors", "0"},
+		{"member of B asking for private ones", "bob:" + projectB, "/v2.1/flavors/detail?is_public=false", "0"},
+		{"member of B asking for all", "bob:" + projectB, "/v2.1/flavors?is_public=none", "0"},
+		{"admin of another project, default", "admin:ops", "/v2.1/flavors", "0"},
+		{"admin asking for private ones", "admin:ops", "/v2.1/flavors?is_public=false", "1"},
+	} {
+		rec := ta.do("GET", tc.path, "", "X-Auth-Token: "+tc.token)
+		if rec.Code != 200 || names(rec) != tc.want {
+			t.Errorf("%s: %d, %s listed %s times, want %s: %s", tc.desc, rec.Code, ownedFlavor, names(rec), tc.want, rec.Body)
+		}
+	}
+	ta.expect(ta.do("GET", "/v2.1/flavors/"+ownedFlavor, "", "X-Auth-Token: bob:"+projectB), 404,
+		`{"itemNotFound": {"code": 404, "message": "Flavor priv-a could not be found."}}`)
+	ta.expect(ta.do("POST", "/v2.1/flavors", `{"flavor": {"name": "x", "ram": 1, "vcpus": 1, "disk": 1}}`, "X-Auth-Token: alice:"+projectA), 403,
+		`{"forbidden": {"code": 403, "message": "Policy doesn't allow os_compute_api:os-flavor-manage:create to be performed."}}`)
+}
