@@ -128,6 +128,10 @@ type HTTP struct {
 // API is the compute API role.
 type API struct {
 	Bind string // host:port
+	// Auth is how callers authenticate: AuthKeystone (tokens of the
+	// file's identity block) or AuthNoAuth (Nova's noauth2, for
+	// development: every caller names itself, "admin" is an admin).
+	Auth string
 
 	declRange hcl.Range
 }
@@ -135,7 +139,7 @@ type API struct {
 // Placement is the Placement API role.
 type Placement struct {
 	Bind string // host:port
-	Auth string // AuthNoAuth or AuthTokens
+	Auth string // AuthNoAuth, AuthTokens or AuthKeystone
 	// Tokens are the accepted X-Auth-Token values in AuthTokens mode, in
 	// file order; no two share a Token.
 	Tokens []Token
@@ -148,7 +152,11 @@ type Placement struct {
 // is checked by the decoder: an assignment names a user and a project
 // defined in the block.
 type Identity struct {
-	Bind     string        // host:port
+	// Bind is the identity API's host:port; "" serves no identity API:
+	// the block then only lets this process check the tokens another
+	// server issued (api and placement with auth = "keystone", which
+	// need the directory to know a token's roles).
+	Bind     string
 	TokenTTL time.Duration // a token's lifetime
 	Region   string        // the catalog's region
 	Users    []IdentityUser
@@ -355,8 +363,9 @@ type ProcessDriver struct {
 
 // Enumerated values accepted in the config.
 const (
-	AuthNoAuth = "noauth"
-	AuthTokens = "tokens"
+	AuthNoAuth   = "noauth"
+	AuthTokens   = "tokens"
+	AuthKeystone = "keystone" // tokens of the identity block
 
 	DriverFake    = "fake"
 	DriverProcess = "process"

@@ -114,6 +114,7 @@ func (d *decoder) config(r *rawFile) *Config {
 	if r.API != nil {
 		c.API = &API{
 			Bind:      d.bind(r.API.Body, "bind", r.API.Bind, d.def.API.Bind),
+			Auth:      d.enum(r.API.Body, "auth", r.API.Auth, d.def.API.Auth, AuthNoAuth, AuthKeystone),
 			declRange: r.API.DefRange,
 		}
 	}
@@ -142,7 +143,24 @@ func (d *decoder) config(r *rawFile) *Config {
 	if r.Identity != nil {
 		c.Identity = d.identity(r.Identity)
 	}
+	d.keystoneNeedsIdentity(c, r)
 	return c
+}
+
+// keystoneNeedsIdentity: auth = "keystone" checks tokens against the
+// file's identity block (its users' roles), so the block must be there,
+// even on a server that does not serve the identity API (bind = "").
+func (d *decoder) keystoneNeedsIdentity(c *Config, r *rawFile) {
+	if c.Identity != nil {
+		return
+	}
+	const detail = "auth = \"keystone\" checks tokens with the identity block's users and roles: add an identity block (with bind = \"\" if another server serves the identity API), or use another auth."
+	if c.API != nil && c.API.Auth == AuthKeystone {
+		d.bad(r.API.Body, "auth", "No identity block", detail)
+	}
+	if c.Placement != nil && c.Placement.Auth == AuthKeystone {
+		d.bad(r.Placement.Body, "auth", "No identity block", detail)
+	}
 }
 
 func (d *decoder) etcd(r *rawEtcd) Etcd {
@@ -381,7 +399,7 @@ func (d *decoder) placement(r *rawPlacement) *Placement {
 	def := d.def.Placement
 	p := &Placement{
 		Bind:      d.bind(r.Body, "bind", r.Bind, def.Bind),
-		Auth:      d.enum(r.Body, "auth", r.Auth, def.Auth, AuthNoAuth, AuthTokens),
+		Auth:      d.enum(r.Body, "auth", r.Auth, def.Auth, AuthNoAuth, AuthTokens, AuthKeystone),
 		declRange: r.DefRange,
 	}
 	seen := map[string]hcl.Range{}
@@ -408,9 +426,9 @@ func (d *decoder) placement(r *rawPlacement) *Placement {
 	case p.Auth == AuthTokens && len(r.Tokens) == 0:
 		d.bad(r.Body, "auth", "No tokens",
 			"auth = \"tokens\" needs at least one token \"<secret>\" { ... } block, or no client could authenticate.")
-	case p.Auth == AuthNoAuth && len(r.Tokens) > 0:
+	case p.Auth != AuthTokens && len(r.Tokens) > 0:
 		d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Tokens without auth = \"tokens\"",
-			Detail:  "With auth = \"noauth\" every request is accepted and token blocks are ignored; set auth = \"tokens\" or remove them.",
+			Detail:  fmt.Sprintf("With auth = %q token blocks are ignored; set auth = \"tokens\" or remove them.", p.Auth),
 			Subject: r.Tokens[0].DefRange.Ptr()})
 	}
 	return p

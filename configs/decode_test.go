@@ -133,8 +133,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			desc: "bad auth",
-			src:  "placement {\n  auth = \"keystone\"\n}\n",
-			want: []diag{{"2:10", "Invalid auth", `auth must be one of "noauth", "tokens"; got "keystone".`}},
+			src:  "placement {\n  auth = \"kerberos\"\n}\n",
+			want: []diag{{"2:10", "Invalid auth", `auth must be one of "noauth", "tokens", "keystone"; got "kerberos".`}},
 		},
 		{
 			desc: "token block without its secret label",

@@ -94,7 +94,7 @@ func Defaults() *Config {
 			MaxConnections:    1024,
 		},
 		DefaultAvailabilityZone: "nova",
-		API:                     &API{Bind: "127.0.0.1:8774"}, // Nova's compute API port
+		API:                     &API{Bind: "127.0.0.1:8774", Auth: AuthNoAuth}, // Nova's compute API port
 		Placement: &Placement{
 			Bind: "127.0.0.1:8778", // Placement's usual port
 			Auth: AuthNoAuth,

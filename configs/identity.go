@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -23,7 +24,7 @@ var identityIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 func (d *decoder) identity(r *rawIdentity) *Identity {
 	def := DefaultIdentity()
 	id := &Identity{
-		Bind:      d.bind(r.Body, "bind", r.Bind, def.Bind),
+		Bind:      d.identityBind(r),
 		TokenTTL:  d.duration(r.Body, "token_ttl", r.TokenTTL, def.TokenTTL, time.Minute, "a client needs time to use its token"),
 		Region:    d.str(r.Region, def.Region),
 		declRange: r.DefRange,
@@ -96,6 +97,15 @@ func (d *decoder) identity(r *rawIdentity) *Identity {
 		id.Endpoints = append(id.Endpoints, ce)
 	}
 	return id
+}
+
+// identityBind is the block's bind, where "" is allowed: no identity
+// API here, the block only checks tokens (see Identity.Bind).
+func (d *decoder) identityBind(r *rawIdentity) string {
+	if r.Bind != nil && *r.Bind == "" {
+		return ""
+	}
+	return d.bind(r.Body, "bind", r.Bind, DefaultIdentity().Bind)
 }
 
 // identityName checks a user's or project's label: not empty, no control
@@ -176,4 +186,27 @@ func (d *decoder) endpointURL(b hcl.Body, name string, v *string) string {
 		d.bad(b, name, "Invalid "+name, fmt.Sprintf("%s must be an http(s) URL clients can reach, like \"http://10.0.0.5:8774/v2.1\"; got %q.", name, *v))
 	}
 	return *v
+}
+
+// PublicURL is where a client refused by an API should log in: the
+// catalog's identity endpoint (its public URL), else the API this block
+// serves, with /v3; "" when neither is known. The compute and Placement
+// APIs name it in their 401s (keystonemiddleware's www_authenticate_uri).
+func (c *Identity) PublicURL() string {
+	for _, e := range c.Endpoints {
+		if e.Type == "identity" {
+			return e.Public
+		}
+	}
+	if c.Bind == "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(c.Bind)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/v3"
 }

@@ -86,6 +86,7 @@ type rawHTTP struct {
 
 type rawAPI struct {
 	Bind     *string   `hcl:"bind"`
+	Auth     *string   `hcl:"auth"`
 	DefRange hcl.Range `hcl:",def_range"`
 	Body     hcl.Body  `hcl:",body"`
 }

@@ -54,12 +54,16 @@ log {
 # users; see server.hcl for each block's every option.
 api {
   bind = "0.0.0.0:8774"
+  # noauth: Nova's noauth2, "admin:<project>" is an admin, for anyone who
+  # reaches the port. On a shared network use auth = "keystone" with an
+  # identity block (server.hcl).
+  auth = "noauth"
 }
 
 placement {
   bind = "0.0.0.0:8778"
   # noauth: token "admin" is an admin, for anyone who reaches the port.
-  # On a shared network use auth = "tokens" with token blocks (server.hcl).
+  # On a shared network use auth = "keystone" (or "tokens"; server.hcl).
   auth = "noauth"
 }
 

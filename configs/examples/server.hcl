@@ -102,6 +102,22 @@ http {
 api {
   # host:port to listen on (default "127.0.0.1:8774"); ":8774" listens everywhere.
   bind = "0.0.0.0:8774"
+
+  # How callers authenticate. Below /v2.1/ every request needs a token
+  # (401 otherwise, as keystonemiddleware answers); the version documents
+  # at / and /v2.1 are open. Nova's default policy (new defaults) then
+  # decides: admin for flavor changes, services, hosts, aggregates; a
+  # project's members change its own servers, its readers read them.
+  #
+  # keystone: tokens of this file's identity block (users log in at its
+  #   API, or at another server's with the same block: every server of a
+  #   deployment shares the signing key in etcd). Needs the identity block.
+  # noauth (default): Nova's noauth2, for berth dev and tests only. The
+  #   token "user:project" is taken at its word and the user "admin" is an
+  #   admin; anyone who reaches the port can claim anything. Tokens of the
+  #   identity block, when the file has one, are accepted too. Logged
+  #   loudly at start-up.
+  auth = "keystone"
 }
 
 # The Placement API, compatible with the osc-placement CLI.
@@ -109,7 +125,7 @@ placement {
   # host:port to listen on (default "127.0.0.1:8778").
   bind = "0.0.0.0:8778"
 
-  # How requests authenticate; there is no keystone. Either way "/" (the
+  # How requests authenticate. Whichever mode, "/" (the
   # version document) is open, a request without X-Auth-Token gets 401, and
   # Placement's legacy default policy decides what an identity may do
   # (403 otherwise): most calls want the "admin" role; a "reader" may read
@@ -121,6 +137,9 @@ placement {
   #   claim to be admin, so bind it to loopback or a trusted network.
   # tokens: X-Auth-Token must equal one token block's label, and the
   #   block says who that is; any other token gets 401. X-Roles is ignored.
+  # keystone: tokens of this file's identity block, with the roles its
+  #   assignments give (admin implies member implies reader). Needs the
+  #   identity block.
   #
   # With the openstack CLI: openstack --os-auth-type admin_token
   #   --os-token <token> --os-endpoint http://HOST:8778 ... (README,
@@ -158,9 +177,14 @@ placement {
 # username, password, project_name, user_domain_name/project_domain_name
 # "Default"). Users, projects and role assignments live here; tokens are
 # signed with a key kept in etcd, so every server accepts every other's.
-# Nothing else checks these tokens yet (issue 16 continues).
+# The compute API and Placement with auth = "keystone" check them against
+# this block, so a server running those needs the block even when another
+# server serves the identity API (bind = "" then). The scheduler's
+# select_destinations takes no user token at all: only a Berth service
+# token, which the superconductor mints with the same key.
 identity {
-  # host:port of the API (default "127.0.0.1:5000", Keystone's port).
+  # host:port of the API (default "127.0.0.1:5000", Keystone's port); ""
+  # serves no identity API, the block only checks tokens.
   bind = "0.0.0.0:5000"
   # A token's lifetime (default "1h", Keystone's; at least "1m").
   token_ttl = "1h"

@@ -21,6 +21,7 @@ import (
 	"github.com/berth-project/berth/conductor"
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/httpserve"
 	"github.com/berth-project/berth/internal/loadgc"
@@ -50,6 +51,12 @@ type Stack struct {
 	hosts            *scheduler.HostManager
 	sched            *scheduler.Scheduler
 	schedID          string // this process's scheduler registration id
+
+	// Credentials (identity.go): the token signing key from etcd, the
+	// identity block's Service, the service tokens; each made once.
+	tokenKey  []byte
+	identity  *identity.Service
+	svcTokens *identity.ServiceTokens
 
 	// metrics is this process's registry (see internal/metrics for why
 	// not the global one); status its /healthz, /readyz and /metrics.
@@ -321,8 +328,11 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		s.placementStore()
 	}
 	if cfg.Placement != nil {
-		h := httpapi.New(s.placement, s.log.Named("placement"), placementHandlerOptions(cfg.Placement))
-		s.log.Info("placement API auth", "mode", cfg.Placement.Auth, "tokens", len(cfg.Placement.Tokens))
+		opts, err := s.placementAuth(ctx, cfg.Placement)
+		if err != nil {
+			return err
+		}
+		h := httpapi.New(s.placement, s.log.Named("placement"), opts)
 		// httpapi.Listener lets the API answer a non-integer
 		// Content-Length as Placement does, not with net/http's bare 400.
 		if err := s.Serve("placement", cfg.Placement.Bind, h, httpapi.Listener); err != nil {
@@ -350,6 +360,11 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		// until /v1 goes (issue 16).
 		nova := compute.New(s.cli, s.keys, s.log.Named("compute"))
 		nova.SetAggregateMirror(s.placement)
+		auth, err := s.computeAuth(ctx, cfg.API)
+		if err != nil {
+			return err
+		}
+		nova.SetAuth(auth)
 		if err := s.Serve("compute API", cfg.API.Bind, nova.Beside(computeAPI)); err != nil {
 			return err
 		}
@@ -396,7 +411,13 @@ func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 	if err := s.hosts.WaitSynced(ctx); err != nil {
 		return err
 	}
-	addr, err := s.serveAddr("scheduler", c.Bind, s.sched.Handler())
+	// select_destinations claims resources: only Berth's own processes,
+	// with a service token, may call it (identity.ServiceTokens).
+	tokens, err := s.serviceTokens(ctx)
+	if err != nil {
+		return err
+	}
+	addr, err := s.serveAddr("scheduler", c.Bind, scheduler.RequireServiceToken(s.sched.Handler(), tokens, log))
 	if err != nil {
 		return err
 	}
@@ -452,9 +473,13 @@ func (s *Stack) startSuperconductor(ctx context.Context, c *configs.Superconduct
 	if s.sched != nil {
 		local = s.sched
 	}
+	client, err := s.schedulerClient(ctx)
+	if err != nil {
+		return err
+	}
 	holder := memberID(conductor.SuperconductorRole)
 	sup := conductor.NewSuperconductor(conductor.SuperconductorConfig{
-		Client: s.cli, Keys: s.keys, Schedulers: scheduler.NewPool(local, s.schedID, scheds, nil),
+		Client: s.cli, Keys: s.keys, Schedulers: scheduler.NewPool(local, s.schedID, scheds, client),
 		Placement: s.placement, Holder: holder, Workers: c.Workers, LeaseTTL: c.LeaseTTL,
 		SelectTimeout: c.SelectTimeout, MaxAttempts: maxAttempts, Log: log, Metrics: s.metrics,
 		RankGrace: c.Ranking.Grace, HolderIdleAfter: c.Ranking.IdleAfter, StealAfter: c.Ranking.StealAfter,

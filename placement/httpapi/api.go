@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/pycompat"
 	"github.com/berth-project/berth/placement"
@@ -108,6 +109,10 @@ func (s *API) dispatch(methods map[string][]*route, allow string) http.Handler {
 		path := r.URL.Path
 		if path != "/" && path != "" {
 			if !s.authenticate(c) {
+				if s.opts.Auth.Mode == ModeKeystone {
+					identity.RejectUnauthenticated(w, s.opts.Auth.IdentityURI)
+					return
+				}
 				if s.opts.Auth.Mode == "tokens" {
 					// A deployment's clients (the openstack CLI) read
 					// errors[0].detail from every 4xx, as they do behind

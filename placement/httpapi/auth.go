@@ -2,16 +2,27 @@ package httpapi
 
 import (
 	"strings"
+
+	"github.com/berth-project/berth/identity"
 )
 
-// AuthConfig says how the API authenticates requests, without keystone.
+// AuthConfig says how the API authenticates requests.
 type AuthConfig struct {
 	// Mode is "noauth" (the default; Placement's noauth2: token "admin" is
 	// an admin, "user:project" is that user in that project, X-Roles names
-	// roles) or "tokens" (Tokens maps each accepted token).
+	// roles), "tokens" (Tokens maps each accepted token) or "keystone"
+	// (Verifier checks identity tokens, as keystonemiddleware does in
+	// front of Placement).
 	Mode   string
 	Tokens map[string]TokenInfo
+	// Verifier and IdentityURI (where a refused client logs in, named by
+	// the 401's WWW-Authenticate) are for "keystone".
+	Verifier    identity.Verifier
+	IdentityURI string
 }
+
+// ModeKeystone is the AuthConfig mode that accepts identity tokens.
+const ModeKeystone = "keystone"
 
 // TokenInfo is what a configured token stands for.
 type TokenInfo struct {
@@ -35,6 +46,25 @@ func (s *API) authenticate(c *reqCtx) bool {
 		return false
 	}
 	a := authInfo{roles: map[string]bool{}}
+	if s.opts.Auth.Mode == ModeKeystone {
+		if s.opts.Auth.Verifier == nil || token == "" {
+			return false
+		}
+		cr, err := s.opts.Auth.Verifier.Verify(c.r.Context(), token)
+		if err != nil {
+			s.log.Info("token refused", "path", c.r.URL.Path, "error", err)
+			return false
+		}
+		// What keystonemiddleware's headers tell Placement: the user, the
+		// project (none when system-scoped) and the roles, implied ones
+		// included.
+		a.user, a.project, a.system = cr.UserID, cr.ProjectID, cr.System
+		for _, r := range cr.Roles {
+			a.roles[r] = true
+		}
+		c.auth = a
+		return true
+	}
 	if s.opts.Auth.Mode == "tokens" {
 		ti, ok := s.opts.Auth.Tokens[token]
 		if !ok {
