@@ -30,6 +30,7 @@ const (
 	DeployAPIPort        = 8774
 	DeployPlacementPort  = 8778
 	DeploySchedulerPort  = 8775
+	DeployIdentityPort   = 5000 // Keystone's
 	// The status listeners (/healthz, /readyz, /metrics) of the roles
 	// without an HTTP server of their own; servers answer on their API
 	// ports. Next to each other, clear of the OpenStack API ports
@@ -67,6 +68,11 @@ type DeployVars struct {
 	// Vars sets tunables (see DeployTunables); the others keep their
 	// defaults. An unknown name is an error.
 	Vars map[string]string
+	// AdminPasswordHash is the bcrypt hash of the identity admin's
+	// password (`berth identity hash-password`), required by the server
+	// role: a deployment's APIs check identity tokens (auth =
+	// "keystone"), never noauth, and the admin is who logs in first.
+	AdminPasswordHash string
 }
 
 // tunable is a template variable an operator may set, with its kind
@@ -137,6 +143,7 @@ type templateData struct {
 	EtcdClientURL       string
 	EtcdPeerURL         string
 	ProcessStateDir     string
+	AdminPasswordHash   string
 	Var                 map[string]string
 }
 
@@ -200,8 +207,11 @@ func (v DeployVars) templateData(role string) (*templateData, error) {
 			return nil, err
 		}
 	}
+	if role == RoleServer && v.AdminPasswordHash == "" {
+		return nil, fmt.Errorf("the server role needs the identity admin's password hash (make one with `berth identity hash-password`)")
+	}
 	d := &templateData{
-		Name: v.Name, Address: v.Address, Cell: v.Cell,
+		Name: v.Name, Address: v.Address, Cell: v.Cell, AdminPasswordHash: v.AdminPasswordHash,
 		Header: "Rendered by `berth config render`; change the template or re-render rather than editing.",
 		Var:    map[string]string{},
 	}

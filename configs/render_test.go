@@ -7,7 +7,7 @@ import (
 
 func labVars(name, addr, cell string) DeployVars {
 	return DeployVars{
-		Name: name, Address: addr, Cell: cell, DataDir: "/var/lib/berth",
+		Name: name, Address: addr, Cell: cell, DataDir: "/var/lib/berth", AdminPasswordHash: testHash,
 		Etcd: []EtcdMember{{"node1", "192.0.2.11"}, {"node2", "192.0.2.12"}, {"node3", "192.0.2.13"}},
 	}
 }
@@ -50,6 +50,14 @@ func TestRenderDeployEveryRole(t *testing.T) {
 				cfg.Scheduler.Bind != "192.0.2.12:8775" || cfg.Scheduler.AdvertiseURL != "http://192.0.2.12:8775" ||
 				cfg.Scheduler.ElectionTTL.String() != "3s" || cfg.Superconductor == nil {
 				t.Errorf("server = api %+v placement %+v scheduler %+v", cfg.API, cfg.Placement, cfg.Scheduler)
+			}
+			// A deployment is never noauth: identity tokens, its admin
+			// the hash given, its catalog this machine's APIs.
+			id := cfg.Identity
+			if cfg.API.Auth != AuthKeystone || cfg.Placement.Auth != AuthKeystone || id == nil ||
+				id.Bind != "192.0.2.12:5000" || len(id.Users) != 1 || id.Users[0].PasswordHash != testHash ||
+				id.PublicURL() != "http://192.0.2.12:5000/v3" || len(id.Endpoints) != 3 || id.Endpoints[0].Public != "http://192.0.2.12:8774/v2.1" {
+				t.Errorf("server auth: api %q placement %q identity %+v", cfg.API.Auth, cfg.Placement.Auth, id)
 			}
 		case RoleConductor:
 			if cfg.Conductor.Cell != "cell1" || len(cfg.Etcd.Endpoints) != 3 {
@@ -95,6 +103,8 @@ func TestRenderDeployErrors(t *testing.T) {
 		{"etcd on a machine not a member", RoleEtcd, func(v *DeployVars) { v.Name = "node9" }, "not among the etcd members"},
 		{"member address differs", RoleEtcd, func(v *DeployVars) { v.Address = "192.0.2.99" }, "but this machine's address is 192.0.2.99"},
 		{"no members", RoleServer, func(v *DeployVars) { v.Etcd = nil }, "no etcd members"},
+		{"server without an admin password hash", RoleServer, func(v *DeployVars) { v.AdminPasswordHash = "" }, "identity admin's password hash"},
+		{"a password where its hash belongs", RoleServer, func(v *DeployVars) { v.AdminPasswordHash = "hunter2" }, "Invalid password_hash"},
 	}
 	for _, c := range cases {
 		t.Run(c.desc, func(t *testing.T) {

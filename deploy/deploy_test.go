@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/internal/testbin"
 )
@@ -236,6 +238,21 @@ func checkInstalled(t *testing.T, root string, n labNode, nodes []labNode, vars 
 		checkConfig(t, role, cfg, n, nodes, endpoints, varMap)
 		checkUnit(t, root, role, n)
 	}
+	if slices.Contains(n.Roles, configs.RoleServer) {
+		// The identity admin logs in with the password install.sh made
+		// (root only), whose hash server.hcl holds.
+		pwPath := filepath.Join(root, "etc/berth/identity-admin-password")
+		if fi, err := os.Stat(pwPath); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("server: admin password file: %v %v, want mode 0600", fi, err)
+		}
+		cfg, err := configs.Load(filepath.Join(root, "etc/berth/server.hcl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bcrypt.CompareHashAndPassword([]byte(cfg.Identity.Users[0].PasswordHash), []byte(readFile(t, pwPath))); err != nil {
+			t.Errorf("server: the rendered admin hash is not of the password made: %v", err)
+		}
+	}
 
 	profile := readFile(t, filepath.Join(root, "etc/profile.d/berth.sh"))
 	if want := "ETCDCTL_ENDPOINTS=" + strings.Join(endpoints, ","); !strings.Contains(profile, want) {
@@ -284,6 +301,12 @@ func checkConfig(t *testing.T, role string, cfg *configs.Config, n labNode, node
 		if !strings.Contains(cfg.Scheduler.AdvertiseURL, n.Address) {
 			t.Errorf("server: scheduler advertises %s, not this machine's address %s", cfg.Scheduler.AdvertiseURL, n.Address)
 		}
+		// Never noauth: identity tokens (checkInstalled checks the
+		// admin's password).
+		if cfg.API.Auth != configs.AuthKeystone || cfg.Placement.Auth != configs.AuthKeystone || cfg.Identity == nil {
+			t.Fatalf("server: api auth %q, placement auth %q, identity %v; want keystone with an identity block", cfg.API.Auth, cfg.Placement.Auth, cfg.Identity)
+		}
+
 	case configs.RoleConductor:
 		if cfg.Conductor.Cell != n.Cell {
 			t.Errorf("conductor: cell %s, want %s", cfg.Conductor.Cell, n.Cell)
@@ -579,6 +602,50 @@ func TestInstallEnvFileKeepsSettings(t *testing.T) {
 	if cfg.Agent.Process.Command != "sleep 1000" || cfg.Agent.Inventory.VCPUs != 4 {
 		t.Errorf("agent command %q vcpus %d, want the file's \"sleep 1000\" and the command line's 4",
 			cfg.Agent.Process.Command, cfg.Agent.Inventory.VCPUs)
+	}
+}
+
+// TestInstallAdminPassword: --admin-password-file sets the identity
+// admin's password; the same file again changes nothing, another
+// password re-hashes, and a run without the flag keeps the last one.
+func TestInstallAdminPassword(t *testing.T) {
+	root, dir := t.TempDir(), t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	install := func(extra ...string) string {
+		args := append([]string{"--binary", berthBin, "--name", "n1", "--address", "10.0.0.1", "--etcd", "n1=10.0.0.1",
+			"--roles", "server", "--root", root, "--no-start"}, extra...)
+		return mustInstall(t, args...)
+	}
+	hashIs := func(password string) bool {
+		t.Helper()
+		cfg, err := configs.Load(filepath.Join(root, "etc/berth/server.hcl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bcrypt.CompareHashAndPassword([]byte(cfg.Identity.Users[0].PasswordHash), []byte(password)) == nil
+	}
+	if err := os.WriteFile(pw, []byte("first-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	install("--admin-password-file", pw)
+	if !hashIs("first-secret") {
+		t.Fatal("server.hcl's admin hash is not of the file's password")
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/berth/identity-admin-password")); err == nil {
+		t.Error("a password was made although one was given")
+	}
+	if out := install("--admin-password-file", pw); strings.Contains(out, "installed /") {
+		t.Errorf("the same password again changed files:\n%s", out)
+	}
+	if out := install(); strings.Contains(out, "installed /") || !hashIs("first-secret") {
+		t.Errorf("a run without the flag changed the password or files:\n%s", out)
+	}
+	if err := os.WriteFile(pw, []byte("second-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	install("--admin-password-file", pw)
+	if !hashIs("second-secret") {
+		t.Error("a new password was not hashed into server.hcl")
 	}
 }
 

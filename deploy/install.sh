@@ -20,7 +20,8 @@ usage() {
     cat <<'EOF'
 Usage: install.sh --binary PATH --name NAME --address IP --etcd NAME=IP[,NAME=IP]...
                   --roles ROLE[,ROLE]... [--cell CELL] [--data-dir DIR]
-                  [--var KEY=VALUE]... [--env-file FILE] [--root DIR] [--no-start]
+                  [--var KEY=VALUE]... [--admin-password-file FILE]
+                  [--env-file FILE] [--root DIR] [--no-start]
 
 Installs Berth on this machine: the binary as /usr/local/bin/berth, one
 config per role as /etc/berth/ROLE.hcl, one unit per role as
@@ -41,10 +42,19 @@ config per role as /etc/berth/ROLE.hcl, one unit per role as
   --var KEY=VALUE   a template setting for `berth config render -var`, e.g.
                     driver=process, vcpus=16, initial_cluster_state=existing;
                     repeatable
+  --admin-password-file FILE
+                    the identity admin's password (server role), read from
+                    FILE: its bcrypt hash goes into server.hcl, whose APIs
+                    check identity tokens (never noauth). Without it the
+                    first install makes a random one in
+                    /etc/berth/identity-admin-password (root only); later
+                    runs keep the hash in /etc/berth/identity-admin.bcrypt.
+                    Give the same file to every server of a deployment
   --env-file FILE   read settings from FILE first; flags override it. Lines
                     are KEY=VALUE (no quotes, # comments) with KEY one of
                     BERTH_BINARY BERTH_NAME BERTH_ADDRESS BERTH_ETCD
                     BERTH_ROLES BERTH_CELL BERTH_DATA_DIR BERTH_ROOT
+                    BERTH_ADMIN_PASSWORD_FILE
                     BERTH_NO_START (1 or 0) and BERTH_VAR (one KEY=VALUE
                     template setting; repeat the line for more)
   --root DIR        install into the tree under DIR instead of / (tests,
@@ -76,7 +86,7 @@ fail() {
 
 say() { echo "$prog: $*"; }
 
-binary='' name='' address='' etcd='' roles='' cell='' data_dir='' root='' no_start='' env_file=''
+binary='' name='' address='' etcd='' roles='' cell='' data_dir='' root='' no_start='' env_file='' admin_password_file=''
 vars=()
 flag_vars=()
 set_flags=' '
@@ -100,7 +110,7 @@ while [ $# -gt 0 ]; do
         usage
         exit 0
         ;;
-    --binary | --name | --address | --etcd | --roles | --cell | --data-dir | --root | --env-file)
+    --binary | --name | --address | --etcd | --roles | --cell | --data-dir | --root | --env-file | --admin-password-file)
         need_value "$arg" $#
         key=${arg#--}
         key=${key//-/_}
@@ -139,7 +149,7 @@ read_env_file() {
         key=${line%%=*}
         value=${line#*=}
         case $key in
-        BERTH_BINARY | BERTH_NAME | BERTH_ADDRESS | BERTH_ETCD | BERTH_ROLES | BERTH_CELL | BERTH_DATA_DIR | BERTH_ROOT)
+        BERTH_BINARY | BERTH_NAME | BERTH_ADDRESS | BERTH_ETCD | BERTH_ROLES | BERTH_CELL | BERTH_DATA_DIR | BERTH_ROOT | BERTH_ADMIN_PASSWORD_FILE)
             key=${key#BERTH_}
             key=$(printf '%s' "$key" | tr '[:upper:]' '[:lower:]')
             case $set_flags in *" $key "*) continue ;; esac
@@ -158,7 +168,7 @@ read_env_file() {
             vars+=("$value")
             ;;
         *)
-            die "$file:$n: unknown key '$key' (want BERTH_BINARY, BERTH_NAME, BERTH_ADDRESS, BERTH_ETCD, BERTH_ROLES, BERTH_CELL, BERTH_DATA_DIR, BERTH_ROOT, BERTH_NO_START or BERTH_VAR)"
+            die "$file:$n: unknown key '$key' (want BERTH_BINARY, BERTH_NAME, BERTH_ADDRESS, BERTH_ETCD, BERTH_ROLES, BERTH_CELL, BERTH_DATA_DIR, BERTH_ROOT, BERTH_ADMIN_PASSWORD_FILE, BERTH_NO_START or BERTH_VAR)"
             ;;
         esac
     done <"$file"
@@ -279,6 +289,11 @@ fi
 if [ -n "$cell" ]; then
     valid_name "$cell" || die "--cell '$cell': use letters, digits, '.', '_' and '-' only"
 fi
+if [ -n "$admin_password_file" ]; then
+    [ -f "$admin_password_file" ] || die "--admin-password-file $admin_password_file: no such file"
+    [ -r "$admin_password_file" ] || die "--admin-password-file $admin_password_file: not readable"
+    [ -s "$admin_password_file" ] || die "--admin-password-file $admin_password_file: empty"
+fi
 for r in $want; do
     [ -f "$here/systemd/berth-$r.service" ] || fail "$here/systemd/berth-$r.service is missing: run install.sh from a complete deploy/ directory"
 done
@@ -358,6 +373,36 @@ fi
 for v in "${vars[@]+"${vars[@]}"}"; do
     render_args+=(-var "$v")
 done
+
+# The identity admin of a server: server.hcl's APIs check identity tokens,
+# so someone must be able to log in. Its bcrypt hash is kept in
+# identity-admin.bcrypt and re-made only when --admin-password-file gives
+# a password other than the one hashed (bcrypt salts: hashing again at
+# every run would change server.hcl and restart the server for nothing).
+admin_hash=$conf_dir/identity-admin.bcrypt
+admin_sum=$conf_dir/identity-admin.sha256
+if has_role server; then
+    pw_file=''
+    if [ -n "$admin_password_file" ]; then
+        pw_file=$admin_password_file
+    elif [ ! -f "$root$admin_hash" ]; then
+        head -c 24 /dev/urandom | base64 | tr -d '\n/+=' >"$work/admin-password"
+        put "$work/admin-password" "$conf_dir/identity-admin-password" 0600
+        pw_file=$root$conf_dir/identity-admin-password
+        say "made the identity admin's password: $conf_dir/identity-admin-password (log in as admin, project admin)"
+    fi
+    if [ -n "$pw_file" ]; then
+        sum=$(sha256sum <"$pw_file" | cut -d' ' -f1)
+        if [ ! -f "$root$admin_hash" ] || [ "$(cat "$root$admin_sum" 2>/dev/null)" != "$sum" ]; then
+            "$berth" identity hash-password <"$pw_file" >"$work/admin.bcrypt" ||
+                fail "berth identity hash-password failed (see above)"
+            put "$work/admin.bcrypt" "$admin_hash" 0600
+            echo "$sum" >"$work/admin.sha256"
+            put "$work/admin.sha256" "$admin_sum" 0600
+        fi
+    fi
+    render_args+=(-admin-password-hash "$(cat "$root$admin_hash")")
+fi
 for r in $want; do
     out=$work/$r.hcl
     "$berth" config render "$r" "${render_args[@]}" -o "$out" ||

@@ -148,6 +148,10 @@ func (c *mhCluster) client(endpoints ...string) *clientv3.Client {
 	return cli
 }
 
+// e2eAdminPasswordHash is the rendered servers' identity admin's
+// password hash: "e2e-admin-pw" at bcrypt's minimum cost.
+const e2eAdminPasswordHash = "$2a$04$pJlz2lVF/q.hk/.i2uzmWOn4dYl7.lV9r0utCXdfn1M.HpInRtYxa"
+
 // config renders a host's config for role from the deployment templates
 // and writes it to the test's directory.
 func (c *mhCluster) config(role, name string, h *netHost, cell string, extra map[string]string) string {
@@ -160,7 +164,7 @@ func (c *mhCluster) config(role, name string, h *netHost, cell string, extra map
 		vars[k] = v
 	}
 	dv := configs.DeployVars{Name: name, Address: h.addr, Etcd: c.etcdMembers(), Cell: cell,
-		DataDir: filepath.Join(c.dir, name), Vars: vars}
+		DataDir: filepath.Join(c.dir, name), Vars: vars, AdminPasswordHash: e2eAdminPasswordHash}
 	out, err := configs.RenderDeploy(role, dv)
 	if err != nil {
 		c.t.Fatalf("render %s config for %s on %s: %v", role, name, h.name, err)

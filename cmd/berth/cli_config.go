@@ -80,6 +80,7 @@ func cmdConfigRender(args []string, stdout, stderr io.Writer) int {
 	cell := fs.String("cell", "", "the cell of this machine's agent or conductor")
 	dataDir := fs.String("data-dir", "/var/lib/berth", "where etcd data and process-driver state live")
 	out := fs.String("o", "", "write to this file (mode 0640) instead of stdout")
+	adminHash := fs.String("admin-password-hash", "", "bcrypt hash of the identity admin's password, from `berth identity hash-password` (required for the server role)")
 	vars := varFlags{}
 	fs.Var(vars, "var", "KEY=VALUE tunable, repeatable:\n    "+strings.Join(configs.DeployTunables(), "\n    "))
 	if err := fs.Parse(args[1:]); err != nil {
@@ -102,6 +103,7 @@ func cmdConfigRender(args []string, stdout, stderr io.Writer) int {
 	}
 	b, err := configs.RenderDeploy(role, configs.DeployVars{
 		Name: *name, Address: *address, Etcd: members, Cell: *cell, DataDir: *dataDir, Vars: vars,
+		AdminPasswordHash: *adminHash,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "berth config render: %v\n", err)

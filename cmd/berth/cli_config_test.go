@@ -45,6 +45,7 @@ func TestConfigRenderErrors(t *testing.T) {
 		{[]string{"config", "render", "agent", "-name", "n1", "-address", "192.0.2.1", "-etcd", "n1"}, 2, `want name=address`},
 		{[]string{"config", "render", "agent", "-name", "n1", "-address", "192.0.2.1", "-etcd", "n1=192.0.2.1", "-cell", "c", "-var", "vcpus=many"}, 1, "vcpus"},
 		{[]string{"config", "render", "agent", "-name", "n1", "-address", "192.0.2.1", "-etcd", "n1=192.0.2.1", "-var", "vcpus=1", "-var", "vcpus=2"}, 2, "vcpus is set twice"},
+		{[]string{"config", "render", "server", "-name", "n1", "-address", "192.0.2.1", "-etcd", "n1=192.0.2.1"}, 1, "identity admin's password hash"},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer
