@@ -16,6 +16,14 @@
 //     `berth server` accepts every other's tokens;
 //   - verifier.go: Verifier and Credentials, what the other APIs check a
 //     request's X-Auth-Token with;
+//   - middleware.go: RejectUnauthenticated, keystonemiddleware's 401,
+//     which the compute API and Placement answer without a valid token;
+//   - service_token.go: ServiceTokens, short-lived tokens of the built-in
+//     berth-service principal (system scope, role service) that Berth's
+//     own processes present to internal endpoints (the scheduler's
+//     select_destinations), signed with the same key under another
+//     domain string so a service token is never a user's and no user's
+//     token, an admin's included, is a service's;
 //   - httpapi.go and routes.go: the REST API (POST/GET/HEAD
 //     /v3/auth/tokens, /v3/auth/catalog, the version documents), a typed
 //     route table answering with Keystone's bodies and error shapes.

@@ -2,6 +2,20 @@
 // into a placement query, joins the allocation candidates with its
 // watch-fed view of the hosts, filters and weighs them, claims resources
 // for each instance and returns Nova-style Selections with alternates.
+//
+// Who may ask: select_destinations claims resources, so its HTTP endpoint
+// is served behind RequireServiceToken (http_auth.go). A caller presents
+// a short-lived service token for the built-in, system-scoped
+// berth-service principal with role service (identity.ServiceTokens),
+// minted by any Berth process from the deployment's token signing key in
+// etcd and checked here with the same key; users' tokens, even admins',
+// are refused, and so is anyone anonymous (401). Whoever can read etcd
+// can mint one, which gives nothing away: etcd access already means
+// writing every record the scheduler acts on (until etcd has per-role
+// users). The superconductor's pool sends one on every remote call
+// (ServiceTokens.Transport as its HTTP client's transport). Mutual TLS
+// would bind the caller to a certificate instead; it waits for the TLS
+// work of issue 18, and would replace only the check, not the callers.
 package scheduler
 
 import (

@@ -20,6 +20,7 @@ import (
 
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/logtest"
 	"github.com/berth-project/berth/scheduler"
 )
 
@@ -47,8 +48,9 @@ const authDirectory = `
   }
 `
 
-// startServerFromHCL starts `berth server`'s roles of hcl on cli.
-func startServerFromHCL(t *testing.T, cli *clientv3.Client, hcl string) *Stack {
+// startServerFromHCL starts `berth server`'s roles of hcl on cli, logging
+// to log (nil: nowhere).
+func startServerFromHCL(t *testing.T, cli *clientv3.Client, hcl string, log hclog.Logger) *Stack {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "server.hcl")
 	if err := os.WriteFile(path, []byte(hcl), 0o600); err != nil {
@@ -61,7 +63,10 @@ func startServerFromHCL(t *testing.T, cli *clientv3.Client, hcl string) *Stack {
 	if err := cfg.Require(configs.RoleServer); err != nil {
 		t.Fatalf("require server: %v", err)
 	}
-	s := New(cfg, hclog.NewNullLogger())
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	s := New(cfg, log)
 	s.Attach(cli)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -129,7 +134,7 @@ scheduler {
 identity {
   bind = "127.0.0.1:0"
 `+authDirectory+`}
-`)
+`, nil)
 	second := startServerFromHCL(t, cli, `
 etcd {
   prefix = "/auth"
@@ -141,7 +146,7 @@ api {
 identity {
   bind = ""
 `+authDirectory+`}
-`)
+`, nil)
 	if ep := second.Endpoint("identity"); ep != "" {
 		t.Errorf("bind = \"\" served identity at %s", ep)
 	}
@@ -227,7 +232,7 @@ identity {
     public = "http://127.0.0.1:%[1]d/v3"
   }
 `+authDirectory+`}
-`, idPort, apiPort))
+`, idPort, apiPort), nil)
 	home := t.TempDir()
 	cloud := func(name, user, password, project string) string {
 		return fmt.Sprintf(`  %s:
@@ -274,5 +279,57 @@ identity {
 	out, errOut, err = run("wrong", "flavor", "list")
 	if err == nil || !strings.Contains(errOut, "HTTP 401") {
 		t.Errorf("wrong password: %v, want HTTP 401\n%s%s", err, out, errOut)
+	}
+}
+
+// TestNoAuthWithIdentityTokens: a compute API in noauth (berth dev's) with
+// an identity block takes noauth2's tokens and the identity's, each with
+// its own roles, and says loudly at start-up that it is noauth.
+func TestNoAuthWithIdentityTokens(t *testing.T) {
+	var logs logtest.Buffer
+	s := startServerFromHCL(t, etcdtest.Client(t), `
+api {
+  bind = "127.0.0.1:0"
+}
+placement {
+  bind = "127.0.0.1:0"
+}
+identity {
+  bind = "127.0.0.1:0"
+`+authDirectory+`}
+`, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
+	for _, api := range []string{"compute", "placement"} {
+		if !strings.Contains(logs.String(), "[WARN]  auth: noauth — every caller is admin; for development only: api="+api) {
+			t.Errorf("no noauth warning for %s in:\n%s", api, logs.String())
+		}
+	}
+	alice := login(t, s.Endpoint("identity"), "alice", "alice-pw", "demo")
+	flavors := s.Endpoint("compute API") + "/v2.1/flavors"
+	for _, tc := range []struct {
+		desc, token string
+		want        int
+	}{
+		{"noauth2's admin", "admin:admin", 200},
+		{"noauth2's user", "bob:p1", 403},
+		{"alice's identity token: a member", alice, 403},
+		{"anonymous: the token noauth2's 204 would hand out, admin:admin", "", 200},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, flavors, strings.NewReader(`{"flavor": {"name": "f-`+fmt.Sprint(tc.want)+`-`+strings.ReplaceAll(tc.desc[:5], " ", "")+`", "ram": 64, "vcpus": 1, "disk": 0}}`))
+		req.Header.Set("Content-Type", "application/json")
+		if tc.token != "" {
+			req.Header.Set("X-Auth-Token", tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("flavor create as %s: %d %s, want %d", tc.desc, resp.StatusCode, b, tc.want)
+		}
+	}
+	if got := getStatus(t, flavors, alice); got != 200 {
+		t.Errorf("flavor list with alice's token: %d", got)
 	}
 }
