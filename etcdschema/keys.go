@@ -164,6 +164,14 @@ func (k Keys) Alternates(uuid string) string { return k.join("alternates", uuid)
 // AlternatesPrefix is the prefix of every alternates list.
 func (k Keys) AlternatesPrefix() string { return k.join("alternates") + "/" }
 
+// ---- images ----------------------------------------------------------------
+
+// Image is an image of the image service, by its id (a UUID).
+func (k Keys) Image(id string) string { return k.join("images", id) }
+
+// Images is the prefix of every image.
+func (k Keys) Images() string { return k.join("images") + "/" }
+
 // ---- server groups and aggregates ------------------------------------------
 
 // ServerGroup is a server group record (policy, rules, owner).

@@ -79,6 +79,7 @@ var docValueTypes = map[string]func() any{
 	"CustomResourceClass": func() any { return new(CustomResourceClass) }, "CustomTrait": func() any { return new(CustomTrait) },
 	"Flavor": func() any { return new(Flavor) }, "HostDown": func() any { return new(HostDown) },
 	"HostMapping": func() any { return new(HostMapping) }, "HostSync": func() any { return new(HostSync) },
+	"Image":    func() any { return new(Image) },
 	"Instance": func() any { return new(Instance) }, "InstanceInfo": func() any { return new(InstanceInfo) },
 	"InstanceMapping": func() any { return new(InstanceMapping) }, "Lease": func() any { return new(Lease) },
 	"Member": func() any { return new(Member) }, "Provider": func() any { return new(Provider) },

@@ -35,6 +35,8 @@ const (
 	KindInstanceMapping    KeyKind = "InstanceMapping"
 	KindAlternates         KeyKind = "Alternates"
 
+	KindImage KeyKind = "Image"
+
 	KindServerGroup             KeyKind = "ServerGroup"
 	KindServerGroupMember       KeyKind = "ServerGroupMember"
 	KindServerGroupSlot         KeyKind = "ServerGroupSlot"
@@ -107,6 +109,8 @@ var keyPatterns = []keyPattern{
 	{KindBuildRequestHolder, []string{"ID"}, func(k Keys, a []string) string { return k.BuildRequestHolder(a[0]) }, func() Versioned { return new(Lease) }},
 	{KindInstanceMapping, []string{"UUID"}, func(k Keys, a []string) string { return k.InstanceMapping(a[0]) }, func() Versioned { return new(InstanceMapping) }},
 	{KindAlternates, []string{"UUID"}, func(k Keys, a []string) string { return k.Alternates(a[0]) }, func() Versioned { return new(Alternates) }},
+
+	{KindImage, []string{"UUID"}, func(k Keys, a []string) string { return k.Image(a[0]) }, func() Versioned { return new(Image) }},
 
 	{KindServerGroup, []string{"Group"}, func(k Keys, a []string) string { return k.ServerGroup(a[0]) }, func() Versioned { return new(ServerGroup) }},
 	{KindServerGroupMember, []string{"Group", "UUID"}, func(k Keys, a []string) string { return k.ServerGroupMember(a[0], a[1]) }, func() Versioned { return new(ServerGroupMember) }},

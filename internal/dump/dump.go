@@ -177,6 +177,7 @@ var groups = map[etcdschema.KeyKind]string{
 	etcdschema.KindBuildRequestHolder:      "build_request_holders",
 	etcdschema.KindInstanceMapping:         "instance_mappings",
 	etcdschema.KindAlternates:              "alternates",
+	etcdschema.KindImage:                   "images",
 	etcdschema.KindServerGroup:             "server_groups",
 	etcdschema.KindServerGroupMember:       "server_group_members",
 	etcdschema.KindServerGroupSlot:         "server_group_slots",
