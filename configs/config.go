@@ -41,6 +41,9 @@ type Config struct {
 	// Identity is the Keystone v3 subset `berth server` serves (package
 	// identity); nil serves none.
 	Identity *Identity
+	// Image is the image service (package images, a Glance v2 subset);
+	// nil serves none.
+	Image *Image
 }
 
 // Etcd says how to reach the shared state: an external cluster (Endpoints)
@@ -143,6 +146,18 @@ type Placement struct {
 	// Tokens are the accepted X-Auth-Token values in AuthTokens mode, in
 	// file order; no two share a Token.
 	Tokens []Token
+
+	declRange hcl.Range
+}
+
+// Image is the image API role: Glance's own endpoint (port 9292), as
+// clients find it in the catalog.
+type Image struct {
+	Bind string // host:port
+	// Auth is ImageAuthIdentity (check X-Auth-Token against this file's
+	// identity block: its directory and the signing key in etcd) or
+	// AuthNoAuth (every caller an admin: berth dev and tests).
+	Auth string
 
 	declRange hcl.Range
 }

@@ -143,8 +143,33 @@ func (d *decoder) config(r *rawFile) *Config {
 	if r.Identity != nil {
 		c.Identity = d.identity(r.Identity)
 	}
+	if r.Image != nil {
+		c.Image = d.image(r.Image, c.Identity != nil)
+	}
 	d.keystoneNeedsIdentity(c, r)
 	return c
+}
+
+// image decodes the image block; auth = "keystone" (the default) needs
+// the file's identity block, whose directory checks the tokens.
+func (d *decoder) image(r *rawImage, hasIdentity bool) *Image {
+	def := d.def.Image
+	img := &Image{
+		Bind:      d.bind(r.Body, "bind", r.Bind, def.Bind),
+		Auth:      d.enum(r.Body, "auth", r.Auth, def.Auth, AuthKeystone, AuthNoAuth),
+		declRange: r.DefRange,
+	}
+	if img.Auth == AuthKeystone && !hasIdentity {
+		subject := attrRange(r.Body, "auth")
+		if r.Auth == nil {
+			subject = r.DefRange.Ptr()
+		}
+		d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Image API tokens need an identity block",
+			Detail: "auth = \"keystone\" (the default) checks X-Auth-Token with this file's identity { ... } block (its users, projects and roles); " +
+				"add one, or set auth = \"noauth\" to let every caller act as an admin (berth dev and tests only).",
+			Subject: subject})
+	}
+	return img
 }
 
 // keystoneNeedsIdentity: auth = "keystone" checks tokens against the

@@ -95,6 +95,7 @@ func Defaults() *Config {
 		},
 		DefaultAvailabilityZone: "nova",
 		API:                     &API{Bind: "127.0.0.1:8774", Auth: AuthNoAuth}, // Nova's compute API port
+		Image:                   &Image{Bind: "127.0.0.1:9292", Auth: AuthKeystone}, // Glance's port
 		Placement: &Placement{
 			Bind: "127.0.0.1:8778", // Placement's usual port
 			Auth: AuthNoAuth,
@@ -197,6 +198,9 @@ func (c *Config) EnableAllRoles() {
 	d := Defaults()
 	if c.API == nil {
 		c.API = d.API
+	}
+	if c.Image == nil {
+		c.Image = d.Image
 	}
 	if c.Placement == nil {
 		c.Placement = d.Placement

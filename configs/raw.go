@@ -21,6 +21,7 @@ type rawFile struct {
 	Conductor      *rawConductor      `hcl:"conductor,block"`
 	Agent          *rawAgent          `hcl:"agent,block"`
 	Identity       *rawIdentity       `hcl:"identity,block"`
+	Image          *rawImage          `hcl:"image,block"`
 
 	Body hcl.Body `hcl:",body"`
 }
@@ -85,6 +86,13 @@ type rawHTTP struct {
 }
 
 type rawAPI struct {
+	Bind     *string   `hcl:"bind"`
+	Auth     *string   `hcl:"auth"`
+	DefRange hcl.Range `hcl:",def_range"`
+	Body     hcl.Body  `hcl:",body"`
+}
+
+type rawImage struct {
 	Bind     *string   `hcl:"bind"`
 	Auth     *string   `hcl:"auth"`
 	DefRange hcl.Range `hcl:",def_range"`

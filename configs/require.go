@@ -38,9 +38,9 @@ func (c *Config) Require(role string) error {
 				"berth etcd runs one etcd member: set etcd { embedded { ... } } (endpoints name a cluster run elsewhere).")
 		}
 	case RoleServer:
-		if c.API == nil && c.Placement == nil && c.Scheduler == nil && c.Superconductor == nil && c.Identity == nil {
+		if c.API == nil && c.Placement == nil && c.Scheduler == nil && c.Superconductor == nil && c.Identity == nil && c.Image == nil {
 			add(nil, "No server role enabled",
-				"berth server runs the roles whose blocks the file has; add at least one of api, placement, scheduler, superconductor or identity.")
+				"berth server runs the roles whose blocks the file has; add at least one of api, placement, scheduler, superconductor, identity or image.")
 		}
 	case RoleConductor:
 		switch {

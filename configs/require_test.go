@@ -27,7 +27,7 @@ func TestRequire(t *testing.T) {
 	}{
 		{desc: "server with one role", src: "scheduler {}\n", role: RoleServer},
 		{desc: "server with none", src: "conductor {\n  cell = \"c1\"\n}\n", role: RoleServer,
-			want: []string{"r.hcl: No server role enabled: berth server runs the roles whose blocks the file has; add at least one of api, placement, scheduler, superconductor or identity."}},
+			want: []string{"r.hcl: No server role enabled: berth server runs the roles whose blocks the file has; add at least one of api, placement, scheduler, superconductor, identity or image."}},
 		{desc: "conductor ok", src: external + "conductor {\n  cell = \"c1\"\n}\n", role: RoleConductor},
 		{desc: "conductor without block", src: external, role: RoleConductor,
 			want: []string{`r.hcl: Missing conductor block: berth conductor needs a conductor { cell = "..." } block.`}},

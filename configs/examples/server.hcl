@@ -181,7 +181,8 @@ placement {
 # this block, so a server running those needs the block even when another
 # server serves the identity API (bind = "" then). The scheduler's
 # select_destinations takes no user token at all: only a Berth service
-# token, which the superconductor mints with the same key.
+# token, which the superconductor mints with the same key. The image API
+# checks them the same way.
 identity {
   # host:port of the API (default "127.0.0.1:5000", Keystone's port); ""
   # serves no identity API, the block only checks tokens.
@@ -249,6 +250,25 @@ identity {
   endpoint "identity" {
     public = "http://controller:5000/v3"
   }
+}
+
+# The image service, a Glance v2 subset (package images): what
+# `openstack server create --image NAME` resolves, and `openstack image
+# list/show/create/set/delete`. A Berth image is what a server runs: its
+# berth_command property is a JSON list, the program and its arguments,
+# e.g. --property berth_command='["sleep", "3600"]'; an image without
+# one is a name the fake driver boots. berth-sleep and berth-fake are
+# created at start-up. List its URL in the identity block's catalog as
+# endpoint "image".
+image {
+  # host:port to listen on (default "127.0.0.1:9292", Glance's port).
+  bind = "0.0.0.0:9292"
+  # "identity" (default): X-Auth-Token is checked with this file's
+  # identity block; creating, changing and deleting images is for
+  # admins, reading for anyone with a role on a project (public images
+  # and the project's own). "noauth": every caller is an admin (berth
+  # dev and tests only).
+  auth = "identity"
 }
 
 # The scheduler: answers select_destinations. Option names follow Nova's
