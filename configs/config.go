@@ -154,7 +154,7 @@ type Placement struct {
 // clients find it in the catalog.
 type Image struct {
 	Bind string // host:port
-	// Auth is ImageAuthIdentity (check X-Auth-Token against this file's
+	// Auth is AuthKeystone (check X-Auth-Token against this file's
 	// identity block: its directory and the signing key in etcd) or
 	// AuthNoAuth (every caller an admin: berth dev and tests).
 	Auth string

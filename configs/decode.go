@@ -153,7 +153,7 @@ func (d *decoder) config(r *rawFile) *Config {
 // image decodes the image block; auth = "keystone" (the default) needs
 // the file's identity block, whose directory checks the tokens.
 func (d *decoder) image(r *rawImage, hasIdentity bool) *Image {
-	def := d.def.Image
+	def := DefaultImage()
 	img := &Image{
 		Bind:      d.bind(r.Body, "bind", r.Bind, def.Bind),
 		Auth:      d.enum(r.Body, "auth", r.Auth, def.Auth, AuthKeystone, AuthNoAuth),

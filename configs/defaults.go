@@ -95,7 +95,6 @@ func Defaults() *Config {
 		},
 		DefaultAvailabilityZone: "nova",
 		API:                     &API{Bind: "127.0.0.1:8774", Auth: AuthNoAuth}, // Nova's compute API port
-		Image:                   &Image{Bind: "127.0.0.1:9292", Auth: AuthKeystone}, // Glance's port
 		Placement: &Placement{
 			Bind: "127.0.0.1:8778", // Placement's usual port
 			Auth: AuthNoAuth,
@@ -200,7 +199,7 @@ func (c *Config) EnableAllRoles() {
 		c.API = d.API
 	}
 	if c.Image == nil {
-		c.Image = d.Image
+		c.Image = DefaultImage()
 	}
 	if c.Placement == nil {
 		c.Placement = d.Placement
@@ -223,6 +222,15 @@ func (c *Config) EnableAllRoles() {
 	if c.Agent.Cell == "" {
 		c.Agent.Cell = DevCell
 	}
+}
+
+// DefaultImage is the image block's defaults: Glance's port, tokens
+// checked by the identity block. Like the identity block it is not in
+// Defaults(): a process serves images only when its file says so (or
+// it is berth dev, which serves everything): the load tool and the
+// tests start their stacks from Defaults() and must not take port 9292.
+func DefaultImage() *Image {
+	return &Image{Bind: "127.0.0.1:9292", Auth: AuthKeystone}
 }
 
 // DefaultIdentity is the identity block's defaults: Keystone's port and

@@ -7,7 +7,7 @@ func TestParseImage(t *testing.T) {
 		desc, src  string
 		bind, auth string
 	}{
-		{"defaults, with an identity block", "identity {}\nimage {}\n", "127.0.0.1:9292", ImageAuthIdentity},
+		{"defaults, with an identity block", "identity {}\nimage {}\n", "127.0.0.1:9292", AuthKeystone},
 		{"noauth needs no identity", "image {\n  bind = \"0.0.0.0:9393\"\n  auth = \"noauth\"\n}\n", "0.0.0.0:9393", AuthNoAuth},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
