@@ -198,9 +198,6 @@ func (c *Config) EnableAllRoles() {
 	if c.API == nil {
 		c.API = d.API
 	}
-	if c.Image == nil {
-		c.Image = DefaultImage()
-	}
 	if c.Placement == nil {
 		c.Placement = d.Placement
 	}
@@ -225,10 +222,10 @@ func (c *Config) EnableAllRoles() {
 }
 
 // DefaultImage is the image block's defaults: Glance's port, tokens
-// checked by the identity block. Like the identity block it is not in
-// Defaults(): a process serves images only when its file says so (or
-// it is berth dev, which serves everything): the load tool and the
-// tests start their stacks from Defaults() and must not take port 9292.
+// checked by the identity block. Like the identity block it is in
+// neither Defaults() nor EnableAllRoles: a process serves images when its
+// file says so, or it is berth dev, which adds it; the load tool and the
+// tests start their stacks from those and must not take port 9292.
 func DefaultImage() *Image {
 	return &Image{Bind: "127.0.0.1:9292", Auth: AuthKeystone}
 }

@@ -24,6 +24,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		apiAddr   = fs.String("api", "127.0.0.1:8774", "compute API address")
 		placeAddr = fs.String("placement", "127.0.0.1:8778", "Placement API address")
 		identAddr = fs.String("identity", "127.0.0.1:5000", "identity (Keystone v3) API address")
+		imageAddr = fs.String("image", "127.0.0.1:9292", "image (Glance v2) API address")
 		// Port 0: the in-process superconductor calls its scheduler
 		// directly, so dev needs no fixed scheduler port.
 		schedAddr = fs.String("scheduler", "127.0.0.1:0", "scheduler (select_destinations) address")
@@ -78,7 +79,10 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		defer os.RemoveAll(tmp)
 		emb.DataDir = filepath.Join(tmp, "etcd")
 	}
-	cfg.API.Bind, cfg.Placement.Bind, cfg.Scheduler.Bind = *apiAddr, *placeAddr, *schedAddr
+	if cfg.Image == nil {
+		cfg.Image = configs.DefaultImage()
+	}
+	cfg.API.Bind, cfg.Placement.Bind, cfg.Scheduler.Bind, cfg.Image.Bind = *apiAddr, *placeAddr, *schedAddr, *imageAddr
 	login, err := devIdentity(cfg, *identAddr)
 	if err != nil {
 		fmt.Fprintln(stderr, "berth dev:", err)
@@ -97,7 +101,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 
 // devIdentity serves identity on addr: the config's identity block, or
 // without one the documented dev login (configs.DevIdentity) with a
-// catalog of dev's compute API and Placement. It returns the login to
+// catalog of dev's compute API, Placement and image API. It returns the login to
 // print, "" for the config's own users.
 func devIdentity(cfg *configs.Config, addr string) (string, error) {
 	if cfg.Identity != nil {
@@ -113,6 +117,7 @@ func devIdentity(cfg *configs.Config, addr string) (string, error) {
 	cfg.Identity.Endpoints = []configs.CatalogEndpoint{
 		{Type: "compute", Public: "http://" + cfg.API.Bind + "/v2.1"},
 		{Type: "placement", Public: "http://" + cfg.Placement.Bind},
+		{Type: "image", Public: "http://" + cfg.Image.Bind},
 	}
 	for i := range cfg.Identity.Endpoints {
 		e := &cfg.Identity.Endpoints[i]

@@ -5,7 +5,7 @@ const usage = `berth: a cloud scheduling control plane (Nova scheduler, Placemen
 
 Run:
   berth dev [flags]               everything in one process, embedded etcd, simulated hosts
-  berth server -config FILE       api, placement, scheduler, superconductor, identity roles (as the file enables)
+  berth server -config FILE       api, placement, scheduler, superconductor, identity, image roles (as the file enables)
   berth conductor -config FILE    a cell conductor
   berth agent -config FILE        a compute host agent
   berth etcd -config FILE         one member of Berth's etcd cluster (embedded etcd, no other install)

@@ -365,12 +365,22 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 			return err
 		}
 		nova.SetAuth(auth)
+		imageStore, err := s.imageStore(ctx)
+		if err != nil {
+			return err
+		}
+		nova.SetImages(imageStore)
 		if err := s.Serve("compute API", cfg.API.Bind, nova.Beside(computeAPI)); err != nil {
 			return err
 		}
 	}
 	if cfg.Identity != nil {
 		if err := s.startIdentity(ctx, cfg.Identity); err != nil {
+			return err
+		}
+	}
+	if cfg.Image != nil {
+		if err := s.startImage(ctx, cfg.Image); err != nil {
 			return err
 		}
 	}
