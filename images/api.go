@@ -249,8 +249,9 @@ func (a *API) download(q *request, id string) *apiError {
 // upload is PUT /v2/images/{id}/file. Berth keeps no image data: an
 // empty upload (what `openstack image create NAME` sends when its stdin
 // is not a terminal, as in a script) is accepted with nothing to keep;
-// any data is refused, and the client (openstacksdk) then deletes the
-// image it just created, so `image create --file` fails whole.
+// any data is refused, in JSON whatever the Accept header (the SDK sends
+// none), and the client (openstacksdk) then deletes the image it just
+// created, so `image create --file` fails whole, saying why.
 func (a *API) upload(q *request, id string) *apiError {
 	if _, e := a.visible(q, id); e != nil {
 		return e
@@ -260,7 +261,7 @@ func (a *API) upload(q *request, id string) *apiError {
 	}
 	var one [1]byte
 	if n, _ := io.ReadFull(q.r.Body, one[:]); n > 0 {
-		return &apiError{status: http.StatusRequestEntityTooLarge, explanation: "Berth stores no image data: " +
+		return &apiError{status: http.StatusRequestEntityTooLarge, asJSON: true, explanation: "Berth stores no image data: " +
 			"an image is what a server runs (its " + CommandProperty + " property), not a disk. " +
 			"Create the image without --file or data on stdin."}
 	}

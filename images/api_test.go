@@ -428,7 +428,7 @@ func TestUpload(t *testing.T) {
 		t.Errorf("empty upload: %d %s", r.code, r.body)
 	}
 	r := c.do("admin", "PUT", "/v2/images/"+id+"/file", "application/octet-stream", "qcow2 bytes")
-	if r.code != 413 || !strings.Contains(r.body, "Berth stores no image data") {
+	if r.code != 413 || !strings.Contains(r.json(t)["message"].(string), "Berth stores no image data") {
 		t.Errorf("upload with data: %d %s", r.code, r.body)
 	}
 	if r := c.do("alice", "PUT", "/v2/images/"+DefaultID("x")+"/file", "application/octet-stream", ""); r.code != 404 {

@@ -14,6 +14,10 @@ type apiError struct {
 	status      int
 	explanation string
 	allow       string // the Allow header of a 405
+	// asJSON writes the JSON page whatever the Accept header: for
+	// Berth's own refusals, which a client must show in words (the
+	// openstack CLI shows only the status line of a plain-text page).
+	asJSON bool
 }
 
 func (e *apiError) Error() string { return strconv.Itoa(e.status) + ": " + e.explanation }
@@ -51,7 +55,11 @@ func (e *apiError) write(w http.ResponseWriter, r *http.Request) {
 	title := titles[e.status]
 	line := strconv.Itoa(e.status) + " " + title
 	var body string
-	switch preferred(r.Header.Get("Accept")) {
+	kind := preferred(r.Header.Get("Accept"))
+	if e.asJSON {
+		kind = "application/json"
+	}
+	switch kind {
 	case "text/html":
 		h.Set("Content-Type", "text/html; charset=UTF-8")
 		body = "<html>\n <head>\n  <title>" + line + "</title>\n </head>\n <body>\n  <h1>" + line + "</h1>\n  " +

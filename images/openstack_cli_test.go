@@ -170,6 +170,17 @@ func TestOpenStackCLI(t *testing.T) {
 		!strings.Contains(out, "invalid berth_command") {
 		t.Errorf("a bad berth_command: %v\n%s", err, out)
 	}
+	data := filepath.Join(home, "disk.img")
+	if err := os.WriteFile(data, []byte("not a disk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("admin", "image", "create", "--file", data, "disk"); err == nil ||
+		!strings.Contains(out, "Berth stores no image data") {
+		t.Errorf("an upload with data: %v\n%s", err, out)
+	}
+	if got := names("admin"); got != "berth-fake,berth-sleep" {
+		t.Errorf("the refused upload left an image: %s", got)
+	}
 }
 
 func mustJSON(t *testing.T, v any) []byte {
