@@ -210,3 +210,41 @@ func TestEnsureDefaults(t *testing.T) {
 		t.Errorf("berth-sleep id %s, want %s", sleep.ID, want)
 	}
 }
+
+// TestConcurrentUpdatesLoseNothing: racing updates of one image, each
+// adding its own property, all land: an update commits only over the
+// revision it read, and one that lost reads again.
+func TestConcurrentUpdatesLoseNothing(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	img := testImage("busy", 1)
+	if err := s.Create(ctx, img); err != nil {
+		t.Fatal(err)
+	}
+	const racers = 8
+	errs := make(chan error, racers)
+	for i := range racers {
+		go func() {
+			_, err := s.Update(ctx, img.ID, func(im *Image) error {
+				if im.Properties == nil {
+					im.Properties = map[string]string{}
+				}
+				im.Properties[fmt.Sprintf("p%d", i)] = "set"
+				return nil
+			})
+			errs <- err
+		}()
+	}
+	for range racers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	got, err := s.Get(ctx, img.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Properties) != racers {
+		t.Errorf("properties after %d racing updates: %v", racers, got.Properties)
+	}
+}
