@@ -15,7 +15,8 @@
 //   - store.go: the images in etcd (etcdschema.Image under
 //     Keys.Image(id)), created if the id is free, updated and deleted
 //     over the revision read; catalog.go: Store as the compute API's
-//     compute.ImageCatalog, which resolves a server create's imageRef;
+//     compute.ImageCatalog, which resolves a server create's imageRef
+//     (ImageFor is the same lookup with the caller's visibility);
 //   - defaults.go: berth-sleep and berth-fake, created at start-up with
 //     fixed ids, as the default flavors are;
 //   - api.go and versions.go: the HTTP API (the version documents at /
@@ -40,5 +41,6 @@
 //     hidden images or stores; shared images are their owner's alone;
 //   - the compute.ImageCatalog lookup sees every image whatever its
 //     visibility: the catalog interface carries no credentials, so the
-//     compute API must not rely on it to hide a private image.
+//     compute API must not rely on it to hide a private image
+//     (Store.ImageFor does, given the caller's credentials).
 package images

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-project/berth/compute"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/etcdtest"
 )
 
@@ -166,6 +167,32 @@ func TestCatalog(t *testing.T) {
 	for _, id := range []string{DefaultID("absent"), "not-a-uuid", "../x"} {
 		if _, err := cat.Image(ctx, id); !errors.Is(err, compute.ErrImageNotFound) {
 			t.Errorf("Image(%q) = %v, want compute.ErrImageNotFound", id, err)
+		}
+	}
+
+	private := testImage("private", 2)
+	private.Visibility, private.Owner = VisibilityPrivate, ptr("p1")
+	if err := s.Create(ctx, private); err != nil {
+		t.Fatal(err)
+	}
+	reader := func(project string) identity.Credentials {
+		return identity.Credentials{ProjectID: project, Roles: []string{"reader"}}
+	}
+	for _, tc := range []struct {
+		desc  string
+		creds identity.Credentials
+		id    string
+		found bool
+	}{
+		{"the owner's reader", reader("p1"), private.ID, true},
+		{"another project", reader("p2"), private.ID, false},
+		{"an admin of another project", identity.Credentials{ProjectID: "p2", Roles: []string{"admin", "member", "reader"}}, private.ID, true},
+		{"a public image to anyone with a role", reader("p2"), img.ID, true},
+		{"nothing without a role", identity.Credentials{ProjectID: "p2"}, img.ID, false},
+	} {
+		_, err := s.ImageFor(ctx, tc.creds, tc.id)
+		if found := err == nil; found != tc.found || (err != nil && !errors.Is(err, compute.ErrImageNotFound)) {
+			t.Errorf("ImageFor, %s: %v, want found %v", tc.desc, err, tc.found)
 		}
 	}
 }
