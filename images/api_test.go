@@ -3,6 +3,7 @@ package images
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -174,6 +175,23 @@ func TestCreate(t *testing.T) {
 		{desc: "not JSON", user: "admin", body: `{`, code: 400, message: "Malformed JSON in request body."},
 		{desc: "hidden", user: "admin", body: `{"os_hidden": true}`, code: 400, message: "Berth does not hide images: os_hidden may only be false."},
 	}
+	var props, tags []string
+	for i := range 129 {
+		props = append(props, fmt.Sprintf(`"p%d": "v"`, i))
+		tags = append(tags, fmt.Sprintf(`"t%d"`, i))
+	}
+	cases = append(cases, []struct {
+		desc, user, body string
+		code             int
+		message          string
+	}{
+		{desc: "Glance's property quota", user: "admin", body: "{" + strings.Join(props, ", ") + "}", code: 413,
+			message: "The limit has been exceeded on the number of allowed image properties. Attempted: 129, Maximum: 128"},
+		{desc: "Glance's tag quota", user: "admin", body: `{"tags": [` + strings.Join(tags, ", ") + `]}`, code: 413,
+			message: "The limit has been exceeded on the number of allowed image tags. Attempted: 129, Maximum: 128"},
+		{desc: "more than one etcd value holds", user: "admin", body: `{"description": "` + strings.Repeat("x", 600<<10) + `"}`, code: 413,
+			message: "The image's properties and tags are more than Berth keeps for one image (524288 bytes): it is stored as one etcd value."},
+	}...)
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {
 			r := c.do(tc.user, "POST", "/v2/images", "application/json", tc.body)
@@ -401,6 +419,8 @@ func TestUpdate(t *testing.T) {
 		{"not a list", "admin", patch, `{}`, 400, nil},
 		{"deep path", "admin", patch, `[{"op": "add", "path": "/a/b", "value": "x"}]`, 400, nil},
 		{"the schema", "admin", patch, `[{"op": "replace", "path": "/min_ram", "value": "x"}]`, 400, nil},
+		{"past one etcd value", "admin", patch, `[{"op": "add", "path": "/a", "value": "` + strings.Repeat("x", 300<<10) +
+			`"}, {"op": "add", "path": "/b", "value": "` + strings.Repeat("x", 300<<10) + `"}]`, 413, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {

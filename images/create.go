@@ -3,6 +3,7 @@ package images
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -106,10 +107,15 @@ func (a *API) create(q *request) *apiError {
 			return e
 		}
 	}
+	if e := checkQuotas(img); e != nil {
+		return e
+	}
 	err := a.store.Create(q.r.Context(), img)
 	switch {
 	case errors.Is(err, ErrDuplicate):
 		return conflict("Image ID " + img.ID + " already exists!")
+	case errors.Is(err, ErrTooLarge):
+		return tooLarge()
 	case err != nil:
 		return a.storeError(q, err)
 	}
@@ -118,6 +124,36 @@ func (a *API) create(q *request) *apiError {
 	q.w.Header().Set("Location", "http://"+q.r.Host+"/v2/images/"+img.ID)
 	writeJSON(q.w, http.StatusCreated, view(img))
 	return nil
+}
+
+// Glance's image_property_quota and image_tag_quota defaults.
+const (
+	maxProperties = 128
+	maxTags       = 128
+)
+
+// checkQuotas is Glance's quota proxy: 413s past the property or tag
+// quota (berth_command counts as a property).
+func checkQuotas(img *Image) *apiError {
+	props := len(img.Properties)
+	if img.Command != nil {
+		props++
+	}
+	if props > maxProperties {
+		return &apiError{status: http.StatusRequestEntityTooLarge, explanation: fmt.Sprintf(
+			"The limit has been exceeded on the number of allowed image properties. Attempted: %d, Maximum: %d", props, maxProperties)}
+	}
+	if len(img.Tags) > maxTags {
+		return &apiError{status: http.StatusRequestEntityTooLarge, explanation: fmt.Sprintf(
+			"The limit has been exceeded on the number of allowed image tags. Attempted: %d, Maximum: %d", len(img.Tags), maxTags)}
+	}
+	return nil
+}
+
+// tooLarge is Berth's 413 for a record past maxRecordBytes.
+func tooLarge() *apiError {
+	return &apiError{status: http.StatusRequestEntityTooLarge, asJSON: true, explanation: fmt.Sprintf(
+		"The image's properties and tags are more than Berth keeps for one image (%d bytes): it is stored as one etcd value.", maxRecordBytes)}
 }
 
 func nameOf(img *Image) string {

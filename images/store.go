@@ -30,7 +30,13 @@ var (
 	ErrNotFound  = errors.New("image not found")
 	ErrDuplicate = errors.New("image id already exists")
 	ErrProtected = errors.New("image is protected")
+	ErrTooLarge  = errors.New("image record too large")
 )
+
+// maxRecordBytes bounds one image's record: it is one etcd value, and
+// etcd refuses a request past its max-request-bytes (1.5 MiB by
+// default) with an error a client could only retry in vain.
+const maxRecordBytes = 512 << 10
 
 // Store keeps images in etcd, one etcdschema.Image under Keys.Image(id).
 // Glance lets names repeat, so nothing else is reserved: a create only
@@ -78,6 +84,18 @@ func check(img *etcdschema.Image) error {
 		return fmt.Errorf("image %s: %s belongs in Command, not Properties", img.ID, CommandProperty)
 	}
 	return nil
+}
+
+// encode is the record's value, ErrTooLarge past maxRecordBytes.
+func encode(img *etcdschema.Image) (string, error) {
+	val, err := etcdschema.EncodeString(img)
+	if err != nil {
+		return "", err
+	}
+	if len(val) > maxRecordBytes {
+		return "", fmt.Errorf("%w: image %s is %d bytes, more than %d", ErrTooLarge, img.ID, len(val), maxRecordBytes)
+	}
+	return val, nil
 }
 
 // Get reads image id; ErrNotFound when there is none (or id cannot be
@@ -130,7 +148,7 @@ func (s *Store) Create(ctx context.Context, img *etcdschema.Image) error {
 	if err := check(img); err != nil {
 		return err
 	}
-	val, err := etcdschema.EncodeString(img)
+	val, err := encode(img)
 	if err != nil {
 		return err
 	}
@@ -164,7 +182,7 @@ func (s *Store) Update(ctx context.Context, id string, change func(*etcdschema.I
 		if err := check(img); err != nil {
 			return nil, err
 		}
-		val, err := etcdschema.EncodeString(img)
+		val, err := encode(img)
 		if err != nil {
 			return nil, err
 		}

@@ -72,6 +72,9 @@ func (a *API) update(q *request, id string) *apiError {
 				return refused
 			}
 		}
+		if refused = checkQuotas(img); refused != nil {
+			return refused
+		}
 		img.UpdatedAt = a.now().UTC()
 		return nil
 	})
@@ -80,6 +83,8 @@ func (a *API) update(q *request, id string) *apiError {
 		return refused
 	case errors.Is(err, ErrNotFound):
 		return imageNotFound(id)
+	case errors.Is(err, ErrTooLarge):
+		return tooLarge()
 	case err != nil:
 		return a.storeError(q, err)
 	}
