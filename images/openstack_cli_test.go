@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -180,6 +181,16 @@ func TestOpenStackCLI(t *testing.T) {
 	}
 	if got := names("admin"); got != "berth-fake,berth-sleep" {
 		t.Errorf("the refused upload left an image: %s", got)
+	}
+
+	// Past Glance's page of 25, the SDK follows the next links.
+	for i := range 30 {
+		if err := store.Create(ctx, testImage(fmt.Sprintf("many-%02d", i), i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := strings.Count(names("alice"), ",") + 1; got != 32 {
+		t.Errorf("image list over pages: %d images, want 32", got)
 	}
 }
 
