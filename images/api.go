@@ -232,6 +232,7 @@ func (a *API) delete(q *request, id string) *apiError {
 	case err != nil:
 		return a.storeError(q, err)
 	}
+	a.log.Info("image deleted", "image", id)
 	q.w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -88,6 +88,8 @@ func (a *API) update(q *request, id string) *apiError {
 	case err != nil:
 		return a.storeError(q, err)
 	}
+	a.log.Info("image updated", "image", id, "name", nameOf(img), "visibility", img.Visibility,
+		"command", FormatCommand(img.Command), "protected", img.Protected)
 	writeJSON(q.w, http.StatusOK, view(img))
 	return nil
 }
