@@ -364,6 +364,13 @@ func TestListPaging(t *testing.T) {
 		{"?size_min=1", ""},
 		{"?os_hidden=true", ""},
 		{"?limit=0", ""},
+		{"?name=eq:c", "c"},
+		{`?name=in:"a",e&sort=name:asc`, "a,e"},
+		{"?created_at=gte:2026-11-26T09:03:00Z", "a,b"},
+		{"?created_at=lt:2026-11-26T09:01:00%2B00:00", "e"},
+		{"?created_at=2026-11-26T09:02:00Z", "c"},
+		{"?updated_at=neq:2026-11-26T09:02:00Z&sort=name:asc", "a,b,d,e"},
+		{"?owner=nobody", ""},
 	} {
 		if got, _ := list(tc.query); got != tc.want {
 			t.Errorf("list %s: %q, want %q", tc.query, got, tc.want)
@@ -381,6 +388,10 @@ func TestListPaging(t *testing.T) {
 		{"?os_hidden=maybe", "Invalid value 'maybe' for 'os_hidden' filter. Valid values are 'true' or 'false'."},
 		{"?marker=" + DefaultID("nothing"), "No image found with ID " + DefaultID("nothing")},
 		{"?size_max=big", "Unable to filter on a range with a non-numeric value."},
+		{"?name=like:c", "Unable to filter by unknown operator 'like'."},
+		{`?name=in:"a`, `Invalid filter value "a. The quote is not closed.`},
+		{"?created_at=after:2026-11-26T09:00:00Z", "Unable to filter on a unknown operator."},
+		{"?created_at=gt:yesterday", `Bad "created_at" query filter format. Use ISO 8601 DateTime notation.`},
 	} {
 		r := c.do("", "GET", "/v2/images"+tc.query, "", "")
 		if r.code != 400 || r.json(t)["message"] != tc.message+"<br /><br />\n\n\n" {

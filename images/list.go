@@ -3,6 +3,7 @@ package images
 import (
 	"cmp"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +33,9 @@ type listQuery struct {
 	// exact are the filters on the image's own attributes (name, status,
 	// owner, id, the formats, min_ram, min_disk), each a set of accepted
 	// values ("in:a,b" gives several).
-	exact     map[string][]string
+	exact map[string][]string
+	// times are the created_at and updated_at filters ("gte:<time>").
+	times     []timeFilter
 	protected *bool
 	hidden    bool
 	tags      []string
@@ -44,8 +47,73 @@ type listQuery struct {
 	properties map[string]string
 }
 
-// exactAttrs are the attributes filtered by value ("in:" lists allowed).
-var exactAttrs = []string{"name", "status", "owner", "id", "disk_format", "container_format", "min_ram", "min_disk"}
+// opAttrs are the attributes filtered with an operator, "in:" (a list)
+// or "eq:" (the default); exactAttrs by their value as given.
+var (
+	opAttrs    = []string{"name", "id", "status", "container_format", "disk_format"}
+	exactAttrs = []string{"owner", "min_ram", "min_disk"}
+)
+
+// timeFilter is a created_at or updated_at filter: op is one of gt,
+// gte, lt, lte, eq, neq.
+type timeFilter struct {
+	attr, op string
+	at       time.Time
+}
+
+// splitFilterOp is glance.common.utils.split_filter_op: "op:value", or
+// "eq" with the whole expression when it has no colon or is itself an
+// ISO 8601 time.
+func splitFilterOp(expr string) (op, value string) {
+	left, right, found := strings.Cut(expr, ":")
+	if !found {
+		return "eq", expr
+	}
+	if _, ok := parseISOTime(expr); ok {
+		return "eq", expr
+	}
+	return left, right
+}
+
+// parseISOTime is oslo's parse_isotime for the forms clients send; a
+// time without a zone is UTC.
+func parseISOTime(s string) (time.Time, bool) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05Z0700", "2006-01-02T15:04:05.999999999",
+		"2006-01-02T15:04Z07:00", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// splitQuoted is split_filter_value_for_quotes with validate_quotes: an
+// "in:" list, a value with commas written in double quotes.
+func splitQuoted(v string) ([]string, *apiError) {
+	open := true
+	for i := 0; i < len(v); i++ {
+		if v[i] != '"' || (i > 0 && v[i-1] == '\\') {
+			continue
+		}
+		if open && i > 0 && v[i-1] != ',' {
+			return nil, badRequest("Invalid filter value " + v + ". There is no comma before opening quotation mark.")
+		}
+		if !open && i+1 != len(v) && v[i+1] != ',' {
+			return nil, badRequest("Invalid filter value " + v + ". There is no comma after closing quotation mark.")
+		}
+		open = !open
+	}
+	if !open {
+		return nil, badRequest("Invalid filter value " + v + ". The quote is not closed.")
+	}
+	var out []string
+	for _, m := range quotedItem.FindAllStringSubmatch(v, -1) {
+		out = append(out, m[1]+m[2])
+	}
+	return out, nil
+}
+
+var quotedItem = regexp.MustCompile(`"([^"\\]*(?:\\.[^"\\]*)*)",?|([^,]+),?|,`)
 
 // parseList reads q in Glance's order, answering its 400s. params are
 // the query's keys in the order they came, for the links.
@@ -109,13 +177,38 @@ func parseList(q url.Values) (*listQuery, *apiError) {
 		b := v == "true"
 		lq.protected = &b
 	}
+	for _, k := range opAttrs {
+		if v, ok := pop(k); ok {
+			switch op, val := splitFilterOp(v); op {
+			case "in":
+				list, e := splitQuoted(val)
+				if e != nil {
+					return nil, e
+				}
+				lq.exact[k] = list
+			case "eq":
+				lq.exact[k] = []string{val}
+			default:
+				return nil, badRequest("Unable to filter by unknown operator '" + op + "'.")
+			}
+		}
+	}
 	for _, k := range exactAttrs {
 		if v, ok := pop(k); ok {
-			if rest, isIn := strings.CutPrefix(v, "in:"); isIn && k != "min_ram" && k != "min_disk" {
-				lq.exact[k] = strings.Split(rest, ",")
-			} else {
-				lq.exact[k] = []string{v}
+			lq.exact[k] = []string{v}
+		}
+	}
+	for _, k := range []string{"created_at", "updated_at"} {
+		if v, ok := pop(k); ok {
+			op, val := splitFilterOp(v)
+			at, ok := parseISOTime(val)
+			if !ok {
+				return nil, badRequest(`Bad "` + k + `" query filter format. Use ISO 8601 DateTime notation.`)
 			}
+			if !slices.Contains([]string{"gt", "gte", "lt", "lte", "eq", "neq"}, op) {
+				return nil, badRequest("Unable to filter on a unknown operator.")
+			}
+			lq.times = append(lq.times, timeFilter{attr: k, op: op, at: at})
 		}
 	}
 	for _, k := range []string{"size_min", "size_max", "virtual_size_min", "virtual_size_max"} {
@@ -247,6 +340,11 @@ func (lq *listQuery) matches(img *etcdschema.Image) bool {
 			return false
 		}
 	}
+	for _, f := range lq.times {
+		if !f.holds(img) {
+			return false
+		}
+	}
 	for _, t := range lq.tags {
 		if !slices.Contains(img.Tags, t) {
 			return false
@@ -262,6 +360,28 @@ func (lq *listQuery) matches(img *etcdschema.Image) bool {
 		}
 	}
 	return true
+}
+
+// holds compares the image's time, to the second as Glance keeps it.
+func (f timeFilter) holds(img *etcdschema.Image) bool {
+	t := img.CreatedAt
+	if f.attr == "updated_at" {
+		t = img.UpdatedAt
+	}
+	c := t.UTC().Truncate(time.Second).Compare(f.at)
+	switch f.op {
+	case "gt":
+		return c > 0
+	case "gte":
+		return c >= 0
+	case "lt":
+		return c < 0
+	case "lte":
+		return c <= 0
+	case "neq":
+		return c != 0
+	}
+	return c == 0
 }
 
 // attr is an attribute as a filter or a sort compares it; null is true
