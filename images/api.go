@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -130,6 +131,12 @@ func (a *API) serveV2(w http.ResponseWriter, r *http.Request, sub string) {
 		id = parts[1]
 	}
 	q := &request{w: w, r: r, who: callerOf(creds)}
+	defer func() {
+		if p := recover(); p != nil {
+			a.log.Error("image API panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
+			(&apiError{status: http.StatusInternalServerError, explanation: "The server has either erred or is incapable of performing the requested operation."}).write(w, r)
+		}
+	}()
 	if e := h(q, id); e != nil {
 		e.write(w, r)
 	}

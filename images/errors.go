@@ -43,7 +43,7 @@ func notAuthorized(action string) *apiError {
 // webob's titles of the statuses Glance answers with.
 var titles = map[int]string{400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
 	405: "Method Not Allowed", 409: "Conflict", 413: "Request Entity Too Large", 415: "Unsupported Media Type",
-	503: "Service Unavailable"}
+	500: "Internal Server Error", 503: "Service Unavailable"}
 
 // write renders e as webob's HTTPException page: HTML before JSON on a
 // tie, plain text when the Accept header takes neither or is absent.

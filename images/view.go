@@ -99,7 +99,7 @@ func listView(page []*etcdschema.Image, rawQuery string, more bool) obj {
 		first += "?" + q
 	}
 	o := obj{{"images", images}, {"first", first}, {"schema", "/v2/schemas/images"}}
-	if more {
+	if more && len(page) > 0 {
 		o = append(o, member{"next", "/v2/images?" + encode(page[len(page)-1].ID)})
 	}
 	return o
