@@ -31,7 +31,7 @@ func TestParseImage(t *testing.T) {
 			src:  "image {\n  bind = \"127.0.0.1:9292\"\n}\n",
 			want: diag{"1:1", "Image API tokens need an identity block", `set auth = "noauth"`}},
 		{desc: "identity auth without an identity block, at the attribute",
-			src:  "image {\n  auth = \"identity\"\n}\n",
+			src:  "image {\n  auth = \"keystone\"\n}\n",
 			want: diag{"2:10", "Image API tokens need an identity block", "identity { ... } block"}},
 		{desc: "an unknown auth",
 			src:  "identity {}\nimage {\n  auth = \"tokens\"\n}\n",

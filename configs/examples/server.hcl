@@ -263,12 +263,12 @@ identity {
 image {
   # host:port to listen on (default "127.0.0.1:9292", Glance's port).
   bind = "0.0.0.0:9292"
-  # "identity" (default): X-Auth-Token is checked with this file's
+  # "keystone" (default): X-Auth-Token is checked with this file's
   # identity block; creating, changing and deleting images is for
   # admins, reading for anyone with a role on a project (public images
   # and the project's own). "noauth": every caller is an admin (berth
   # dev and tests only).
-  auth = "identity"
+  auth = "keystone"
 }
 
 # The scheduler: answers select_destinations. Option names follow Nova's

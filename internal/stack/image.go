@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/configs"
-	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/images"
 )
 
@@ -22,10 +21,10 @@ func (s *Stack) imageStore(ctx context.Context) (*images.Store, error) {
 }
 
 // startImage serves the image API of the config's image block. With auth
-// = "identity" it checks tokens with a verifier of its own over the
-// file's identity block and the deployment's signing key (the same
-// directory and key the identity API signs with, so it accepts every
-// server's tokens), whether or not this process serves identity.
+// = "keystone" it checks tokens with the process's identity service (the
+// file's identity block and the deployment's signing key, as the compute
+// API and Placement do, so it accepts every server's tokens), whether
+// or not this process serves identity.
 func (s *Stack) startImage(ctx context.Context, c *configs.Image) error {
 	store, err := s.imageStore(ctx)
 	if err != nil {
@@ -33,15 +32,11 @@ func (s *Stack) startImage(ctx context.Context, c *configs.Image) error {
 	}
 	var o images.Options
 	switch c.Auth {
-	case configs.ImageAuthIdentity:
+	case configs.AuthKeystone:
 		if s.cfg.Identity == nil {
-			return errors.New("image API: auth = \"identity\" checks tokens with the identity block, and the config has none")
+			return errors.New("image API: auth = \"keystone\" checks tokens with the identity block, and the config has none")
 		}
-		key, err := identity.LoadSigningKey(ctx, s.cli, s.keys)
-		if err != nil {
-			return err
-		}
-		svc, err := identity.New(identityConfig(s.cfg.Identity), key)
+		svc, err := s.identityService(ctx)
 		if err != nil {
 			return err
 		}
