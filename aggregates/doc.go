@@ -17,4 +17,8 @@
 // as Nova's API does, so request filters can ask placement for
 // member_of. Records written before integer ids existed get one on the
 // first read (ids.go).
+//
+// Aggregates belong to no project: they group hosts, and every operation
+// on them is an admin's (the API's policy, Nova's ADMIN rule); this
+// package takes no caller.
 package aggregates

@@ -61,11 +61,13 @@ func TestAggregateCasesNovaLeftUnrecorded(t *testing.T) {
 }
 
 // TestServerGroupMembersAndUsage: a group shows the members whose server
-// exists; limits count a project's servers (build requests and cell
-// instances, not deleted ones) and groups.
+// exists; limits count the caller's project's servers (build requests
+// and cell instances, not deleted ones) and groups, never another
+// project's, which does not see the group either.
 func TestServerGroupMembersAndUsage(t *testing.T) {
+	const p1, p2 = "X-Auth-Token: alice:p1", "X-Auth-Token: bob:p2"
 	h := newHostsAPI(t)
-	rec := h.do("POST", "/v2.1/os-server-groups", `{"server_group": {"name": "g", "policy": "anti-affinity", "rules": {"max_server_per_host": 2}}}`, mv("2.64"))
+	rec := h.do("POST", "/v2.1/os-server-groups", `{"server_group": {"name": "g", "policy": "anti-affinity", "rules": {"max_server_per_host": 2}}}`, mv("2.64"), p1)
 	if rec.Code != 200 {
 		t.Fatalf("create: %d %s", rec.Code, rec.Body)
 	}
@@ -79,7 +81,7 @@ func TestServerGroupMembersAndUsage(t *testing.T) {
 		{"11111111-1111-4111-8111-111111111111", "", "p1", "", small},                           // a build request
 		{"22222222-2222-4222-8222-222222222222", "cell1", "p1", etcdschema.StatusActive, large}, // in its cell
 		{"33333333-3333-4333-8333-333333333333", "cell1", "p1", etcdschema.StatusDeleted, large},
-		{"44444444-4444-4444-8444-444444444444", "cell1", "p2", etcdschema.StatusActive, small},
+		{"44444444-4444-4444-8444-444444444444", "cell1", "p2", etcdschema.StatusActive, small}, // another project's
 	}
 	for _, s := range servers {
 		h.put(h.keys.InstanceMapping(s.uuid), &etcdschema.InstanceMapping{InstanceUUID: s.uuid, Cell: s.cell, ProjectID: s.project})
@@ -91,48 +93,94 @@ func TestServerGroupMembersAndUsage(t *testing.T) {
 		}
 		h.put(h.keys.ServerGroupMember(id, s.uuid), &etcdschema.ServerGroupMember{InstanceUUID: s.uuid})
 	}
+	// A server of no project (written before callers had one) is nobody's.
+	h.put(h.keys.InstanceMapping("66666666-6666-4666-8666-666666666666"), &etcdschema.InstanceMapping{
+		InstanceUUID: "66666666-6666-4666-8666-666666666666", Cell: "cell1"})
+	h.put(h.keys.CellInstance("cell1", "66666666-6666-4666-8666-666666666666"), &etcdschema.Instance{
+		UUID: "66666666-6666-4666-8666-666666666666", Cell: "cell1", Flavor: small, Status: etcdschema.StatusActive})
 	h.put(h.keys.ServerGroupMember(id, "55555555-5555-4555-8555-555555555555"), &etcdschema.ServerGroupMember{}) // no server
-	h.expect(h.do("GET", "/v2.1/os-server-groups/"+id, "", mv("2.64")), 200, `{"server_group": {"id": "`+id+
-		`", "name": "g", "policy": "anti-affinity", "rules": {"max_server_per_host": 2}, "members": ["11111111-1111-4111-8111-111111111111", `+
-		`"22222222-2222-4222-8222-222222222222", "33333333-3333-4333-8333-333333333333", "44444444-4444-4444-8444-444444444444"], "project_id": "", "user_id": ""}}`)
+	group := `{"server_group": {"id": "` + id + `", "name": "g", "policy": "anti-affinity", "rules": {"max_server_per_host": 2}, ` +
+		`"members": ["11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222", ` +
+		`"33333333-3333-4333-8333-333333333333", "44444444-4444-4444-8444-444444444444"], "project_id": "p1", "user_id": "alice"}}`
+	h.expect(h.do("GET", "/v2.1/os-server-groups/"+id, "", mv("2.64"), p1), 200, group)
 
 	for _, c := range []struct {
 		project string
 		want    usage
 	}{
-		{"p1", usage{instances: 2, cores: 5, ramMB: 10240}},
+		{"p1", usage{instances: 2, cores: 5, ramMB: 10240, serverGroups: 1}},
 		{"p2", usage{instances: 1, cores: 1, ramMB: 2048}},
-		{"", usage{instances: 3, cores: 6, ramMB: 12288, serverGroups: 1}}, // no project: every one's
+		{"", usage{}}, // no project uses nothing, not every project's
 	} {
 		got, err := h.nova.projectUsage(context.Background(), c.project)
 		if err != nil || got != c.want {
 			t.Errorf("usage of %q: %+v %v, want %+v", c.project, got, err, c.want)
 		}
 	}
-	h.expect(h.do("GET", "/v2.1/limits", "", mv("2.57")), 200, `{"limits": {"rate": [], "absolute": {"maxTotalInstances": -1, `+
-		`"maxTotalCores": -1, "maxTotalRAMSize": -1, "maxServerMeta": -1, "maxTotalKeypairs": -1, "maxServerGroups": -1, `+
-		`"maxServerGroupMembers": -1, "totalRAMUsed": 12288, "totalCoresUsed": 6, "totalInstancesUsed": 3, "totalServerGroupsUsed": 1}}}`)
+	limits := func(ram, cores, instances, groups string) string {
+		return `{"limits": {"rate": [], "absolute": {"maxTotalInstances": -1, "maxTotalCores": -1, "maxTotalRAMSize": -1, ` +
+			`"maxServerMeta": -1, "maxTotalKeypairs": -1, "maxServerGroups": -1, "maxServerGroupMembers": -1, ` +
+			`"totalRAMUsed": ` + ram + `, "totalCoresUsed": ` + cores + `, "totalInstancesUsed": ` + instances +
+			`, "totalServerGroupsUsed": ` + groups + `}}}`
+	}
+	for _, c := range []struct {
+		desc, path, token, want string
+	}{
+		{"p1 counts its own, not p2's server", "/v2.1/limits", p1, limits("10240", "5", "2", "1")},
+		{"p2 counts its server, not p1's group", "/v2.1/limits", p2, limits("2048", "1", "1", "0")},
+		{"an admin's own project uses nothing here", "/v2.1/limits", "X-Auth-Token: admin:ops", limits("0", "0", "0", "0")},
+		{"an admin asks for p1's", "/v2.1/limits?tenant_id=p1", "X-Auth-Token: admin:ops", limits("10240", "5", "2", "1")},
+	} {
+		rec := h.do("GET", c.path, "", mv("2.57"), c.token)
+		if rec.Code != 200 || rec.Body.String() != c.want {
+			t.Errorf("%s: %d %s\nwant 200 %s", c.desc, rec.Code, rec.Body, c.want)
+		}
+	}
+
+	// Another project neither lists nor finds the group (Nova's lookup
+	// filters by project for a non-admin: 404, not 403).
+	h.expect(h.do("GET", "/v2.1/os-server-groups", "", mv("2.64"), p2), 200, `{"server_groups": []}`)
+	h.expect(h.do("GET", "/v2.1/os-server-groups?all_projects", "", mv("2.64"), p2), 200, `{"server_groups": []}`)
+	h.expect(h.do("GET", "/v2.1/os-server-groups/"+id, "", mv("2.64"), p2), 404,
+		`{"itemNotFound": {"code": 404, "message": "Instance group `+id+` could not be found."}}`)
+	h.expect(h.do("DELETE", "/v2.1/os-server-groups/"+id, "", p2), 404,
+		`{"itemNotFound": {"code": 404, "message": "Instance group `+id+` could not be found."}}`)
+	h.expect(h.do("GET", "/v2.1/os-server-groups", "", mv("2.64"), p1), 200, `{"server_groups": [`+
+		strings.TrimSuffix(strings.TrimPrefix(group, `{"server_group": `), "}")+`]}`)
+	h.expect(h.do("GET", "/v2.1/os-server-groups?all_projects", "", mv("2.64"), "X-Auth-Token: admin:ops"), 200, `{"server_groups": [`+
+		strings.TrimSuffix(strings.TrimPrefix(group, `{"server_group": `), "}")+`]}`)
 }
 
 // TestGroupsProjectFilter: all_projects is an admin's; anyone else lists
-// their project's groups; no project (no token yet) is every project.
+// their project's groups; a caller without a project lists none, not
+// every group nor the groups of no project.
 func TestGroupsProjectFilter(t *testing.T) {
 	a := New(nil, etcdschema.New("/t"), nil)
+	member := []string{identity.RoleMember, identity.RoleReader}
+	admin := []string{identity.RoleAdmin, identity.RoleMember, identity.RoleReader}
+	groups := []*etcdschema.ServerGroup{{UUID: "of-p1", ProjectID: "p1"}, {UUID: "of-p2", ProjectID: "p2"}, {UUID: "of-none"}}
 	cases := []struct {
 		desc  string
 		creds identity.Credentials
 		all   bool
-		want  string
+		want  string // the groups listed
 	}{
-		{"member", identity.Credentials{ProjectID: "p1", Roles: []string{"member", "reader"}}, false, "p1"},
-		{"member asking all_projects", identity.Credentials{ProjectID: "p1", Roles: []string{"member", "reader"}}, true, "p1"},
-		{"admin", identity.Credentials{ProjectID: "p1", Roles: []string{"admin", "member", "reader"}}, false, "p1"},
-		{"admin asking all_projects", identity.Credentials{ProjectID: "p1", Roles: []string{"admin", "member", "reader"}}, true, ""},
-		{"no caller yet", identity.Credentials{}, false, ""},
+		{"member", identity.Credentials{ProjectID: "p1", Roles: member}, false, "of-p1"},
+		{"member asking all_projects", identity.Credentials{ProjectID: "p1", Roles: member}, true, "of-p1"},
+		{"admin", identity.Credentials{ProjectID: "p1", Roles: admin}, false, "of-p1"},
+		{"admin asking all_projects", identity.Credentials{ProjectID: "p1", Roles: admin}, true, "of-p1 of-p2 of-none"},
+		{"no project", identity.Credentials{Roles: member}, false, ""},
+		{"admin of no project", identity.Credentials{Roles: admin}, false, ""},
 	}
 	for _, c := range cases {
-		got, f := groupsProjectFilter(&reqCtx{creds: c.creds, api: a}, c.all)
-		if f != nil || got != c.want {
+		filter, f := groupsProjectFilter(&reqCtx{creds: c.creds, api: a}, c.all)
+		var listed []string
+		for _, g := range groups {
+			if filter.lists(g) {
+				listed = append(listed, g.UUID)
+			}
+		}
+		if got := strings.Join(listed, " "); f != nil || got != c.want {
 			t.Errorf("%s: %q %v, want %q", c.desc, got, f, c.want)
 		}
 	}

@@ -39,10 +39,21 @@
 // valid token. auth_matrix_test.go checks every route of the table
 // against every kind of caller: a new route gets its rows there.
 //
+// Every caller has a project (noauth's tokenless caller is the admin of
+// project "admin"), and what a project owns is its own: a server group
+// belongs to its creator's project and user; a non-admin lists and finds
+// only its project's groups (another project's is a 404, as Nova's
+// project-filtered lookup answers, not a 403); limits count the caller's
+// project's servers and groups, another project's only for an admin
+// (tenant_id). A caller without a project (a system-scoped token) owns
+// nothing: the empty project is no wildcard.
+//
 // Nova's answers are the tests' reference, recorded from Nova 26's own
 // code with Debian's python3-nova (testdata/*.py): its validator's
-// messages, its version apps and views, and a scenario of its flavors
-// API run over SQLite (no Nova service needed); and a scenario of
+// messages, its version apps and views, a scenario of its flavors API
+// and the status each caller of the authorization matrix gets from its
+// router and policy engine (nova_policy.py), run over SQLite (no Nova
+// service needed); and a scenario of
 // os-aggregates, os-server-groups and limits answered by the running
 // reference Nova with two compute hosts (testdata/nova_aggregates.py). The character classes of
 // names and descriptions and the extra spec validators are generated

@@ -85,16 +85,20 @@ func absoluteLimits(v version, u usage) obj {
 
 // projectUsage counts project's servers (a build request's flavor
 // before it is scheduled, the cell's instance record after; deleted ones
-// not) and server groups. project "" counts every project's, as a caller
-// without a project (before Keystone tokens reach this API) sees all.
+// not) and server groups. No project (a system-scoped caller) uses
+// nothing: "" is not a wildcard, and records without a project are
+// nobody's.
 func (a *API) projectUsage(ctx context.Context, project string) (usage, error) {
 	var u usage
+	if project == "" {
+		return u, nil
+	}
 	groups, err := a.groups.List(ctx)
 	if err != nil {
 		return u, err
 	}
 	for _, g := range groups {
-		if project == "" || g.ProjectID == project {
+		if g.ProjectID == project {
 			u.serverGroups++
 		}
 	}
@@ -114,7 +118,7 @@ func (a *API) projectUsage(ctx context.Context, project string) (usage, error) {
 		if err := etcdschema.Decode(string(kv.Key), kv.Value, &m); err != nil {
 			return u, err
 		}
-		if project != "" && m.ProjectID != project {
+		if m.ProjectID != project {
 			continue
 		}
 		if m.Cell == "" {

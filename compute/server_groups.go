@@ -90,19 +90,33 @@ func (a *API) createServerGroup(c *reqCtx) (int, any, error) {
 	return http.StatusOK, obj{{"server_group", groupView(c, g, nil)}}, nil
 }
 
-// groupsProjectFilter is who index lists the groups of: every project
-// for an admin asking all_projects (Nova looks at the parameter's
-// presence, not its value), else the caller's project. A caller with no
-// project, as every caller is until Keystone tokens reach this API,
-// lists every group: "" is no filter.
-func groupsProjectFilter(c *reqCtx, allProjects bool) (project string, f *fault) {
-	if allProjects && c.creds.HasRole("admin") {
+// groupsFilter is whose groups index lists: every project's for an
+// admin asking all_projects (Nova looks at the parameter's presence, not
+// its value), else the caller's project's only.
+type groupsFilter struct {
+	all     bool
+	project string
+}
+
+// lists says whether f lists g. A caller without a project (a
+// system-scoped token) owns no group, so its filter lists none, not
+// every group or the ownerless ones.
+func (f groupsFilter) lists(g *etcdschema.ServerGroup) bool {
+	return f.all || f.project != "" && g.ProjectID == f.project
+}
+
+// groupsProjectFilter is ServerGroupController.index's choice: the
+// caller's project, or every project for an admin asking all_projects
+// (checked against index:all_projects too). A non-admin asking is
+// answered its own groups, not refused, as Nova keeps its old behaviour.
+func groupsProjectFilter(c *reqCtx, allProjects bool) (groupsFilter, *fault) {
+	if allProjects && c.isAdmin() {
 		if f := c.can(policyGroupIndexAll, c.creds.ProjectID); f != nil {
-			return "", f
+			return groupsFilter{}, f
 		}
-		return "", nil
+		return groupsFilter{all: true}, nil
 	}
-	return c.creds.ProjectID, nil
+	return groupsFilter{project: c.creds.ProjectID}, nil
 }
 
 // listServerGroups is ServerGroupController.index, paged by limit and
@@ -113,7 +127,7 @@ func (a *API) listServerGroups(c *reqCtx) (int, any, error) {
 		return 0, nil, errBadRequest(e.queryError())
 	}
 	_, all := q.get("all_projects")
-	project, f := groupsProjectFilter(c, all)
+	filter, f := groupsProjectFilter(c, all)
 	if f != nil {
 		return 0, nil, f
 	}
@@ -123,7 +137,7 @@ func (a *API) listServerGroups(c *reqCtx) (int, any, error) {
 	}
 	var visible []servergroups.Group
 	for _, g := range groups {
-		if project == "" || g.ProjectID == project {
+		if filter.lists(g.ServerGroup) {
 			visible = append(visible, g)
 		}
 	}
@@ -147,7 +161,10 @@ func (a *API) listServerGroups(c *reqCtx) (int, any, error) {
 }
 
 // loadGroup reads the group of the path and checks p against its
-// project, as Nova's show and delete do (404 before 403).
+// project, as Nova's show and delete do (404 before 403). Nova's lookup
+// (_instance_group_get_query) filters by the caller's project unless
+// the caller is an admin, so another project's group is not found, not
+// forbidden: only a caller of the group's project can be refused by p.
 func (a *API) loadGroup(c *reqCtx, p policy) (*servergroups.Group, error) {
 	id := c.vars["id"]
 	g, err := a.groups.Get(c.r.Context(), id)
@@ -156,6 +173,9 @@ func (a *API) loadGroup(c *reqCtx, p policy) (*servergroups.Group, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !c.isAdmin() && g.ProjectID != c.creds.ProjectID {
+		return nil, groupNotFound(id)
 	}
 	if f := c.can(p, g.ProjectID); f != nil {
 		return nil, f

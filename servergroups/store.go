@@ -8,6 +8,11 @@
 // (Keys.ServerGroupPrefix), written by the server create and the claim,
 // never by this package, which only reads them and deletes them with
 // the group.
+//
+// A group belongs to the project and user that created it (ProjectID,
+// UserID, set by the caller). The store does not filter by project: who
+// may list, see or delete which group is the API's policy (package
+// compute answers a non-admin only its own project's groups).
 package servergroups
 
 import (
