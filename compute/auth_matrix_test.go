@@ -22,6 +22,7 @@ import (
 	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/testwait"
+	"github.com/berth-project/berth/placement"
 )
 
 // The authorization matrix: every route of the table, as each kind of
@@ -82,7 +83,42 @@ var authMatrix = []authRow{
 	row("PUT", "/flavors/"+ownedFlavor+"/os-extra_specs/hw:cpu_policy", `{"hw:cpu_policy": "dedicated"}`, onlyAdmin(200)),
 	row("DELETE", "/flavors/"+ownedFlavor+"/os-extra_specs/hw:cpu_policy", "", onlyAdmin(200)),
 	row("GET", "/flavors/"+ownedFlavor+"/os-flavor-access", "", onlyAdmin(200)),
+
+	// limits: any valid token (limits:RULE_ANY); another project's are
+	// an admin's (limits:other_project, ADMIN), even one's own asked by id.
+	row("GET", "/limits", "", anyCaller(200)),
+	row("GET", "/limits?tenant_id="+projectA, "", onlyAdmin(200)),
+
+	// os-aggregates: every route and action is ADMIN. Aggregate 1 holds
+	// compute-1, aggregate 2 nothing; compute-2 is in no aggregate. The
+	// admin's add_host and remove_host are not compared with Nova (its
+	// in-process router has no compute service to add: UNRECORDED in
+	// testdata/nova_policy.py); their refusals are.
+	row("GET", "/os-aggregates", "", onlyAdmin(200)),
+	row("POST", "/os-aggregates", `{"aggregate": {"name": "new"}}`, onlyAdmin(200)),
+	row("GET", "/os-aggregates/1", "", onlyAdmin(200)),
+	row("PUT", "/os-aggregates/1", `{"aggregate": {"name": "renamed"}}`, onlyAdmin(200)),
+	row("DELETE", "/os-aggregates/2", "", onlyAdmin(200)),
+	row("POST", "/os-aggregates/1/action", `{"add_host": {"host": "compute-2"}}`, onlyAdmin(200)),
+	row("POST", "/os-aggregates/1/action", `{"remove_host": {"host": "compute-1"}}`, onlyAdmin(200)),
+	row("POST", "/os-aggregates/1/action", `{"set_metadata": {"metadata": {"k": "v"}}}`, onlyAdmin(200)),
+
+	// os-server-groups: index and show are PROJECT_READER_OR_ADMIN,
+	// create and delete PROJECT_MEMBER_OR_ADMIN, against the group's
+	// project once loaded. Nova loads a group only from the caller's
+	// project unless it is an admin, so B's member gets 404 for A's
+	// group, not 403. Index lists the caller's own project's groups,
+	// all_projects only for an admin (a non-admin asking is answered its
+	// own, not refused).
+	row("GET", "/os-server-groups", "", anyCaller(200)),
+	row("GET", "/os-server-groups?all_projects", "", anyCaller(200)),
+	row("POST", "/os-server-groups", `{"server_group": {"name": "new", "policies": ["anti-affinity"]}}`, [4]int{403, 200, 200, 200}),
+	row("GET", "/os-server-groups/"+groupOfA, "", [4]int{200, 404, 200, 200}),
+	row("DELETE", "/os-server-groups/"+groupOfA, "", [4]int{403, 404, 204, 204}),
 }
+
+// groupOfA is project A's server group, which seedMatrixCompute makes.
+const groupOfA = "a0a0a0a0-1111-4222-8333-444444444444"
 
 var (
 	projectA = identity.DerivedID("project", "A")
@@ -174,6 +210,49 @@ func seedMatrix(t *testing.T, seed http.Handler) {
 	}
 }
 
+// seedMatrixCompute makes the compute records the rows act on: two
+// compute hosts registered as agents register them (service and
+// placement provider), project A's server group groupOfA, aggregate 1
+// holding compute-1 and an empty aggregate 2 (through seed, as noauth2's
+// admin). It returns
+// the placement that aggregates mirror into, running until ctx is done.
+func seedMatrixCompute(ctx context.Context, t *testing.T, cli *clientv3.Client, keys etcdschema.Keys, seed *API) *placement.Service {
+	t.Helper()
+	p := placement.New(cli, keys, hclog.NewNullLogger())
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seed.SetAggregateMirror(p)
+	for _, h := range []string{"compute-1", "compute-2"} {
+		if err := p.EnsureProvider(ctx, "rp-"+h, h, ""); err != nil {
+			t.Fatal(err)
+		}
+		svc := &etcdschema.Service{Host: h, Cell: "cell1", ProviderUUID: "rp-" + h}
+		if _, err := cli.Put(ctx, keys.Service(h), etcdschema.MustEncode(svc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &etcdschema.ServerGroup{UUID: groupOfA, Name: "g-a", Policy: etcdschema.PolicyAntiAffinity,
+		ProjectID: projectA, UserID: identity.DerivedID("user", "member-a"), CreatedAt: time.Now().UTC()}
+	if _, err := cli.Put(ctx, keys.ServerGroup(g.UUID), etcdschema.MustEncode(g)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct{ method, path, body string }{
+		{"POST", "/v2.1/os-aggregates", `{"aggregate": {"name": "agg1"}}`},
+		{"POST", "/v2.1/os-aggregates/1/action", `{"add_host": {"host": "compute-1"}}`},
+		{"POST", "/v2.1/os-aggregates", `{"aggregate": {"name": "agg2"}}`},
+	} {
+		req := httptest.NewRequest(s.method, s.path, strings.NewReader(s.body))
+		req.Header.Set("X-Auth-Token", "admin:admin")
+		rec := httptest.NewRecorder()
+		seed.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("seed %s %s: %d %s", s.method, s.path, rec.Code, rec.Body)
+		}
+	}
+	return p
+}
+
 // matrixCell answers rw as caller on records of its own (under prefix
 // prefix), so one caller's success (a delete) does not change the next
 // caller's answer: status, body and the WWW-Authenticate header.
@@ -183,8 +262,13 @@ func matrixCell(t *testing.T, cli *clientv3.Client, svc *identity.Service, token
 	if err := api.EnsureFlavors(context.Background(), cli, keys, api.DefaultFlavors()); err != nil {
 		t.Fatal(err)
 	}
-	seedMatrix(t, New(cli, keys, hclog.NewNullLogger()))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seed := New(cli, keys, hclog.NewNullLogger())
+	seedMatrix(t, seed)
+	place := seedMatrixCompute(ctx, t, cli, keys, seed)
 	a := New(cli, keys, hclog.NewNullLogger())
+	a.SetAggregateMirror(place)
 	a.SetAuth(Auth{Mode: AuthKeystone, Verifier: svc.Verifier(), IdentityURI: "http://keystone.test:5000"})
 	srv := httptest.NewServer(a)
 	defer srv.Close()
