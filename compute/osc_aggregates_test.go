@@ -15,8 +15,11 @@ import (
 // TestOpenStackCLIAggregatesAndServerGroups drives the real openstack
 // CLI's aggregate and server group commands (openstacksdk underneath)
 // against the API on a loopback port, with two compute hosts registered
-// as agents register them and placement mirroring the aggregates. The
-// e2e TestOpenStackCLICompute does the same against a real stack.
+// as agents register them and placement mirroring the aggregates. It
+// acts as noauth2's admin (keystoneauth's "admin_token" plugin sending
+// "admin:admin", as TestOpenStackCLI does): aggregates are an admin's,
+// and the groups it makes are project "admin"'s. The e2e
+// TestOpenStackCLICompute does the same against a real stack.
 func TestOpenStackCLIAggregatesAndServerGroups(t *testing.T) {
 	osc, err := exec.LookPath("openstack")
 	if err != nil {
@@ -35,7 +38,7 @@ func TestOpenStackCLIAggregatesAndServerGroups(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		full := append([]string{"--os-auth-type", "none", "--os-endpoint", endpoint, "--os-compute-api-version", "2.latest"}, args...)
+		full := append([]string{"--os-auth-type", "admin_token", "--os-token", "admin:admin", "--os-endpoint", endpoint, "--os-compute-api-version", "2.latest"}, args...)
 		out, err := exec.CommandContext(ctx, osc, full...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("openstack %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -78,7 +81,7 @@ func TestOpenStackCLIAggregatesAndServerGroups(t *testing.T) {
 	}
 
 	g := show("server", "group", "create", "--policy", "anti-affinity", "g1")
-	if g["name"] != "g1" || g["policy"] != "anti-affinity" {
+	if g["name"] != "g1" || g["policy"] != "anti-affinity" || g["project_id"] != "admin" || g["user_id"] != "admin" {
 		t.Errorf("server group create printed %v", g)
 	}
 	if out := run("server", "group", "list", "-f", "value", "-c", "Name", "-c", "Policy"); strings.TrimSpace(out) != "g1 anti-affinity" {
