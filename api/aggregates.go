@@ -316,11 +316,5 @@ func (s *Server) updateAggregate(w http.ResponseWriter, r *http.Request) {
 // availabilityZones is every zone a request may name: the default one and
 // those of the aggregates.
 func (s *Server) availabilityZones(ctx context.Context) (map[string]bool, error) {
-	set, err := s.aggs.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := set.Zones()
-	out[s.zone()] = true
-	return out, nil
+	return s.hosts.ZoneNames(ctx)
 }

@@ -141,7 +141,7 @@ type DiscoveredHost struct {
 // whose agents registered before their cell was created.
 func (s *Server) discoverHosts(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	hosts, _, err := s.readHosts(ctx)
+	hosts, _, err := s.hosts.Read(ctx)
 	if err != nil {
 		s.writeStoreError(w, err, "")
 		return
@@ -158,7 +158,7 @@ func (s *Server) discoverHosts(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.Strings(names)
 	for _, h := range names {
-		cell := hosts[h].svc.Cell
+		cell := hosts[h].Service.Cell
 		if cells[cell] == nil {
 			unmapped = append(unmapped, DiscoveredHost{Host: h, Cell: cell, Reason: fmt.Sprintf("cell %s does not exist", cell)})
 			continue

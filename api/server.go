@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth-project/berth/aggregates"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/hosts"
 	"github.com/berth-project/berth/internal/etcdretry"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/servergroups"
@@ -40,11 +41,10 @@ type Server struct {
 	placement Allocations
 	aggs      *aggregates.Store
 	groups    *servergroups.Store
-	// defaultAZ is the zone of hosts in no AZ aggregate (Nova's
-	// default_availability_zone); see zone.
-	defaultAZ string
 	log       hclog.Logger
 	router    *mux.Router
+	// hosts reads and changes compute hosts (services, liveness, zones).
+	hosts *hosts.Store
 	// TraitSyncTimeout bounds how long a service enable/disable waits for
 	// an up agent to confirm its COMPUTE_STATUS_DISABLED trait.
 	TraitSyncTimeout time.Duration
@@ -60,6 +60,8 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Lo
 	}
 	s.aggs = aggregates.New(cli, keys, mirror, log.Named("aggregates"))
 	s.groups = servergroups.New(cli, keys, storePatience, log.Named("server_groups"))
+	pd, _ := p.(hosts.ProviderDeleter)
+	s.hosts = hosts.New(cli, keys, pd, log)
 	r := s.router
 	r.Use(metrics.RouteLabel) // the route template for berth_http_requests_total
 	r.HandleFunc("/", s.versions).Methods(http.MethodGet)
@@ -84,14 +86,8 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Lo
 
 // SetDefaultAvailabilityZone sets the zone of hosts in no AZ aggregate
 // (default "nova"); requests may name it or an aggregate's zone.
-func (s *Server) SetDefaultAvailabilityZone(az string) { s.defaultAZ = az }
-
-// zone is the default availability zone, Nova's "nova" unless set.
-func (s *Server) zone() string {
-	if s.defaultAZ == "" {
-		return "nova"
-	}
-	return s.defaultAZ
+func (s *Server) SetDefaultAvailabilityZone(az string) {
+	s.hosts.DefaultZone = az
 }
 
 // schedulingRoutes are the server groups and host aggregates (issue 4).
