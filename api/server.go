@@ -60,8 +60,7 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Lo
 	}
 	s.aggs = aggregates.New(cli, keys, mirror, log.Named("aggregates"))
 	s.groups = servergroups.New(cli, keys, storePatience, log.Named("server_groups"))
-	pd, _ := p.(hosts.ProviderDeleter)
-	s.hosts = hosts.New(cli, keys, pd, log)
+	s.hosts = hosts.New(cli, keys, log)
 	r := s.router
 	r.Use(metrics.RouteLabel) // the route template for berth_http_requests_total
 	r.HandleFunc("/", s.versions).Methods(http.MethodGet)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-project/berth/aggregates"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/hosts"
 	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/servergroups"
@@ -37,6 +38,10 @@ type API struct {
 	// aggregates mirror into placement once SetAggregateMirror gave it.
 	aggregates *aggregates.Store
 	groups     *servergroups.Store
+	// hosts backs os-services, os-hypervisors and os-availability-zone;
+	// traitWait bounds a disable's wait for the agent (see SetHosts).
+	hosts     *hosts.Store
+	traitWait time.Duration
 }
 
 // New returns the compute API over the records under keys.
@@ -46,7 +51,8 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *API {
 	}
 	a := &API{flavors: &flavorStore{cli: cli, keys: keys}, auth: Auth{Mode: AuthNoAuth}, log: log, cli: cli, keys: keys,
 		aggregates: aggregates.New(cli, keys, nil, log.Named("aggregates")),
-		groups:     servergroups.New(cli, keys, storePatience, log.Named("server_groups"))}
+		groups:     servergroups.New(cli, keys, storePatience, log.Named("server_groups")),
+		hosts:      hosts.New(cli, keys, log.Named("hosts")), traitWait: hosts.DefaultTraitSyncTimeout}
 	a.routes = a.routeTable()
 	for _, rt := range a.routes {
 		if (rt.handle == nil) == (rt.actions == nil) {

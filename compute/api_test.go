@@ -248,6 +248,19 @@ func TestRoutePolicies(t *testing.T) {
 		"POST /os-server-groups":                       projectMemberOrAdmin("os_compute_api:os-server-groups:create"),
 		"GET /os-server-groups/{id}":                   {},
 		"DELETE /os-server-groups/{id}":                {},
+		// nova/policies/availability_zone.py, hypervisors.py, services.py
+		"GET /os-availability-zone":        {rule: "os_compute_api:os-availability-zone:list"},
+		"GET /os-availability-zone/detail": adminOnly("os_compute_api:os-availability-zone:detail"),
+		"GET /os-hypervisors":              adminOnly("os_compute_api:os-hypervisors:list"),
+		"GET /os-hypervisors/detail":       adminOnly("os_compute_api:os-hypervisors:list-detail"),
+		"GET /os-hypervisors/statistics":   adminOnly("os_compute_api:os-hypervisors:statistics"),
+		"GET /os-hypervisors/{id}":         adminOnly("os_compute_api:os-hypervisors:show"),
+		"GET /os-hypervisors/{id}/search":  adminOnly("os_compute_api:os-hypervisors:search"),
+		"GET /os-hypervisors/{id}/servers": adminOnly("os_compute_api:os-hypervisors:servers"),
+		"GET /os-hypervisors/{id}/uptime":  adminOnly("os_compute_api:os-hypervisors:uptime"),
+		"GET /os-services":                 adminOnly("os_compute_api:os-services:list"),
+		"PUT /os-services/{id}":            adminOnly("os_compute_api:os-services:update"),
+		"DELETE /os-services/{id}":         adminOnly("os_compute_api:os-services:delete"),
 	}
 	got := map[string]policy{}
 	for _, rt := range New(nil, etcdschema.New("/t"), nil).routes {

@@ -24,9 +24,19 @@
 // package servergroups); limits (limits.go). Berth has no quotas yet:
 // every maximum in limits is -1 (unlimited) and the totals are counted
 // from the project's servers and server groups; the maxima become the
-// project's quotas when quotas land. Not yet: servers, os-services,
-// os-hypervisors, availability zones; /os-aggregates/{id}/images
-// (2.81); the /v2 (2.0) and /{project_id}/ URL forms.
+// project's quotas when quotas land. os-services, os-hypervisors and
+// os-availability-zone (services.go, hypervisors.go,
+// availability_zones.go) over package hosts, which /v1 shares: Berth
+// lists a nova-compute per agent's host and a nova-scheduler /
+// nova-conductor per running scheduler / superconductor (from /members/,
+// in the internal zone); a disable waits for the agent's
+// COMPUTE_STATUS_DISABLED as /v1's does; a delete decommissions the host
+// (hosts.Decommission). Hypervisor figures are the host's provider's
+// inventories and usages; Berth has no hypervisor type, version, host
+// IP, CPU info or uptime to report ("berth", 0, null, {}, null; uptime
+// answers 501 as Nova's fake driver). Not yet: servers;
+// /os-aggregates/{id}/images (2.81); the /v2 (2.0) and /{project_id}/
+// URL forms.
 //
 // Authentication and policy (auth.go): below /v2.1/ every request needs
 // a token, checked before routing as keystonemiddleware does (401 with
@@ -55,7 +65,10 @@
 // router and policy engine (nova_policy.py), run over SQLite (no Nova
 // service needed); and a scenario of
 // os-aggregates, os-server-groups and limits answered by the running
-// reference Nova with two compute hosts (testdata/nova_aggregates.py). The character classes of
+// reference Nova with two compute hosts (testdata/nova_aggregates.py),
+// and one of os-services, os-hypervisors and os-availability-zone
+// (testdata/nova_hosts.py, replayed by TestHostsMatchNova over real
+// agents). The character classes of
 // names and descriptions and the extra spec validators are generated
 // from Nova's tables:
 //

@@ -133,6 +133,21 @@ func (a *API) routeTable() []route {
 		// once loaded (loadGroup), after a 404, as Nova does.
 		{method: "GET", path: "/os-server-groups/{id}", handle: a.showServerGroup},
 		{method: "DELETE", path: "/os-server-groups/{id}", handle: a.deleteServerGroup},
+
+		// os-availability-zone, os-hypervisors and os-services, over
+		// package hosts (availability_zones.go, hypervisors.go, services.go).
+		{method: "GET", path: "/os-availability-zone", policy: policy{rule: "os_compute_api:os-availability-zone:list"}, handle: a.listAvailabilityZones},
+		{method: "GET", path: "/os-availability-zone/detail", policy: adminOnly("os_compute_api:os-availability-zone:detail"), handle: a.listAvailabilityZonesDetail},
+		{method: "GET", path: "/os-hypervisors", policy: adminOnly("os_compute_api:os-hypervisors:list"), handle: a.listHypervisors},
+		{method: "GET", path: "/os-hypervisors/detail", policy: adminOnly("os_compute_api:os-hypervisors:list-detail"), handle: a.listHypervisorsDetail},
+		{method: "GET", path: "/os-hypervisors/statistics", maxMinor: 87, policy: adminOnly("os_compute_api:os-hypervisors:statistics"), handle: a.hypervisorStatistics},
+		{method: "GET", path: "/os-hypervisors/{id}", policy: adminOnly("os_compute_api:os-hypervisors:show"), handle: a.showHypervisor},
+		{method: "GET", path: "/os-hypervisors/{id}/search", maxMinor: 52, policy: adminOnly("os_compute_api:os-hypervisors:search"), handle: a.searchHypervisors},
+		{method: "GET", path: "/os-hypervisors/{id}/servers", maxMinor: 52, policy: adminOnly("os_compute_api:os-hypervisors:servers"), handle: a.hypervisorServers},
+		{method: "GET", path: "/os-hypervisors/{id}/uptime", maxMinor: 87, policy: adminOnly("os_compute_api:os-hypervisors:uptime"), handle: a.hypervisorUptime},
+		{method: "GET", path: "/os-services", policy: adminOnly("os_compute_api:os-services:list"), handle: a.listServices},
+		{method: "PUT", path: "/os-services/{id}", schema: serviceUpdateSchema, policy: adminOnly("os_compute_api:os-services:update"), handle: a.updateService},
+		{method: "DELETE", path: "/os-services/{id}", policy: adminOnly("os_compute_api:os-services:delete"), handle: a.deleteService},
 	}
 }
 

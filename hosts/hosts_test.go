@@ -49,7 +49,7 @@ func newStore(t *testing.T) (*Store, *placement.Service) {
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return New(cli, keys, p, hclog.NewNullLogger()), p
+	return New(cli, keys, hclog.NewNullLogger()), p
 }
 
 func TestUpdateWaitsForTheAgentsTrait(t *testing.T) {

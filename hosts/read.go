@@ -27,28 +27,21 @@ const DefaultZone = "nova"
 // storePatience is how long a change rides out an etcd that cannot commit.
 const storePatience = 15 * time.Second
 
-// ProviderDeleter is what decommissioning needs of placement.
-type ProviderDeleter interface {
-	DeleteProvider(ctx context.Context, uuid string) error
-}
-
 // Store reads and changes hosts in etcd.
 type Store struct {
-	cli       *clientv3.Client
-	keys      etcdschema.Keys
-	placement ProviderDeleter // nil: Decommission refuses
-	log       hclog.Logger
+	cli  *clientv3.Client
+	keys etcdschema.Keys
+	log  hclog.Logger
 	// DefaultZone is the zone of a host in no AZ aggregate; "" is "nova".
 	DefaultZone string
 }
 
-// New returns a Store over the records under keys; p may be nil when the
-// caller never decommissions.
-func New(cli *clientv3.Client, keys etcdschema.Keys, p ProviderDeleter, log hclog.Logger) *Store {
+// New returns a Store over the records under keys.
+func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *Store {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Store{cli: cli, keys: keys, placement: p, log: log}
+	return &Store{cli: cli, keys: keys, log: log}
 }
 
 // Zone is the default availability zone.
@@ -232,4 +225,37 @@ func (s *Store) retry(ctx context.Context, what string, op func(context.Context)
 	return etcdretry.Do(ctx, storePatience, op, func(attempt int, err error) {
 		s.log.Warn(what+": etcd cannot commit for now, retrying", append(kv[:len(kv):len(kv)], "attempt", attempt, "error", err)...)
 	})
+}
+
+// Server is an instance on a host, as os-hypervisors lists it.
+type Server struct{ UUID, Name string }
+
+// Servers names the instances of h from their cell's instance records
+// (in one transaction); an instance whose record is not there yet is
+// listed by its uuid alone.
+func (s *Store) Servers(ctx context.Context, h *Host) ([]Server, error) {
+	out := make([]Server, len(h.Instances))
+	var ops []clientv3.Op
+	for i, id := range h.Instances {
+		out[i] = Server{UUID: id}
+		ops = append(ops, clientv3.OpGet(s.keys.CellInstance(h.Service.Cell, id)))
+	}
+	for start := 0; start < len(ops); start += 128 {
+		end := min(start+128, len(ops))
+		resp, err := s.cli.Txn(ctx).Then(ops[start:end]...).Commit()
+		if err != nil {
+			return nil, fmt.Errorf("read instances of %s: %w", h.Service.Host, err)
+		}
+		for i, r := range resp.Responses {
+			kvs := r.GetResponseRange().Kvs
+			if len(kvs) == 0 {
+				continue
+			}
+			var inst etcdschema.Instance
+			if etcdschema.Decode(string(kvs[0].Key), kvs[0].Value, &inst) == nil {
+				out[start+i].Name = inst.Name
+			}
+		}
+	}
+	return out, nil
 }

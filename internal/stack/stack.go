@@ -22,6 +22,7 @@ import (
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/hosts"
 	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/httpserve"
 	"github.com/berth-project/berth/internal/loadgc"
@@ -370,6 +371,9 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 			return err
 		}
 		nova.SetImages(imageStore)
+		novaHosts := hosts.New(s.cli, s.keys, s.log.Named("hosts"))
+		novaHosts.DefaultZone = cfg.DefaultAvailabilityZone
+		nova.SetHosts(novaHosts, hosts.DefaultTraitSyncTimeout)
 		if err := s.Serve("compute API", cfg.API.Bind, nova.Beside(computeAPI)); err != nil {
 			return err
 		}
