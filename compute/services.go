@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/google/uuid"
 
@@ -155,7 +154,7 @@ func (a *API) findService(c *reqCtx, id string) (*serviceRecord, error) {
 		return nil, err
 	}
 	for _, s := range snap.services {
-		if (c.v.atLeast(mvServiceUUIDs) && s.uuid == id) || (!c.v.atLeast(mvServiceUUIDs) && strconv.FormatInt(s.id, 10) == id) {
+		if sameID(serviceID(c, s), id) {
 			return s, nil
 		}
 	}
