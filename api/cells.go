@@ -214,7 +214,7 @@ type AlternateHostView struct {
 func (s *Server) showSelection(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := mux.Vars(r)["id"]
-	v, _, _, err := s.lookup(ctx, id)
+	v, err := s.lookup(ctx, id)
 	if err != nil {
 		s.writeStoreError(w, err, fmt.Sprintf("Instance %s could not be found.", id))
 		return

@@ -3,14 +3,13 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/servers"
 )
 
 // stringList accepts a JSON list of strings or a single string, as Nova's
@@ -42,37 +41,41 @@ func (h *rawHints) hints() etcdschema.SchedulerHints {
 	return etcdschema.SchedulerHints{SameHost: h.SameHost, DifferentHost: h.DifferentHost, Group: h.Group}
 }
 
-// checkPlacementRequest validates what a create asks of the scheduler: the
-// zone must exist (the default one or an aggregate's, as Nova's API
-// checks) and a group hint must name a group. It returns a message and
-// status for the caller, or "" when the request is fine.
+// checkPlacementRequest words servers.Store.CheckPlacement's errors as
+// /v1 answers them: the message and status for the caller, or "" when
+// the request is fine.
 func (s *Server) checkPlacementRequest(ctx context.Context, az string, h etcdschema.SchedulerHints) (string, int) {
-	if az != "" {
-		zones, err := s.availabilityZones(ctx)
-		if err != nil {
-			s.log.Error("read availability zones", "error", err)
-			return "The state store could not be read; try again.", http.StatusServiceUnavailable
-		}
-		if !zones[az] {
-			names := make([]string, 0, len(zones))
-			for z := range zones {
-				names = append(names, z)
-			}
-			sort.Strings(names)
-			return fmt.Sprintf("Invalid input: the requested availability zone %q is not available (zones: %s).",
-				az, strings.Join(names, ", ")), http.StatusBadRequest
-		}
+	err := s.servers.CheckPlacement(ctx, az, h)
+	var zone *servers.ZoneError
+	var group *servers.GroupError
+	switch {
+	case err == nil:
+		return "", 0
+	case errors.As(err, &zone):
+		return fmt.Sprintf("Invalid input: the requested availability zone %q is not available (zones: %s).",
+			az, strings.Join(zone.Zones, ", ")), http.StatusBadRequest
+	case errors.As(err, &group):
+		return fmt.Sprintf("Invalid input: server group %s (scheduler hint 'group') could not be found.", h.Group),
+			http.StatusBadRequest
 	}
-	if h.Group != "" {
-		resp, err := s.cli.Get(ctx, s.keys.ServerGroup(h.Group), clientv3.WithCountOnly())
-		if err != nil {
-			s.log.Error("read server group", "group", h.Group, "error", err)
-			return "The state store could not be read; try again.", http.StatusServiceUnavailable
-		}
-		if resp.Count == 0 {
-			return fmt.Sprintf("Invalid input: server group %s (scheduler hint 'group') could not be found.", h.Group),
-				http.StatusBadRequest
-		}
+	s.log.Error("check a create's zone and group", "error", err)
+	return "The state store could not be read; try again.", http.StatusServiceUnavailable
+}
+
+// checkRequestedHost words servers.Store.CheckRequestedHost's errors as
+// /v1 answers them.
+func (s *Server) checkRequestedHost(ctx context.Context, host, node string) (string, int) {
+	err := s.servers.CheckRequestedHost(ctx, host, node)
+	var he *servers.HostError
+	switch {
+	case err == nil:
+		return "", 0
+	case errors.As(err, &he) && he.Mismatch:
+		return fmt.Sprintf("Compute host %s has no node %s.", host, node), http.StatusBadRequest
+	case errors.As(err, &he) && host != "":
+		return fmt.Sprintf("Compute host %s could not be found.", host), http.StatusBadRequest
+	case errors.As(err, &he):
+		return fmt.Sprintf("Hypervisor hostname %s could not be found.", node), http.StatusBadRequest
 	}
-	return "", 0
+	return err.Error(), http.StatusServiceUnavailable
 }

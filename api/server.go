@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,24 +19,26 @@ import (
 	"github.com/berth-project/berth/aggregates"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/hosts"
-	"github.com/berth-project/berth/internal/etcdretry"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/servergroups"
+	"github.com/berth-project/berth/servers"
 )
 
 // MaxCount is the most servers one request may ask for.
-const MaxCount = 1000
+const MaxCount = servers.MaxCount
 
 // Allocations is what the API needs of placement: freeing an instance that
 // never reached a host.
-type Allocations interface {
-	DeleteAllocations(ctx context.Context, consumer string) error
-}
+type Allocations = servers.Allocations
 
 // Server is the compute API.
 type Server struct {
-	cli       *clientv3.Client
-	keys      etcdschema.Keys
+	cli  *clientv3.Client
+	keys etcdschema.Keys
+	// servers runs the server operations (create, lookup, list, delete)
+	// this API shares with Nova's (package compute).
+	servers *servers.Store
+	// placement frees claims (through servers) and mirrors aggregates.
 	placement Allocations
 	aggs      *aggregates.Store
 	groups    *servergroups.Store
@@ -52,14 +53,14 @@ type Server struct {
 
 // New builds the API handler.
 func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Logger) *Server {
-	s := &Server{cli: cli, keys: keys, placement: p, log: log, router: mux.NewRouter(),
+	s := &Server{cli: cli, keys: keys, servers: servers.New(cli, keys, p, log), placement: p, log: log, router: mux.NewRouter(),
 		TraitSyncTimeout: DefaultTraitSyncTimeout}
 	var mirror aggregates.ProviderAggregates
 	if pa, ok := p.(aggregates.ProviderAggregates); ok {
 		mirror = pa
 	}
 	s.aggs = aggregates.New(cli, keys, mirror, log.Named("aggregates"))
-	s.groups = servergroups.New(cli, keys, storePatience, log.Named("server_groups"))
+	s.groups = servergroups.New(cli, keys, servers.StorePatience, log.Named("server_groups"))
 	s.hosts = hosts.New(cli, keys, log)
 	r := s.router
 	r.Use(metrics.RouteLabel) // the route template for berth_http_requests_total
@@ -87,6 +88,7 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Lo
 // (default "nova"); requests may name it or an aggregate's zone.
 func (s *Server) SetDefaultAvailabilityZone(az string) {
 	s.hosts.DefaultZone = az
+	s.servers.SetDefaultAvailabilityZone(az)
 }
 
 // schedulingRoutes are the server groups and host aggregates (issue 4).
@@ -219,144 +221,33 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	project, user := identity(r)
-	rid := requestID(ctx)
-	resID := "r-" + uuid.NewString()[:8]
-	now := time.Now().UTC()
-	brs := make([]*etcdschema.BuildRequest, count)
-	for i := range brs {
-		name := body.Name
-		if count > 1 {
-			name = fmt.Sprintf("%s-%d", body.Name, i+1) // Nova's multi-create naming
-		}
-		brs[i] = &etcdschema.BuildRequest{InstanceUUID: uuid.NewString(), Name: name, ReservationID: resID,
-			Index: i, Count: count, Flavor: flavor.Embedded(), ProjectID: project, UserID: user,
-			AvailabilityZone: body.AvailabilityZone, Hints: hints, RequestID: rid, CreatedAt: now,
-			Host: body.Host, Node: body.HypervisorHostname}
-	}
-	// Two keys a server (three in a group); a reservation goes in as few transactions as etcd
-	// allows, so the superconductor sees whole multi-instance requests.
-	perTxn := 64
-	if hints.Group != "" {
-		perTxn = 42 // three keys a server, within etcd's 128 operations
-	}
-	for start := 0; start < count; start += perTxn {
-		end := min(start+perTxn, count)
-		var ops []clientv3.Op
-		var cmps []clientv3.Cmp
-		for _, br := range brs[start:end] {
-			m := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, ProjectID: project, CreatedAt: now}
-			ops = append(ops,
-				clientv3.OpPut(s.keys.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(m)),
-				clientv3.OpPut(s.keys.BuildRequest(br.InstanceUUID), etcdschema.MustEncode(br)))
-			if hints.Group != "" {
-				// Nova adds the instance to its group at create; the
-				// scheduler later records its host on the same key.
-				ops = append(ops, clientv3.OpPut(s.keys.ServerGroupMember(hints.Group, br.InstanceUUID),
-					etcdschema.MustEncode(&etcdschema.ServerGroupMember{InstanceUUID: br.InstanceUUID, CreatedAt: now})))
-			}
-		}
-		if hints.Group != "" {
-			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.ServerGroup(hints.Group)), ">", 0))
-		}
-		stored, err := s.storeOnce(ctx, rid, s.keys.InstanceMapping(brs[start].InstanceUUID), cmps, ops)
-		if err != nil {
-			s.log.Error("store build requests", "request_id", rid, "error", err)
-			writeError(w, http.StatusServiceUnavailable, "Could not store the build requests; try again.")
-			return
-		}
-		if !stored {
-			writeError(w, http.StatusConflict, fmt.Sprintf("Server group %s was deleted while the servers were being requested.", hints.Group))
-			return
-		}
+	res, err := s.servers.Create(ctx, servers.CreateRequest{Name: body.Name, Flavor: *flavor, Count: count,
+		ProjectID: project, UserID: user, AvailabilityZone: body.AvailabilityZone, Hints: hints,
+		Host: body.Host, Node: body.HypervisorHostname, RequestID: requestID(ctx)})
+	switch {
+	case errors.Is(err, servers.ErrGroupDeleted):
+		writeError(w, http.StatusConflict, fmt.Sprintf("Server group %s was deleted while the servers were being requested.", hints.Group))
+		return
+	case err != nil:
+		s.log.Error("store build requests", "request_id", requestID(ctx), "error", err)
+		writeError(w, http.StatusServiceUnavailable, "Could not store the build requests; try again.")
+		return
 	}
 	out := make([]map[string]string, count)
-	for i, br := range brs {
+	for i, br := range res.BuildRequests {
 		out[i] = map[string]string{"id": br.InstanceUUID, "name": br.Name}
 	}
-	s.log.Info("servers requested", "request_id", rid, "count", count, "flavor", flavor.Name, "reservation", resID)
-	writeJSON(w, http.StatusAccepted, map[string]any{"reservation_id": resID, "server": out[0], "servers": out})
+	writeJSON(w, http.StatusAccepted, map[string]any{"reservation_id": res.ID, "server": out[0], "servers": out})
 }
 
-// storePatience is how long a create keeps asking etcd to store its build
-// requests while etcd cannot commit (a leader election after a member
-// died, a proposal timed out on a loaded disk): about two of etcd's 7 s
-// proposal timeouts. Past it the client gets 503 and may ask again.
-const storePatience = 15 * time.Second
-
-// retryStore runs op, again while etcd cannot commit, for storePatience
-// (etcdretry.Do), logging each retry as "<what>: etcd cannot commit for
-// now, retrying" with kv and the attempt. op must be safe to repeat after
-// an attempt whose answer etcd lost.
+// retryStore runs op, again while etcd cannot commit, as
+// servers.Store.RetryStore does for every write of this API.
 func (s *Server) retryStore(ctx context.Context, what string, op func(context.Context) error, kv ...any) error {
-	return etcdretry.Do(ctx, storePatience, op, func(attempt int, err error) {
-		s.log.Warn(what+": etcd cannot commit for now, retrying", append(slices.Clip(kv), "attempt", attempt, "error", err)...)
-	})
-}
-
-// storeOnce commits ops if cmps hold, exactly once however often etcd's
-// answer is lost (see storeAttempt). Transient etcd errors are retried
-// for storePatience. stored is false only when cmps failed.
-func (s *Server) storeOnce(ctx context.Context, rid, guard string, cmps []clientv3.Cmp, ops []clientv3.Op) (stored bool, err error) {
-	retry := false
-	err = s.retryStore(ctx, "store build requests", func(ctx context.Context) error {
-		var err error
-		stored, err = s.storeAttempt(ctx, retry, guard, cmps, ops)
-		retry = true
-		return err
-	}, "request_id", rid)
-	return stored, err
-}
-
-// storeAttempt is one transaction of storeOnce. guard is a key among ops,
-// of a fresh uuid: it cannot exist before the first attempt, which goes
-// as it is. A retry also compares that guard does not exist yet, so an
-// earlier attempt that landed (only its answer lost) makes it fail on the
-// guard, which its Else read turns into "stored".
-func (s *Server) storeAttempt(ctx context.Context, retry bool, guard string, cmps []clientv3.Cmp, ops []clientv3.Op) (bool, error) {
-	if !retry {
-		resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
-		if err != nil {
-			return false, err
-		}
-		return resp.Succeeded, nil
-	}
-	guarded := append(slices.Clip(cmps), clientv3.Compare(clientv3.CreateRevision(guard), "=", 0))
-	resp, err := s.cli.Txn(ctx).If(guarded...).Then(ops...).Else(clientv3.OpGet(guard, clientv3.WithCountOnly())).Commit()
-	if err != nil {
-		return false, err
-	}
-	return resp.Succeeded || resp.Responses[0].GetResponseRange().Count > 0, nil
+	return s.servers.RetryStore(ctx, what, op, kv...)
 }
 
 // identity reads the caller's project and user. Keystone is out of scope;
 // the headers let multi-tenant tests and tools say who they are.
-// checkRequestedHost is Nova's API check of a requested host and
-// hypervisor_hostname: each must name a known compute host (Berth has one
-// node per host, named as the host), and they must agree.
-func (s *Server) checkRequestedHost(ctx context.Context, host, node string) (string, int) {
-	if host == "" && node == "" {
-		return "", 0
-	}
-	if host != "" && node != "" && host != node {
-		return fmt.Sprintf("Compute host %s has no node %s.", host, node), http.StatusBadRequest
-	}
-	name := host
-	if name == "" {
-		name = node
-	}
-	resp, err := s.cli.Get(ctx, s.keys.Service(name), clientv3.WithCountOnly())
-	if err != nil {
-		return fmt.Sprintf("look up compute host %s: %v", name, err), http.StatusServiceUnavailable
-	}
-	if resp.Count == 0 {
-		if host != "" {
-			return fmt.Sprintf("Compute host %s could not be found.", host), http.StatusBadRequest
-		}
-		return fmt.Sprintf("Hypervisor hostname %s could not be found.", node), http.StatusBadRequest
-	}
-	return "", 0
-}
-
 func identity(r *http.Request) (project, user string) {
 	project = r.Header.Get("X-Project-Id")
 	user = r.Header.Get("X-User-Id")
@@ -370,33 +261,10 @@ func identity(r *http.Request) (project, user string) {
 }
 
 func (s *Server) findFlavor(ctx context.Context, name string) (*etcdschema.Flavor, error) {
-	key := s.keys.Flavor(name)
-	resp, err := s.cli.Get(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("read flavor %s: %w", name, err)
-	}
-	if len(resp.Kvs) == 0 {
-		// Accept the flavor id too, as Nova's flavorRef does.
-		all, err := s.cli.Get(ctx, s.keys.Flavors(), clientv3.WithPrefix())
-		if err != nil {
-			return nil, fmt.Errorf("list flavors: %w", err)
-		}
-		for _, kv := range all.Kvs {
-			var f etcdschema.Flavor
-			if etcdschema.Decode(string(kv.Key), kv.Value, &f) == nil && f.ID == name {
-				return &f, nil
-			}
-		}
-		return nil, errNotFound
-	}
-	var f etcdschema.Flavor
-	if err := etcdschema.Decode(key, resp.Kvs[0].Value, &f); err != nil {
-		return nil, err
-	}
-	return &f, nil
+	return s.servers.FindFlavor(ctx, name)
 }
 
-var errNotFound = errors.New("not found")
+var errNotFound = servers.ErrNotFound
 
 func (s *Server) writeStoreError(w http.ResponseWriter, err error, notFound string) {
 	if errors.Is(err, errNotFound) {

@@ -6,35 +6,31 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
-	"github.com/berth-project/berth/etcdschema/records"
-	"github.com/berth-project/berth/internal/etcdretry"
-	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/servers"
 )
 
 // ServerView is a server as the API shows it, with Nova's status words.
 type ServerView struct {
-	ID        string     `json:"id"`
-	Name      string     `json:"name"`
-	Status    string     `json:"status"`
-	TaskState string     `json:"task_state,omitempty"`
-	Host      string     `json:"host,omitempty"`
-	Cell      string     `json:"cell,omitempty"`
-	Flavor    FlavorView `json:"flavor"`
-	Fault     *FaultView `json:"fault,omitempty"`
-	Attempts  int        `json:"attempts,omitempty"`
-	ProjectID string     `json:"tenant_id"`
-	UserID    string     `json:"user_id"`
-	Created   time.Time  `json:"created"`
-	Updated   time.Time  `json:"updated"`
-	AZ        string     `json:"availability_zone,omitempty"`
-	extra     *etcdschema.Instance
+	ID        string               `json:"id"`
+	Name      string               `json:"name"`
+	Status    string               `json:"status"`
+	TaskState string               `json:"task_state,omitempty"`
+	Host      string               `json:"host,omitempty"`
+	Cell      string               `json:"cell,omitempty"`
+	Flavor    FlavorView           `json:"flavor"`
+	Fault     *FaultView           `json:"fault,omitempty"`
+	Attempts  int                  `json:"attempts,omitempty"`
+	ProjectID string               `json:"tenant_id"`
+	UserID    string               `json:"user_id"`
+	Created   time.Time            `json:"created"`
+	Updated   time.Time            `json:"updated"`
+	AZ        string               `json:"availability_zone,omitempty"`
+	extra     *etcdschema.Instance // the instance record, for /v1/servers/{id}/selection
 }
 
 // FlavorView is the flavor embedded in a server.
@@ -73,53 +69,27 @@ func viewFromInstance(in *etcdschema.Instance) ServerView {
 	return v
 }
 
-// lookup finds a server wherever it is: still a BuildRequest, or an
-// instance in the cell its mapping names.
-func (s *Server) lookup(ctx context.Context, id string) (ServerView, *etcdschema.InstanceMapping, int64, error) {
-	k := s.keys
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(k.InstanceMapping(id)), clientv3.OpGet(k.BuildRequest(id))).Commit()
+// view is the /v1 view of a server wherever servers.Store found it.
+func view(v *servers.Server) ServerView {
+	if v.BuildRequest != nil {
+		return viewFromBuildRequest(v.BuildRequest)
+	}
+	return viewFromInstance(v.Instance)
+}
+
+// lookup finds a server wherever it is (servers.Store.Lookup), as /v1
+// shows it.
+func (s *Server) lookup(ctx context.Context, id string) (ServerView, error) {
+	v, err := s.servers.Lookup(ctx, id)
 	if err != nil {
-		return ServerView{}, nil, 0, fmt.Errorf("look up %s: %w", id, err)
+		return ServerView{}, err
 	}
-	mkv := resp.Responses[0].GetResponseRange().Kvs
-	bkv := resp.Responses[1].GetResponseRange().Kvs
-	if len(mkv) == 0 {
-		return ServerView{}, nil, 0, errNotFound
-	}
-	var m etcdschema.InstanceMapping
-	if err := etcdschema.Decode(k.InstanceMapping(id), mkv[0].Value, &m); err != nil {
-		return ServerView{}, nil, 0, err
-	}
-	if m.Cell == "" {
-		if len(bkv) == 0 {
-			// Between the BuildRequest's deletion and the mapping's update:
-			// both happen in one transaction, so this is a deletion race.
-			return ServerView{}, nil, 0, errNotFound
-		}
-		var br etcdschema.BuildRequest
-		if err := etcdschema.Decode(k.BuildRequest(id), bkv[0].Value, &br); err != nil {
-			return ServerView{}, nil, 0, err
-		}
-		return viewFromBuildRequest(&br), &m, mkv[0].ModRevision, nil
-	}
-	ikey := k.CellInstance(m.Cell, id)
-	ir, err := s.cli.Get(ctx, ikey)
-	if err != nil {
-		return ServerView{}, nil, 0, fmt.Errorf("read %s: %w", ikey, err)
-	}
-	if len(ir.Kvs) == 0 {
-		return ServerView{}, nil, 0, errNotFound
-	}
-	var in etcdschema.Instance
-	if err := etcdschema.Decode(ikey, ir.Kvs[0].Value, &in); err != nil {
-		return ServerView{}, nil, 0, err
-	}
-	return viewFromInstance(&in), &m, ir.Kvs[0].ModRevision, nil
+	return view(v), nil
 }
 
 func (s *Server) showServer(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
-	v, _, _, err := s.lookup(r.Context(), id)
+	v, err := s.lookup(r.Context(), id)
 	if err != nil {
 		s.writeStoreError(w, err, fmt.Sprintf("Instance %s could not be found.", id))
 		return
@@ -129,36 +99,14 @@ func (s *Server) showServer(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listServers(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	k := s.keys
-	// One consistent snapshot of both prefixes.
-	resp, err := s.cli.Txn(ctx).Then(
-		clientv3.OpGet(k.BuildRequests(), clientv3.WithPrefix()),
-		clientv3.OpGet(k.CellsPrefix(), clientv3.WithPrefix()),
-	).Commit()
+	all, err := s.servers.List(ctx)
 	if err != nil {
 		s.writeStoreError(w, err, "")
 		return
 	}
-	out := []ServerView{}
-	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
-		var br etcdschema.BuildRequest
-		if err := etcdschema.Decode(string(kv.Key), kv.Value, &br); err != nil {
-			s.log.Warn("skipping unreadable build request", "error", err)
-			continue
-		}
-		out = append(out, viewFromBuildRequest(&br))
-	}
-	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
-		key := string(kv.Key)
-		if !strings.Contains(strings.TrimPrefix(key, k.CellsPrefix()), "/instances/") {
-			continue
-		}
-		var in etcdschema.Instance
-		if err := etcdschema.Decode(key, kv.Value, &in); err != nil {
-			s.log.Warn("skipping unreadable instance", "error", err)
-			continue
-		}
-		out = append(out, viewFromInstance(&in))
+	out := make([]ServerView, 0, len(all))
+	for _, v := range all {
+		out = append(out, view(v))
 	}
 	sort.Slice(out, func(a, b int) bool {
 		if !out[a].Created.Equal(out[b].Created) {
@@ -169,109 +117,22 @@ func (s *Server) listServers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"servers": out})
 }
 
-// deleteServer deletes wherever the server is: a BuildRequest is removed
-// with its mapping (the superconductor frees any claim it made); an
-// instance on a host gets a delete cast its agent works; an instance with
-// no host (ERROR, or waiting for a retry) is removed here with its claim.
-// While etcd cannot commit (an election) it tries again for
-// storePatience, as a create does.
+// deleteServer deletes wherever the server is (servers.Store.Delete).
 func (s *Server) deleteServer(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := mux.Vars(r)["id"]
-	var outcome deleteOutcome
-	sent := false // a delete of ours whose answer etcd may have lost
-	err := s.retryStore(ctx, "delete server", func(ctx context.Context) error {
-		// Up to 10 optimistic tries against a server that keeps changing.
-		for try := 0; try < 10; try++ {
-			var wrote bool
-			var err error
-			outcome, wrote, err = s.deleteAttempt(ctx, id, sent)
-			if err != nil {
-				sent = sent || (wrote && etcdretry.Transient(err))
-				return err
-			}
-			if outcome != deleteChanged {
-				return nil
-			}
-		}
-		return nil
-	}, "instance", id, "request_id", requestID(ctx))
+	err := s.servers.Delete(ctx, id, requestID(ctx))
 	switch {
-	case errors.Is(err, errFreeAllocations):
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, servers.ErrFreeAllocations):
 		s.log.Error("free allocations of deleted server", "instance", id, "error", err)
 		writeError(w, http.StatusServiceUnavailable, "Could not free the server's resources; try again.")
-	case err != nil:
-		s.writeStoreError(w, err, "")
-	case outcome == deleteGone:
+	case errors.Is(err, servers.ErrNotFound):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("Instance %s could not be found.", id))
-	case outcome == deleteDone:
-		s.log.Info("server delete accepted", "instance", id, "request_id", requestID(ctx))
-		w.WriteHeader(http.StatusNoContent)
-	default:
+	case errors.Is(err, servers.ErrKeptChanging):
 		writeError(w, http.StatusConflict, fmt.Sprintf("Instance %s kept changing; try the delete again.", id))
-	}
-}
-
-// deleteOutcome is what one deleteAttempt found.
-type deleteOutcome int
-
-const (
-	deleteDone    deleteOutcome = iota // removed, or its delete cast written
-	deleteGone                         // no such server
-	deleteChanged                      // it changed since it was read: read again
-)
-
-// errFreeAllocations marks a failure to free a hostless server's claim.
-var errFreeAllocations = errors.New("free the server's allocations")
-
-// deleteAttempt reads the server and deletes it with one transaction
-// guarded by what it read. wrote says an error came from that
-// transaction (etcd may have applied it). After such an error (sent), a
-// server found gone is one this request deleted: done, not 404. A delete
-// cast written twice is the same cast; a removal guarded by the read
-// revision cannot remove anything else.
-func (s *Server) deleteAttempt(ctx context.Context, id string, sent bool) (outcome deleteOutcome, wrote bool, err error) {
-	k := s.keys
-	v, m, rev, err := s.lookup(ctx, id)
-	switch {
-	case errors.Is(err, errNotFound) && sent:
-		return deleteDone, false, nil
-	case errors.Is(err, errNotFound):
-		return deleteGone, false, nil
-	case err != nil:
-		return 0, false, err
-	}
-	var resp *clientv3.TxnResponse
-	switch {
-	case m.Cell == "":
-		resp, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k.BuildRequest(id)), ">", 0)).
-			Then(clientv3.OpDelete(k.BuildRequest(id)), clientv3.OpDelete(k.InstanceMapping(id))).Commit()
-	case v.Host != "":
-		in := *v.extra
-		in.TaskState = etcdschema.TaskDeleting
-		in.UpdatedAt = time.Now().UTC()
-		cast := &etcdschema.Build{Op: etcdschema.OpDelete, InstanceUUID: id, Name: in.Name, Cell: in.Cell,
-			Flavor: in.Flavor, ProjectID: in.ProjectID, UserID: in.UserID, RequestID: requestID(ctx), CastAt: in.UpdatedAt}
-		ikey := k.CellInstance(m.Cell, id)
-		resp, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", rev)).
-			Then(clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
-				clientv3.OpPut(k.Build(v.Host, id), etcdschema.MustEncode(cast))).Commit()
 	default:
-		if err := s.placement.DeleteAllocations(ctx, id); err != nil && !errors.Is(err, placement.ErrNotFound) {
-			if etcdretry.Transient(err) {
-				return 0, false, err
-			}
-			return 0, false, fmt.Errorf("%w of %s: %w", errFreeAllocations, id, err)
-		}
-		ikey := k.CellInstance(m.Cell, id)
-		resp, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", rev)).
-			Then(records.DeleteInstance(k, m.Cell, "", id)...).Commit()
+		s.writeStoreError(w, err, "")
 	}
-	if err != nil {
-		return 0, true, fmt.Errorf("delete %s: %w", id, err)
-	}
-	if !resp.Succeeded {
-		return deleteChanged, false, nil
-	}
-	return deleteDone, false, nil
 }

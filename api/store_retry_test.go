@@ -56,7 +56,7 @@ func TestStoreOnceRidesOutLostQuorum(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		stored, err := s.storeOnce(context.Background(), "req-1", keys.InstanceMapping("u1"), nil, storeOps(keys, "u1"))
+		stored, err := s.servers.StoreOnce(context.Background(), "req-1", keys.InstanceMapping("u1"), nil, storeOps(keys, "u1"))
 		done <- result{stored, err}
 	}()
 	waitForLog(t, logs, "store build requests: etcd cannot commit for now, retrying", nil)
@@ -81,7 +81,7 @@ func TestStoreRetryTakesALandedAttemptAsStored(t *testing.T) {
 	s := New(cli, keys, noAllocations{}, hclog.NewNullLogger())
 	ctx := context.Background()
 	for _, retry := range []bool{false, true, true} {
-		stored, err := s.storeAttempt(ctx, retry, keys.InstanceMapping("u1"), nil, storeOps(keys, "u1"))
+		stored, err := s.servers.StoreAttempt(ctx, retry, keys.InstanceMapping("u1"), nil, storeOps(keys, "u1"))
 		if err != nil || !stored {
 			t.Fatalf("attempt (retry %v): stored %v, err %v", retry, stored, err)
 		}
@@ -92,7 +92,7 @@ func TestStoreRetryTakesALandedAttemptAsStored(t *testing.T) {
 	}
 
 	// A retry whose earlier attempt did not land writes.
-	if stored, err := s.storeAttempt(ctx, true, keys.InstanceMapping("u3"), nil, storeOps(keys, "u3")); err != nil || !stored {
+	if stored, err := s.servers.StoreAttempt(ctx, true, keys.InstanceMapping("u3"), nil, storeOps(keys, "u3")); err != nil || !stored {
 		t.Fatalf("first landing on a retry: stored %v, err %v", stored, err)
 	}
 	if resp, err := cli.Get(ctx, keys.BuildRequest("u3")); err != nil || len(resp.Kvs) != 1 {
@@ -103,7 +103,7 @@ func TestStoreRetryTakesALandedAttemptAsStored(t *testing.T) {
 	// stored, and writes nothing, on a first attempt or a retry.
 	gone := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(keys.ServerGroup("g")), ">", 0)}
 	for _, retry := range []bool{false, true} {
-		stored, err := s.storeAttempt(ctx, retry, keys.InstanceMapping("u2"), gone, storeOps(keys, "u2"))
+		stored, err := s.servers.StoreAttempt(ctx, retry, keys.InstanceMapping("u2"), gone, storeOps(keys, "u2"))
 		if err != nil || stored {
 			t.Fatalf("with the group gone (retry %v): stored %v, err %v; want not stored", retry, stored, err)
 		}
@@ -151,32 +151,6 @@ func waitForLog(t *testing.T, logs *logtest.Buffer, want string, done <-chan int
 		}
 		return false, "logs:\n" + logs.String()
 	})
-}
-
-// After a delete whose answer etcd lost, the server found gone is the one
-// this request deleted: done, not "not found".
-func TestDeleteAttemptAfterALostAnswer(t *testing.T) {
-	srv, keys, cli := newAPIWithClient(t)
-	status, out := do(t, http.MethodPost, srv.URL+"/v1/servers", `{"name":"a","flavor":"m1.small"}`)
-	if status != http.StatusAccepted {
-		t.Fatalf("create: %d %v", status, out)
-	}
-	id := out["server"].(map[string]any)["id"].(string)
-	s := New(cli, keys, noAllocations{}, hclog.NewNullLogger())
-	ctx := context.Background()
-	for _, tc := range []struct {
-		sent bool
-		want deleteOutcome
-	}{
-		{false, deleteDone}, // the delete lands
-		{false, deleteGone}, // a later request finds nothing
-		{true, deleteDone},  // a retry of the request whose answer was lost
-	} {
-		got, wrote, err := s.deleteAttempt(ctx, id, tc.sent)
-		if err != nil || wrote || got != tc.want {
-			t.Fatalf("deleteAttempt(sent %v) = %v, %v, %v; want %v", tc.sent, got, wrote, err, tc.want)
-		}
-	}
 }
 
 // requestDuringLostQuorum is requestsDuringLostQuorum of one request.

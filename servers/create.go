@@ -1,0 +1,138 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// MaxCount is the most servers one request may ask for.
+const MaxCount = 1000
+
+// CreateRequest is one request for Count servers, checked by its API:
+// the flavor resolved, the zone, group and host checked (CheckPlacement,
+// CheckRequestedHost).
+type CreateRequest struct {
+	Name              string
+	Flavor            etcdschema.Flavor
+	Count             int
+	ProjectID, UserID string
+	AvailabilityZone  string
+	Hints             etcdschema.SchedulerHints
+	Host, Node        string // the requested destination, if any
+	RequestID         string
+}
+
+// Reservation is what a create stored: one BuildRequest a server, in
+// launch order, under one reservation id.
+type Reservation struct {
+	ID            string
+	BuildRequests []*etcdschema.BuildRequest
+}
+
+// ErrGroupDeleted is a create whose server group went while its build
+// requests were being stored.
+var ErrGroupDeleted = errors.New("server group deleted during the create")
+
+// newReservationID is Nova's reservation id: "r-" and eight characters.
+func newReservationID() string { return "r-" + uuid.NewString()[:8] }
+
+// Create stores the BuildRequests and InstanceMappings of req (and the
+// group memberships of a group hint) for the superconductors to pick up.
+// A reservation goes in as few transactions as etcd allows, so the
+// superconductor sees whole multi-instance requests.
+func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, error) {
+	if req.Count < 1 || req.Count > MaxCount {
+		return nil, fmt.Errorf("count %d outside 1..%d", req.Count, MaxCount)
+	}
+	now := time.Now().UTC()
+	res := &Reservation{ID: newReservationID(), BuildRequests: make([]*etcdschema.BuildRequest, req.Count)}
+	for i := range res.BuildRequests {
+		name := req.Name
+		if req.Count > 1 {
+			name = fmt.Sprintf("%s-%d", req.Name, i+1) // Nova's multi-create naming
+		}
+		res.BuildRequests[i] = &etcdschema.BuildRequest{InstanceUUID: uuid.NewString(), Name: name,
+			ReservationID: res.ID, Index: i, Count: req.Count, Flavor: req.Flavor.Embedded(),
+			ProjectID: req.ProjectID, UserID: req.UserID, AvailabilityZone: req.AvailabilityZone,
+			Hints: req.Hints, RequestID: req.RequestID, CreatedAt: now, Host: req.Host, Node: req.Node}
+	}
+	group := req.Hints.Group
+	// Two keys a server (three in a group), within etcd's 128 operations.
+	perTxn := 64
+	if group != "" {
+		perTxn = 42
+	}
+	for start := 0; start < req.Count; start += perTxn {
+		end := min(start+perTxn, req.Count)
+		var ops []clientv3.Op
+		var cmps []clientv3.Cmp
+		for _, br := range res.BuildRequests[start:end] {
+			m := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, ProjectID: req.ProjectID, CreatedAt: now}
+			ops = append(ops,
+				clientv3.OpPut(s.keys.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(m)),
+				clientv3.OpPut(s.keys.BuildRequest(br.InstanceUUID), etcdschema.MustEncode(br)))
+			if group != "" {
+				// Nova adds the instance to its group at create; the
+				// scheduler later records its host on the same key.
+				ops = append(ops, clientv3.OpPut(s.keys.ServerGroupMember(group, br.InstanceUUID),
+					etcdschema.MustEncode(&etcdschema.ServerGroupMember{InstanceUUID: br.InstanceUUID, CreatedAt: now})))
+			}
+		}
+		if group != "" {
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.ServerGroup(group)), ">", 0))
+		}
+		stored, err := s.StoreOnce(ctx, req.RequestID, s.keys.InstanceMapping(res.BuildRequests[start].InstanceUUID), cmps, ops)
+		if err != nil {
+			return nil, fmt.Errorf("store build requests: %w", err)
+		}
+		if !stored {
+			return nil, ErrGroupDeleted
+		}
+	}
+	s.log.Info("servers requested", "request_id", req.RequestID, "count", req.Count, "flavor", req.Flavor.Name,
+		"reservation", res.ID)
+	return res, nil
+}
+
+// StoreOnce commits ops if cmps hold, exactly once however often etcd's
+// answer is lost (see StoreAttempt). Transient etcd errors are retried
+// for StorePatience. stored is false only when cmps failed.
+func (s *Store) StoreOnce(ctx context.Context, rid, guard string, cmps []clientv3.Cmp, ops []clientv3.Op) (stored bool, err error) {
+	retry := false
+	err = s.RetryStore(ctx, "store build requests", func(ctx context.Context) error {
+		var err error
+		stored, err = s.StoreAttempt(ctx, retry, guard, cmps, ops)
+		retry = true
+		return err
+	}, "request_id", rid)
+	return stored, err
+}
+
+// StoreAttempt is one transaction of StoreOnce. guard is a key among
+// ops, of a fresh uuid: it cannot exist before the first attempt, which
+// goes as it is. A retry also compares that guard does not exist yet, so
+// an earlier attempt that landed (only its answer lost) makes it fail on
+// the guard, which its Else read turns into "stored".
+func (s *Store) StoreAttempt(ctx context.Context, retry bool, guard string, cmps []clientv3.Cmp, ops []clientv3.Op) (bool, error) {
+	if !retry {
+		resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			return false, err
+		}
+		return resp.Succeeded, nil
+	}
+	guarded := append(slices.Clip(cmps), clientv3.Compare(clientv3.CreateRevision(guard), "=", 0))
+	resp, err := s.cli.Txn(ctx).If(guarded...).Then(ops...).Else(clientv3.OpGet(guard, clientv3.WithCountOnly())).Commit()
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded || resp.Responses[0].GetResponseRange().Count > 0, nil
+}

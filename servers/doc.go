@@ -1,0 +1,9 @@
+// Package servers is what Berth does for a server, without HTTP: create
+// (the BuildRequests and InstanceMappings the superconductors pick up,
+// with their group memberships), lookup wherever a server is (a
+// BuildRequest, or an Instance in the cell its mapping names), list, and
+// delete with its retry and outcome rules. Both compute APIs call it:
+// package compute (Nova's v2.1) and package api (Berth's /v1, which the
+// berth CLI speaks until it goes); each turns its errors into its own
+// answers.
+package servers
