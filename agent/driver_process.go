@@ -19,8 +19,8 @@ import (
 )
 
 // CommandExtraSpec is the flavor extra spec naming the command the process
-// driver runs for an instance of that flavor; without it the driver's
-// configured command runs. The command is run by /bin/sh -c.
+// driver runs for an instance of that flavor when its image names none;
+// without either the driver's configured command runs. The command is run by /bin/sh -c.
 const CommandExtraSpec = "berth:command"
 
 // ProcessConfig configures the process driver.
@@ -146,7 +146,13 @@ func (d *ProcessDriver) NotifyExit(f func(uuid, reason string)) {
 	}
 }
 
+// command is what the instance runs: its image's argv when the image
+// has one, else the flavor's berth:command (Berth's way before images),
+// else the driver's default.
 func (d *ProcessDriver) command(b *etcdschema.Build) (string, error) {
+	if b.Image != nil && len(b.Image.Command) > 0 {
+		return shellJoin(b.Image.Command), nil
+	}
 	if c := strings.TrimSpace(b.Flavor.ExtraSpecs[CommandExtraSpec]); c != "" {
 		return c, nil
 	}
@@ -156,6 +162,16 @@ func (d *ProcessDriver) command(b *etcdschema.Build) (string, error) {
 	return "", &BuildError{Reschedulable: false, Reason: fmt.Sprintf(
 		"flavor %s has no %s extra spec and the process driver on %s has no default command",
 		b.Flavor.Name, CommandExtraSpec, d.host)}
+}
+
+// shellJoin quotes argv for /bin/sh -c so each element reaches the
+// program as one argument, exactly as given.
+func shellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
 }
 
 // Spawn starts the instance's process. Spawning an instance already

@@ -222,3 +222,46 @@ func TestProcessDriverRejectsUnreadableState(t *testing.T) {
 		t.Fatalf("want an error naming the unreadable record, got %v", err)
 	}
 }
+
+// The command comes from the image when its argv is set, else from the
+// flavor's berth:command, else from the driver's default.
+func TestProcessDriverCommandSource(t *testing.T) {
+	d, err := NewProcessDriver("h1", ProcessConfig{StateDir: t.TempDir(), Command: "sleep 7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withImage := func(b *etcdschema.Build, argv ...string) *etcdschema.Build {
+		b.Image = &etcdschema.Image{ID: "img", Name: "img", Command: argv}
+		return b
+	}
+	cases := []struct {
+		desc string
+		b    *etcdschema.Build
+		want string
+	}{
+		{"image argv, quoted", withImage(procBuild("i", "sleep 1"), "echo", "it's", "$HOME"), `'echo' 'it'\''s' '$HOME'`},
+		{"image without a command: the flavor's", withImage(procBuild("i", "sleep 1")), "sleep 1"},
+		{"no image: the flavor's", procBuild("i", "sleep 2"), "sleep 2"},
+		{"neither: the default", procBuild("i", ""), "sleep 7"},
+	}
+	for _, tc := range cases {
+		if got, err := d.command(tc.b); err != nil || got != tc.want {
+			t.Errorf("%s: command = %q, %v; want %q", tc.desc, got, err, tc.want)
+		}
+	}
+}
+
+// An image's argv reaches the program element by element.
+func TestProcessDriverSpawnsTheImageCommand(t *testing.T) {
+	dir := t.TempDir()
+	d, _ := newProcDriver(t, dir)
+	b := procBuild("i1", "exit 3")
+	b.Image = &etcdschema.Image{ID: "img", Command: []string{"sh", "-c", `printf %s "$1" > arg.txt; sleep 30`, "sh", "it's $a b"}}
+	if err := d.Spawn(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the image's command wrote its argument", func() bool {
+		got, _ := os.ReadFile(filepath.Join(dir, "arg.txt"))
+		return string(got) == "it's $a b"
+	})
+}

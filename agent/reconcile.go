@@ -145,7 +145,7 @@ func (a *Agent) reconcile(ctx context.Context) error {
 func buildFromInstance(in *etcdschema.Instance) *etcdschema.Build {
 	return &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: in.UUID, Name: in.Name, Cell: in.Cell,
 		Flavor: in.Flavor, ProjectID: in.ProjectID, UserID: in.UserID, Attempt: in.Attempts,
-		CastAt: time.Now().UTC()}
+		CastAt: time.Now().UTC(), Image: in.Image}
 }
 
 // setError puts an instance in ERROR with reason if its record is still

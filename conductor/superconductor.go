@@ -348,6 +348,7 @@ func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels [
 		Cell: chosen.Cell, Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
 		AvailabilityZone: chosen.AvailabilityZone, Attempts: 1, CreatedAt: br.CreatedAt, UpdatedAt: now,
 	}
+	br.CarryTo(inst)
 	mapping := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, Cell: chosen.Cell,
 		ProjectID: br.ProjectID, CreatedAt: br.CreatedAt}
 	alts := &etcdschema.Alternates{InstanceUUID: br.InstanceUUID, Cell: chosen.Cell,
@@ -355,7 +356,7 @@ func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels [
 		Attempts: []etcdschema.Attempt{{Host: chosen.ServiceHost, At: now}}, Group: br.Hints.Group}
 	build := &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: br.InstanceUUID, Name: br.Name,
 		Cell: chosen.Cell, Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
-		Attempt: 1, RequestID: br.RequestID, CastAt: now}
+		Attempt: 1, RequestID: br.RequestID, CastAt: now, Image: br.Image}
 	held, err := s.queue.StillHeld(ctx, g.item)
 	if err != nil {
 		return nil, nil, err

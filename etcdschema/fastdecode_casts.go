@@ -13,8 +13,8 @@ import "encoding/json"
 // encoding/json as it was).
 
 func (b *Build) decodeFast(data []byte) bool {
-	if b.Flavor.ExtraSpecs != nil {
-		return false // encoding/json would merge into the existing map
+	if b.Flavor.ExtraSpecs != nil || b.Image != nil {
+		return false // encoding/json would merge into the existing map or image
 	}
 	q := *b
 	if !q.read(data, true) {
@@ -67,6 +67,9 @@ func (b *Build) read(data []byte, keep bool) bool {
 		case "cast_at":
 			b.CastAt, ok = r.time()
 			bit = 1024
+		case "image":
+			b.Image, ok = r.image(keep)
+			bit = 2048
 		}
 		return
 	})
@@ -169,6 +172,30 @@ func (r *jsonReader) flavor(f *Flavor, keep bool) bool {
 		}
 		return
 	})
+}
+
+// image reads a cast's Image into a new one; null gives nil, as
+// encoding/json sets a pointer for null.
+func (r *jsonReader) image(keep bool) (*Image, bool) {
+	if r.null() {
+		return nil, true
+	}
+	im := &Image{}
+	ok := r.members(func(name []byte) (bit uint32, ok bool) {
+		switch string(name) {
+		case "id":
+			im.ID, ok = r.stringIf(keep)
+			bit = 1
+		case "name":
+			im.Name, ok = r.stringIf(keep)
+			bit = 2
+		case "command":
+			im.Command, ok = r.strings()
+			bit = 4
+		}
+		return
+	})
+	return im, ok
 }
 
 // stringMap reads an object of strings into a new map (non-nil even when

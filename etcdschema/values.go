@@ -219,9 +219,22 @@ type Build struct {
 	Attempt      int       `json:"attempt"`
 	RequestID    string    `json:"request_id,omitempty"`
 	CastAt       time.Time `json:"cast_at"`
+	// Image is what the instance boots (nil: none, as before images
+	// existed: the process driver runs the flavor's berth:command).
+	Image *Image `json:"image,omitempty"`
 }
 
 func (*Build) SchemaVersion() int { return BuildVersion }
+
+// Image is the image a server boots, embedded in its records as Nova
+// embeds a flavor: an image deleted later does not change what the
+// server runs. Command is the process driver's argv (empty for an image
+// only the fake driver boots).
+type Image struct {
+	ID      string   `json:"id"`
+	Name    string   `json:"name,omitempty"`
+	Command []string `json:"command,omitempty"`
+}
 
 // ---- API level -------------------------------------------------------------
 
@@ -305,9 +318,25 @@ type BuildRequest struct {
 	// one (Nova's host / hypervisor_hostname); empty otherwise.
 	Host string `json:"host,omitempty"`
 	Node string `json:"hypervisor_hostname,omitempty"`
+
+	// Added without a version bump (each omitted at its zero value,
+	// which means what a record written before it meant): the image
+	// the server boots (nil: none), Nova's server metadata and
+	// description (nil: None).
+	Image       *Image            `json:"image,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	Description *string           `json:"description,omitempty"`
 }
 
 func (*BuildRequest) SchemaVersion() int { return BuildRequestVersion }
+
+// CarryTo copies to in, the instance br becomes (scheduled, or buried in
+// cell0), what the user asked for that the instance keeps showing: the
+// image, metadata, description, reservation, launch index and group.
+func (br *BuildRequest) CarryTo(in *Instance) {
+	in.Image, in.Metadata, in.Description = br.Image, br.Metadata, br.Description
+	in.ReservationID, in.LaunchIndex, in.Group = br.ReservationID, br.Index, br.Hints.Group
+}
 
 // Cell0 is where instances that could not be scheduled are buried, as in
 // Nova: they have no host and exist only to show the user the fault.
@@ -371,6 +400,18 @@ type Instance struct {
 	// they outlive the alternates record, which goes when the instance is
 	// ACTIVE. Absent in records written before it existed.
 	FailedAttempts []Attempt `json:"failed_attempts,omitempty"`
+
+	// Carried over from the BuildRequest by the superconductor, and
+	// absent (zero) in records written before they existed: the image,
+	// metadata and description; the reservation and launch index of a
+	// multi-create (Nova's reservation_id, launch_index); the server
+	// group of a group hint.
+	Image         *Image            `json:"image,omitempty"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
+	Description   *string           `json:"description,omitempty"`
+	ReservationID string            `json:"reservation_id,omitempty"`
+	LaunchIndex   int               `json:"launch_index,omitempty"`
+	Group         string            `json:"group,omitempty"`
 }
 
 func (*Instance) SchemaVersion() int { return InstanceVersion }

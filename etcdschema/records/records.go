@@ -29,8 +29,9 @@ func BuryInCell0(k etcdschema.Keys, br *etcdschema.BuildRequest, reason string, 
 		UUID: br.InstanceUUID, Name: br.Name, Status: etcdschema.StatusError, Cell: etcdschema.Cell0,
 		Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
 		Fault:     &etcdschema.Fault{Code: 500, Message: reason, Created: now},
-		CreatedAt: br.CreatedAt, UpdatedAt: now,
+		CreatedAt: br.CreatedAt, UpdatedAt: now, AvailabilityZone: br.AvailabilityZone,
 	}
+	br.CarryTo(inst)
 	mapping := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, Cell: etcdschema.Cell0,
 		ProjectID: br.ProjectID, CreatedAt: br.CreatedAt}
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k.InstanceMapping(br.InstanceUUID)), ">", 0)}
