@@ -231,7 +231,7 @@ func TestProcessDriverCommandSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	withImage := func(b *etcdschema.Build, argv ...string) *etcdschema.Build {
-		b.Image = &etcdschema.Image{ID: "img", Name: "img", Command: argv}
+		b.Image = &etcdschema.BootImage{ID: "img", Name: "img", Command: argv}
 		return b
 	}
 	cases := []struct {
@@ -256,7 +256,7 @@ func TestProcessDriverSpawnsTheImageCommand(t *testing.T) {
 	dir := t.TempDir()
 	d, _ := newProcDriver(t, dir)
 	b := procBuild("i1", "exit 3")
-	b.Image = &etcdschema.Image{ID: "img", Command: []string{"sh", "-c", `printf %s "$1" > arg.txt; sleep 30`, "sh", "it's $a b"}}
+	b.Image = &etcdschema.BootImage{ID: "img", Command: []string{"sh", "-c", `printf %s "$1" > arg.txt; sleep 30`, "sh", "it's $a b"}}
 	if err := d.Spawn(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}

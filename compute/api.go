@@ -19,6 +19,7 @@ import (
 	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/servergroups"
+	"github.com/berth-project/berth/servers"
 )
 
 // storePatience is how long a write is retried while etcd cannot commit
@@ -28,8 +29,9 @@ const storePatience = 15 * time.Second
 // API is the OpenStack Compute API v2.1 over Berth's records.
 type API struct {
 	flavors *flavorStore
-	images  ImageCatalog // nil until SetImages
-	auth    Auth         // see SetAuth
+	servers *servers.Store // create, lookup, list, delete: shared with /v1
+	images  ImageCatalog   // nil until SetImages
+	auth    Auth           // see SetAuth
 	log     hclog.Logger
 	routes  []route
 
@@ -52,7 +54,8 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *API {
 	a := &API{flavors: &flavorStore{cli: cli, keys: keys}, auth: Auth{Mode: AuthNoAuth}, log: log, cli: cli, keys: keys,
 		aggregates: aggregates.New(cli, keys, nil, log.Named("aggregates")),
 		groups:     servergroups.New(cli, keys, storePatience, log.Named("server_groups")),
-		hosts:      hosts.New(cli, keys, log.Named("hosts")), traitWait: hosts.DefaultTraitSyncTimeout}
+		hosts:      hosts.New(cli, keys, log.Named("hosts")), traitWait: hosts.DefaultTraitSyncTimeout,
+		servers: servers.New(cli, keys, nil, log.Named("servers"))}
 	a.routes = a.routeTable()
 	for _, rt := range a.routes {
 		if (rt.handle == nil) == (rt.actions == nil) {
@@ -131,6 +134,9 @@ type reqCtx struct {
 	// RequestContext: user, project, roles).
 	creds identity.Credentials
 	api   *API
+	// requestID is the answer's X-OpenStack-Request-Id, for logs and
+	// the records a request writes.
+	requestID string
 }
 
 // can is context.can(rule, target={'project_id': owner}): nil when the
@@ -182,7 +188,8 @@ func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 			return
 		}
 	}
-	c := &reqCtx{r: r, v: v, vars: vars, baseURL: applicationURL(r, "/v2.1"), creds: creds, api: a}
+	c := &reqCtx{r: r, v: v, vars: vars, baseURL: applicationURL(r, "/v2.1"), creds: creds, api: a,
+		requestID: w.Header().Get("X-OpenStack-Request-Id")}
 	if r.Method == http.MethodPost || r.Method == http.MethodPut {
 		body, f := readBody(r)
 		if f == errTooLarge {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
@@ -17,9 +18,11 @@ import (
 // testAPI is Nova's API beside Berth's /v1 over a fresh etcd holding the
 // default flavors, as internal/stack serves them.
 type testAPI struct {
-	t   *testing.T
-	h   http.Handler
-	api *API
+	t    *testing.T
+	h    http.Handler
+	api  *API
+	cli  *clientv3.Client
+	keys etcdschema.Keys
 }
 
 func newTestAPI(t *testing.T) *testAPI {
@@ -30,8 +33,8 @@ func newTestAPI(t *testing.T) *testAPI {
 		t.Fatal(err)
 	}
 	legacy := api.New(cli, keys, nil, hclog.NewNullLogger())
-	a := New(cli, keys, hclog.NewNullLogger())
-	return &testAPI{t: t, h: a.Beside(legacy), api: a}
+	nova := New(cli, keys, hclog.NewNullLogger())
+	return &testAPI{t: t, h: nova.Beside(legacy), api: nova, cli: cli, keys: keys}
 }
 
 // do sends one request; hdr is "Name: value" lines.
@@ -261,6 +264,10 @@ func TestRoutePolicies(t *testing.T) {
 		"GET /os-services":                 adminOnly("os_compute_api:os-services:list"),
 		"PUT /os-services/{id}":            adminOnly("os_compute_api:os-services:update"),
 		"DELETE /os-services/{id}":         adminOnly("os_compute_api:os-services:delete"),
+		"GET /servers":                     projectReaderOrAdmin("os_compute_api:servers:index"),
+		"GET /servers/detail":              projectReaderOrAdmin("os_compute_api:servers:detail"),
+		"GET /servers/{id}":                projectReaderOrAdmin("os_compute_api:servers:show"),
+		"DELETE /servers/{id}":             projectMemberOrAdmin("os_compute_api:servers:delete"),
 	}
 	got := map[string]policy{}
 	for _, rt := range New(nil, etcdschema.New("/t"), nil).routes {

@@ -309,7 +309,16 @@ func (a *API) listFlavorsFiltered(c *reqCtx) ([]etcdschema.Flavor, *listParams, 
 // collectionLinks is _get_collection_links: a "next" link when the page
 // is as long as the limit asked for (or the maximum).
 func collectionLinks(c *reqCtx, items []etcdschema.Flavor, p *listParams, coll string) []obj {
-	if p.limit == 0 || len(items) != p.limit {
+	if len(items) == 0 {
+		return nil
+	}
+	return pageLinks(c, items[len(items)-1].ID, len(items), p.limit, coll)
+}
+
+// pageLinks is _get_collection_links for a page of n items whose last
+// has id lastID, under a limit: the "next" link, or nil.
+func pageLinks(c *reqCtx, lastID string, n, limit int, coll string) []obj {
+	if limit == 0 || n != limit {
 		return nil
 	}
 	q := queryObj(c.r.URL.RawQuery)
@@ -318,7 +327,7 @@ func collectionLinks(c *reqCtx, items []etcdschema.Flavor, p *listParams, coll s
 		vals := m.v.([]any)
 		params[m.k] = vals[len(vals)-1].(string)
 	}
-	params["marker"] = items[len(items)-1].ID
+	params["marker"] = lastID
 	keys := make([]string, 0, len(params))
 	for k := range params {
 		keys = append(keys, k)

@@ -97,10 +97,3 @@ func pyTime(t time.Time) any {
 	return t.UTC().Format("2006-01-02T15:04:05.000000")
 }
 
-// nullable is None for "".
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}

@@ -47,7 +47,7 @@ func (a *API) hypervisorView(c *reqCtx, s *serviceRecord, p *etcdschema.Provider
 		// Berth's drivers report no hypervisor type or version and the
 		// agent no address: "berth", 0 and null.
 		o = append(o, member{"hypervisor_type", "berth"}, member{"hypervisor_version", 0}, member{"host_ip", nil},
-			member{"service", obj{{"id", serviceID(c, s)}, {"host", s.host}, {"disabled_reason", nullable(s.reason)}}})
+			member{"service", obj{{"id", serviceID(c, s)}, {"host", s.host}, {"disabled_reason", orNull(s.reason)}}})
 		if !c.v.atLeast(88) {
 			f := nodeFigures(s, p)
 			o = append(o, member{"vcpus", f.vcpus}, member{"memory_mb", f.memoryMB}, member{"local_gb", f.localGB},

@@ -148,6 +148,11 @@ func (a *API) routeTable() []route {
 		{method: "GET", path: "/os-services", policy: adminOnly("os_compute_api:os-services:list"), handle: a.listServices},
 		{method: "PUT", path: "/os-services/{id}", schema: serviceUpdateSchema, policy: adminOnly("os_compute_api:os-services:update"), handle: a.updateService},
 		{method: "DELETE", path: "/os-services/{id}", policy: adminOnly("os_compute_api:os-services:delete"), handle: a.deleteService},
+
+		{method: "GET", path: "/servers", policy: projectReaderOrAdmin("os_compute_api:servers:index"), handle: a.listServers},
+		{method: "GET", path: "/servers/detail", policy: projectReaderOrAdmin("os_compute_api:servers:detail"), handle: a.listServersDetail},
+		{method: "GET", path: "/servers/{id}", policy: projectReaderOrAdmin("os_compute_api:servers:show"), handle: a.showServer},
+		{method: "DELETE", path: "/servers/{id}", policy: projectMemberOrAdmin("os_compute_api:servers:delete"), handle: a.deleteServer},
 	}
 }
 

@@ -57,7 +57,7 @@ func serviceView(c *reqCtx, s *serviceRecord) obj {
 		state = "up"
 	}
 	o := obj{{"binary", s.binary}, {"host", s.host}, {"id", id}, {"zone", s.zone}, {"status", status},
-		{"state", state}, {"updated_at", pyTime(s.updated)}, {"disabled_reason", nullable(s.reason)}}
+		{"state", state}, {"updated_at", pyTime(s.updated)}, {"disabled_reason", orNull(s.reason)}}
 	if c.v.atLeast(11) {
 		o = append(o, member{"forced_down", s.forcedDown})
 	}

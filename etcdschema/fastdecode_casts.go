@@ -176,11 +176,11 @@ func (r *jsonReader) flavor(f *Flavor, keep bool) bool {
 
 // image reads a cast's Image into a new one; null gives nil, as
 // encoding/json sets a pointer for null.
-func (r *jsonReader) image(keep bool) (*Image, bool) {
+func (r *jsonReader) image(keep bool) (*BootImage, bool) {
 	if r.null() {
 		return nil, true
 	}
-	im := &Image{}
+	im := &BootImage{}
 	ok := r.members(func(name []byte) (bit uint32, ok bool) {
 		switch string(name) {
 		case "id":

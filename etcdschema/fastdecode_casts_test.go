@@ -35,7 +35,7 @@ func (g genPlacement) build() *Build {
 		b.RequestID = g.str()
 	}
 	if g.rng.Intn(2) == 0 {
-		b.Image = &Image{ID: g.str(), Name: g.str()}
+		b.Image = &BootImage{ID: g.str(), Name: g.str()}
 		for n := g.rng.Intn(3); n > 0; n-- {
 			b.Image.Command = append(b.Image.Command, g.str())
 		}
@@ -48,7 +48,7 @@ var (
 		Cell: "cell1", Flavor: Flavor{header: header{Version: 1}, ID: "2", Name: "m1.small", VCPUs: 1, RAMMB: 2048, DiskGB: 20,
 			ExtraSpecs: map[string]string{"hw:cpu_policy": "dedicated", "aggregate_instance_extra_specs:ssd": "true"}},
 		ProjectID: "p", UserID: "u", Attempt: 1, RequestID: "req-1", CastAt: providerCreated,
-		Image: &Image{ID: "1d4a4b0c-0000-4000-8000-000000000003", Name: "sleeper", Command: []string{"sleep", "600"}}})
+		Image: &BootImage{ID: "1d4a4b0c-0000-4000-8000-000000000003", Name: "sleeper", Command: []string{"sleep", "600"}}})
 	leaseJSON = MustEncode(&Lease{Holder: "berth-1", LeaseID: 7587891349216435205, Since: providerCreated})
 )
 
@@ -95,7 +95,7 @@ func TestCastsFastDecodeMatchesEncodingJSON(t *testing.T) {
 		}
 		decodeBoth(t, in, Build{Op: "old", Attempt: 3, Flavor: Flavor{ID: "old", VCPUs: 9}})
 		decodeBoth(t, in, Build{Flavor: Flavor{ExtraSpecs: map[string]string{"old": "x"}}})
-		decodeBoth(t, in, Build{Image: &Image{ID: "old", Command: []string{"old"}}})
+		decodeBoth(t, in, Build{Image: &BootImage{ID: "old", Command: []string{"old"}}})
 	}
 	for _, in := range leases {
 		if decodeBoth(t, in, Lease{}) {

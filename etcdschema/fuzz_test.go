@@ -55,7 +55,7 @@ func FuzzFastDecode(f *testing.F) {
 		decodeBoth(t, data, Build{})
 		decodeBoth(t, data, Build{Op: "old", Attempt: 3, Flavor: Flavor{ID: "old", VCPUs: 9}})
 		decodeBoth(t, data, Build{Flavor: Flavor{ExtraSpecs: map[string]string{"old": "x"}}})
-		decodeBoth(t, data, Build{Image: &Image{ID: "old", Command: []string{"old"}}})
+		decodeBoth(t, data, Build{Image: &BootImage{ID: "old", Command: []string{"old"}}})
 		decodeBoth(t, data, BuildOp{})
 		decodeBoth(t, data, Lease{})
 		decodeBoth(t, data, Lease{Holder: "old", LeaseID: 9, Since: old})

@@ -31,7 +31,7 @@ func TestServerRecordsOldAndNew(t *testing.T) {
 	}
 
 	desc := "web <1>"
-	br.Image = &Image{ID: "i", Name: "sleeper", Command: []string{"sleep", "60"}}
+	br.Image = &BootImage{ID: "i", Name: "sleeper", Command: []string{"sleep", "60"}}
 	br.Metadata, br.Description = map[string]string{"k": "v"}, &desc
 	var back BuildRequest
 	if err := Decode("/t/build_requests/u", []byte(MustEncode(&br)), &back); err != nil {

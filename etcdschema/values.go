@@ -221,16 +221,16 @@ type Build struct {
 	CastAt       time.Time `json:"cast_at"`
 	// Image is what the instance boots (nil: none, as before images
 	// existed: the process driver runs the flavor's berth:command).
-	Image *Image `json:"image,omitempty"`
+	Image *BootImage `json:"image,omitempty"`
 }
 
 func (*Build) SchemaVersion() int { return BuildVersion }
 
-// Image is the image a server boots, embedded in its records as Nova
+// BootImage is the image a server boots, embedded in its records as Nova
 // embeds a flavor: an image deleted later does not change what the
 // server runs. Command is the process driver's argv (empty for an image
 // only the fake driver boots).
-type Image struct {
+type BootImage struct {
 	ID      string   `json:"id"`
 	Name    string   `json:"name,omitempty"`
 	Command []string `json:"command,omitempty"`
@@ -323,7 +323,7 @@ type BuildRequest struct {
 	// which means what a record written before it meant): the image
 	// the server boots (nil: none), Nova's server metadata and
 	// description (nil: None).
-	Image       *Image            `json:"image,omitempty"`
+	Image       *BootImage            `json:"image,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
 	Description *string           `json:"description,omitempty"`
 }
@@ -406,7 +406,7 @@ type Instance struct {
 	// metadata and description; the reservation and launch index of a
 	// multi-create (Nova's reservation_id, launch_index); the server
 	// group of a group hint.
-	Image         *Image            `json:"image,omitempty"`
+	Image         *BootImage            `json:"image,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
 	Description   *string           `json:"description,omitempty"`
 	ReservationID string            `json:"reservation_id,omitempty"`

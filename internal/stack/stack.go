@@ -21,8 +21,8 @@ import (
 	"github.com/berth-project/berth/conductor"
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
-	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/hosts"
+	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/httpserve"
 	"github.com/berth-project/berth/internal/loadgc"
@@ -374,6 +374,8 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		novaHosts := hosts.New(s.cli, s.keys, s.log.Named("hosts"))
 		novaHosts.DefaultZone = cfg.DefaultAvailabilityZone
 		nova.SetHosts(novaHosts, hosts.DefaultTraitSyncTimeout)
+		nova.SetPlacement(s.placement)
+		nova.SetDefaultAvailabilityZone(cfg.DefaultAvailabilityZone)
 		if err := s.Serve("compute API", cfg.API.Bind, nova.Beside(computeAPI)); err != nil {
 			return err
 		}
