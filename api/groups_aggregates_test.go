@@ -98,9 +98,15 @@ func TestServerGroupsAPI(t *testing.T) {
 	if g["policy"] != "anti-affinity" || g["rules"].(map[string]any)["max_server_per_host"] != 2.0 {
 		t.Fatalf("created %v", g)
 	}
+	// Hint values that would reach etcd keys must be uuids.
+	w.call(http.MethodPost, "/v1/servers",
+		`{"server":{"name":"s","flavorRef":"m1.tiny"},"os:scheduler_hints":{"group":"`+id+`/members/`+id+`"}}`, 400)
+	w.call(http.MethodPost, "/v1/servers",
+		`{"server":{"name":"s","flavorRef":"m1.tiny"},"os:scheduler_hints":{"group":"`+id+`","same_host":"x"}}`, 400)
 	// Servers booted into the group become its members at once.
+	const other = "0f3c1e2d-4b5a-4c6d-8e7f-901a2b3c4d5e"
 	out = w.call(http.MethodPost, "/v1/servers",
-		`{"server":{"name":"s","flavorRef":"m1.tiny","max_count":2},"os:scheduler_hints":{"group":"`+id+`","same_host":"x"}}`, 202)
+		`{"server":{"name":"s","flavorRef":"m1.tiny","max_count":2},"os:scheduler_hints":{"group":"`+id+`","same_host":"`+other+`"}}`, 202)
 	var ids []string
 	for _, s := range out["servers"].([]any) {
 		ids = append(ids, s.(map[string]any)["id"].(string))
@@ -123,7 +129,7 @@ func TestServerGroupsAPI(t *testing.T) {
 	if err := etcdschema.Decode("br", resp.Kvs[0].Value, &br); err != nil {
 		t.Fatal(err)
 	}
-	if br.Hints.Group != id || !slices.Equal(br.Hints.SameHost, []string{"x"}) {
+	if br.Hints.Group != id || !slices.Equal(br.Hints.SameHost, []string{other}) {
 		t.Fatalf("build request hints %+v", br.Hints)
 	}
 	// A deleted server leaves the group.

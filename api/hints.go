@@ -48,9 +48,13 @@ func (s *Server) checkPlacementRequest(ctx context.Context, az string, h etcdsch
 	err := s.servers.CheckPlacement(ctx, az, h)
 	var zone *servers.ZoneError
 	var group *servers.GroupError
+	var hint *servers.HintError
 	switch {
 	case err == nil:
 		return "", 0
+	case errors.As(err, &hint):
+		return fmt.Sprintf("Invalid input: scheduler hint '%s' must be a server group or server uuid, not %q.", hint.Hint, hint.Value),
+			http.StatusBadRequest
 	case errors.As(err, &zone):
 		return fmt.Sprintf("Invalid input: the requested availability zone %q is not available (zones: %s).",
 			az, strings.Join(zone.Zones, ", ")), http.StatusBadRequest

@@ -137,6 +137,9 @@ type reqCtx struct {
 	// requestID is the answer's X-OpenStack-Request-Id, for logs and
 	// the records a request writes.
 	requestID string
+	// header is the answer's headers, for a handler that sets one of its
+	// own (a create's Location).
+	header http.Header
 }
 
 // can is context.can(rule, target={'project_id': owner}): nil when the
@@ -189,7 +192,7 @@ func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 		}
 	}
 	c := &reqCtx{r: r, v: v, vars: vars, baseURL: applicationURL(r, "/v2.1"), creds: creds, api: a,
-		requestID: w.Header().Get("X-OpenStack-Request-Id")}
+		requestID: w.Header().Get("X-OpenStack-Request-Id"), header: w.Header()}
 	if r.Method == http.MethodPost || r.Method == http.MethodPut {
 		body, f := readBody(r)
 		if f == errTooLarge {

@@ -265,6 +265,7 @@ func TestRoutePolicies(t *testing.T) {
 		"PUT /os-services/{id}":            adminOnly("os_compute_api:os-services:update"),
 		"DELETE /os-services/{id}":         adminOnly("os_compute_api:os-services:delete"),
 		"GET /servers":                     projectReaderOrAdmin("os_compute_api:servers:index"),
+		"POST /servers":                    projectMemberOrAdmin("os_compute_api:servers:create"),
 		"GET /servers/detail":              projectReaderOrAdmin("os_compute_api:servers:detail"),
 		"GET /servers/{id}":                projectReaderOrAdmin("os_compute_api:servers:show"),
 		"DELETE /servers/{id}":             projectMemberOrAdmin("os_compute_api:servers:delete"),

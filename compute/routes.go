@@ -150,6 +150,7 @@ func (a *API) routeTable() []route {
 		{method: "DELETE", path: "/os-services/{id}", policy: adminOnly("os_compute_api:os-services:delete"), handle: a.deleteService},
 
 		{method: "GET", path: "/servers", policy: projectReaderOrAdmin("os_compute_api:servers:index"), handle: a.listServers},
+		{method: "POST", path: "/servers", schema: serverCreate, policy: projectMemberOrAdmin("os_compute_api:servers:create"), handle: a.createServer},
 		{method: "GET", path: "/servers/detail", policy: projectReaderOrAdmin("os_compute_api:servers:detail"), handle: a.listServersDetail},
 		{method: "GET", path: "/servers/{id}", policy: projectReaderOrAdmin("os_compute_api:servers:show"), handle: a.showServer},
 		{method: "DELETE", path: "/servers/{id}", policy: projectMemberOrAdmin("os_compute_api:servers:delete"), handle: a.deleteServer},

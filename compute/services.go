@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/google/uuid"
-
 	"github.com/berth-project/berth/hosts"
 )
 
@@ -159,16 +157,6 @@ func (a *API) findService(c *reqCtx, id string) (*serviceRecord, error) {
 		}
 	}
 	return nil, nil
-}
-
-// isUUIDLike is oslo's uuidutils.is_uuid_like: a uuid in any of the
-// forms UUID() parses, written back in its canonical form.
-func isUUIDLike(s string) bool {
-	u, err := uuid.Parse(s)
-	if err != nil {
-		return false
-	}
-	return normalizeUUID(s) == u.String()
 }
 
 func normalizeUUID(s string) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/google/uuid"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
@@ -45,6 +46,44 @@ func (e *HostError) Error() string {
 	return fmt.Sprintf("hypervisor hostname %s does not exist", e.Node)
 }
 
+// HintError is a scheduler hint whose value is not a server or group
+// uuid. Those values reach etcd keys (a group's members, the instances
+// the scheduler reads): "<uuid>/members/<uuid>" must never become one.
+type HintError struct {
+	Hint, Value string
+}
+
+func (e *HintError) Error() string {
+	return fmt.Sprintf("scheduler hint %s: %q is not a uuid", e.Hint, e.Value)
+}
+
+// canonicalUUID: a uuid in its one canonical spelling (lower case, with
+// hyphens), the only one the records' keys use.
+func canonicalUUID(s string) bool {
+	u, err := uuid.Parse(s)
+	return err == nil && u.String() == s
+}
+
+// ValidateHints checks that every hint value that names a group or a
+// server is a canonical uuid. It returns a *HintError for the first that
+// is not.
+func ValidateHints(h etcdschema.SchedulerHints) error {
+	if h.Group != "" && !canonicalUUID(h.Group) {
+		return &HintError{Hint: "group", Value: h.Group}
+	}
+	for _, list := range []struct {
+		hint   string
+		values []string
+	}{{"same_host", h.SameHost}, {"different_host", h.DifferentHost}} {
+		for _, v := range list.values {
+			if !canonicalUUID(v) {
+				return &HintError{Hint: list.hint, Value: v}
+			}
+		}
+	}
+	return nil
+}
+
 // AvailabilityZones is every zone a request may name: the default one
 // and those of the aggregates.
 func (s *Store) AvailabilityZones(ctx context.Context) (map[string]bool, error) {
@@ -67,9 +106,12 @@ func (s *Store) AvailabilityZones(ctx context.Context) (map[string]bool, error) 
 
 // CheckPlacement checks what a create asks of the scheduler: the zone
 // must exist (the default one or an aggregate's, as Nova's API checks)
-// and a group hint must name a group. It returns a *ZoneError, a
-// *GroupError, or the store's error.
+// and a group hint must name a group. It returns a *HintError, a
+// *ZoneError, a *GroupError, or the store's error.
 func (s *Store) CheckPlacement(ctx context.Context, az string, h etcdschema.SchedulerHints) error {
+	if err := ValidateHints(h); err != nil {
+		return err // before any key is spelled from a hint
+	}
 	if az != "" {
 		zones, err := s.AvailabilityZones(ctx)
 		if err != nil {

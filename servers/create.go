@@ -28,6 +28,9 @@ type CreateRequest struct {
 	Hints             etcdschema.SchedulerHints
 	Host, Node        string // the requested destination, if any
 	RequestID         string
+	Image             *etcdschema.BootImage // nil: none
+	Metadata          map[string]string
+	Description       *string
 }
 
 // Reservation is what a create stored: one BuildRequest a server, in
@@ -52,6 +55,9 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 	if req.Count < 1 || req.Count > MaxCount {
 		return nil, fmt.Errorf("count %d outside 1..%d", req.Count, MaxCount)
 	}
+	if err := ValidateHints(req.Hints); err != nil {
+		return nil, err
+	}
 	now := time.Now().UTC()
 	res := &Reservation{ID: newReservationID(), BuildRequests: make([]*etcdschema.BuildRequest, req.Count)}
 	for i := range res.BuildRequests {
@@ -62,7 +68,8 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 		res.BuildRequests[i] = &etcdschema.BuildRequest{InstanceUUID: uuid.NewString(), Name: name,
 			ReservationID: res.ID, Index: i, Count: req.Count, Flavor: req.Flavor.Embedded(),
 			ProjectID: req.ProjectID, UserID: req.UserID, AvailabilityZone: req.AvailabilityZone,
-			Hints: req.Hints, RequestID: req.RequestID, CreatedAt: now, Host: req.Host, Node: req.Node}
+			Hints: req.Hints, RequestID: req.RequestID, CreatedAt: now, Host: req.Host, Node: req.Node,
+			Image: req.Image, Metadata: req.Metadata, Description: req.Description}
 	}
 	group := req.Hints.Group
 	// Two keys a server (three in a group), within etcd's 128 operations.
