@@ -154,6 +154,8 @@ func (a *API) routeTable() []route {
 		{method: "GET", path: "/servers/detail", policy: projectReaderOrAdmin("os_compute_api:servers:detail"), handle: a.listServersDetail},
 		{method: "GET", path: "/servers/{id}", policy: projectReaderOrAdmin("os_compute_api:servers:show"), handle: a.showServer},
 		{method: "DELETE", path: "/servers/{id}", policy: projectMemberOrAdmin("os_compute_api:servers:delete"), handle: a.deleteServer},
+		{method: "GET", path: "/servers/{server_id}/os-instance-actions", policy: projectReaderOrAdmin("os_compute_api:os-instance-actions:list"), handle: a.listInstanceActions},
+		{method: "GET", path: "/servers/{server_id}/os-instance-actions/{id}", policy: projectReaderOrAdmin("os_compute_api:os-instance-actions:show"), handle: a.showInstanceAction},
 	}
 }
 

@@ -94,7 +94,10 @@ func (a *API) hostStatuses(ctx context.Context, hosts []string) (map[string]stri
 
 // lookupServer is common.get_instance with the owner's policy check.
 func (a *API) lookupServer(c *reqCtx, p policy) (*servers.Server, error) {
-	id := c.vars["id"]
+	id, ok := c.vars["server_id"]
+	if !ok {
+		id = c.vars["id"]
+	}
 	v, err := a.servers.Lookup(c.r.Context(), id)
 	if errors.Is(err, servers.ErrNotFound) {
 		return nil, instanceNotFound(id)

@@ -32,8 +32,10 @@ type serverState struct {
 	reservationID      string
 	launchIndex        int
 	group              string
-	attempts           []etcdschema.Attempt
-	status             string // Berth's word, for the instance actions
+	attempts           []etcdschema.Attempt // the failed builds before the current one
+	status             string               // Berth's word, for the instance actions
+	requestID          string               // the create's
+	deleteRequestID    string               // the accepted delete's, if any
 }
 
 // Nova's power states (nova/compute/power_state.py) Berth reaches.
@@ -57,7 +59,7 @@ func stateOf(v *servers.Server) *serverState {
 			az: br.AvailabilityZone, flavor: br.Flavor, image: br.Image, metadata: br.Metadata,
 			description: br.Description, created: br.CreatedAt, updated: br.CreatedAt,
 			reservationID: br.ReservationID, launchIndex: br.Index, group: br.Hints.Group,
-			status: etcdschema.StatusBuild}
+			status: etcdschema.StatusBuild, requestID: br.RequestID}
 		return s
 	}
 	in := v.Instance
@@ -66,7 +68,7 @@ func stateOf(v *servers.Server) *serverState {
 		az: in.AvailabilityZone, flavor: in.Flavor, image: in.Image, metadata: in.Metadata,
 		description: in.Description, created: in.CreatedAt, updated: in.UpdatedAt, fault: in.Fault,
 		reservationID: in.ReservationID, launchIndex: in.LaunchIndex, group: in.Group,
-		attempts: in.FailedAttempts, status: in.Status}
+		attempts: in.FailedAttempts, status: in.Status, requestID: in.RequestID, deleteRequestID: in.DeleteRequestID}
 	switch in.Status {
 	case etcdschema.StatusActive:
 		s.vmState, s.powerState = vmActive, powerRunning

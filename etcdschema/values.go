@@ -332,10 +332,12 @@ func (*BuildRequest) SchemaVersion() int { return BuildRequestVersion }
 
 // CarryTo copies to in, the instance br becomes (scheduled, or buried in
 // cell0), what the user asked for that the instance keeps showing: the
-// image, metadata, description, reservation, launch index and group.
+// image, metadata, description, reservation, launch index, group and
+// the create's request id.
 func (br *BuildRequest) CarryTo(in *Instance) {
 	in.Image, in.Metadata, in.Description = br.Image, br.Metadata, br.Description
 	in.ReservationID, in.LaunchIndex, in.Group = br.ReservationID, br.Index, br.Hints.Group
+	in.RequestID = br.RequestID
 }
 
 // Cell0 is where instances that could not be scheduled are buried, as in
@@ -412,6 +414,11 @@ type Instance struct {
 	ReservationID string            `json:"reservation_id,omitempty"`
 	LaunchIndex   int               `json:"launch_index,omitempty"`
 	Group         string            `json:"group,omitempty"`
+	// RequestID is the create's request (Nova's instance action
+	// "create"); DeleteRequestID the delete's, once one was accepted
+	// (the "delete" action, while the host works it).
+	RequestID       string `json:"request_id,omitempty"`
+	DeleteRequestID string `json:"delete_request_id,omitempty"`
 }
 
 func (*Instance) SchemaVersion() int { return InstanceVersion }

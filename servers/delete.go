@@ -97,6 +97,7 @@ func (s *Store) deleteAttempt(ctx context.Context, id, requestID string, sent bo
 		in := *v.Instance
 		in.TaskState = etcdschema.TaskDeleting
 		in.UpdatedAt = time.Now().UTC()
+		in.DeleteRequestID = requestID
 		cast := &etcdschema.Build{Op: etcdschema.OpDelete, InstanceUUID: id, Name: in.Name, Cell: in.Cell,
 			Flavor: in.Flavor, ProjectID: in.ProjectID, UserID: in.UserID, RequestID: requestID, CastAt: in.UpdatedAt}
 		ikey := k.CellInstance(v.Mapping.Cell, id)

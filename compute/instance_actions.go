@@ -1,0 +1,202 @@
+package compute
+
+import (
+	"net/http"
+	"slices"
+	"time"
+)
+
+// os-instance-actions: instance_actions.py over what Berth records of a
+// server's builds. Berth keeps no action table: the actions are derived
+// from the server's records, as doc.go's table says.
+//
+//   - "create", with the create's request id: a
+//     "schedule_and_build_instances" event (the superconductor's
+//     scheduling; an Error with the fault for a server buried in cell0),
+//     then one "compute__do_build_and_run_instance" event a build
+//     attempt, the failed ones an Error with the reason Berth recorded.
+//   - "delete", once a delete was accepted for a server on a host, with
+//     a "compute_terminate_instance" event while the host works it.
+//
+// Berth records when an attempt started, not when it ended: an event
+// ends when the next one starts, the last when the server last changed.
+
+// Microversions that change instance actions.
+const (
+	mvActionUpdatedAt   = 58 // updated_at
+	mvActionEventsShown = 51 // events for non-admins (without traceback)
+	mvActionEventHost   = 62 // host, hostId
+	mvActionDetails     = 84 // details
+)
+
+type actionEvent struct {
+	name          string
+	start         time.Time
+	finish        *time.Time
+	result        any // "Success", "Error" or None
+	traceback     any
+	host, details string
+}
+
+type instanceAction struct {
+	action, requestID string
+	start             time.Time
+	message           any
+	events            []actionEvent
+}
+
+// perfectTime is oslo's PERFECT_TIME_FORMAT, as jsonutils writes a
+// datetime.
+func perfectTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000") }
+
+func timeOrNull(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return perfectTime(*t)
+}
+
+// instanceActions derives a server's actions, newest first.
+func instanceActions(s *serverState) []instanceAction {
+	create := instanceAction{action: "create", requestID: s.requestID, start: s.created}
+	sched := actionEvent{name: "schedule_and_build_instances", start: s.created}
+	switch {
+	case s.vmState == vmBuilding && s.host == "":
+		// still a build request: scheduling
+	case s.host == "" && s.fault != nil:
+		end := s.fault.Created
+		sched.finish, sched.result = &end, "Error"
+		sched.traceback, sched.details = s.fault.Message+"\n"+s.fault.Details, s.fault.Message
+	default:
+		first := s.updated
+		if len(s.attempts) > 0 {
+			first = s.attempts[0].At
+		}
+		sched.finish, sched.result = &first, "Success"
+	}
+	create.events = append(create.events, sched)
+	for i, at := range s.attempts {
+		end := s.updated
+		if i+1 < len(s.attempts) {
+			end = s.attempts[i+1].At
+		}
+		create.events = append(create.events, actionEvent{name: "compute__do_build_and_run_instance", start: at.At,
+			finish: &end, result: "Error", traceback: at.Reason, host: at.Host, details: at.Reason})
+	}
+	if s.host != "" {
+		start := s.created
+		if n := len(s.attempts); n > 0 {
+			start = s.attempts[n-1].At
+		}
+		ev := actionEvent{name: "compute__do_build_and_run_instance", start: start, host: s.host}
+		switch s.vmState {
+		case vmActive:
+			end := s.updated
+			ev.finish, ev.result = &end, "Success"
+		case vmError:
+			end := s.updated
+			ev.finish, ev.result = &end, "Error"
+			if s.fault != nil {
+				ev.traceback, ev.details = s.fault.Message+"\n"+s.fault.Details, s.fault.Message
+			}
+		}
+		create.events = append(create.events, ev)
+	}
+	if s.vmState == vmError {
+		create.message = "Error"
+	}
+	actions := []instanceAction{create}
+	if s.deleteRequestID != "" {
+		del := instanceAction{action: "delete", requestID: s.deleteRequestID, start: s.updated}
+		del.events = []actionEvent{{name: "compute_terminate_instance", start: s.updated, host: s.host}}
+		actions = append([]instanceAction{del}, actions...)
+	}
+	return actions
+}
+
+// updatedAt is the action's updated_at: its last event's change.
+func (act *instanceAction) updatedAt() time.Time {
+	t := act.start
+	for _, e := range act.events {
+		if e.start.After(t) {
+			t = e.start
+		}
+		if e.finish != nil && e.finish.After(t) {
+			t = *e.finish
+		}
+	}
+	return t
+}
+
+func actionView(c *reqCtx, s *serverState, act *instanceAction) obj {
+	o := obj{{"action", act.action}, {"instance_uuid", s.id}, {"request_id", act.requestID},
+		{"user_id", s.userID}, {"project_id", s.projectID}, {"start_time", perfectTime(act.start)},
+		{"message", act.message}}
+	if c.v.atLeast(mvActionUpdatedAt) {
+		o = append(o, member{"updated_at", perfectTime(act.updatedAt())})
+	}
+	return o
+}
+
+// listInstanceActions is InstanceActionsController.index.
+func (a *API) listInstanceActions(c *reqCtx) (int, any, error) {
+	v, err := a.lookupServer(c, projectReaderOrAdmin("os_compute_api:os-instance-actions:list"))
+	if err != nil {
+		return 0, nil, err
+	}
+	s := stateOf(v)
+	acts := instanceActions(s)
+	out := make([]obj, len(acts))
+	for i := range acts {
+		out[i] = actionView(c, s, &acts[i])
+	}
+	return http.StatusOK, obj{{"instanceActions", out}}, nil
+}
+
+// showInstanceAction is InstanceActionsController.show: the events with
+// their tracebacks for admins (os-instance-actions:events), without
+// them from 2.51 for others; host and hostId from 2.62, details from
+// 2.84.
+func (a *API) showInstanceAction(c *reqCtx) (int, any, error) {
+	v, err := a.lookupServer(c, projectReaderOrAdmin("os_compute_api:os-instance-actions:show"))
+	if err != nil {
+		return 0, nil, err
+	}
+	s := stateOf(v)
+	acts := instanceActions(s)
+	i := slices.IndexFunc(acts, func(act instanceAction) bool { return act.requestID == c.vars["id"] })
+	if i < 0 {
+		return 0, nil, errNotFound("Action " + c.vars["id"] + " not found")
+	}
+	act := &acts[i]
+	o := actionView(c, s, act)
+	admin := c.can(adminOnly("os_compute_api:os-instance-actions:events"), s.projectID) == nil
+	showEvents, showTraceback, showHost := admin, admin, admin && c.v.atLeast(mvActionEventHost)
+	if !admin && c.v.atLeast(mvActionEventsShown) {
+		showEvents = true
+	}
+	if showEvents {
+		showDetails := c.v.atLeast(mvActionDetails) &&
+			c.can(adminOnly("os_compute_api:os-instance-actions:events:details"), s.projectID) == nil
+		events := make([]obj, len(act.events))
+		for j, e := range act.events {
+			ev := obj{{"event", e.name}, {"start_time", perfectTime(e.start)}, {"finish_time", timeOrNull(e.finish)},
+				{"result", e.result}}
+			if showTraceback {
+				ev = append(ev, member{"traceback", e.traceback})
+			}
+			if showHost {
+				ev = append(ev, member{"host", e.host})
+			}
+			if c.v.atLeast(mvActionEventHost) {
+				ev = append(ev, member{"hostId", hostID(e.host, s.projectID)})
+			}
+			if showDetails {
+				ev = append(ev, member{"details", orNull(e.details)})
+			}
+			events[j] = ev
+		}
+		o = append(o, member{"events", events})
+	}
+	return http.StatusOK, obj{{"instanceAction", o}}, nil
+}
