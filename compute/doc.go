@@ -34,7 +34,9 @@
 // (hosts.Decommission). Hypervisor figures are the host's provider's
 // inventories and usages; Berth has no hypervisor type, version, host
 // IP, CPU info or uptime to report ("berth", 0, null, {}, null; uptime
-// answers 501 as Nova's fake driver). Not yet: servers;
+// answers 501 as Nova's fake driver). The servers resource (servers*.go:
+// create, list, detail, show, delete over package servers, which /v1
+// shares) and os-instance-actions (instance_actions.go). Not yet:
 // /os-aggregates/{id}/images (2.81); the /v2 (2.0) and /{project_id}/
 // URL forms.
 //
@@ -57,6 +59,57 @@
 // project's servers and groups, another project's only for an admin
 // (tenant_id). A caller without a project (a system-scoped token) owns
 // nothing: the empty project is no wildcard.
+//
+// # Servers: what Berth keeps, shows and refuses
+//
+// A server is a BuildRequest until the superconductor hands it to a
+// cell, then an Instance (package servers). The view (servers_view.go)
+// is views/servers.py member for member; Berth's statuses map to
+// Nova's states as BUILD: building (scheduling while a build request,
+// spawning on a host), power 0; ACTIVE: active, power 1 (RUNNING);
+// ERROR: error, power 0; a delete in progress keeps its status with
+// task_state deleting. Without all_tenants a list is the caller's
+// project (callerProjectFilter).
+//
+// The members of POST /servers Berth does not honour, and how each is
+// answered (Nova's words for a reference to something that does not
+// exist, or accepted where Nova would be satisfied and nothing follows):
+//
+//	member                       Berth's answer
+//	name, flavorRef, imageRef    honoured (imageRef through the ImageCatalog;
+//	                             none configured: "Can not find requested image")
+//	min_count, max_count         honoured: max_count servers (Berth has no quota;
+//	                             over servers.MaxCount is Nova's 403 quota answer)
+//	availability_zone            honoured, with "zone:host[:node]" and
+//	                             "zone::node" as a requested destination (admin)
+//	host, hypervisor_hostname    honoured from 2.74 (admin)
+//	os:scheduler_hints           group, same_host, different_host honoured (uuids
+//	                             only: they reach keys); others accepted, ignored
+//	metadata, description        kept and shown
+//	return_reservation_id        honoured
+//	networks                     "none"/"auto" accepted (Berth has no networks);
+//	                             a network: "Network <id> could not be found.";
+//	                             a port: "Port id <id> could not be found."
+//	key_name                     "Invalid key_name provided." (no key pairs)
+//	security_groups              "default" accepted; others "Security group <name>
+//	                             not found."
+//	block_device_mapping(_v2)    an image source is the imageRef; a volume or
+//	                             snapshot "Volume|Snapshot <id> could not be
+//	                             found."; blank ones accepted and ignored
+//	adminPass                    echoed in the 202 body (generated when absent)
+//	accessIPv4/6, config_drive,  validated, accepted, not kept (shown as Nova
+//	user_data, personality,      shows a server without them)
+//	OS-DCF:diskConfig, tags,
+//	trusted_image_certificates,
+//	hostname (2.90)
+//
+// Known differences kept on purpose: Berth has no integer instance id,
+// so instance_name is "instance-" and the uuid's first 8 hex digits and
+// the database's "id" sort key is creation time then launch index;
+// launched_at is the instance's last update while ACTIVE; regex filters
+// use Go's RE2 (no look-arounds) and match without case, as MySQL's
+// REGEXP on Nova's collation; instance action events end when the next
+// begins (Berth records attempt starts only).
 //
 // Nova's answers are the tests' reference, recorded from Nova 26's own
 // code with Debian's python3-nova (testdata/*.py): its validator's
