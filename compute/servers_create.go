@@ -189,7 +189,8 @@ func (a *API) createServer(c *reqCtx) (int, any, error) {
 }
 
 // imageRef is _image_from_req_data: the image id, "" for a server
-// booted from a block device mapping only. A block device mapping Berth
+// booted from a block device mapping only (an image source's uuid is
+// Berth's image then). A block device mapping Berth
 // cannot honour (a volume, a snapshot) is Nova's answer to one that does
 // not exist.
 func (r *createRequest) imageRef() (string, *fault) {
@@ -219,14 +220,14 @@ func (r *createRequest) imageRef() (string, *fault) {
 			}
 		}
 	}
-	if ref == "" && len(bdms) > 0 {
+	switch {
+	case ref != "":
+		// The schema has made it a uuid.
+		return canonical(ref), nil
+	case len(bdms) > 0:
 		return "", nil
 	}
-	id := ref[strings.LastIndex(ref, "/")+1:]
-	if id == "" || !isUUIDLike(id) {
-		return "", errBadRequest("Invalid imageRef provided.")
-	}
-	return canonical(id), nil
+	return "", errBadRequest("Missing imageRef attribute")
 }
 
 // networks is _process_networks_for_create: "none" and "auto" are what

@@ -137,7 +137,7 @@ func TestServerCreateErrors(t *testing.T) {
 			bad("Invalid input for field/attribute same_host. Value: a/b. 'a/b' is not a 'uuid'")},
 		{"unknown group", "2.1", `{"server": {"name": "x", "flavorRef": "1", ` + img + `}, "os:scheduler_hints": {"group": "` + bigID + `"}}`, 400,
 			bad("Instance group " + bigID + " could not be found.")},
-		{"no imageRef", "2.1", `{"server": {"name": "x", "flavorRef": "1"}}`, 400, bad("Invalid imageRef provided.")},
+		{"no imageRef", "2.1", `{"server": {"name": "x", "flavorRef": "1"}}`, 400, bad("Missing imageRef attribute")},
 		{"imageRef not a uuid", "2.1", `{"server": {"name": "x", "flavorRef": "1", "imageRef": "cirros"}}`, 400,
 			bad("Invalid input for field/attribute imageRef. Value: cirros. 'cirros' is not valid under any of the given schemas")},
 		{"unknown image", "2.1", `{"server": {"name": "x", "flavorRef": "1", "imageRef": "` + strings.Repeat("a", 32) + `"}}`, 400,

@@ -157,7 +157,7 @@ func parseServerList(c *reqCtx, detail bool) (*listQuery, error) {
 	if v, ok := lq.opts["all_tenants"]; ok {
 		b, ok := boolFromString(v)
 		if !ok {
-			return nil, errBadRequest("Invalid input received: Unrecognized value " + pycompat.StrRepr(v) +
+			return nil, errBadRequest("Unrecognized value " + pycompat.StrRepr(v) +
 				", acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'")
 		}
 		lq.allTenants = b
@@ -308,14 +308,14 @@ func column(s *serverState, name string) (value string, null, ok bool) {
 	case "instance_type_id":
 		return str(s.flavor.ID)
 	case "created_at":
-		return str(pyDatetime(s.created))
+		return str(mysqlDatetime(s.created))
 	case "updated_at":
-		return str(pyDatetime(s.updated))
+		return str(mysqlDatetime(s.updated))
 	case "launched_at":
 		if s.launchedAt == nil {
 			return "", true, true
 		}
-		return str(pyDatetime(*s.launchedAt))
+		return str(mysqlDatetime(*s.launchedAt))
 	case "config_drive", "kernel_id", "ramdisk_id", "access_ip_v4", "access_ip_v6", "progress":
 		return str("")
 	case "key_name", "terminated_at", "root_device_name", "locked_by", "auto_disk_config":

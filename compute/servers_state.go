@@ -21,6 +21,7 @@ type serverState struct {
 	vmState, taskState string // task "" is None
 	powerState         int
 	host, node         string
+	cell               string // "" while a build request
 	az                 string
 	flavor             etcdschema.Flavor
 	image              *etcdschema.BootImage
@@ -64,7 +65,7 @@ func stateOf(v *servers.Server) *serverState {
 	}
 	in := v.Instance
 	s := &serverState{id: in.UUID, name: in.Name, projectID: in.ProjectID, userID: in.UserID,
-		taskState: in.TaskState, powerState: powerNoState, host: in.Host, node: in.Node,
+		taskState: in.TaskState, powerState: powerNoState, host: in.Host, node: in.Node, cell: in.Cell,
 		az: in.AvailabilityZone, flavor: in.Flavor, image: in.Image, metadata: in.Metadata,
 		description: in.Description, created: in.CreatedAt, updated: in.UpdatedAt, fault: in.Fault,
 		reservationID: in.ReservationID, launchIndex: in.LaunchIndex, group: in.Group,
@@ -154,15 +155,9 @@ func hostID(host, project string) string {
 // isotime is nova.utils.isotime: seconds, a "Z".
 func isotime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
 
-// pyDatetime is str() of a naive datetime, as OS-SRV-USG shows it:
-// microseconds only when there are any.
-func pyDatetime(t time.Time) string {
-	t = t.UTC()
-	if t.Nanosecond()/1000 == 0 {
-		return t.Format("2006-01-02 15:04:05")
-	}
-	return t.Format("2006-01-02 15:04:05.000000")
-}
+// mysqlDatetime is a DATETIME column as MySQL's REGEXP reads it (the
+// string a regex filter on created_at or launched_at matches).
+func mysqlDatetime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
 
 // instanceName is Nova's instance_name_template ("instance-%08x" of the
 // database id). Berth has no integer id: the first eight hex digits of

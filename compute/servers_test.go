@@ -50,8 +50,12 @@ func (a *testAPI) place(id, host, status string, updated time.Time, fault *etcds
 	if host == "" {
 		cell = etcdschema.Cell0
 	}
+	az := br.AvailabilityZone // cell0's: the one asked for
+	if host != "" {
+		az = "nova"
+	}
 	in := &etcdschema.Instance{UUID: id, Name: br.Name, Status: status, Host: host, Node: host, Cell: cell,
-		Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID, AvailabilityZone: "nova", Attempts: 1,
+		Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID, AvailabilityZone: az, Attempts: 1,
 		CreatedAt: br.CreatedAt, UpdatedAt: updated, Fault: fault}
 	br.CarryTo(in)
 	m := &etcdschema.InstanceMapping{InstanceUUID: id, Cell: cell, ProjectID: br.ProjectID, CreatedAt: br.CreatedAt}
@@ -88,11 +92,11 @@ func TestServerShowView(t *testing.T) {
 		`"original_name": "m1.tiny", "extra_specs": {}}, "created": "2026-11-26T10:00:00Z", "updated": "2026-11-26T10:01:30Z", `+
 		`"addresses": {}, "accessIPv4": "", "accessIPv6": "", "links": `+links+`, "OS-DCF:diskConfig": "MANUAL", "progress": 0, `+
 		`"OS-EXT-AZ:availability_zone": "nova", "config_drive": "", "key_name": null, `+
-		`"OS-SRV-USG:launched_at": "2026-11-26 10:01:30.500000", "OS-SRV-USG:terminated_at": null, `+
+		`"OS-SRV-USG:launched_at": "2026-11-26T10:01:30.500000", "OS-SRV-USG:terminated_at": null, `+
 		`"OS-EXT-SRV-ATTR:host": "compute-1", "OS-EXT-SRV-ATTR:instance_name": "instance-`+strings.ReplaceAll(id, "-", "")[:8]+`", `+
 		`"OS-EXT-SRV-ATTR:hypervisor_hostname": "compute-1", "OS-EXT-SRV-ATTR:reservation_id": "`+reservationOf(t, a, id)+`", `+
 		`"OS-EXT-SRV-ATTR:launch_index": 0, "OS-EXT-SRV-ATTR:hostname": "web-1", "OS-EXT-SRV-ATTR:kernel_id": "", `+
-		`"OS-EXT-SRV-ATTR:ramdisk_id": "", "OS-EXT-SRV-ATTR:root_device_name": null, "OS-EXT-SRV-ATTR:user_data": null, `+
+		`"OS-EXT-SRV-ATTR:ramdisk_id": "", "OS-EXT-SRV-ATTR:root_device_name": "/dev/sda", "OS-EXT-SRV-ATTR:user_data": null, `+
 		`"OS-EXT-STS:task_state": null, "OS-EXT-STS:vm_state": "active", "OS-EXT-STS:power_state": 1, `+
 		`"os-extended-volumes:volumes_attached": [], "host_status": "", "locked": false, "locked_reason": null, `+
 		`"description": null, "tags": [], "trusted_image_certificates": null, "server_groups": []}}`)

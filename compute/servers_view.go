@@ -3,6 +3,8 @@ package compute
 import (
 	"maps"
 	"strings"
+
+	"github.com/berth-project/berth/etcdschema"
 )
 
 // The server view: nova/api/openstack/compute/views/servers.py, members
@@ -90,6 +92,16 @@ func faultView(s *serverState, isAdmin bool) obj {
 	return o
 }
 
+// rootDevice is the root_device_name a compute host sets when it builds
+// the server: Nova's fake driver's "/dev/sda" (Berth's drivers attach no
+// disks), None before a host.
+func rootDevice(s *serverState) any {
+	if s.host == "" {
+		return nil
+	}
+	return "/dev/sda"
+}
+
 func nullable(p *string) any {
 	if p == nil {
 		return nil
@@ -120,16 +132,21 @@ func showServerView(c *reqCtx, s *serverState, o viewOpts, inDetail bool) obj {
 		// Berth has no networks: no addresses, no access IPs.
 		{"addresses", obj{}}, {"accessIPv4", ""}, {"accessIPv6", ""},
 		{"links", serverLinks(c.baseURL, s.id)}, {"OS-DCF:diskConfig", "MANUAL"}}
-	if (status == "ERROR" || status == "DELETED") && s.fault != nil {
+	// Nova's detail list fills faults from the default cell's database
+	// (InstanceList.fill_faults without a target cell): a server buried
+	// in cell0 shows its fault in show but not in /servers/detail.
+	if (status == "ERROR" || status == "DELETED") && s.fault != nil && !(inDetail && s.cell == etcdschema.Cell0) {
 		v = append(v, member{"fault", faultView(s, o.isAdmin)})
 	}
 	switch status {
 	case "ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE", "MIGRATING":
 		v = append(v, member{"progress", 0})
 	}
+	// A naive datetime, which Nova's JSON writes in oslo's
+	// PERFECT_TIME_FORMAT.
 	var launched any
 	if s.launchedAt != nil {
-		launched = pyDatetime(*s.launchedAt)
+		launched = perfectTime(*s.launchedAt)
 	}
 	v = append(v, member{"OS-EXT-AZ:availability_zone", s.az}, member{"config_drive", ""},
 		member{"key_name", nil}, member{"OS-SRV-USG:launched_at", launched},
@@ -143,7 +160,7 @@ func showServerView(c *reqCtx, s *serverState, o viewOpts, inDetail bool) obj {
 				member{"OS-EXT-SRV-ATTR:launch_index", s.launchIndex},
 				member{"OS-EXT-SRV-ATTR:hostname", hostname(s.name, s.id)},
 				member{"OS-EXT-SRV-ATTR:kernel_id", ""}, member{"OS-EXT-SRV-ATTR:ramdisk_id", ""},
-				member{"OS-EXT-SRV-ATTR:root_device_name", nil}, member{"OS-EXT-SRV-ATTR:user_data", nil})
+				member{"OS-EXT-SRV-ATTR:root_device_name", rootDevice(s)}, member{"OS-EXT-SRV-ATTR:user_data", nil})
 		}
 	}
 	v = append(v, member{"OS-EXT-STS:task_state", orNull(s.taskState)},
