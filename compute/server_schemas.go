@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net/netip"
 	"strings"
+	"sync"
 
 	"github.com/berth-project/berth/internal/pycompat"
 )
@@ -114,8 +115,24 @@ func networkItem(uuidFormat, tag bool) schema {
 	return schema{kType{"object"}, props, noAdditional(props)}
 }
 
+// serverCreateSchemas are the create schemas of 2.0 to 2.93, built once.
+var serverCreateSchemas = sync.OnceValue(func() []schema {
+	out := make([]schema, maxMinor+1)
+	for m := range out {
+		out[m] = buildServerCreate(version{m})
+	}
+	return out
+})
+
 // serverCreate is the create schema of version v.
 func serverCreate(v version) schema {
+	if all := serverCreateSchemas(); v.minor >= 0 && v.minor < len(all) {
+		return all[v.minor]
+	}
+	return buildServerCreate(v)
+}
+
+func buildServerCreate(v version) schema {
 	tagInNetworks := v.minor == 32 || v.atLeast(42)
 	var networks schema
 	if v.atLeast(37) {

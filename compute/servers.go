@@ -98,7 +98,12 @@ func (a *API) lookupServer(c *reqCtx, p policy) (*servers.Server, error) {
 	if !ok {
 		id = c.vars["id"]
 	}
-	v, err := a.servers.Lookup(c.r.Context(), id)
+	if !isUUIDLike(id) {
+		// compute.API.get: an id that is no uuid names no instance (and
+		// never reaches a key).
+		return nil, instanceNotFound(id)
+	}
+	v, err := a.servers.Lookup(c.r.Context(), canonical(id))
 	if errors.Is(err, servers.ErrNotFound) {
 		return nil, instanceNotFound(id)
 	}

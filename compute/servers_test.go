@@ -274,6 +274,11 @@ func TestServerListQueryErrors(t *testing.T) {
 func TestServerDelete(t *testing.T) {
 	a := newTestAPI(t)
 	id := a.request("x", "p1", t0, etcdschema.SchedulerHints{})
+	// Nova's database matches a uuid in any case; Berth's keys have one.
+	if rec := a.do("GET", "/v2.1/servers/"+strings.ToUpper(id), ""); rec.Code != http.StatusOK {
+		t.Errorf("show by the upper-case uuid: %d %s", rec.Code, rec.Body)
+	}
+	a.expect(a.do("GET", "/v2.1/servers/..", ""), 404, `{"itemNotFound": {"code": 404, "message": "Instance .. could not be found."}}`)
 	if rec := a.do("DELETE", "/v2.1/servers/"+id, ""); rec.Code != http.StatusNoContent || rec.Body.Len() != 0 {
 		t.Fatalf("delete: %d %s", rec.Code, rec.Body)
 	}
