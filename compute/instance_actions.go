@@ -138,7 +138,24 @@ func actionView(c *reqCtx, s *serverState, act *instanceAction) obj {
 	return o
 }
 
-// listInstanceActions is InstanceActionsController.index.
+// instanceActionsQuery is list_query_params_v258 (v266 from 2.66).
+func instanceActionsQuery(v version) schema {
+	single := func(s schema) schema { return schema{kType{"array"}, kItems{s}, kMaxItems(1)} }
+	dateTime := single(schema{kType{"string"}, kFormat("date-time")})
+	props := kProperties{
+		{"limit", single(schema{kType{"integer", "string"}, rePattern(`^[0-9]*$`, `^[0-9]*\n?\z`), kMinimum{limit: 0, text: "0"}, kMinLength(1)})},
+		{"marker", single(schema{kType{"string"}})},
+		{"changes-since", dateTime},
+	}
+	if v.atLeast(mvChangesBefore) {
+		props = append(props, prop{"changes-before", dateTime})
+	}
+	return schema{kType{"object"}, props, noAdditional(props)}
+}
+
+// listInstanceActions is InstanceActionsController.index: from 2.58
+// with updated_at, paging by request id and the changes-since/before
+// window on updated_at.
 func (a *API) listInstanceActions(c *reqCtx) (int, any, error) {
 	v, err := a.lookupServer(c, projectReaderOrAdmin("os_compute_api:os-instance-actions:list"))
 	if err != nil {
@@ -146,11 +163,58 @@ func (a *API) listInstanceActions(c *reqCtx) (int, any, error) {
 	}
 	s := stateOf(v)
 	acts := instanceActions(s)
+	limit := maxLimit
+	paged := c.v.atLeast(mvActionUpdatedAt)
+	if paged {
+		q := queryObj(c.r.URL.RawQuery)
+		if e := instanceActionsQuery(c.v).check(q, nil); e != nil {
+			return 0, nil, errBadRequest(e.queryError())
+		}
+		var since, before *time.Time
+		if v, ok := param(q, "changes-since"); ok {
+			t, _ := parseISOTime(v)
+			since = &t
+		}
+		if v, ok := param(q, "changes-before"); ok {
+			t, _ := parseISOTime(v)
+			if since != nil && t.Before(*since) {
+				return 0, nil, errBadRequest("The value of changes-since must be less than or equal to changes-before.")
+			}
+			before = &t
+		}
+		if v, ok := param(q, "limit"); ok {
+			if n, ok := pyInt(v); ok && n.IsInt64() && n.Int64() < maxLimit {
+				limit = int(n.Int64())
+			}
+		}
+		acts = slices.DeleteFunc(acts, func(act instanceAction) bool {
+			u := act.updatedAt()
+			return since != nil && u.Before(*since) || before != nil && u.After(*before)
+		})
+		if m, ok := param(q, "marker"); ok {
+			i := slices.IndexFunc(acts, func(act instanceAction) bool { return act.requestID == m })
+			if i < 0 {
+				// db.actions_get names the marker after its lookup failed.
+				return 0, nil, errBadRequest("Marker None could not be found.")
+			}
+			acts = acts[i+1:]
+		}
+		if len(acts) > limit {
+			acts = acts[:limit]
+		}
+	}
 	out := make([]obj, len(acts))
 	for i := range acts {
 		out[i] = actionView(c, s, &acts[i])
 	}
-	return http.StatusOK, obj{{"instanceActions", out}}, nil
+	body := obj{{"instanceActions", out}}
+	if paged && len(acts) > 0 {
+		coll := "servers/" + c.vars["server_id"] + "/os-instance-actions"
+		if links := pageLinks(c, acts[len(acts)-1].requestID, len(acts), limit, coll); links != nil {
+			body = append(body, member{"links", links})
+		}
+	}
+	return http.StatusOK, body, nil
 }
 
 // showInstanceAction is InstanceActionsController.show: the events with

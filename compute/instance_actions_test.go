@@ -2,6 +2,7 @@ package compute
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,26 @@ func TestInstanceActions(t *testing.T) {
 	}
 	a.expect(a.do("GET", "/v2.1/servers/"+id+"/os-instance-actions/req-nope", ""), 404,
 		`{"itemNotFound": {"code": 404, "message": "Action req-nope not found"}}`)
+
+	// 2.58: paging and the updated_at window.
+	for _, tc := range []struct{ query, status, body string }{
+		{"?limit=1", "200", `"request_id": "req-test"`},
+		{"?marker=req-test", "200", `{"instanceActions": []}`},
+		{"?marker=req-nope", "400", `"Marker None could not be found."`},
+		{"?changes-since=2026-11-26T10:03:01Z", "200", `{"instanceActions": []}`},
+		{"?changes-since=2026-11-26T10:03:00Z", "200", `"request_id": "req-test"`},
+		{"?foo=1", "400", `Additional properties are not allowed ('foo' was unexpected)`},
+		{"?limit=1&limit=2", "400", `is too long`},
+	} {
+		rec := a.do("GET", "/v2.1/servers/"+id+"/os-instance-actions"+tc.query, "", mv("2.58"))
+		if fmt.Sprint(rec.Code) != tc.status || !strings.Contains(rec.Body.String(), tc.body) {
+			t.Errorf("2.58 %s: %d %s; want %s with %s", tc.query, rec.Code, rec.Body, tc.status, tc.body)
+		}
+	}
+	if rec := a.do("GET", "/v2.1/servers/"+id+"/os-instance-actions?limit=1", "", mv("2.58")); !strings.Contains(rec.Body.String(),
+		`"links": [{"rel": "next", "href": "http://nova.test:8774/v2.1/servers/`+id+`/os-instance-actions?limit=1&marker=req-test"}]`) {
+		t.Errorf("2.58 next link: %s", rec.Body)
+	}
 
 	// An accepted delete is a second action, newest first.
 	if rec := a.do("DELETE", "/v2.1/servers/"+id, ""); rec.Code != 204 {

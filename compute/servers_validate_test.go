@@ -27,7 +27,9 @@ func TestServerValidationMatchesNova(t *testing.T) {
 		"create_2.37": {s: serverCreate(version{37})}, "create_2.74": {s: serverCreate(version{74})},
 		"create_2.90": {s: serverCreate(version{90})},
 		"query_2.1":   {s: query(1), query: true}, "query_2.66": {s: query(66), query: true},
-		"query_2.75": {s: query(75), query: true},
+		"query_2.75":         {s: query(75), query: true},
+		"actions_query_2.58": {s: instanceActionsQuery(version{58}), query: true},
+		"actions_query_2.66": {s: instanceActionsQuery(version{66}), query: true},
 	}
 	if len(cases) < 90 {
 		t.Fatalf("only %d recorded cases", len(cases))

@@ -14,6 +14,7 @@ import warnings
 
 warnings.filterwarnings("ignore")
 
+from nova.api.openstack.compute.schemas import instance_actions  # noqa: E402
 from nova.api.openstack.compute.schemas import servers  # noqa: E402
 from nova.api.validation import validators  # noqa: E402
 from nova import exception  # noqa: E402
@@ -27,6 +28,8 @@ SCHEMAS = {
     "query_2.1": (servers.query_params_v21, False),
     "query_2.66": (servers.query_params_v266, False),
     "query_2.75": (servers.query_params_v275, False),
+    "actions_query_2.58": (instance_actions.list_query_params_v258, False),
+    "actions_query_2.66": (instance_actions.list_query_params_v266, False),
 }
 
 IMG = "7b2e9d40-1f6a-4c1b-9a57-0b3c2d4e5f60"
@@ -138,6 +141,13 @@ CASES = [
     ("query_2.75", {"foo": ["bar"]}),
     ("query_2.75", {"foo": ["bar"], "baz": ["1"]}),
     ("query_2.75", {"locked": ["true"]}),
+    ("actions_query_2.58", {"limit": ["1", "2"]}),
+    ("actions_query_2.58", {"limit": ["-1"]}),
+    ("actions_query_2.58", {"foo": ["1"]}),
+    ("actions_query_2.58", {"changes-before": ["2026-01-01"]}),
+    ("actions_query_2.58", {"changes-since": ["soon"]}),
+    ("actions_query_2.66", {"changes-before": ["2026-01-01"]}),
+    ("actions_query_2.66", {"marker": ["a", "b"]}),
 ]
 
 out = []
