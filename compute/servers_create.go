@@ -162,6 +162,12 @@ func (a *API) createServer(c *reqCtx) (int, any, error) {
 		if f := c.can(adminOnly("os_compute_api:servers:create:forced_host"), c.creds.ProjectID); f != nil {
 			return 0, nil, f
 		}
+		if forcedHost != "" {
+			var err error
+			if az, err = a.zoneForForcedHost(c, az, forcedHost); err != nil {
+				return 0, nil, err
+			}
+		}
 	}
 	host, node := forcedHost, forcedNode
 	if c.v.atLeast(74) {
@@ -186,6 +192,25 @@ func (a *API) createServer(c *reqCtx) (int, any, error) {
 		return 0, nil, f
 	}
 	return a.createChecked(c, r, name, description, az, host, node, imageID, password)
+}
+
+// zoneForForcedHost is _validate_host_availability_zone: the zone asked
+// for when the forced host is in it (the default zone for a host in no
+// zone), else no zone at all, so the host's own applies (Nova's fix of
+// bug #1934770).
+func (a *API) zoneForForcedHost(c *reqCtx, az, host string) (string, error) {
+	zone, aggregated, err := a.servers.HostZone(c.r.Context(), host)
+	if err != nil {
+		return "", err
+	}
+	def := a.servers.DefaultZone()
+	switch {
+	case !aggregated && az == def, aggregated && az == zone, aggregated && az == def && zone == "":
+		return az, nil
+	}
+	a.log.Warn("requested availability zone does not hold the forced host; ignoring the zone",
+		"zone", az, "host", host, "request_id", c.requestID)
+	return "", nil
 }
 
 // imageRef is _image_from_req_data: the image id, "" for a server

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -191,3 +192,36 @@ func TestServerCreateWithoutImageService(t *testing.T) {
 var _ = etcdschema.Cell0
 
 func clientv3WithPrefix() clientv3.OpOption { return clientv3.WithPrefix() }
+
+// zone:host forces a host (admin): the zone stays when the host is in
+// it, and goes when it is not (_validate_host_availability_zone).
+func TestServerCreateForcedHost(t *testing.T) {
+	a := newCreateAPI(t)
+	now := time.Now().UTC()
+	if _, err := a.cli.Put(context.Background(), a.keys.Service("compute-1"),
+		etcdschema.MustEncode(&etcdschema.Service{Host: "compute-1", Cell: "cell1", CreatedAt: now, UpdatedAt: now})); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ az, wantZone, wantHost, wantNode string }{
+		{"nova:compute-1", "nova", "compute-1", ""},
+		{"moon:compute-1", "", "compute-1", ""},
+		{"nova:compute-1:compute-1", "nova", "compute-1", "compute-1"},
+	} {
+		rec := a.do("POST", "/v2.1/servers", `{"server": {"name": "f", "flavorRef": "1", "imageRef": "`+sleeperID+`", "availability_zone": "`+tc.az+`"}}`)
+		var out struct {
+			Server struct{ ID string } `json:"server"`
+		}
+		if rec.Code != http.StatusAccepted || json.Unmarshal(rec.Body.Bytes(), &out) != nil {
+			t.Fatalf("%s: %d %s", tc.az, rec.Code, rec.Body)
+		}
+		v, err := a.api.servers.Lookup(context.Background(), out.Server.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := v.BuildRequest
+		if br.AvailabilityZone != tc.wantZone || br.Host != tc.wantHost || br.Node != tc.wantNode {
+			t.Errorf("%s: zone %q host %q node %q; want %q %q %q", tc.az, br.AvailabilityZone, br.Host, br.Node,
+				tc.wantZone, tc.wantHost, tc.wantNode)
+		}
+	}
+}

@@ -104,6 +104,30 @@ func (s *Store) AvailabilityZones(ctx context.Context) (map[string]bool, error) 
 	return out, nil
 }
 
+// HostZone is the availability zone of host's aggregates ("" for none
+// set) and whether host is in any aggregate at all. Berth keeps one zone
+// per host (the aggregates API refuses a second), so the first zone
+// found is the host's.
+func (s *Store) HostZone(ctx context.Context, host string) (zone string, aggregated bool, err error) {
+	resp, err := s.cli.Get(ctx, s.keys.Aggregates(), clientv3.WithPrefix())
+	if err != nil {
+		return "", false, fmt.Errorf("read aggregates: %w", err)
+	}
+	for _, kv := range resp.Kvs {
+		var a etcdschema.Aggregate
+		if err := etcdschema.Decode(string(kv.Key), kv.Value, &a); err != nil {
+			return "", false, err
+		}
+		if a.HasHost(host) {
+			aggregated = true
+			if zone == "" {
+				zone = a.AvailabilityZone()
+			}
+		}
+	}
+	return zone, aggregated, nil
+}
+
 // CheckPlacement checks what a create asks of the scheduler: the zone
 // must exist (the default one or an aggregate's, as Nova's API checks)
 // and a group hint must name a group. It returns a *HintError, a
