@@ -96,4 +96,3 @@ func pyTime(t time.Time) any {
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000000")
 }
-

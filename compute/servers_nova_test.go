@@ -76,7 +76,7 @@ func TestServersMatchNova(t *testing.T) {
 	a.api.SetPlacement(placement.New(a.cli, a.keys, hclog.NewNullLogger()))
 	a.api.SetImages(testImages{novaCirros: {ID: novaCirros, Name: "cirros-0.6.2-x86_64-disk"}})
 	res, err := a.api.servers.Create(context.Background(), servers.CreateRequest{Name: "web-1", Flavor: tiny, Count: 1,
-		ProjectID: "admin", UserID: "admin", RequestID: "req-nova", Image: &etcdschema.Image{ID: novaCirros, Name: "cirros-0.6.2-x86_64-disk"}})
+		ProjectID: "admin", UserID: "admin", RequestID: "req-nova", Image: &etcdschema.BootImage{ID: novaCirros, Name: "cirros-0.6.2-x86_64-disk"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestServersMatchNova(t *testing.T) {
 	}
 	huge := etcdschema.Flavor{ID: "99", Name: "huge", VCPUs: 1, RAMMB: 512, DiskGB: 700000}
 	res, err = a.api.servers.Create(context.Background(), servers.CreateRequest{Name: "huge-1", Flavor: huge, Count: 1,
-		ProjectID: "admin", UserID: "admin", RequestID: "req-nova-2", Image: &etcdschema.Image{ID: novaCirros}})
+		ProjectID: "admin", UserID: "admin", RequestID: "req-nova-2", Image: &etcdschema.BootImage{ID: novaCirros}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -323,7 +323,7 @@ type BuildRequest struct {
 	// which means what a record written before it meant): the image
 	// the server boots (nil: none), Nova's server metadata and
 	// description (nil: None).
-	Image       *BootImage            `json:"image,omitempty"`
+	Image       *BootImage        `json:"image,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
 	Description *string           `json:"description,omitempty"`
 }
@@ -408,7 +408,7 @@ type Instance struct {
 	// metadata and description; the reservation and launch index of a
 	// multi-create (Nova's reservation_id, launch_index); the server
 	// group of a group hint.
-	Image         *BootImage            `json:"image,omitempty"`
+	Image         *BootImage        `json:"image,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
 	Description   *string           `json:"description,omitempty"`
 	ReservationID string            `json:"reservation_id,omitempty"`
