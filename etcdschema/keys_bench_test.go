@@ -1,0 +1,46 @@
+package etcdschema
+
+import "testing"
+
+// keySink keeps the compiler from dropping the keys the benchmarks build.
+var keySink string
+
+// BenchmarkKeys measures the key functions on the boot path: every build
+// writes a Build, a HostInstance, a Consumer and a Provider key, and every
+// scheduler parses the host keys it follows.
+func BenchmarkKeys(b *testing.B) {
+	k := New("/berth")
+	const host, uuid = "compute-0042.rack7.example.org", "6f1b2a52-8c0e-4c43-9f5a-0d6b4c7e9a11"
+	b.Run("Build", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			keySink = k.Build(host, uuid)
+		}
+	})
+	b.Run("HostInstance", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			keySink = k.HostInstance(host, uuid)
+		}
+	})
+	b.Run("Consumer", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			keySink = k.Consumer(uuid)
+		}
+	})
+	b.Run("ServerGroupSlot", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			keySink = k.ServerGroupSlot(uuid, host, 3)
+		}
+	})
+	b.Run("ParseHostKey", func(b *testing.B) {
+		key := k.HostInstance(host, uuid)
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			h, _, _ := k.ParseHostKey(key)
+			keySink = h
+		}
+	})
+}
