@@ -37,11 +37,23 @@ func (k Keys) Prefix() string { return k.prefix }
 func (k Keys) All() string { return k.prefix + "/" }
 
 // join builds prefix/part/part... in one allocation: keys are made on
-// every claim (its consumer and provider) and every host write.
+// every claim (its consumer and provider) and every host write. A part
+// that is not a clean segment (segment.go) is escaped, so no argument can
+// add a level to the key, name its parent, or hide a control character.
 func (k Keys) join(parts ...string) string {
 	if len(parts) == 0 {
 		return k.prefix + "/"
 	}
+	for _, p := range parts {
+		if !cleanSegment(p) {
+			return k.joinEscaped(parts)
+		}
+	}
+	return k.concat(parts)
+}
+
+// concat spells prefix/part/part... with parts as they are.
+func (k Keys) concat(parts []string) string {
 	n := len(k.prefix) + len(parts)
 	for _, p := range parts {
 		n += len(p)
@@ -54,6 +66,20 @@ func (k Keys) join(parts ...string) string {
 		b.WriteString(p)
 	}
 	return b.String()
+}
+
+// joinEscaped is join's slow path, for parts of which one at least is not
+// clean: only a caller that skipped its boundary check gets here.
+func (k Keys) joinEscaped(parts []string) string {
+	escaped := make([]string, len(parts))
+	for i, p := range parts {
+		if cleanSegment(p) {
+			escaped[i] = p
+		} else {
+			escaped[i] = escapeSegment(p)
+		}
+	}
+	return k.concat(escaped)
 }
 
 // ---- placement -------------------------------------------------------------

@@ -17,6 +17,14 @@ func BenchmarkKeys(b *testing.B) {
 			keySink = k.Build(host, uuid)
 		}
 	})
+	// The same key without the segment check: the check's price, measured
+	// in the same run (the machine's load moves absolute figures).
+	b.Run("Build-unchecked", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			keySink = k.concat([]string{"hosts", host, "builds", uuid})
+		}
+	})
 	b.Run("HostInstance", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {

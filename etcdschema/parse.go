@@ -134,9 +134,10 @@ var keyPatterns = []keyPattern{
 	{KindIdentitySigningKey, nil, func(k Keys, a []string) string { return k.IdentitySigningKey() }, func() Versioned { return new(SigningKey) }},
 }
 
-// placeholder marks variable segment i in a pattern's shape; a NUL byte
-// cannot appear in the names Berth puts in keys.
-func placeholder(i int) string { return "\x00" + strconv.Itoa(i) }
+// placeholder marks variable segment i in a pattern's shape. It must be a
+// clean segment (the Keys methods would escape anything else), and no
+// constant segment of a key starts with "{".
+func placeholder(i int) string { return "{" + strconv.Itoa(i) + "}" }
 
 type keyShape struct {
 	pattern  *keyPattern
@@ -203,11 +204,11 @@ func (sh keyShape) match(segs []string) (ParsedKey, bool) {
 	}
 	args := make([]string, len(sh.pattern.params))
 	for i, want := range sh.segments {
-		if strings.HasPrefix(want, "\x00") {
+		if strings.HasPrefix(want, "{") {
 			if segs[i] == "" {
 				return ParsedKey{}, false
 			}
-			j, _ := strconv.Atoi(want[1:])
+			j, _ := strconv.Atoi(want[1 : len(want)-1])
 			args[j] = segs[i]
 			continue
 		}

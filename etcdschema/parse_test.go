@@ -150,11 +150,18 @@ func TestParseHostKey(t *testing.T) {
 }
 
 // TestJoinIsPrefixSlashParts: join, built in one allocation, spells a key
-// as prefix + "/" + the parts joined by "/".
+// as prefix + "/" + the parts joined by "/", an empty part escaped.
 func TestJoinIsPrefixSlashParts(t *testing.T) {
 	for _, k := range []Keys{New("/berth"), New("/"), New("/a/b/")} {
-		for _, parts := range [][]string{nil, {""}, {"placement"}, {"placement", "providers", "2f9c0d1e"}, {"", "x", ""}} {
-			if got, want := k.join(parts...), k.prefix+"/"+strings.Join(parts, "/"); got != want {
+		for _, tc := range []struct{ parts, want []string }{
+			{nil, nil},
+			{[]string{""}, []string{escapeMark}},
+			{[]string{"placement"}, []string{"placement"}},
+			{[]string{"placement", "providers", "2f9c0d1e"}, []string{"placement", "providers", "2f9c0d1e"}},
+			{[]string{"", "x", ""}, []string{escapeMark, "x", escapeMark}},
+		} {
+			parts := tc.parts
+			if got, want := k.join(parts...), k.prefix+"/"+strings.Join(tc.want, "/"); got != want {
 				t.Errorf("%q.join(%q) = %q, want %q", k.prefix, parts, got, want)
 			}
 		}
