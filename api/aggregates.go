@@ -208,6 +208,17 @@ func (s *Server) aggregateAction(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "Invalid input: give exactly one of add_host, remove_host, set_metadata.")
 		return
 	}
+	for _, h := range []*struct {
+		Host string `json:"host"`
+	}{act.AddHost, act.RemoveHost} {
+		if h == nil {
+			continue
+		}
+		if msg := checkHostName("host", h.Host); msg != "" {
+			writeError(w, http.StatusBadRequest, msg)
+			return
+		}
+	}
 	var (
 		out  *etcdschema.Aggregate
 		err  error

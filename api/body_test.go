@@ -20,8 +20,8 @@ func TestOversizedBodies(t *testing.T) {
 		{http.MethodPost, "/v1/servers"},
 		{http.MethodPost, "/v1/server-groups"},
 		{http.MethodPost, "/v1/os-aggregates"},
-		{http.MethodPut, "/v1/os-aggregates/1"},
-		{http.MethodPost, "/v1/os-aggregates/1/action"},
+		{http.MethodPut, "/v1/os-aggregates/" + someServer},
+		{http.MethodPost, "/v1/os-aggregates/" + someServer + "/action"},
 		{http.MethodPut, "/v1/services/compute-1"},
 		{http.MethodPost, "/v1/cells"},
 	} {

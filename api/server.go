@@ -64,6 +64,7 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Lo
 	s.hosts = hosts.New(cli, keys, log)
 	r := s.router
 	r.Use(metrics.RouteLabel) // the route template for berth_http_requests_total
+	r.Use(checkPathSegments)  // ids in paths are UUIDs, names key segments
 	r.HandleFunc("/", s.versions).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.schedulingRoutes(r)
@@ -206,6 +207,16 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 	case count < 1 || count > MaxCount:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("Invalid input: 'count' must be between 1 and %d.", MaxCount))
 		return
+	}
+	if msg := checkHints(hints); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	for _, f := range []struct{ field, host string }{{"host", body.Host}, {"hypervisor_hostname", body.HypervisorHostname}} {
+		if msg := checkHostName(f.field, f.host); msg != "" {
+			writeError(w, http.StatusBadRequest, msg)
+			return
+		}
 	}
 	flavor, err := s.findFlavor(ctx, flavorName)
 	if err != nil {
