@@ -123,9 +123,13 @@ type HTTP struct {
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
-	MaxHeaderBytes    int64
-	MaxBodyBytes      int64
-	MaxConnections    int64
+	// RequestTimeout is every request's deadline: its context ends then,
+	// so the etcd calls under it are cancelled and it answers 503 when
+	// etcd could not (quorum lost) instead of hanging.
+	RequestTimeout time.Duration
+	MaxHeaderBytes int64
+	MaxBodyBytes   int64
+	MaxConnections int64
 }
 
 // API is the compute API role.

@@ -384,8 +384,10 @@ func (d *decoder) http(r *rawHTTP) HTTP {
 		ReadHeaderTimeout: d.duration(r.Body, "read_header_timeout", r.ReadHeaderTimeout, def.ReadHeaderTimeout, 100*time.Millisecond, "a client needs time to send its request head"),
 		ReadTimeout: d.duration(r.Body, "read_timeout", r.ReadTimeout, def.ReadTimeout, 15*time.Second,
 			"it ends the context of a request still running, and the compute API's service update waits up to 10s for an agent"),
-		WriteTimeout:   d.duration(r.Body, "write_timeout", r.WriteTimeout, def.WriteTimeout, 15*time.Second, "slow answers would be cut off; see read_timeout"),
-		IdleTimeout:    d.duration(r.Body, "idle_timeout", r.IdleTimeout, def.IdleTimeout, time.Second, "keep-alive connections would be closed between a client's requests"),
+		WriteTimeout: d.duration(r.Body, "write_timeout", r.WriteTimeout, def.WriteTimeout, 15*time.Second, "slow answers would be cut off; see read_timeout"),
+		IdleTimeout:  d.duration(r.Body, "idle_timeout", r.IdleTimeout, def.IdleTimeout, time.Second, "keep-alive connections would be closed between a client's requests"),
+		RequestTimeout: d.duration(r.Body, "request_timeout", r.RequestTimeout, def.RequestTimeout, 12*time.Second,
+			"the compute API's service update waits up to 10s for an agent"),
 		MaxHeaderBytes: d.count(r.Body, "max_header_bytes", r.MaxHeaderBytes, def.MaxHeaderBytes, 4096, "a request head with a token and the usual headers needs more"),
 		MaxBodyBytes:   d.count(r.Body, "max_body_bytes", r.MaxBodyBytes, def.MaxBodyBytes, 64<<10, "the identity and compute APIs' requests need up to 64 KiB"),
 		MaxConnections: d.count(r.Body, "max_connections", r.MaxConnections, def.MaxConnections, 1, "the listener would serve no one"),
@@ -398,6 +400,13 @@ func (d *decoder) http(r *rawHTTP) HTTP {
 		}
 		d.bad(r.Body, at, "Invalid "+at,
 			fmt.Sprintf("read_header_timeout (%s) must be at most read_timeout (%s): the head is part of the request.", h.ReadHeaderTimeout, h.ReadTimeout))
+	case (r.RequestTimeout != nil || r.ReadTimeout != nil) && h.RequestTimeout > h.ReadTimeout:
+		at := "request_timeout"
+		if r.RequestTimeout == nil {
+			at = "read_timeout"
+		}
+		d.bad(r.Body, at, "Invalid "+at,
+			fmt.Sprintf("request_timeout (%s) must be at most read_timeout (%s): Go ends a request's context at read_timeout anyway.", h.RequestTimeout, h.ReadTimeout))
 	case (r.ReadTimeout != nil || r.WriteTimeout != nil) && h.WriteTimeout < h.ReadTimeout:
 		at := "write_timeout"
 		if r.WriteTimeout == nil {

@@ -92,6 +92,10 @@ func Defaults() *Config {
 			MaxHeaderBytes:    64 << 10,
 			MaxBodyBytes:      16 << 20,
 			MaxConnections:    1024,
+			// 15 s: the documented bound on an answer while etcd has no
+			// quorum (docs/operations.md), as long as a create retries its
+			// store; above a service update's 10 s wait for its agent.
+			RequestTimeout: 15 * time.Second,
 		},
 		DefaultAvailabilityZone: "nova",
 		API:                     &API{Bind: "127.0.0.1:8774", Auth: AuthNoAuth}, // Nova's compute API port

@@ -24,13 +24,14 @@ func TestParseHTTP(t *testing.T) {
   read_timeout        = "20s"
   write_timeout       = "30s"
   idle_timeout        = "5s"
+  request_timeout     = "12s"
   max_header_bytes    = 8192
   max_body_bytes      = 1048576
   max_connections     = 64
 }
 `,
 			want: HTTP{ReadHeaderTimeout: 2 * time.Second, ReadTimeout: 20 * time.Second, WriteTimeout: 30 * time.Second,
-				IdleTimeout: 5 * time.Second, MaxHeaderBytes: 8192, MaxBodyBytes: 1 << 20, MaxConnections: 64},
+				IdleTimeout: 5 * time.Second, RequestTimeout: 12 * time.Second, MaxHeaderBytes: 8192, MaxBodyBytes: 1 << 20, MaxConnections: 64},
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -67,6 +68,12 @@ func TestParseHTTPRefuses(t *testing.T) {
 			diag{"3:25", "Invalid read_header_timeout", "must be at most read_timeout (15s)"}},
 		{"write before read ends", "http {\n  write_timeout = \"30s\"\n}\n",
 			diag{"2:19", "Invalid write_timeout", "must be at least read_timeout (1m0s)"}},
+		{"request deadline too short for a service update", "http {\n  request_timeout = \"5s\"\n}\n",
+			diag{"2:21", "Invalid request_timeout", "at least 12s"}},
+		{"request deadline past the read timeout", "http {\n  request_timeout = \"30s\"\n  read_timeout = \"20s\"\n}\n",
+			diag{"2:21", "Invalid request_timeout", "must be at most read_timeout (20s)"}},
+		{"read timeout below the default request deadline", "http {\n  read_timeout = \"15s\"\n  request_timeout = \"20s\"\n}\n",
+			diag{"3:21", "Invalid request_timeout", "must be at most read_timeout (15s)"}},
 		{"read past the default write", "http {\n  read_timeout = \"2m\"\n}\n",
 			diag{"2:18", "Invalid read_timeout", "write_timeout (1m30s) must be at least read_timeout (2m0s)"}},
 	})

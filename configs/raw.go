@@ -79,6 +79,7 @@ type rawHTTP struct {
 	ReadTimeout       *string  `hcl:"read_timeout"`
 	WriteTimeout      *string  `hcl:"write_timeout"`
 	IdleTimeout       *string  `hcl:"idle_timeout"`
+	RequestTimeout    *string  `hcl:"request_timeout"`
 	MaxHeaderBytes    *int64   `hcl:"max_header_bytes"`
 	MaxBodyBytes      *int64   `hcl:"max_body_bytes"`
 	MaxConnections    *int64   `hcl:"max_connections"`

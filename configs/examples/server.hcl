@@ -82,6 +82,13 @@ http {
   # A keep-alive connection with no request for this long is closed
   # (default "1m").
   idle_timeout = "1m"
+  # Every request's deadline (default "15s", at least "12s", at most
+  # read_timeout): its context ends then, so the etcd calls under it are
+  # cancelled, and a request etcd could not serve (no quorum) answers 503
+  # in its API's error shape instead of hanging. The scheduler's listener
+  # waits up to read_timeout instead: its client, the superconductor,
+  # waits select_timeout (30s) for it.
+  request_timeout = "15s"
   # Largest request head, in bytes (default 65536; at least 4096).
   max_header_bytes = 65536
   # Largest request body any listener reads, in bytes (default 16777216,

@@ -74,3 +74,23 @@ func Do(ctx context.Context, patience time.Duration, op func(context.Context) er
 		}
 	}
 }
+
+// Unavailable reports whether err means the store did not answer in time:
+// a Transient error, or the request's context ending (the HTTP server's
+// per-request deadline, or the client gone) before etcd answered, as the
+// client returns it or as a gRPC status. An API answers it with 503 in its
+// own error shape, never 500: while the cluster has no quorum, a request
+// that needs it ends this way at its deadline.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if Transient(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Canceled:
+		return true
+	}
+	return false
+}

@@ -106,3 +106,24 @@ func TestDoStopsWhenContextEnds(t *testing.T) {
 		t.Fatalf("err %v after %d calls; want the no-leader error after 2", err, calls)
 	}
 }
+
+func TestUnavailable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"no leader", rpctypes.ErrNoLeader, true},
+		{"request deadline", fmt.Errorf("read etcd revision: %w", context.DeadlineExceeded), true},
+		{"client gone", context.Canceled, true},
+		{"grpc deadline", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), true},
+		{"gave up retrying", fmt.Errorf("etcd could not commit in 3 attempt(s) over 15s: %w", rpctypes.ErrTimeout), true},
+		{"database full", rpctypes.ErrNoSpace, false},
+		{"other", errors.New("boom"), false},
+	} {
+		if got := Unavailable(tc.err); got != tc.want {
+			t.Errorf("%s: Unavailable(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}

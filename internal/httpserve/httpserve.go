@@ -18,6 +18,13 @@
 //     its answer out.
 //   - IdleTimeout: an idle keep-alive connection is a descriptor held for
 //     nothing.
+//   - RequestTimeout: every request's deadline. Its context ends then, so
+//     the etcd calls under it are cancelled: while etcd has no quorum, a
+//     read (which the etcd client retries for as long as its context
+//     lasts) or a write would otherwise hold the client until
+//     ReadTimeout. Each API answers a request so cut 503 in its own error
+//     shape (etcdretry.Unavailable tells it the error is that). It must
+//     not exceed ReadTimeout, which ends the context anyway.
 //   - MaxHeaderBytes: net/http's default is 1 MiB a request head.
 //   - MaxBodyBytes: every request body is read through http.MaxBytesReader;
 //     each API may bound its own bodies tighter and answers 413 in its own
@@ -44,6 +51,7 @@ type Limits struct {
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
+	RequestTimeout    time.Duration
 	MaxHeaderBytes    int
 	MaxBodyBytes      int64
 	MaxConnections    int
@@ -61,6 +69,9 @@ type Server struct {
 func New(name string, h http.Handler, limits Limits, log hclog.Logger) *Server {
 	if limits.MaxBodyBytes > 0 {
 		h = limitBodies(h, limits.MaxBodyBytes)
+	}
+	if limits.RequestTimeout > 0 {
+		h = withDeadline(h, limits.RequestTimeout)
 	}
 	log = log.With("listener", name)
 	s := &Server{name: name, http: &http.Server{
@@ -112,6 +123,15 @@ func limitBodies(h http.Handler, max int64) http.Handler {
 			r.Body = http.MaxBytesReader(w, r.Body, max)
 		}
 		h.ServeHTTP(w, r)
+	})
+}
+
+// withDeadline gives every request a context that ends after d.
+func withDeadline(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

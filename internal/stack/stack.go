@@ -275,6 +275,11 @@ func (s *Stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Li
 func (s *Stack) newServer(name string, h http.Handler) *httpserve.Server {
 	l := httpLimits(s.cfg.HTTP)
 	l.MaxConnections = s.connectionCap()
+	if name == "scheduler" {
+		// Its client, the superconductor, waits select_timeout (30 s by
+		// default) for an answer; read_timeout bounds it instead.
+		l.RequestTimeout = l.ReadTimeout
+	}
 	return httpserve.New(name, h, l, s.log.Named("http"))
 }
 
@@ -301,7 +306,7 @@ func (s *Stack) connectionCap() int {
 func httpLimits(c configs.HTTP) httpserve.Limits {
 	return httpserve.Limits{
 		ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout,
-		IdleTimeout: c.IdleTimeout, MaxHeaderBytes: int(c.MaxHeaderBytes), MaxBodyBytes: c.MaxBodyBytes,
+		IdleTimeout: c.IdleTimeout, RequestTimeout: c.RequestTimeout, MaxHeaderBytes: int(c.MaxHeaderBytes), MaxBodyBytes: c.MaxBodyBytes,
 		MaxConnections: int(c.MaxConnections),
 	}
 }

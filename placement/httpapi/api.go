@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/internal/etcdretry"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/pycompat"
 	"github.com/berth-project/berth/placement"
@@ -303,6 +304,7 @@ var explanations = map[int]string{
 	409: "There was a conflict when trying to complete your request.",
 	415: "The request media type is not supported by this server.",
 	500: "The server has either erred or is incapable of performing the requested operation.",
+	503: "The server is currently unavailable. Please try again at a later time.",
 }
 
 func (s *API) writeError(c *reqCtx, err error) {
@@ -393,6 +395,11 @@ func (s *API) mapError(err error) *httpError {
 		return errNotFound(msg)
 	case errors.Is(err, placement.ErrInvalid), errors.Is(err, placement.ErrTooManyOps):
 		return errBadRequest("%s", msg)
+	case etcdretry.Unavailable(err):
+		// etcd did not answer before the request's deadline (no quorum,
+		// an election): webob's HTTPServiceUnavailable, as Placement
+		// answers when its database is unreachable; the client may retry.
+		return &httpError{status: http.StatusServiceUnavailable, detail: "The state store did not answer in time; try again."}
 	}
 	return &httpError{status: 500, detail: msg}
 }
