@@ -119,6 +119,10 @@ func (s *Server) createAggregate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "Invalid input: 'aggregate' with a 'name' of 1 to 255 characters is required.")
 		return
 	}
+	if msg := checkDisplayName("name", b.Name); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
 	zone := ""
 	if b.AvailabilityZone != nil {
 		if msg := validZone(*b.AvailabilityZone); msg != "" {
@@ -297,6 +301,12 @@ func (s *Server) updateAggregate(w http.ResponseWriter, r *http.Request) {
 	if b.Name != nil && (strings.TrimSpace(*b.Name) == "" || len(*b.Name) > 255) {
 		writeError(w, http.StatusBadRequest, "Invalid input: 'name' must be 1 to 255 characters.")
 		return
+	}
+	if b.Name != nil {
+		if msg := checkDisplayName("name", *b.Name); msg != "" {
+			writeError(w, http.StatusBadRequest, msg)
+			return
+		}
 	}
 	var zone *string // nil: unchanged; "": remove
 	if b.AvailabilityZone != nil {

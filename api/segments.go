@@ -3,6 +3,9 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
@@ -52,6 +55,17 @@ func checkHostName(field, host string) string {
 	}
 	if err := etcdschema.CheckSegment(host); err != nil || len(host) > 255 {
 		return fmt.Sprintf("Invalid input for field/attribute %s. Value: %q is not a host name (1-255 characters, no '/' or control character).", field, host)
+	}
+	return ""
+}
+
+// checkDisplayName says what is wrong with a name that is reserved under
+// a key (an aggregate's), or "": Nova's 'format': 'name' takes printable
+// characters, "/" among them (the key escapes it: etcdschema), but no
+// control character.
+func checkDisplayName(field, name string) string {
+	if strings.ContainsFunc(name, unicode.IsControl) || !utf8.ValidString(name) {
+		return fmt.Sprintf("Invalid input for field/attribute %s. Value: %q holds a control character or invalid UTF-8.", field, name)
 	}
 	return ""
 }
