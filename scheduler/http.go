@@ -99,13 +99,25 @@ func (spec *RequestSpec) validate() error {
 	}
 	seen := make(map[string]bool, len(spec.InstanceUUIDs))
 	for i, u := range spec.InstanceUUIDs {
-		if u == "" || strings.Contains(u, "/") {
+		if etcdschema.CheckSegment(u) != nil {
 			return fmt.Errorf("instance_uuids[%d]: %q is not an instance uuid", i, u)
 		}
 		if seen[u] {
 			return fmt.Errorf("instance_uuids[%d]: %q is listed twice", i, u)
 		}
 		seen[u] = true
+	}
+	// Ids the claim puts in keys (a group's members and slots): the API
+	// checked them as UUIDs; a caller of this endpoint may not have.
+	if h := spec.Hints.Group; h != "" && etcdschema.CheckSegment(h) != nil {
+		return fmt.Errorf("scheduler_hints.group: %q is not a server group uuid", h)
+	}
+	for _, ids := range [][]string{spec.Hints.SameHost, spec.Hints.DifferentHost} {
+		for _, u := range ids {
+			if etcdschema.CheckSegment(u) != nil {
+				return fmt.Errorf("scheduler_hints: %q is not an instance uuid", u)
+			}
+		}
 	}
 	return nil
 }

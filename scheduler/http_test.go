@@ -93,6 +93,9 @@ func TestSelectHTTPRejectsBadRequests(t *testing.T) {
 		{"not JSON", "POST", "{", 400, "not a RequestSpec"},
 		{"no instances", "POST", `{"flavor":{"vcpus":1}}`, 400, "instance_uuids"},
 		{"duplicate instance", "POST", `{"instance_uuids":["a","a"]}`, 400, "listed twice"},
+		{"instance with a control character", "POST", `{"instance_uuids":["a\n"]}`, 400, "not an instance uuid"},
+		{"group hint shaped like a key path", "POST", `{"instance_uuids":["a"],"scheduler_hints":{"group":"g/members/a"}}`, 400, "not a server group uuid"},
+		{"same_host hint with a slash", "POST", `{"instance_uuids":["a"],"scheduler_hints":{"same_host":["../b"]}}`, 400, "not an instance uuid"},
 		{"wrong method", "GET", "", 405, "use POST"},
 		// A JSON string the decoder reads to the bound before it fails.
 		{"body over the bound", "POST", `{"request_id":"` + strings.Repeat("x", maxSpecBytes) + `"}`, 413, fmt.Sprintf("at most %d bytes", maxSpecBytes)},
