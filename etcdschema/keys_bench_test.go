@@ -25,6 +25,17 @@ func BenchmarkKeys(b *testing.B) {
 			keySink = k.concat([]string{"hosts", host, "builds", uuid})
 		}
 	})
+	// The check alone, for the two variable segments of a Build key.
+	b.Run("check-host-and-uuid", func(b *testing.B) {
+		b.ReportAllocs()
+		ok := true
+		for i := 0; i < b.N; i++ {
+			ok = cleanSegment(host) && cleanSegment(uuid) && ok
+		}
+		if !ok {
+			b.Fatal("clean segments reported unclean")
+		}
+	})
 	b.Run("HostInstance", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {

@@ -63,17 +63,50 @@ func CheckSegment(s string) error {
 }
 
 // cleanSegment is CheckSegment without the error: the Keys methods' fast
-// path. Printable ASCII, the common case, takes one table load a byte.
+// path. Plain printable ASCII, the common case, is checked eight bytes at
+// a time; anything else (a multi-byte character, a bad byte) gets
+// CheckSegment's closer look.
 func cleanSegment(s string) bool {
 	if s == "" {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		// The compiler merges these loads into one (and, w being 8 long,
+		// checks no bound).
+		w := s[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		if notPlainWord(x) {
+			return CheckSegment(s) == nil
+		}
+	}
+	for ; i < len(s); i++ {
 		if notPlainASCII[s[i]] {
-			return CheckSegment(s) == nil // rare: non-ASCII, or truly bad
+			return CheckSegment(s) == nil
 		}
 	}
 	return true
+}
+
+// Word-at-a-time byte tests (the "haszero" family): each sets the high
+// bit of every byte of the result that matches, and only false positives
+// for bytes that also match another test, so a zero result means no byte
+// of x is a control character, "/", DEL or a byte >= 0x80.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// notPlainWord reports whether some byte of x is not plain printable ASCII
+// other than "/".
+func notPlainWord(x uint64) bool {
+	below20 := (x - 0x20*ones) &^ x & highs // a byte < 0x20 (exact while no byte >= 0x80)
+	slash := x ^ '/'*ones                   // zero where a byte is "/"
+	del := x ^ 0x7f*ones                    // zero where a byte is DEL
+	zeroSlash := (slash - ones) &^ slash & highs
+	zeroDel := (del - ones) &^ del & highs
+	return x&highs|below20|zeroSlash|zeroDel != 0
 }
 
 // notPlainASCII marks the bytes cleanSegment cannot pass without a closer

@@ -139,3 +139,20 @@ func TestCleanKeyAllocatesOnce(t *testing.T) {
 		t.Fatalf("Flavor with a non-ASCII name allocates %v times a call, want 1", n)
 	}
 }
+
+// TestCleanSegmentWordAtATime: the eight-bytes-at-a-time check agrees with
+// CheckSegment for every byte value at every position of a word, and in
+// the tail.
+func TestCleanSegmentWordAtATime(t *testing.T) {
+	base := []byte("abcdefghijklmnopq") // two words and a tail byte
+	for pos := range base {
+		for c := 0; c < 256; c++ {
+			b := append([]byte(nil), base...)
+			b[pos] = byte(c)
+			s := string(b)
+			if got, want := cleanSegment(s), CheckSegment(s) == nil; got != want {
+				t.Fatalf("cleanSegment(%q) = %v, CheckSegment says %v", s, got, want)
+			}
+		}
+	}
+}
