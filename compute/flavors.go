@@ -407,11 +407,9 @@ func (a *API) createFlavor(c *reqCtx) (int, any, error) {
 	vals := body.(obj)
 	f := &etcdschema.Flavor{}
 	name, _ := vals.get("name")
+	// A "/" is printable, so Nova takes it; Berth's flavor key is the
+	// name, which etcdschema escapes (docs/etcd-keys.md, key segments).
 	f.Name = strings.TrimFunc(name.(string), unicode.IsSpace)
-	if strings.Contains(f.Name, "/") {
-		// Berth's flavor key is its name: a "/" would be a deeper key.
-		return 0, nil, errBadRequest("Invalid input for field/attribute name. Value: " + f.Name + ". Berth does not accept '/' in a flavor name.")
-	}
 	switch id, _ := vals.get("id"); t := id.(type) {
 	case string:
 		f.ID = t
