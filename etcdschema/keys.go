@@ -225,7 +225,7 @@ func (k Keys) ServerGroupMembers(group string) string {
 // ServerGroupSlot is one of the max_server_per_host places an
 // anti-affinity group has on a host; a claim creates it only if absent.
 func (k Keys) ServerGroupSlot(group, host string, slot int) string {
-	return k.serverGroupSlot(group, host, fmt.Sprint(slot))
+	return k.serverGroupSlot(group, host, strconv.Itoa(slot))
 }
 
 // serverGroupSlot spells ServerGroupSlot with the slot as a string, so
