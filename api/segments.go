@@ -29,6 +29,9 @@ func isUUID(s string) bool {
 // checkHints is Nova's scheduler_hints schema for the hints Berth reads:
 // group, same_host and different_host are server group and server UUIDs.
 // A hint shaped like a key path ("<uuid>/members/<uuid>") is a 400 here.
+// One difference on purpose: Nova leaves a same_host given as a single
+// string unchecked (its schema's "items" apply to a list only); Berth
+// checks it as a list's items.
 func checkHints(h etcdschema.SchedulerHints) string {
 	if h.Group != "" && !isUUID(h.Group) {
 		return fmt.Sprintf("Invalid input for field/attribute group. Value: %s. %q is not a 'uuid'", h.Group, h.Group)
