@@ -188,12 +188,16 @@ func TestSilentConnectionsMakeWayAfterTheirGrace(t *testing.T) {
 func TestSlowHeadIsCutOff(t *testing.T) {
 	const headerTimeout = 300 * time.Millisecond
 	addr := serve(t, Limits{ReadHeaderTimeout: headerTimeout, IdleTimeout: time.Minute}, ok)
+	// The clock starts before the dial: the server sets its header
+	// deadline once it has accepted, which can come before a clock read
+	// after Dial returns (the client may be descheduled in between), and
+	// the cut then looked early.
+	start := time.Now()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	start := time.Now()
 	// The trickle goes on until the server closes or this deadline.
 	_ = conn.SetDeadline(start.Add(headerTimeout + 5*time.Second))
 	stop := make(chan struct{})
