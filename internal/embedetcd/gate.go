@@ -18,6 +18,16 @@ var ErrClosed = errors.New("embedded etcd: closed")
 // directly, bypassing the gRPC server that etcd's own Close drains, and a
 // serializable read that runs while the backend closes dereferences a nil
 // bbolt transaction and crashes the whole process.
+//
+// The gate also refuses a call whose context is already done, with the
+// context's error, as the networked client does (gRPC sends nothing on a
+// done context). Without it the in-process client answered such a call by
+// chance: a linearizable read selects between its read notice and ctx.Done,
+// and when both are ready (the read loop ran while the caller was
+// descheduled) Go picks either, so a read (or, the same way, a write) that
+// its caller had already given up on could still succeed. A caller that
+// cancels (a leader that lost its term, a stopping role) must be able to
+// count on "cancelled before the call" meaning "nothing was done".
 type gate struct {
 	mu     sync.Mutex
 	n      int
@@ -27,7 +37,10 @@ type gate struct {
 
 func newGate() *gate { return &gate{idle: make(chan struct{})} }
 
-func (g *gate) enter() error {
+func (g *gate) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -73,7 +86,7 @@ type gatedKV struct {
 }
 
 func (k gatedKV) Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error) {
-	if err := k.g.enter(); err != nil {
+	if err := k.g.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer k.g.exit()
@@ -81,7 +94,7 @@ func (k gatedKV) Put(ctx context.Context, key, val string, opts ...clientv3.OpOp
 }
 
 func (k gatedKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	if err := k.g.enter(); err != nil {
+	if err := k.g.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer k.g.exit()
@@ -89,7 +102,7 @@ func (k gatedKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption)
 }
 
 func (k gatedKV) Delete(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.DeleteResponse, error) {
-	if err := k.g.enter(); err != nil {
+	if err := k.g.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer k.g.exit()
@@ -97,7 +110,7 @@ func (k gatedKV) Delete(ctx context.Context, key string, opts ...clientv3.OpOpti
 }
 
 func (k gatedKV) Compact(ctx context.Context, rev int64, opts ...clientv3.CompactOption) (*clientv3.CompactResponse, error) {
-	if err := k.g.enter(); err != nil {
+	if err := k.g.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer k.g.exit()
@@ -105,7 +118,7 @@ func (k gatedKV) Compact(ctx context.Context, rev int64, opts ...clientv3.Compac
 }
 
 func (k gatedKV) Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse, error) {
-	if err := k.g.enter(); err != nil {
+	if err := k.g.enter(ctx); err != nil {
 		return clientv3.OpResponse{}, err
 	}
 	defer k.g.exit()
@@ -113,29 +126,31 @@ func (k gatedKV) Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse, e
 }
 
 func (k gatedKV) Txn(ctx context.Context) clientv3.Txn {
-	return gatedTxn{txn: k.kv.Txn(ctx), g: k.g}
+	return gatedTxn{txn: k.kv.Txn(ctx), g: k.g, ctx: ctx}
 }
 
-// gatedTxn gates Commit, where a transaction's reads run.
+// gatedTxn gates Commit, where a transaction's reads run; ctx is the one
+// the transaction was made with, which Commit sends it under.
 type gatedTxn struct {
 	txn clientv3.Txn
 	g   *gate
+	ctx context.Context
 }
 
 func (t gatedTxn) If(cs ...clientv3.Cmp) clientv3.Txn {
-	return gatedTxn{txn: t.txn.If(cs...), g: t.g}
+	return gatedTxn{txn: t.txn.If(cs...), g: t.g, ctx: t.ctx}
 }
 
 func (t gatedTxn) Then(ops ...clientv3.Op) clientv3.Txn {
-	return gatedTxn{txn: t.txn.Then(ops...), g: t.g}
+	return gatedTxn{txn: t.txn.Then(ops...), g: t.g, ctx: t.ctx}
 }
 
 func (t gatedTxn) Else(ops ...clientv3.Op) clientv3.Txn {
-	return gatedTxn{txn: t.txn.Else(ops...), g: t.g}
+	return gatedTxn{txn: t.txn.Else(ops...), g: t.g, ctx: t.ctx}
 }
 
 func (t gatedTxn) Commit() (*clientv3.TxnResponse, error) {
-	if err := t.g.enter(); err != nil {
+	if err := t.g.enter(t.ctx); err != nil {
 		return nil, err
 	}
 	defer t.g.exit()
@@ -144,7 +159,7 @@ func (t gatedTxn) Commit() (*clientv3.TxnResponse, error) {
 
 // GetStream holds the gate until the stream's last chunk is delivered.
 func (k gatedKV) GetStream(ctx context.Context, key string, opts ...clientv3.OpOption) (clientv3.GetStreamChan, error) {
-	if err := k.g.enter(); err != nil {
+	if err := k.g.enter(ctx); err != nil {
 		return nil, err
 	}
 	in, err := k.kv.GetStream(ctx, key, opts...)

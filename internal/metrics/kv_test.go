@@ -10,7 +10,9 @@ import (
 )
 
 // TestInstrumentKV: the in-process client (through embedetcd's gate) and a
-// networked client are both measured, by operation, errors counted.
+// networked client are both measured, by operation, errors counted. The get
+// with a cancelled context is refused by both clients alike (by the gate,
+// by gRPC), and the wrapper counts it as an error.
 func TestInstrumentKV(t *testing.T) {
 	_, netCli := etcdtest.NetClient(t)
 	for name, cli := range map[string]*clientv3.Client{"in-process": etcdtest.Client(t), "networked": netCli} {
