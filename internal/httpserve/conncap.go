@@ -113,13 +113,20 @@ func (c *connCap) move(t *tracked, l *list.List) {
 // acquire takes a slot for the next connection, waiting at the cap and
 // closing the connection that has waited longest for a request; it fails
 // when done closes (the listener closed).
+//
+// Each pass tries for a free slot before closing anything: an eviction
+// frees its slot at once (capConn.Close), and a wake can be ready beside
+// it (a connection went idle meanwhile, or a token left from an earlier
+// wait), so a select that picked the wake over the slot would close a
+// second connection for one newcomer.
 func (c *connCap) acquire(done <-chan struct{}) error {
-	select {
-	case c.slots <- struct{}{}:
-		return nil
-	default:
-	}
 	for {
+		select {
+		case c.slots <- struct{}{}:
+			c.setWaiting(false)
+			return nil
+		default:
+		}
 		var timer <-chan time.Time
 		if retry := c.evictOne(); retry > 0 {
 			timer = time.After(retry)
