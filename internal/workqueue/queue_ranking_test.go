@@ -276,18 +276,23 @@ func slowHolderRun(t *testing.T, n int, stealAfter time.Duration) (share, worked
 	runSynced(t, ctx, queues...)
 	waitHolders(t, 3, queues...)
 	slow := queues[0]
+	// The slow holder ranks first for a third of the items, as it would
+	// on average: which ids it ranks first depends on the holders' lease
+	// IDs, which etcd picks, so the first n ids gave it fewer than the
+	// test needs about once in 500 runs ("ranks first for 9 of 60").
 	var ops []clientv3.Op
-	for i := 0; i < n; i++ {
+	for i := 0; len(ops) < n; i++ {
 		id := fmt.Sprintf("%03d", i)
 		slow.mu.Lock()
-		if slow.rankLocked(id) == 0 {
+		first := slow.rankLocked(id) == 0
+		slow.mu.Unlock()
+		if first && share == n/3 || !first && len(ops)-share == n-n/3 {
+			continue
+		}
+		if first {
 			share++
 		}
-		slow.mu.Unlock()
 		ops = append(ops, clientv3.OpPut("/q/items/"+id, "x"))
-	}
-	if share < 10 {
-		t.Fatalf("the slow holder ranks first for %d of %d items; the test needs 10", share, n)
 	}
 	start := time.Now()
 	if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
