@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/freeport"
 	"github.com/berth-project/berth/internal/logging"
 	"github.com/berth-project/berth/internal/stack"
 	"github.com/berth-project/berth/scheduler"
@@ -306,24 +306,9 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	return t, cleanup, nil
 }
 
-func freePorts(n int) ([]int, error) {
-	var out []int
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			l.Close()
-		}
-	}()
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		lns = append(lns, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
-}
+// freePorts are ports for scheduler child processes, told before they
+// bind (package freeport: below the ephemeral range).
+func freePorts(n int) ([]int, error) { return freeport.Ports(n) }
 
 // lockedWriter serialises writes to w.
 type lockedWriter struct {

@@ -1,0 +1,78 @@
+// Package freeport finds a TCP port on 127.0.0.1 to give a process or
+// an etcd member that must be told its port before it binds (peers must
+// know each other's URLs), where listening on port 0 is not possible.
+//
+// The port is drawn at random below the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range, 32768 up by default), never
+// from it. The usual trick, listen on port 0 and close, returns an
+// ephemeral port, which is soon the source port of some outgoing
+// connection (each etcd client dials several); the bind that follows
+// then fails with "address already in use", as it did on a loaded
+// machine. Below the range only another caller of Port can take it, and
+// the draw is random over thousands of ports.
+package freeport
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// low is the bottom of the ports drawn from: above the well-known and
+// registered services a test machine may run (etcd's 2379, Keystone's
+// 5000, Nova's 8774, Glance's 9292...).
+const low = 20000
+
+// Port returns a port on 127.0.0.1 that was free a moment ago.
+func Port() (int, error) {
+	high := ephemeralStart()
+	for try := 0; try < 100; try++ {
+		port := low + rand.IntN(high-low)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // another listener has it: draw again
+		}
+		l.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("free port: none of 100 drawn in [%d, %d) could be bound on 127.0.0.1", low, high)
+}
+
+// Ports returns n distinct ports, each free a moment ago.
+func Ports(n int) ([]int, error) {
+	seen := map[int]bool{}
+	out := make([]int, 0, n)
+	for len(out) < n {
+		p, err := Port()
+		if err != nil {
+			return nil, err
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// ephemeralStart is the first port the kernel gives outgoing
+// connections: 32768 when it cannot be read or leaves too little room
+// above low.
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil || n < low+1000 {
+		return 32768
+	}
+	return n
+}
