@@ -115,7 +115,54 @@ var authMatrix = []authRow{
 	row("POST", "/os-server-groups", `{"server_group": {"name": "new", "policies": ["anti-affinity"]}}`, [4]int{403, 200, 200, 200}),
 	row("GET", "/os-server-groups/"+groupOfA, "", [4]int{200, 404, 200, 200}),
 	row("DELETE", "/os-server-groups/"+groupOfA, "", [4]int{403, 404, 204, 204}),
+
+	// os-availability-zone: the list is any caller's (RULE_ANY), the
+	// detail an admin's. os-hypervisors and os-services: every route is
+	// ADMIN, checked before any lookup (so an unknown id is the admin's
+	// 404 only). The hypervisors' and services' integer ids are etcd
+	// revisions, so the rows that need one name none that exists.
+	row("GET", "/os-availability-zone", "", anyCaller(200)),
+	row("GET", "/os-availability-zone/detail", "", onlyAdmin(200)),
+	row("GET", "/os-hypervisors", "", onlyAdmin(200)),
+	row("GET", "/os-hypervisors/detail", "", onlyAdmin(200)),
+	row("GET", "/os-hypervisors/statistics", "", onlyAdmin(200)),
+	row("GET", "/os-hypervisors/999999", "", onlyAdmin(404)),
+	row("GET", "/os-hypervisors/compute/search", "", onlyAdmin(200)),
+	row("GET", "/os-hypervisors/compute-1/servers", "", onlyAdmin(200)),
+	row("GET", "/os-hypervisors/999999/uptime", "", onlyAdmin(404)),
+	row("GET", "/os-services", "", onlyAdmin(200)),
+	row("PUT", "/os-services/disable", `{"host": "compute-1", "binary": "nova-compute"}`, onlyAdmin(200)),
+	row("DELETE", "/os-services/999999", "", onlyAdmin(404)),
+
+	// servers: index and detail are PROJECT_READER_OR_ADMIN on the
+	// caller's own project (each lists its own), all_tenants ADMIN;
+	// create PROJECT_MEMBER_OR_ADMIN. Show, delete and the instance
+	// actions (PROJECT_READER_OR_ADMIN; delete PROJECT_MEMBER_OR_ADMIN)
+	// check the server's project once loaded, and Nova loads a placed
+	// server only from the caller's project unless it is an admin: B's
+	// member gets 404 for serverOfA. A server still a build request is
+	// read unscoped, so for buildingOfA it gets the policy's 403.
+	row("GET", "/servers", "", anyCaller(200)),
+	row("GET", "/servers/detail", "", anyCaller(200)),
+	row("GET", "/servers?all_tenants=1", "", onlyAdmin(200)),
+	row("GET", "/servers/detail?all_tenants=1", "", onlyAdmin(200)),
+	row("POST", "/servers", `{"server": {"name": "new", "flavorRef": "1", "imageRef": "`+sleeperID+`"}}`, [4]int{403, 202, 202, 202}),
+	row("GET", "/servers/"+serverOfA, "", [4]int{200, 404, 200, 200}),
+	row("GET", "/servers/"+buildingOfA, "", [4]int{200, 403, 200, 200}),
+	row("DELETE", "/servers/"+serverOfA, "", [4]int{403, 404, 204, 204}),
+	row("DELETE", "/servers/"+buildingOfA, "", [4]int{403, 403, 204, 204}),
+	row("GET", "/servers/"+serverOfA+"/os-instance-actions", "", [4]int{200, 404, 200, 200}),
+	row("GET", "/servers/"+serverOfA+"/os-instance-actions/"+createOfA, "", [4]int{200, 404, 200, 200}),
 }
+
+// Project A's servers, which seedMatrixCompute makes: serverOfA ACTIVE
+// on compute-1 (created by request createOfA), buildingOfA still a
+// build request.
+const (
+	serverOfA   = "a1a1a1a1-2222-4333-8444-555555555555"
+	buildingOfA = "a2a2a2a2-2222-4333-8444-555555555555"
+	createOfA   = "req-a1a1a1a1-2222-4333-8444-555555555555"
+)
 
 // groupOfA is project A's server group, which seedMatrixCompute makes.
 const groupOfA = "a0a0a0a0-1111-4222-8333-444444444444"
@@ -237,6 +284,7 @@ func seedMatrixCompute(ctx context.Context, t *testing.T, cli *clientv3.Client, 
 	if _, err := cli.Put(ctx, keys.ServerGroup(g.UUID), etcdschema.MustEncode(g)); err != nil {
 		t.Fatal(err)
 	}
+	seedServersOfA(ctx, t, cli, keys)
 	for _, s := range []struct{ method, path, body string }{
 		{"POST", "/v2.1/os-aggregates", `{"aggregate": {"name": "agg1"}}`},
 		{"POST", "/v2.1/os-aggregates/1/action", `{"add_host": {"host": "compute-1"}}`},
@@ -251,6 +299,36 @@ func seedMatrixCompute(ctx context.Context, t *testing.T, cli *clientv3.Client, 
 		}
 	}
 	return p
+}
+
+// seedServersOfA stores project A's servers as a create and the
+// superconductor leave them: buildingOfA a build request, serverOfA an
+// instance in cell1 on compute-1.
+func seedServersOfA(ctx context.Context, t *testing.T, cli *clientv3.Client, keys etcdschema.Keys) {
+	t.Helper()
+	created := time.Now().UTC().Add(-time.Minute)
+	user := identity.DerivedID("user", "member-a")
+	var ops []clientv3.Op
+	for _, id := range []string{serverOfA, buildingOfA} {
+		br := &etcdschema.BuildRequest{InstanceUUID: id, Name: "s-" + id[:2], ReservationID: "r-" + id[:8], Count: 1,
+			Flavor: tiny.Embedded(), ProjectID: projectA, UserID: user, RequestID: "req-" + id, CreatedAt: created}
+		m := &etcdschema.InstanceMapping{InstanceUUID: id, ProjectID: projectA, CreatedAt: created}
+		if id == buildingOfA {
+			ops = append(ops, clientv3.OpPut(keys.BuildRequest(id), etcdschema.MustEncode(br)),
+				clientv3.OpPut(keys.InstanceMapping(id), etcdschema.MustEncode(m)))
+			continue
+		}
+		in := &etcdschema.Instance{UUID: id, Name: br.Name, Status: etcdschema.StatusActive, Host: "compute-1", Node: "compute-1",
+			Cell: "cell1", Flavor: br.Flavor, ProjectID: projectA, UserID: user, AvailabilityZone: "nova", Attempts: 1,
+			CreatedAt: created, UpdatedAt: created.Add(time.Second)}
+		br.CarryTo(in)
+		m.Cell = "cell1"
+		ops = append(ops, clientv3.OpPut(keys.CellInstance("cell1", id), etcdschema.MustEncode(in)),
+			clientv3.OpPut(keys.InstanceMapping(id), etcdschema.MustEncode(m)))
+	}
+	if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // matrixCell answers rw as caller on records of its own (under prefix
@@ -269,6 +347,7 @@ func matrixCell(t *testing.T, cli *clientv3.Client, svc *identity.Service, token
 	place := seedMatrixCompute(ctx, t, cli, keys, seed)
 	a := New(cli, keys, hclog.NewNullLogger())
 	a.SetAggregateMirror(place)
+	a.SetImages(testImages{sleeperID: {ID: sleeperID, Name: "sleeper", Command: []string{"sleep", "600"}}})
 	a.SetAuth(Auth{Mode: AuthKeystone, Verifier: svc.Verifier(), IdentityURI: "http://keystone.test:5000"})
 	srv := httptest.NewServer(a)
 	defer srv.Close()

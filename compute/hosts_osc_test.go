@@ -33,7 +33,7 @@ func TestOpenStackCLIHosts(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		full := append([]string{"--os-auth-type", "none", "--os-endpoint", endpoint, "--os-compute-api-version", "2.79"}, args...)
+		full := append([]string{"--os-auth-type", "admin_token", "--os-token", "admin:admin", "--os-endpoint", endpoint, "--os-compute-api-version", "2.79"}, args...)
 		out, err := exec.CommandContext(ctx, osc, full...).CombinedOutput()
 		return string(out), err
 	}

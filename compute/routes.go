@@ -149,13 +149,20 @@ func (a *API) routeTable() []route {
 		{method: "PUT", path: "/os-services/{id}", schema: serviceUpdateSchema, policy: adminOnly("os_compute_api:os-services:update"), handle: a.updateService},
 		{method: "DELETE", path: "/os-services/{id}", policy: adminOnly("os_compute_api:os-services:delete"), handle: a.deleteService},
 
+		// servers and os-instance-actions (servers*.go, instance_actions.go).
+		// Index and detail check their rule against the caller's project,
+		// as Nova's context.can without a target does. Create checks
+		// os_compute_api:servers:create where Nova does, after the
+		// min_count check (createServer); show, delete and the instance
+		// actions check theirs against the server's project once loaded
+		// (lookupServer), after Nova's project-scoped lookup's 404.
 		{method: "GET", path: "/servers", policy: projectReaderOrAdmin("os_compute_api:servers:index"), handle: a.listServers},
-		{method: "POST", path: "/servers", schema: serverCreate, policy: projectMemberOrAdmin("os_compute_api:servers:create"), handle: a.createServer},
+		{method: "POST", path: "/servers", schema: serverCreate, handle: a.createServer},
 		{method: "GET", path: "/servers/detail", policy: projectReaderOrAdmin("os_compute_api:servers:detail"), handle: a.listServersDetail},
-		{method: "GET", path: "/servers/{id}", policy: projectReaderOrAdmin("os_compute_api:servers:show"), handle: a.showServer},
-		{method: "DELETE", path: "/servers/{id}", policy: projectMemberOrAdmin("os_compute_api:servers:delete"), handle: a.deleteServer},
-		{method: "GET", path: "/servers/{server_id}/os-instance-actions", policy: projectReaderOrAdmin("os_compute_api:os-instance-actions:list"), handle: a.listInstanceActions},
-		{method: "GET", path: "/servers/{server_id}/os-instance-actions/{id}", policy: projectReaderOrAdmin("os_compute_api:os-instance-actions:show"), handle: a.showInstanceAction},
+		{method: "GET", path: "/servers/{id}", handle: a.showServer},
+		{method: "DELETE", path: "/servers/{id}", handle: a.deleteServer},
+		{method: "GET", path: "/servers/{server_id}/os-instance-actions", handle: a.listInstanceActions},
+		{method: "GET", path: "/servers/{server_id}/os-instance-actions/{id}", handle: a.showInstanceAction},
 	}
 }
 

@@ -92,7 +92,12 @@ func (a *API) hostStatuses(ctx context.Context, hosts []string) (map[string]stri
 	return out, nil
 }
 
-// lookupServer is common.get_instance with the owner's policy check.
+// lookupServer is common.get_instance, then the handler's context.can
+// with target={'project_id': instance.project_id}. Nova reads an
+// instance from its cell's database with project_only: for a caller
+// who is not an admin, another project's instance does not exist (404),
+// while a server still a build request is read from the API database
+// unscoped and the policy refuses it (403). Berth answers the same.
 func (a *API) lookupServer(c *reqCtx, p policy) (*servers.Server, error) {
 	id, ok := c.vars["server_id"]
 	if !ok {
@@ -109,6 +114,10 @@ func (a *API) lookupServer(c *reqCtx, p policy) (*servers.Server, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if v.Instance != nil && !c.isAdmin() && v.ProjectID() != c.creds.ProjectID {
+		// _get_instance_from_cell names the mapping's uuid.
+		return nil, instanceNotFound(v.ID())
 	}
 	if f := c.can(p, v.ProjectID()); f != nil {
 		return nil, f

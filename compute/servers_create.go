@@ -135,6 +135,11 @@ func (a *API) createServer(c *reqCtx) (int, any, error) {
 	if r.minCount > r.maxCount {
 		return 0, nil, errBadRequest("min_count must be <= max_count")
 	}
+	// Nova checks the create rule here, with target the caller's own
+	// project and user (and the zone asked for, which no default reads).
+	if f := c.can(projectMemberOrAdmin("os_compute_api:servers:create"), c.creds.ProjectID); f != nil {
+		return 0, nil, f
+	}
 	if r.maxCount > servers.MaxCount {
 		// Nova's quota would refuse; Berth's limit is its own.
 		return 0, nil, &fault{status: http.StatusForbidden, message: fmt.Sprintf(

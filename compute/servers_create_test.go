@@ -93,7 +93,7 @@ func TestServerCreate(t *testing.T) {
 	if rec.Code != http.StatusAccepted || json.Unmarshal(rec.Body.Bytes(), &res) != nil || !strings.HasPrefix(res.ReservationID, "r-") {
 		t.Fatalf("reservation: %d %s", rec.Code, rec.Body)
 	}
-	names, _ := a.listNames("/v2.1/servers?reservation_id="+res.ReservationID+"&sort_key=display_name&sort_dir=asc", "2.1")
+	names, _ := a.listNames("/v2.1/servers?reservation_id="+res.ReservationID+"&sort_key=display_name&sort_dir=asc", "2.1", "admin:admin")
 	if strings.Join(names, ",") != "many-1,many-2,many-3" {
 		t.Errorf("reservation's servers: %v", names)
 	}

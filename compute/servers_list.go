@@ -60,19 +60,6 @@ type listQuery struct {
 	emptyAnswer    bool // an unknown status before 2.38: {"servers": []}
 }
 
-// callerProjectFilter is the project a list without all_tenants is
-// limited to: the caller's own, as Nova's search_opts['project_id'] =
-// context.project_id. Until Keystone tokens reach this API (the auth
-// engineer's part of issue 16) callers have no credentials; an empty
-// project then means no project filter, which must stop being so once
-// every request carries a token.
-func callerProjectFilter(c *reqCtx) (project string, filtered bool) {
-	if c.creds.ProjectID == "" {
-		return "", false
-	}
-	return c.creds.ProjectID, true
-}
-
 // parseServerList validates and reads the query as _get_servers does,
 // with its 400s and 403s.
 func parseServerList(c *reqCtx, detail bool) (*listQuery, error) {
@@ -172,10 +159,11 @@ func parseServerList(c *reqCtx, detail bool) (*listQuery, error) {
 			return nil, f
 		}
 	} else {
+		// Without all_tenants a list is the caller's own project's
+		// (search_opts['project_id'] = context.project_id); every caller
+		// has one, and tenant_id is ignored (lp:#1185290).
 		delete(lq.opts, "tenant_id")
-		if project, ok := callerProjectFilter(c); ok {
-			lq.opts["project_id"] = project
-		}
+		lq.opts["project_id"] = c.creds.ProjectID
 	}
 	lq.limit = maxLimit
 	if v, ok := param(q, "limit"); ok {

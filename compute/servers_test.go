@@ -139,11 +139,11 @@ func TestServerShowFault(t *testing.T) {
 	}
 }
 
-// listNames lists with query q at version v and returns the names, in
-// order, and the body.
-func (a *testAPI) listNames(path, v string) ([]string, string) {
+// listNames lists with query q at version v as the caller token and
+// returns the names, in order, and the body.
+func (a *testAPI) listNames(path, v, token string) ([]string, string) {
 	a.t.Helper()
-	rec := a.do("GET", path, "", mv(v))
+	rec := a.do("GET", path, "", mv(v), "X-Auth-Token: "+token)
 	if rec.Code != http.StatusOK {
 		a.t.Fatalf("GET %s (%s): %d %s", path, v, rec.Code, rec.Body)
 	}
@@ -166,13 +166,15 @@ func (a *testAPI) listNames(path, v string) ([]string, string) {
 func TestServerListFilters(t *testing.T) {
 	a := newTestAPI(t)
 	ids := map[string]string{}
-	for i, n := range []string{"alpha", "beta", "gamma", "delta"} {
-		ids[n] = a.request(n, []string{"p1", "p1", "p2", "p1"}[i], t0.Add(time.Duration(i)*time.Minute), etcdschema.SchedulerHints{})
+	for i, n := range []string{"alpha", "beta", "gamma", "delta", "epsilon"} {
+		ids[n] = a.request(n, []string{"p1", "p1", "p1", "p1", "p2"}[i], t0.Add(time.Duration(i)*time.Minute), etcdschema.SchedulerHints{})
 	}
+	a.place(ids["epsilon"], "compute-1", etcdschema.StatusActive, t0.Add(13*time.Minute), nil)
 	a.place(ids["alpha"], "compute-1", etcdschema.StatusActive, t0.Add(10*time.Minute), nil)
 	a.place(ids["beta"], "compute-2", etcdschema.StatusActive, t0.Add(11*time.Minute), nil)
 	a.place(ids["gamma"], "", etcdschema.StatusError, t0.Add(12*time.Minute), &etcdschema.Fault{Code: 500, Message: "No valid host was found. "})
-	// delta stays a build request.
+	// delta stays a build request. The caller is an admin of p1: without
+	// all_tenants it lists p1's servers only, never p2's epsilon.
 	cases := []struct {
 		desc, query, version string
 		want                 string
@@ -189,7 +191,8 @@ func TestServerListFilters(t *testing.T) {
 		{"node regex", "?node=compute", "2.1", "beta,alpha"},
 		{"flavor", "?flavor=1", "2.1", "delta,gamma,beta,alpha"},
 		{"an unknown flavor: empty", "?flavor=42", "2.1", ""},
-		{"project (with all_tenants)", "?all_tenants=1&project_id=p2", "2.1", "gamma"},
+		{"project (with all_tenants)", "?all_tenants=1&project_id=p2", "2.1", "epsilon"},
+		{"all_tenants: every project's", "?all_tenants=1&status=ACTIVE", "2.1", "epsilon,beta,alpha"},
 		{"tenant_id ignored without all_tenants", "?tenant_id=p2", "2.1", "delta,gamma,beta,alpha"},
 		{"changes-since: updated at or after", "?changes-since=2026-11-26T10:10:30Z", "2.1", "gamma,beta"},
 		{"changes-before: updated at or before", "?changes-before=2026-11-26T10:11:00Z", "2.66", "delta,beta,alpha"},
@@ -207,7 +210,7 @@ func TestServerListFilters(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, path := range []string{"/v2.1/servers", "/v2.1/servers/detail"} {
-			names, body := a.listNames(path+tc.query, tc.version)
+			names, body := a.listNames(path+tc.query, tc.version, "admin:p1")
 			if got := strings.Join(names, ","); got != tc.want {
 				t.Errorf("%s: GET %s%s (%s) = %s, want %s\n%s", tc.desc, path, tc.query, tc.version, got, tc.want, body)
 			}
@@ -222,12 +225,12 @@ func TestServerListPaging(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		ids = append(ids, a.request(fmt.Sprintf("s%d", i), "p1", t0.Add(time.Duration(i)*time.Minute), etcdschema.SchedulerHints{}))
 	}
-	rec := a.do("GET", "/v2.1/servers?limit=2&name=s", "")
+	rec := a.do("GET", "/v2.1/servers?limit=2&name=s", "", "X-Auth-Token: alice:p1")
 	want := fmt.Sprintf(`, "servers_links": [{"rel": "next", "href": "http://nova.test:8774/v2.1/servers?limit=2&name=s&marker=%s"}]}`, ids[1])
 	if !strings.HasSuffix(rec.Body.String(), want) {
 		t.Errorf("page 1: %s\nwant suffix %s", rec.Body, want)
 	}
-	rec = a.do("GET", "/v2.1/servers/detail?limit=2&marker="+ids[1], "")
+	rec = a.do("GET", "/v2.1/servers/detail?limit=2&marker="+ids[1], "", "X-Auth-Token: alice:p1")
 	if strings.Contains(rec.Body.String(), "servers_links") || !strings.Contains(rec.Body.String(), ids[0]) {
 		t.Errorf("page 2: %s", rec.Body)
 	}
