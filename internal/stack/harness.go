@@ -5,7 +5,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/berth-project/berth/compute"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/placement"
@@ -79,8 +78,3 @@ func (s *Stack) Crash() {
 	close(drained)
 	s.servers, s.ownCli = nil, false
 }
-
-// SetImages gives the compute API started later the image catalog a
-// server create resolves its imageRef through (tests; the image service
-// of a deployment is wired where the stack starts it).
-func (s *Stack) SetImages(c compute.ImageCatalog) { s.images = c }

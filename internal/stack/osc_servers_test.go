@@ -3,8 +3,7 @@ package stack
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,94 +13,48 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/berth-project/berth/compute"
 	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/images"
 	"github.com/berth-project/berth/internal/etcdtest"
 )
 
-// oscImages is the test's image catalog: the seam the image service
-// fills in a deployment.
-type oscImages map[string]compute.Image
-
-func (c oscImages) Image(_ context.Context, id string) (compute.Image, error) {
-	im, ok := c[id]
-	if !ok {
-		return compute.Image{}, compute.ErrImageNotFound
-	}
-	return im, nil
-}
-
-// glanceStandIn answers what the openstack CLI asks of the image service
-// to resolve --image: the version document and an image by id or name,
-// in Glance v2's shapes, from the same catalog the compute API uses.
-func glanceStandIn(t *testing.T, images oscImages) *httptest.Server {
-	var srv *httptest.Server
-	view := func(im compute.Image) map[string]any {
-		return map[string]any{"id": im.ID, "name": im.Name, "status": "active", "visibility": "public",
-			"min_ram": im.MinRAMMB, "min_disk": im.MinDiskGB, "container_format": "bare", "disk_format": "raw",
-			"created_at": "2026-11-26T10:00:00Z", "updated_at": "2026-11-26T10:00:00Z", "tags": []string{},
-			"self": "/v2/images/" + im.ID, "file": "/v2/images/" + im.ID + "/file", "schema": "/v2/schemas/image"}
-	}
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		p := strings.TrimSuffix(r.URL.Path, "/")
-		switch {
-		case p == "/v2/images":
-			out := []map[string]any{}
-			for _, im := range images {
-				if name := r.URL.Query().Get("name"); name == "" || name == im.Name {
-					out = append(out, view(im))
-				}
-			}
-			_ = json.NewEncoder(w).Encode(map[string]any{"images": out})
-		case strings.HasPrefix(p, "/v2/images/"):
-			im, ok := images[strings.TrimPrefix(p, "/v2/images/")]
-			if !ok {
-				w.WriteHeader(http.StatusNotFound)
-				_, _ = w.Write([]byte(`{"message": "not found"}`))
-				return
-			}
-			_ = json.NewEncoder(w).Encode(view(im))
-		default:
-			_ = json.NewEncoder(w).Encode(map[string]any{"versions": []map[string]any{{"id": "v2.16", "status": "CURRENT",
-				"links": []map[string]string{{"rel": "self", "href": srv.URL + "/v2/"}}}}})
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // TestOpenStackCLIServers drives the real `openstack` CLI (Debian's
 // python3-openstackclient) through a server's life against a dev stack
-// (server roles, a cell conductor, two simulated hosts): create with an
-// image and --wait, list, show, delete with --wait. No token is checked
-// yet (keystoneauth's "none" plugin); the image service is a stand-in
-// over the in-test catalog until the image service is merged.
+// (server roles with the image API, a cell conductor, one host whose
+// agent runs the process driver): create from the default image
+// berth-sleep with --wait (the CLI resolves --image through the image
+// API, the compute API through the same image store, and the agent runs
+// its `sleep infinity`), list, show, delete with --wait. The CLI calls
+// as noauth2's admin (admin_token admin:admin); the image API is in
+// noauth mode.
 func TestOpenStackCLIServers(t *testing.T) {
 	osc, err := exec.LookPath("openstack")
 	if err != nil {
 		t.Skip("the openstack CLI is not installed (apt-get install python3-openstackclient)")
 	}
-	const imageID = "7b2e9d40-1f6a-4c1b-9a57-0b3c2d4e5f60"
-	images := oscImages{imageID: {ID: imageID, Name: "sleeper", Command: []string{"sleep", "600"}}}
+	imageID := images.DefaultID(images.DefaultSleepImage)
 	cfg := configs.Defaults()
 	cfg.EnableAllRoles()
 	cfg.Etcd.Embedded = nil
 	cfg.API.Bind, cfg.Placement.Bind, cfg.Scheduler.Bind = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Image = &configs.Image{Bind: "127.0.0.1:0", Auth: configs.AuthNoAuth}
+	cfg.Agent.Driver = configs.DriverProcess
+	procDir := t.TempDir()
+	cfg.Agent.Process.StateDir = procDir
+	cfg.Agent.Process.StopGrace = 5 * time.Second
 	s := New(cfg, hclog.NewNullLogger())
 	s.Attach(etcdtest.Client(t))
-	s.SetImages(images)
 	t.Cleanup(s.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := Dev(DevOptions{Hosts: 2, Cells: 1, DataDir: t.TempDir()})(ctx, s); err != nil {
+	if err := Dev(DevOptions{Hosts: 1, Cells: 1, DataDir: t.TempDir()})(ctx, s); err != nil {
 		t.Fatalf("start dev: %v", err)
 	}
-	glance := glanceStandIn(t, images)
 	dir := t.TempDir()
-	clouds := "clouds:\n  berth:\n    auth_type: none\n    auth:\n      endpoint: " + s.Endpoint("compute API") + "/v2.1\n" +
+	clouds := "clouds:\n  berth:\n    auth_type: admin_token\n    auth:\n      token: admin:admin\n" +
+		"      endpoint: " + s.Endpoint("compute API") + "/v2.1\n" +
 		"    compute_endpoint_override: " + s.Endpoint("compute API") + "/v2.1\n" +
-		"    image_endpoint_override: " + glance.URL + "/v2\n"
+		"    image_endpoint_override: " + s.Endpoint("image") + "/v2\n"
 	if err := os.WriteFile(filepath.Join(dir, "clouds.yaml"), []byte(clouds), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +72,7 @@ func TestOpenStackCLIServers(t *testing.T) {
 		return string(out)
 	}
 	var created map[string]any
-	if err := json.Unmarshal([]byte(run("server", "create", "--flavor", "m1.tiny", "--image", imageID, "--network", "none",
+	if err := json.Unmarshal([]byte(run("server", "create", "--flavor", "m1.tiny", "--image", images.DefaultSleepImage, "--network", "none",
 		"--wait", "-f", "json", "web-1")), &created); err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +80,17 @@ func TestOpenStackCLIServers(t *testing.T) {
 		t.Errorf("server create --wait: %v", created)
 	}
 	id, _ := created["id"].(string)
+	// The agent runs the image's command: the process driver's record
+	// names a live `sleep infinity`.
+	var rec struct{ PID int }
+	raw, err := os.ReadFile(filepath.Join(procDir, id+".json"))
+	if err != nil || json.Unmarshal(raw, &rec) != nil || rec.PID <= 0 {
+		t.Fatalf("process driver record of %s: %v %s", id, err, raw)
+	}
+	// The driver runs the argv through /bin/sh -c, each word quoted.
+	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", rec.PID)); err != nil || !strings.Contains(string(cmdline), "'sleep' 'infinity'") {
+		t.Errorf("server %s runs %q (%v), want sleep infinity", id, cmdline, err)
+	}
 	var list []map[string]any
 	if err := json.Unmarshal([]byte(run("server", "list", "-f", "json")), &list); err != nil {
 		t.Fatal(err)
@@ -143,6 +107,9 @@ func TestOpenStackCLIServers(t *testing.T) {
 		t.Errorf("server show: %v", show)
 	}
 	run("server", "delete", "--wait", id)
+	if _, err := os.Stat(filepath.Join(procDir, id+".json")); !os.IsNotExist(err) {
+		t.Errorf("the process driver still records %s after the delete: %v", id, err)
+	}
 	if out := run("server", "list", "-f", "value", "-c", "ID"); strings.TrimSpace(out) != "" {
 		t.Errorf("server list after delete: %q", out)
 	}

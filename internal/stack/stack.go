@@ -69,10 +69,6 @@ type Stack struct {
 	openFiles  uint64
 	capLowered sync.Once
 
-	// images is the catalog Nova's API resolves imageRef through (nil:
-	// no image service; see SetImages).
-	images compute.ImageCatalog
-
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -385,9 +381,6 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		nova.SetHosts(novaHosts, hosts.DefaultTraitSyncTimeout)
 		nova.SetPlacement(s.placement)
 		nova.SetDefaultAvailabilityZone(cfg.DefaultAvailabilityZone)
-		if s.images != nil {
-			nova.SetImages(s.images)
-		}
 		if err := s.Serve("compute API", cfg.API.Bind, nova.Beside(computeAPI)); err != nil {
 			return err
 		}
