@@ -15,8 +15,9 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 )
 
-// testImages is a small in-test image catalog, the seam the image
-// service fills in a stack.
+// testImages is a small image catalog for the tests inside the package:
+// package images (the real catalog, images.Store) imports compute, so
+// only an outside test can use it (servers_images_test.go does).
 type testImages map[string]Image
 
 func (c testImages) Image(_ context.Context, id string) (Image, error) {

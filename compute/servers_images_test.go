@@ -1,0 +1,91 @@
+package compute_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/compute"
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/images"
+	"github.com/berth-project/berth/internal/etcdtest"
+)
+
+// A create resolves imageRef through the image service's real store
+// (package images, which imports compute: so this test is outside the
+// package): a default image boots with its command, an image's min_ram
+// is checked against the flavor, and an id the store does not hold is
+// Nova's 400. The in-package tests use a small catalog of their own.
+func TestServerCreateFromImageStore(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/images-create")
+	if err := api.EnsureFlavors(ctx, cli, keys, api.DefaultFlavors()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if err := images.EnsureDefaults(ctx, cli, keys, images.Defaults(now)); err != nil {
+		t.Fatal(err)
+	}
+	store := images.NewStore(cli, keys)
+	bigID, big := "c0ffee00-1111-4222-8333-444444444444", "big"
+	if err := store.Create(ctx, &etcdschema.Image{ID: bigID, Name: &big, Status: images.StatusActive,
+		Visibility: images.VisibilityPublic, MinRAMMB: 4096, CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	nova := compute.New(cli, keys, hclog.NewNullLogger())
+	nova.SetImages(store)
+	do := func(method, path, body string) (int, string) {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("X-Auth-Token", "admin:admin")
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rec := httptest.NewRecorder()
+		nova.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	create := func(image string) (int, string) {
+		return do("POST", "/v2.1/servers", `{"server": {"name": "s", "flavorRef": "1", "imageRef": "`+image+`"}}`)
+	}
+
+	sleep := images.DefaultID(images.DefaultSleepImage)
+	code, body := create(sleep)
+	var out struct{ Server struct{ ID string } }
+	if code != http.StatusAccepted || json.Unmarshal([]byte(body), &out) != nil {
+		t.Fatalf("create from %s: %d %s", images.DefaultSleepImage, code, body)
+	}
+	resp, err := cli.Get(ctx, keys.BuildRequest(out.Server.ID))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("build request %s: %v", out.Server.ID, err)
+	}
+	var br etcdschema.BuildRequest
+	if err := etcdschema.Decode(string(resp.Kvs[0].Key), resp.Kvs[0].Value, &br); err != nil {
+		t.Fatal(err)
+	}
+	if br.Image == nil || br.Image.ID != sleep || br.Image.Name != images.DefaultSleepImage ||
+		strings.Join(br.Image.Command, " ") != "sleep infinity" {
+		t.Errorf("the build request boots %+v, want %s running sleep infinity", br.Image, images.DefaultSleepImage)
+	}
+	if code, body := do("GET", "/v2.1/servers/"+out.Server.ID, ""); code != 200 || !strings.Contains(body, `"image": {"id": "`+sleep+`"`) {
+		t.Errorf("show: %d %s", code, body)
+	}
+
+	bad := func(msg string) string { return `{"badRequest": {"code": 400, "message": "` + msg + `"}}` }
+	for _, tc := range []struct{ desc, image, want string }{
+		{"min_ram above m1.tiny's", bigID, bad("Flavor's memory is too small for requested image.")},
+		{"no such image", "0badc0de-1111-4222-8333-444444444444", bad("Can not find requested image")},
+	} {
+		if code, body := create(tc.image); code != 400 || body != tc.want {
+			t.Errorf("%s: %d %s\nwant 400 %s", tc.desc, code, body, tc.want)
+		}
+	}
+}
