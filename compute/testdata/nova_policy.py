@@ -7,11 +7,15 @@ nova-api's router (APIRouterV21), in-process over SQLite with
 Nova 26), answers each request of ROWS as each caller of CALLERS, every
 (row, caller) on a fresh database holding the five m1 flavors and
 project A's private flavor priv-a (shared with A, one extra spec),
-aggregates 1 and 2, and project A's server group GROUP_OF_A, as
-compute/auth_matrix_test.go seeds Berth (whose aggregate 1 also holds
-compute-1, a compute host this router has no cell database for: see
-UNRECORDED). The callers' roles are what keystonemiddleware passes for
-a Keystone token: the implied ones too.
+aggregates 1 and 2, project A's server group GROUP_OF_A, and in cell1
+(the main database, a file) the compute hosts compute-1 and compute-2
+and project A's servers SERVER_OF_A (ACTIVE on compute-1) and
+BUILDING_OF_A (a build request), as compute/auth_matrix_test.go seeds
+Berth (whose aggregate 1 also holds compute-1). What this router cannot
+answer without the services around it (Glance, Placement, a compute
+service's RPC) is not recorded: see UNRECORDED and UNRECORDED_AT. The
+callers' roles are what keystonemiddleware passes for a Keystone token:
+the implied ones too.
 TestAuthMatrixMatchesNova compares the statuses with authMatrix's.
 """
 import hashlib
@@ -33,8 +37,13 @@ from nova import objects  # noqa: E402
 CONF = nova.conf.CONF
 CONF(["--config-file", conf.name], project="nova", default_config_files=[])
 os.unlink(conf.name)
-CONF.set_override("connection", "sqlite://", group="api_database")
-CONF.set_override("connection", "sqlite://", group="database")
+# Files: the main database is cell1's too, which Nova reads through an
+# engine of its own, so servers, services and compute nodes can be
+# seeded where its router looks for them.
+DB_DIR = tempfile.mkdtemp()
+CONF.set_override("connection", "sqlite:///" + os.path.join(DB_DIR, "api.db"), group="api_database")
+CELL_DB = "sqlite:///" + os.path.join(DB_DIR, "cell1.db")
+CONF.set_override("connection", CELL_DB, group="database")
 objects.register_all()
 
 import oslo_messaging  # noqa: E402
@@ -53,6 +62,8 @@ from nova.api.openstack.compute import routes  # noqa: E402
 from nova import policy  # noqa: E402
 
 APP = routes.APIRouterV21()
+api_db.configure(CONF)  # else the API database's engine is [database]'s
+main_models.BASE.metadata.create_all(main_db.get_engine())
 
 
 def derived_id(kind, name):
@@ -69,6 +80,7 @@ CALLERS = {
 }
 OWNED = "priv-a"
 GROUP_OF_A = "a0a0a0a0-1111-4222-8333-444444444444"
+SLEEPER = "7b2e9d40-1f6a-4c1b-9a57-0b3c2d4e5f60"  # sleeperID: an image only Berth's test catalog holds
 
 
 def call(method, path, body, headers, project, roles):
@@ -89,9 +101,11 @@ ADMIN = (C, ["admin", "member", "reader"])
 def fresh():
     models.BASE.metadata.drop_all(api_db.get_engine())
     models.BASE.metadata.create_all(api_db.get_engine())
-    # The quota driver reads the quotas tables of the main database.
-    main_models.BASE.metadata.drop_all(main_db.get_engine())
-    main_models.BASE.metadata.create_all(main_db.get_engine())
+    # The quota driver reads the quotas tables of the main database,
+    # which is cell1's too: emptied, as a file's schema is made once.
+    with main_db.get_engine().begin() as conn:
+        for table in reversed(main_models.BASE.metadata.sorted_tables):
+            conn.execute(table.delete())
     for fid, name, vcpus, ram, disk in [("1", "m1.tiny", 1, 512, 1), ("2", "m1.small", 1, 2048, 20),
                                          ("3", "m1.medium", 2, 4096, 40), ("4", "m1.large", 4, 8192, 80),
                                          ("5", "m1.xlarge", 8, 16384, 160)]:
@@ -108,8 +122,63 @@ def fresh():
         r = call("POST", "/os-aggregates", json.dumps({"aggregate": {"name": name}}), {}, *ADMIN)
         assert r.status_int == 200, r.body
     ctx = context.RequestContext("u-" + A[:6], A, roles=["member", "reader"])
+    seed_cell(ctx)
     objects.InstanceGroup(ctx, uuid=GROUP_OF_A, name="g-a", project_id=A, user_id=derived_id("user", "member-a"),
                           policy="anti-affinity", rules={}, members=[], hosts=[]).create()
+
+
+CELL1 = "c1c1c1c1-0000-4000-8000-000000000001"
+SERVER_OF_A = "a1a1a1a1-2222-4333-8444-555555555555"
+BUILDING_OF_A = "a2a2a2a2-2222-4333-8444-555555555555"
+CREATE_OF_A = "req-" + SERVER_OF_A
+
+
+def seed_cell(ctx):
+    """cell1 with compute-1 and compute-2 (service and compute node) and
+    project A's servers, as seedMatrixCompute makes them in Berth:
+    SERVER_OF_A ACTIVE on compute-1 (created by request CREATE_OF_A),
+    BUILDING_OF_A still a build request."""
+    from oslo_utils import timeutils, uuidutils
+    from nova.network import model as network_model
+    admin = context.get_admin_context()
+    cell = objects.CellMapping(admin, uuid=CELL1, name="cell1",
+                               database_connection=CELL_DB, transport_url="fake:/")
+    cell.create()
+    flavor = objects.Flavor.get_by_flavor_id(admin, "1")
+    with context.target_cell(admin, cell) as cctxt:
+        for host in ["compute-1", "compute-2"]:
+            objects.Service(cctxt, host=host, binary="nova-compute", topic="compute", report_count=0).create()
+            objects.ComputeNode(cctxt, host=host, hypervisor_hostname=host, vcpus=16, memory_mb=65536, local_gb=1000,
+                                vcpus_used=0, memory_mb_used=0, local_gb_used=0, hypervisor_type="fake",
+                                hypervisor_version=1000, cpu_info="{}", uuid=uuidutils.generate_uuid()).create()
+            objects.HostMapping(admin, host=host, cell_mapping=cell).create()
+        user = derived_id("user", "member-a")
+        actx = context.RequestContext(user, A, request_id=CREATE_OF_A)
+        with context.target_cell(actx, cell) as acell:
+            inst = objects.Instance(acell, uuid=SERVER_OF_A, project_id=A, user_id=user, display_name="s-a1",
+                                    vm_state="active", power_state=1, host="compute-1", node="compute-1",
+                                    availability_zone="nova", flavor=flavor, instance_type_id=flavor.id,
+                                    memory_mb=512, vcpus=1, root_gb=1, ephemeral_gb=0, launch_index=0,
+                                    reservation_id="r-a1a1a1a1",
+                                    info_cache=objects.InstanceInfoCache(network_info=network_model.NetworkInfo()))
+            inst.create()
+            objects.InstanceAction.action_start(acell, SERVER_OF_A, "create", want_result=False)
+        objects.InstanceMapping(admin, instance_uuid=SERVER_OF_A, cell_mapping=cell, project_id=A, user_id=user).create()
+        building = objects.Instance(admin, uuid=BUILDING_OF_A, project_id=A, user_id=user, display_name="s-a2",
+                                    vm_state="building", task_state="scheduling", power_state=0,
+                                    flavor=flavor, instance_type_id=flavor.id, memory_mb=512, vcpus=1, root_gb=1,
+                                    ephemeral_gb=0, launch_index=0, reservation_id="r-a2a2a2a2", metadata={},
+                                    system_metadata={}, tags=objects.TagList(), availability_zone=None,
+                                    access_ip_v4=None, access_ip_v6=None, host=None, node=None, launched_at=None,
+                                    terminated_at=None, key_name=None, config_drive="", locked=False, locked_by=None,
+                                    hostname="s-a2", display_description=None, progress=0, image_ref="",
+                                    kernel_id="", ramdisk_id="", root_device_name=None, user_data=None,
+                                    created_at=timeutils.utcnow(), updated_at=None, deleted=False,
+                                    security_groups=objects.SecurityGroupList(), trusted_certs=None,
+                                    info_cache=objects.InstanceInfoCache(network_info=network_model.NetworkInfo()))
+        objects.BuildRequest(admin, instance=building, instance_uuid=BUILDING_OF_A, project_id=A,
+                             block_device_mappings=objects.BlockDeviceMappingList(), tags=objects.TagList()).create()
+        objects.InstanceMapping(admin, instance_uuid=BUILDING_OF_A, cell_mapping=None, project_id=A, user_id=user).create()
 
 
 def mv(v):
@@ -152,6 +221,29 @@ ROWS = [
     ("POST", "/os-server-groups", '{"server_group": {"name": "new", "policies": ["anti-affinity"]}}', {}),
     ("GET", "/os-server-groups/" + GROUP_OF_A, None, {}),
     ("DELETE", "/os-server-groups/" + GROUP_OF_A, None, {}),
+    ("GET", "/os-availability-zone", None, {}),
+    ("GET", "/os-availability-zone/detail", None, {}),
+    ("GET", "/os-hypervisors", None, {}),
+    ("GET", "/os-hypervisors/detail", None, {}),
+    ("GET", "/os-hypervisors/statistics", None, {}),
+    ("GET", "/os-hypervisors/999999", None, {}),
+    ("GET", "/os-hypervisors/compute/search", None, {}),
+    ("GET", "/os-hypervisors/compute-1/servers", None, {}),
+    ("GET", "/os-hypervisors/999999/uptime", None, {}),
+    ("GET", "/os-services", None, {}),
+    ("PUT", "/os-services/disable", '{"host": "compute-1", "binary": "nova-compute"}', {}),
+    ("DELETE", "/os-services/999999", None, {}),
+    ("GET", "/servers", None, {}),
+    ("GET", "/servers/detail", None, {}),
+    ("GET", "/servers?all_tenants=1", None, {}),
+    ("GET", "/servers/detail?all_tenants=1", None, {}),
+    ("POST", "/servers", '{"server": {"name": "new", "flavorRef": "1", "imageRef": "%s"}}' % SLEEPER, {}),
+    ("GET", "/servers/" + SERVER_OF_A, None, {}),
+    ("GET", "/servers/" + BUILDING_OF_A, None, {}),
+    ("DELETE", "/servers/" + SERVER_OF_A, None, {}),
+    ("DELETE", "/servers/" + BUILDING_OF_A, None, {}),
+    ("GET", "/servers/%s/os-instance-actions" % SERVER_OF_A, None, {}),
+    ("GET", "/servers/%s/os-instance-actions/%s" % (SERVER_OF_A, CREATE_OF_A), None, {}),
 ]
 
 # Callers not recorded for a row: the admin's add_host and remove_host
@@ -163,10 +255,31 @@ UNRECORDED = {
     ('{"remove_host": {"host": "compute-1"}}', "admin"),
 }
 
+# (method, path, caller) not recorded, each for what this in-process
+# router lacks:
+#   - a server create past its policy calls Glance for the image;
+#   - a view of A's servers: this recording seeds each instance with the
+#     fields its router reads, not the whole object a real create makes
+#     (the build request's lazy loads fail), so the 200s of show and
+#     detail are not Nova's to compare; list refusals and 404s are;
+#   - deleting the build request calls Placement and Neutron through
+#     keystoneauth, which has no endpoints here;
+#   - disabling compute-1 (os-services, before 2.53) waits for the
+#     compute service's RPC answer that the fake transport never gives.
+SEE_A = ["reader of A", "member of A", "admin"]
+UNRECORDED_AT = (
+    {("POST", "/servers", c) for c in ["member of B", "member of A", "admin"]}
+    | {("GET", "/servers/" + s, c) for s in [SERVER_OF_A, BUILDING_OF_A] for c in SEE_A}
+    | {("GET", "/servers/detail", c) for c in ["reader of A", "member of A"]}
+    | {("GET", "/servers/detail?all_tenants=1", "admin")}
+    | {("DELETE", "/servers/" + BUILDING_OF_A, c) for c in ["member of A", "admin"]}
+    | {("PUT", "/os-services/disable", "admin")}
+)
+
 out = []
 for method, path, body, headers in ROWS:
     for caller, (project, roles) in CALLERS.items():
-        if (body, caller) in UNRECORDED:
+        if (body, caller) in UNRECORDED or (method, path, caller) in UNRECORDED_AT:
             continue
         fresh()
         policy.reset()
