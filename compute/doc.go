@@ -15,50 +15,63 @@
 // json.dumps writes them: members in Nova's order, non-ASCII escaped,
 // <, > and & as they are (pyjson.go).
 //
-// Served so far: the flavors resource with os-extra_specs (validated
-// from 2.86 by Nova's own validator table) and os-flavor-access
-// (flavors.go, stored by flavor_store.go in the etcdschema.Flavor records
-// /v1 reads); os-aggregates with Nova's integer ids (aggregates.go, over
-// package aggregates, which /v1 shares, mirroring hosts into placement
-// aggregates as /v1 does); os-server-groups (server_groups.go, over
-// package servergroups); limits (limits.go). Berth has no quotas yet:
-// every maximum in limits is -1 (unlimited) and the totals are counted
-// from the project's servers and server groups; the maxima become the
-// project's quotas when quotas land. os-services, os-hypervisors and
-// os-availability-zone (services.go, hypervisors.go,
-// availability_zones.go) over package hosts, which /v1 shares: Berth
-// lists a nova-compute per agent's host and a nova-scheduler /
-// nova-conductor per running scheduler / superconductor (from /members/,
-// in the internal zone); a disable waits for the agent's
-// COMPUTE_STATUS_DISABLED as /v1's does; a delete decommissions the host
-// (hosts.Decommission). Hypervisor figures are the host's provider's
-// inventories and usages; Berth has no hypervisor type, version, host
-// IP, CPU info or uptime to report ("berth", 0, null, {}, null; uptime
-// answers 501 as Nova's fake driver). The servers resource (servers*.go:
-// create, list, detail, show, delete over package servers, which /v1
-// shares) and os-instance-actions (instance_actions.go). Not yet:
-// /os-aggregates/{id}/images (2.81); the /v2 (2.0) and /{project_id}/
-// URL forms.
+// Served, each over the package /v1 shares:
+//   - flavors, with os-extra_specs (validated from 2.86 by Nova's own
+//     validator table) and os-flavor-access (flavors.go, flavor_store.go);
+//   - os-aggregates with Nova's integer ids (aggregates.go, package
+//     aggregates, mirrored into placement aggregates);
+//   - os-server-groups (server_groups.go, package servergroups);
+//   - limits (limits.go): Berth has no quotas yet, so every maximum is -1
+//     (unlimited) and the totals are counted from the project's servers
+//     and server groups;
+//   - os-services, os-hypervisors and os-availability-zone (services.go,
+//     hypervisors.go, availability_zones.go, package hosts): a
+//     nova-compute per agent's host and a nova-scheduler / nova-conductor
+//     per running scheduler / superconductor (from /members/, in the
+//     internal zone); a disable waits for the agent's
+//     COMPUTE_STATUS_DISABLED; a delete decommissions the host.
+//     Hypervisor figures are the host's provider's inventories and
+//     usages; Berth has no hypervisor type, version, host IP, CPU info or
+//     uptime ("berth", 0, null, {}, null; uptime answers 501 as Nova's
+//     fake driver);
+//   - servers (servers*.go: create, list, detail, show, delete, package
+//     servers), imageRef resolved through an ImageCatalog (images.Store,
+//     the image service's, in a stack), and os-instance-actions
+//     (instance_actions.go).
+//
+// Not served: /os-aggregates/{id}/images (2.81); the /v2 (2.0) and
+// /{project_id}/ URL forms.
 //
 // Authentication and policy (auth.go): below /v2.1/ every request needs
 // a token, checked before routing as keystonemiddleware does (401 with
 // WWW-Authenticate otherwise), in "keystone" mode by an
 // identity.Verifier, in "noauth" mode (berth dev, tests) read as Nova's
-// noauth2 reads it ("user:project"; the user "admin" is an admin). Each
-// route's policy column is enforced with Nova's new defaults: ADMIN is
-// role admin, PROJECT_READER_OR_ADMIN and PROJECT_MEMBER_OR_ADMIN are
-// admin or that role on the resource's project, the zero policy any
-// valid token. auth_matrix_test.go checks every route of the table
-// against every kind of caller: a new route gets its rows there.
+// noauth2 reads it ("user:project"; the user "admin" is an admin; no
+// token at all is the admin of project "admin"). Each route's policy
+// column is enforced with Nova's new defaults: ADMIN is role admin,
+// PROJECT_READER_OR_ADMIN and PROJECT_MEMBER_OR_ADMIN are admin or that
+// role on the resource's project, the zero policy any valid token or a
+// rule the handler checks where Nova's does (after a lookup, against
+// the resource's project). auth_matrix_test.go checks every route of the
+// table against every kind of caller, compared with Nova 26's router and
+// policy engine (testdata/nova_policy.py): a new route gets its rows
+// there.
 //
-// Every caller has a project (noauth's tokenless caller is the admin of
-// project "admin"), and what a project owns is its own: a server group
-// belongs to its creator's project and user; a non-admin lists and finds
-// only its project's groups (another project's is a 404, as Nova's
-// project-filtered lookup answers, not a 403); limits count the caller's
-// project's servers and groups, another project's only for an admin
-// (tenant_id). A caller without a project (a system-scoped token) owns
-// nothing: the empty project is no wildcard.
+// Every caller has a project, and what a project owns is its own; the
+// empty project is no wildcard (a system-scoped token owns nothing):
+//   - a server belongs to its creator's project and user (tenant_id,
+//     user_id); a list without all_tenants is the caller's project's,
+//     all_tenants is an admin's (403 otherwise); a non-admin asking for
+//     another project's placed server, or its instance actions, is told
+//     it does not exist (404: Nova reads instances project-scoped), for
+//     one still a build request it is refused (403: Nova reads build
+//     requests unscoped, then checks the policy); a reader neither
+//     creates nor deletes;
+//   - a server group belongs to its creator's project and user; a
+//     non-admin lists and finds only its project's groups (another
+//     project's is a 404);
+//   - limits count the caller's project's servers and groups, another
+//     project's only for an admin (tenant_id).
 //
 // # Servers: what Berth keeps, shows and refuses
 //
@@ -68,16 +81,15 @@
 // Nova's states as BUILD: building (scheduling while a build request,
 // spawning on a host), power 0; ACTIVE: active, power 1 (RUNNING);
 // ERROR: error, power 0; a delete in progress keeps its status with
-// task_state deleting. Without all_tenants a list is the caller's
-// project (callerProjectFilter).
+// task_state deleting.
 //
 // The members of POST /servers Berth does not honour, and how each is
 // answered (Nova's words for a reference to something that does not
 // exist, or accepted where Nova would be satisfied and nothing follows):
 //
 //	member                       Berth's answer
-//	name, flavorRef, imageRef    honoured (imageRef through the ImageCatalog;
-//	                             none configured: "Can not find requested image")
+//	name, flavorRef, imageRef    honoured (imageRef through the ImageCatalog; an
+//	                             image it lacks: "Can not find requested image")
 //	min_count, max_count         honoured: max_count servers (Berth has no quota;
 //	                             over servers.MaxCount is Nova's 403 quota answer)
 //	availability_zone            honoured, with "zone:host[:node]" and
@@ -123,7 +135,8 @@
 // reference Nova with two compute hosts (testdata/nova_aggregates.py),
 // and one of os-services, os-hypervisors and os-availability-zone
 // (testdata/nova_hosts.py, replayed by TestHostsMatchNova over real
-// agents). The character classes of
+// agents), and one of servers and instance actions
+// (testdata/nova_servers.py). The character classes of
 // names and descriptions and the extra spec validators are generated
 // from Nova's tables:
 //
