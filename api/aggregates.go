@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -332,10 +331,4 @@ func (s *Server) updateAggregate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"aggregate": aggregateView(out)})
-}
-
-// availabilityZones is every zone a request may name: the default one and
-// those of the aggregates.
-func (s *Server) availabilityZones(ctx context.Context) (map[string]bool, error) {
-	return s.hosts.ZoneNames(ctx)
 }

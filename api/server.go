@@ -251,12 +251,6 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{"reservation_id": res.ID, "server": out[0], "servers": out})
 }
 
-// retryStore runs op, again while etcd cannot commit, as
-// servers.Store.RetryStore does for every write of this API.
-func (s *Server) retryStore(ctx context.Context, what string, op func(context.Context) error, kv ...any) error {
-	return s.servers.RetryStore(ctx, what, op, kv...)
-}
-
 // identity reads the caller's project and user. Keystone is out of scope;
 // the headers let multi-tenant tests and tools say who they are.
 func identity(r *http.Request) (project, user string) {
