@@ -219,6 +219,15 @@ func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 		}
 		rt = act
 	}
+	if p, ok := c.vars["project_id"]; ok && p != c.creds.ProjectID {
+		// wsgi.Resource._process_stack: the URL's project must be the
+		// token's, checked after the body and action, before the
+		// method's microversions and schema.
+		writeFault(w, &v, &fault{status: 400, message: "Malformed request URL: URL's project_id '" + p +
+			"' doesn't match Context's project_id '" + c.creds.ProjectID + "'"})
+		return
+	}
+	delete(c.vars, "project_id")
 	if !rt.serves(v) {
 		writeFault(w, &v, errNotFoundPlain())
 		return

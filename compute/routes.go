@@ -168,19 +168,53 @@ func (a *API) routeTable() []route {
 
 // match finds the route for method and path (below /v2.1) as the routes
 // Mapper does: the first row whose template and method fit. Each
-// {name} takes one non-empty segment.
+// {name} takes one non-empty segment. Like Nova's ProjectMapper, every
+// row is also served below a project id ("/{project_id}/servers"; the
+// version document at "/{project_id}"), tried before the bare form;
+// the id, returned as vars["project_id"], must be hex digits and dashes,
+// as the Mapper's requirement says, and serveV21 checks it is the
+// caller's.
 func (a *API) match(method, path string) (*route, map[string]string) {
 	segs := strings.Split(path, "/")
+	var below []string // path without a leading project id segment
+	if len(segs) >= 2 && isProjectIDToken(segs[1]) {
+		below = append([]string{""}, segs[2:]...)
+		if len(below) == 1 {
+			below = append(below, "") // "/{project_id}" is "/"
+		}
+	}
 	for i := range a.routes {
 		rt := &a.routes[i]
 		if rt.method != method {
 			continue
 		}
-		if vars, ok := matchTemplate(strings.Split(rt.path, "/"), segs); ok {
+		tmpl := strings.Split(rt.path, "/")
+		if below != nil {
+			if vars, ok := matchTemplate(tmpl, below); ok {
+				vars["project_id"] = segs[1]
+				return rt, vars
+			}
+		}
+		if vars, ok := matchTemplate(tmpl, segs); ok {
 			return rt, vars
 		}
 	}
 	return nil, nil
+}
+
+// isProjectIDToken is the Mapper's requirement on {project_id}:
+// [0-9a-f-]+ (so "servers" or "os-services" are never taken for one).
+func isProjectIDToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func matchTemplate(tmpl, segs []string) (map[string]string, bool) {
