@@ -39,8 +39,9 @@
 //     the image service's, in a stack), and os-instance-actions
 //     (instance_actions.go).
 //
-// Not served: /os-aggregates/{id}/images (2.81); the /v2 (2.0) and
-// /{project_id}/ URL forms.
+// Every route is also served below a project id (/v2.1/<project>/...,
+// Nova's ProjectMapper; the id must be the token's project). Not
+// served: /os-aggregates/{id}/images (2.81); the /v2 (2.0) mount.
 //
 // Authentication and policy (auth.go): below /v2.1/ every request needs
 // a token, checked before routing as keystonemiddleware does (401 with
