@@ -3,6 +3,7 @@ module github.com/berth-project/berth
 go 1.26.0
 
 require (
+	github.com/gophercloud/gophercloud/v2 v2.15.0
 	github.com/prometheus/client_golang v1.23.2
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3
