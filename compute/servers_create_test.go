@@ -177,7 +177,7 @@ func TestServerCreateErrors(t *testing.T) {
 	if rec.Code != http.StatusAccepted {
 		t.Fatalf("create in group %s: %d %s", g.ServerGroup.ID, rec.Code, rec.Body)
 	}
-	resp, err := a.cli.Get(context.Background(), a.keys.ServerGroupMember(g.ServerGroup.ID, ""), clientv3WithPrefix())
+	resp, err := a.cli.Get(context.Background(), a.keys.ServerGroupMembers(g.ServerGroup.ID), clientv3WithPrefix())
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Errorf("group members after a create: %v %v", resp, err)
 	}

@@ -3,6 +3,7 @@ package placement
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -113,13 +114,13 @@ func TestDeleteProviderRacesChildrenAndClaims(t *testing.T) {
 	for _, kv := range resp.Kvs {
 		k := string(kv.Key)
 		switch {
-		case k >= s.keys.Provider("") && k < s.keys.Provider("")+"\xff":
+		case strings.HasPrefix(k, s.keys.Providers()):
 			p := &etcdschema.Provider{}
 			if err := etcdschema.Decode(k, kv.Value, p); err != nil {
 				t.Fatal(err)
 			}
 			providers[p.UUID] = p
-		case k >= s.keys.Consumer("") && k < s.keys.Consumer("")+"\xff":
+		case strings.HasPrefix(k, s.keys.Consumers()):
 			c := &etcdschema.Consumer{}
 			if err := etcdschema.Decode(k, kv.Value, c); err != nil {
 				t.Fatal(err)

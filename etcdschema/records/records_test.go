@@ -64,7 +64,7 @@ func TestBuryInCell0(t *testing.T) {
 				t.Fatalf("buried = %v, want %v", resp.Succeeded, tc.wantBuried)
 			}
 			if !tc.wantBuried {
-				if got := keysUnder(t, cli, k.CellInstance(etcdschema.Cell0, "")); len(got) != 0 {
+				if got := keysUnder(t, cli, k.CellInstances(etcdschema.Cell0)); len(got) != 0 {
 					t.Fatalf("records written for a deleted request: %v", got)
 				}
 				return
