@@ -18,6 +18,7 @@ import (
 	"github.com/berth-project/berth/hosts"
 	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/pycompat"
 	"github.com/berth-project/berth/servergroups"
 	"github.com/berth-project/berth/servers"
 )
@@ -362,68 +363,11 @@ func writeRouterNotFound(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeWebobError is a webob HTTPException's own page, as middleware
-// below Nova's faults answers (the router, oslo's sizelimit): in the type
-// the Accept header prefers (text/html before application/json on a tie;
-// plain text when neither is acceptable or there is no Accept).
+// below Nova's faults answers (the router, oslo's sizelimit).
 func writeWebobError(w http.ResponseWriter, r *http.Request, status int, title, explanation string) {
-	h := w.Header()
-	line := strconv.Itoa(status) + " " + title
-	var body string
-	switch preferred(r.Header.Get("Accept")) {
-	case "text/html":
-		h.Set("Content-Type", "text/html; charset=UTF-8")
-		body = "<html>\n <head>\n  <title>" + line + "</title>\n </head>\n <body>\n  <h1>" + line + "</h1>\n  " +
-			explanation + "<br /><br />\n\n\n\n </body>\n</html>"
-	case "application/json":
-		h.Set("Content-Type", "application/json")
-		body = string(dumps(obj{{"message", explanation + "<br /><br />\n\n\n"}, {"code", line}, {"title", title}}))
-	default:
-		h.Set("Content-Type", "text/plain; charset=UTF-8")
-		body = line + "\n\n" + explanation + "\n\n   "
-	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(body))
+	pycompat.WebobError(w, r.Header.Get("Accept"), status, title, explanation)
 }
 
 // tooLarge is oslo_middleware.sizelimit's explanation.
 const tooLarge = "Request is too large. Larger than max_request_body_size (114688)."
 
-// preferred is webob's acceptable_offers(['text/html',
-// 'application/json']) reduced to its first offer: "" when the header is
-// absent or accepts neither.
-func preferred(accept string) string {
-	if strings.TrimSpace(accept) == "" {
-		return ""
-	}
-	best, bestQ := "", 0.0
-	for _, offer := range []string{"text/html", "application/json"} {
-		q := 0.0
-		spec := -1
-		for _, part := range strings.Split(accept, ",") {
-			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			s := -1
-			switch {
-			case mt == offer:
-				s = 2
-			case strings.HasSuffix(mt, "/*") && strings.HasPrefix(offer, strings.TrimSuffix(mt, "*")):
-				s = 1
-			case mt == "*/*":
-				s = 0
-			}
-			if s > spec {
-				spec, q = s, 1
-				if qs, ok := params["q"]; ok {
-					q, _ = strconv.ParseFloat(qs, 64)
-				}
-			}
-		}
-		if q > bestQ {
-			best, bestQ = offer, q
-		}
-	}
-	return best
-}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -12,11 +11,9 @@ import (
 )
 
 // Nova answers with json.dumps(body) (oslo's jsonutils.dumps): members
-// in the order the Python dict was built, ", " and ": " between them,
-// every non-ASCII character as \uXXXX, and <, > and & as they are. Go's
-// encoding/json sorts map keys, writes UTF-8 and escapes <, > and &
-// (issue 16 names that last difference: clients matching text see it).
-// So the views here are built as obj values and written by dumps.
+// in the order the Python dict was built, every non-ASCII character as
+// \uXXXX, and <, > and & as they are. So the views here are built as obj
+// values and written by pycompat.Dumps.
 
 // obj is a JSON object whose members keep the order they were added in,
 // as a Python dict does.
@@ -37,121 +34,16 @@ func (o obj) get(k string) (any, bool) {
 	return nil, false
 }
 
-// dumps is Python's json.dumps(v) for the values the views build: obj,
-// []obj, []any, []string, map[string]string (keys sorted), string, bool,
-// nil, int, int64, float64, json.Number.
-func dumps(v any) []byte {
-	var b bytes.Buffer
-	writeValue(&b, v)
-	return b.Bytes()
-}
-
-func writeValue(b *bytes.Buffer, v any) {
-	switch t := v.(type) {
-	case nil:
-		b.WriteString("null")
-	case bool:
-		b.WriteString(strconv.FormatBool(t))
-	case int:
-		b.WriteString(strconv.Itoa(t))
-	case int64:
-		b.WriteString(strconv.FormatInt(t, 10))
-	case float64:
-		b.WriteString(pycompat.FloatJSON(t))
-	case json.Number:
-		b.WriteString(pycompat.NumberJSON(t))
-	case string:
-		writeString(b, t)
-	case obj:
-		b.WriteByte('{')
-		for i, m := range t {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeString(b, m.k)
-			b.WriteString(": ")
-			writeValue(b, m.v)
-		}
-		b.WriteByte('}')
-	case map[string]string:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		o := make(obj, len(keys))
-		for i, k := range keys {
-			o[i] = member{k, t[k]}
-		}
-		writeValue(b, o)
-	case []obj:
-		b.WriteByte('[')
-		for i, x := range t {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeValue(b, x)
-		}
-		b.WriteByte(']')
-	case []any:
-		b.WriteByte('[')
-		for i, x := range t {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeValue(b, x)
-		}
-		b.WriteByte(']')
-	case []string:
-		b.WriteByte('[')
-		for i, x := range t {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeString(b, x)
-		}
-		b.WriteByte(']')
-	default:
-		panic(fmt.Sprintf("compute: dumps of %T", v))
+// EachMember makes an obj a pycompat.Object.
+func (o obj) EachMember(f func(k string, v any)) {
+	for _, m := range o {
+		f(m.k, m.v)
 	}
 }
 
-// writeString is json's ensure_ascii encoding: printable ASCII as it is
-// (so <, > and & too), the rest escaped.
-func writeString(b *bytes.Buffer, s string) {
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r >= ' ' && r <= '~':
-			b.WriteRune(r)
-		case r > 0xFFFF:
-			r1, r2 := utf16Pair(r)
-			fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
-		default:
-			fmt.Fprintf(b, `\u%04x`, r)
-		}
-	}
-	b.WriteByte('"')
-}
-
-func utf16Pair(r rune) (rune, rune) {
-	r -= 0x10000
-	return 0xD800 + (r>>10)&0x3FF, 0xDC00 + r&0x3FF
-}
+// dumps is Python's json.dumps(v) as Nova writes its answers
+// (pycompat.Dumps: ensure_ascii, <, > and & plain).
+func dumps(v any) []byte { return pycompat.Dumps(v) }
 
 // isIntLiteral: json.loads makes an int of a number with no fraction and
 // no exponent, a float of any other.

@@ -24,6 +24,9 @@ type Options struct {
 	// part); nil serves noauth: every caller is an admin with no
 	// project, for `berth dev` and tests only.
 	Verifier identity.Verifier
+	// IdentityURI is where a client logs in, named in a 401's
+	// WWW-Authenticate as keystonemiddleware names it.
+	IdentityURI string
 }
 
 // API is the image service's HTTP API, a Glance v2 subset.
@@ -31,7 +34,9 @@ type API struct {
 	store    *Store
 	log      hclog.Logger
 	verifier identity.Verifier
-	now      func() time.Time
+	// identityURI is named in a 401 (Options.IdentityURI).
+	identityURI string
+	now         func() time.Time
 }
 
 // NewAPI serves the images of store.
@@ -39,7 +44,7 @@ func NewAPI(store *Store, log hclog.Logger, o Options) *API {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &API{store: store, log: log, verifier: o.Verifier, now: time.Now}
+	return &API{store: store, log: log, verifier: o.Verifier, identityURI: o.IdentityURI, now: time.Now}
 }
 
 // maxBody bounds a create's or a PATCH's JSON: an image's metadata,
@@ -123,7 +128,7 @@ func (a *API) serveV2(w http.ResponseWriter, r *http.Request, sub string) {
 	}
 	creds, ok := a.authenticate(r)
 	if !ok {
-		writeUnauthenticated(w)
+		identity.RejectUnauthenticated(w, a.identityURI)
 		return
 	}
 	id := ""

@@ -40,7 +40,7 @@ func (s *Stack) startImage(ctx context.Context, c *configs.Image) error {
 		if err != nil {
 			return err
 		}
-		o.Verifier = svc.Verifier()
+		o.Verifier, o.IdentityURI = svc.Verifier(), s.cfg.Identity.PublicURL()
 		s.log.Info("image API", "auth", c.Auth)
 	default:
 		s.log.Warn("image API without authentication (noauth): every caller is an admin; for berth dev and tests only",
