@@ -370,4 +370,3 @@ func writeWebobError(w http.ResponseWriter, r *http.Request, status int, title, 
 
 // tooLarge is oslo_middleware.sizelimit's explanation.
 const tooLarge = "Request is too large. Larger than max_request_body_size (114688)."
-
