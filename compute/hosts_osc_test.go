@@ -3,11 +3,9 @@ package compute
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/berth-project/berth/agent"
 	"github.com/berth-project/berth/placement"
@@ -20,31 +18,12 @@ import (
 // did; a host with no instances is deleted, one with an instance is
 // refused.
 func TestOpenStackCLIHosts(t *testing.T) {
-	osc, err := exec.LookPath("openstack")
-	if err != nil {
-		t.Skip("the openstack CLI is not installed (apt-get install python3-openstackclient)")
-	}
 	r := newHostsRig(t)
 	r.controls()
 	r.startAgent("compute-1")
 	r.startAgent("compute-2")
-	endpoint := r.serve() + "/v2.1"
-	run := func(args ...string) (string, error) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		full := append([]string{"--os-auth-type", "admin_token", "--os-token", "admin:admin", "--os-endpoint", endpoint, "--os-compute-api-version", "2.79"}, args...)
-		out, err := exec.CommandContext(ctx, osc, full...).CombinedOutput()
-		return string(out), err
-	}
-	must := func(args ...string) string {
-		t.Helper()
-		out, err := run(args...)
-		if err != nil {
-			t.Fatalf("openstack %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	cli := newAdminCLI(t, r.serve()+"/v2.1", "2.79")
+	run, must := cli.try, cli.run
 	services := func() map[string]map[string]any {
 		t.Helper()
 		var list []map[string]any

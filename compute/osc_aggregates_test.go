@@ -3,13 +3,9 @@ package compute
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"net/http"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestOpenStackCLIAggregatesAndServerGroups drives the real openstack
@@ -21,30 +17,9 @@ import (
 // and the groups it makes are project "admin"'s. The e2e
 // TestOpenStackCLICompute does the same against a real stack.
 func TestOpenStackCLIAggregatesAndServerGroups(t *testing.T) {
-	osc, err := exec.LookPath("openstack")
-	if err != nil {
-		t.Skip("the openstack CLI is not installed (apt-get install python3-openstackclient)")
-	}
 	a, place := newTestAPIWithHosts(t, "compute-1", "compute-2")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: a.h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	endpoint := "http://" + l.Addr().String() + "/v2.1"
-	run := func(args ...string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		full := append([]string{"--os-auth-type", "admin_token", "--os-token", "admin:admin", "--os-endpoint", endpoint, "--os-compute-api-version", "2.latest"}, args...)
-		out, err := exec.CommandContext(ctx, osc, full...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("openstack %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	cli := newAdminCLI(t, serveLoopback(t, a.h), "2.latest")
+	run := cli.run
 	show := func(args ...string) map[string]any {
 		t.Helper()
 		var m map[string]any
