@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/servers"
 )
 
 // Every id or name a request gives that ends up in an etcd key is checked
@@ -26,25 +28,17 @@ func isUUID(s string) bool {
 	return err == nil
 }
 
-// checkHints is Nova's scheduler_hints schema for the hints Berth reads:
-// group, same_host and different_host are server group and server UUIDs.
-// A hint shaped like a key path ("<uuid>/members/<uuid>") is a 400 here.
-// One difference on purpose: Nova leaves a same_host given as a single
-// string unchecked (its schema's "items" apply to a list only); Berth
-// checks it as a list's items.
+// checkHints words servers.ValidateHints (the one check of the hints
+// whose values reach keys: group, same_host and different_host must be
+// canonical uuids) in Nova's schema wording, before the create reads
+// anything. A hint shaped like a key path ("<uuid>/members/<uuid>") is a
+// 400 here. One difference on purpose: Nova leaves a same_host given as a
+// single string unchecked (its schema's "items" apply to a list only);
+// Berth checks it as a list's items.
 func checkHints(h etcdschema.SchedulerHints) string {
-	if h.Group != "" && !isUUID(h.Group) {
-		return fmt.Sprintf("Invalid input for field/attribute group. Value: %s. %q is not a 'uuid'", h.Group, h.Group)
-	}
-	for _, l := range []struct {
-		field string
-		ids   []string
-	}{{"same_host", h.SameHost}, {"different_host", h.DifferentHost}} {
-		for _, id := range l.ids {
-			if !isUUID(id) {
-				return fmt.Sprintf("Invalid input for field/attribute %s. Value: %s. %q is not a 'uuid'", l.field, id, id)
-			}
-		}
+	var he *servers.HintError
+	if errors.As(servers.ValidateHints(h), &he) {
+		return fmt.Sprintf("Invalid input for field/attribute %s. Value: %s. %q is not a 'uuid'", he.Hint, he.Value, he.Value)
 	}
 	return ""
 }
