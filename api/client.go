@@ -11,10 +11,15 @@ import (
 	"time"
 )
 
-// Client talks to the compute API; the CLI uses it.
+// Client talks to Berth's own /v1 API; the CLI uses it for what Nova's
+// API has no route for (cells, selections, host usage, aggregate sync).
 type Client struct {
 	BaseURL string
 	HTTP    *http.Client
+	// Token, when set, is sent as X-Auth-Token: a Keystone token from
+	// Berth's identity service (or noauth's "user:project"), which /v1
+	// checks as the Nova API does when the server runs with keystone auth.
+	Token string
 }
 
 // NewClient returns a client for base (e.g. http://127.0.0.1:8774).
@@ -45,6 +50,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("X-Auth-Token", c.Token)
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
