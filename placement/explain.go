@@ -15,7 +15,7 @@ import (
 // nothing for it.
 //
 // The per-condition checks follow Placement's order of the work, cheap
-// administrative conditions first (the root's traits, tree, aggregates),
+// administrative conditions first (the tree, the root's traits, aggregates),
 // then the resources, so a disabled host that is also full is reported
 // as disabled: that is what the operator must change. Within a class the
 // unit limits come before the room (a flavor over max_unit never fits
@@ -31,19 +31,19 @@ type MissKind uint8
 const (
 	// MissNone: the tree fits (RootFit.Fits), or no reason was needed.
 	MissNone MissKind = iota
-	// MissRootRequiredTrait: root_required names a trait the root lacks.
-	MissRootRequiredTrait
-	// MissRootForbiddenTrait: the root has a trait root_required forbids.
-	MissRootForbiddenTrait
 	// MissInTree: in_tree names another tree.
 	MissInTree
+	// MissRootRequiredTrait: root_required names a trait the root lacks.
+	MissRootRequiredTrait
+	// MissRootForbiddenTrait: the root has a trait root_required forbids
+	// (a disabled compute node has COMPUTE_STATUS_DISABLED).
+	MissRootForbiddenTrait
 	// MissForbiddenAggregate: the tree is in an aggregate member_of forbids.
 	MissForbiddenAggregate
 	// MissMemberOf: the tree is in none of a member_of's aggregates
 	// (Class is the any-of list, comma-separated).
 	MissMemberOf
-	// MissForbiddenTrait: the root has a forbidden trait (a disabled
-	// compute node has COMPUTE_STATUS_DISABLED).
+	// MissForbiddenTrait: the root has a forbidden trait.
 	MissForbiddenTrait
 	// MissRequiredTrait: no provider of the tree has the trait (Class is
 	// an any-of set, "|"-separated).
@@ -139,6 +139,15 @@ func (st *indexState) explain(q CandidateQuery) []RootFit {
 // firstMiss is the first condition of q the tree rooted at root fails,
 // with its sharing providers; MissCombination when each is met.
 func (st *indexState) firstMiss(q CandidateQuery, root *rpEntry, sharing []int32) Miss {
+	// A tree the request did not name is out whatever else is true of it.
+	for _, g := range q.Groups {
+		if g.InTree == "" {
+			continue
+		}
+		if e, ok := st.providers[g.InTree]; !ok || e.p.RootProviderUUID != root.p.UUID {
+			return Miss{Kind: MissInTree, Class: g.InTree}
+		}
+	}
 	for _, t := range q.RootRequired {
 		if !st.hasTrait(root.slot, t) {
 			return Miss{Kind: MissRootRequiredTrait, Class: t}
@@ -163,11 +172,6 @@ func (st *indexState) firstMiss(q CandidateQuery, root *rpEntry, sharing []int32
 
 // groupMiss is the first condition of one request group the tree fails.
 func (st *indexState) groupMiss(g RequestGroup, root *rpEntry, members, sharing []int32) Miss {
-	if g.InTree != "" {
-		if e, ok := st.providers[g.InTree]; !ok || e.p.RootProviderUUID != root.p.UUID {
-			return Miss{Kind: MissInTree, Class: g.InTree}
-		}
-	}
 	inAny := func(aggs []string) bool {
 		for _, a := range aggs {
 			id, ok := st.aggID(a, false)

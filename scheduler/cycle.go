@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"slices"
+
+	"github.com/berth-project/berth/placement"
 )
 
 // Cycle is the scratch state of one select_destinations call, kept apart
@@ -42,6 +44,15 @@ type Cycle struct {
 	// out on first use (the legacy resource filters).
 	requestedRes map[string]int64
 	aborted      bool
+
+	// What a failure is explained from (explain.go), kept as the stages
+	// make them: the placement query, its candidates, the joined hosts,
+	// and whether the candidates were a sample (then a failure is tried
+	// again, unexplained).
+	query   placement.CandidateQuery
+	cands   []placement.Candidate
+	hosts   []*HostState
+	sampled bool
 }
 
 // claim is one instance's claim and the revision that wrote it.

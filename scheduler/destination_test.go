@@ -33,7 +33,7 @@ func TestRequestedDestination(t *testing.T) {
 		{"unknown host", &Destination{Host: "nope"}, "", "Compute host nope could not be found."},
 		{"node of another host", &Destination{Host: "small", Node: "big"}, "", "Compute host small has no node big."},
 		{"host too small", &Destination{Host: "small"}, "",
-			"Placement found no resource provider with room for the flavor. Requested host small: Placement: no allocation candidate with room for the flavor."},
+			"0 of 1 host fit: VCPU 32 exceeds max_unit 16 on small. Requested host small: Placement: VCPU 32 exceeds max_unit 16 on small."},
 		{"disabled host, whatever its room", &Destination{Host: "off"}, "",
 			"Requested host off: Placement: compute service is disabled, so its provider has COMPUTE_STATUS_DISABLED."},
 	}

@@ -158,12 +158,14 @@ func (s *Scheduler) selectOnce(ctx context.Context, spec *RequestSpec, maySample
 	if err != nil {
 		return nil, err
 	}
+	c.query = q
 	if err := s.loadRequestGroup(ctx, c); err != nil {
 		return nil, err
 	}
 	sampled := false
 	if n := s.sampleSize(c); maySample && n > 0 && n < q.Limit {
 		q.Limit, q.RandomStart, sampled = n, true, true
+		c.sampled = true
 		defer func() {
 			var nvh *NoValidHostError
 			if errors.As(err, &nvh) {
@@ -171,7 +173,7 @@ func (s *Scheduler) selectOnce(ctx context.Context, spec *RequestSpec, maySample
 			}
 		}()
 	}
-	cands, err := s.candidates(ctx, c, q)
+	cands, err := s.candidates(ctx, c, q, log)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +181,7 @@ func (s *Scheduler) selectOnce(ctx context.Context, spec *RequestSpec, maySample
 	if err != nil {
 		return nil, err
 	}
+	c.cands, c.hosts = cands, hosts
 	filtered := s.filterFirst(hosts, c)
 	picks, last, passed, err := s.pickAndClaim(ctx, c, filtered, log)
 	if err != nil {
@@ -234,27 +237,31 @@ func (s *Scheduler) loadRequestGroup(ctx context.Context, c *Cycle) error {
 }
 
 // candidates is stage 3: placement's allocation candidates for q, from its
-// in-memory index. None is a NoValidHost.
-func (s *Scheduler) candidates(ctx context.Context, c *Cycle, q placement.CandidateQuery) ([]placement.Candidate, error) {
+// in-memory index. None is a NoValidHost, which says why (explain.go).
+func (s *Scheduler) candidates(ctx context.Context, c *Cycle, q placement.CandidateQuery, log hclog.Logger) ([]placement.Candidate, error) {
 	cands, err := s.placement.CompactCandidates(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("select destinations: allocation candidates: %w", err)
 	}
 	if len(cands) == 0 {
 		if host := c.Spec.RequestedDestination.host(); host != "" {
-			c.rejectRequested(host, "Placement", s.whyNoCandidate(host))
+			if why := s.whyNoCandidate(host, c.sampled); why != "" {
+				c.rejectRequested(host, "Placement", why)
+			}
 		}
-		return nil, c.noValidHost(nil, "Placement found no resource provider with room for the flavor.")
+		return nil, s.failNoValidHost(ctx, c, c.sampled, "Placement found no resource provider with room for the flavor.", log)
 	}
 	return cands, nil
 }
 
 // whyNoCandidate is the exact reason placement offered nothing on a
-// requested host. Placement's query forbids COMPUTE_STATUS_DISABLED, so a
-// disabled host is never a candidate whatever its room; saying "no room"
-// for it sent operators looking at the wrong thing. A host that is down
-// but has room is a candidate, and ComputeFilter names it.
-func (s *Scheduler) whyNoCandidate(host string) string {
+// requested host, when it is known without an explanation ("" when the
+// explanation will say it). Placement's query forbids
+// COMPUTE_STATUS_DISABLED, so a disabled host is never a candidate
+// whatever its room; saying "no room" for it sent operators looking at
+// the wrong thing. A host that is down but has room is a candidate, and
+// ComputeFilter names it.
+func (s *Scheduler) whyNoCandidate(host string, sampled bool) string {
 	if s.hosts != nil {
 		if v, ok := s.hosts.view(host); ok && v.Service.Disabled {
 			if v.Service.DisabledReason != "" {
@@ -263,7 +270,10 @@ func (s *Scheduler) whyNoCandidate(host string) string {
 			return "compute service is disabled, so its provider has " + placement.TraitComputeStatusDisabled
 		}
 	}
-	return "no allocation candidate with room for the flavor"
+	if sampled {
+		return "no allocation candidate with room for the flavor"
+	}
+	return ""
 }
 
 // hostStates is stage 4: the candidates joined with the host manager's
@@ -308,8 +318,8 @@ func (s *Scheduler) pickAndClaim(ctx context.Context, c *Cycle, filtered []*Host
 			return nil, nil, 0, err
 		}
 		if p.host == nil {
-			return nil, nil, 0, c.noValidHost(s.filters,
-				fmt.Sprintf("There are not enough hosts available (placed %d of %d).", i, n))
+			return nil, nil, 0, s.failNoValidHost(ctx, c, c.sampled,
+				fmt.Sprintf("There are not enough hosts available (placed %d of %d).", i, n), log)
 		}
 		p.host.consume(p.req)
 		p.host.addInstance(c.Instance, c.Spec.Flavor)
@@ -326,6 +336,9 @@ func (s *Scheduler) pickAndClaim(ctx context.Context, c *Cycle, filtered []*Host
 func (s *Scheduler) pickOne(ctx context.Context, c *Cycle, filtered []*HostState, log hclog.Logger) (pick, *ranking, []*HostState, error) {
 	for reload := 0; ; reload++ {
 		sorted := s.sortHosts(filtered, c)
+		if log.IsDebug() {
+			log.Debug("weighed hosts", "instance", c.Instance, "weighed", weighedHosts(sorted))
+		}
 		p, rev, guardLost, err := s.claimFirst(ctx, sorted, c)
 		if err != nil {
 			return pick{}, sorted, filtered, err

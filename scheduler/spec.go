@@ -88,23 +88,31 @@ type HostRejection struct {
 	Reason string `json:"reason"`
 }
 
-// Error is "No valid host was found. <Reason> (<filter> removed <n>, ...)",
-// then why the requested host was turned down, if it was.
+// Error is Nova's "No valid host was found. " followed by the reason
+// (tools that match Nova's words still match), then why the requested
+// host was turned down, if it was. The count of every filter is in
+// Details.
 func (e *NoValidHostError) Error() string {
 	var b strings.Builder
 	b.WriteString("No valid host was found. ")
 	b.WriteString(e.Reason)
-	if len(e.Removed) > 0 {
-		parts := make([]string, 0, len(e.Removed))
-		for _, c := range e.Removed {
-			parts = append(parts, fmt.Sprintf("%s removed %d", c.Filter, c.Removed))
-		}
-		b.WriteString(" (")
-		b.WriteString(strings.Join(parts, ", "))
-		b.WriteString(")")
-	}
 	if r := e.RequestedHost; r != nil {
 		fmt.Fprintf(&b, " Requested host %s: %s: %s.", r.Host, r.By, r.Reason)
+	}
+	return b.String()
+}
+
+// Details is what an operator reads after the message (a fault's
+// details): every filter with the hosts it removed over the request's
+// picks, and the reasons it gave for the first few.
+func (e *NoValidHostError) Details() string {
+	var b strings.Builder
+	for _, c := range e.Removed {
+		fmt.Fprintf(&b, "%s removed %d", c.Filter, c.Removed)
+		if len(c.Reasons) > 0 {
+			fmt.Fprintf(&b, ": %s", strings.Join(c.Reasons, "; "))
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
