@@ -119,7 +119,7 @@ func (s *Superconductor) process(ctx context.Context, it workqueue.Item) error {
 		// An unreadable request can never be built: bury it so the user sees
 		// why instead of it sitting in BUILD forever.
 		return s.bury(ctx, []leasedRequest{{item: it, br: etcdschema.BuildRequest{InstanceUUID: it.ID}}},
-			fmt.Sprintf("Build request could not be read: %v", err))
+			fmt.Sprintf("Build request could not be read: %v", err), "")
 	}
 	group := []leasedRequest{{item: it, br: br}}
 	if br.Count > 1 {
@@ -205,7 +205,7 @@ func (s *Superconductor) schedule(ctx context.Context, group []leasedRequest) er
 	var nvh *scheduler.NoValidHostError
 	if errors.As(err, &nvh) {
 		log.Info("no valid host, burying in cell0", "instances", len(group), "reason", nvh.Error())
-		return s.bury(ctx, group, nvh.Error())
+		return s.bury(ctx, group, nvh.Error(), nvh.Details())
 	}
 	if err != nil {
 		return fmt.Errorf("select destinations for %d instance(s): %w", len(group), err)
@@ -406,8 +406,9 @@ func (s *Superconductor) abandon(ctx context.Context, uuid string) error {
 }
 
 // bury records instances that could not be scheduled in cell0, in ERROR
-// with the reason, as Nova's _bury_in_cell0 does.
-func (s *Superconductor) bury(ctx context.Context, group []leasedRequest, reason string) error {
+// with the reason (the fault's message) and details, as Nova's
+// _bury_in_cell0 does.
+func (s *Superconductor) bury(ctx context.Context, group []leasedRequest, reason, details string) error {
 	k := s.cfg.Keys
 	now := time.Now().UTC()
 	for _, g := range group {
@@ -415,7 +416,7 @@ func (s *Superconductor) bury(ctx context.Context, group []leasedRequest, reason
 		if err != nil {
 			return err
 		}
-		cmps, ops := records.BuryInCell0(k, &g.br, reason, now)
+		cmps, ops := records.BuryInCell0WithDetails(k, &g.br, reason, details, now)
 		// Only while we hold it; and if the user deleted it meanwhile (no
 		// mapping), there is nothing to record, just the item to finish.
 		_, err = s.cfg.Client.Txn(ctx).If(held).Then(clientv3.OpTxn(

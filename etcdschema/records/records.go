@@ -25,10 +25,17 @@ import (
 // the request's instance mapping exists: a request the user deleted
 // meanwhile has nothing left to record.
 func BuryInCell0(k etcdschema.Keys, br *etcdschema.BuildRequest, reason string, now time.Time) ([]clientv3.Cmp, []clientv3.Op) {
+	return BuryInCell0WithDetails(k, br, reason, "", now)
+}
+
+// BuryInCell0WithDetails is BuryInCell0 with the fault's details (what
+// Nova fills with the traceback, shown to admins): for a NoValidHost,
+// every filter's count and reasons.
+func BuryInCell0WithDetails(k etcdschema.Keys, br *etcdschema.BuildRequest, reason, details string, now time.Time) ([]clientv3.Cmp, []clientv3.Op) {
 	inst := &etcdschema.Instance{
 		UUID: br.InstanceUUID, Name: br.Name, Status: etcdschema.StatusError, Cell: etcdschema.Cell0,
 		Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
-		Fault:     &etcdschema.Fault{Code: 500, Message: reason, Created: now},
+		Fault:     &etcdschema.Fault{Code: 500, Message: reason, Details: details, Created: now},
 		CreatedAt: br.CreatedAt, UpdatedAt: now, AvailabilityZone: br.AvailabilityZone,
 	}
 	br.CarryTo(inst)
