@@ -205,9 +205,14 @@ func (s *Superconductor) schedule(ctx context.Context, group []leasedRequest) er
 	var nvh *scheduler.NoValidHostError
 	if errors.As(err, &nvh) {
 		log.Info("no valid host, burying in cell0", "instances", len(group), "reason", nvh.Error())
-		return s.bury(ctx, group, nvh.Error(), nvh.Details())
+		if err := s.bury(ctx, group, nvh.Error(), nvh.Details()); err != nil {
+			return err
+		}
+		s.cfg.Metrics.Scheduled(metrics.ScheduledNoValidHost, len(group))
+		return nil
 	}
 	if err != nil {
+		s.cfg.Metrics.Scheduled(metrics.ScheduledError, len(group))
 		return fmt.Errorf("select destinations for %d instance(s): %w", len(group), err)
 	}
 	return s.handOffAll(ctx, group, sels)
@@ -375,6 +380,7 @@ func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels [
 }
 
 func (s *Superconductor) handedOff(g leasedRequest, sels []etcdschema.Selection) {
+	s.cfg.Metrics.Scheduled(metrics.ScheduledHandedOff, 1)
 	s.log.Debug("handed off", "instance", g.br.InstanceUUID, "host", sels[0].ServiceHost,
 		"cell", sels[0].Cell, "alternates", len(sels)-1)
 }

@@ -72,6 +72,7 @@ func (m *Metrics) Leading(on bool) {
 		return
 	}
 	m.leader.leading.Set(0)
+	m.SetServerCounts(nil) // the next leader counts them
 }
 
 // ObserveDuty counts one sweep of duty and its time.

@@ -47,6 +47,11 @@ const (
 	BuildFailed      = "failed"      // failed, not reschedulable: instance ERROR
 	BuildRescheduled = "rescheduled" // failed, a retry was filed for the cell conductor
 
+	// superconductor: what became of the instances of a request
+	ScheduledHandedOff   = "handed_off"    // created in a cell and cast to a host
+	ScheduledNoValidHost = "no_valid_host" // buried in cell0 with the reason
+	ScheduledError       = "error"         // scheduling failed; the request is tried again
+
 	// work queues (conductor.Queue): which queue
 	QueueBuildRequests = "build_requests" // the superconductors' queue
 	QueueRetries       = "retries"        // the cell conductors' queues
@@ -84,6 +89,8 @@ type Metrics struct {
 	leader         *leaderMetrics
 	etcdSpace      *etcdSpaceMetrics
 	queueLeases    *prometheus.CounterVec
+	scheduled      *prometheus.CounterVec
+	servers        *serverCounts
 }
 
 // latencyBuckets span an in-memory pick (well under a millisecond) to a
@@ -128,8 +135,13 @@ func New() *Metrics {
 		Name: "berth_queue_lease_attempts_total",
 		Help: "Work-queue lease attempts by queue (build_requests, retries), turn (preferred, fallback, sibling) and outcome (won, lost, skipped, error).",
 	}, []string{"queue", "turn", "outcome"})
+	m.scheduled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "berth_superconductor_instances_total",
+		Help: "Instances a superconductor finished scheduling, by outcome (handed_off to a cell, no_valid_host: buried in cell0, error: left for another try).",
+	}, []string{"outcome"})
+	m.servers = newServerCounts()
 	m.reg.MustRegister(m.selectSeconds, m.claims, m.claimConflicts, m.reschedules, m.builds,
-		m.etcdSeconds, m.etcdErrors, m.queueLeases,
+		m.etcdSeconds, m.etcdErrors, m.queueLeases, m.scheduled, m.servers, newBuildInfo(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every label value exists from the start, at zero, so a dashboard's
@@ -145,6 +157,9 @@ func New() *Metrics {
 	}
 	for _, o := range []string{BuildActive, BuildFailed, BuildRescheduled} {
 		m.builds.WithLabelValues(o)
+	}
+	for _, o := range []string{ScheduledHandedOff, ScheduledNoValidHost, ScheduledError} {
+		m.scheduled.WithLabelValues(o)
 	}
 	m.http = newHTTPMetrics(m.reg)
 	m.leader = newLeaderMetrics(m.reg)
@@ -210,6 +225,14 @@ func (m *Metrics) Build(outcome string) {
 		return
 	}
 	m.builds.WithLabelValues(outcome).Inc()
+}
+
+// Scheduled counts n instances a superconductor finished, by outcome.
+func (m *Metrics) Scheduled(outcome string, n int) {
+	if m == nil {
+		return
+	}
+	m.scheduled.WithLabelValues(outcome).Add(float64(n))
 }
 
 // QueueLease counts one lease attempt of a work queue.
