@@ -241,10 +241,13 @@ type Scheduler struct {
 	MaxPlacementResults         int
 	ShuffleBestSameWeighedHosts bool
 	TrackInstanceChanges        bool
-	EnabledFilters              []string // in the order they run
-	MaxHostsToWeigh             int      // 0 weighs every host that passed the filters
-	PlacementSampleSize         int      // 0 asks placement for max_placement_results candidates in its order
-	ElectionTTL                 time.Duration
+	// HostCapacityMetrics exports berth_host_resource_* per host beside
+	// the aggregates (three series per class per host).
+	HostCapacityMetrics bool
+	EnabledFilters      []string // in the order they run
+	MaxHostsToWeigh     int      // 0 weighs every host that passed the filters
+	PlacementSampleSize int      // 0 asks placement for max_placement_results candidates in its order
+	ElectionTTL         time.Duration
 	// AdvertiseURL is the URL registered under /members/scheduler/ for
 	// superconductors to call; "" derives it from Bind.
 	AdvertiseURL string

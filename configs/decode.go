@@ -477,6 +477,7 @@ func (d *decoder) scheduler(r *rawScheduler) *Scheduler {
 		MaxPlacementResults:         int(d.count(r.Body, "max_placement_results", r.MaxPlacementResults, int64(def.MaxPlacementResults), 1, "placement would return no candidates")),
 		ShuffleBestSameWeighedHosts: d.boolean(r.ShuffleBestSameWeighedHosts, def.ShuffleBestSameWeighedHosts),
 		TrackInstanceChanges:        d.boolean(r.TrackInstanceChanges, def.TrackInstanceChanges),
+		HostCapacityMetrics:         d.boolean(r.HostCapacityMetrics, def.HostCapacityMetrics),
 		EnabledFilters:              def.EnabledFilters,
 		MaxHostsToWeigh:             int(d.count(r.Body, "max_hosts_to_weigh", r.MaxHostsToWeigh, int64(def.MaxHostsToWeigh), 0, "0 weighs every host")),
 		PlacementSampleSize:         int(d.count(r.Body, "placement_sample_size", r.PlacementSampleSize, int64(def.PlacementSampleSize), 0, "0 asks placement for max_placement_results candidates")),

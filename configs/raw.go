@@ -126,6 +126,7 @@ type rawScheduler struct {
 	MaxPlacementResults         *int64      `hcl:"max_placement_results"`
 	ShuffleBestSameWeighedHosts *bool       `hcl:"shuffle_best_same_weighed_hosts"`
 	TrackInstanceChanges        *bool       `hcl:"track_instance_changes"`
+	HostCapacityMetrics         *bool       `hcl:"host_capacity_metrics"`
 	EnabledFilters              *[]string   `hcl:"enabled_filters"`
 	MaxHostsToWeigh             *int64      `hcl:"max_hosts_to_weigh"`
 	PlacementSampleSize         *int64      `hcl:"placement_sample_size"`

@@ -305,6 +305,12 @@ scheduler {
   # request instead. Default true.
   track_instance_changes = true
 
+  # Export capacity, usage and free room per host (berth_host_resource_*)
+  # beside the per cell, zone and class sums, which are always exported.
+  # Three series per resource class per host: at 10,000 hosts, 90,000.
+  # Default false.
+  host_capacity_metrics = false
+
   # Filters in the order they run; cheap ones first. An unknown name stops
   # the scheduler at start-up. Default: the five below. A server group
   # with policy affinity or anti-affinity is refused (NoValidHost) unless

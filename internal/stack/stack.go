@@ -429,6 +429,7 @@ func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 		return err
 	}
 	s.sched.SetMetrics(s.metrics)
+	s.metrics.WatchCapacity(s.hosts.CapacitySource(s.placement, s.cfg.DefaultAvailabilityZone), c.HostCapacityMetrics)
 	if err := s.hosts.WaitSynced(ctx); err != nil {
 		return err
 	}
@@ -461,11 +462,11 @@ func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 			ID: s.schedID, Interval: c.LeaderInterval, DownHostGrace: c.DownHostGrace,
 			OrphanGrace: c.OrphanGrace, StuckBuildRequestTimeout: c.StuckBuildRequestTimeout,
 			Log: log.Named("leader"),
-		}), leader.EtcdSpaceDuties(leader.EtcdSpaceConfig{
+		}), append(leader.EtcdSpaceDuties(leader.EtcdSpaceConfig{
 			Client: s.cli, Defrag: c.EtcdDefrag, DefragInterval: c.EtcdDefragInterval,
 			DefragRatio: c.EtcdDefragRatio, DefragMinBytes: c.EtcdDefragMinBytes,
 			AlarmInterval: c.LeaderInterval, Metrics: s.metrics, Log: log.Named("leader"),
-		})...),
+		}), leader.ServerCountDuty(s.cli, s.keys, c.LeaderInterval, s.metrics))...),
 	})
 	s.run("scheduler leader", candidate.Run)
 	select {
