@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -145,7 +146,37 @@ func (s *Scheduler) placementVerdict(rf placement.RootFit, offered bool, c *Cycl
 		}
 		return hostVerdict{Host: name, Kind: verdictDisabled, Reason: reason}
 	}
-	return hostVerdict{Host: name, Kind: verdictMiss, Miss: rf.Miss}
+	m := rf.Miss
+	if m.Kind == placement.MissMemberOf || m.Kind == placement.MissForbiddenAggregate {
+		m.Class = s.aggregateNames(m.Class)
+	}
+	return hostVerdict{Host: name, Kind: verdictMiss, Miss: m}
+}
+
+// aggregateNames words a comma-separated list of aggregate uuids (what
+// the aggregate request filters put in member_of) as the operator named
+// them, with the availability zone an aggregate sets: "az1-hosts
+// (availability zone az1)". An unknown uuid stays as it is.
+func (s *Scheduler) aggregateNames(uuids string) string {
+	if s.hosts == nil {
+		return uuids
+	}
+	byUUID := map[string]*etcdschema.Aggregate{}
+	for _, a := range s.hosts.aggregates().all {
+		byUUID[a.UUID] = a
+	}
+	parts := strings.Split(uuids, ",")
+	for i, u := range parts {
+		a := byUUID[u]
+		if a == nil {
+			continue
+		}
+		parts[i] = a.Name
+		if z := a.AvailabilityZone(); z != "" {
+			parts[i] += " (availability zone " + z + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // failNoValidHost is the NoValidHostError of c's current instance: the
@@ -197,17 +228,17 @@ func filterResults(counts []FilterCount) string {
 const maxLoggedWeighed = 10
 
 // weighedHosts is the best of a ranking as Nova's scheduler logs its
-// weighed hosts: "WeighedHost [host: (compute-1, compute-1) ram: 2048MB
-// disk: 10GB io_ops: 0 instances: 1, weight: 1.0]". Only for the debug
-// log.
+// weighed hosts (HostState's repr: free RAM and disk in MB): "WeighedHost
+// [host: (compute-1, compute-1) ram: 2048MB disk: 10240MB io_ops: 0
+// instances: 1, weight: 1]". Only for the debug log.
 func weighedHosts(r *ranking) string {
 	n := min(r.len(), maxLoggedWeighed)
 	parts := make([]string, 0, n+1)
 	for k := 0; k < n; k++ {
 		w := r.at(k)
 		h := w.host
-		parts = append(parts, fmt.Sprintf("WeighedHost [host: (%s, %s) ram: %dMB disk: %dGB io_ops: %d instances: %d, weight: %g]",
-			h.Host, h.Host, h.Free(placement.MemoryMB), h.Free(placement.DiskGB), h.NumIOOps, h.NumInstances, w.weight))
+		parts = append(parts, fmt.Sprintf("WeighedHost [host: (%s, %s) ram: %dMB disk: %dMB io_ops: %d instances: %d, weight: %g]",
+			h.Host, h.Host, h.Free(placement.MemoryMB), h.Free(placement.DiskGB)*1024, h.NumIOOps, h.NumInstances, w.weight))
 	}
 	if r.len() > n {
 		parts = append(parts, fmt.Sprintf("... %d more", r.len()-n))
