@@ -121,6 +121,14 @@ func (st *indexState) explain(q CandidateQuery) []RootFit {
 			}
 		}
 	}
+	// Each group's classes in order, sorted once for every root.
+	rcs := make([][]string, len(q.Groups))
+	for i, g := range q.Groups {
+		for rc := range g.Resources {
+			rcs[i] = append(rcs[i], rc)
+		}
+		sort.Strings(rcs[i])
+	}
 	var out []RootFit
 	for _, e := range st.slots {
 		if e == nil || e.p.ParentProviderUUID != "" || st.sharing.has(e.slot) {
@@ -128,7 +136,7 @@ func (st *indexState) explain(q CandidateQuery) []RootFit {
 		}
 		rf := RootFit{Root: e.p.UUID, Name: e.p.Name, Fits: fits[e.slot]}
 		if !rf.Fits {
-			rf.Miss = st.firstMiss(q, e, shared[e.slot])
+			rf.Miss = st.firstMiss(q, rcs, e, shared[e.slot])
 		}
 		out = append(out, rf)
 	}
@@ -138,7 +146,7 @@ func (st *indexState) explain(q CandidateQuery) []RootFit {
 
 // firstMiss is the first condition of q the tree rooted at root fails,
 // with its sharing providers; MissCombination when each is met.
-func (st *indexState) firstMiss(q CandidateQuery, root *rpEntry, sharing []int32) Miss {
+func (st *indexState) firstMiss(q CandidateQuery, rcs [][]string, root *rpEntry, sharing []int32) Miss {
 	// A tree the request did not name is out whatever else is true of it.
 	for _, g := range q.Groups {
 		if g.InTree == "" {
@@ -162,16 +170,17 @@ func (st *indexState) firstMiss(q CandidateQuery, root *rpEntry, sharing []int32
 	if len(st.trees[root.p.UUID]) > 1 {
 		members = st.treeSlots(root.p.UUID)
 	}
-	for _, g := range q.Groups {
-		if m := st.groupMiss(g, root, members, sharing); m.Kind != MissNone {
+	for i, g := range q.Groups {
+		if m := st.groupMiss(g, rcs[i], root, members, sharing); m.Kind != MissNone {
 			return m
 		}
 	}
 	return Miss{Kind: MissCombination}
 }
 
-// groupMiss is the first condition of one request group the tree fails.
-func (st *indexState) groupMiss(g RequestGroup, root *rpEntry, members, sharing []int32) Miss {
+// groupMiss is the first condition of one request group the tree fails;
+// rcs are the group's classes, sorted.
+func (st *indexState) groupMiss(g RequestGroup, rcs []string, root *rpEntry, members, sharing []int32) Miss {
 	inAny := func(aggs []string) bool {
 		for _, a := range aggs {
 			id, ok := st.aggID(a, false)
@@ -217,11 +226,6 @@ func (st *indexState) groupMiss(g RequestGroup, root *rpEntry, members, sharing 
 			return Miss{Kind: MissRequiredTrait, Class: strings.Join(set, "|")}
 		}
 	}
-	rcs := make([]string, 0, len(g.Resources))
-	for rc := range g.Resources {
-		rcs = append(rcs, rc)
-	}
-	sort.Strings(rcs)
 	for _, rc := range rcs {
 		if m := st.classMiss(rc, g.Resources[rc], members, sharing); m.Kind != MissNone {
 			return m

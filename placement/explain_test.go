@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -176,5 +177,37 @@ func TestExplainCandidatesService(t *testing.T) {
 	want := []RootFit{{Root: "full", Name: "name-full", Miss: Miss{Kind: MissCapacity, Class: MemoryMB, Amount: 2048, Free: 1024}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkExplainCandidates is what a failed request pays at 10,000
+// hosts for its reason: when none fits (the cloud is full), and when
+// nine in ten fit (a request the filters refused, explained against
+// every host).
+func BenchmarkExplainCandidates(b *testing.B) {
+	for _, tc := range []struct {
+		desc   string
+		memory int64
+	}{{"none fits", 300000}, {"most fit", 4096}} {
+		b.Run(tc.desc, func(b *testing.B) {
+			ps := make([]*etcdschema.Provider, 10000)
+			for i := range ps {
+				ps[i] = rp(fmt.Sprintf("host%05d", i), compute(64, 262144, 2000), map[string]int64{MemoryMB: 131072})
+				if i%10 == 0 {
+					ps[i].Traits = []string{TraitComputeStatusDisabled}
+				}
+			}
+			st := explainIndex(ps...)
+			q := CandidateQuery{Limit: 1000, Groups: []RequestGroup{{
+				Resources: map[string]int64{VCPU: 2, MemoryMB: tc.memory, DiskGB: 20}}},
+				RootForbidden: []string{TraitComputeStatusDisabled}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if got := st.explain(q); len(got) != len(ps) {
+					b.Fatalf("%d roots explained, want %d", len(got), len(ps))
+				}
+			}
+		})
 	}
 }
