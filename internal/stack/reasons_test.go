@@ -42,7 +42,8 @@ func novaGet(t *testing.T, base, path, mv string, out any) {
 // hold three each (memory runs out first, 8192 MB left on each), and a
 // flavor over every host's VCPU max_unit, through the whole in-process
 // stack: the faults, in /v1 and in Nova's server and instance action,
-// name MEMORY_MB and max_unit, under Nova's head.
+// name MEMORY_MB and max_unit, under Nova's head; a host disabled for
+// maintenance is named with its reason.
 func TestNoValidHostNamesTheResource(t *testing.T) {
 	hosts := make([]string, 8)
 	for i := range hosts {
@@ -66,15 +67,24 @@ func TestNoValidHostNamesTheResource(t *testing.T) {
 	const memoryReason = "No valid host was found. Placed 24 of 60 instances, then 0 of 8 hosts fit: " +
 		"8 lacked MEMORY_MB (needs 16384 MB, the most free on a host is 8192 MB)."
 	const maxUnitReason = "No valid host was found. 0 of 8 hosts fit: VCPU 32 exceeds max_unit 16 on every host."
+	const disabledReason = "No valid host was found. 0 of 8 hosts fit: VCPU 32 exceeds max_unit 16 on 7 hosts; compute-8 is disabled: maintenance."
 	for _, tc := range []struct {
-		flavor string
-		count  int
-		want   string
+		desc, flavor string
+		count        int
+		disable      string // a host to disable first, for maintenance
+		want         string
 	}{
-		{"m1.xlarge", 60, memoryReason},
-		{"wide", 1, maxUnitReason},
+		{"memory runs out", "m1.xlarge", 60, "", memoryReason},
+		{"over max_unit", "wide", 1, "", maxUnitReason},
+		{"a disabled host named with its reason", "wide", 1, "compute-8", disabledReason},
 	} {
-		t.Run(tc.flavor, func(t *testing.T) {
+		t.Run(tc.desc, func(t *testing.T) {
+			if tc.disable != "" {
+				status, reason := "disabled", "maintenance"
+				if _, err := c.UpdateService(ctx, tc.disable, api.ServiceUpdate{Status: &status, DisabledReason: &reason}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			resp, err := c.CreateServers(ctx, api.CreateRequest{Name: tc.flavor, Flavor: tc.flavor, Count: tc.count})
 			if err != nil {
 				t.Fatal(err)
