@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -133,5 +134,35 @@ func TestBuildInfoAndScheduled(t *testing.T) {
 		if v, ok := got[k]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
 		}
+	}
+}
+
+// BenchmarkCapacityScrape is one scrape's work at 10,000 hosts in 4 cells
+// and 8 zones, three classes each: the sums, and with the per-host option
+// the 90,000 per-host series as well.
+func BenchmarkCapacityScrape(b *testing.B) {
+	rows := make([]CapacityRow, 0, 30000)
+	for i := 0; i < 10000; i++ {
+		for _, rc := range []string{"VCPU", "MEMORY_MB", "DISK_GB"} {
+			rows = append(rows, CapacityRow{Host: fmt.Sprintf("host%05d", i), Cell: fmt.Sprintf("cell%d", i%4),
+				Zone: fmt.Sprintf("az%d", i%8), ResourceClass: rc, Capacity: 1000, Used: int64(i % 1000)})
+		}
+	}
+	src := func(visit func(CapacityRow)) {
+		for _, r := range rows {
+			visit(r)
+		}
+	}
+	for _, perHost := range []bool{false, true} {
+		b.Run(fmt.Sprintf("per_host=%v", perHost), func(b *testing.B) {
+			m := New()
+			m.WatchCapacity(src, perHost)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := m.Registry().Gather(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
