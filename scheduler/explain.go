@@ -40,9 +40,22 @@ type candidateExplainer interface {
 }
 
 // explainFailure builds the failure of c's current instance, having
-// placed c.Index instances before it.
-func (s *Scheduler) explainFailure(ctx context.Context, c *Cycle, log hclog.Logger) failure {
+// placed c.Index instances before it; weighed are the hosts the pick
+// weighed (nil before the picks).
+func (s *Scheduler) explainFailure(ctx context.Context, c *Cycle, weighed []*HostState, log hclog.Logger) failure {
 	f := failure{Placed: c.Index, Instances: len(c.Spec.InstanceUUIDs)}
+	// Under max_hosts_to_weigh a pick weighs only some of the hosts that
+	// pass the filters: one left out was not refused.
+	var left map[*HostState]bool
+	if s.effectiveCap(c.Spec) > 0 {
+		left = make(map[*HostState]bool, len(c.hosts))
+		for _, h := range c.hosts {
+			left[h] = true
+		}
+		for _, h := range weighed {
+			delete(left, h)
+		}
+	}
 	joined := make(map[string]*HostState, len(c.hosts))
 	for _, h := range c.hosts {
 		joined[h.ProviderUUID] = h
@@ -65,7 +78,7 @@ func (s *Scheduler) explainFailure(ctx context.Context, c *Cycle, log hclog.Logg
 			continue
 		}
 		if h := joined[rf.Root]; h != nil {
-			f.Verdicts = append(f.Verdicts, s.joinedVerdict(h, c))
+			f.Verdicts = append(f.Verdicts, s.joinedVerdict(h, c, left[h]))
 			continue
 		}
 		f.Verdicts = append(f.Verdicts, s.placementVerdict(rf, offered[rf.Root], c))
@@ -74,15 +87,15 @@ func (s *Scheduler) explainFailure(ctx context.Context, c *Cycle, log hclog.Logg
 	// joined hosts speak for themselves.
 	for _, h := range c.hosts {
 		if !seen[h.ProviderUUID] {
-			f.Verdicts = append(f.Verdicts, s.joinedVerdict(h, c))
+			f.Verdicts = append(f.Verdicts, s.joinedVerdict(h, c, left[h]))
 		}
 	}
 	return f
 }
 
-// joinedVerdict is why a host the scheduler weighed could not take c's
-// current instance.
-func (s *Scheduler) joinedVerdict(h *HostState, c *Cycle) hostVerdict {
+// joinedVerdict is why a host the scheduler joined could not take c's
+// current instance; unweighed says the pick did not weigh it (the cap).
+func (s *Scheduler) joinedVerdict(h *HostState, c *Cycle, unweighed bool) hostVerdict {
 	for _, flt := range s.filters {
 		if st := flt.Filter(h, c); !st.Passed() {
 			return hostVerdict{Host: h.Host, Kind: verdictFilter, By: flt.Name(), Reason: st.Reason(h, c)}
@@ -101,6 +114,9 @@ func (s *Scheduler) joinedVerdict(h *HostState, c *Cycle) hostVerdict {
 			return hostVerdict{Host: h.Host, Kind: verdictMiss,
 				Miss: placement.Miss{Kind: placement.MissCapacity, Class: rc, Amount: want, Free: r.Capacity - r.Used}}
 		}
+	}
+	if unweighed {
+		return hostVerdict{Host: h.Host, Kind: verdictUnweighed}
 	}
 	return hostVerdict{Host: h.Host, Kind: verdictClaimLost}
 }
@@ -182,11 +198,12 @@ func (s *Scheduler) aggregateNames(uuids string) string {
 // failNoValidHost is the NoValidHostError of c's current instance: the
 // explained reason, unless the attempt was sampled and is about to be
 // tried again over every candidate (then fallback, which costs nothing).
-func (s *Scheduler) failNoValidHost(ctx context.Context, c *Cycle, sampled bool, fallback string, log hclog.Logger) *NoValidHostError {
-	if sampled {
+// weighed are the hosts the failing pick weighed.
+func (s *Scheduler) failNoValidHost(ctx context.Context, c *Cycle, weighed []*HostState, fallback string, log hclog.Logger) *NoValidHostError {
+	if c.sampled {
 		return c.noValidHost(s.filters, fallback)
 	}
-	f := s.explainFailure(ctx, c, log)
+	f := s.explainFailure(ctx, c, weighed, log)
 	host := c.Spec.RequestedDestination.host()
 	for _, v := range f.Verdicts {
 		if v.Host == host && host != "" {

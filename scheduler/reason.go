@@ -39,6 +39,9 @@ const (
 	// verdictUnoffered: it fits, but placement's answer stopped before it
 	// (max_placement_results).
 	verdictUnoffered
+	// verdictUnweighed: it passed the filters with room, but the pick
+	// weighed only max_hosts_to_weigh of those that did.
+	verdictUnweighed
 	// verdictExcluded: the request itself left it out (By: ignore_hosts or
 	// requested_destination; Reason says how).
 	verdictExcluded
@@ -221,9 +224,14 @@ func (g *verdictGroup) phrase(total int) string {
 		return fmt.Sprintf("%d were taken by other requests meanwhile", n)
 	case verdictUnoffered:
 		if one {
-			return first + " fits but was beyond max_placement_results"
+			return first + " had room but was not among placement's answers (max_placement_results)"
 		}
-		return fmt.Sprintf("%d fit but were beyond max_placement_results", n)
+		return fmt.Sprintf("%d had room but were not among placement's answers (max_placement_results)", n)
+	case verdictUnweighed:
+		if one {
+			return first + " had room but was not weighed (max_hosts_to_weigh)"
+		}
+		return fmt.Sprintf("%d had room but were not weighed (max_hosts_to_weigh)", n)
 	case verdictExcluded:
 		if one {
 			return fmt.Sprintf("%s is left out by %s (%s)", first, g.by, g.hosts[0].Reason)

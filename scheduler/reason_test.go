@@ -90,7 +90,15 @@ func TestFailureReason(t *testing.T) {
 			f: failure{Verdicts: []hostVerdict{
 				{Host: "a", Kind: verdictFits}, {Host: "b", Kind: verdictClaimLost}, {Host: "c", Kind: verdictUnoffered},
 			}},
-			want: "1 of 3 hosts fit: b was taken by another request meanwhile; c fits but was beyond max_placement_results.",
+			want: "1 of 3 hosts fit: b was taken by another request meanwhile; c had room but was not among placement's answers (max_placement_results).",
+		},
+		{
+			desc: "hosts the pick did not weigh (max_hosts_to_weigh)",
+			f: failure{Placed: 2, Instances: 3, Verdicts: []hostVerdict{
+				memory("a", 0), memory("b", 0), {Host: "c", Kind: verdictUnweighed}, {Host: "d", Kind: verdictUnweighed},
+			}},
+			want: "Placed 2 of 3 instances, then 0 of 4 hosts fit: 2 lacked MEMORY_MB (needs 16384 MB, the most free on a host is 0 MB); " +
+				"2 had room but were not weighed (max_hosts_to_weigh).",
 		},
 		{
 			desc: "disk and min_unit and a trait",

@@ -249,7 +249,7 @@ func (s *Scheduler) candidates(ctx context.Context, c *Cycle, q placement.Candid
 				c.rejectRequested(host, "Placement", why)
 			}
 		}
-		return nil, s.failNoValidHost(ctx, c, c.sampled, "Placement found no resource provider with room for the flavor.", log)
+		return nil, s.failNoValidHost(ctx, c, nil, "Placement found no resource provider with room for the flavor.", log)
 	}
 	return cands, nil
 }
@@ -318,7 +318,7 @@ func (s *Scheduler) pickAndClaim(ctx context.Context, c *Cycle, filtered []*Host
 			return nil, nil, 0, err
 		}
 		if p.host == nil {
-			return nil, nil, 0, s.failNoValidHost(ctx, c, c.sampled,
+			return nil, nil, 0, s.failNoValidHost(ctx, c, filtered,
 				fmt.Sprintf("There are not enough hosts available (placed %d of %d).", i, n), log)
 		}
 		p.host.consume(p.req)
