@@ -27,6 +27,9 @@ type Config struct {
 	Status Status
 	// HTTP bounds every HTTP listener of the process (package httpserve).
 	HTTP HTTP
+	// TLS serves every HTTP listener of the process over TLS and is what
+	// its Berth clients verify servers with; nil serves plain HTTP.
+	TLS *ProcessTLS
 	// DefaultAvailabilityZone is the zone of hosts in no AZ aggregate
 	// (Nova's default_availability_zone); the API and the scheduler of
 	// one deployment must agree on it.
@@ -68,6 +71,8 @@ type TLS struct {
 	CAFile   string // private CA; "" trusts the system roots
 	CertFile string // client certificate; set together with KeyFile
 	KeyFile  string
+
+	body hcl.Body // for CheckFiles' diagnostics
 }
 
 // Embedded configures the in-process etcd member.

@@ -110,6 +110,7 @@ func (d *decoder) config(r *rawFile) *Config {
 	c.Log = d.log(r.Log)
 	c.Status = d.status(r.Status)
 	c.HTTP = d.http(r.HTTP)
+	c.TLS = d.processTLS(r.TLS)
 	c.DefaultAvailabilityZone = d.zone(r.Body, "default_availability_zone", r.DefaultAvailabilityZone, d.def.DefaultAvailabilityZone)
 	if r.API != nil {
 		c.API = &API{
@@ -255,7 +256,7 @@ func (d *decoder) etcd(r *rawEtcd) Etcd {
 }
 
 func (d *decoder) tls(r *rawTLS) *TLS {
-	t := &TLS{CAFile: d.str(r.CAFile, ""), CertFile: d.str(r.CertFile, ""), KeyFile: d.str(r.KeyFile, "")}
+	t := &TLS{CAFile: d.str(r.CAFile, ""), CertFile: d.str(r.CertFile, ""), KeyFile: d.str(r.KeyFile, ""), body: r.Body}
 	switch {
 	case t.CertFile != "" && t.KeyFile == "":
 		d.bad(r.Body, "cert_file", "Certificate without key", "cert_file needs key_file: a client certificate is useless without its private key.")

@@ -14,6 +14,7 @@ type rawFile struct {
 	Log            *rawLog            `hcl:"log,block"`
 	Status         *rawStatus         `hcl:"status,block"`
 	HTTP           *rawHTTP           `hcl:"http,block"`
+	TLS            *rawProcessTLS     `hcl:"tls,block"`
 	API            *rawAPI            `hcl:"api,block"`
 	Placement      *rawPlacement      `hcl:"placement,block"`
 	Scheduler      *rawScheduler      `hcl:"scheduler,block"`

@@ -10,16 +10,20 @@ import (
 )
 
 // ValidateFiles parses and checks each file (every value and cross-field
-// rule; with a role, also what that role requires, as `berth ROLE -config`
-// would at start) for `berth config validate`. It prints "FILE: ok" or one
-// diagnostic per line to w, and reports whether every file was fine. Every
-// file is checked even after a bad one.
+// rule; with a role, also what that role requires and the files its tls
+// blocks name, as `berth ROLE -config` would at start) for `berth config
+// validate`. It prints "FILE: ok" or one diagnostic per line to w, and
+// reports whether every file was fine. Every file is checked even after a
+// bad one.
 func ValidateFiles(paths []string, role string, w io.Writer) bool {
 	ok := true
 	for _, p := range paths {
 		cfg, err := Load(p)
 		if err == nil && role != "" {
 			err = cfg.Require(role)
+		}
+		if err == nil && role != "" {
+			err = cfg.CheckFiles() // the machine that runs the role has them
 		}
 		if err != nil {
 			ok = false

@@ -42,8 +42,8 @@ etcd {
   # username = "berth"
   # password = "change-me"
 
-  # Client TLS for https:// endpoints. Files are read when the process
-  # starts (not by `berth config validate`). Omit the block to use the
+  # Client TLS for https:// endpoints. Files are checked when the process
+  # starts and by `berth config validate -role`. Omit the block to use the
   # system's CA roots and no client certificate.
   tls {
     # PEM CA bundle that signed the etcd servers' certificates ("" = system roots).
@@ -103,6 +103,28 @@ http {
   # limit when that is smaller (and says so), so that full listeners
   # leave etcd its descriptors; the systemd units set LimitNOFILE=65536.
   max_connections = 1024
+}
+
+# TLS of every HTTP listener of this process (the compute API, Placement,
+# the scheduler, identity, image and the status port) and of its Berth
+# clients (the superconductor calling schedulers). One block per process:
+# the certificate names the machine, and every listener is on it.
+# `berth tls ca` and `berth tls cert` make a lab CA and a machine's
+# certificate. The files are checked when the process starts and by
+# `berth config validate -role ROLE`; SIGHUP reloads them without closing
+# a connection. Omit the block to serve plain HTTP (berth dev).
+tls {
+  # The machine's certificate (its names and addresses as SANs) and key.
+  cert_file = "/etc/berth/tls/server.pem"
+  key_file  = "/etc/berth/tls/server-key.pem"
+  # The CA this process's clients verify Berth's servers against
+  # (default: the system's roots). Also give it to the openstack CLI
+  # and berth's CLI as OS_CACERT.
+  ca_file = "/etc/berth/tls/ca.pem"
+  # Require client certificates chaining to this CA on every listener
+  # (default: none; API users log in with tokens). Berth's own clients
+  # present cert_file.
+  # client_ca_file = "/etc/berth/tls/ca.pem"
 }
 
 # The compute API (servers, services, hosts). Remove the block to not run it here.

@@ -72,13 +72,18 @@ func (s *Stack) serviceTokens(ctx context.Context) (*identity.ServiceTokens, err
 }
 
 // schedulerClient is how this process calls remote schedulers: with a
-// service token on every request, which their RequireServiceToken wants.
+// service token on every request, which their RequireServiceToken wants,
+// verifying them with the tls block's CA (tls.go).
 func (s *Stack) schedulerClient(ctx context.Context) (*http.Client, error) {
 	tokens, err := s.serviceTokens(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &http.Client{Transport: tokens.Transport(nil)}, nil
+	base, err := s.httpTransport()
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: tokens.Transport(base)}, nil
 }
 
 // computeAuth is the compute API's authentication for the api block.

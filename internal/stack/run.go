@@ -21,10 +21,15 @@ type StartFunc func(ctx context.Context, s *Stack) error
 // Run is one berth process's life: it raises the open-file limit,
 // connects (starting embedded etcd when cfg says so), serves the status listener, starts the roles with
 // start, prints the banner (each endpoint, one a line) on banner, and
-// runs until SIGINT or SIGTERM or a role's failure, then stops in order.
+// runs until SIGINT or SIGTERM or a role's failure, then stops in order;
+// SIGHUP reloads the TLS certificates.
 // name is what the log says is running ("server", "dev"). The error says
 // what failed; it is nil after a clean stop on a signal.
 func Run(name string, cfg *configs.Config, log hclog.Logger, banner io.Writer, start StartFunc) error {
+	if err := cfg.CheckFiles(); err != nil {
+		log.Error("bad TLS files", "error", err)
+		return err
+	}
 	sig := signals()
 	openFiles := fdlimit.Raise(log)
 	s, err := connectUnlessSignalled(cfg, log, sig)
@@ -33,6 +38,10 @@ func Run(name string, cfg *configs.Config, log hclog.Logger, banner io.Writer, s
 		return err
 	}
 	s.openFiles = openFiles
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go s.reloadOn(hup)
 	if err := s.ServeStatus(); err != nil {
 		log.Error("start failed", "error", err)
 		s.Stop()

@@ -44,6 +44,8 @@ type Stack struct {
 	cli    *clientv3.Client
 	etcd   *embedetcd.Server // when this process embeds etcd
 	ownCli bool
+	// certs is what every listener serves (tls.go); nil without TLS.
+	certs *httpserve.Certificates
 
 	placement *placement.Service
 	// placementIndexed: the placement service's index is loaded (the
@@ -156,12 +158,12 @@ func (s *Stack) ServeStatus() error {
 	if s.cfg.Status.Bind == "" {
 		return nil
 	}
-	ln, err := net.Listen("tcp", s.cfg.Status.Bind)
+	ln, err := s.listen("status", s.cfg.Status.Bind)
 	if err != nil {
-		return fmt.Errorf("status: listen on %s: %w", s.cfg.Status.Bind, err)
+		return err
 	}
 	s.statusSrv = s.newServer("status", s.status.Handler())
-	s.Endpoints = append(s.Endpoints, [2]string{"status", "http://" + ln.Addr().String()})
+	s.Endpoints = append(s.Endpoints, [2]string{"status", s.url(ln.Addr())})
 	go func() {
 		if err := s.statusSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.errs <- fmt.Errorf("status: %w", err)
@@ -244,9 +246,9 @@ func (s *Stack) Serve(name, bind string, h http.Handler, wrap ...func(net.Listen
 // serveAddr serves h on bind, its listener passed through each wrap, and
 // returns the address it listens on.
 func (s *Stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Listener) net.Listener) (net.Addr, error) {
-	ln, err := net.Listen("tcp", bind)
+	ln, err := s.listen(name, bind)
 	if err != nil {
-		return nil, fmt.Errorf("%s: listen on %s: %w", name, bind, err)
+		return nil, err
 	}
 	for _, w := range wrap {
 		ln = w(ln)
@@ -257,7 +259,7 @@ func (s *Stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Li
 	h = status.Mount(s.metrics.InstrumentHTTP(name, h), s.status.Handler())
 	srv := s.newServer(name, h)
 	s.servers = append(s.servers, srv)
-	s.Endpoints = append(s.Endpoints, [2]string{name, "http://" + ln.Addr().String()})
+	s.Endpoints = append(s.Endpoints, [2]string{name, s.url(ln.Addr())})
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.errs <- fmt.Errorf("%s: %w", name, err)
@@ -445,7 +447,7 @@ func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 	}
 	url := c.AdvertiseURL
 	if url == "" {
-		url = advertiseFrom(addr)
+		url = advertiseFrom(s.scheme(), addr)
 	}
 	s.schedID = memberID(scheduler.Role)
 	reg := &members.Registration{Cli: s.cli, Keys: s.keys, Role: scheduler.Role, ID: s.schedID, URL: url,
@@ -516,17 +518,17 @@ func (s *Stack) startSuperconductor(ctx context.Context, c *configs.Superconduct
 
 // advertiseFrom turns a listen address into a URL others can call: an
 // unspecified host (0.0.0.0, ::) becomes this machine's hostname.
-func advertiseFrom(addr net.Addr) string {
+func advertiseFrom(scheme string, addr net.Addr) string {
 	host, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
-		return "http://" + addr.String()
+		return scheme + "://" + addr.String()
 	}
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 		if h, err := os.Hostname(); err == nil {
 			host = h
 		}
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
 // placementHandlerOptions maps the HCL placement block to the Placement
