@@ -18,6 +18,7 @@ import (
 )
 
 func main() {
+	trustOSCACert(os.Stderr)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -49,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdBench(rest, stdout, stderr)
 	case "config":
 		return cmdConfig(rest, stdout, stderr)
+	case "tls":
+		return cmdTLS(rest, stdout, stderr)
 	case "identity":
 		return cmdIdentity(rest, os.Stdin, stdout, stderr)
 	case "debug":
