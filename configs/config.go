@@ -66,7 +66,9 @@ type Etcd struct {
 	declRange hcl.Range
 }
 
-// TLS names the PEM files for talking to an external etcd cluster.
+// TLS names the PEM files for talking to an etcd cluster over TLS and,
+// for an embedded member, those it serves with: cert_file on its client
+// and peer URLs, requiring client and peer certificates from ca_file.
 type TLS struct {
 	CAFile   string // private CA; "" trusts the system roots
 	CertFile string // client certificate; set together with KeyFile
@@ -98,6 +100,8 @@ type Embedded struct {
 	// Raise both together where members are far apart or starved of CPU.
 	HeartbeatInterval time.Duration
 	ElectionTimeout   time.Duration
+
+	tls *TLS // the etcd block's, served by the member; nil: plain HTTP
 }
 
 // Values of etcd { embedded { initial_cluster_state } }.

@@ -235,24 +235,41 @@ func (d *decoder) etcd(r *rawEtcd) Etcd {
 			Subject: r.Embedded.DefRange.Ptr(),
 		})
 	case r.Embedded != nil:
-		e.Embedded = d.embedded(r.Embedded)
+		e.Embedded = d.embedded(r.Embedded, e.TLS)
+	case r.Endpoints == nil && e.TLS != nil:
+		// The default member, serving the tls block's files over https.
+		e.Embedded = d.embedded(&rawEmbedded{Body: hcl.EmptyBody()}, e.TLS)
 	case r.Endpoints == nil:
 		// Neither: the design's default is the embedded single member.
 		e.Embedded = def.Embedded
 	}
-	if e.Embedded != nil && (r.TLS != nil || r.Username != nil) {
-		subj := attrRange(r.Body, "username")
-		if r.TLS != nil {
-			subj = r.TLS.DefRange.Ptr()
-		}
+	if e.Embedded != nil && r.Username != nil {
 		d.diags = append(d.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
-			Summary:  "TLS or auth with embedded etcd",
-			Detail:   "Embedded etcd serves plain HTTP without auth on its client_url; tls, username and password apply only to external endpoints.",
-			Subject:  subj,
+			Summary:  "Auth with embedded etcd",
+			Detail:   "Embedded etcd serves without auth on its client_url; username and password apply only to external endpoints.",
+			Subject:  attrRange(r.Body, "username"),
 		})
 	}
+	if e.Embedded != nil && r.TLS != nil {
+		d.memberTLS(r.TLS, e.TLS)
+	}
 	return e
+}
+
+// memberTLS checks the tls block of an embedded member: its certificate
+// serves the client and peer URLs, and ca_file is the CA every client and
+// peer certificate must chain to (client certificate auth), so all three
+// are needed.
+func (d *decoder) memberTLS(r *rawTLS, t *TLS) {
+	for _, f := range []struct{ name, v string }{{"cert_file", t.CertFile}, {"key_file", t.KeyFile}, {"ca_file", t.CAFile}} {
+		if f.v == "" {
+			d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing " + f.name,
+				Detail: "An embedded member with tls serves its client and peer URLs with cert_file and key_file and " +
+					"requires client and peer certificates chaining to ca_file; set all three.",
+				Subject: r.DefRange.Ptr()})
+		}
+	}
 }
 
 func (d *decoder) tls(r *rawTLS) *TLS {
@@ -266,12 +283,17 @@ func (d *decoder) tls(r *rawTLS) *TLS {
 	return t
 }
 
-func (d *decoder) embedded(r *rawEmbedded) *Embedded {
+func (d *decoder) embedded(r *rawEmbedded, t *TLS) *Embedded {
 	def := d.def.Etcd.Embedded
+	scheme := "http"
+	if t != nil {
+		scheme = "https"
+	}
 	m := &Embedded{
+		tls:                     t,
 		DataDir:                 d.str(r.DataDir, def.DataDir),
-		ClientURL:               d.httpURL(r.Body, "client_url", r.ClientURL, def.ClientURL),
-		PeerURL:                 d.httpURL(r.Body, "peer_url", r.PeerURL, def.PeerURL),
+		ClientURL:               d.memberURL(r.Body, "client_url", r.ClientURL, def.ClientURL, scheme),
+		PeerURL:                 d.memberURL(r.Body, "peer_url", r.PeerURL, def.PeerURL, scheme),
 		Name:                    d.str(r.Name, def.Name),
 		AutoCompactionRetention: d.duration(r.Body, "auto_compaction_retention", r.AutoCompactionRetention, def.AutoCompactionRetention, time.Second, "without compaction etcd refuses writes once it reaches its quota"),
 		QuotaBackendBytes:       d.count(r.Body, "quota_backend_bytes", r.QuotaBackendBytes, def.QuotaBackendBytes, 0, "0 means etcd's own default"),
@@ -345,7 +367,7 @@ func (d *decoder) initialCluster(b hcl.Body, m *Embedded) {
 	case err == nil:
 	case errors.As(err, &malformed):
 		d.bad(b, name, "Invalid initial_cluster",
-			fmt.Sprintf("Each member is name=http://host:port (embedded etcd peers talk plain HTTP), like \"etcd-1=http://10.0.0.11:2380\"; got %q.", malformed.Entry))
+			fmt.Sprintf("Each member is name=%[1]s://host:port (%[1]s, as this member's peer_url: peers talk TLS when the etcd block has tls, plain HTTP otherwise), like \"etcd-1=%[1]s://10.0.0.11:2380\"; got %[2]q.", malformed.Scheme, malformed.Entry))
 	case errors.As(err, &dup):
 		d.bad(b, name, "Duplicate member in initial_cluster", fmt.Sprintf("Member %q is listed twice.", dup.Name))
 	case errors.As(err, &mismatch):

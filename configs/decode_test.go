@@ -175,9 +175,29 @@ func TestParseErrors(t *testing.T) {
 			want: []diag{{"2:15", "Empty endpoints", "at least one etcd client URL"}},
 		},
 		{
-			desc: "TLS with embedded etcd",
+			desc: "embedded member's TLS without its certificate",
 			src:  "etcd {\n  tls {\n    ca_file = \"ca.pem\"\n  }\n}\n",
-			want: []diag{{"2:3", "TLS or auth with embedded etcd", "apply only to external endpoints"}},
+			want: []diag{{"2:3", "Missing cert_file", "set all three"}, {"2:3", "Missing key_file", "set all three"}},
+		},
+		{
+			desc: "embedded member's TLS without a CA",
+			src:  "etcd {\n  tls {\n    cert_file = \"c.pem\"\n    key_file = \"k.pem\"\n  }\n}\n",
+			want: []diag{{"2:3", "Missing ca_file", "requires client and peer certificates chaining to ca_file"}},
+		},
+		{
+			desc: "auth with embedded etcd",
+			src:  "etcd {\n  username = \"berth\"\n}\n",
+			want: []diag{{"2:14", "Auth with embedded etcd", "apply only to external endpoints"}},
+		},
+		{
+			desc: "embedded http client url with TLS",
+			src:  "etcd {\n  tls {\n    cert_file = \"c.pem\"\n    key_file = \"k.pem\"\n    ca_file = \"ca.pem\"\n  }\n  embedded {\n    client_url = \"http://127.0.0.1:2379\"\n  }\n}\n",
+			want: []diag{{"8:18", "Invalid client_url", "must be an https URL with a port, like \"https://127.0.0.1:2379\" (the etcd block's tls serves it)"}},
+		},
+		{
+			desc: "http peers of an https member",
+			src:  "etcd {\n  tls {\n    cert_file = \"c.pem\"\n    key_file = \"k.pem\"\n    ca_file = \"ca.pem\"\n  }\n  embedded {\n    name = \"a\"\n    peer_url = \"https://10.0.0.1:2380\"\n    initial_cluster = \"a=https://10.0.0.1:2380,b=http://10.0.0.2:2380\"\n  }\n}\n",
+			want: []diag{{"10:23", "Invalid initial_cluster", "Each member is name=https://host:port"}},
 		},
 		{
 			desc: "certificate without key",
@@ -252,7 +272,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			desc: "embedded https client url",
 			src:  "etcd {\n  embedded {\n    client_url = \"https://127.0.0.1:2379\"\n  }\n}\n",
-			want: []diag{{"3:18", "Invalid client_url", "serves without TLS"}},
+			want: []diag{{"3:18", "Invalid client_url", "serves plain HTTP without an etcd tls block"}},
 		},
 		{
 			desc: "embedded empty data dir and negative quota",

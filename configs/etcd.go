@@ -79,7 +79,15 @@ func (m *Embedded) EmbedConfig() embedetcd.Config {
 		LogLevel:                m.LogLevel,
 		HeartbeatInterval:       m.HeartbeatInterval,
 		ElectionTimeout:         m.ElectionTimeout,
+		TLS:                     m.tlsFiles(),
 	}
+}
+
+func (m *Embedded) tlsFiles() embedetcd.TLSFiles {
+	if m.tls == nil {
+		return embedetcd.TLSFiles{}
+	}
+	return embedetcd.TLSFiles{CertFile: m.tls.CertFile, KeyFile: m.tls.KeyFile, TrustedCAFile: m.tls.CAFile}
 }
 
 // startTimeout is how long a member waits to be ready: a member of a

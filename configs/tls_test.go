@@ -111,3 +111,33 @@ func TestCheckFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddedMemberTLS: an etcd block with tls and an embedded member
+// serves https (its default URLs too) with the block's files.
+func TestEmbeddedMemberTLS(t *testing.T) {
+	const tlsBlock = `
+  tls {
+    cert_file = "/m.pem"
+    key_file  = "/m-key.pem"
+    ca_file   = "/ca.pem"
+  }
+`
+	for _, src := range []string{"etcd {" + tlsBlock + "  embedded {\n    data_dir = \"/d\"\n  }\n}\n", "etcd {" + tlsBlock + "}\n"} {
+		cfg, err := Parse([]byte(src), "t.hcl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkMemberTLS(t, cfg)
+	}
+}
+
+func checkMemberTLS(t *testing.T, cfg *Config) {
+	t.Helper()
+	ec := cfg.Etcd.Embedded.EmbedConfig()
+	if ec.ClientURL != "https://127.0.0.1:2379" || ec.PeerURL != "https://127.0.0.1:2380" {
+		t.Errorf("URLs = %s, %s; want the defaults made https", ec.ClientURL, ec.PeerURL)
+	}
+	if ec.TLS.CertFile != "/m.pem" || ec.TLS.KeyFile != "/m-key.pem" || ec.TLS.TrustedCAFile != "/ca.pem" {
+		t.Errorf("member TLS = %+v", ec.TLS)
+	}
+}

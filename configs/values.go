@@ -152,16 +152,22 @@ func (d *decoder) bind(b hcl.Body, name string, v *string, def string) string {
 	return *v
 }
 
-// httpURL is an embedded etcd URL; embedded etcd is configured without
-// TLS, so only http is accepted.
-func (d *decoder) httpURL(b hcl.Body, name string, v *string, def string) string {
+// memberURL is an embedded etcd URL of scheme: https when the etcd block
+// has tls (the member serves it), http otherwise. A default is made
+// https too.
+func (d *decoder) memberURL(b hcl.Body, name string, v *string, def, scheme string) string {
+	def = scheme + strings.TrimPrefix(def, "http")
 	if v == nil {
 		return def
 	}
 	u, err := url.Parse(*v)
-	if err != nil || u.Scheme != "http" || u.Host == "" || u.Port() == "" {
+	if err != nil || u.Scheme != scheme || u.Host == "" || u.Port() == "" {
+		why := "embedded etcd serves plain HTTP without an etcd tls block"
+		if scheme == "https" {
+			why = "the etcd block's tls serves it"
+		}
 		d.bad(b, name, "Invalid "+name,
-			fmt.Sprintf("%s must be an http URL with a port, like %q (embedded etcd serves without TLS); got %q.", name, def, *v))
+			fmt.Sprintf("%s must be an %s URL with a port, like %q (%s); got %q.", name, scheme, def, why, *v))
 	}
 	return *v
 }

@@ -14,14 +14,16 @@ etcd {
 
   # Start an etcd member inside this process. Its clients in this process
   # skip gRPC, which is 1.5-2x faster. Cannot be combined with endpoints,
-  # tls, username or password: it serves plain HTTP without auth. With no
-  # endpoints and no embedded block, this block with its defaults is used.
+  # username or password. It serves plain HTTP unless the etcd block has
+  # tls { cert_file key_file ca_file } (see etcd.hcl): then https with
+  # client certificates. With no endpoints and no embedded block, this
+  # block with its defaults is used.
   embedded {
     # Where etcd keeps its data (default "berth-data/etcd", relative to
     # the working directory). Back it up like any etcd data directory.
     data_dir = "/var/lib/berth/etcd"
 
-    # Where etcdctl and other Berth processes reach it (http only; default
+    # Where etcdctl and other Berth processes reach it (http without tls; default
     # "http://127.0.0.1:2379"). Use a routable address for other hosts.
     client_url = "http://127.0.0.1:2379"
 

@@ -13,6 +13,18 @@
 etcd {
   prefix = "/berth"
 
+  # TLS on the client and peer URLs (both https then), with client
+  # certificate authentication: every client and peer must present a
+  # certificate from ca_file (a Berth process its machine's, etcdctl
+  # --cert/--key). `berth tls cert` makes one certificate per machine that
+  # is both. etcd reads the files at every handshake: a renewed
+  # certificate needs no restart. Leave the block out for plain HTTP.
+  tls {
+    cert_file = "/etc/berth/tls/etcd-1.pem"
+    key_file  = "/etc/berth/tls/etcd-1-key.pem"
+    ca_file   = "/etc/berth/tls/ca.pem"
+  }
+
   embedded {
     # This member's name: unique in the cluster, and one of the names in
     # initial_cluster.
@@ -24,13 +36,14 @@ etcd {
 
     # Where clients (Berth's roles, etcdctl) reach this member, and where
     # its peers reach it. Use the machine's own address, not 0.0.0.0.
-    client_url = "http://10.0.0.11:2379"
-    peer_url   = "http://10.0.0.11:2380"
+    # https with the tls block above, http without.
+    client_url = "https://10.0.0.11:2379"
+    peer_url   = "https://10.0.0.11:2380"
 
     # Every member of the cluster, name=peer_url, the same on every member.
     # Leave it out for a cluster of this member alone. Read only when
     # data_dir is new.
-    initial_cluster = "etcd-1=http://10.0.0.11:2380,etcd-2=http://10.0.0.12:2380,etcd-3=http://10.0.0.13:2380"
+    initial_cluster = "etcd-1=https://10.0.0.11:2380,etcd-2=https://10.0.0.12:2380,etcd-3=https://10.0.0.13:2380"
 
     # "new" when the members in initial_cluster bootstrap together (the
     # default); "existing" when this member joins a running cluster after

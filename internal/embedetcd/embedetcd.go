@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc"
@@ -60,6 +61,19 @@ type Config struct {
 	// milliseconds; zero keeps etcd's own (100ms and 1s).
 	HeartbeatInterval time.Duration
 	ElectionTimeout   time.Duration
+	// TLS, when CertFile is set, serves the client and peer URLs (both
+	// https) with CertFile and KeyFile and requires every client and peer
+	// to present a certificate chaining to TrustedCAFile (etcd's
+	// --client-cert-auth and --peer-client-cert-auth): a lab certificate
+	// is both a server's and a client's (package tlsgen). etcd reads the
+	// files at every handshake, so a renewed certificate is served
+	// without a restart.
+	TLS TLSFiles
+}
+
+// TLSFiles are the member's PEM files.
+type TLSFiles struct {
+	CertFile, KeyFile, TrustedCAFile string
 }
 
 // Server is a running embedded member.
@@ -101,6 +115,11 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	pu, err := url.Parse(cfg.PeerURL)
 	if err != nil || pu.Host == "" {
 		return nil, fmt.Errorf("embedded etcd: peer_url %q is not a URL like http://127.0.0.1:2380", cfg.PeerURL)
+	}
+	if cfg.TLS.CertFile != "" {
+		info := transport.TLSInfo{CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile,
+			TrustedCAFile: cfg.TLS.TrustedCAFile, ClientCertAuth: true}
+		ec.ClientTLSInfo, ec.PeerTLSInfo = info, info
 	}
 	ec.ListenClientUrls = []url.URL{*cu}
 	ec.AdvertiseClientUrls = []url.URL{*cu}

@@ -1,5 +1,6 @@
 // Package etcdcluster reads an etcd member list ("name=http://host:2380,
-// ..."), as an embedded member's initial_cluster gives it. The config
+// ..."; https when the members talk TLS), as an embedded member's
+// initial_cluster gives it. The config
 // decoder (which words its faults as HCL diagnostics) and the embedded
 // member (for callers that skip the config) check it with the same rules.
 package etcdcluster
@@ -10,12 +11,13 @@ import (
 	"strings"
 )
 
-// MalformedError is an entry that is not name=http://host:port (embedded
-// members' peers talk plain HTTP).
-type MalformedError struct{ Entry string }
+// MalformedError is an entry that is not name=SCHEME://host:port, where
+// SCHEME is that of the member's own peer URL: every peer talks TLS
+// (https) or none does (http).
+type MalformedError struct{ Entry, Scheme string }
 
 func (e *MalformedError) Error() string {
-	return fmt.Sprintf("initial_cluster entry %q is not name=http://host:port", e.Entry)
+	return fmt.Sprintf("initial_cluster entry %q is not name=%s://host:port", e.Entry, e.Scheme)
 }
 
 // DuplicateError is a member named twice.
@@ -47,14 +49,18 @@ func (e *NotListedError) Error() string {
 // Check reads list and checks that it names the member called name with
 // its own peer URL (peer). Its errors are one of the types above.
 func Check(list, name, peer string) error {
+	scheme := "http"
+	if strings.HasPrefix(peer, "https://") {
+		scheme = "https"
+	}
 	seen := map[string]bool{}
 	own := false
 	for _, entry := range strings.Split(list, ",") {
 		entry = strings.TrimSpace(entry)
 		n, u, ok := strings.Cut(entry, "=")
 		pu, err := url.Parse(u)
-		if !ok || n == "" || err != nil || pu.Scheme != "http" || pu.Hostname() == "" || pu.Port() == "" {
-			return &MalformedError{Entry: entry}
+		if !ok || n == "" || err != nil || pu.Scheme != scheme || pu.Hostname() == "" || pu.Port() == "" {
+			return &MalformedError{Entry: entry, Scheme: scheme}
 		}
 		if seen[n] {
 			return &DuplicateError{Name: n}
