@@ -41,6 +41,9 @@ const (
 	DeployAgentStatusPort     = 8793
 )
 
+// DefaultTLSDir is where a machine's certificates are (DeployVars.TLSDir).
+const DefaultTLSDir = "/etc/berth/tls"
+
 // DeployRoles are the roles RenderDeploy has a template for.
 var DeployRoles = []string{RoleEtcd, RoleServer, RoleConductor, RoleAgent}
 
@@ -68,6 +71,14 @@ type DeployVars struct {
 	// Vars sets tunables (see DeployTunables); the others keep their
 	// defaults. An unknown name is an error.
 	Vars map[string]string
+	// TLSDir holds the lab CA's certificate and this machine's (`berth
+	// tls ca`, `berth tls cert -name NAME`): ca.pem, NAME.pem and
+	// NAME-key.pem; "" is /etc/berth/tls. Every listener, etcd member and
+	// etcd client of the machine uses them.
+	TLSDir string
+	// NoTLS renders plain HTTP everywhere (no tls blocks), for a lab
+	// without certificates; deployments serve TLS by default.
+	NoTLS bool
 	// AdminPasswordHash is the bcrypt hash of the identity admin's
 	// password (`berth identity hash-password`), required by the server
 	// role: a deployment's APIs check identity tokens (auth =
@@ -145,6 +156,11 @@ type templateData struct {
 	ProcessStateDir     string
 	AdminPasswordHash   string
 	Var                 map[string]string
+	// TLS: the machine's certificate and key and the lab CA; all "" with
+	// NoTLS. Scheme is "https" or "http" accordingly.
+	TLS                    bool
+	TLSCert, TLSKey, TLSCA string
+	Scheme                 string
 }
 
 // RenderDeploy renders role's deployment config for one machine and checks
@@ -170,7 +186,9 @@ func RenderDeploy(role string, v DeployVars) ([]byte, error) {
 			}
 			return net.JoinHostPort(addr, strconv.Itoa(def))
 		},
-		"url": func(addr string, port int) string { return "http://" + net.JoinHostPort(addr, strconv.Itoa(port)) },
+		"url": func(addr string, port int) string {
+			return data.Scheme + "://" + net.JoinHostPort(addr, strconv.Itoa(port))
+		},
 	}).ParseFS(deployTemplates, path.Join("templates", name))
 	if err != nil {
 		return nil, fmt.Errorf("render %s config: template: %w", role, err)
@@ -213,7 +231,20 @@ func (v DeployVars) templateData(role string) (*templateData, error) {
 	d := &templateData{
 		Name: v.Name, Address: v.Address, Cell: v.Cell, AdminPasswordHash: v.AdminPasswordHash,
 		Header: "Rendered by `berth config render`; change the template or re-render rather than editing.",
-		Var:    map[string]string{},
+		Var:    map[string]string{}, Scheme: "http",
+	}
+	if !v.NoTLS {
+		dir := v.TLSDir
+		if dir == "" {
+			dir = DefaultTLSDir
+		}
+		if !path.IsAbs(dir) || strings.ContainsAny(dir, "\"\n") {
+			return nil, fmt.Errorf("tls dir %q: want an absolute path", dir)
+		}
+		d.TLS, d.Scheme = true, "https"
+		d.TLSCA = path.Join(dir, "ca.pem")
+		d.TLSCert = path.Join(dir, v.Name+".pem")
+		d.TLSKey = path.Join(dir, v.Name+"-key.pem")
 	}
 	seen := map[string]bool{}
 	var peers []string
@@ -229,8 +260,8 @@ func (v DeployVars) templateData(role string) (*templateData, error) {
 		if strings.TrimSpace(m.Address) == "" {
 			return nil, fmt.Errorf("etcd member %q has no address", m.Name)
 		}
-		d.EtcdEndpoints = append(d.EtcdEndpoints, "http://"+net.JoinHostPort(m.Address, strconv.Itoa(DeployEtcdClientPort)))
-		peers = append(peers, m.Name+"=http://"+net.JoinHostPort(m.Address, strconv.Itoa(DeployEtcdPeerPort)))
+		d.EtcdEndpoints = append(d.EtcdEndpoints, d.Scheme+"://"+net.JoinHostPort(m.Address, strconv.Itoa(DeployEtcdClientPort)))
+		peers = append(peers, m.Name+"="+d.Scheme+"://"+net.JoinHostPort(m.Address, strconv.Itoa(DeployEtcdPeerPort)))
 		if m.Name == v.Name {
 			self = true
 			if m.Address != v.Address {
@@ -250,8 +281,8 @@ func (v DeployVars) templateData(role string) (*templateData, error) {
 	}
 	d.EtcdDataDir = path.Join(dataDir, "etcd")
 	d.ProcessStateDir = path.Join(dataDir, "process")
-	d.EtcdClientURL = "http://" + net.JoinHostPort(v.Address, strconv.Itoa(DeployEtcdClientPort))
-	d.EtcdPeerURL = "http://" + net.JoinHostPort(v.Address, strconv.Itoa(DeployEtcdPeerPort))
+	d.EtcdClientURL = d.Scheme + "://" + net.JoinHostPort(v.Address, strconv.Itoa(DeployEtcdClientPort))
+	d.EtcdPeerURL = d.Scheme + "://" + net.JoinHostPort(v.Address, strconv.Itoa(DeployEtcdPeerPort))
 
 	for n, t := range deployTunables {
 		d.Var[n] = t.def

@@ -26,7 +26,16 @@ func TestRenderDeployEveryRole(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: rendered config does not parse: %v\n%s", role, err, out)
 		}
-		wantEndpoints := []string{"http://192.0.2.11:2379", "http://192.0.2.12:2379", "http://192.0.2.13:2379"}
+		wantEndpoints := []string{"https://192.0.2.11:2379", "https://192.0.2.12:2379", "https://192.0.2.13:2379"}
+		// TLS by default: every listener, member and etcd client with
+		// the machine's certificate and the lab CA.
+		if cfg.TLS == nil || cfg.TLS.CertFile != "/etc/berth/tls/node2.pem" || cfg.TLS.KeyFile != "/etc/berth/tls/node2-key.pem" ||
+			cfg.TLS.CAFile != "/etc/berth/tls/ca.pem" {
+			t.Errorf("%s tls = %+v", role, cfg.TLS)
+		}
+		if e := cfg.Etcd.TLS; e == nil || e.CertFile != "/etc/berth/tls/node2.pem" || e.CAFile != "/etc/berth/tls/ca.pem" {
+			t.Errorf("%s etcd tls = %+v", role, e)
+		}
 		// Servers answer the status paths on their API ports; the other
 		// roles, which may share a machine, each have their own port.
 		wantStatus := map[string]string{RoleEtcd: "192.0.2.12:8791", RoleConductor: "192.0.2.12:8792",
@@ -37,9 +46,9 @@ func TestRenderDeployEveryRole(t *testing.T) {
 		switch role {
 		case RoleEtcd:
 			m := cfg.Etcd.Embedded
-			if m == nil || m.Name != "node2" || m.ClientURL != "http://192.0.2.12:2379" || m.PeerURL != "http://192.0.2.12:2380" ||
+			if m == nil || m.Name != "node2" || m.ClientURL != "https://192.0.2.12:2379" || m.PeerURL != "https://192.0.2.12:2380" ||
 				m.DataDir != "/var/lib/berth/etcd" || m.InitialClusterState != ClusterStateNew ||
-				m.InitialCluster != "node1=http://192.0.2.11:2380,node2=http://192.0.2.12:2380,node3=http://192.0.2.13:2380" {
+				m.InitialCluster != "node1=https://192.0.2.11:2380,node2=https://192.0.2.12:2380,node3=https://192.0.2.13:2380" {
 				t.Errorf("etcd member = %+v", m)
 			}
 		case RoleServer:
@@ -47,7 +56,7 @@ func TestRenderDeployEveryRole(t *testing.T) {
 				t.Errorf("server endpoints = %v", cfg.Etcd.Endpoints)
 			}
 			if cfg.API.Bind != "192.0.2.12:8774" || cfg.Placement.Bind != "192.0.2.12:8778" ||
-				cfg.Scheduler.Bind != "192.0.2.12:8775" || cfg.Scheduler.AdvertiseURL != "http://192.0.2.12:8775" ||
+				cfg.Scheduler.Bind != "192.0.2.12:8775" || cfg.Scheduler.AdvertiseURL != "https://192.0.2.12:8775" ||
 				cfg.Scheduler.ElectionTTL.String() != "3s" || cfg.Superconductor == nil {
 				t.Errorf("server = api %+v placement %+v scheduler %+v", cfg.API, cfg.Placement, cfg.Scheduler)
 			}
@@ -56,7 +65,7 @@ func TestRenderDeployEveryRole(t *testing.T) {
 			id := cfg.Identity
 			if cfg.API.Auth != AuthKeystone || cfg.Placement.Auth != AuthKeystone || id == nil ||
 				id.Bind != "192.0.2.12:5000" || len(id.Users) != 1 || id.Users[0].PasswordHash != testHash ||
-				id.PublicURL() != "http://192.0.2.12:5000/v3" || len(id.Endpoints) != 3 || id.Endpoints[0].Public != "http://192.0.2.12:8774/v2.1" {
+				id.PublicURL() != "https://192.0.2.12:5000/v3" || len(id.Endpoints) != 3 || id.Endpoints[0].Public != "https://192.0.2.12:8774/v2.1" {
 				t.Errorf("server auth: api %q placement %q identity %+v", cfg.API.Auth, cfg.Placement.Auth, id)
 			}
 		case RoleConductor:
@@ -226,5 +235,35 @@ func TestRenderDeployDefaultsMatchConfigDefaults(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s: the template renders %v, the config default is %v", c.name, c.got, c.want)
 		}
+	}
+}
+
+// TestRenderDeployNoTLS: -no-tls renders plain HTTP and no tls block
+// anywhere; -tls-dir moves the files.
+func TestRenderDeployNoTLS(t *testing.T) {
+	for _, role := range DeployRoles {
+		v := labVars("node2", "192.0.2.12", "cell1")
+		v.NoTLS = true
+		out, err := RenderDeploy(role, v)
+		if err != nil {
+			t.Fatalf("%s: %v", role, err)
+		}
+		if strings.Contains(string(out), "https://") || strings.Contains(string(out), "tls {") {
+			t.Errorf("%s rendered with NoTLS has TLS:\n%s", role, out)
+		}
+		v = labVars("node2", "192.0.2.12", "cell1")
+		v.TLSDir = "/srv/pki"
+		out, err = RenderDeploy(role, v)
+		if err != nil {
+			t.Fatalf("%s: %v", role, err)
+		}
+		if !strings.Contains(string(out), `cert_file = "/srv/pki/node2.pem"`) {
+			t.Errorf("%s with TLSDir /srv/pki:\n%s", role, out)
+		}
+	}
+	v := labVars("node2", "192.0.2.12", "cell1")
+	v.TLSDir = "relative"
+	if _, err := RenderDeploy(RoleAgent, v); err == nil || !strings.Contains(err.Error(), "absolute path") {
+		t.Errorf("a relative tls dir: %v", err)
 	}
 }

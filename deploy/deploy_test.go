@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -102,10 +104,17 @@ func mustInstall(t *testing.T, args ...string) string {
 	return out
 }
 
-func labArgs(n labNode, nodes []labNode, vars []string, root string) []string {
+// labArgs are install.sh's arguments for lab machine n; tlsDir is the lab
+// CA's directory (labCA), "" installs without TLS (--no-tls).
+func labArgs(n labNode, nodes []labNode, vars []string, root, tlsDir string) []string {
 	args := []string{"--binary", berthBin, "--name", n.Name, "--address", n.Address,
 		"--etcd", etcdFlag(nodes), "--roles", strings.Join(n.Roles, ","), "--cell", n.Cell,
 		"--root", root, "--no-start"}
+	if tlsDir == "" {
+		args = append(args, "--no-tls")
+	} else {
+		args = append(args, "--tls-dir", tlsDir)
+	}
 	for _, v := range vars {
 		args = append(args, "--var", v)
 	}
@@ -118,14 +127,15 @@ func labArgs(n labNode, nodes []labNode, vars []string, root string) []string {
 // nothing changed.
 func TestInstallLabMachines(t *testing.T) {
 	nodes, vars := readLab(t)
+	ca := labCA(t)
 	for _, n := range nodes {
 		t.Run(n.Name, func(t *testing.T) {
 			root := t.TempDir()
-			mustInstall(t, labArgs(n, nodes, vars, root)...)
+			mustInstall(t, labArgs(n, nodes, vars, root, ca)...)
 			checkInstalled(t, root, n, nodes, vars)
 			before := snapshot(t, root)
 
-			out := mustInstall(t, labArgs(n, nodes, vars, root)...)
+			out := mustInstall(t, labArgs(n, nodes, vars, root, ca)...)
 			if strings.Contains(out, "installed /") {
 				t.Errorf("second run installed files again:\n%s", out)
 			}
@@ -207,8 +217,9 @@ func checkInstalled(t *testing.T, root string, n labNode, nodes []labNode, vars 
 	}
 	var endpoints []string
 	for _, m := range nodes {
-		endpoints = append(endpoints, "http://"+m.Address+":2379")
+		endpoints = append(endpoints, "https://"+m.Address+":2379")
 	}
+	checkTLSFiles(t, root, n)
 
 	for _, role := range allRoles {
 		conf := filepath.Join(root, "etc/berth", role+".hcl")
@@ -255,11 +266,15 @@ func checkInstalled(t *testing.T, root string, n labNode, nodes []labNode, vars 
 	}
 
 	profile := readFile(t, filepath.Join(root, "etc/profile.d/berth.sh"))
-	if want := "ETCDCTL_ENDPOINTS=" + strings.Join(endpoints, ","); !strings.Contains(profile, want) {
+	for _, want := range []string{"ETCDCTL_ENDPOINTS=" + strings.Join(endpoints, ","), "ETCDCTL_CERT=/etc/berth/tls/" + n.Name + ".pem",
+		"ETCDCTL_CACERT=/etc/berth/tls/ca.pem", "OS_CACERT=/etc/berth/tls/ca.pem"} {
+		if strings.Contains(profile, want) {
+			continue
+		}
 		t.Errorf("profile.d/berth.sh lacks %s:\n%s", want, profile)
 	}
 	wantAPI := slices.Contains(n.Roles, configs.RoleServer)
-	if got := strings.Contains(profile, "BERTH_API=http://"+n.Address+":8774"); got != wantAPI {
+	if got := strings.Contains(profile, "BERTH_API=https://"+n.Address+":8774"); got != wantAPI {
 		t.Errorf("profile.d/berth.sh sets BERTH_API to this machine: %v, want %v:\n%s", got, wantAPI, profile)
 	}
 }
@@ -282,11 +297,11 @@ func checkConfig(t *testing.T, role string, cfg *configs.Config, n labNode, node
 		if m == nil {
 			t.Fatalf("etcd: no embedded member")
 		}
-		if m.Name != n.Name || m.ClientURL != "http://"+n.Address+":2379" || m.PeerURL != "http://"+n.Address+":2380" {
+		if m.Name != n.Name || m.ClientURL != "https://"+n.Address+":2379" || m.PeerURL != "https://"+n.Address+":2380" {
 			t.Errorf("etcd: member %s client %s peer %s, want %s on %s", m.Name, m.ClientURL, m.PeerURL, n.Name, n.Address)
 		}
 		for _, o := range nodes {
-			if peer := o.Name + "=http://" + o.Address + ":2380"; !strings.Contains(m.InitialCluster, peer) {
+			if peer := o.Name + "=https://" + o.Address + ":2380"; !strings.Contains(m.InitialCluster, peer) {
 				t.Errorf("etcd: initial_cluster %q lacks %s", m.InitialCluster, peer)
 			}
 		}
@@ -484,7 +499,8 @@ func TestInstallRejectsBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok := []string{"--binary", berthBin, "--name", "n1", "--address", "10.0.0.1", "--etcd", "n1=10.0.0.1",
-		"--roles", "etcd,agent", "--cell", "cell1", "--no-start"}
+		"--roles", "etcd,agent", "--cell", "cell1", "--no-start", "--no-tls"}
+	noCA := t.TempDir()
 	// with returns ok with flag set to value (or removed when value is "").
 	with := func(flag, value string) []string {
 		var out []string
@@ -526,6 +542,9 @@ func TestInstallRejectsBadInput(t *testing.T) {
 		{"var name with a blank", append(with("", ""), "--var", "v cpus=4"), 2, "--var 'v cpus=4'"},
 		{"env file with unknown key", append(with("", ""), "--env-file", envFile), 2, "bad.env:2: unknown key 'BERTH_COLOR'"},
 		{"env file missing", append(with("", ""), "--env-file", "/nonexistent.env"), 2, "no such file"},
+		{"no certificates", with("--no-tls", ""), 2, "deployments serve TLS: give --tls-dir DIR"},
+		{"tls dir and no-tls", append(with("", ""), "--tls-dir", noCA), 2, "--tls-dir and --no-tls: choose one"},
+		{"tls dir without a CA", append(with("--no-tls", ""), "--tls-dir", noCA), 2, "no ca.pem (make the lab CA with: berth tls ca"},
 		// Caught by berth config render, after the binary is installed but
 		// before any config or unit is.
 		{"unknown template variable", append(with("", ""), "--var", "colour=blue"), 1, `unknown variable "colour"`},
@@ -558,7 +577,7 @@ func TestInstallRoleChanges(t *testing.T) {
 	root := t.TempDir()
 	args := func(roles string) []string {
 		return []string{"--binary", berthBin, "--name", "n1", "--address", "10.0.0.1", "--etcd", "n1=10.0.0.1",
-			"--roles", roles, "--cell", "cell1", "--root", root, "--no-start"}
+			"--roles", roles, "--cell", "cell1", "--root", root, "--no-start", "--no-tls"}
 	}
 	mustInstall(t, args("etcd,agent,conductor")...)
 	dropIn := filepath.Join(root, "etc/systemd/system/berth-agent.service.d/10-local-etcd.conf")
@@ -586,7 +605,7 @@ func TestInstallRoleChanges(t *testing.T) {
 func TestInstallEnvFileKeepsSettings(t *testing.T) {
 	root := t.TempDir()
 	mustInstall(t, "--binary", berthBin, "--name", "n1", "--address", "10.0.0.1", "--etcd", "n1=10.0.0.1",
-		"--roles", "agent", "--cell", "cell1", "--root", root, "--no-start",
+		"--roles", "agent", "--cell", "cell1", "--root", root, "--no-start", "--no-tls",
 		"--var", "process_command=sleep 1000", "--var", "vcpus=8")
 	env := filepath.Join(root, "etc/berth/deploy.env")
 	conf := filepath.Join(root, "etc/berth/agent.hcl")
@@ -609,11 +628,11 @@ func TestInstallEnvFileKeepsSettings(t *testing.T) {
 // admin's password; the same file again changes nothing, another
 // password re-hashes, and a run without the flag keeps the last one.
 func TestInstallAdminPassword(t *testing.T) {
-	root, dir := t.TempDir(), t.TempDir()
+	root, dir, ca := t.TempDir(), t.TempDir(), labCA(t)
 	pw := filepath.Join(dir, "pw")
 	install := func(extra ...string) string {
 		args := append([]string{"--binary", berthBin, "--name", "n1", "--address", "10.0.0.1", "--etcd", "n1=10.0.0.1",
-			"--roles", "server", "--root", root, "--no-start"}, extra...)
+			"--roles", "server", "--root", root, "--no-start", "--tls-dir", ca}, extra...)
 		return mustInstall(t, args...)
 	}
 	hashIs := func(password string) bool {
@@ -657,7 +676,7 @@ func TestInstallEnablesUnderRoot(t *testing.T) {
 	}
 	root := t.TempDir()
 	out := mustInstall(t, "--binary", berthBin, "--name", "n1", "--address", "10.0.0.1", "--etcd", "n1=10.0.0.1",
-		"--roles", "etcd,server", "--root", root)
+		"--roles", "etcd,server", "--root", root, "--no-tls")
 	for _, r := range []string{"etcd", "server"} {
 		link := filepath.Join(root, "etc/systemd/system/multi-user.target.wants/berth-"+r+".service")
 		if target, err := os.Readlink(link); err != nil || target != "/etc/systemd/system/berth-"+r+".service" {
@@ -744,12 +763,12 @@ bash install.sh "$@"
 bash install.sh "$@" >"$work/second.out"
 echo "second: $(grep -c 'installed /' "$work/second.out" || true)"
 echo "user: $(getent passwd berth)"
-stat -c 'stat: %U:%G %a %n' /var/lib/berth /etc/berth /etc/berth/agent.hcl /etc/berth/etcd.hcl /usr/local/bin/berth /etc/systemd/system/berth-agent.service
+stat -c 'stat: %U:%G %a %n' /var/lib/berth /etc/berth /etc/berth/agent.hcl /etc/berth/etcd.hcl /usr/local/bin/berth /etc/systemd/system/berth-agent.service /etc/berth/tls/n1-key.pem
 /usr/local/bin/berth config validate /etc/berth/agent.hcl /etc/berth/etcd.hcl
 `
 	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "bash", "-c", script, "ns", t.TempDir(),
 		"--binary", berthBin, "--name", "n1", "--address", "10.0.0.1", "--etcd", "n1=10.0.0.1",
-		"--roles", "etcd,agent", "--cell", "cell1", "--no-start")
+		"--roles", "etcd,agent", "--cell", "cell1", "--no-start", "--tls-dir", labCA(t))
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 99 {
 		t.Skipf("overlayfs mounts not possible here:\n%s", out)
@@ -772,6 +791,7 @@ stat -c 'stat: %U:%G %a %n' /var/lib/berth /etc/berth /etc/berth/agent.hcl /etc/
 		"stat: root:berth 640 /etc/berth/etcd.hcl",
 		"stat: root:root 755 /usr/local/bin/berth",
 		"stat: root:root 644 /etc/systemd/system/berth-agent.service",
+		"stat: root:berth 640 /etc/berth/tls/n1-key.pem",
 		"/etc/berth/agent.hcl: ok",
 		"/etc/berth/etcd.hcl: ok",
 	} {
@@ -781,5 +801,47 @@ stat -c 'stat: %U:%G %a %n' /var/lib/berth /etc/berth /etc/berth/agent.hcl /etc/
 	}
 	if _, err := os.Stat("/etc/berth"); err == nil && !hadEtcBerth {
 		t.Error("/etc/berth exists on the host: the mount namespace leaked")
+	}
+}
+
+// labCA is a lab CA made as an operator makes one (berth tls ca), for
+// install.sh's --tls-dir: it issues each machine's certificate itself.
+func labCA(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command(berthBin, "tls", "ca", "-dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("berth tls ca: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// checkTLSFiles: the machine's certificate, for its name and address,
+// its key (berth group only) and the CA are in /etc/berth/tls, and the
+// CA's key is not.
+func checkTLSFiles(t *testing.T, root string, n labNode) {
+	t.Helper()
+	dir := filepath.Join(root, "etc/berth/tls")
+	for f, mode := range map[string]os.FileMode{"ca.pem": 0o644, n.Name + ".pem": 0o644, n.Name + "-key.pem": 0o640} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Mode().Perm() != mode {
+			t.Errorf("%s: %v %v, want mode %o", f, fi, err, mode)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ca-key.pem")); err == nil {
+		t.Error("the CA's key was installed on the machine")
+	}
+	blk, _ := pem.Decode([]byte(readFile(t, filepath.Join(dir, n.Name+".pem"))))
+	if blk == nil {
+		t.Fatalf("%s.pem holds no PEM", n.Name)
+	}
+	cert, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM([]byte(readFile(t, filepath.Join(dir, "ca.pem"))))
+	for _, name := range []string{n.Address, n.Name, "127.0.0.1"} {
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: name}); err != nil {
+			t.Errorf("%s.pem does not verify for %s: %v", n.Name, name, err)
+		}
 	}
 }

@@ -21,6 +21,7 @@ usage() {
 Usage: install.sh --binary PATH --name NAME --address IP --etcd NAME=IP[,NAME=IP]...
                   --roles ROLE[,ROLE]... [--cell CELL] [--data-dir DIR]
                   [--var KEY=VALUE]... [--admin-password-file FILE]
+                  [--tls-dir DIR | --no-tls]
                   [--env-file FILE] [--root DIR] [--no-start]
 
 Installs Berth on this machine: the binary as /usr/local/bin/berth, one
@@ -50,12 +51,21 @@ config per role as /etc/berth/ROLE.hcl, one unit per role as
                     /etc/berth/identity-admin-password (root only); later
                     runs keep the hash in /etc/berth/identity-admin.bcrypt.
                     Give the same file to every server of a deployment
+  --tls-dir DIR     the lab CA from `berth tls ca -dir DIR` (copy DIR to
+                    every machine): ca.pem, and NAME.pem and NAME-key.pem
+                    from `berth tls cert -dir DIR -name NAME -host ADDRESS`,
+                    or else ca-key.pem, with which this script issues them.
+                    They are installed in /etc/berth/tls (never ca-key.pem)
+                    and every listener, etcd member and etcd client of the
+                    machine uses them: deployments serve TLS by default.
+                    Later runs reuse what /etc/berth/tls holds
+  --no-tls          render plain HTTP everywhere instead (no certificates)
   --env-file FILE   read settings from FILE first; flags override it. Lines
                     are KEY=VALUE (no quotes, # comments) with KEY one of
                     BERTH_BINARY BERTH_NAME BERTH_ADDRESS BERTH_ETCD
                     BERTH_ROLES BERTH_CELL BERTH_DATA_DIR BERTH_ROOT
-                    BERTH_ADMIN_PASSWORD_FILE
-                    BERTH_NO_START (1 or 0) and BERTH_VAR (one KEY=VALUE
+                    BERTH_ADMIN_PASSWORD_FILE BERTH_TLS_DIR
+                    BERTH_NO_START and BERTH_NO_TLS (1 or 0) and BERTH_VAR (one KEY=VALUE
                     template setting; repeat the line for more)
   --root DIR        install into the tree under DIR instead of / (tests,
                     packaging): no system user is created and nothing is
@@ -87,6 +97,7 @@ fail() {
 say() { echo "$prog: $*"; }
 
 binary='' name='' address='' etcd='' roles='' cell='' data_dir='' root='' no_start='' env_file='' admin_password_file=''
+tls_dir='' no_tls=''
 vars=()
 flag_vars=()
 set_flags=' '
@@ -110,7 +121,7 @@ while [ $# -gt 0 ]; do
         usage
         exit 0
         ;;
-    --binary | --name | --address | --etcd | --roles | --cell | --data-dir | --root | --env-file | --admin-password-file)
+    --binary | --name | --address | --etcd | --roles | --cell | --data-dir | --root | --env-file | --admin-password-file | --tls-dir)
         need_value "$arg" $#
         key=${arg#--}
         key=${key//-/_}
@@ -126,6 +137,11 @@ while [ $# -gt 0 ]; do
     --no-start)
         no_start=1
         set_flags="${set_flags}no_start "
+        shift
+        ;;
+    --no-tls)
+        no_tls=1
+        set_flags="${set_flags}no_tls "
         shift
         ;;
     *)
@@ -149,7 +165,7 @@ read_env_file() {
         key=${line%%=*}
         value=${line#*=}
         case $key in
-        BERTH_BINARY | BERTH_NAME | BERTH_ADDRESS | BERTH_ETCD | BERTH_ROLES | BERTH_CELL | BERTH_DATA_DIR | BERTH_ROOT | BERTH_ADMIN_PASSWORD_FILE)
+        BERTH_BINARY | BERTH_NAME | BERTH_ADDRESS | BERTH_ETCD | BERTH_ROLES | BERTH_CELL | BERTH_DATA_DIR | BERTH_ROOT | BERTH_ADMIN_PASSWORD_FILE | BERTH_TLS_DIR)
             key=${key#BERTH_}
             key=$(printf '%s' "$key" | tr '[:upper:]' '[:lower:]')
             case $set_flags in *" $key "*) continue ;; esac
@@ -163,12 +179,20 @@ read_env_file() {
             *) die "$file:$n: BERTH_NO_START must be 1 or 0, got '$value'" ;;
             esac
             ;;
+        BERTH_NO_TLS)
+            case $set_flags in *" no_tls "*) continue ;; esac
+            case $value in
+            1) no_tls=1 ;;
+            0 | '') no_tls='' ;;
+            *) die "$file:$n: BERTH_NO_TLS must be 1 or 0, got '$value'" ;;
+            esac
+            ;;
         BERTH_VAR)
             # One setting a line, so a value may hold blanks.
             vars+=("$value")
             ;;
         *)
-            die "$file:$n: unknown key '$key' (want BERTH_BINARY, BERTH_NAME, BERTH_ADDRESS, BERTH_ETCD, BERTH_ROLES, BERTH_CELL, BERTH_DATA_DIR, BERTH_ROOT, BERTH_ADMIN_PASSWORD_FILE, BERTH_NO_START or BERTH_VAR)"
+            die "$file:$n: unknown key '$key' (want BERTH_BINARY, BERTH_NAME, BERTH_ADDRESS, BERTH_ETCD, BERTH_ROLES, BERTH_CELL, BERTH_DATA_DIR, BERTH_ROOT, BERTH_ADMIN_PASSWORD_FILE, BERTH_TLS_DIR, BERTH_NO_START, BERTH_NO_TLS or BERTH_VAR)"
             ;;
         esac
     done <"$file"
@@ -294,6 +318,19 @@ if [ -n "$admin_password_file" ]; then
     [ -r "$admin_password_file" ] || die "--admin-password-file $admin_password_file: not readable"
     [ -s "$admin_password_file" ] || die "--admin-password-file $admin_password_file: empty"
 fi
+tls_conf_dir=/etc/berth/tls
+if [ -n "$tls_dir" ] && [ -n "$no_tls" ]; then
+    die "--tls-dir and --no-tls: choose one"
+fi
+if [ -n "$tls_dir" ]; then
+    [ -f "$tls_dir/ca.pem" ] || die "--tls-dir $tls_dir: no ca.pem (make the lab CA with: berth tls ca -dir $tls_dir)"
+    if [ ! -f "$tls_dir/$name.pem" ] || [ ! -f "$tls_dir/$name-key.pem" ]; then
+        [ -f "$tls_dir/ca-key.pem" ] ||
+            die "--tls-dir $tls_dir: neither $name.pem and $name-key.pem nor ca-key.pem to issue them (berth tls cert -dir DIR -name $name -host $address)"
+    fi
+elif [ -z "$no_tls" ] && { [ ! -f "$root$tls_conf_dir/ca.pem" ] || [ ! -f "$root$tls_conf_dir/$name.pem" ] || [ ! -f "$root$tls_conf_dir/$name-key.pem" ]; }; then
+    die "deployments serve TLS: give --tls-dir DIR with the lab CA (berth tls ca -dir DIR on one machine, then copy DIR to every machine), or --no-tls for plain HTTP"
+fi
 for r in $want; do
     [ -f "$here/systemd/berth-$r.service" ] || fail "$here/systemd/berth-$r.service is missing: run install.sh from a complete deploy/ directory"
 done
@@ -365,8 +402,38 @@ fi
 put "$binary" "$bin_path" 0755 $want
 berth=$root$bin_path
 
+# The machine's certificate, key and the lab CA, in /etc/berth/tls: issued
+# here when --tls-dir holds the CA's key and not this machine's pair (its
+# names: --name and --address), never re-issued while they are there (a
+# new pair would restart every role for nothing). The key is readable by
+# the berth group only; the CA's key is never installed.
+# shellcheck disable=SC2086 # $want is a list of role words
+if [ -n "$tls_dir" ]; then
+    src=$tls_dir
+    if [ ! -f "$tls_dir/$name.pem" ] || [ ! -f "$tls_dir/$name-key.pem" ]; then
+        if [ -f "$root$tls_conf_dir/$name.pem" ] && [ -f "$root$tls_conf_dir/$name-key.pem" ]; then
+            src=$root$tls_conf_dir
+        else
+            mkdir -p "$work/tls"
+            cp "$tls_dir/ca.pem" "$tls_dir/ca-key.pem" "$work/tls/"
+            "$berth" tls cert -dir "$work/tls" -name "$name" -host "$address,$name" >/dev/null ||
+                fail "berth tls cert failed (see above)"
+            src=$work/tls
+            say "issued a certificate for $name ($address) with the CA in $tls_dir"
+        fi
+    fi
+    put "$tls_dir/ca.pem" "$tls_conf_dir/ca.pem" 0644 $want
+    put "$src/$name.pem" "$tls_conf_dir/$name.pem" 0644 $want
+    put "$src/$name-key.pem" "$tls_conf_dir/$name-key.pem" 0640 $want
+fi
+
 # Render with the binary being installed, so templates and options match.
 render_args=(-name "$name" -address "$address" -etcd "$etcd" -data-dir "$data_dir")
+if [ -n "$no_tls" ]; then
+    render_args+=(-no-tls)
+else
+    render_args+=(-tls-dir "$tls_conf_dir")
+fi
 if [ -n "$cell" ]; then
     render_args+=(-cell "$cell")
 fi
@@ -407,7 +474,16 @@ for r in $want; do
     out=$work/$r.hcl
     "$berth" config render "$r" "${render_args[@]}" -o "$out" ||
         fail "berth config render $r failed (see above)"
-    "$berth" config validate -role "$r" "$out" >"$work/validate.out" 2>&1 || {
+    # validate -role reads the certificates the config names: under
+    # --root they are in the tree, so a copy rendered for the tree is
+    # what is checked.
+    check=$out
+    if [ -n "$root" ] && [ -z "$no_tls" ]; then
+        check=$work/$r.check.hcl
+        "$berth" config render "$r" "${render_args[@]}" -tls-dir "$root$tls_conf_dir" -o "$check" ||
+            fail "berth config render $r failed (see above)"
+    fi
+    "$berth" config validate -role "$r" "$check" >"$work/validate.out" 2>&1 || {
         cat "$work/validate.out" >&2
         fail "the rendered $r config does not validate"
     }
@@ -428,11 +504,17 @@ for r in $want; do
     fi
 done
 
-# url_of ADDRESS PORT: an http URL, with an IPv6 address in brackets.
+scheme=https
+if [ -n "$no_tls" ]; then
+    scheme=http
+fi
+
+# url_of ADDRESS PORT: a URL of the deployment's scheme, with an IPv6
+# address in brackets.
 url_of() {
     case $1 in
-    *:*) echo "http://[$1]:$2" ;;
-    *) echo "http://$1:$2" ;;
+    *:*) echo "$scheme://[$1]:$2" ;;
+    *) echo "$scheme://$1:$2" ;;
     esac
 }
 
@@ -445,6 +527,15 @@ url_of() {
     done
     echo "export ETCDCTL_API=3"
     echo "export ETCDCTL_ENDPOINTS=$eps"
+    if [ -z "$no_tls" ]; then
+        # The members want a client certificate: the machine's (its key is
+        # readable by root and the berth group), and the openstack and
+        # berth CLIs verify the APIs with the lab CA.
+        echo "export ETCDCTL_CACERT=$tls_conf_dir/ca.pem"
+        echo "export ETCDCTL_CERT=$tls_conf_dir/$name.pem"
+        echo "export ETCDCTL_KEY=$tls_conf_dir/$name-key.pem"
+        echo "export OS_CACERT=$tls_conf_dir/ca.pem"
+    fi
     if has_role server; then
         echo "export BERTH_API=$(url_of "$address" 8774)"
     fi
@@ -461,6 +552,8 @@ put "$work/profile.sh" /etc/profile.d/berth.sh 0644
     echo "BERTH_ROLES=$roles"
     echo "BERTH_CELL=$cell"
     echo "BERTH_DATA_DIR=$data_dir"
+    # The certificates are in /etc/berth/tls now: no BERTH_TLS_DIR needed.
+    echo "BERTH_NO_TLS=${no_tls:-0}"
     for v in "${vars[@]+"${vars[@]}"}"; do
         echo "BERTH_VAR=$v"
     done

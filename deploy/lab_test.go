@@ -56,7 +56,11 @@ func TestLabFromInstalledUnits(t *testing.T) {
 	for _, n := range nodes {
 		root := t.TempDir()
 		roots[n.Name] = root
-		args := labArgs(n, nodes, vars, root)
+		// Plain HTTP: the units run from the tree, and a config names its
+		// certificates by their path on the machine (/etc/berth/tls),
+		// which is not in the tree. TLS as deployed is run by the e2e
+		// TestMultiHost, from the same templates.
+		args := labArgs(n, nodes, vars, root, "")
 		// The roles' state goes inside the tree too: nothing under /var.
 		args = append(args, "--data-dir", filepath.Join(root, "var/lib/berth"))
 		mustInstall(t, args...)

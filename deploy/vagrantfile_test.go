@@ -78,6 +78,11 @@ func TestVagrantfileProvisioning(t *testing.T) {
 					switch filepath.Base(p.Source) {
 					case ".vagrant-bin":
 						copyFile(t, berthBin, filepath.Join(dest, "berth"), 0o644) // scp may drop the mode; the provisioner chmods
+					case ".vagrant-tls":
+						// The lab CA the trigger makes on the host.
+						if out, err := exec.Command(berthBin, "tls", "ca", "-dir", dest).CombinedOutput(); err != nil {
+							t.Fatalf("berth tls ca: %v\n%s", err, out)
+						}
 					case "deploy":
 						if err := os.CopyFS(dest, os.DirFS(p.Source)); err != nil {
 							t.Fatal(err)

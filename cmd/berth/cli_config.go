@@ -80,6 +80,8 @@ func cmdConfigRender(args []string, stdout, stderr io.Writer) int {
 	cell := fs.String("cell", "", "the cell of this machine's agent or conductor")
 	dataDir := fs.String("data-dir", "/var/lib/berth", "where etcd data and process-driver state live")
 	out := fs.String("o", "", "write to this file (mode 0640) instead of stdout")
+	tlsDir := fs.String("tls-dir", configs.DefaultTLSDir, "this machine's certificates: ca.pem, NAME.pem, NAME-key.pem (berth tls ca|cert)")
+	noTLS := fs.Bool("no-tls", false, "render plain HTTP everywhere (a lab without certificates)")
 	adminHash := fs.String("admin-password-hash", "", "bcrypt hash of the identity admin's password, from `berth identity hash-password` (required for the server role)")
 	vars := varFlags{}
 	fs.Var(vars, "var", "KEY=VALUE tunable, repeatable:\n    "+strings.Join(configs.DeployTunables(), "\n    "))
@@ -103,7 +105,7 @@ func cmdConfigRender(args []string, stdout, stderr io.Writer) int {
 	}
 	b, err := configs.RenderDeploy(role, configs.DeployVars{
 		Name: *name, Address: *address, Etcd: members, Cell: *cell, DataDir: *dataDir, Vars: vars,
-		AdminPasswordHash: *adminHash,
+		AdminPasswordHash: *adminHash, TLSDir: *tlsDir, NoTLS: *noTLS,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "berth config render: %v\n", err)
