@@ -52,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdConfig(rest, stdout, stderr)
 	case "tls":
 		return cmdTLS(rest, stdout, stderr)
+	case "etcd-auth":
+		return cmdEtcdAuth(rest, stdout, stderr)
 	case "identity":
 		return cmdIdentity(rest, os.Stdin, stdout, stderr)
 	case "debug":

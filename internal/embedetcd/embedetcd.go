@@ -7,6 +7,7 @@ package embedetcd
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/url"
 	"os"
@@ -74,6 +75,21 @@ type Config struct {
 // TLSFiles are the member's PEM files.
 type TLSFiles struct {
 	CertFile, KeyFile, TrustedCAFile string
+}
+
+// clientConfig is how the member's in-process client reaches the other
+// members (maintenance calls that name one): with its certificate,
+// verifying theirs; nil without TLS.
+func (f TLSFiles) clientConfig() (*tls.Config, error) {
+	if f.CertFile == "" {
+		return nil, nil
+	}
+	info := transport.TLSInfo{CertFile: f.CertFile, KeyFile: f.KeyFile, TrustedCAFile: f.TrustedCAFile}
+	tc, err := info.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd: TLS to the other members: %w", err)
+	}
+	return tc, nil
 }
 
 // Server is a running embedded member.
@@ -169,6 +185,14 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	ec.LogOutputs = []string{"stderr"}
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 
+	id, err := newIdentity(cfg.TLS.CertFile, cfg.TLS.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	peerTLS, err := cfg.TLS.clientConfig()
+	if err != nil {
+		return nil, err
+	}
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd: start in %s: %w", cfg.DataDir, err)
@@ -195,9 +219,12 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("embedded etcd: %w", err)
 	}
 	cli := v3client.New(e.Server)
+	if id != nil {
+		id.wrap(cli)
+	}
 	g := newGate()
 	cli.KV = gatedKV{kv: cli.KV, g: g}
-	cli.Maintenance = maintenance{Maintenance: cli.Maintenance, srv: e.Server, url: cu.String()}
+	cli.Maintenance = maintenance{Maintenance: cli.Maintenance, srv: e.Server, url: cu.String(), tls: peerTLS}
 	cli.Lease = leaseWithServer{Lease: cli.Lease,
 		lc: adapter.LeaseServerToLeaseClient(v3rpc.NewQuotaLeaseServer(e.Server))}
 	return &Server{etcd: e, client: cli, gate: g, url: cu.String(), closing: closing}, nil

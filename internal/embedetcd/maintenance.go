@@ -2,6 +2,7 @@ package embedetcd
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -25,16 +26,17 @@ import (
 type maintenance struct {
 	clientv3.Maintenance
 	srv *etcdserver.EtcdServer
-	url string // this member's client URL
+	url string      // this member's client URL
+	tls *tls.Config // to the other members; nil: plain HTTP
 }
 
 // netTimeout bounds dialling another member for one call.
 const netTimeout = 5 * time.Second
 
 // remote runs call with a client of endpoint alone, closed after.
-func remote[T any](ctx context.Context, endpoint string, call func(clientv3.Maintenance) (T, error)) (T, error) {
+func remote[T any](ctx context.Context, endpoint string, tc *tls.Config, call func(clientv3.Maintenance) (T, error)) (T, error) {
 	var zero T
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: netTimeout, Context: ctx})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: netTimeout, Context: ctx, TLS: tc})
 	if err != nil {
 		return zero, fmt.Errorf("dial etcd member %s: %w", endpoint, err)
 	}
@@ -44,7 +46,7 @@ func remote[T any](ctx context.Context, endpoint string, call func(clientv3.Main
 
 func (m maintenance) Status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error) {
 	if endpoint != m.url {
-		return remote(ctx, endpoint, func(mt clientv3.Maintenance) (*clientv3.StatusResponse, error) {
+		return remote(ctx, endpoint, m.tls, func(mt clientv3.Maintenance) (*clientv3.StatusResponse, error) {
 			return mt.Status(ctx, endpoint)
 		})
 	}
@@ -53,7 +55,7 @@ func (m maintenance) Status(ctx context.Context, endpoint string) (*clientv3.Sta
 
 func (m maintenance) Defragment(ctx context.Context, endpoint string) (*clientv3.DefragmentResponse, error) {
 	if endpoint != m.url {
-		return remote(ctx, endpoint, func(mt clientv3.Maintenance) (*clientv3.DefragmentResponse, error) {
+		return remote(ctx, endpoint, m.tls, func(mt clientv3.Maintenance) (*clientv3.DefragmentResponse, error) {
 			return mt.Defragment(ctx, endpoint)
 		})
 	}
