@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -15,7 +16,9 @@ import (
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdauth"
 	"github.com/berth-project/berth/internal/testwait"
+	"github.com/berth-project/berth/internal/tlsgen"
 )
 
 // mhCluster is a Berth deployment over several hosts of a hostNet: three
@@ -38,6 +41,16 @@ type mhCluster struct {
 	agentCell  map[string]string
 
 	cli *clientv3.Client // every member's endpoint, as Berth's roles have
+
+	// The deployment's TLS, as an operator sets it up: a lab CA (berth
+	// tls ca) in tlsDir, every process's certificate named as its config
+	// (berth tls cert), and the harness's own, "root": it reads and
+	// writes etcd as the operator, whose etcd user is root once etcd's
+	// auth is on (etcdauth, as berth etcd-auth applies it).
+	tlsDir string
+	ca     *tlsgen.CA
+	https  *http.Client // verifies the servers with the lab CA
+	auth   etcdauth.Machines
 
 	mu        sync.Mutex
 	requested map[string]string // server id -> the burst that asked for it
@@ -87,6 +100,7 @@ func newMHCluster(t *testing.T) *mhCluster {
 	for i := 1; i <= 6; i++ {
 		c.addHost(fmt.Sprintf("compute-%d", i))
 	}
+	c.makeCA()
 
 	start := time.Now()
 	for i, name := range c.etcdNames {
@@ -95,6 +109,7 @@ func newMHCluster(t *testing.T) *mhCluster {
 	c.cli = c.client(c.endpoints()...)
 	c.waitMembersAgree(60 * time.Second)
 	t.Logf("etcd cluster of 3 up in %s", time.Since(start).Round(time.Millisecond))
+	c.enableEtcdAuth()
 
 	c.startConductor("conductor-1", c.hosts["ctl-1"], "cell1", nil)
 	c.startConductor("conductor-2", c.hosts["ctl-2"], "cell2", nil)
@@ -124,7 +139,7 @@ func (c *mhCluster) addHost(name string) *netHost {
 func (c *mhCluster) endpoints() []string {
 	var out []string
 	for i := range c.etcdNames {
-		out = append(out, "http://"+c.hosts[fmt.Sprintf("ctl-%d", i+1)].addr+":2379")
+		out = append(out, c.etcdURL(i))
 	}
 	return out
 }
@@ -140,7 +155,7 @@ func (c *mhCluster) etcdMembers() []configs.EtcdMember {
 
 func (c *mhCluster) client(endpoints ...string) *clientv3.Client {
 	c.t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, TLS: c.rootTLS()})
 	if err != nil {
 		c.t.Fatalf("etcd client for %v: %v", endpoints, err)
 	}
@@ -163,8 +178,9 @@ func (c *mhCluster) config(role, name string, h *netHost, cell string, extra map
 	for k, v := range extra {
 		vars[k] = v
 	}
+	c.cert(name, h)
 	dv := configs.DeployVars{Name: name, Address: h.addr, Etcd: c.etcdMembers(), Cell: cell,
-		DataDir: filepath.Join(c.dir, name), Vars: vars, AdminPasswordHash: e2eAdminPasswordHash}
+		DataDir: filepath.Join(c.dir, name), Vars: vars, AdminPasswordHash: e2eAdminPasswordHash, TLSDir: c.tlsDir}
 	out, err := configs.RenderDeploy(role, dv)
 	if err != nil {
 		c.t.Fatalf("render %s config for %s on %s: %v", role, name, h.name, err)
@@ -183,12 +199,13 @@ func (c *mhCluster) startServer(name string, h *netHost) *hostProc {
 	c.t.Helper()
 	p := c.net.start(h, name, nil, "server", "-config", c.config("server", name, h, "", nil))
 	c.servers[name] = p
-	waitHTTP(c.t, "http://"+h.addr+":8774/healthz")
+	c.waitAPI(h)
 	return p
 }
 
 func (c *mhCluster) startConductor(name string, h *netHost, cell string, env []string) *hostProc {
 	c.t.Helper()
+	c.authorize(name, cell, false)
 	p := c.net.start(h, name, env, "conductor", "-config", c.config("conductor", name, h, cell, nil))
 	c.conductors[name] = p
 	testwait.Poll(c.t, 30*time.Second, "cell "+cell+" recorded", func() (bool, string) {
@@ -203,6 +220,7 @@ func (c *mhCluster) startConductor(name string, h *netHost, cell string, env []s
 func (c *mhCluster) startAgent(name, cell string, extra map[string]string) *hostProc {
 	c.t.Helper()
 	h := c.hosts[name]
+	c.authorize(name, cell, true)
 	p := c.net.start(h, "agent-"+name, nil, "agent", "-config", c.config("agent", name, h, cell, extra))
 	c.agents[name] = p
 	c.agentCell[name] = cell
@@ -220,7 +238,7 @@ func (c *mhCluster) apis() []*api.Client {
 	sort.Strings(names)
 	var out []*api.Client
 	for _, n := range names {
-		out = append(out, api.NewClient("http://"+c.servers[n].host.addr+":8774"))
+		out = append(out, c.apiClient(c.servers[n].host))
 	}
 	return out
 }

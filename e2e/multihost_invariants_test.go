@@ -183,10 +183,10 @@ func (c *mhCluster) waitMembersAgree(timeout time.Duration) {
 	clis := map[string]*clientv3.Client{}
 	eps := map[string]string{}
 	for i, n := range c.etcdNames {
-		eps[n] = "http://" + c.hosts[fmt.Sprintf("ctl-%d", i+1)].addr + ":2379"
+		eps[n] = c.etcdURL(i)
 	}
 	for _, n := range names {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{eps[n]}, DialTimeout: 2 * time.Second})
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{eps[n]}, DialTimeout: 2 * time.Second, TLS: c.rootTLS()})
 		if err != nil {
 			c.t.Fatalf("etcd client for %s: %v", n, err)
 		}

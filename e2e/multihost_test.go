@@ -165,7 +165,7 @@ func scenarioLeaderKilled(t *testing.T, c *mhCluster) {
 		len(refused), counts, unknown)
 
 	c.net.restart(victim)
-	waitHTTP(t, "http://"+victim.host.addr+":8774/healthz")
+	c.waitAPI(victim.host)
 	testwait.Poll(t, 30*time.Second, "the restarted scheduler campaigning", func() (bool, string) {
 		n := c.countPrefix(c.keys.Election("scheduler") + "/")
 		return n == 2, fmt.Sprintf("%d candidates", n)
@@ -179,7 +179,7 @@ func (c *mhCluster) burstFailover(name string, n int, accepted *atomic.Int64) ([
 	clients := []*api.Client{}
 	names := []string{}
 	for nm, p := range c.servers {
-		clients = append(clients, api.NewClient("http://"+p.host.addr+":8774"))
+		clients = append(clients, c.apiClient(p.host))
 		names = append(names, nm)
 	}
 	return c.burstEach(name, n, 4, func(i int) ([]string, []error) {
@@ -416,8 +416,8 @@ func (c *mhCluster) watchElection(old uint64) func() string {
 	var eps []string
 	for i, n := range c.etcdNames {
 		if p := c.etcd[n]; p.running() {
-			ep := "http://" + c.hosts[fmt.Sprintf("ctl-%d", i+1)].addr + ":2379"
-			cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 2 * time.Second})
+			ep := c.etcdURL(i)
+			cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 2 * time.Second, TLS: c.rootTLS()})
 			if err != nil {
 				c.t.Fatalf("etcd client for %s: %v", n, err)
 			}
