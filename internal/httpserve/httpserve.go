@@ -33,6 +33,10 @@
 //
 // A zero limit is net/http's "none"; configs.Defaults holds the values a
 // process runs with (the http block).
+//
+// TLS (tls.go): Listener ends TLS on a listener with the process's
+// Certificates, which SIGHUP reloads without closing a connection, and
+// ClientConfig is how Berth's own HTTP clients verify its servers.
 package httpserve
 
 import (
