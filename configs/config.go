@@ -41,7 +41,7 @@ type Config struct {
 	Superconductor *Superconductor
 	Conductor      *Conductor
 	Agent          *Agent
-	// Identity is the Keystone v3 subset `berth server` serves (package
+	// Identity is the Keystone v3 subset `berth run server` serves (package
 	// identity); nil serves none.
 	Identity *Identity
 	// Image is the image service (package images, a Glance v2 subset);

@@ -81,7 +81,7 @@ func Defaults() *Config {
 		// (net/http's default is 1 MiB). Bodies: 16 MiB is the largest any
 		// API reads (a Placement reshape); each API bounds its own tighter.
 		// Connections: 1,024 a listener, so that the five listeners of
-		// `berth server` at their caps hold about 5,000 descriptors, well
+		// `berth run server` at their caps hold about 5,000 descriptors, well
 		// within the units' LimitNOFILE=65536 (a process lowers it to a
 		// tenth of a smaller limit: stack.connectionCap).
 		HTTP: HTTP{

@@ -55,8 +55,8 @@ type EtcdMember struct {
 
 // DeployVars is what differs between the machines of a deployment.
 type DeployVars struct {
-	// Name is this machine's name: the etcd member name of `berth etcd`
-	// and the compute host name of `berth agent`.
+	// Name is this machine's name: the etcd member name of `berth run etcd`
+	// and the compute host name of `berth run agent`.
 	Name string
 	// Address is this machine's address, which its roles bind to and
 	// advertise.

@@ -35,17 +35,17 @@ func (c *Config) Require(role string) error {
 				subject = c.Etcd.declRange.Ptr()
 			}
 			add(subject, "No embedded etcd member",
-				"berth etcd runs one etcd member: set etcd { embedded { ... } } (endpoints name a cluster run elsewhere).")
+				"berth run etcd runs one etcd member: set etcd { embedded { ... } } (endpoints name a cluster run elsewhere).")
 		}
 	case RoleServer:
 		if c.API == nil && c.Placement == nil && c.Scheduler == nil && c.Superconductor == nil && c.Identity == nil && c.Image == nil {
 			add(nil, "No server role enabled",
-				"berth server runs the roles whose blocks the file has; add at least one of api, placement, scheduler, superconductor, identity or image.")
+				"berth run server runs the roles whose blocks the file has; add at least one of api, placement, scheduler, superconductor, identity or image.")
 		}
 	case RoleConductor:
 		switch {
 		case c.Conductor == nil:
-			add(nil, "Missing conductor block", "berth conductor needs a conductor { cell = \"...\" } block.")
+			add(nil, "Missing conductor block", "berth run conductor needs a conductor { cell = \"...\" } block.")
 		case c.Conductor.Cell == "":
 			add(c.Conductor.declRange.Ptr(), "Missing cell", "A cell conductor serves exactly one cell; set cell = \"...\".")
 		}
@@ -53,7 +53,7 @@ func (c *Config) Require(role string) error {
 	case RoleAgent:
 		switch {
 		case c.Agent == nil:
-			add(nil, "Missing agent block", "berth agent needs an agent { host = \"...\" cell = \"...\" } block.")
+			add(nil, "Missing agent block", "berth run agent needs an agent { host = \"...\" cell = \"...\" } block.")
 		default:
 			if c.Agent.Host == "" {
 				add(c.Agent.declRange.Ptr(), "Missing host", "The agent registers its compute host under this name; set host = \"...\".")
@@ -82,5 +82,5 @@ func (c *Config) requireExternalEtcd(role string, add func(*hcl.Range, string, s
 		subject = c.Etcd.declRange.Ptr()
 	}
 	add(subject, "Missing etcd endpoints",
-		fmt.Sprintf("berth %s must join the control plane's etcd: set etcd { endpoints = [...] } (an embedded etcd here would be a separate cluster).", role))
+		fmt.Sprintf("berth run %s must join the control plane's etcd: set etcd { endpoints = [...] } (an embedded etcd here would be a separate cluster).", role))
 }

@@ -27,23 +27,23 @@ func TestRequire(t *testing.T) {
 	}{
 		{desc: "server with one role", src: "scheduler {}\n", role: RoleServer},
 		{desc: "server with none", src: "conductor {\n  cell = \"c1\"\n}\n", role: RoleServer,
-			want: []string{"r.hcl: No server role enabled: berth server runs the roles whose blocks the file has; add at least one of api, placement, scheduler, superconductor, identity or image."}},
+			want: []string{"r.hcl: No server role enabled: berth run server runs the roles whose blocks the file has; add at least one of api, placement, scheduler, superconductor, identity or image."}},
 		{desc: "conductor ok", src: external + "conductor {\n  cell = \"c1\"\n}\n", role: RoleConductor},
 		{desc: "conductor without block", src: external, role: RoleConductor,
-			want: []string{`r.hcl: Missing conductor block: berth conductor needs a conductor { cell = "..." } block.`}},
+			want: []string{`r.hcl: Missing conductor block: berth run conductor needs a conductor { cell = "..." } block.`}},
 		{desc: "conductor without cell", src: external + "conductor {\n  workers = 2\n}\n", role: RoleConductor,
 			want: []string{`r.hcl:4:1: Missing cell: A cell conductor serves exactly one cell; set cell = "...".`}},
 		{desc: "conductor on embedded etcd", src: "etcd {\n  prefix = \"/b\"\n}\nconductor {\n  cell = \"c1\"\n}\n", role: RoleConductor,
-			want: []string{"r.hcl:1:1: Missing etcd endpoints: berth conductor must join the control plane's etcd: set etcd { endpoints = [...] } (an embedded etcd here would be a separate cluster)."}},
+			want: []string{"r.hcl:1:1: Missing etcd endpoints: berth run conductor must join the control plane's etcd: set etcd { endpoints = [...] } (an embedded etcd here would be a separate cluster)."}},
 		{desc: "agent ok", src: external + "agent {\n  host = \"h1\"\n  cell = \"c1\"\n}\n", role: RoleAgent},
 		{desc: "agent without host, cell or etcd", src: "agent {\n  driver = \"fake\"\n}\n", role: RoleAgent,
 			want: []string{
 				`r.hcl:1:1: Missing host: The agent registers its compute host under this name; set host = "...".`,
 				`r.hcl:1:1: Missing cell: The agent's host is mapped to this cell; set cell = "...".`,
-				"r.hcl: Missing etcd endpoints: berth agent must join the control plane's etcd: set etcd { endpoints = [...] } (an embedded etcd here would be a separate cluster).",
+				"r.hcl: Missing etcd endpoints: berth run agent must join the control plane's etcd: set etcd { endpoints = [...] } (an embedded etcd here would be a separate cluster).",
 			}},
 		{desc: "agent without block", src: external, role: RoleAgent,
-			want: []string{`r.hcl: Missing agent block: berth agent needs an agent { host = "..." cell = "..." } block.`}},
+			want: []string{`r.hcl: Missing agent block: berth run agent needs an agent { host = "..." cell = "..." } block.`}},
 		{desc: "dev needs nothing", src: "", role: RoleDev},
 	}
 	for _, tc := range cases {

@@ -380,14 +380,14 @@ func checkUnit(t *testing.T, root, role string, n labNode) {
 	path := filepath.Join(root, "etc/systemd/system/berth-"+role+".service")
 	u := parseUnit(t, path)
 	exec := strings.Fields(u.one("Service.ExecStart"))
-	if len(exec) != 4 || exec[1] != role || exec[2] != "-config" {
-		t.Fatalf("%s: ExecStart %q, want BINARY %s -config FILE", path, u.one("Service.ExecStart"), role)
+	if len(exec) != 5 || exec[1] != "run" || exec[2] != role || exec[3] != "-config" {
+		t.Fatalf("%s: ExecStart %q, want BINARY run %s -config FILE", path, u.one("Service.ExecStart"), role)
 	}
 	mustExec(t, root, exec[0])
-	if exec[3] != "/etc/berth/"+role+".hcl" {
-		t.Errorf("%s: runs with %s, install.sh writes /etc/berth/%s.hcl", path, exec[3], role)
+	if exec[4] != "/etc/berth/"+role+".hcl" {
+		t.Errorf("%s: runs with %s, install.sh writes /etc/berth/%s.hcl", path, exec[4], role)
 	}
-	if _, err := os.Stat(filepath.Join(root, exec[3])); err != nil {
+	if _, err := os.Stat(filepath.Join(root, exec[4])); err != nil {
 		t.Errorf("%s: its config: %v", path, err)
 	}
 	if u.one("Service.User") != "berth" || u.one("Service.Restart") != "on-failure" {

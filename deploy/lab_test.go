@@ -170,7 +170,7 @@ func startUnit(t *testing.T, logs, root, name, role string) *unitProc {
 	t.Helper()
 	u := parseUnit(t, filepath.Join(root, "etc/systemd/system/berth-"+role+".service"))
 	argv := strings.Fields(u.one("Service.ExecStart"))
-	if len(argv) != 4 || argv[2] != "-config" {
+	if len(argv) != 5 || argv[1] != "run" || argv[3] != "-config" {
 		t.Fatalf("berth-%s.service: ExecStart %q", role, u.one("Service.ExecStart"))
 	}
 	log := filepath.Join(logs, name+"-"+role+".log")
@@ -178,7 +178,7 @@ func startUnit(t *testing.T, logs, root, name, role string) *unitProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(root, argv[0]), argv[1], argv[2], filepath.Join(root, argv[3]))
+	cmd := exec.Command(filepath.Join(root, argv[0]), argv[1], argv[2], argv[3], filepath.Join(root, argv[4]))
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s on %s: %v", role, name, err)

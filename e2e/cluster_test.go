@@ -78,7 +78,7 @@ func (c *cluster) startServer(name, roles string, env []string) *proc {
 			b.WriteString("superconductor {\n  lease_ttl = \"2s\"\n}\n")
 		}
 	}
-	p := startProcEnv(c.t, name, env, "server", "-config", writeFile(c.t, c.dir, name+".hcl", b.String()))
+	p := startProcEnv(c.t, name, env, "run", "server", "-config", writeFile(c.t, c.dir, name+".hcl", b.String()))
 	if strings.Contains(roles, "api") {
 		waitHTTP(c.t, c.apiURL+"/healthz")
 	}
@@ -93,7 +93,7 @@ conductor {
   lease_ttl = "2s"
 }
 `, cell))
-	p := startProcEnv(c.t, name, env, "conductor", "-config", cfg)
+	p := startProcEnv(c.t, name, env, "run", "conductor", "-config", cfg)
 	testwait.Poll(c.t, 30*time.Second, "cell "+cell+" recorded", func() (bool, string) {
 		resp, err := c.cli.Get(context.Background(), c.keys.Cell(cell))
 		return err == nil && len(resp.Kvs) == 1, fmt.Sprint(err)
@@ -154,7 +154,7 @@ func (c *cluster) startAgents(specs ...agentSpec) map[string]*proc {
 	c.t.Helper()
 	out := map[string]*proc{}
 	for _, a := range specs {
-		out[a.host] = startProc(c.t, "agent-"+a.host, "agent", "-config", c.agentConfig(a))
+		out[a.host] = startProc(c.t, "agent-"+a.host, "run", "agent", "-config", c.agentConfig(a))
 	}
 	for _, a := range specs {
 		c.waitState(a.host, "up")

@@ -164,7 +164,7 @@ func TestAgentDownDisabledAndBack(t *testing.T) {
 	if !processAlive(pid) {
 		t.Fatalf("instance process %d died with its agent", pid)
 	}
-	startProc(t, "agent-compute-1-again", "agent", "-config", c.agentConfig(one))
+	startProc(t, "agent-compute-1-again", "run", "agent", "-config", c.agentConfig(one))
 	c.waitState("compute-1", "up")
 	testwait.Poll(t, 30*time.Second, "the returning agent sets the trait", func() (bool, string) {
 		tr := c.traits("compute-1")

@@ -190,14 +190,14 @@ func (c *mhCluster) config(role, name string, h *netHost, cell string, extra map
 
 func (c *mhCluster) startEtcd(name string, h *netHost) *hostProc {
 	c.t.Helper()
-	p := c.net.start(h, name, nil, "etcd", "-config", c.config("etcd", name, h, "", nil))
+	p := c.net.start(h, name, nil, "run", "etcd", "-config", c.config("etcd", name, h, "", nil))
 	c.etcd[name] = p
 	return p
 }
 
 func (c *mhCluster) startServer(name string, h *netHost) *hostProc {
 	c.t.Helper()
-	p := c.net.start(h, name, nil, "server", "-config", c.config("server", name, h, "", nil))
+	p := c.net.start(h, name, nil, "run", "server", "-config", c.config("server", name, h, "", nil))
 	c.servers[name] = p
 	c.waitAPI(h)
 	return p
@@ -206,7 +206,7 @@ func (c *mhCluster) startServer(name string, h *netHost) *hostProc {
 func (c *mhCluster) startConductor(name string, h *netHost, cell string, env []string) *hostProc {
 	c.t.Helper()
 	c.authorize(name, cell, false)
-	p := c.net.start(h, name, env, "conductor", "-config", c.config("conductor", name, h, cell, nil))
+	p := c.net.start(h, name, env, "run", "conductor", "-config", c.config("conductor", name, h, cell, nil))
 	c.conductors[name] = p
 	testwait.Poll(c.t, 30*time.Second, "cell "+cell+" recorded", func() (bool, string) {
 		resp, err := c.cli.Get(context.Background(), c.keys.Cell(cell))
@@ -221,7 +221,7 @@ func (c *mhCluster) startAgent(name, cell string, extra map[string]string) *host
 	c.t.Helper()
 	h := c.hosts[name]
 	c.authorize(name, cell, true)
-	p := c.net.start(h, "agent-"+name, nil, "agent", "-config", c.config("agent", name, h, cell, extra))
+	p := c.net.start(h, "agent-"+name, nil, "run", "agent", "-config", c.config("agent", name, h, cell, extra))
 	c.agents[name] = p
 	c.agentCell[name] = cell
 	return p

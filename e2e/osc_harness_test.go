@@ -259,7 +259,7 @@ placement {
   bind = %q
 %s}
 `, filepath.Join(dir, "etcd"), etcdtest.FreePort(t), etcdtest.FreePort(t), addr, extra))
-	startProc(t, "placement", "server", "-config", cfg)
+	startProc(t, "placement", "run", "server", "-config", cfg)
 	url := "http://" + addr
 	waitHTTP(t, url+"/")
 	return url

@@ -32,7 +32,7 @@ scheduler {
   leader_interval = "1s"
 }
 `, etcdtest.FreePort(t)))
-		p := startProc(t, fmt.Sprintf("scheduler-%d", i), "server", "-config", f)
+		p := startProc(t, fmt.Sprintf("scheduler-%d", i), "run", "server", "-config", f)
 		scheds[p.cmd.Process.Pid] = p
 	}
 	front := writeFile(t, dir, "front.hcl", etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
@@ -42,7 +42,7 @@ superconductor {
 }
 `, apiAddr))
 	c.startConductor("conductor", "cell1", nil)
-	startProc(t, "front", "server", "-config", front)
+	startProc(t, "front", "run", "server", "-config", front)
 	waitHTTP(t, apiURL+"/healthz")
 	c.startAgents(agentSpec{host: "compute-1", memoryMB: 16384}, agentSpec{host: "compute-2", memoryMB: 16384})
 	keys := etcdschema.New("/berth")
@@ -124,7 +124,7 @@ scheduler {
 superconductor {}
 `, apiAddr, etcdtest.FreePort(t)))
 	c.startConductor("conductor", "cell1", nil)
-	startProc(t, "server", "server", "-config", server)
+	startProc(t, "server", "run", "server", "-config", server)
 	waitHTTP(t, apiURL+"/healthz")
 	// Builds take 8 s, so the agent is killed while one is in flight.
 	agents := c.startAgents(agentSpec{host: "compute-1", memoryMB: 16384, buildTime: "8s"},

@@ -26,10 +26,10 @@ func TestStatusEndpointsAndGracefulStop(t *testing.T) {
 	ctx := context.Background()
 	condStatus := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
 	agentStatus := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	startProc(t, "conductor", "conductor", "-config", writeFile(t, c.dir, "conductor.hcl",
+	startProc(t, "conductor", "run", "conductor", "-config", writeFile(t, c.dir, "conductor.hcl",
 		etcdBlock(c.etcd.ClientURL())+fmt.Sprintf("status {\n  bind = %q\n}\nconductor {\n  cell = \"cell1\"\n}\n", condStatus)))
 	server := c.startServer("server", allRoles, nil)
-	agent := startProc(t, "agent-s1", "agent", "-config", writeFile(t, c.dir, "s1.hcl",
+	agent := startProc(t, "agent-s1", "run", "agent", "-config", writeFile(t, c.dir, "s1.hcl",
 		etcdBlock(c.etcd.ClientURL())+fmt.Sprintf(`
 status {
   bind = %q

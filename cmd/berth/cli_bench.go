@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,8 +11,22 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/berth-project/berth/bench"
 )
+
+// newBenchCmd is `berth bench`, whose flags package bench defines on a Go
+// FlagSet (bench.Config.AddFlags) and cmdBench parses: cobra passes the
+// arguments through untouched.
+func newBenchCmd(s *streams) *cobra.Command {
+	return &cobra.Command{
+		Use:                "bench [SCENARIO] [flags]",
+		Short:              "load tool: populate, boot, churn, failover, coldstart against simulated hosts (-h for flags)",
+		DisableFlagParsing: true,
+		RunE:               func(_ *cobra.Command, args []string) error { return codeErr(cmdBench(args, s.out, s.err)) },
+	}
+}
 
 // cmdBench is `berth bench [SCENARIO] [flags]`: the load tool's flags,
 // bound to a bench.Config, and its result printed; package bench runs it.
@@ -26,8 +41,16 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("berth bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.AddFlags(fs)
+	fs.Usage = func() {} // -h is answered below, on stdout; errors say what is wrong
 	if err := fs.Parse(args); err != nil {
-		return 2
+		if errors.Is(err, flag.ErrHelp) {
+			// Help asked for is an answer, on stdout.
+			fs.SetOutput(stdout)
+			fmt.Fprintln(stdout, "usage: berth bench [SCENARIO] [flags]")
+			fs.PrintDefaults()
+			return exitOK
+		}
+		return exitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "berth bench: unexpected argument %q\n", fs.Arg(0))

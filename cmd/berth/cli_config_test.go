@@ -40,7 +40,7 @@ func TestConfigRenderErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"config", "render"}, 2, "usage: berth config render ROLE"},
+		{[]string{"config", "render"}, 2, "missing ROLE"},
 		{[]string{"config", "render", "agent", "-name", "n1", "-etcd", "n1=192.0.2.1"}, 2, "-address is required"},
 		{[]string{"config", "render", "agent", "-name", "n1", "-address", "192.0.2.1", "-etcd", "n1"}, 2, `want name=address`},
 		{[]string{"config", "render", "agent", "-name", "n1", "-address", "192.0.2.1", "-etcd", "n1=192.0.2.1", "-cell", "c", "-var", "vcpus=many"}, 1, "vcpus"},

@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -18,53 +18,55 @@ import (
 	"github.com/berth-project/berth/internal/dump"
 )
 
-const debugUsage = `usage: berth debug dump [-etcd ENDPOINTS | -config FILE] [-prefix PREFIX] [-format table|json] [-o FILE]
-`
-
 // defaultDumpEndpoint is where `berth dev` and a default embedded member
 // serve etcd clients.
 const defaultDumpEndpoint = "127.0.0.1:2379"
 
-// cmdDebug runs `berth debug dump`: the whole state under the prefix, read
-// at one revision, for bug reports.
-func cmdDebug(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "dump" {
-		if len(args) > 0 && args[0] != "-h" && args[0] != "--help" && args[0] != "help" {
-			fmt.Fprintf(stderr, "berth debug: unknown verb %q\n", args[0])
-		}
-		fmt.Fprint(stderr, debugUsage)
-		return 2
+// dumpFlags are `berth debug dump`'s flags.
+type dumpFlags struct {
+	endpoints, cfgPath, prefix, format, outPath string
+	timeout                                     time.Duration
+}
+
+// newDebugCmd is `berth debug dump`.
+func newDebugCmd(s *streams) *cobra.Command {
+	c := groupCmd("debug", "read Berth's state from etcd directly, for bug reports (no API needed)")
+	f := &dumpFlags{}
+	dump := &cobra.Command{
+		Use:   "dump [--etcd ENDPOINTS | --config FILE] [--prefix P] [--format table|json] [-o FILE]",
+		Short: "the whole state at one etcd revision",
+		Long: "The whole state at one etcd revision, for bug reports: a summary table (hosts,\n" +
+			"instances per cell, in-flight work, leader, etcd members), or every key decoded\n" +
+			"and grouped by kind (json); undecodable and unknown keys are shown, not fatal.",
+		Args: exactArgs(),
+		RunE: func(*cobra.Command, []string) error { return codeErr(cmdDebugDump(f, s.out, s.err)) },
 	}
-	fs := flag.NewFlagSet("berth debug dump", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		endpoints = fs.String("etcd", "", "etcd endpoints, comma-separated (default "+defaultDumpEndpoint+" without -config)")
-		cfgPath   = fs.String("config", "", "a Berth config file whose etcd block (endpoints, prefix, tls, auth) to use")
-		prefix    = fs.String("prefix", "", "Berth's etcd prefix (default: the config's, else "+etcdschema.DefaultPrefix+")")
-		format    = fs.String("format", "table", "table (a summary) or json (every key, decoded, grouped by kind)")
-		outPath   = fs.String("o", "", "write the dump to FILE instead of stdout")
-		timeout   = fs.Duration("timeout", 30*time.Second, "give up reading etcd after this long")
-	)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, debugUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
-	}
+	fs := dump.Flags()
+	fs.StringVar(&f.endpoints, "etcd", "", "etcd endpoints, comma-separated (default "+defaultDumpEndpoint+" without --config)")
+	fs.StringVar(&f.cfgPath, "config", "", "a Berth config file whose etcd block (endpoints, prefix, tls, auth) to use")
+	fs.StringVar(&f.prefix, "prefix", "", "Berth's etcd prefix (default: the config's, else "+etcdschema.DefaultPrefix+")")
+	fs.StringVar(&f.format, "format", "table", "table (a summary) or json (every key, decoded, grouped by kind)")
+	fs.StringVarP(&f.outPath, "out", "o", "", "write the dump to FILE instead of stdout")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up reading etcd after this long")
+	c.AddCommand(dump)
+	return c
+}
+
+// cmdDebugDump runs `berth debug dump`: the whole state under the prefix,
+// read at one revision, for bug reports.
+func cmdDebugDump(f *dumpFlags, stdout, stderr io.Writer) int {
+	endpoints, cfgPath, prefix, format, outPath, timeout := &f.endpoints, &f.cfgPath, &f.prefix, &f.format, &f.outPath, &f.timeout
 	bad := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "berth debug dump: "+format+"\n", a...)
 		return 2
 	}
 	switch {
-	case fs.NArg() > 0:
-		return bad("unexpected argument %q", fs.Arg(0))
 	case *format != "table" && *format != "json":
-		return bad("-format %q: want table or json", *format)
+		return bad("--format %q: want table or json", *format)
 	case *endpoints != "" && *cfgPath != "":
-		return bad("-etcd and -config both name the cluster; give one")
+		return bad("--etcd and --config both name the cluster; give one")
 	case *timeout <= 0:
-		return bad("-timeout %s: must be positive", *timeout)
+		return bad("--timeout %s: must be positive", *timeout)
 	}
 
 	var cc clientv3.Config
@@ -90,7 +92,7 @@ func cmdDebug(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if len(cc.Endpoints) == 0 {
-			return bad("-etcd %q names no endpoint", *endpoints)
+			return bad("--etcd %q names no endpoint", *endpoints)
 		}
 		cc.DialTimeout = 5 * time.Second
 	}

@@ -362,7 +362,7 @@ func TestDebugDumpFlagErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"-format", "yaml"}, 2, `-format "yaml": want table or json`},
-		{[]string{"-etcd", "127.0.0.1:1", "-config", "x.hcl"}, 2, "-etcd and -config both name the cluster"},
+		{[]string{"-etcd", "127.0.0.1:1", "-config", "x.hcl"}, 2, "--etcd and --config both name the cluster"},
 		{[]string{"-etcd", " , "}, 2, "names no endpoint"},
 		{[]string{"extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"-config", "/nonexistent/berth.hcl"}, 2, "/nonexistent/berth.hcl"},
@@ -374,7 +374,7 @@ func TestDebugDumpFlagErrors(t *testing.T) {
 		}
 	}
 	var o, e bytes.Buffer
-	if code := run([]string{"debug", "undump"}, &o, &e); code != 2 || !strings.Contains(e.String(), `unknown verb "undump"`) {
+	if code := run([]string{"debug", "undump"}, &o, &e); code != 2 || !strings.Contains(e.String(), `unknown command "undump"`) {
 		t.Errorf("berth debug undump: exit %d, %s", code, e.String())
 	}
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/identity"
@@ -14,30 +16,51 @@ import (
 	"github.com/berth-project/berth/internal/stack"
 )
 
-func cmdDev(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("berth dev", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		dataDir   = fs.String("data-dir", "", "etcd data dir (default: a fresh temp dir, removed at exit)")
-		etcdAddr  = fs.String("etcd", "127.0.0.1:2379", "embedded etcd client address")
-		peerAddr  = fs.String("etcd-peer", "127.0.0.1:2380", "embedded etcd peer address")
-		apiAddr   = fs.String("api", "127.0.0.1:8774", "compute API address")
-		placeAddr = fs.String("placement", "127.0.0.1:8778", "Placement API address")
-		identAddr = fs.String("identity", "127.0.0.1:5000", "identity (Keystone v3) API address")
-		imageAddr = fs.String("image", "127.0.0.1:9292", "image (Glance v2) API address")
-		// Port 0: the in-process superconductor calls its scheduler
-		// directly, so dev needs no fixed scheduler port.
-		schedAddr = fs.String("scheduler", "127.0.0.1:0", "scheduler (select_destinations) address")
-		hosts     = fs.Int("hosts", 8, "simulated compute hosts")
-		cells     = fs.Int("cells", 2, "cells; hosts are spread round-robin")
-		cfgPath   = fs.String("config", "", "HCL config for everything else (log, scheduler, agent template...)")
-		failHosts = fs.String("fail-hosts", "", "comma-separated hosts whose builds always fail (reschedulable)")
-		buildTime = fs.Duration("build-time", 0, "how long each simulated build takes")
-		logLevel  = fs.String("log-level", "", "override the log level (trace, debug, info, warn, error)")
-	)
-	if err := fs.Parse(args); err != nil {
-		return 2
+// devFlags are `berth dev`'s flags.
+type devFlags struct {
+	dataDir, etcdAddr, peerAddr, apiAddr, placeAddr, identAddr, imageAddr, schedAddr string
+	hosts, cells                                                                     int
+	cfgPath, failHosts, logLevel                                                     string
+	buildTime                                                                        time.Duration
+}
+
+func newDevCmd(s *streams) *cobra.Command {
+	f := &devFlags{}
+	c := &cobra.Command{
+		Use:   "dev",
+		Short: "everything in one process: embedded etcd, every role, simulated hosts",
+		Long: "Run every role in one process over an embedded etcd, with simulated compute\n" +
+			"hosts spread over cells: a whole Berth to try, with noauth and a dev login.",
+		Args: exactArgs(),
+		RunE: func(*cobra.Command, []string) error { return codeErr(cmdDev(f, s.out, s.err)) },
 	}
+	fs := c.Flags()
+	fs.StringVar(&f.dataDir, "data-dir", "", "etcd data dir (default: a fresh temp dir, removed at exit)")
+	fs.StringVar(&f.etcdAddr, "etcd", "127.0.0.1:2379", "embedded etcd client address")
+	fs.StringVar(&f.peerAddr, "etcd-peer", "127.0.0.1:2380", "embedded etcd peer address")
+	fs.StringVar(&f.apiAddr, "api", "127.0.0.1:8774", "compute API address")
+	fs.StringVar(&f.placeAddr, "placement", "127.0.0.1:8778", "Placement API address")
+	fs.StringVar(&f.identAddr, "identity", "127.0.0.1:5000", "identity (Keystone v3) API address")
+	fs.StringVar(&f.imageAddr, "image", "127.0.0.1:9292", "image (Glance v2) API address")
+	// Port 0: the in-process superconductor calls its scheduler
+	// directly, so dev needs no fixed scheduler port.
+	fs.StringVar(&f.schedAddr, "scheduler", "127.0.0.1:0", "scheduler (select_destinations) address")
+	fs.IntVar(&f.hosts, "hosts", 8, "simulated compute hosts")
+	fs.IntVar(&f.cells, "cells", 2, "cells; hosts are spread round-robin")
+	fs.StringVar(&f.cfgPath, "config", "", "HCL config for everything else (log, scheduler, agent template...)")
+	fs.StringVar(&f.failHosts, "fail-hosts", "", "comma-separated hosts whose builds always fail (reschedulable)")
+	fs.DurationVar(&f.buildTime, "build-time", 0, "how long each simulated build takes")
+	fs.StringVar(&f.logLevel, "log-level", "", "override the log level (trace, debug, info, warn, error)")
+	return c
+}
+
+func cmdDev(f *devFlags, stdout, stderr io.Writer) int {
+	var (
+		dataDir, etcdAddr, peerAddr, apiAddr = &f.dataDir, &f.etcdAddr, &f.peerAddr, &f.apiAddr
+		placeAddr, identAddr, imageAddr      = &f.placeAddr, &f.identAddr, &f.imageAddr
+		schedAddr, hosts, cells, cfgPath     = &f.schedAddr, &f.hosts, &f.cells, &f.cfgPath
+		failHosts, buildTime, logLevel       = &f.failHosts, &f.buildTime, &f.logLevel
+	)
 	if *hosts < 1 || *cells < 1 {
 		fmt.Fprintln(stderr, "berth dev: -hosts and -cells must be at least 1")
 		return 2

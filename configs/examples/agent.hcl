@@ -1,6 +1,6 @@
-# berth agent — one per compute host.
+# berth run agent — one per compute host.
 #
-#   berth agent -config agent.hcl
+#   berth run agent -config agent.hcl
 #
 # The agent registers its host, reports inventory to Placement and its
 # instances to the schedulers, and builds what conductors send it.

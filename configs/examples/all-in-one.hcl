@@ -1,6 +1,6 @@
-# berth server on a single machine — embedded etcd and every server role.
+# berth run server on a single machine — embedded etcd and every server role.
 #
-#   berth server -config all-in-one.hcl
+#   berth run server -config all-in-one.hcl
 #
 # This process starts its own single-member etcd and runs the compute API,
 # Placement, the scheduler and the superconductor. Conductors and agents

@@ -1,6 +1,6 @@
-# berth conductor — the conductor of one cell.
+# berth run conductor — the conductor of one cell.
 #
-#   berth conductor -config conductor.hcl
+#   berth run conductor -config conductor.hcl
 #
 # A cell conductor takes reschedule work for its cell: when a build fails
 # on a host, it claims the next alternate host and casts the build there.

@@ -1,6 +1,6 @@
-# berth etcd — one member of Berth's etcd cluster.
+# berth run etcd — one member of Berth's etcd cluster.
 #
-#   berth etcd -config etcd.hcl
+#   berth run etcd -config etcd.hcl
 #
 # Runs only an etcd member (the same etcd, v3.7, that Berth's clients are
 # built against), so a control plane needs no separately installed etcd.

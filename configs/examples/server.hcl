@@ -1,6 +1,6 @@
-# berth server — control-plane roles against an external etcd cluster.
+# berth run server — control-plane roles against an external etcd cluster.
 #
-#   berth server -config server.hcl
+#   berth run server -config server.hcl
 #
 # A server runs every role whose block appears below (api, placement,
 # scheduler, superconductor) and none whose block is absent, so the same
