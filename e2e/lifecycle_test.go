@@ -32,7 +32,7 @@ func TestRetryOnAlternatesDisableAndExhaust(t *testing.T) {
 	c.startAgents(agentSpec{host: "compute-1", memoryMB: 16384, fail: true}, agentSpec{host: "compute-2", memoryMB: 16384, fail: true},
 		agentSpec{host: "compute-3", memoryMB: 8192}, agentSpec{host: "compute-4", memoryMB: 16384, fail: true},
 		agentSpec{host: "compute-5", memoryMB: 4096, cell: "cell2"})
-	if out := c.cliOK("host", "list"); !strings.Contains(out, "cell2 (unmapped)") {
+	if out := c.cliOK("host", "list", "-o", "value", "-c", "host", "-c", "cell", "-c", "mapped"); !strings.Contains(out, "compute-5 cell2 false") {
 		t.Fatalf("compute-5 should be unmapped before cell2 exists:\n%s", out)
 	}
 	c.cliOK("cell", "create", "cell2")

@@ -87,29 +87,14 @@ func newRoot(s *streams) *cobra.Command {
 		}
 	}
 	add("run", newRunCmd(s), newDevCmd(s), newBenchCmd(s))
-	add("compute", legacyCmd(s, "server", "servers: create, list, show, delete", cmdServerCLI),
-		legacyCmd(s, "server-group", "server groups", cmdServerGroupCLI),
-		legacyCmd(s, "aggregate", "host aggregates", cmdAggregateCLI),
-		legacyCmd(s, "service", "compute services", opsCmd("service")))
-	add("berth", legacyCmd(s, "host", "hosts with usage", opsCmd("host")),
-		legacyCmd(s, "cell", "cells", opsCmd("cell")),
-		legacyCmd(s, "selection", "a build's alternates and attempts", opsCmd("selection")))
+	a := &apiCmd{s: s, cf: &cloudFlags{}}
+	add("compute", a.serverCmd(), a.flavorCmd(), a.imageCmd(), a.serverGroupCmd(), a.aggregateCmd(),
+		a.serviceCmd(), a.hypervisorCmd(), a.zoneCmd())
+	add("berth", a.hostCmd(), a.cellCmd(), a.selectionCmd())
 	add("tools", newConfigCmd(s), newDebugCmd(s), newIdentityCmd(s), newVersionCmd(s))
 	root.SetHelpCommandGroupID("tools")
 	root.SetCompletionCommandGroupID("tools")
 	return root
-}
-
-// legacyCmd runs a noun still parsed by its own code.
-func legacyCmd(s *streams, noun, short string, run func([]string, io.Writer, io.Writer) int) *cobra.Command {
-	return &cobra.Command{
-		Use: noun, Short: short, DisableFlagParsing: true,
-		RunE: func(_ *cobra.Command, args []string) error { return codeErr(run(args, s.out, s.err)) },
-	}
-}
-
-func opsCmd(noun string) func([]string, io.Writer, io.Writer) int {
-	return func(args []string, out, errw io.Writer) int { return cmdOps(noun, args, out, errw) }
 }
 
 // groupCmd is a noun whose verbs are its subcommands: run alone it shows
@@ -125,6 +110,9 @@ func subcommandArgs(cmd *cobra.Command, args []string) error {
 		return nil
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
 	if sugg := cmd.SuggestionsFor(args[0]); len(sugg) > 0 {
 		msg += "; did you mean " + strings.Join(sugg, " or ") + "?"
 	}
