@@ -34,6 +34,12 @@ const (
 
 func startCLIStack(t *testing.T, auth string) *cliStack {
 	t.Helper()
+	return startCLIStackBuilding(t, auth, 0)
+}
+
+// startCLIStackBuilding is startCLIStack whose builds take buildTime.
+func startCLIStackBuilding(t *testing.T, auth string, buildTime time.Duration) *cliStack {
+	t.Helper()
 	ports, err := freeport.Ports(3)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +69,7 @@ func startCLIStack(t *testing.T, auth string) *cliStack {
 	t.Cleanup(s.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := stack.Dev(stack.DevOptions{Hosts: 3, Cells: 2, DataDir: t.TempDir()})(ctx, s); err != nil {
+	if err := stack.Dev(stack.DevOptions{Hosts: 3, Cells: 2, BuildTime: buildTime, DataDir: t.TempDir()})(ctx, s); err != nil {
 		t.Fatalf("start dev: %v", err)
 	}
 	st := &cliStack{compute: "http://" + addr(0), image: "http://" + addr(1), identity: "http://" + addr(2) + "/v3"}

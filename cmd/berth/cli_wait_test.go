@@ -1,0 +1,98 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/configs"
+)
+
+// requestCounter is a proxy in front of the compute API that counts the
+// server reads --wait makes.
+type requestCounter struct {
+	mu             sync.Mutex
+	lists, perItem int
+}
+
+var serverPath = regexp.MustCompile(`^/v2\.1/servers/[0-9a-f-]{36}$`)
+
+func (c *requestCounter) proxy(t *testing.T, target string) string {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			c.mu.Lock()
+			switch {
+			case r.URL.Path == "/v2.1/servers/detail":
+				c.lists++
+			case serverPath.MatchString(r.URL.Path):
+				c.perItem++
+			}
+			c.mu.Unlock()
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func (c *requestCounter) counts() (lists, perItem int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lists, c.perItem
+}
+
+// TestServerCreateWaitListsOncePerInterval: --wait reads all the servers
+// it waits for with one list request per interval, never one GET per
+// server; their ids are printed at once and, on timeout, again.
+func TestServerCreateWaitListsOncePerInterval(t *testing.T) {
+	st := startCLIStackBuilding(t, configs.AuthNoAuth, time.Second)
+	var rc requestCounter
+	cleanEnv(t, "BERTH_API", rc.proxy(t, st.compute))
+
+	start := time.Now()
+	code, out, errs := berth("server", "create", "--flavor", "m1.tiny", "--count", "12", "--name", "w",
+		"--wait", "--interval", "200ms", "-o", "value", "-c", "status")
+	elapsed := time.Since(start)
+	if code != 0 || out != strings.Repeat("ACTIVE\n", 12) {
+		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
+	}
+	created := regexp.MustCompile(`created 12 server\(s\): ((?:[0-9a-f-]{36} ?){12})\n`).FindStringSubmatch(errs)
+	if created == nil || !strings.Contains(errs, "\nBUILD 12\n") || !strings.HasSuffix(errs, "\nACTIVE 12\n") {
+		t.Errorf("stderr: want the 12 ids at once, then counts by status as they change:\n%s", errs)
+	}
+	lists, perItem := rc.counts()
+	// One list after the create for the ids, then one per interval.
+	if max := 2 + int(elapsed/(200*time.Millisecond)); perItem != 0 || lists > max {
+		t.Errorf("--wait over %s made %d list requests and %d per-server GETs; want at most %d lists and no GET",
+			elapsed.Round(time.Millisecond), lists, perItem, max)
+	}
+
+	code, out, errs = berth("server", "create", "--flavor", "m1.tiny", "--count", "3", "--name", "slow",
+		"--wait", "--timeout", "300ms", "--interval", "100ms", "-o", "value", "-c", "id", "-c", "status")
+	if code != exitFailure {
+		t.Errorf("timed out wait: exit %d, want %d", code, exitFailure)
+	}
+	ids := regexp.MustCompile(`(?m)^([0-9a-f-]{36}) BUILD$`).FindAllStringSubmatch(out, -1)
+	if len(ids) != 3 {
+		t.Fatalf("timed out wait's table %q: want the three servers in BUILD", out)
+	}
+	for _, id := range ids {
+		if !strings.Contains(errs, "not ACTIVE or ERROR after 300ms: ") || strings.Count(errs, id[1]) != 2 {
+			t.Errorf("stderr should name %s when created and again at the timeout:\n%s", id[1], errs)
+		}
+	}
+	if !strings.Contains(errs, "timed out after 300ms with 3 of 3 server(s) not settled") {
+		t.Errorf("stderr lacks the summary:\n%s", errs)
+	}
+}
