@@ -39,7 +39,7 @@ func TestMultiProcessBootAndDelete(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create: %v\n%s", err, out)
 	}
-	if n := strings.Count(out, "ACTIVE"); n != 5 {
+	if n := countByStatus(out)["ACTIVE"]; n != 5 {
 		t.Fatalf("want 5 ACTIVE servers, got %d:\n%s", n, out)
 	}
 	// Each host has room for several m1.small, but the RAM weigher spreads:
@@ -70,7 +70,7 @@ func TestMultiProcessBootAndDelete(t *testing.T) {
 
 	// A flavor no host can hold ends in ERROR with the scheduler's reason.
 	out, _ = runCLI(t, apiURL, "server", "create", "--flavor", "m1.xlarge", "--count", "7", "--name", "big", "--wait", "--timeout", "60s")
-	if strings.Count(out, "ERROR") != 7 || !strings.Contains(out, "No valid host") {
+	if countByStatus(out)["ERROR"] != 7 || !strings.Contains(out, "No valid host") {
 		t.Fatalf("want 7 servers in ERROR with 'No valid host':\n%s", out)
 	}
 

@@ -66,7 +66,7 @@ superconductor {
 	create := func(name string, n int) {
 		t.Helper()
 		out, err := runCLI(t, apiURL, "server", "create", "--flavor", "m1.small", "--count", strconv.Itoa(n), "--name", name, "--wait", "--timeout", "60s")
-		if err != nil || strings.Count(out, "ACTIVE") != n {
+		if err != nil || countByStatus(out)["ACTIVE"] != n {
 			t.Fatalf("create %s: %v; want %d ACTIVE:\n%s", name, err, n, out)
 		}
 	}

@@ -68,7 +68,7 @@ func TestServerCreateWaitListsOncePerInterval(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
 	}
 	created := regexp.MustCompile(`created 12 server\(s\): ((?:[0-9a-f-]{36} ?){12})\n`).FindStringSubmatch(errs)
-	if created == nil || !strings.Contains(errs, "\nBUILD 12\n") || !strings.HasSuffix(errs, "\nACTIVE 12\n") {
+	if created == nil || !strings.Contains(errs, "\nwaiting: BUILD=12\n") || !strings.HasSuffix(errs, "\nwaiting: ACTIVE=12\n") {
 		t.Errorf("stderr: want the 12 ids at once, then counts by status as they change:\n%s", errs)
 	}
 	lists, perItem := rc.counts()

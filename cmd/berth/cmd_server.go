@@ -14,6 +14,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/pagination"
 	"github.com/spf13/cobra"
 
+	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/images"
 )
 
@@ -22,18 +23,26 @@ import (
 var serverColumns = []string{"id", "name", "status", "host", "zone", "flavor", "fault"}
 
 // serverFields are `server show`'s.
+// cell and attempts are Berth's, from /v1 (Nova's server has neither).
 var serverFields = []string{"id", "name", "status", "task_state", "vm_state", "power_state", "host",
-	"hypervisor_hostname", "zone", "flavor", "image", "project_id", "user_id", "created", "updated", "fault", "fault_details"}
+	"hypervisor_hostname", "zone", "flavor", "image", "project_id", "user_id", "created", "updated", "fault", "fault_details",
+	"cell", "attempts"}
 
 func serverRow(s servers.Server) []any {
 	return []any{s.ID, s.Name, s.Status, s.Host, s.AvailabilityZone, flavorName(s), s.Fault.Message}
 }
 
-func serverRecord(s servers.Server) []any {
+// serverRecord is show's fields; berth is Berth's view of the server,
+// nil when /v1 could not be read.
+func serverRecord(s servers.Server, berth *api.ServerView) []any {
 	img, _ := s.Image["id"].(string)
+	var cell, attempts any
+	if berth != nil {
+		cell, attempts = berth.Cell, berth.Attempts
+	}
 	return []any{s.ID, s.Name, s.Status, s.TaskState, s.VmState, powerState(s.PowerState), s.Host, s.HypervisorHostname,
 		s.AvailabilityZone, flavorName(s), img, s.TenantID, s.UserID, timeOrNil(s.Created), timeOrNil(s.Updated),
-		s.Fault.Message, s.Fault.Details}
+		s.Fault.Message, s.Fault.Details, cell, attempts}
 }
 
 // flavorName is the embedded flavor's name (2.47+).
@@ -103,6 +112,7 @@ func (a *apiCmd) serverList() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		fillFaults(ctx, cl.compute, list)
 		rows := make([][]any, len(list))
 		for i, s := range list {
 			rows[i] = serverRow(s)
@@ -140,7 +150,13 @@ func (a *apiCmd) serverShow() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return p.record(serverRecord(*s)...)
+		// Best effort: the cell and attempts are worth a second request,
+		// not a failure when /v1 is refused or gone.
+		berth, err := cl.berth().GetServer(ctx, s.ID)
+		if err != nil {
+			berth = nil
+		}
+		return p.record(serverRecord(*s, berth)...)
 	}
 	return c
 }

@@ -60,9 +60,9 @@ func (p *progress) show(counts map[string]int, elapsed time.Duration) {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+		parts[i] = fmt.Sprintf("%s=%d", k, counts[k])
 	}
-	line := strings.Join(parts, ", ")
+	line := "waiting: " + strings.Join(parts, " ")
 	if line == p.last && !p.tty {
 		return
 	}
