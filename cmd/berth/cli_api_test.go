@@ -91,6 +91,12 @@ func TestCLIAgainstDevNoauth(t *testing.T) {
 	if out := mustBerth(t, "server", "show", shown["id"].(string), "-o", "yaml", "-c", "name"); out != "name: web-1\n" {
 		t.Errorf("server show ID -o yaml -c name = %q", out)
 	}
+	if out := mustBerth(t, "__complete", "server", "show", ""); !slices.Equal(lines(out), []string{":4", "web-1", "web-2", "web-3"}) {
+		t.Errorf("completion of server names:\n%s", out)
+	}
+	if out := mustBerth(t, "__complete", "flavor", "delete", ""); !strings.HasPrefix(out, "m1.tiny\nm1.small\n") {
+		t.Errorf("completion of flavor names:\n%s", out)
+	}
 	if out := mustBerth(t, "selection", "show", "web-1"); !strings.Contains(out, "ACTIVE on compute-") || !strings.Contains(out, "1 attempt(s) made") {
 		t.Errorf("selection show web-1:\n%s", out)
 	}

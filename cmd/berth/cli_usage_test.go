@@ -38,7 +38,8 @@ func TestExitCodes(t *testing.T) {
 		{"role without config", []string{"run", "server"}, exitUsage, "", "--config FILE is required"},
 		{"role with a missing config", []string{"run", "agent", "-config", "/nonexistent.hcl"}, exitUsage, "", "/nonexistent.hcl"},
 		{"unreachable API", []string{"server", "list", "--api", "http://127.0.0.1:1"}, exitUnavailable, "", "connection refused"},
-		{"version", []string{"version"}, exitOK, "go:", ""},
+		{"version", []string{"version"}, exitOK, "go_version     go1.", ""},
+		{"version as json", []string{"version", "-o", "json", "-c", "go_version"}, exitOK, "{\n  \"go_version\": \"go1.", ""},
 		{"completion", []string{"completion", "bash"}, exitOK, "bash completion", ""},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -113,6 +113,16 @@ func (a *apiCmd) flavorCmd() *cobra.Command {
 			return flavors.Delete(ctx, cl.compute, id).ExtractErr()
 		})
 	}
+	names := a.completeNames(func(ctx context.Context, cl *cloud) ([]string, error) {
+		fs, err := listFlavors(ctx, cl.compute, flavors.ListOpts{})
+		out := make([]string, len(fs))
+		for i, f := range fs {
+			out[i] = f.Name
+		}
+		return out, err
+	})
+	show.ValidArgsFunction, del.ValidArgsFunction = names, names
+	_ = create.RegisterFlagCompletionFunc("property", cobra.NoFileCompletions)
 	c.AddCommand(list, show, create, del)
 	return c
 }

@@ -82,6 +82,19 @@ func timeOrNil(t time.Time) any {
 func (a *apiCmd) serverCmd() *cobra.Command {
 	c := a.noun("server", "servers: create, list, show, delete")
 	c.AddCommand(a.serverCreate(), a.serverList(), a.serverShow(), a.serverDelete())
+	names := a.completeNames(func(ctx context.Context, cl *cloud) ([]string, error) {
+		list, err := listServers(ctx, cl.compute, nil)
+		out := make([]string, len(list))
+		for i, s := range list {
+			out[i] = s.Name
+		}
+		return out, err
+	})
+	for _, sub := range c.Commands() {
+		if sub.Name() == "show" || sub.Name() == "delete" {
+			sub.ValidArgsFunction = names
+		}
+	}
 	return c
 }
 

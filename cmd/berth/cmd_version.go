@@ -12,11 +12,8 @@ import (
 // toolchain and the VCS revision the binary was built from (absent when
 // built with -buildvcs=false or outside a checkout).
 type buildInfo struct {
-	Version   string `json:"version"`
-	GoVersion string `json:"go_version"`
-	Revision  string `json:"revision"`
-	Time      string `json:"revision_time,omitempty"`
-	Modified  bool   `json:"modified"`
+	Version, GoVersion, Revision, Time string
+	Modified                           bool
 }
 
 func readBuildInfo() buildInfo {
@@ -52,18 +49,19 @@ func versionLine() string {
 }
 
 func newVersionCmd(s *streams) *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "version",
 		Short: "the version, Go toolchain and VCS revision this binary was built from",
 		Args:  exactArgs(),
-		RunE: func(*cobra.Command, []string) error {
-			b := readBuildInfo()
-			fmt.Fprintf(s.out, "version:  %s\ngo:       %s\nrevision: %s\n", b.Version, b.GoVersion, b.Revision)
-			if b.Time != "" {
-				fmt.Fprintf(s.out, "time:     %s\n", b.Time)
-			}
-			fmt.Fprintf(s.out, "modified: %v\n", b.Modified)
-			return nil
-		},
 	}
+	p := addPrinter(c, s, "version", "go_version", "revision", "revision_time", "modified")
+	c.RunE = func(*cobra.Command, []string) error {
+		b := readBuildInfo()
+		var at any
+		if b.Time != "" {
+			at = b.Time
+		}
+		return p.record(b.Version, b.GoVersion, b.Revision, at, b.Modified)
+	}
+	return c
 }

@@ -159,3 +159,20 @@ func str(p *string) string {
 	}
 	return *p
 }
+
+// completeNames completes a command's resource operands with the names
+// list returns from the API (shell completion of `server show <TAB>`);
+// nothing when the API cannot be reached.
+func (a *apiCmd) completeNames(list func(ctx context.Context, cl *cloud) ([]string, error)) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		ctx, cl, err := a.connect(cmd)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		names, err := list(ctx, cl)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+}
