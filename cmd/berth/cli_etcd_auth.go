@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/agent"
@@ -17,49 +17,57 @@ import (
 	"github.com/berth-project/berth/internal/etcdauth"
 )
 
-const etcdAuthUsage = `usage: berth etcd-auth -config FILE [-root-password-file FILE]
-           [-server MACHINE]... [-conductor MACHINE=CELL]... [-agent HOST=CELL]... [-member MACHINE]...
-
-Makes one etcd user per machine, named as its certificate (berth tls cert
--name), with the roles of what runs on it (package etcdauth says what
+const etcdAuthLong = `Makes one etcd user per machine, named as its certificate (berth tls cert
+--name), with the roles of what runs on it (package etcdauth says what
 each may write), and turns etcd's authentication on. Run it again after
 adding a host or a cell, with every machine listed: a machine's roles
 become what the flags say. FILE's etcd block reaches the cluster (its
 endpoints and tls): once auth is on, with a certificate named root or
 the root password. Berth's processes then authenticate with their
-machine's certificate; no password is needed.
-`
+machine's certificate; no password is needed.`
 
-// repeated collects a repeatable flag.
-type repeated []string
+// etcdAuthFlags are `berth etcd-auth`'s flags.
+type etcdAuthFlags struct {
+	config, rootPasswordFile             string
+	servers, conductors, agents, members []string
+}
 
-func (r *repeated) String() string     { return strings.Join(*r, ",") }
-func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+// newEtcdAuthCmd is `berth etcd-auth`: package etcdauth's plan, applied.
+func newEtcdAuthCmd(s *streams) *cobra.Command {
+	f := &etcdAuthFlags{}
+	c := &cobra.Command{
+		Use:   "etcd-auth --config FILE [--server M]... [--conductor M=CELL]... [--agent HOST=CELL]... [--member M]...",
+		Short: "an etcd user per machine with only its roles' keys, and etcd's authentication on",
+		Long:  etcdAuthLong,
+		Args:  exactArgs(),
+		RunE:  func(*cobra.Command, []string) error { return codeErr(cmdEtcdAuth(f, s.out, s.err)) },
+	}
+	fs := c.Flags()
+	fs.StringVar(&f.config, "config", "", "a config whose etcd block reaches the cluster (required)")
+	fs.StringVar(&f.rootPasswordFile, "root-password-file", "", "the root user's password (default: none, a certificate named root)")
+	fs.StringArrayVar(&f.servers, "server", nil, "a machine running berth run server (repeatable)")
+	fs.StringArrayVar(&f.conductors, "conductor", nil, "MACHINE=CELL: a machine running cell CELL's conductor (repeatable)")
+	fs.StringArrayVar(&f.agents, "agent", nil, "HOST=CELL: a compute host and its cell (repeatable)")
+	fs.StringArrayVar(&f.members, "member", nil, "a machine running only an etcd member (repeatable)")
+	return c
+}
 
-// cmdEtcdAuth is `berth etcd-auth`: package etcdauth's plan, applied.
-func cmdEtcdAuth(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("berth etcd-auth", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, etcdAuthUsage) }
-	path := fs.String("config", "", "a config whose etcd block reaches the cluster (required)")
-	rootPW := fs.String("root-password-file", "", "the root user's password (default: none, a certificate named root)")
-	var servers, conductors, agents, members repeated
-	fs.Var(&servers, "server", "a machine running berth server")
-	fs.Var(&conductors, "conductor", "MACHINE=CELL: a machine running cell CELL's conductor")
-	fs.Var(&agents, "agent", "HOST=CELL: a compute host and its cell")
-	fs.Var(&members, "member", "a machine running only an etcd member")
-	if err := fs.Parse(args); err != nil {
+// cmdEtcdAuth applies package etcdauth's plan for the machines f names.
+func cmdEtcdAuth(f *etcdAuthFlags, stdout, stderr io.Writer) int {
+	servers, conductors, agents, members, path, rootPW := f.servers, f.conductors, f.agents, f.members, &f.config, &f.rootPasswordFile
+	if *path == "" {
+		fmt.Fprintln(stderr, "berth etcd-auth: --config is required")
 		return 2
 	}
-	if *path == "" || fs.NArg() > 0 || len(servers)+len(conductors)+len(agents)+len(members) == 0 {
-		fmt.Fprint(stderr, etcdAuthUsage)
+	if len(servers)+len(conductors)+len(agents)+len(members) == 0 {
+		fmt.Fprintln(stderr, "berth etcd-auth: name the machines: --server, --conductor, --agent or --member")
 		return 2
 	}
 	m := etcdauth.Machines{Servers: servers, Members: members, Conductors: map[string]string{}}
 	for _, c := range conductors {
 		machine, cell, ok := strings.Cut(c, "=")
 		if !ok || machine == "" || cell == "" {
-			fmt.Fprintf(stderr, "berth etcd-auth: -conductor %q: want MACHINE=CELL\n", c)
+			fmt.Fprintf(stderr, "berth etcd-auth: --conductor %q: want MACHINE=CELL\n", c)
 			return 2
 		}
 		m.Conductors[machine] = cell
@@ -67,7 +75,7 @@ func cmdEtcdAuth(args []string, stdout, stderr io.Writer) int {
 	for _, a := range agents {
 		host, cell, ok := strings.Cut(a, "=")
 		if !ok || host == "" || cell == "" {
-			fmt.Fprintf(stderr, "berth etcd-auth: -agent %q: want HOST=CELL\n", a)
+			fmt.Fprintf(stderr, "berth etcd-auth: --agent %q: want HOST=CELL\n", a)
 			return 2
 		}
 		m.Agents = append(m.Agents, etcdauth.Host{Name: host, Cell: cell, ProviderUUID: agent.ProviderUUIDForHost(host)})
