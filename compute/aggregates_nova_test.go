@@ -148,7 +148,11 @@ func TestAggregatesMatchNova(t *testing.T) {
 	if len(steps) < 100 {
 		t.Fatalf("only %d recorded steps", len(steps))
 	}
-	a, _ := newTestAPIWithHosts(t, "compute-1", "compute-2")
+	h := newHostsAPI(t, "compute-1", "compute-2")
+	a := h.testAPI
+	// The Nova this was recorded from ran with every quota unlimited
+	// (its limits answer -1); TestQuotasMatchNova covers Nova's defaults.
+	h.nova.SetQuotaDefaults(unlimitedQuotas())
 	saved := map[string]string{}
 	fill := func(s string) string {
 		for k, v := range saved {

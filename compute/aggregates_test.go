@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/quotas"
 )
 
 // put writes v at key or fails the test.
@@ -90,6 +91,11 @@ func TestServerGroupMembersAndUsage(t *testing.T) {
 		} else {
 			h.put(h.keys.CellInstance(s.cell, s.uuid), &etcdschema.Instance{UUID: s.uuid, Cell: s.cell, Flavor: s.flavor,
 				ProjectID: s.project, Status: s.status})
+			if s.status == etcdschema.StatusActive { // its claim: cores and RAM count from Placement
+				h.put(h.keys.Consumer(s.uuid), &etcdschema.Consumer{UUID: s.uuid, ProjectID: s.project,
+					Allocations: map[string]etcdschema.ConsumerAllocation{"rp1": {Resources: map[string]int64{
+						"VCPU": int64(s.flavor.VCPUs), "MEMORY_MB": int64(s.flavor.RAMMB)}}}})
+			}
 		}
 		h.put(h.keys.ServerGroupMember(id, s.uuid), &etcdschema.ServerGroupMember{InstanceUUID: s.uuid})
 	}
@@ -106,20 +112,20 @@ func TestServerGroupMembersAndUsage(t *testing.T) {
 
 	for _, c := range []struct {
 		project string
-		want    usage
+		want    quotas.Usage
 	}{
-		{"p1", usage{instances: 2, cores: 5, ramMB: 10240, serverGroups: 1}},
-		{"p2", usage{instances: 1, cores: 1, ramMB: 2048}},
-		{"", usage{}}, // no project uses nothing, not every project's
+		{"p1", quotas.Usage{Instances: 2, Cores: 5, RAM: 10240, ServerGroups: 1}},
+		{"p2", quotas.Usage{Instances: 1, Cores: 1, RAM: 2048}},
+		{"", quotas.Usage{}}, // no project uses nothing, not every project's
 	} {
-		got, err := h.nova.projectUsage(context.Background(), c.project)
+		got, _, err := h.nova.quotas.Count(context.Background(), c.project, "")
 		if err != nil || got != c.want {
 			t.Errorf("usage of %q: %+v %v, want %+v", c.project, got, err, c.want)
 		}
 	}
 	limits := func(ram, cores, instances, groups string) string {
-		return `{"limits": {"rate": [], "absolute": {"maxTotalInstances": -1, "maxTotalCores": -1, "maxTotalRAMSize": -1, ` +
-			`"maxServerMeta": -1, "maxTotalKeypairs": -1, "maxServerGroups": -1, "maxServerGroupMembers": -1, ` +
+		return `{"limits": {"rate": [], "absolute": {"maxTotalInstances": 10, "maxTotalCores": 20, "maxTotalRAMSize": 51200, ` +
+			`"maxServerMeta": 128, "maxTotalKeypairs": 100, "maxServerGroups": 10, "maxServerGroupMembers": 10, ` +
 			`"totalRAMUsed": ` + ram + `, "totalCoresUsed": ` + cores + `, "totalInstancesUsed": ` + instances +
 			`, "totalServerGroupsUsed": ` + groups + `}}}`
 	}

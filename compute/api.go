@@ -19,6 +19,7 @@ import (
 	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/pycompat"
+	"github.com/berth-project/berth/quotas"
 	"github.com/berth-project/berth/servergroups"
 	"github.com/berth-project/berth/servers"
 )
@@ -45,6 +46,9 @@ type API struct {
 	// traitWait bounds a disable's wait for the agent (see SetHosts).
 	hosts     *hosts.Store
 	traitWait time.Duration
+	// quotas back os-quota-sets and limits, and check every server and
+	// server group create (see SetQuotaDefaults).
+	quotas *quotas.Store
 }
 
 // New returns the compute API over the records under keys.
@@ -57,6 +61,7 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *API {
 		groups:     servergroups.New(cli, keys, storePatience, log.Named("server_groups")),
 		hosts:      hosts.New(cli, keys, log.Named("hosts")), traitWait: hosts.DefaultTraitSyncTimeout,
 		servers: servers.New(cli, keys, nil, log.Named("servers"))}
+	a.SetQuotaDefaults(nil)
 	a.routes = a.routeTable()
 	for _, rt := range a.routes {
 		if (rt.handle == nil) == (rt.actions == nil) {
@@ -64,6 +69,15 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *API {
 		}
 	}
 	return a
+}
+
+// SetQuotaDefaults sets the limits of projects that set none (the
+// server config's quota block; nil or a resource missing: Nova's
+// defaults). Server and server group creates check them race-free.
+func (a *API) SetQuotaDefaults(d quotas.Limits) {
+	a.quotas = quotas.New(a.cli, a.keys, d, a.log.Named("quotas"))
+	a.servers.SetQuotas(a.quotas)
+	a.groups.SetQuotas(a.quotas)
 }
 
 // Beside serves this API and hands Berth's own /v1 API (and its

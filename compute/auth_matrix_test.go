@@ -132,6 +132,14 @@ var authMatrix = []authRow{
 	row("GET", "/os-hypervisors/compute/search", "", onlyAdmin(200)),
 	row("GET", "/os-hypervisors/compute-1/servers", "", onlyAdmin(200)),
 	row("GET", "/os-hypervisors/999999/uptime", "", onlyAdmin(404)),
+	// os-quota-sets: show and detail are PROJECT_READER_OR_ADMIN on the
+	// project in the path (another project's member gets 403), defaults
+	// any caller's, update and delete ADMIN.
+	row("GET", "/os-quota-sets/"+projectA, "", [4]int{200, 403, 200, 200}),
+	row("GET", "/os-quota-sets/"+projectA+"/detail", "", [4]int{200, 403, 200, 200}),
+	row("GET", "/os-quota-sets/"+projectA+"/defaults", "", anyCaller(200)),
+	row("PUT", "/os-quota-sets/"+projectA, `{"quota_set": {"instances": 20}}`, onlyAdmin(200)),
+	row("DELETE", "/os-quota-sets/"+projectA, "", onlyAdmin(202)),
 	row("GET", "/os-services", "", onlyAdmin(200)),
 	row("PUT", "/os-services/disable", `{"host": "compute-1", "binary": "nova-compute"}`, onlyAdmin(200)),
 	row("DELETE", "/os-services/999999", "", onlyAdmin(404)),

@@ -76,7 +76,7 @@ func TestOpenStackCLIAggregatesAndServerGroups(t *testing.T) {
 	for _, l := range limits {
 		byName[l["Name"].(string)] = l["Value"]
 	}
-	if byName["maxTotalInstances"] != float64(-1) || byName["totalServerGroupsUsed"] != float64(2) {
+	if byName["maxTotalInstances"] != float64(10) || byName["totalServerGroupsUsed"] != float64(2) {
 		t.Errorf("limits show --absolute printed %v", limits)
 	}
 	run("server", "group", "delete", "g1", "g2")

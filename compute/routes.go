@@ -145,6 +145,12 @@ func (a *API) routeTable() []route {
 		{method: "GET", path: "/os-hypervisors/{id}/search", maxMinor: 52, policy: adminOnly("os_compute_api:os-hypervisors:search"), handle: a.searchHypervisors},
 		{method: "GET", path: "/os-hypervisors/{id}/servers", maxMinor: 52, policy: adminOnly("os_compute_api:os-hypervisors:servers"), handle: a.hypervisorServers},
 		{method: "GET", path: "/os-hypervisors/{id}/uptime", maxMinor: 87, policy: adminOnly("os_compute_api:os-hypervisors:uptime"), handle: a.hypervisorUptime},
+		// os-quota-sets (quota_sets.go).
+		{method: "GET", path: "/os-quota-sets/{id}", policy: policyQuotaShow, handle: a.showQuotaSet},
+		{method: "PUT", path: "/os-quota-sets/{id}", schema: schemaQuotaUpdate, policy: policyQuotaUpdate, handle: a.updateQuotaSet},
+		{method: "DELETE", path: "/os-quota-sets/{id}", policy: policyQuotaDelete, handle: a.deleteQuotaSet},
+		{method: "GET", path: "/os-quota-sets/{id}/detail", policy: policyQuotaDetail, handle: a.showQuotaDetail},
+		{method: "GET", path: "/os-quota-sets/{id}/defaults", policy: policyQuotaDefaults, handle: a.showQuotaDefaults},
 		{method: "GET", path: "/os-services", policy: adminOnly("os_compute_api:os-services:list"), handle: a.listServices},
 		{method: "PUT", path: "/os-services/{id}", schema: serviceUpdateSchema, policy: adminOnly("os_compute_api:os-services:update"), handle: a.updateService},
 		{method: "DELETE", path: "/os-services/{id}", policy: adminOnly("os_compute_api:os-services:delete"), handle: a.deleteService},

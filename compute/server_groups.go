@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/quotas"
 	"github.com/berth-project/berth/servergroups"
 )
 
@@ -84,7 +85,10 @@ func (a *API) createServerGroup(c *reqCtx) (int, any, error) {
 		p, _ := body.get("policies")
 		g.Policy = p.([]any)[0].(string)
 	}
-	if err := a.groups.Create(c.r.Context(), g); err != nil {
+	var over *quotas.OverQuotaError
+	if err := a.groups.Create(c.r.Context(), g); errors.As(err, &over) {
+		return 0, nil, &fault{status: http.StatusForbidden, message: over.Message}
+	} else if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, obj{{"server_group", groupView(c, g, nil)}}, nil

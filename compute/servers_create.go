@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/quotas"
 	"github.com/berth-project/berth/servers"
 )
 
@@ -355,13 +356,16 @@ func (a *API) createChecked(c *reqCtx, r *createRequest, name string, descriptio
 		return 0, nil, f
 	}
 	project, user := c.creds.ProjectID, c.creds.UserID
-	res, err := a.servers.Create(ctx, servers.CreateRequest{Name: name, Flavor: flavor, Count: r.maxCount,
+	res, err := a.servers.Create(ctx, servers.CreateRequest{Name: name, Flavor: flavor, Count: r.maxCount, MinCount: r.minCount,
 		ProjectID: project, UserID: user, AvailabilityZone: az, Hints: hints, Host: host, Node: node,
 		RequestID: c.requestID, Image: image, Metadata: metadata, Description: description})
 	var hint *servers.HintError
+	var over *quotas.OverQuotaError
 	switch {
 	case errors.As(err, &hint):
 		return 0, nil, hintFault(hint)
+	case errors.As(err, &over):
+		return 0, nil, &fault{status: http.StatusForbidden, message: over.Message}
 	case errors.Is(err, servers.ErrGroupDeleted):
 		return 0, nil, errBadRequest("Instance group " + hints.Group + " could not be found.")
 	case err != nil:

@@ -319,6 +319,18 @@ func (k Keys) Members(role string) string { return k.join("members", role) + "/"
 // of all.
 func (k Keys) IdentitySigningKey() string { return k.join("identity", "signing_key") }
 
+// ---- quotas ----------------------------------------------------------------
+
+// QuotaSet is one project's quota limits set through os-quota-sets (the
+// keys not set take the configured defaults).
+func (k Keys) QuotaSet(project string) string { return k.join("quotas", "sets", project) }
+
+// QuotaFence is one project's usage fence: every create that counts the
+// project's usage against its quotas compares this key's revision with
+// the revision it counted at and rewrites it, in the transaction that
+// stores what it creates (package quotas).
+func (k Keys) QuotaFence(project string) string { return k.join("quotas", "fences", project) }
+
 // ---- load tool -------------------------------------------------------------
 
 // BenchCAS is one worker's scratch key for `berth bench -baseline`: the

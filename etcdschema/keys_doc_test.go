@@ -87,6 +87,7 @@ var docValueTypes = map[string]func() any{
 	"ServerGroup": func() any { return new(ServerGroup) }, "ServerGroupMember": func() any { return new(ServerGroupMember) },
 	"ServerGroupSlot": func() any { return new(ServerGroupSlot) }, "Service": func() any { return new(Service) },
 	"SigningKey": func() any { return new(SigningKey) },
+	"QuotaSet":   func() any { return new(QuotaSet) }, "QuotaFence": func() any { return new(QuotaFence) },
 }
 
 type docBlock struct {

@@ -63,6 +63,8 @@ const (
 	KindBenchCAS KeyKind = "BenchCAS"
 
 	KindIdentitySigningKey KeyKind = "IdentitySigningKey"
+	KindQuotaSet           KeyKind = "QuotaSet"
+	KindQuotaFence         KeyKind = "QuotaFence"
 )
 
 // ParsedKey is a key taken apart: its kind and the variable segments the
@@ -132,6 +134,8 @@ var keyPatterns = []keyPattern{
 	{KindMember, []string{"Role", "ID"}, func(k Keys, a []string) string { return k.Member(a[0], a[1]) }, func() Versioned { return new(Member) }},
 	{KindBenchCAS, []string{"Slot"}, func(k Keys, a []string) string { return k.benchCAS(a[0]) }, nil},
 	{KindIdentitySigningKey, nil, func(k Keys, a []string) string { return k.IdentitySigningKey() }, func() Versioned { return new(SigningKey) }},
+	{KindQuotaSet, []string{"ID"}, func(k Keys, a []string) string { return k.QuotaSet(a[0]) }, func() Versioned { return new(QuotaSet) }},
+	{KindQuotaFence, []string{"ID"}, func(k Keys, a []string) string { return k.QuotaFence(a[0]) }, func() Versioned { return new(QuotaFence) }},
 }
 
 // placeholder marks variable segment i in a pattern's shape. It must be a

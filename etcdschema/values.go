@@ -31,6 +31,8 @@ const (
 	MemberVersion          = 1
 	HostDownVersion        = 1
 	SigningKeyVersion      = 1
+	QuotaSetVersion        = 1
+	QuotaFenceVersion      = 1
 )
 
 // Versioned is implemented by every value type.
@@ -525,3 +527,26 @@ type SigningKey struct {
 }
 
 func (*SigningKey) SchemaVersion() int { return SigningKeyVersion }
+
+// QuotaSet is a project's quota limits as os-quota-sets set them: only
+// the resources set (Nova's quotas table rows); the others take the
+// configured defaults. Users holds per-user limits (os-quota-sets'
+// user_id), by user id.
+type QuotaSet struct {
+	header
+	Limits    map[string]int64            `json:"limits,omitempty"`
+	Users     map[string]map[string]int64 `json:"users,omitempty"`
+	UpdatedAt time.Time                   `json:"updated_at"`
+}
+
+func (*QuotaSet) SchemaVersion() int { return QuotaSetVersion }
+
+// QuotaFence is a project's usage fence; its value only says who moved
+// it last (for an operator reading etcd): the fence is its revision.
+type QuotaFence struct {
+	header
+	RequestID string    `json:"request_id,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+func (*QuotaFence) SchemaVersion() int { return QuotaFenceVersion }

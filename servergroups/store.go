@@ -28,6 +28,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdretry"
+	"github.com/berth-project/berth/quotas"
 )
 
 // ErrNotFound is a group that does not exist.
@@ -45,7 +46,13 @@ type Store struct {
 	// patience is how long a write is retried while etcd cannot commit
 	// (etcdretry.Do).
 	patience time.Duration
+	// quotas, when set, check a create against its project's
+	// server_groups quota in the transaction that stores it.
+	quotas *quotas.Store
 }
+
+// SetQuotas makes every create check its project's quotas (nil: none).
+func (s *Store) SetQuotas(q *quotas.Store) { s.quotas = q }
 
 // New returns the store of the groups under keys; writes are retried for
 // patience while etcd cannot commit.
@@ -77,20 +84,46 @@ func (s *Store) retry(ctx context.Context, what, group string, op func(context.C
 func (s *Store) Create(ctx context.Context, g *etcdschema.ServerGroup) error {
 	key := s.keys.ServerGroup(g.UUID)
 	sent := false
-	err := s.retry(ctx, "store server group", g.UUID, func(ctx context.Context) error {
-		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, etcdschema.MustEncode(g))).Commit()
-		switch {
-		case err != nil:
-			sent = true
+	var guard quotas.Guard
+	if s.quotas != nil {
+		var err error
+		if guard, err = s.quotas.ReserveServerGroup(ctx, g.ProjectID, ""); err != nil {
 			return err
-		case !resp.Succeeded && !sent:
-			return fmt.Errorf("server group %s exists before it was created", g.UUID)
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("store server group %s: %w", g.UUID, err)
+	}
+	for try := 0; ; try++ {
+		counted := false // the quota guard failed: count again
+		err := s.retry(ctx, "store server group", g.UUID, func(ctx context.Context) error {
+			resp, err := s.cli.Txn(ctx).
+				If(append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, guard.Cmps...)...).
+				Then(append([]clientv3.Op{clientv3.OpPut(key, etcdschema.MustEncode(g))}, guard.Ops...)...).
+				Else(clientv3.OpGet(key, clientv3.WithCountOnly())).Commit()
+			switch {
+			case err != nil:
+				sent = true
+				return err
+			case resp.Succeeded:
+				return nil
+			case resp.Responses[0].GetResponseRange().Count == 0:
+				counted = true // only the quota guard failed
+				return nil
+			case !sent:
+				return fmt.Errorf("server group %s exists before it was created", g.UUID)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("store server group %s: %w", g.UUID, err)
+		}
+		if !counted {
+			break
+		}
+		if try >= 1000 {
+			return fmt.Errorf("store server group %s: the project's usage kept changing", g.UUID)
+		}
+		if guard, err = s.quotas.ReserveServerGroup(ctx, g.ProjectID, ""); err != nil {
+			return err
+		}
 	}
 	s.log.Info("server group created", "group", g.UUID, "policy", g.Policy, "project", g.ProjectID)
 	return nil

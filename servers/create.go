@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/quotas"
 )
 
 // MaxCount is the most servers one request may ask for.
@@ -20,9 +21,11 @@ const MaxCount = 1000
 // the flavor resolved, the zone, group and host checked (CheckPlacement,
 // CheckRequestedHost).
 type CreateRequest struct {
-	Name              string
-	Flavor            etcdschema.Flavor
-	Count             int
+	Name   string
+	Flavor etcdschema.Flavor
+	// Count servers are created, or fewer down to MinCount (0: Count)
+	// when the project's quotas leave room for fewer (SetQuotas).
+	Count, MinCount   int
 	ProjectID, UserID string
 	AvailabilityZone  string
 	Hints             etcdschema.SchedulerHints
@@ -58,27 +61,44 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 	if err := ValidateHints(req.Hints); err != nil {
 		return nil, err
 	}
+	count := req.Count
+	var guard quotas.Guard
+	if s.quotas != nil {
+		var err error
+		if count, guard, err = s.reserve(ctx, req, max(req.MinCount, 1), req.Count); err != nil {
+			return nil, err
+		}
+	}
 	now := time.Now().UTC()
-	res := &Reservation{ID: newReservationID(), BuildRequests: make([]*etcdschema.BuildRequest, req.Count)}
+	res := &Reservation{ID: newReservationID(), BuildRequests: make([]*etcdschema.BuildRequest, count)}
 	for i := range res.BuildRequests {
 		name := req.Name
-		if req.Count > 1 {
+		if count > 1 {
 			name = fmt.Sprintf("%s-%d", req.Name, i+1) // Nova's multi-create naming
 		}
 		res.BuildRequests[i] = &etcdschema.BuildRequest{InstanceUUID: uuid.NewString(), Name: name,
-			ReservationID: res.ID, Index: i, Count: req.Count, Flavor: req.Flavor.Embedded(),
+			ReservationID: res.ID, Index: i, Count: count, Flavor: req.Flavor.Embedded(),
 			ProjectID: req.ProjectID, UserID: req.UserID, AvailabilityZone: req.AvailabilityZone,
 			Hints: req.Hints, RequestID: req.RequestID, CreatedAt: now, Host: req.Host, Node: req.Node,
 			Image: req.Image, Metadata: req.Metadata, Description: req.Description}
 	}
 	group := req.Hints.Group
-	// Two keys a server (three in a group), within etcd's 128 operations.
-	perTxn := 64
+	// Two keys a server (three in a group), within etcd's 128 operations
+	// with the quota guard's few.
+	perTxn := 62
 	if group != "" {
-		perTxn = 42
+		perTxn = 41
 	}
-	for start := 0; start < req.Count; start += perTxn {
-		end := min(start+perTxn, req.Count)
+	for start := 0; start < count; start += perTxn {
+		end := min(start+perTxn, count)
+		if s.quotas != nil && start > 0 {
+			// The guard counted before the previous part landed: count
+			// again, with it.
+			var err error
+			if _, guard, err = s.reserve(ctx, req, end-start, end-start); err != nil {
+				return nil, fmt.Errorf("servers %d-%d of %d: %w", start+1, count, count, err)
+			}
+		}
 		var ops []clientv3.Op
 		var cmps []clientv3.Cmp
 		for _, br := range res.BuildRequests[start:end] {
@@ -96,17 +116,56 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 		if group != "" {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.ServerGroup(group)), ">", 0))
 		}
-		stored, err := s.StoreOnce(ctx, req.RequestID, s.keys.InstanceMapping(res.BuildRequests[start].InstanceUUID), cmps, ops)
-		if err != nil {
-			return nil, fmt.Errorf("store build requests: %w", err)
-		}
-		if !stored {
-			return nil, ErrGroupDeleted
+		guardKey := s.keys.InstanceMapping(res.BuildRequests[start].InstanceUUID)
+		for try := 0; ; try++ {
+			stored, err := s.StoreOnce(ctx, req.RequestID, guardKey, append(slices.Clip(cmps), guard.Cmps...),
+				append(slices.Clip(ops), guard.Ops...))
+			if err != nil {
+				return nil, fmt.Errorf("store build requests: %w", err)
+			}
+			if stored {
+				break
+			}
+			if s.quotas == nil || s.groupGone(ctx, group) {
+				return nil, ErrGroupDeleted
+			}
+			if try >= maxQuotaTries {
+				return nil, fmt.Errorf("store build requests: the project's usage %w", ErrKeptChanging)
+			}
+			// Another create moved the project's usage since the count:
+			// check this part again against the new count.
+			if _, guard, err = s.reserve(ctx, req, end-start, end-start); err != nil {
+				if start > 0 {
+					return nil, fmt.Errorf("servers %d-%d of %d: %w", start+1, count, count, err)
+				}
+				return nil, err
+			}
 		}
 	}
 	s.log.Info("servers requested", "request_id", req.RequestID, "count", req.Count, "flavor", req.Flavor.Name,
 		"reservation", res.ID)
 	return res, nil
+}
+
+// maxQuotaTries bounds how often one create counts again because other
+// creates in its project kept committing first; each round one of them
+// commits, so only a crowd larger than this runs out.
+const maxQuotaTries = 1000
+
+// reserve checks servers min..max of req against its project's quotas.
+func (s *Store) reserve(ctx context.Context, req CreateRequest, min, max int) (int, quotas.Guard, error) {
+	return s.quotas.ReserveServers(ctx, quotas.ServerRequest{Project: req.ProjectID, Group: req.Hints.Group,
+		Min: min, Max: max, VCPUs: int64(req.Flavor.VCPUs), RAMMB: int64(req.Flavor.RAMMB), RequestID: req.RequestID})
+}
+
+// groupGone reports whether group is named and no longer exists (an
+// error reading it counts as existing: the caller tries again).
+func (s *Store) groupGone(ctx context.Context, group string) bool {
+	if group == "" {
+		return false
+	}
+	resp, err := s.cli.Get(ctx, s.keys.ServerGroup(group), clientv3.WithCountOnly())
+	return err == nil && resp.Count == 0
 }
 
 // StoreOnce commits ops if cmps hold, exactly once however often etcd's

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdretry"
+	"github.com/berth-project/berth/quotas"
 )
 
 // Allocations is what server operations need of placement: freeing the
@@ -27,7 +28,10 @@ type Store struct {
 	// defaultAZ is the zone of hosts in no AZ aggregate (Nova's
 	// default_availability_zone); see DefaultZone.
 	defaultAZ string
-	log       hclog.Logger
+	// quotas, when set, check every create against its project's
+	// quotas in the transaction that stores it (SetQuotas).
+	quotas *quotas.Store
+	log    hclog.Logger
 }
 
 // New returns the server operations; placement frees the claims of
@@ -42,6 +46,9 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, placement Allocations, log 
 
 // SetPlacement sets the placement a delete frees claims through.
 func (s *Store) SetPlacement(p Allocations) { s.placement = p }
+
+// SetQuotas makes every create check its project's quotas (nil: none).
+func (s *Store) SetQuotas(q *quotas.Store) { s.quotas = q }
 
 // SetDefaultAvailabilityZone sets the zone of hosts in no AZ aggregate
 // (default "nova"); requests may name it or an aggregate's zone.

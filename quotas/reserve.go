@@ -1,0 +1,188 @@
+package quotas
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// OverQuotaError is a create the project's quotas refuse, in Nova's
+// words (the API answers it 403).
+type OverQuotaError struct{ Message string }
+
+func (e *OverQuotaError) Error() string { return e.Message }
+
+// Nova's refusals of a server group create and of a server joining a
+// full group (nova/api/openstack/compute/server_groups.py,
+// nova/exception.py's "too many servers in group").
+const (
+	msgTooManyGroups  = "Quota exceeded, too many server groups."
+	msgTooManyMembers = "Quota exceeded, too many servers in group"
+)
+
+// Guard is what a create adds to the transaction that stores it: the
+// comparisons that fail if the usage it was checked against changed,
+// and the fence write that makes every other check see it changed.
+type Guard struct {
+	Cmps []clientv3.Cmp
+	Ops  []clientv3.Op
+}
+
+// ServerRequest is a create of between Min and Max servers of one
+// flavor in Project (in Group, when not "").
+type ServerRequest struct {
+	Project, Group string
+	Min, Max       int
+	VCPUs, RAMMB   int64
+	RequestID      string
+}
+
+// ReserveServers checks a create of servers against the project's
+// quotas and says how many it may create (Max, or fewer down to Min as
+// Nova's check_num_instances_quota allows) with the Guard to commit
+// them under. A commit the Guard fails must call ReserveServers again.
+func (s *Store) ReserveServers(ctx context.Context, r ServerRequest) (int, Guard, error) {
+	lim, err := s.Limits(ctx, r.Project, "")
+	if err != nil {
+		return 0, Guard{}, err
+	}
+	counted := lim[Instances] >= 0 || lim[Cores] >= 0 || lim[RAM] >= 0 ||
+		(r.Group != "" && lim[ServerGroupMembers] >= 0)
+	if !counted {
+		// Nothing to check, but the fence still moves: a check that
+		// counted before this create must count again.
+		return r.Max, s.fence(r.Project, r.RequestID, 0), nil
+	}
+	u, rev, err := s.Count(ctx, r.Project, r.Group)
+	if err != nil {
+		return 0, Guard{}, err
+	}
+	set, _, err := s.readSet(ctx, r.Project, rev)
+	if err != nil {
+		return 0, Guard{}, err
+	}
+	lim = s.merge(set, "")
+	n, err := instancesAllowed(lim, u, r)
+	if err != nil {
+		return 0, Guard{}, err
+	}
+	g := s.fence(r.Project, r.RequestID, rev)
+	if r.Group != "" {
+		if !within(lim[ServerGroupMembers], u.GroupMembers, int64(n)) {
+			return 0, Guard{}, &OverQuotaError{msgTooManyMembers}
+		}
+		// Members come from any project's creates, which move other
+		// fences: no member may have joined since the count.
+		g.Cmps = append(g.Cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.ServerGroupMembers(r.Group)), "<", rev+1).
+			WithPrefix())
+	}
+	return n, g, nil
+}
+
+// ReserveServerGroup checks a server group create against project's
+// server_groups quota.
+func (s *Store) ReserveServerGroup(ctx context.Context, project, requestID string) (Guard, error) {
+	lim, err := s.Limits(ctx, project, "")
+	if err != nil {
+		return Guard{}, err
+	}
+	if lim[ServerGroups] < 0 {
+		return s.fence(project, requestID, 0), nil
+	}
+	u, rev, err := s.Count(ctx, project, "")
+	if err != nil {
+		return Guard{}, err
+	}
+	set, _, err := s.readSet(ctx, project, rev)
+	if err != nil {
+		return Guard{}, err
+	}
+	if !within(s.merge(set, "")[ServerGroups], u.ServerGroups, 1) {
+		return Guard{}, &OverQuotaError{msgTooManyGroups}
+	}
+	return s.fence(project, requestID, rev), nil
+}
+
+// fence is the Guard of a create checked against the usage counted at
+// rev (0: none counted, so nothing to compare).
+func (s *Store) fence(project, requestID string, rev int64) Guard {
+	key := s.keys.QuotaFence(project)
+	g := Guard{Ops: []clientv3.Op{clientv3.OpPut(key, etcdschema.MustEncode(&etcdschema.QuotaFence{
+		RequestID: requestID, At: time.Now().UTC()}))}}
+	if rev > 0 {
+		g.Cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "<", rev+1)}
+	}
+	return g
+}
+
+// instancesAllowed is nova.compute.utils.check_num_instances_quota: how
+// many of Min..Max servers fit the instances, cores and ram quotas, or
+// Nova's TooManyInstances words.
+func instancesAllowed(lim Limits, u Usage, r ServerRequest) (int, error) {
+	max := int64(r.Max)
+	deltas := map[string]int64{Instances: max, Cores: max * r.VCPUs, RAM: max * r.RAMMB}
+	var overs []string
+	for k, d := range deltas {
+		if !within(lim[k], u.Of(k), d) {
+			overs = append(overs, k)
+		}
+	}
+	if len(overs) == 0 {
+		return r.Max, nil
+	}
+	sort.Strings(overs)
+	// get_headroom: an unlimited cores (ram) quota's headroom follows the
+	// instances headroom.
+	headroom := map[string]int64{}
+	for k := range deltas {
+		headroom[k] = lim[k] - u.Of(k)
+	}
+	for _, k := range []string{Cores, RAM} {
+		if lim[k] == Unlimited {
+			headroom[k] = headroom[Instances]
+			if deltas[k] != 0 {
+				headroom[k] = headroom[Instances] * deltas[k] / deltas[Instances]
+			}
+		}
+	}
+	allowed := headroom[Instances]
+	if r.VCPUs > 0 {
+		allowed = min(allowed, floorDiv(headroom[Cores], r.VCPUs))
+	}
+	if r.RAMMB > 0 {
+		allowed = min(allowed, floorDiv(headroom[RAM], r.RAMMB))
+	}
+	if allowed > 0 && int64(r.Min) <= allowed && allowed <= max {
+		return instancesAllowed(lim, u, ServerRequest{Min: r.Min, Max: int(allowed), VCPUs: r.VCPUs, RAMMB: r.RAMMB})
+	}
+	requested := map[string]string{Instances: strconv.Itoa(r.Min), Cores: strconv.FormatInt(deltas[Cores], 10),
+		RAM: strconv.FormatInt(deltas[RAM], 10)}
+	if r.Min != r.Max {
+		requested[Instances] = fmt.Sprintf("%d-%d", r.Min, r.Max)
+	}
+	var reqs, used, allowedS []string
+	for _, k := range overs {
+		reqs = append(reqs, requested[k])
+		used = append(used, strconv.FormatInt(u.Of(k), 10))
+		allowedS = append(allowedS, strconv.FormatInt(lim[k], 10))
+	}
+	o := strings.Join(overs, ", ")
+	return 0, &OverQuotaError{fmt.Sprintf("Quota exceeded for %s: Requested %s, but already used %s of %s %s",
+		o, strings.Join(reqs, ", "), strings.Join(used, ", "), strings.Join(allowedS, ", "), o)}
+}
+
+// floorDiv is Python's // on integers.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

@@ -1,0 +1,174 @@
+package quotas
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// Usage is what a project uses of the counted resources.
+type Usage struct {
+	Instances, Cores, RAM, ServerGroups int64
+	// GroupMembers are the members of the group Count was asked about.
+	GroupMembers int64
+}
+
+// Of is the usage of resource name (0 for one Berth does not count).
+func (u Usage) Of(name string) int64 {
+	switch name {
+	case Instances:
+		return u.Instances
+	case Cores:
+		return u.Cores
+	case RAM:
+		return u.RAM
+	case ServerGroups:
+		return u.ServerGroups
+	}
+	return 0
+}
+
+// maxOps is etcd's operations per transaction.
+const maxOps = 128
+
+// Count counts project's usage at one etcd revision, which it returns,
+// and the members of group (when not "") at the same revision:
+//   - instances: the project's instance mappings (Nova counts instance
+//     mappings too), less those whose delete was accepted (Nova's
+//     queued_for_delete);
+//   - cores and ram: a build request's flavor (it has no allocation yet;
+//     Nova does not count these, which is one way its check races), else
+//     the VCPU and MEMORY_MB the instance's consumer holds in Placement
+//     (Nova's count_usage_from_placement), or its flavor while it is
+//     still in BUILD (between a failed host and the next claim), so an
+//     ERROR instance without an allocation counts no cores, as in Nova;
+//   - server groups: the project's groups; a group's members: its member
+//     keys whose server still has a mapping.
+//
+// Reading every record at one revision is what lets Reserve fence the
+// count: nothing counted can change between the reads.
+func (s *Store) Count(ctx context.Context, project, group string) (Usage, int64, error) {
+	var u Usage
+	k := s.keys
+	resp, err := s.cli.Get(ctx, k.InstanceMappings(), clientv3.WithPrefix())
+	if err != nil {
+		return u, 0, fmt.Errorf("read instance mappings: %w", err)
+	}
+	rev := resp.Header.Revision
+	at := clientv3.WithRev(rev)
+	mapped := map[string]bool{}
+	var mine []etcdschema.InstanceMapping
+	for _, kv := range resp.Kvs {
+		var m etcdschema.InstanceMapping
+		if err := etcdschema.Decode(string(kv.Key), kv.Value, &m); err != nil {
+			return u, 0, err
+		}
+		mapped[m.InstanceUUID] = true
+		if m.ProjectID == project && project != "" {
+			mine = append(mine, m)
+		}
+	}
+	// Three reads a server: its build request, its instance record and
+	// its placement consumer.
+	const perServer = 3
+	for start := 0; start < len(mine); start += maxOps / perServer {
+		part := mine[start:min(start+maxOps/perServer, len(mine))]
+		ops := make([]clientv3.Op, 0, perServer*len(part))
+		for _, m := range part {
+			inst := k.CellInstance(m.Cell, m.InstanceUUID)
+			if m.Cell == "" {
+				inst = k.BuildRequest(m.InstanceUUID) // read twice: no cell yet
+			}
+			ops = append(ops, clientv3.OpGet(k.BuildRequest(m.InstanceUUID), at), clientv3.OpGet(inst, at),
+				clientv3.OpGet(k.Consumer(m.InstanceUUID), at))
+		}
+		tr, err := s.cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return u, 0, fmt.Errorf("read servers for quota usage: %w", err)
+		}
+		for i, m := range part {
+			r := tr.Responses[perServer*i : perServer*(i+1)]
+			if err := u.addServer(k, m, r[0].GetResponseRange().Kvs, r[1].GetResponseRange().Kvs,
+				r[2].GetResponseRange().Kvs); err != nil {
+				return u, 0, err
+			}
+		}
+	}
+	groups, err := s.cli.Get(ctx, k.ServerGroups(), clientv3.WithPrefix(), at)
+	if err != nil {
+		return u, 0, fmt.Errorf("read server groups for quota usage: %w", err)
+	}
+	for _, kv := range groups.Kvs {
+		key := string(kv.Key)
+		id, rest, sub := strings.Cut(strings.TrimPrefix(key, k.ServerGroups()), "/")
+		switch {
+		case !sub:
+			var g etcdschema.ServerGroup
+			if err := etcdschema.Decode(key, kv.Value, &g); err != nil {
+				return u, 0, err
+			}
+			if g.ProjectID == project && project != "" {
+				u.ServerGroups++
+			}
+		case id == group && strings.HasPrefix(rest, "members/"):
+			if mapped[strings.TrimPrefix(rest, "members/")] {
+				u.GroupMembers++
+			}
+		}
+	}
+	return u, rev, nil
+}
+
+// kvs is one read's answer: no key, or one.
+type kvs = []*mvccpb.KeyValue
+
+// addServer counts one server of the project from its build request,
+// instance record and consumer (each absent or one key).
+func (u *Usage) addServer(k etcdschema.Keys, m etcdschema.InstanceMapping, br, inst, consumer kvs) error {
+	if len(br) == 1 {
+		var b etcdschema.BuildRequest
+		if err := etcdschema.Decode(string(br[0].Key), br[0].Value, &b); err != nil {
+			return err
+		}
+		u.Instances++
+		u.Cores += int64(b.Flavor.VCPUs)
+		u.RAM += int64(b.Flavor.RAMMB)
+		return nil
+	}
+	if m.Cell == "" || len(inst) == 0 {
+		return nil // deleted between the mapping and the record
+	}
+	var in etcdschema.Instance
+	if err := etcdschema.Decode(string(inst[0].Key), inst[0].Value, &in); err != nil {
+		return err
+	}
+	if in.Status == etcdschema.StatusDeleted {
+		return nil
+	}
+	if in.TaskState != etcdschema.TaskDeleting {
+		u.Instances++
+	}
+	var cores, ram int64
+	if len(consumer) == 1 {
+		var c etcdschema.Consumer
+		if err := etcdschema.Decode(string(consumer[0].Key), consumer[0].Value, &c); err != nil {
+			return err
+		}
+		for _, a := range c.Allocations {
+			cores += a.Resources["VCPU"]
+			ram += a.Resources["MEMORY_MB"]
+		}
+	}
+	if in.Status == etcdschema.StatusBuild && in.TaskState != etcdschema.TaskDeleting {
+		cores = max(cores, int64(in.Flavor.VCPUs))
+		ram = max(ram, int64(in.Flavor.RAMMB))
+	}
+	u.Cores += cores
+	u.RAM += ram
+	return nil
+}
