@@ -148,6 +148,10 @@ type API struct {
 	// file's identity block) or AuthNoAuth (Nova's noauth2, for
 	// development: every caller names itself, "admin" is an admin).
 	Auth string
+	// Quota are the default quota limits of every project (Nova's
+	// [quota] options), by os-quota-sets resource name: only those the
+	// file sets; the others are Nova's defaults. -1 is unlimited.
+	Quota map[string]int64
 
 	declRange hcl.Range
 }

@@ -116,6 +116,7 @@ func (d *decoder) config(r *rawFile) *Config {
 		c.API = &API{
 			Bind:      d.bind(r.API.Body, "bind", r.API.Bind, d.def.API.Bind),
 			Auth:      d.enum(r.API.Body, "auth", r.API.Auth, d.def.API.Auth, AuthNoAuth, AuthKeystone),
+			Quota:     d.quota(r.API.Quota),
 			declRange: r.API.DefRange,
 		}
 	}

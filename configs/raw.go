@@ -90,8 +90,26 @@ type rawHTTP struct {
 type rawAPI struct {
 	Bind     *string   `hcl:"bind"`
 	Auth     *string   `hcl:"auth"`
+	Quota    *rawQuota `hcl:"quota,block"`
 	DefRange hcl.Range `hcl:",def_range"`
 	Body     hcl.Body  `hcl:",body"`
+}
+
+// rawQuota is the api block's quota block: Nova's [quota] options, by
+// the os-quota-sets resource names.
+type rawQuota struct {
+	Instances                *int64    `hcl:"instances"`
+	Cores                    *int64    `hcl:"cores"`
+	RAM                      *int64    `hcl:"ram"`
+	MetadataItems            *int64    `hcl:"metadata_items"`
+	InjectedFiles            *int64    `hcl:"injected_files"`
+	InjectedFileContentBytes *int64    `hcl:"injected_file_content_bytes"`
+	InjectedFilePathBytes    *int64    `hcl:"injected_file_path_bytes"`
+	KeyPairs                 *int64    `hcl:"key_pairs"`
+	ServerGroups             *int64    `hcl:"server_groups"`
+	ServerGroupMembers       *int64    `hcl:"server_group_members"`
+	DefRange                 hcl.Range `hcl:",def_range"`
+	Body                     hcl.Body  `hcl:",body"`
 }
 
 type rawImage struct {

@@ -12,7 +12,7 @@ type route struct {
 
 // routes is the API. Keystone serves more (users, projects, roles,
 // credentials...); Berth's directory is its config, so only logging in,
-// checking a token and the catalog are served.
+// checking a token, the catalog and reading projects are served.
 func (a *API) routes() []route {
 	return []route{
 		{method: "GET", path: "/", handle: a.versions},
@@ -22,5 +22,7 @@ func (a *API) routes() []route {
 		{method: "GET", path: "/v3/auth/tokens", withToken: true, handle: a.validateToken},
 		{method: "HEAD", path: "/v3/auth/tokens", withToken: true, handle: a.validateToken},
 		{method: "GET", path: "/v3/auth/catalog", withToken: true, handle: a.getCatalog},
+		{method: "GET", path: "/v3/projects", withToken: true, handle: a.listProjects},
+		{method: "GET", path: "/v3/projects/{id}", withToken: true, handle: a.getProject},
 	}
 }

@@ -147,6 +147,26 @@ api {
   #   identity block, when the file has one, are accepted too. Logged
   #   loudly at start-up.
   auth = "keystone"
+
+  # The default quotas of every project (Nova's [quota] options), which
+  # os-quota-sets (`openstack quota set`) overrides per project. Every
+  # limit is optional and defaults to Nova's (shown); -1 is unlimited.
+  # Berth counts and enforces instances, cores, ram, server_groups and
+  # server_group_members, each checked in the transaction that stores a
+  # create, so concurrent creates never pass a limit; the others are
+  # shown as Nova shows them.
+  quota {
+    instances                   = 10
+    cores                       = 20
+    ram                         = 51200 # MiB
+    server_groups               = 10
+    server_group_members        = 10
+    metadata_items              = 128
+    key_pairs                   = 100
+    injected_files              = 5
+    injected_file_content_bytes = 10240
+    injected_file_path_bytes    = 255
+  }
 }
 
 # The Placement API, compatible with the osc-placement CLI.

@@ -368,6 +368,7 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		// until /v1 goes (issue 16).
 		nova := compute.New(s.cli, s.keys, s.log.Named("compute"))
 		nova.SetAggregateMirror(s.placement)
+		nova.SetQuotaDefaults(cfg.API.Quota)
 		auth, err := s.computeAuth(ctx, cfg.API)
 		if err != nil {
 			return err
