@@ -139,9 +139,12 @@ func (a *API) showQuotaDetail(c *reqCtx) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	used, _, err := a.quotas.Count(c.r.Context(), project, "")
+	used, _, err := a.quotas.CountUser(c.r.Context(), project, user, "")
 	if err != nil {
 		return 0, nil, err
+	}
+	if used.User != nil {
+		used = *used.User // get_user_quotas: what the user uses
 	}
 	return http.StatusOK, quotaSetView(c.v, project, func(r string) any {
 		return obj{{"limit", lim[r]}, {"in_use", used.Of(r)}, {"reserved", 0}}

@@ -45,5 +45,10 @@
 // before each next part; under contention at the limit a later part can
 // be refused after the first was stored (the limit still holds).
 //
+// A user whose instances, cores or ram os-quota-sets set (user_id) is
+// also checked against what the user owns (the build requests' and
+// instances' user), in the same count and under the same fence, as Nova
+// checks per-user quotas; its refusals quote what Nova quotes.
+//
 // Resize and other moves that grow an allocation are not guarded here.
 package quotas

@@ -36,40 +36,52 @@ type Guard struct {
 }
 
 // ServerRequest is a create of between Min and Max servers of one
-// flavor in Project (in Group, when not "").
+// flavor in Project by User (in Group, when not "").
 type ServerRequest struct {
-	Project, Group string
-	Min, Max       int
-	VCPUs, RAMMB   int64
-	RequestID      string
+	Project, User, Group string
+	Min, Max             int
+	VCPUs, RAMMB         int64
+	RequestID            string
 }
 
 // ReserveServers checks a create of servers against the project's
-// quotas and says how many it may create (Max, or fewer down to Min as
-// Nova's check_num_instances_quota allows) with the Guard to commit
-// them under. A commit the Guard fails must call ReserveServers again.
+// quotas (and the user's, when os-quota-sets set the user's instances,
+// cores or ram, as Nova checks them) and says how many it may create
+// (Max, or fewer down to Min as Nova's check_num_instances_quota allows)
+// with the Guard to commit them under. A commit the Guard fails must
+// call ReserveServers again.
 func (s *Store) ReserveServers(ctx context.Context, r ServerRequest) (int, Guard, error) {
-	lim, err := s.Limits(ctx, r.Project, "")
+	set, _, err := s.readSet(ctx, r.Project, 0)
 	if err != nil {
 		return 0, Guard{}, err
 	}
+	lim, userLim := s.serverLimits(set, r.User)
 	counted := lim[Instances] >= 0 || lim[Cores] >= 0 || lim[RAM] >= 0 ||
+		(userLim != nil && (userLim[Instances] >= 0 || userLim[Cores] >= 0 || userLim[RAM] >= 0)) ||
 		(r.Group != "" && lim[ServerGroupMembers] >= 0)
 	if !counted {
 		// Nothing to check, but the fence still moves: a check that
 		// counted before this create must count again.
 		return r.Max, s.fence(r.Project, r.RequestID, 0), nil
 	}
-	u, rev, err := s.Count(ctx, r.Project, r.Group)
+	user := ""
+	if userLim != nil {
+		user = r.User
+	}
+	u, rev, err := s.CountUser(ctx, r.Project, user, r.Group)
 	if err != nil {
 		return 0, Guard{}, err
 	}
-	set, _, err := s.readSet(ctx, r.Project, rev)
-	if err != nil {
+	// The limits as of the count.
+	if set, _, err = s.readSet(ctx, r.Project, rev); err != nil {
 		return 0, Guard{}, err
 	}
-	lim = s.merge(set, "")
-	n, err := instancesAllowed(lim, u, r)
+	lim, userLim = s.serverLimits(set, r.User)
+	if userLim != nil && u.User == nil {
+		// The user's limits appeared between the two reads: count again.
+		return s.ReserveServers(ctx, r)
+	}
+	n, err := instancesAllowed(lim, userLim, u, r)
 	if err != nil {
 		return 0, Guard{}, err
 	}
@@ -84,6 +96,22 @@ func (s *Store) ReserveServers(ctx context.Context, r ServerRequest) (int, Guard
 			WithPrefix())
 	}
 	return n, g, nil
+}
+
+// serverLimits are the project's limits and, when user set instances,
+// cores or ram of its own, the user's (nil otherwise: Nova then skips
+// the per-user count).
+func (s *Store) serverLimits(set *etcdschema.QuotaSet, user string) (project, users Limits) {
+	project = s.merge(set, "")
+	if user == "" {
+		return project, nil
+	}
+	for _, k := range []string{Instances, Cores, RAM} {
+		if _, ok := set.Users[user][k]; ok {
+			return project, s.merge(set, user)
+		}
+	}
+	return project, nil
 }
 
 // ReserveServerGroup checks a server group create against project's
@@ -123,29 +151,44 @@ func (s *Store) fence(project, requestID string, rev int64) Guard {
 }
 
 // instancesAllowed is nova.compute.utils.check_num_instances_quota: how
-// many of Min..Max servers fit the instances, cores and ram quotas, or
-// Nova's TooManyInstances words.
-func instancesAllowed(lim Limits, u Usage, r ServerRequest) (int, error) {
+// many of Min..Max servers fit the instances, cores and ram quotas of
+// the project (lim) and, when not nil, of the user (userLim, against
+// u.User), or Nova's TooManyInstances words. As in Nova, once a user's
+// limits are checked the words quote the user's usage, and the user's
+// limits when the user's quota is the one exceeded.
+func instancesAllowed(lim, userLim Limits, u Usage, r ServerRequest) (int, error) {
 	max := int64(r.Max)
 	deltas := map[string]int64{Instances: max, Cores: max * r.VCPUs, RAM: max * r.RAMMB}
 	var overs []string
-	for k, d := range deltas {
-		if !within(lim[k], u.Of(k), d) {
+	overUser := false
+	for _, k := range []string{Instances, Cores, RAM} {
+		switch {
+		case !within(lim[k], u.Of(k), deltas[k]):
 			overs = append(overs, k)
+		case userLim != nil && !within(userLim[k], u.User.Of(k), deltas[k]):
+			overs = append(overs, k)
+			overUser = true
 		}
 	}
 	if len(overs) == 0 {
 		return r.Max, nil
 	}
 	sort.Strings(overs)
+	quotas, usages := lim, u
+	if overUser {
+		quotas = userLim
+	}
+	if userLim != nil {
+		usages = *u.User
+	}
 	// get_headroom: an unlimited cores (ram) quota's headroom follows the
 	// instances headroom.
 	headroom := map[string]int64{}
 	for k := range deltas {
-		headroom[k] = lim[k] - u.Of(k)
+		headroom[k] = quotas[k] - usages.Of(k)
 	}
 	for _, k := range []string{Cores, RAM} {
-		if lim[k] == Unlimited {
+		if quotas[k] == Unlimited {
 			headroom[k] = headroom[Instances]
 			if deltas[k] != 0 {
 				headroom[k] = headroom[Instances] * deltas[k] / deltas[Instances]
@@ -160,7 +203,7 @@ func instancesAllowed(lim Limits, u Usage, r ServerRequest) (int, error) {
 		allowed = min(allowed, floorDiv(headroom[RAM], r.RAMMB))
 	}
 	if allowed > 0 && int64(r.Min) <= allowed && allowed <= max {
-		return instancesAllowed(lim, u, ServerRequest{Min: r.Min, Max: int(allowed), VCPUs: r.VCPUs, RAMMB: r.RAMMB})
+		return instancesAllowed(lim, userLim, u, ServerRequest{Min: r.Min, Max: int(allowed), VCPUs: r.VCPUs, RAMMB: r.RAMMB})
 	}
 	requested := map[string]string{Instances: strconv.Itoa(r.Min), Cores: strconv.FormatInt(deltas[Cores], 10),
 		RAM: strconv.FormatInt(deltas[RAM], 10)}
@@ -170,8 +213,8 @@ func instancesAllowed(lim Limits, u Usage, r ServerRequest) (int, error) {
 	var reqs, used, allowedS []string
 	for _, k := range overs {
 		reqs = append(reqs, requested[k])
-		used = append(used, strconv.FormatInt(u.Of(k), 10))
-		allowedS = append(allowedS, strconv.FormatInt(lim[k], 10))
+		used = append(used, strconv.FormatInt(usages.Of(k), 10))
+		allowedS = append(allowedS, strconv.FormatInt(quotas[k], 10))
 	}
 	o := strings.Join(overs, ", ")
 	return 0, &OverQuotaError{fmt.Sprintf("Quota exceeded for %s: Requested %s, but already used %s of %s %s",

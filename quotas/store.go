@@ -85,7 +85,7 @@ func (s *Store) readSet(ctx context.Context, project string, rev int64) (*etcdsc
 
 // Update sets limits of project (of user in it, when user is not "")
 // and returns the limits after. check, when not nil, sees the limits
-// before and the usage, and refuses the update with an error (Nova's
+// before and the usage (the user's, for a user's limits), and refuses the update with an error (Nova's
 // "must be greater than or equal to already used"); it runs again if the
 // set changed meanwhile.
 func (s *Store) Update(ctx context.Context, project, user string, limits Limits,
@@ -100,9 +100,12 @@ func (s *Store) Update(ctx context.Context, project, user string, limits Limits,
 			return nil, err
 		}
 		if check != nil {
-			used, _, err := s.Count(ctx, project, "")
+			used, _, err := s.CountUser(ctx, project, user, "")
 			if err != nil {
 				return nil, err
+			}
+			if used.User != nil {
+				used = *used.User // a user's limit is checked against what the user uses
 			}
 			if err := check(s.merge(set, user), used); err != nil {
 				return nil, err

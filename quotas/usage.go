@@ -16,6 +16,9 @@ type Usage struct {
 	Instances, Cores, RAM, ServerGroups int64
 	// GroupMembers are the members of the group Count was asked about.
 	GroupMembers int64
+	// User is the part of the above that the user CountUser was asked
+	// about owns (nil from Count).
+	User *Usage
 }
 
 // Of is the usage of resource name (0 for one Berth does not count).
@@ -53,7 +56,18 @@ const maxOps = 128
 // Reading every record at one revision is what lets Reserve fence the
 // count: nothing counted can change between the reads.
 func (s *Store) Count(ctx context.Context, project, group string) (Usage, int64, error) {
+	return s.CountUser(ctx, project, "", group)
+}
+
+// CountUser is Count with, when user is not "", the part user owns in
+// Usage.User (its servers' instances, cores and RAM, and its groups), as
+// Nova counts a user's usage against per-user quotas.
+func (s *Store) CountUser(ctx context.Context, project, user, group string) (Usage, int64, error) {
 	var u Usage
+	var mineU Usage
+	if user != "" {
+		u.User = &mineU
+	}
 	k := s.keys
 	resp, err := s.cli.Get(ctx, k.InstanceMappings(), clientv3.WithPrefix())
 	if err != nil {
@@ -93,9 +107,16 @@ func (s *Store) Count(ctx context.Context, project, group string) (Usage, int64,
 		}
 		for i, m := range part {
 			r := tr.Responses[perServer*i : perServer*(i+1)]
-			if err := u.addServer(k, m, r[0].GetResponseRange().Kvs, r[1].GetResponseRange().Kvs,
-				r[2].GetResponseRange().Kvs); err != nil {
+			owner, err := u.addServer(k, m, r[0].GetResponseRange().Kvs, r[1].GetResponseRange().Kvs,
+				r[2].GetResponseRange().Kvs)
+			if err != nil {
 				return u, 0, err
+			}
+			if user != "" && owner == user {
+				if _, err := mineU.addServer(k, m, r[0].GetResponseRange().Kvs, r[1].GetResponseRange().Kvs,
+					r[2].GetResponseRange().Kvs); err != nil {
+					return u, 0, err
+				}
 			}
 		}
 	}
@@ -114,6 +135,9 @@ func (s *Store) Count(ctx context.Context, project, group string) (Usage, int64,
 			}
 			if g.ProjectID == project && project != "" {
 				u.ServerGroups++
+				if user != "" && g.UserID == user {
+					mineU.ServerGroups++
+				}
 			}
 		case id == group && strings.HasPrefix(rest, "members/"):
 			if mapped[strings.TrimPrefix(rest, "members/")] {
@@ -128,27 +152,28 @@ func (s *Store) Count(ctx context.Context, project, group string) (Usage, int64,
 type kvs = []*mvccpb.KeyValue
 
 // addServer counts one server of the project from its build request,
-// instance record and consumer (each absent or one key).
-func (u *Usage) addServer(k etcdschema.Keys, m etcdschema.InstanceMapping, br, inst, consumer kvs) error {
+// instance record and consumer (each absent or one key) and says whose
+// it is ("" when it counts nothing).
+func (u *Usage) addServer(k etcdschema.Keys, m etcdschema.InstanceMapping, br, inst, consumer kvs) (string, error) {
 	if len(br) == 1 {
 		var b etcdschema.BuildRequest
 		if err := etcdschema.Decode(string(br[0].Key), br[0].Value, &b); err != nil {
-			return err
+			return "", err
 		}
 		u.Instances++
 		u.Cores += int64(b.Flavor.VCPUs)
 		u.RAM += int64(b.Flavor.RAMMB)
-		return nil
+		return b.UserID, nil
 	}
 	if m.Cell == "" || len(inst) == 0 {
-		return nil // deleted between the mapping and the record
+		return "", nil // deleted between the mapping and the record
 	}
 	var in etcdschema.Instance
 	if err := etcdschema.Decode(string(inst[0].Key), inst[0].Value, &in); err != nil {
-		return err
+		return "", err
 	}
 	if in.Status == etcdschema.StatusDeleted {
-		return nil
+		return "", nil
 	}
 	if in.TaskState != etcdschema.TaskDeleting {
 		u.Instances++
@@ -157,7 +182,7 @@ func (u *Usage) addServer(k etcdschema.Keys, m etcdschema.InstanceMapping, br, i
 	if len(consumer) == 1 {
 		var c etcdschema.Consumer
 		if err := etcdschema.Decode(string(consumer[0].Key), consumer[0].Value, &c); err != nil {
-			return err
+			return "", err
 		}
 		for _, a := range c.Allocations {
 			cores += a.Resources["VCPU"]
@@ -170,5 +195,5 @@ func (u *Usage) addServer(k etcdschema.Keys, m etcdschema.InstanceMapping, br, i
 	}
 	u.Cores += cores
 	u.RAM += ram
-	return nil
+	return in.UserID, nil
 }

@@ -154,7 +154,7 @@ const maxQuotaTries = 1000
 
 // reserve checks servers min..max of req against its project's quotas.
 func (s *Store) reserve(ctx context.Context, req CreateRequest, min, max int) (int, quotas.Guard, error) {
-	return s.quotas.ReserveServers(ctx, quotas.ServerRequest{Project: req.ProjectID, Group: req.Hints.Group,
+	return s.quotas.ReserveServers(ctx, quotas.ServerRequest{Project: req.ProjectID, User: req.UserID, Group: req.Hints.Group,
 		Min: min, Max: max, VCPUs: int64(req.Flavor.VCPUs), RAMMB: int64(req.Flavor.RAMMB), RequestID: req.RequestID})
 }
 
