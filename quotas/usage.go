@@ -1,7 +1,9 @@
 package quotas
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -75,15 +77,30 @@ func (s *Store) CountUser(ctx context.Context, project, user, group string) (Usa
 	}
 	rev := resp.Header.Revision
 	at := clientv3.WithRev(rev)
+	// Every create counts, so the scan of the deployment's mappings is
+	// kept cheap: only a value naming the project (its JSON string) is
+	// decoded, and a group's members are matched by their keys' last
+	// segment, the uuid both keys end with.
 	mapped := map[string]bool{}
+	quoted, _ := json.Marshal(project)
+	if !plainJSON(project) {
+		quoted = nil // an encoder may escape it otherwise: decode every value
+	}
 	var mine []etcdschema.InstanceMapping
 	for _, kv := range resp.Kvs {
+		if group != "" {
+			if uuid, ok := etcdschema.LastSegment(string(kv.Key), k.InstanceMappings()); ok {
+				mapped[uuid] = true
+			}
+		}
+		if project == "" || (quoted != nil && !bytes.Contains(kv.Value, quoted)) {
+			continue
+		}
 		var m etcdschema.InstanceMapping
 		if err := etcdschema.Decode(string(kv.Key), kv.Value, &m); err != nil {
 			return u, 0, err
 		}
-		mapped[m.InstanceUUID] = true
-		if m.ProjectID == project && project != "" {
+		if m.ProjectID == project {
 			mine = append(mine, m)
 		}
 	}
@@ -139,7 +156,7 @@ func (s *Store) CountUser(ctx context.Context, project, user, group string) (Usa
 					mineU.ServerGroups++
 				}
 			}
-		case id == group && strings.HasPrefix(rest, "members/"):
+		case group != "" && id == group && strings.HasPrefix(rest, "members/"):
 			if mapped[strings.TrimPrefix(rest, "members/")] {
 				u.GroupMembers++
 			}
@@ -196,4 +213,17 @@ func (u *Usage) addServer(k etcdschema.Keys, m etcdschema.InstanceMapping, br, i
 	u.Cores += cores
 	u.RAM += ram
 	return in.UserID, nil
+}
+
+// plainJSON reports whether every encoder writes s as itself in quotes:
+// letters, digits and a few punctuation marks no JSON encoder escapes.
+func plainJSON(s string) bool {
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			r == '-' || r == '_' || r == '.' || r == ':' || r == '@'
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -70,6 +70,13 @@ func TestCount(t *testing.T) {
 	if got != want || rev == 0 {
 		t.Errorf("usage %+v at %d, want %+v", got, rev, want)
 	}
+	// A project whose id an encoder may escape is counted too.
+	odd := `p<&>"x`
+	put(keys.InstanceMapping("o"), &etcdschema.InstanceMapping{InstanceUUID: "o", ProjectID: odd})
+	put(keys.BuildRequest("o"), &etcdschema.BuildRequest{InstanceUUID: "o", Flavor: small, ProjectID: odd})
+	if got, _, err := s.Count(ctx, odd, ""); err != nil || got.Instances != 1 || got.Cores != 2 {
+		t.Errorf("project %q uses %+v (%v), want its one server", odd, got, err)
+	}
 	if got, _, _ := s.Count(ctx, "", ""); got != (Usage{}) {
 		t.Errorf("no project uses %+v, want nothing", got)
 	}
