@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"time"
 )
 
 // The candidate search mirrors Placement's allocation_candidate.py and
@@ -13,7 +14,11 @@ import (
 // (group_policy, same_subtree, a final capacity check), then limited.
 // Placement builds every candidate before applying limit and returns them
 // in no defined order; when a query has one request group the answer does
-// not depend on the others, so the search stops at limit instead.
+// not depend on the others, so the search stops at limit instead, and
+// with several the merge stops once limit answers are kept (the ones
+// Placement's limit keeps). The search's work is bounded
+// (candidate_budget.go) and its long merges run off the index's lock
+// (candidate_view.go).
 
 // resReq is an amount of one class from one provider.
 type resReq struct {
@@ -53,44 +58,85 @@ type groupCtx struct {
 // AllocationCandidates answers a GET /allocation_candidates query from the
 // in-memory index, which may lag etcd by a watch delivery: the claim that
 // follows compares generations, so a stale answer costs a retry, never an
-// over-commit.
+// over-commit. A query too large to answer in reason is ErrSearchTooLarge
+// (candidate_budget.go); one whose ctx ends stops early with ctx's error,
+// or ErrSearchTooLarge when its deadline passed.
 func (s *Service) AllocationCandidates(ctx context.Context, q CandidateQuery) (*Candidates, error) {
-	if err := ctx.Err(); err != nil {
+	var out *Candidates
+	err := s.runSearch(ctx, q, func(st *indexState, areqs []*areq, excludeNested, ok bool) {
+		if !ok {
+			out = emptyCandidates()
+			return
+		}
+		out = st.render(areqs, excludeNested, q.OmitMappings)
+	})
+	if err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// runSearch runs q's search under the index's read lock, or on a view
+// of its own once the search would hold the lock too long
+// (candidate_view.go), and hands finish the state it ended on with the
+// search's answer. finish runs before the lock is released when that
+// state is the index itself.
+func (s *Service) runSearch(ctx context.Context, q CandidateQuery, finish func(st *indexState, out []*areq, excludeNested, ok bool)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if n := len(q.Groups); n > MaxRequestGroups {
+		return detailf(ErrSearchTooLarge, "The request has %d request groups; Placement answers at most %d in one allocation candidates request, "+
+			"because the search grows as the product of the groups' candidates. Ask for fewer groups (combine those that may share a provider).", n, MaxRequestGroups)
+	}
+	b := newSearchBudget(ctx, s.candidateWorkLimit.Load(), len(q.Groups), &s.candidateSteps)
+	defer b.flush()
 	s.idx.mu.RLock()
-	defer s.idx.mu.RUnlock()
-	return s.idx.st.candidates(q), nil
+	locked, lockedAt := true, time.Now()
+	release := func() {
+		if locked {
+			locked = false
+			s.idx.mu.RUnlock()
+			s.noteSearchLock(time.Since(lockedAt))
+		}
+	}
+	defer release()
+	live := s.idx.st
+	st, out, excludeNested, ok := live.search(q, b, release, s.searchViewAbove.Load())
+	if st != live {
+		s.searchViews.Add(1)
+	}
+	if b.err != nil {
+		return b.err
+	}
+	finish(st, out, excludeNested, ok)
+	return nil
 }
 
 func emptyCandidates() *Candidates {
 	return &Candidates{AllocationRequests: []AllocationRequest{}, ProviderSummaries: map[string]ProviderSummary{}}
 }
 
-func (st *indexState) candidates(q CandidateQuery) *Candidates {
-	out, excludeNested, ok := st.search(q)
-	if !ok {
-		return emptyCandidates()
-	}
-	return st.render(out, excludeNested, q.OmitMappings)
-}
-
-// search finds q's allocation requests, limited, in answer order.
-// excludeNested says the pre-1.29 nested exclusion applied; ok false means
-// the answer is empty.
-func (st *indexState) search(q CandidateQuery) (out []*areq, excludeNested, ok bool) {
+// search finds q's allocation requests, limited, in answer order, and
+// returns the state they name slots of: st itself, or the view the
+// search moved to after calling release (which gives up st's lock; nil:
+// never move) when the merge may try more than viewAbove combinations.
+// excludeNested says the pre-1.29 nested exclusion applied;
+// ok false means the answer is empty. When b stops the search, b.err
+// says why and the answer is incomplete.
+func (st *indexState) search(q CandidateQuery, b *searchBudget, release func(), viewAbove int64) (_ *indexState, out []*areq, excludeNested, ok bool) {
 	if len(q.Groups) == 0 {
-		return nil, false, false
+		return st, nil, false, false
 	}
 	anchorOK, ok := st.anchorFilter(q.RootRequired, q.RootForbidden)
 	if !ok {
-		return nil, false, false
+		return st, nil, false, false
 	}
 	groups := make([]*groupCtx, 0, len(q.Groups))
 	for _, g := range q.Groups {
 		gc, ok := st.buildGroup(g)
 		if !ok {
-			return nil, false, false
+			return st, nil, false, false
 		}
 		groups = append(groups, gc)
 	}
@@ -100,7 +146,7 @@ func (st *indexState) search(q CandidateQuery) (out []*areq, excludeNested, ok b
 	if st.sharing.count() > 0 {
 		sharingAnchors = st.sharingAnchors()
 	}
-	s := &search{st: st, anchorOK: anchorOK, sharingAnchors: sharingAnchors, hasTrees: hasTrees}
+	s := &search{st: st, anchorOK: anchorOK, sharingAnchors: sharingAnchors, hasTrees: hasTrees, budget: b}
 	if n := len(st.slots); q.RandomStart && n > 0 {
 		s.start = rand.Int32N(int32(n))
 	}
@@ -129,32 +175,36 @@ func (st *indexState) search(q CandidateQuery) (out []*areq, excludeNested, ok b
 			out = append(out, a)
 			return q.Limit <= 0 || len(out) < q.Limit
 		})
-	} else {
-		perGroup := make([][]*areq, len(groups))
-		for i, g := range groups {
-			s.group(g, func(a *areq) bool {
-				perGroup[i] = append(perGroup[i], a)
-				return true
-			})
-			if len(perGroup[i]) == 0 {
-				return nil, false, false
-			}
+		return st, out, excludeNested, true
+	}
+	perGroup := make([][]*areq, len(groups))
+	for i, g := range groups {
+		s.group(g, func(a *areq) bool {
+			perGroup[i] = append(perGroup[i], a)
+			return true
+		})
+		if !b.check() {
+			return st, nil, false, false
 		}
-		out = s.merge(groups, perGroup, q)
-		if excludeNested {
-			kept := out[:0]
-			for _, a := range out {
-				if singleProviderPerTree(st, a) {
-					kept = append(kept, a)
-				}
-			}
-			out = kept
-		}
-		if q.Limit > 0 && len(out) > q.Limit {
-			out = out[:q.Limit]
+		if len(perGroup[i]) == 0 {
+			return st, nil, false, false
 		}
 	}
-	return out, excludeNested, true
+	plan := planMerge(len(groups), perGroup)
+	if plan.bound > viewAbove && release != nil {
+		view, remap := st.viewFor(plan)
+		release()
+		plan = plan.remapped(remap)
+		s.st = view
+	}
+	s.merge(groups, plan, q, func(a *areq) bool {
+		if excludeNested && !singleProviderPerTree(s.st, a) {
+			return true
+		}
+		out = append(out, a)
+		return q.Limit <= 0 || len(out) < q.Limit
+	})
+	return s.st, out, excludeNested, true
 }
 
 // search holds what one query computed once for all its groups.
@@ -166,6 +216,8 @@ type search struct {
 	// start is the slot the walks begin at (they wrap around): 0, or
 	// random for CandidateQuery.RandomStart.
 	start int32
+	// budget counts the combinations tried (candidate_budget.go).
+	budget *searchBudget
 }
 
 func (st *indexState) buildGroup(g RequestGroup) (*groupCtx, bool) {
@@ -555,6 +607,9 @@ func (s *search) multiProvider(g *groupCtx, emit func(*areq) bool) {
 		// The product of the per-class choices.
 		idx := make([]int, len(choices))
 		for {
+			if !s.budget.step() {
+				return
+			}
 			combo := make([]int32, len(choices))
 			for i := range choices {
 				combo[i] = choices[i][idx[i]]

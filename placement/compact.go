@@ -87,16 +87,13 @@ func (c Candidate) Amounts(uuid string) map[string]int64 {
 // CompactCandidates answers q as AllocationCandidates does (same search,
 // same candidates, same order) in compact form; see Candidate.
 func (s *Service) CompactCandidates(ctx context.Context, q CandidateQuery) ([]Candidate, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.idx.mu.RLock()
-	defer s.idx.mu.RUnlock()
-	areqs, _, ok := s.idx.st.search(q)
-	if !ok {
-		return nil, nil
-	}
-	return s.idx.st.compact(areqs), nil
+	var out []Candidate
+	err := s.runSearch(ctx, q, func(st *indexState, areqs []*areq, _, ok bool) {
+		if ok {
+			out = st.compact(areqs)
+		}
+	})
+	return out, err
 }
 
 // compact is render's counterpart for an in-process caller.

@@ -1,50 +1,30 @@
 package placement
 
-import "sort"
-
 // merge is Placement's _merge_candidates: per anchor root, every
 // combination of one request from each group that satisfies group_policy
 // and same_subtree, consolidated and checked against capacity again (two
-// groups may take the same class from the same provider).
-func (s *search) merge(groups []*groupCtx, perGroup [][]*areq, q CandidateQuery) []*areq {
+// groups may take the same class from the same provider). Each distinct
+// result goes to accept, in order, until accept returns false; Placement
+// builds them all and then applies limit, so stopping once limit has
+// been accepted gives the same answer. Every combination tried is a step
+// of the search's budget.
+func (s *search) merge(groups []*groupCtx, plan *mergePlan, q CandidateQuery, accept func(*areq) bool) {
 	st := s.st
-	byAnchor := map[int32][][]*areq{}
-	var anchors []int32
-	for gi, list := range perGroup {
-		for _, a := range list {
-			lists, ok := byAnchor[a.anchor]
-			if !ok {
-				lists = make([][]*areq, len(groups))
-				byAnchor[a.anchor] = lists
-				anchors = append(anchors, a.anchor)
-			}
-			lists[gi] = append(lists[gi], a)
-		}
-	}
-	sort.Slice(anchors, func(i, j int) bool { return anchors[i] < anchors[j] })
 	numGranular := 0
 	for _, g := range groups {
 		if g.sameProvider {
 			numGranular++
 		}
 	}
-	var out []*areq
 	seen := map[string]bool{}
-	for _, anchor := range anchors {
-		lists := byAnchor[anchor]
-		complete := true
-		for _, l := range lists {
-			if len(l) == 0 {
-				complete = false
-				break
-			}
-		}
-		if !complete {
-			continue
-		}
+	for _, anchor := range plan.anchors {
+		lists := plan.byAnchor[anchor]
 		idx := make([]int, len(lists))
 		pick := make([]*areq, len(lists))
 		for {
+			if !s.budget.step() {
+				return
+			}
 			for i := range lists {
 				pick[i] = lists[i][idx[i]]
 			}
@@ -54,7 +34,9 @@ func (s *search) merge(groups []*groupCtx, perGroup [][]*areq, q CandidateQuery)
 					k := areqKey(a)
 					if !seen[k] {
 						seen[k] = true
-						out = append(out, a)
+						if !accept(a) {
+							return
+						}
 					}
 				}
 			}
@@ -71,7 +53,6 @@ func (s *search) merge(groups []*groupCtx, perGroup [][]*areq, q CandidateQuery)
 			}
 		}
 	}
-	return out
 }
 
 // groupPolicyOK: with "isolate", each granular group uses its own provider.

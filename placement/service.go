@@ -51,6 +51,17 @@ type Service struct {
 	// because a concurrent claim of this service committed first.
 	claimReplans atomic.Int64
 
+	// candidateWorkLimit is the steps one candidate search may take,
+	// candidateSteps the steps taken so far by all, searchLockMax the
+	// longest a search held the index's read lock, in nanoseconds
+	// (candidate_budget.go).
+	candidateWorkLimit, candidateSteps, searchLockMax atomic.Int64
+	// searchViewAbove is the most combinations a merge tries under the
+	// index's lock (candidate_view.go).
+	searchViewAbove atomic.Int64
+	// searchViews counts the searches that moved to a view.
+	searchViews atomic.Int64
+
 	// beforeDeleteTxn, when set (tests), runs between DeleteProvider's
 	// checks and its transaction, to force the race the transaction's
 	// compare must catch.
@@ -109,6 +120,8 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *Service 
 		retryCount: allocationConflictRetryCount,
 		claims:     newClaimBatcher(func(ctx context.Context) clientv3.Txn { return cli.Txn(ctx) }),
 	}
+	s.candidateWorkLimit.Store(DefaultCandidateWorkLimit)
+	s.searchViewAbove.Store(lockedMergeSteps)
 	// Resume: a watch broken by an etcd election is taken up where it
 	// stopped; only a compaction costs a re-list of every record.
 	s.inf = informer.NewRaw(cli, keys.PlacementPrefix(), indexFeed{s}, s.log, informer.Resume())

@@ -395,6 +395,10 @@ func (s *API) mapError(err error) *httpError {
 		return errNotFound(msg)
 	case errors.Is(err, placement.ErrInvalid), errors.Is(err, placement.ErrTooManyOps):
 		return errBadRequest("%s", msg)
+	case errors.Is(err, placement.ErrSearchTooLarge):
+		// Before the deadline check below: a search that ran past the
+		// request's deadline is too large, not a store that is down.
+		return errBadRequest("%s", msg)
 	case etcdretry.Unavailable(err):
 		// etcd did not answer before the request's deadline (no quorum,
 		// an election): webob's HTTPServiceUnavailable, as Placement

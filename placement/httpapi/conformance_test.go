@@ -28,6 +28,34 @@ import (
 // every gabbit file gets a fresh embedded etcd and Service in-process.
 // Set GABBI_FILES to run some files only.
 func TestConformanceGabbits(t *testing.T) {
+	passed, failed := runGabbits(t, &gabbiHarness{t: t}, strings.Fields(os.Getenv("GABBI_FILES")))
+	// All 575 upstream tests pass. The floor keeps that so for a full run;
+	// GABBI_STRICT=1 (which .ci/run sets) fails on any failed test, also
+	// when GABBI_FILES runs only some files.
+	if os.Getenv("GABBI_STRICT") == "1" && failed > 0 {
+		t.Errorf("%d gabbits failed", failed)
+	}
+	if passed < conformanceFloor && os.Getenv("GABBI_FILES") == "" {
+		t.Errorf("%d gabbits passed, fewer than the floor of %d", passed, conformanceFloor)
+	}
+}
+
+// TestConformanceGabbitsOnView runs the allocation-candidates gabbits
+// with every multi-group search moved off the index's lock onto its own
+// view (SetSearchViewAbove(0)): the answers must be the ones the index
+// gives, so every one of them passes.
+func TestConformanceGabbitsOnView(t *testing.T) {
+	files := []string{"allocation-candidates.yaml", "allocation-candidates-root-required.yaml", "granular.yaml"}
+	passed, failed := runGabbits(t, &gabbiHarness{t: t, viewAlways: true}, files)
+	if failed > 0 || passed == 0 {
+		t.Errorf("%d gabbits passed, %d failed on the search's view", passed, failed)
+	}
+}
+
+// runGabbits runs the gabbit files (all when none are named) against a
+// fresh placement per file, and returns how many tests passed and failed.
+func runGabbits(t *testing.T, h *gabbiHarness, files []string) (passed, failed int) {
+	t.Helper()
 	shared, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "conformance"))
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +73,6 @@ func TestConformanceGabbits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("conformance suite skipped in -short mode")
 	}
-	h := &gabbiHarness{t: t}
 	apiURL := h.serve(t, http.HandlerFunc(h.serveAPI))
 	ctlURL := h.serve(t, http.HandlerFunc(h.control))
 	t.Cleanup(h.stop)
@@ -56,9 +83,7 @@ func TestConformanceGabbits(t *testing.T) {
 	args := []string{filepath.Join(shared, "gabbits"),
 		fmt.Sprintf("curl -sf -X POST %s/start", ctlURL),
 		fmt.Sprintf("curl -sf -X POST %s/stop", ctlURL), apiURL}
-	if f := os.Getenv("GABBI_FILES"); f != "" {
-		args = append(args, strings.Fields(f)...)
-	}
+	args = append(args, files...)
 	cmd := exec.Command(runner, args...)
 	cmd.Env = append(os.Environ(), "GABBI_LOG_DIR="+logDir)
 	if _, err := os.Stat("/usr/bin/python3"); err == nil {
@@ -67,7 +92,7 @@ func TestConformanceGabbits(t *testing.T) {
 	}
 	out, err := cmd.CombinedOutput()
 	t.Logf("gabbits (logs in %s):\n%s", logDir, out)
-	passed, failed := -1, -1
+	passed, failed = -1, -1
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		var sk int
 		if n, _ := fmt.Sscanf(line, "%d passed, %d failed, %d skipped", &passed, &failed, &sk); n == 3 {
@@ -77,15 +102,7 @@ func TestConformanceGabbits(t *testing.T) {
 	if passed < 0 {
 		t.Fatalf("conformance runner gave no summary (err %v)", err)
 	}
-	// All 575 upstream tests pass. The floor keeps that so for a full run;
-	// GABBI_STRICT=1 (which .ci/run sets) fails on any failed test, also
-	// when GABBI_FILES runs only some files.
-	if os.Getenv("GABBI_STRICT") == "1" && failed > 0 {
-		t.Errorf("%d gabbits failed", failed)
-	}
-	if passed < conformanceFloor && os.Getenv("GABBI_FILES") == "" {
-		t.Errorf("%d gabbits passed, fewer than the floor of %d", passed, conformanceFloor)
-	}
+	return passed, failed
 }
 
 // conformanceFloor is the number of the 575 upstream gabbits known to
@@ -100,6 +117,8 @@ type gabbiHarness struct {
 	api    http.Handler // the API of the current placement service
 	cancel context.CancelFunc
 	n      int
+	// viewAlways runs every multi-group search on a view.
+	viewAlways bool
 }
 
 func (h *gabbiHarness) serve(t *testing.T, handler http.Handler) string {
@@ -154,6 +173,9 @@ func (h *gabbiHarness) start() error {
 		return err
 	}
 	svc := placement.New(srv.Client(), etcdschema.New(""), hclog.NewNullLogger())
+	if h.viewAlways {
+		svc.SetSearchViewAbove(0)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := svc.Start(ctx); err != nil {
 		cancel()
