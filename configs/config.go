@@ -163,6 +163,9 @@ type Placement struct {
 	// Tokens are the accepted X-Auth-Token values in AuthTokens mode, in
 	// file order; no two share a Token.
 	Tokens []Token
+	// CandidateWorkLimit is the combinations one allocation candidates
+	// search may try before it answers 400 (placement.SetCandidateWorkLimit).
+	CandidateWorkLimit int64
 
 	declRange hcl.Range
 }

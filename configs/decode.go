@@ -456,8 +456,10 @@ func (d *decoder) log(r *rawLog) Log {
 func (d *decoder) placement(r *rawPlacement) *Placement {
 	def := d.def.Placement
 	p := &Placement{
-		Bind:      d.bind(r.Body, "bind", r.Bind, def.Bind),
-		Auth:      d.enum(r.Body, "auth", r.Auth, def.Auth, AuthNoAuth, AuthTokens, AuthKeystone),
+		Bind: d.bind(r.Body, "bind", r.Bind, def.Bind),
+		Auth: d.enum(r.Body, "auth", r.Auth, def.Auth, AuthNoAuth, AuthTokens, AuthKeystone),
+		CandidateWorkLimit: d.count(r.Body, "candidate_work_limit", r.CandidateWorkLimit, def.CandidateWorkLimit, 1000,
+			"a search over a few nested trees tries thousands of combinations"),
 		declRange: r.DefRange,
 	}
 	seen := map[string]hcl.Range{}

@@ -102,6 +102,9 @@ func Defaults() *Config {
 		Placement: &Placement{
 			Bind: "127.0.0.1:8778", // Placement's usual port
 			Auth: AuthNoAuth,
+			// placement.DefaultCandidateWorkLimit: about two seconds of
+			// a core for the largest searches.
+			CandidateWorkLimit: 200_000,
 		},
 		Scheduler: &Scheduler{
 			Bind:                        "127.0.0.1:8775",

@@ -120,11 +120,12 @@ type rawImage struct {
 }
 
 type rawPlacement struct {
-	Bind     *string    `hcl:"bind"`
-	Auth     *string    `hcl:"auth"`
-	Tokens   []rawToken `hcl:"token,block"`
-	DefRange hcl.Range  `hcl:",def_range"`
-	Body     hcl.Body   `hcl:",body"`
+	Bind               *string    `hcl:"bind"`
+	Auth               *string    `hcl:"auth"`
+	CandidateWorkLimit *int64     `hcl:"candidate_work_limit"`
+	Tokens             []rawToken `hcl:"token,block"`
+	DefRange           hcl.Range  `hcl:",def_range"`
+	Body               hcl.Body   `hcl:",body"`
 }
 
 type rawToken struct {

@@ -174,6 +174,14 @@ placement {
   # host:port to listen on (default "127.0.0.1:8778").
   bind = "0.0.0.0:8778"
 
+  # The most combinations of providers one GET /allocation_candidates may
+  # try (default 200000, at least 1000): the search grows as the product
+  # of its request groups' candidates, and a request past this gets a 400
+  # that says so, unless its limit was met first. 200000 is about two
+  # seconds of a core for fourteen groups. It bounds the scheduler's
+  # searches in the same process too.
+  candidate_work_limit = 200000
+
   # How requests authenticate. Whichever mode, "/" (the
   # version document) is open, a request without X-Auth-Token gets 401, and
   # Placement's legacy default policy decides what an identity may do

@@ -336,6 +336,8 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		s.placementStore()
 	}
 	if cfg.Placement != nil {
+		// The limit holds for the scheduler's searches in this process too.
+		s.placement.SetCandidateWorkLimit(cfg.Placement.CandidateWorkLimit)
 		opts, err := s.placementAuth(ctx, cfg.Placement)
 		if err != nil {
 			return err
