@@ -36,6 +36,7 @@ const (
 	seenUser
 	seenConsumerType
 	seenAllocations
+	seenProviderOrder
 )
 
 // once records bit in seen, reporting false if it was there already.
@@ -439,6 +440,9 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []
 		case "allocations":
 			q.Allocations, ok = r.allocations(rps, was)
 			return ok && once(&seen, seenAllocations)
+		case "provider_order":
+			q.ProviderOrder, ok = r.strings()
+			return ok && once(&seen, seenProviderOrder)
 		case "created_at":
 			q.CreatedAt, ok = r.time()
 			return ok && once(&seen, seenCreated)
@@ -467,14 +471,17 @@ func (r *jsonReader) allocations(rps []string, was []map[string]int64) (map[stri
 			return false
 		}
 		var a ConsumerAllocation
-		seen := false
+		seen, seenOrder := false, false
 		ok := r.object(func(name []byte) bool {
-			if string(name) != "resources" || seen {
-				return false
-			}
-			seen = true
 			var ok bool
-			a.Resources, ok = r.int64MapAs(was)
+			switch {
+			case string(name) == "resources" && !seen:
+				seen = true
+				a.Resources, ok = r.int64MapAs(was)
+			case string(name) == "class_order" && !seenOrder:
+				seenOrder = true
+				a.Order, ok = r.strings()
+			}
 			return ok
 		})
 		if !ok {

@@ -112,12 +112,21 @@ func (c *Consumer) appendJSON(b []byte) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
+			a := c.Allocations[rp]
 			b = appendJSONString(b, rp)
 			b = append(b, `:{"resources":`...)
-			b = appendJSONInt64Map(b, c.Allocations[rp].Resources)
+			b = appendJSONInt64Map(b, a.Resources)
+			if len(a.Order) > 0 {
+				b = append(b, `,"class_order":`...)
+				b = appendJSONStrings(b, a.Order)
+			}
 			b = append(b, '}')
 		}
 		b = append(b, '}')
+	}
+	if len(c.ProviderOrder) > 0 {
+		b = append(b, `,"provider_order":`...)
+		b = appendJSONStrings(b, c.ProviderOrder)
 	}
 	return appendTimes(b, c.CreatedAt, c.UpdatedAt)
 }

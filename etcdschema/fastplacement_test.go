@@ -161,7 +161,18 @@ func (g genPlacement) consumer() *Consumer {
 	default:
 		c.Allocations = map[string]ConsumerAllocation{}
 		for n := 1 + g.rng.Intn(3); n > 0; n-- {
-			c.Allocations[g.str()] = ConsumerAllocation{Resources: g.int64Map()}
+			a := ConsumerAllocation{Resources: g.int64Map()}
+			if g.rng.Intn(3) == 0 {
+				for rc := range a.Resources {
+					a.Order = append(a.Order, rc)
+				}
+			}
+			c.Allocations[g.str()] = a
+		}
+		if g.rng.Intn(3) == 0 {
+			for rp := range c.Allocations {
+				c.ProviderOrder = append(c.ProviderOrder, rp)
+			}
 		}
 	}
 	return c

@@ -2,6 +2,7 @@ package etcdschema
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -80,6 +81,11 @@ func (p *Provider) Clone() *Provider {
 // ConsumerAllocation is what one consumer holds on one provider.
 type ConsumerAllocation struct {
 	Resources map[string]int64 `json:"resources"`
+	// Order is Resources' classes in the order they were written, when
+	// that is not their sorted order (nil: sorted; records written before
+	// it was kept have none). Placement answers a consumer's allocations in
+	// the order it wrote them.
+	Order []string `json:"class_order,omitempty"`
 }
 
 // Consumer is a consumer's allocations, stored at Keys.Consumer(uuid). A
@@ -92,8 +98,12 @@ type Consumer struct {
 	UserID       string                        `json:"user_id"`
 	ConsumerType string                        `json:"consumer_type,omitempty"`
 	Allocations  map[string]ConsumerAllocation `json:"allocations"`
-	CreatedAt    time.Time                     `json:"created_at"`
-	UpdatedAt    time.Time                     `json:"updated_at"`
+	// ProviderOrder is Allocations' providers in the order they were
+	// written, when that is not their sorted order (nil: sorted, as in
+	// records written before it was kept).
+	ProviderOrder []string  `json:"provider_order,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 func (*Consumer) SchemaVersion() int { return ConsumerVersion }
@@ -107,8 +117,9 @@ func (c *Consumer) Clone() *Consumer {
 		for k, v := range a.Resources {
 			r[k] = v
 		}
-		n.Allocations[rp] = ConsumerAllocation{Resources: r}
+		n.Allocations[rp] = ConsumerAllocation{Resources: r, Order: slices.Clone(a.Order)}
 	}
+	n.ProviderOrder = slices.Clone(c.ProviderOrder)
 	return &n
 }
 

@@ -537,8 +537,9 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			for rc, n := range a.Resources {
 				r[rc] = n
 			}
-			rec.Allocations[rp] = etcdschema.ConsumerAllocation{Resources: r}
+			rec.Allocations[rp] = etcdschema.ConsumerAllocation{Resources: r, Order: writeOrder(a.Order, r)}
 		}
+		rec.ProviderOrder = writeOrder(w.Order, rec.Allocations)
 		val, err := etcdschema.EncodeString(rec)
 		if err != nil {
 			return nil, err
@@ -673,4 +674,21 @@ func sortedKeysIn[V any](m map[string]V, buf []string) []string {
 
 func sortedKeys[V any](m map[string]V) []string {
 	return sortedKeysIn(m, make([]string, 0, len(m)))
+}
+
+// writeOrder is the order a record keeps of m's keys: order when it names
+// each key exactly once and is not simply sorted, else nil (read back as
+// sorted), so that the usual write, the scheduler's, stores nothing more.
+func writeOrder[V any](order []string, m map[string]V) []string {
+	if len(order) != len(m) || slices.IsSorted(order) {
+		return nil
+	}
+	seen := make(map[string]bool, len(order))
+	for _, k := range order {
+		if _, ok := m[k]; !ok || seen[k] {
+			return nil
+		}
+		seen[k] = true
+	}
+	return slices.Clone(order)
 }

@@ -73,6 +73,10 @@ type CandidateQuery struct {
 // ProviderAllocation is the resources one consumer holds on one provider.
 type ProviderAllocation struct {
 	Resources map[string]int64 `json:"resources"`
+	// Order is Resources' classes in the order the client wrote them
+	// (nil: none given). A write keeps it, and GET /allocations/{consumer}
+	// answers in it, as Placement answers in the order of its rows.
+	Order []string `json:"-"`
 }
 
 // AllocationRequest is one way to satisfy a query.
@@ -122,6 +126,9 @@ type AllocationWrite struct {
 	ConsumerType string
 	// ConsumerGeneration nil means the consumer must not exist yet.
 	ConsumerGeneration *int64
+	// Order is Allocations' providers in the order the client wrote them
+	// (nil: none given; see ProviderAllocation.Order).
+	Order []string
 }
 
 // Errors returned by the in-process API; the HTTP layer maps them to status
