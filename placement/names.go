@@ -51,13 +51,23 @@ func (s *Service) AllTraits(ctx context.Context) ([]string, error) {
 }
 
 // AllResourceClasses lists standard classes (in os-resource-classes order)
-// then custom ones.
+// then custom ones in the order they were created: Placement's class id
+// order (class_order.go).
 func (s *Service) AllResourceClasses(ctx context.Context) ([]string, error) {
-	custom, err := s.customNames(ctx, s.keys.CustomResourceClasses())
+	prefix := s.keys.CustomResourceClasses()
+	resp, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
 	}
-	return append(append([]string(nil), standardResourceClasses...), custom...), nil
+	o := make(classOrder, len(resp.Kvs))
+	custom := make([]string, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if n, ok := etcdschema.LastSegment(string(kv.Key), prefix); ok {
+			custom = append(custom, n)
+			o[n] = kv.CreateRevision
+		}
+	}
+	return append(append([]string(nil), standardResourceClasses...), o.sorted(custom)...), nil
 }
 
 // MissingTraits returns the names that are neither standard nor created.
@@ -150,18 +160,3 @@ func IsStandardResourceClass(rc string) bool { return stdClassSet[rc] }
 // StandardResourceClasses lists the standard classes in os-resource-classes'
 // order, which is the order of their ids in Placement's database.
 func StandardResourceClasses() []string { return slices.Clone(standardResourceClasses) }
-
-// ClassIDOrder lists classes in the order of Placement's class ids, as it
-// names them in a message: the standard ones in os-resource-classes'
-// order, then the custom ones (by name here; by creation there).
-func ClassIDOrder(classes map[string]bool) []string {
-	names := sortedKeys(classes)
-	rank := func(rc string) int {
-		if i := slices.Index(standardResourceClasses, rc); i >= 0 {
-			return i
-		}
-		return len(standardResourceClasses)
-	}
-	sort.SliceStable(names, func(i, j int) bool { return rank(names[i]) < rank(names[j]) })
-	return names
-}

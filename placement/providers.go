@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -46,7 +45,7 @@ func (s *Service) UpdateProviderAt(ctx context.Context, uuid string, generation 
 // with Placement's rule that a class with allocations keeps its
 // inventory: removing one is ErrInventoryInUse, naming the classes.
 func (s *Service) UpdateInventoriesAt(ctx context.Context, uuid string, generation int64, mutate func(p *etcdschema.Provider) error) (*etcdschema.Provider, error) {
-	return s.UpdateProviderAt(ctx, uuid, generation, func(p *etcdschema.Provider) error {
+	rec, err := s.UpdateProviderAt(ctx, uuid, generation, func(p *etcdschema.Provider) error {
 		before := map[string]bool{}
 		for rc := range p.Inventories {
 			before[rc] = true
@@ -61,11 +60,36 @@ func (s *Service) UpdateInventoriesAt(ctx context.Context, uuid string, generati
 			}
 		}
 		if len(inUse) > 0 {
-			sort.Strings(inUse)
-			return detailf(ErrInventoryInUse, "Inventory for '%s' on resource provider '%s' in use.", strings.Join(inUse, ", "), uuid)
+			return &inventoryInUse{classes: inUse, provider: uuid}
 		}
 		return nil
 	})
+	var iu *inventoryInUse
+	if errors.As(err, &iu) {
+		// Named in Placement's class id order, which needs the custom
+		// classes' creation order: read once the write has failed.
+		o, oerr := s.classOrderOf(ctx, iu.classes)
+		if oerr != nil {
+			return nil, oerr
+		}
+		return nil, fmt.Errorf("update provider %s: %w", uuid, iu.in(o))
+	}
+	return rec, err
+}
+
+// inventoryInUse is ErrInventoryInUse before its classes are put in
+// Placement's order (classOrder.in).
+type inventoryInUse struct {
+	classes  []string
+	provider string
+}
+
+func (e *inventoryInUse) Error() string { return e.in(nil).Error() }
+func (e *inventoryInUse) Unwrap() error { return ErrInventoryInUse }
+
+// in is the error naming e's classes in o's order.
+func (e *inventoryInUse) in(o classOrder) error {
+	return detailf(ErrInventoryInUse, "Inventory for '%s' on resource provider '%s' in use.", strings.Join(o.sorted(e.classes), ", "), e.provider)
 }
 
 // SetAggregatesKeepGeneration sets the provider's aggregates without

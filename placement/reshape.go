@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -117,6 +116,17 @@ type classRead struct {
 	exists bool
 	key    string // "" for a standard class, which needs no compare
 	modRev int64
+	// createRev is a custom class's creation order (class_order.go).
+	createRev int64
+}
+
+// classOrderOfRead ranks the classes read as Placement's class ids do.
+func classOrderOfRead(classes map[string]classRead) classOrder {
+	o := make(classOrder, len(classes))
+	for rc, cr := range classes {
+		o[rc] = cr.createRev
+	}
+	return o
 }
 
 // readForReshape reads what a claim of r.Allocations reads, plus the
@@ -179,7 +189,7 @@ func (s *Service) readForReshape(ctx context.Context, consumers []string, r Resh
 	for i, rc := range custom {
 		cr := classRead{key: s.keys.CustomResourceClass(rc)}
 		if kvs := resps[len(more)+i].GetResponseRange().Kvs; len(kvs) > 0 {
-			cr.exists, cr.modRev = true, kvs[0].ModRevision
+			cr.exists, cr.modRev, cr.createRev = true, kvs[0].ModRevision, kvs[0].CreateRevision
 		}
 		classes[rc] = cr
 	}
@@ -239,7 +249,7 @@ func (s *Service) planReshape(rd *claimRead, classes map[string]classRead, consu
 		}
 	}
 	// 4. Providers with none of the classes allocated.
-	if err := providersWithoutInterimInventory(rd, consumers, r); err != nil {
+	if err := providersWithoutInterimInventory(rd, classes, consumers, r); err != nil {
 		return nil, nil, err
 	}
 	// 5. The allocations against the interim inventories.
@@ -275,7 +285,7 @@ func (s *Service) planReshape(rd *claimRead, classes map[string]classRead, consu
 				inUse[rp] = append(inUse[rp], rc)
 			}
 		}
-		sort.Strings(inUse[rp])
+		inUse[rp] = classOrderOfRead(classes).sorted(inUse[rp])
 		next.Inventories = make(map[string]etcdschema.Inventory, len(pi.Inventories))
 		for rc, inv := range pi.Inventories {
 			next.Inventories[rc] = inv
@@ -380,7 +390,7 @@ func reshapeClassOrder(providers, consumers []string, r Reshape) []string {
 // allocations touch (those of consumers being emptied too) must have
 // interim inventory of at least one of the classes they name, else the
 // whole reshape fails naming every class and every such provider.
-func providersWithoutInterimInventory(rd *claimRead, consumers []string, r Reshape) error {
+func providersWithoutInterimInventory(rd *claimRead, classesRead map[string]classRead, consumers []string, r Reshape) error {
 	classes := map[string]bool{}
 	providers := map[string]bool{}
 	for _, c := range consumers {
@@ -421,5 +431,5 @@ func providersWithoutInterimInventory(rd *claimRead, consumers []string, r Resha
 		return nil
 	}
 	return detailf(ErrInsufficientCapacity, "Inventory for '%s' on resource provider '%s' invalid.",
-		strings.Join(ClassIDOrder(classes), ", "), strings.Join(missing, ", "))
+		strings.Join(classOrderOfRead(classesRead).sorted(sortedKeys(classes)), ", "), strings.Join(missing, ", "))
 }

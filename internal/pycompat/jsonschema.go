@@ -377,6 +377,10 @@ func bestMatch(errs []*ValidationError) *ValidationError {
 // reports; objects it does not know are walked in sorted key order.
 type KeyOrder map[string][]string
 
+// Keys is the key order of the object at path (its keys and list
+// indexes from the top), nil when it was not recorded.
+func (o KeyOrder) Keys(path ...any) []string { return o[pathKey(path)] }
+
 // TopKeyOrder is the order of the top-level object's keys alone (a query
 // string's keys in the order they came).
 func TopKeyOrder(keys []string) KeyOrder { return KeyOrder{pathKey(nil): keys} }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/berth-project/berth/internal/pycompat"
@@ -15,8 +16,11 @@ const incompleteConsumerID = "00000000-0000-0000-0000-000000000000"
 
 // allocationBody reads one consumer's allocation body, already
 // validated against its microversion's schema, into a write. post marks a
-// body from POST /allocations, which always has the dict form.
-func allocationBody(c *reqCtx, obj map[string]any, post bool) placement.AllocationWrite {
+// body from POST /allocations, which always has the dict form. path is
+// where obj is in the request's body, for the order its keys came in:
+// the write keeps the order of the providers and of each one's classes,
+// as Placement's rows do.
+func allocationBody(c *reqCtx, obj map[string]any, post bool, path ...any) placement.AllocationWrite {
 	w := placement.AllocationWrite{Allocations: map[string]placement.ProviderAllocation{}}
 	w.ProjectID, _ = obj["project_id"].(string)
 	w.UserID, _ = obj["user_id"].(string)
@@ -28,26 +32,30 @@ func allocationBody(c *reqCtx, obj map[string]any, post bool) placement.Allocati
 		w.ConsumerGeneration = &g
 	}
 	w.ConsumerType, _ = obj["consumer_type"].(string)
-	resources := func(rv any) map[string]int64 {
+	resources := func(rv any, at ...any) placement.ProviderAllocation {
 		out := map[string]int64{}
 		for rc, n := range rv.(map[string]any) {
 			out[rc], _ = jsonInt(n)
 		}
-		return out
+		return placement.ProviderAllocation{Resources: out, Order: c.bodyOrder.Keys(append(slices.Clone(path), at...)...)}
 	}
 	if list, ok := obj["allocations"].([]any); ok && !post {
 		// Before 1.12: a list of {resource_provider: {uuid}, resources};
 		// as in Placement, a provider listed twice keeps its last entry.
-		for _, item := range list {
+		for i, item := range list {
 			io := item.(map[string]any)
 			u := io["resource_provider"].(map[string]any)["uuid"].(string)
-			w.Allocations[u] = placement.ProviderAllocation{Resources: resources(io["resources"])}
+			w.Allocations[u] = resources(io["resources"], "allocations", i, "resources")
+			if !slices.Contains(w.Order, u) {
+				w.Order = append(w.Order, u)
+			}
 		}
 		return w
 	}
 	for rp, av := range obj["allocations"].(map[string]any) {
-		w.Allocations[rp] = placement.ProviderAllocation{Resources: resources(av.(map[string]any)["resources"])}
+		w.Allocations[rp] = resources(av.(map[string]any)["resources"], "allocations", rp, "resources")
 	}
+	w.Order = c.bodyOrder.Keys(append(slices.Clone(path), "allocations")...)
 	return w
 }
 
@@ -115,8 +123,12 @@ func (s *API) providersWithoutInventory(c *reqCtx, claimErr error, writes map[st
 	if len(missing) == 0 {
 		return nil, nil
 	}
+	ordered, err := s.svc.ClassOrder(c.r.Context(), sortedKeys(classes))
+	if err != nil {
+		return nil, err
+	}
 	return errConflict(codeDefault, "Unable to allocate inventory: Inventory for '%s' on resource provider '%s' invalid.",
-		strings.Join(placement.ClassIDOrder(classes), ", "), strings.Join(missing, ", ")), nil
+		strings.Join(ordered, ", "), strings.Join(missing, ", ")), nil
 }
 
 // allocationError answers a failed allocation write as Placement does.
@@ -169,7 +181,7 @@ func (s *API) postAllocations(c *reqCtx) error {
 	}
 	writes := map[string]placement.AllocationWrite{}
 	for cu, body := range v.(map[string]any) {
-		writes[cu] = allocationBody(c, body.(map[string]any), true)
+		writes[cu] = allocationBody(c, body.(map[string]any), true, cu)
 	}
 	rev, err := s.svc.PutAllocationsWithOptions(c.r.Context(), writes, placement.ClaimOptions{IgnoreConsumerGeneration: !c.atLeast(28)})
 	if err != nil {
@@ -202,14 +214,18 @@ func (s *API) getAllocations(c *reqCtx) error {
 	} else if err != nil {
 		return err
 	}
-	rps := sortedKeys(rec.Allocations)
+	// In the order the allocations were written, as Placement answers
+	// them in the order of its rows; records that kept no order (written
+	// sorted, or before the order was kept) answer sorted.
+	rps := recordOrder(rec.ProviderOrder, rec.Allocations)
 	gens, err := s.svc.ProviderGenerations(ctx, rps)
 	if err != nil {
 		return err
 	}
-	allocs := map[string]any{}
+	allocs := make(orderedObject, 0, len(rps))
 	for _, rp := range rps {
-		allocs[rp] = map[string]any{"generation": gens[rp], "resources": rec.Allocations[rp].Resources}
+		a := rec.Allocations[rp]
+		allocs = append(allocs, member{rp, map[string]any{"generation": gens[rp], "resources": amountsIn(recordOrder(a.Order, a.Resources), a.Resources)}})
 	}
 	out := map[string]any{"allocations": allocs}
 	if c.atLeast(12) {
@@ -251,9 +267,21 @@ func (s *API) providerAllocations(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
+	// Each consumer's classes in Placement's class id order.
+	var classes []string
+	for _, pc := range consumers {
+		for rc := range pc.Resources {
+			if !slices.Contains(classes, rc) {
+				classes = append(classes, rc)
+			}
+		}
+	}
+	if classes, err = s.svc.ClassOrder(ctx, classes); err != nil {
+		return err
+	}
 	allocs := map[string]any{}
 	for cu, pc := range consumers {
-		a := map[string]any{"resources": pc.Resources}
+		a := map[string]any{"resources": amountsIn(classes, pc.Resources)}
 		if c.atLeast(28) {
 			a["consumer_generation"] = pc.Generation
 		}
@@ -275,8 +303,13 @@ func (s *API) providerUsages(c *reqCtx) error {
 	for rc := range sp.Provider.Inventories {
 		usages[rc] = sp.Provider.Usages[rc]
 	}
+	// In Placement's class id order, as its query groups them.
+	classes, err := s.svc.ClassOrder(c.r.Context(), sortedKeys(usages))
+	if err != nil {
+		return err
+	}
 	c.setCacheHeaders(s.now())
-	return c.writeJSON(200, map[string]any{"resource_provider_generation": sp.Provider.Generation, "usages": usages})
+	return c.writeJSON(200, map[string]any{"resource_provider_generation": sp.Provider.Generation, "usages": amountsIn(classes, usages)})
 }
 
 func (s *API) totalUsages(c *reqCtx) error {
@@ -294,6 +327,19 @@ func (s *API) totalUsages(c *reqCtx) error {
 	if err != nil {
 		return err
 	}
+	// Placement's rows come by class id, then consumer type: its dicts
+	// are filled in that order.
+	var classes []string
+	for _, u := range groups {
+		for rc := range u.Resources {
+			if !slices.Contains(classes, rc) {
+				classes = append(classes, rc)
+			}
+		}
+	}
+	if classes, err = s.svc.ClassOrder(c.r.Context(), classes); err != nil {
+		return err
+	}
 	c.setCacheHeaders(s.now())
 	if !c.atLeast(38) {
 		flat := map[string]int64{}
@@ -302,15 +348,66 @@ func (s *API) totalUsages(c *reqCtx) error {
 				flat[rc] += n
 			}
 		}
-		return c.writeJSON(200, map[string]any{"usages": flat})
+		return c.writeJSON(200, map[string]any{"usages": amountsIn(classes, flat)})
 	}
-	out := map[string]any{}
-	for ct, u := range groups {
-		o := map[string]any{"consumer_count": u.Consumers}
-		for rc, n := range u.Resources {
-			o[rc] = n
+	// Each group is filled row by row: its first class, then
+	// consumer_count (set with every row), then its other classes; the
+	// groups come in the order of their first row. Rows of one class
+	// come by consumer type id: consumers of no type (NULL) first, then
+	// the types by id (Berth keeps no type ids: by name).
+	types := sortedKeys(groups)
+	if i := slices.Index(types, "unknown"); i > 0 {
+		types = append(append([]string{"unknown"}, types[:i]...), types[i+1:]...)
+	}
+	out := orderedObject{}
+	byType := map[string]*orderedObject{}
+	for _, rc := range classes {
+		for _, ct := range types {
+			u := groups[ct]
+			n, ok := u.Resources[rc]
+			if !ok {
+				continue
+			}
+			o := byType[ct]
+			if o == nil {
+				o = &orderedObject{}
+				byType[ct] = o
+			}
+			o.set(rc, n)
+			o.set("consumer_count", u.Consumers)
 		}
-		out[ct] = o
+	}
+	for _, rc := range classes {
+		for _, ct := range types {
+			if _, ok := groups[ct].Resources[rc]; ok {
+				out.set(ct, byType[ct])
+			}
+		}
+	}
+	for _, ct := range types {
+		if byType[ct] == nil {
+			// A group with no usage at all (its consumers hold nothing).
+			out.set(ct, orderedObject{{"consumer_count", groups[ct].Consumers}})
+		}
 	}
 	return c.writeJSON(200, map[string]any{"usages": out})
+}
+
+// recordOrder is m's keys in the order a record kept (etcdschema's
+// ProviderOrder and ConsumerAllocation.Order), or sorted when it kept
+// none or one that does not fit m.
+func recordOrder[V any](order []string, m map[string]V) []string {
+	if len(order) == len(m) {
+		fits := true
+		for _, k := range order {
+			if _, ok := m[k]; !ok {
+				fits = false
+				break
+			}
+		}
+		if fits {
+			return order
+		}
+	}
+	return sortedKeys(m)
 }

@@ -72,9 +72,14 @@ func (s *API) getInventories(c *reqCtx) error {
 	} else if err != nil {
 		return err
 	}
-	invs := map[string]any{}
-	for rc, inv := range sp.Provider.Inventories {
-		invs[rc] = serializeInventory(inv)
+	// In Placement's class id order, the order of its rows.
+	classes, err := s.svc.ClassOrder(c.r.Context(), sortedKeys(sp.Provider.Inventories))
+	if err != nil {
+		return err
+	}
+	invs := make(orderedObject, 0, len(classes))
+	for _, rc := range classes {
+		invs = append(invs, member{rc, serializeInventory(sp.Provider.Inventories[rc])})
 	}
 	c.setCacheHeaders(lastModified(sp.Provider))
 	return c.writeJSON(200, map[string]any{"resource_provider_generation": sp.Provider.Generation, "inventories": invs})
@@ -163,11 +168,13 @@ func (s *API) setInventories(c *reqCtx, sp placement.ProviderRecord) error {
 	} else if err != nil {
 		return err
 	}
-	out := map[string]any{}
+	// In the body's order: Placement answers with the inventories it
+	// was given, in a dict built from the body.
 	given := obj["inventories"].(map[string]any)
-	for rc, inv := range p.Inventories {
+	out := make(orderedObject, 0, len(p.Inventories))
+	for _, rc := range recordOrder(c.bodyOrder.Keys("inventories"), p.Inventories) {
 		g, _ := given[rc].(map[string]any)
-		out[rc] = echoInventory(inv, g)
+		out = append(out, member{rc, echoInventory(p.Inventories[rc], g)})
 	}
 	c.setCacheHeaders(p.UpdatedAt)
 	return c.writeJSON(200, map[string]any{"resource_provider_generation": p.Generation, "inventories": out})

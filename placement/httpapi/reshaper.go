@@ -39,7 +39,7 @@ func reshapeBody(c *reqCtx, obj map[string]any) placement.Reshape {
 		r.Inventories[rp] = placement.ProviderInventories{Generation: gen, Inventories: invs}
 	}
 	for cu, body := range obj["allocations"].(map[string]any) {
-		r.Allocations[cu] = allocationBody(c, body.(map[string]any), true)
+		r.Allocations[cu] = allocationBody(c, body.(map[string]any), true, "allocations", cu)
 	}
 	return r
 }
