@@ -156,6 +156,7 @@ func (st *indexState) viewFor(plan *mergePlan) (*indexState, map[int32]int32) {
 		e := st.slots[slot]
 		view.putProvider(e.p, e.modRev)
 		ve := view.providers[e.p.UUID]
+		ve.createRev = e.createRev
 		if ps := e.summary.Load(); ps != nil {
 			ve.summary.Store(ps)
 		}

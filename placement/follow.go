@@ -32,7 +32,9 @@ func (s *Service) loadAt(ctx context.Context, at int64) (int64, error) {
 		rev, err := informer.List(ctx, s.cli, s.keys.Providers(), at, decodeProvider, func(page []informer.Event) error {
 			for _, ev := range page {
 				if s.loaded(ev) {
-					st.putProvider(ev.Decoded.(*etcdschema.Provider), ev.Revision)
+					p := ev.Decoded.(*etcdschema.Provider)
+					st.putProvider(p, ev.Revision)
+					st.noteCreated(p.UUID, ev.CreateRevision)
 				}
 			}
 			return nil

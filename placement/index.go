@@ -192,13 +192,18 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 	st := ix.st
 	for _, ch := range changes {
 		// Checked again: a claim may have been assumed since the look
-		// above. An index that knows a newer state of the key keeps it.
+		// above. An index that knows a newer state of the key keeps it,
+		// and learns its creation order if an assumed claim indexed it.
 		if ch.skip || ix.knownRevLocked(st, ch.key) >= ch.modRev {
+			if ch.key.provider && !eventIsDelete(ch.ev.Type) {
+				st.noteCreated(ch.key.uuid, ch.ev.Kv.CreateRevision)
+			}
 			continue
 		}
 		switch {
 		case ch.provider != nil:
 			st.putProvider(ch.provider, ch.modRev)
+			st.noteCreated(ch.provider.UUID, ch.ev.Kv.CreateRevision)
 		case ch.consumer != nil:
 			st.putConsumer(ch.consumer, ch.modRev)
 		case ch.key.provider:
@@ -290,8 +295,12 @@ type rpEntry struct {
 	slot   int32
 	p      *etcdschema.Provider // never mutated once indexed
 	modRev int64
-	traits []int32
-	aggs   []int32
+	// createRev is the revision that created the provider's key: its
+	// creation order, Placement's provider id order (0: not known yet,
+	// for a provider first indexed from this service's own claim).
+	createRev int64
+	traits    []int32
+	aggs      []int32
 	// summary is p's ProviderSummary, rendered once per provider record
 	// and shared by every answer that names it until p is replaced (a
 	// claim on another provider leaves this one's summary valid). Render
@@ -474,6 +483,14 @@ func (st *indexState) putProvider(p *etcdschema.Provider, modRev int64) {
 	e.modRev = modRev
 	e.summary.Store(nil)
 	st.link(e)
+}
+
+// noteCreated records the revision that created provider uuid's key,
+// when the index does not know it yet.
+func (st *indexState) noteCreated(uuid string, createRev int64) {
+	if e, ok := st.providers[uuid]; ok && e.createRev == 0 {
+		e.createRev = createRev
+	}
 }
 
 func (st *indexState) removeProvider(uuid string) {

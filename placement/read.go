@@ -74,13 +74,17 @@ type ProviderQuery struct {
 	Group RequestGroup
 }
 
-// ListProviders returns the providers that match q, oldest first (by
-// creation, then uuid), as Placement lists them.
+// ListProviders returns the providers that match q, oldest first, as
+// Placement lists them (by id). A provider's creation order is the
+// revision that created its key, which etcd keeps for every key, those
+// written by older versions too; one the index has not learnt it of yet
+// (first indexed from this service's own claim, until the watch brings
+// its record) sorts after the others, by creation time, then uuid.
 func (s *Service) ListProviders(ctx context.Context, q ProviderQuery) ([]*etcdschema.Provider, error) {
 	if err := s.syncIndex(ctx); err != nil {
 		return nil, err
 	}
-	var found []*etcdschema.Provider
+	var found []*rpEntry
 	s.idx.mu.RLock()
 	st := s.idx.st
 	gc, ok := st.buildGroup(q.Group)
@@ -111,18 +115,36 @@ func (s *Service) ListProviders(ctx context.Context, q ProviderQuery) ([]*etcdsc
 				}
 			}
 			if fit {
-				found = append(found, e.p)
+				found = append(found, e)
 			}
 		}
 	}
+	type listed struct {
+		p         *etcdschema.Provider
+		createRev int64
+	}
+	out := make([]listed, len(found))
+	for i, e := range found {
+		out[i] = listed{e.p, e.createRev}
+	}
 	s.idx.mu.RUnlock()
-	sort.Slice(found, func(i, j int) bool {
-		if !found[i].CreatedAt.Equal(found[j].CreatedAt) {
-			return found[i].CreatedAt.Before(found[j].CreatedAt)
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case a.createRev != b.createRev && a.createRev != 0 && b.createRev != 0:
+			return a.createRev < b.createRev
+		case (a.createRev == 0) != (b.createRev == 0):
+			return a.createRev != 0
+		case !a.p.CreatedAt.Equal(b.p.CreatedAt):
+			return a.p.CreatedAt.Before(b.p.CreatedAt)
 		}
-		return found[i].UUID < found[j].UUID
+		return a.p.UUID < b.p.UUID
 	})
-	return found, nil
+	providers := make([]*etcdschema.Provider, len(out))
+	for i, l := range out {
+		providers[i] = l.p
+	}
+	return providers, nil
 }
 
 // ConsumerType is a consumer's type as Placement reports it: "unknown"

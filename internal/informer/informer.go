@@ -41,6 +41,9 @@ type Event struct {
 	Value    []byte // nil for deletes, and once decoded (Decoder)
 	Deleted  bool
 	Revision int64 // mod revision of the change
+	// CreateRevision is the revision that created the key (0 for
+	// deletes): its creation order among the prefix's keys.
+	CreateRevision int64
 	// Decoded and DecodeErr are the handler's Decoder's result for Value
 	// (never set for deletes or without a Decoder).
 	Decoded   any
@@ -410,7 +413,7 @@ func (in *Informer) watch(ctx context.Context, rev int64) (delivered bool, err e
 		}
 		evs := make([]Event, 0, len(resp.Events))
 		for _, e := range resp.Events {
-			ev := Event{Key: string(e.Kv.Key), Revision: e.Kv.ModRevision}
+			ev := Event{Key: string(e.Kv.Key), Revision: e.Kv.ModRevision, CreateRevision: e.Kv.CreateRevision}
 			if e.Type == mvccpb.DELETE {
 				ev.Deleted = true
 			} else if dec != nil {

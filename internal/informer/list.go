@@ -179,7 +179,7 @@ func listOpts(end string, rev int64) []clientv3.OpOption {
 func toEvents(kvs []*mvccpb.KeyValue, decode DecodeFunc) []Event {
 	evs := make([]Event, len(kvs))
 	for i, kv := range kvs {
-		evs[i] = Event{Key: string(kv.Key), Value: kv.Value, Revision: kv.ModRevision}
+		evs[i] = Event{Key: string(kv.Key), Value: kv.Value, Revision: kv.ModRevision, CreateRevision: kv.CreateRevision}
 	}
 	if decode == nil {
 		return evs
