@@ -46,8 +46,9 @@ func manyGroupsPath(n int) string {
 	return b.String()
 }
 
-// claimLoop claims and frees on hosts until stop closes, and reports each
-// claim's latency.
+// claimLoop claims and frees on hosts until stop closes, and reports the
+// latency of each claim and free (a free's index update waits for the
+// index's write lock like a claim's).
 func claimLoop(ctx context.Context, t *testing.T, s *placement.Service, hosts []string, stop <-chan struct{}) func() []time.Duration {
 	var mu gosync.Mutex
 	var lat []time.Duration
@@ -68,13 +69,13 @@ func claimLoop(ctx context.Context, t *testing.T, s *placement.Service, hosts []
 				t.Errorf("claim %s: %v", c, err)
 				return
 			}
-			mu.Lock()
-			lat = append(lat, time.Since(start))
-			mu.Unlock()
 			if err := s.DeleteAllocations(ctx, c); err != nil {
 				t.Errorf("free %s: %v", c, err)
 				return
 			}
+			mu.Lock()
+			lat = append(lat, time.Since(start))
+			mu.Unlock()
 		}
 	}()
 	return func() []time.Duration {
