@@ -131,7 +131,8 @@ func TestHostileManyGroupsWhileClaiming(t *testing.T) {
 	st := a.s.CandidateStats()
 	t.Logf("search: %s, %d steps, read lock held at most %s; claims before: %d, max %s; during: %d, max %s",
 		took, st.Steps, st.LockHeldMax, len(quiet), maxDuration(quiet), len(busy), maxDuration(busy))
-	if maxDuration(busy) > time.Second || maxDuration(busy) > took/2 {
+	// A claim that waited for the search would take about as long as it.
+	if maxDuration(busy) > took/2 {
 		t.Errorf("a claim took %s during the %s search: claims waited for it", maxDuration(busy), took)
 	}
 	if st.LockHeldMax > 100*time.Millisecond {
