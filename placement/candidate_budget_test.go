@@ -99,9 +99,10 @@ func TestCandidateSearchStopsWithItsCaller(t *testing.T) {
 				_, err := s.AllocationCandidates(ctx, manyGroups(30, 0)) // 3^30: forever
 				done <- err
 			}()
-			testwait.Until(t, "the search to be under way", func() bool { return s.CandidateStats().Steps > start+10_000 })
-			atCancel := s.CandidateStats().Steps
+			atCancel := int64(0)
 			if tc.cancel {
+				testwait.Until(t, "the search to be under way", func() bool { return s.CandidateStats().Steps > start+10_000 })
+				atCancel = s.CandidateStats().Steps
 				cancel()
 			}
 			var err error
@@ -120,6 +121,9 @@ func TestCandidateSearchStopsWithItsCaller(t *testing.T) {
 			// cancellation (the count is brought up to date at each).
 			if after := s.CandidateStats().Steps - atCancel; tc.cancel && after > 3*checkEvery {
 				t.Fatalf("the search took %d steps after its caller went", after)
+			}
+			if s.CandidateStats().Steps == start {
+				t.Fatalf("the search took no step")
 			}
 		})
 	}
