@@ -36,7 +36,7 @@ const (
 	seenUser
 	seenConsumerType
 	seenAllocations
-	seenProviderOrder
+	seenOrder
 )
 
 // once records bit in seen, reporting false if it was there already.
@@ -440,9 +440,9 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []
 		case "allocations":
 			q.Allocations, ok = r.allocations(rps, was)
 			return ok && once(&seen, seenAllocations)
-		case "provider_order":
-			q.ProviderOrder, ok = r.strings()
-			return ok && once(&seen, seenProviderOrder)
+		case "order":
+			q.Order, ok = r.allocationOrder()
+			return ok && once(&seen, seenOrder)
 		case "created_at":
 			q.CreatedAt, ok = r.time()
 			return ok && once(&seen, seenCreated)
@@ -471,17 +471,14 @@ func (r *jsonReader) allocations(rps []string, was []map[string]int64) (map[stri
 			return false
 		}
 		var a ConsumerAllocation
-		seen, seenOrder := false, false
+		seen := false
 		ok := r.object(func(name []byte) bool {
-			var ok bool
-			switch {
-			case string(name) == "resources" && !seen:
-				seen = true
-				a.Resources, ok = r.int64MapAs(was)
-			case string(name) == "class_order" && !seenOrder:
-				seenOrder = true
-				a.Order, ok = r.strings()
+			if string(name) != "resources" || seen {
+				return false
 			}
+			seen = true
+			var ok bool
+			a.Resources, ok = r.int64MapAs(was)
 			return ok
 		})
 		if !ok {
@@ -491,4 +488,38 @@ func (r *jsonReader) allocations(rps []string, was []map[string]int64) (map[stri
 		return true
 	})
 	return m, ok
+}
+
+// allocationOrder reads a consumer's {"providers": [...], "classes":
+// {provider: [...]}} (either member may be absent; null reads as nil).
+func (r *jsonReader) allocationOrder() (*AllocationOrder, bool) {
+	if r.null() {
+		return nil, true
+	}
+	o := &AllocationOrder{}
+	seenProviders, seenClasses := false, false
+	ok := r.object(func(name []byte) bool {
+		var ok bool
+		switch {
+		case string(name) == "providers" && !seenProviders:
+			seenProviders = true
+			o.Providers, ok = r.strings()
+		case string(name) == "classes" && !seenClasses:
+			seenClasses = true
+			if r.null() {
+				return true
+			}
+			o.Classes = map[string][]string{}
+			ok = r.object(func(rp []byte) bool {
+				if _, dup := o.Classes[string(rp)]; dup {
+					return false
+				}
+				cs, ok := r.strings()
+				o.Classes[string(rp)] = cs
+				return ok
+			})
+		}
+		return ok
+	})
+	return o, ok
 }

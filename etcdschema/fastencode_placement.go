@@ -112,21 +112,37 @@ func (c *Consumer) appendJSON(b []byte) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			a := c.Allocations[rp]
 			b = appendJSONString(b, rp)
 			b = append(b, `:{"resources":`...)
-			b = appendJSONInt64Map(b, a.Resources)
-			if len(a.Order) > 0 {
-				b = append(b, `,"class_order":`...)
-				b = appendJSONStrings(b, a.Order)
-			}
+			b = appendJSONInt64Map(b, c.Allocations[rp].Resources)
 			b = append(b, '}')
 		}
 		b = append(b, '}')
 	}
-	if len(c.ProviderOrder) > 0 {
-		b = append(b, `,"provider_order":`...)
-		b = appendJSONStrings(b, c.ProviderOrder)
+	if o := c.Order; o != nil {
+		// As json.Marshal writes the struct: omitempty members left out.
+		b = append(b, `,"order":{`...)
+		if len(o.Providers) > 0 {
+			b = append(b, `"providers":`...)
+			b = appendJSONStrings(b, o.Providers)
+		}
+		if len(o.Classes) > 0 {
+			if len(o.Providers) > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `"classes":{`...)
+			var buf [8]string
+			for i, rp := range sortedKeys(o.Classes, buf[:]) {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, rp)
+				b = append(b, ':')
+				b = appendJSONStrings(b, o.Classes[rp])
+			}
+			b = append(b, '}')
+		}
+		b = append(b, '}')
 	}
 	return appendTimes(b, c.CreatedAt, c.UpdatedAt)
 }

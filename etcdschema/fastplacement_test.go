@@ -161,17 +161,24 @@ func (g genPlacement) consumer() *Consumer {
 	default:
 		c.Allocations = map[string]ConsumerAllocation{}
 		for n := 1 + g.rng.Intn(3); n > 0; n-- {
-			a := ConsumerAllocation{Resources: g.int64Map()}
-			if g.rng.Intn(3) == 0 {
-				for rc := range a.Resources {
-					a.Order = append(a.Order, rc)
-				}
-			}
-			c.Allocations[g.str()] = a
+			c.Allocations[g.str()] = ConsumerAllocation{Resources: g.int64Map()}
 		}
-		if g.rng.Intn(3) == 0 {
-			for rp := range c.Allocations {
-				c.ProviderOrder = append(c.ProviderOrder, rp)
+		// The write order, kept only where it is not sorted: none, the
+		// providers', some providers' classes, or both.
+		if k := g.rng.Intn(4); k > 0 {
+			c.Order = &AllocationOrder{}
+			for rp, a := range c.Allocations {
+				if k != 2 {
+					c.Order.Providers = append(c.Order.Providers, rp)
+				}
+				if k != 1 && g.rng.Intn(2) == 0 {
+					if c.Order.Classes == nil {
+						c.Order.Classes = map[string][]string{}
+					}
+					for rc := range a.Resources {
+						c.Order.Classes[rp] = append(c.Order.Classes[rp], rc)
+					}
+				}
 			}
 		}
 	}

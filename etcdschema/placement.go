@@ -81,11 +81,19 @@ func (p *Provider) Clone() *Provider {
 // ConsumerAllocation is what one consumer holds on one provider.
 type ConsumerAllocation struct {
 	Resources map[string]int64 `json:"resources"`
-	// Order is Resources' classes in the order they were written, when
-	// that is not their sorted order (nil: sorted; records written before
-	// it was kept have none). Placement answers a consumer's allocations in
-	// the order it wrote them.
-	Order []string `json:"class_order,omitempty"`
+}
+
+// AllocationOrder is the order a consumer's allocations were written in,
+// where it is not the sorted one: Placement answers a consumer's
+// allocations in the order it wrote them. It hangs off the record by a
+// pointer, nil for the usual write (the scheduler's claims give no order),
+// so a million indexed consumers pay a word each for it.
+type AllocationOrder struct {
+	// Providers lists the providers in the order written (nil: sorted).
+	Providers []string `json:"providers,omitempty"`
+	// Classes lists, per provider, its classes in the order written,
+	// for the providers where that is not sorted.
+	Classes map[string][]string `json:"classes,omitempty"`
 }
 
 // Consumer is a consumer's allocations, stored at Keys.Consumer(uuid). A
@@ -98,12 +106,29 @@ type Consumer struct {
 	UserID       string                        `json:"user_id"`
 	ConsumerType string                        `json:"consumer_type,omitempty"`
 	Allocations  map[string]ConsumerAllocation `json:"allocations"`
-	// ProviderOrder is Allocations' providers in the order they were
-	// written, when that is not their sorted order (nil: sorted, as in
-	// records written before it was kept).
-	ProviderOrder []string  `json:"provider_order,omitempty"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	// Order is the order Allocations were written in, where it is not
+	// sorted (nil: all sorted, as records written before it was kept).
+	Order     *AllocationOrder `json:"order,omitempty"`
+	CreatedAt time.Time        `json:"created_at"`
+	UpdatedAt time.Time        `json:"updated_at"`
+}
+
+// ProvidersWritten is the order c's providers were written in, nil when
+// it kept none (they read as sorted).
+func (c *Consumer) ProvidersWritten() []string {
+	if c.Order == nil {
+		return nil
+	}
+	return c.Order.Providers
+}
+
+// ClassesWritten is the order c's classes on provider rp were written
+// in, nil when it kept none (they read as sorted).
+func (c *Consumer) ClassesWritten(rp string) []string {
+	if c.Order == nil {
+		return nil
+	}
+	return c.Order.Classes[rp]
 }
 
 func (*Consumer) SchemaVersion() int { return ConsumerVersion }
@@ -117,9 +142,18 @@ func (c *Consumer) Clone() *Consumer {
 		for k, v := range a.Resources {
 			r[k] = v
 		}
-		n.Allocations[rp] = ConsumerAllocation{Resources: r, Order: slices.Clone(a.Order)}
+		n.Allocations[rp] = ConsumerAllocation{Resources: r}
 	}
-	n.ProviderOrder = slices.Clone(c.ProviderOrder)
+	if c.Order != nil {
+		o := AllocationOrder{Providers: slices.Clone(c.Order.Providers)}
+		if c.Order.Classes != nil {
+			o.Classes = make(map[string][]string, len(c.Order.Classes))
+			for rp, cs := range c.Order.Classes {
+				o.Classes[rp] = slices.Clone(cs)
+			}
+		}
+		n.Order = &o
+	}
 	return &n
 }
 

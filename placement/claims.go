@@ -537,9 +537,23 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			for rc, n := range a.Resources {
 				r[rc] = n
 			}
-			rec.Allocations[rp] = etcdschema.ConsumerAllocation{Resources: r, Order: writeOrder(a.Order, r)}
+			rec.Allocations[rp] = etcdschema.ConsumerAllocation{Resources: r}
+			if cs := writeOrder(a.Order, r); cs != nil {
+				if rec.Order == nil {
+					rec.Order = &etcdschema.AllocationOrder{}
+				}
+				if rec.Order.Classes == nil {
+					rec.Order.Classes = map[string][]string{}
+				}
+				rec.Order.Classes[rp] = cs
+			}
 		}
-		rec.ProviderOrder = writeOrder(w.Order, rec.Allocations)
+		if ps := writeOrder(w.Order, rec.Allocations); ps != nil {
+			if rec.Order == nil {
+				rec.Order = &etcdschema.AllocationOrder{}
+			}
+			rec.Order.Providers = ps
+		}
 		val, err := etcdschema.EncodeString(rec)
 		if err != nil {
 			return nil, err

@@ -217,7 +217,7 @@ func (s *API) getAllocations(c *reqCtx) error {
 	// In the order the allocations were written, as Placement answers
 	// them in the order of its rows; records that kept no order (written
 	// sorted, or before the order was kept) answer sorted.
-	rps := recordOrder(rec.ProviderOrder, rec.Allocations)
+	rps := recordOrder(rec.ProvidersWritten(), rec.Allocations)
 	gens, err := s.svc.ProviderGenerations(ctx, rps)
 	if err != nil {
 		return err
@@ -225,7 +225,7 @@ func (s *API) getAllocations(c *reqCtx) error {
 	allocs := make(orderedObject, 0, len(rps))
 	for _, rp := range rps {
 		a := rec.Allocations[rp]
-		allocs = append(allocs, member{rp, map[string]any{"generation": gens[rp], "resources": amountsIn(recordOrder(a.Order, a.Resources), a.Resources)}})
+		allocs = append(allocs, member{rp, map[string]any{"generation": gens[rp], "resources": amountsIn(recordOrder(rec.ClassesWritten(rp), a.Resources), a.Resources)}})
 	}
 	out := map[string]any{"allocations": allocs}
 	if c.atLeast(12) {
