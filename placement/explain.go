@@ -98,16 +98,22 @@ func (s *Service) ExplainCandidates(ctx context.Context, q CandidateQuery) ([]Ro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The search below is bounded as a request's is (work and ctx): a
+	// failed request must not buy an unbounded walk under the lock. A
+	// search that stops leaves fits unknown; each tree is then judged by
+	// its own conditions alone.
+	b := newSearchBudget(ctx, s.candidateWorkLimit.Load(), len(q.Groups), &s.candidateSteps)
+	defer b.flush()
 	s.idx.mu.RLock()
 	defer s.idx.mu.RUnlock()
-	return s.idx.st.explain(q), nil
+	return s.idx.st.explain(q, b), nil
 }
 
-func (st *indexState) explain(q CandidateQuery) []RootFit {
+func (st *indexState) explain(q CandidateQuery, b *searchBudget) []RootFit {
 	full := q
 	full.Limit, full.RandomStart = 0, false
 	fits := map[int32]bool{}
-	if areqs, _, ok := st.search(full); ok {
+	if _, areqs, _, ok := st.search(full, b, nil, 0); ok && b.err == nil {
 		for _, a := range areqs {
 			fits[a.anchor] = true
 		}

@@ -1,7 +1,9 @@
 package placement
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -143,12 +145,12 @@ func TestExplainCandidates(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {
 			st := explainIndex(tc.providers...)
-			got := st.explain(tc.q)
+			got := st.explain(tc.q, newSearchBudget(context.Background(), 0, len(tc.q.Groups), new(atomic.Int64)))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("explain (-want +got):\n%s", diff)
 			}
 			// The explanation agrees with the search on which trees fit.
-			areqs, _, _ := st.search(tc.q)
+			_, areqs, _, _ := st.search(tc.q, newSearchBudget(context.Background(), 0, len(tc.q.Groups), new(atomic.Int64)), nil, 0)
 			anchors := map[string]bool{}
 			for _, a := range areqs {
 				anchors[st.slots[a.anchor].p.UUID] = true
@@ -204,7 +206,7 @@ func BenchmarkExplainCandidates(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if got := st.explain(q); len(got) != len(ps) {
+				if got := st.explain(q, newSearchBudget(context.Background(), 0, len(q.Groups), new(atomic.Int64))); len(got) != len(ps) {
 					b.Fatalf("%d roots explained, want %d", len(got), len(ps))
 				}
 			}
