@@ -299,6 +299,37 @@ func (k Keys) RetryHolders(cell string) string { return k.join("cells", cell, "h
 // RetryLease marks the conductor holding a retry; bound to its lease.
 func (k Keys) RetryLease(cell, uuid string) string { return k.join("cells", cell, "leases", uuid) }
 
+// ---- moves (resize, cold migration) ----------------------------------------
+
+// Migration is one move of an instance (Nova's migrations row), kept in
+// the instance's cell; its uuid is also the placement consumer holding
+// the source's allocation while the move is in flight.
+func (k Keys) Migration(cell, uuid string) string { return k.join("cells", cell, "migrations", uuid) }
+
+// Migrations is the prefix of one cell's migration records.
+func (k Keys) Migrations(cell string) string { return k.join("cells", cell, "migrations") + "/" }
+
+// MoveRequest asks the superconductors to schedule an instance's move
+// (by instance uuid: an instance has one move in flight at most).
+func (k Keys) MoveRequest(uuid string) string { return k.join("move_requests", uuid) }
+
+// MoveRequests is the prefix superconductors watch for moves.
+func (k Keys) MoveRequests() string { return k.join("move_requests") + "/" }
+
+// MoveRequestLease marks the superconductor scheduling a move; bound to
+// its session lease.
+func (k Keys) MoveRequestLease(uuid string) string { return k.join("leases", "move_requests", uuid) }
+
+// MoveRequestLeases is the prefix of every move-request lease.
+func (k Keys) MoveRequestLeases() string { return k.join("leases", "move_requests") + "/" }
+
+// MoveRequestHolder registers one running superconductor move queue (id:
+// its session lease in hex), bound to that lease.
+func (k Keys) MoveRequestHolder(id string) string { return k.join("holders", "move_requests", id) }
+
+// MoveRequestHolders is the prefix of the move queue holders.
+func (k Keys) MoveRequestHolders() string { return k.join("holders", "move_requests") + "/" }
+
 // ---- coordination ----------------------------------------------------------
 
 // Election is the prefix for a role's leader election; each candidate's

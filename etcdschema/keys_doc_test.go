@@ -88,6 +88,7 @@ var docValueTypes = map[string]func() any{
 	"ServerGroupSlot": func() any { return new(ServerGroupSlot) }, "Service": func() any { return new(Service) },
 	"SigningKey": func() any { return new(SigningKey) },
 	"QuotaSet":   func() any { return new(QuotaSet) }, "QuotaFence": func() any { return new(QuotaFence) },
+	"Migration": func() any { return new(Migration) }, "MoveRequest": func() any { return new(MoveRequest) },
 }
 
 type docBlock struct {

@@ -52,6 +52,11 @@ const (
 	KindRetryLease   KeyKind = "RetryLease"
 	KindRetryHolder  KeyKind = "RetryHolder"
 
+	KindMigration         KeyKind = "Migration"
+	KindMoveRequest       KeyKind = "MoveRequest"
+	KindMoveRequestLease  KeyKind = "MoveRequestLease"
+	KindMoveRequestHolder KeyKind = "MoveRequestHolder"
+
 	// KindElectionCandidate is a key <Election(role)>/<lease id hex>,
 	// written by etcd's concurrency.Election; its value is the candidate's
 	// id as a plain string, not JSON.
@@ -128,6 +133,10 @@ var keyPatterns = []keyPattern{
 	{KindRetry, []string{"Cell", "UUID"}, func(k Keys, a []string) string { return k.Retry(a[0], a[1]) }, func() Versioned { return new(Retry) }},
 	{KindRetryLease, []string{"Cell", "UUID"}, func(k Keys, a []string) string { return k.RetryLease(a[0], a[1]) }, func() Versioned { return new(Lease) }},
 	{KindRetryHolder, []string{"Cell", "ID"}, func(k Keys, a []string) string { return k.RetryHolder(a[0], a[1]) }, func() Versioned { return new(Lease) }},
+	{KindMigration, []string{"Cell", "UUID"}, func(k Keys, a []string) string { return k.Migration(a[0], a[1]) }, func() Versioned { return new(Migration) }},
+	{KindMoveRequest, []string{"UUID"}, func(k Keys, a []string) string { return k.MoveRequest(a[0]) }, func() Versioned { return new(MoveRequest) }},
+	{KindMoveRequestLease, []string{"UUID"}, func(k Keys, a []string) string { return k.MoveRequestLease(a[0]) }, func() Versioned { return new(Lease) }},
+	{KindMoveRequestHolder, []string{"ID"}, func(k Keys, a []string) string { return k.MoveRequestHolder(a[0]) }, func() Versioned { return new(Lease) }},
 
 	// concurrency.Election puts each candidate at <prefix>/<lease id hex>.
 	{KindElectionCandidate, []string{"Role", "ID"}, func(k Keys, a []string) string { return k.Election(a[0]) + "/" + a[1] }, nil},

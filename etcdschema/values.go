@@ -206,6 +206,8 @@ func (*HostDown) SchemaVersion() int { return HostDownVersion }
 const (
 	OpBuild  = "build"
 	OpDelete = "delete"
+	// OpMove is one step of a resize or cold migration (Build.Move).
+	OpMove = "move"
 )
 
 // Build is work cast to a host's agent.
@@ -224,6 +226,9 @@ type Build struct {
 	// Image is what the instance boots (nil: none, as before images
 	// existed: the process driver runs the flavor's berth:command).
 	Image *BootImage `json:"image,omitempty"`
+	// Move is the step of a move cast (op "move"); nil otherwise.
+	// Added without a version bump: absent in every other cast.
+	Move *MoveStep `json:"move,omitempty"`
 }
 
 func (*Build) SchemaVersion() int { return BuildVersion }
@@ -359,10 +364,14 @@ func (*InstanceMapping) SchemaVersion() int { return InstanceMappingVersion }
 
 // Nova's server status words.
 const (
-	StatusBuild   = "BUILD"
-	StatusActive  = "ACTIVE"
-	StatusError   = "ERROR"
-	StatusDeleted = "DELETED"
+	StatusBuild  = "BUILD"
+	StatusActive = "ACTIVE"
+	// StatusVerifyResize is a server moved to its destination and
+	// waiting for confirmResize or revertResize (Nova's vm_state
+	// resized).
+	StatusVerifyResize = "VERIFY_RESIZE"
+	StatusError        = "ERROR"
+	StatusDeleted      = "DELETED"
 )
 
 // Task states shown beside BUILD.
@@ -370,6 +379,12 @@ const (
 	TaskScheduling = "scheduling"
 	TaskSpawning   = "spawning"
 	TaskDeleting   = "deleting"
+	// Nova's task states of a cold move (resize or migrate).
+	TaskResizePrep      = "resize_prep"
+	TaskResizeMigrating = "resize_migrating"
+	TaskResizeMigrated  = "resize_migrated"
+	TaskResizeFinish    = "resize_finish"
+	TaskResizeReverting = "resize_reverting"
 )
 
 // Fault explains why an instance is in ERROR.
@@ -421,6 +436,11 @@ type Instance struct {
 	// (the "delete" action, while the host works it).
 	RequestID       string `json:"request_id,omitempty"`
 	DeleteRequestID string `json:"delete_request_id,omitempty"`
+	// MigrationUUID is the move in flight (resize or cold migration)
+	// until it is confirmed, reverted or has failed; its record is
+	// Keys.Migration(Cell, MigrationUUID). Added without a version bump
+	// (absent: no move).
+	MigrationUUID string `json:"migration_uuid,omitempty"`
 }
 
 func (*Instance) SchemaVersion() int { return InstanceVersion }

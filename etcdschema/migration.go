@@ -1,0 +1,135 @@
+package etcdschema
+
+import "time"
+
+// Versions of the move records (see values.go for the rules).
+const (
+	MigrationVersion   = 1
+	MoveRequestVersion = 1
+)
+
+// Nova's migration statuses (nova/objects/migration.py and the compute
+// manager) that a cold move passes through. A resize or cold migration
+// goes pre-migrating → migrating → post-migrating → finished (the
+// server is VERIFY_RESIZE), then confirming → confirmed or reverting →
+// reverted; error when it could not be done (the server stays on its
+// source) and failed for a live migration that failed (not used by the
+// cold moves).
+const (
+	MigrationPreMigrating  = "pre-migrating"
+	MigrationMigrating     = "migrating"
+	MigrationPostMigrating = "post-migrating"
+	MigrationFinished      = "finished"
+	MigrationConfirming    = "confirming"
+	MigrationConfirmed     = "confirmed"
+	MigrationReverting     = "reverting"
+	MigrationReverted      = "reverted"
+	MigrationError         = "error"
+	MigrationFailed        = "failed"
+)
+
+// Nova's migration_type values for the cold moves.
+const (
+	MigrationTypeResize    = "resize"
+	MigrationTypeMigration = "migration"
+)
+
+// MigrationInFlight says whether a migration in status is still moving
+// its server (Nova's migration filters call the rest "done").
+func MigrationInFlight(status string) bool {
+	switch status {
+	case MigrationConfirmed, MigrationReverted, MigrationError, MigrationFailed:
+		return false
+	}
+	return true
+}
+
+// Migration is one move of an instance (Nova's migrations table row),
+// kept in the instance's cell. While it is in flight its uuid is also a
+// placement consumer: it holds the source host's allocation (Nova's
+// migration-based allocations) while the instance's own consumer holds
+// the destination's, so both hosts count the server until it is
+// confirmed or reverted.
+type Migration struct {
+	header
+	UUID          string `json:"uuid"`
+	InstanceUUID  string `json:"instance_uuid"`
+	Cell          string `json:"cell"`
+	ProjectID     string `json:"project_id"`
+	UserID        string `json:"user_id"`
+	MigrationType string `json:"migration_type"`
+	Status        string `json:"status"`
+	SourceHost    string `json:"source_compute"`
+	SourceNode    string `json:"source_node"`
+	DestHost      string `json:"dest_compute,omitempty"`
+	DestNode      string `json:"dest_node,omitempty"`
+	OldFlavor     Flavor `json:"old_flavor"`
+	NewFlavor     Flavor `json:"new_flavor"`
+	// RequestedHost is the host the caller asked for (migrate with a
+	// host, 2.56): the scheduler is pinned to it and no alternates are
+	// kept, as Nova does for a forced host.
+	RequestedHost string `json:"requested_host,omitempty"`
+	// AllowSameHost says the source host may be the destination
+	// (allow_resize_to_same_host, resizes only).
+	AllowSameHost bool `json:"allow_same_host,omitempty"`
+	// Remaining are the alternate destinations the scheduler returned
+	// (unclaimed), tried in order by the cell conductor when the
+	// destination fails; MaxAttempts bounds the tries.
+	Remaining   []Selection `json:"remaining,omitempty"`
+	MaxAttempts int         `json:"max_attempts,omitempty"`
+	// Attempts are the destinations tried so far, each failed one with
+	// its reason.
+	Attempts []Attempt `json:"attempts,omitempty"`
+	// Error is why the move ended in error.
+	Error string `json:"error,omitempty"`
+	// The requests that started, confirmed and reverted it (Nova's
+	// instance actions resize/migrate, confirmResize, revertResize).
+	RequestID        string    `json:"request_id,omitempty"`
+	ConfirmRequestID string    `json:"confirm_request_id,omitempty"`
+	RevertRequestID  string    `json:"revert_request_id,omitempty"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
+}
+
+func (*Migration) SchemaVersion() int { return MigrationVersion }
+
+// MoveRequest asks the superconductors to schedule a migration: the
+// cold-move counterpart of a BuildRequest, deleted by the hand-off that
+// casts the move to its destination.
+type MoveRequest struct {
+	header
+	InstanceUUID  string    `json:"instance_uuid"`
+	Cell          string    `json:"cell"`
+	MigrationUUID string    `json:"migration_uuid"`
+	RequestID     string    `json:"request_id,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+func (*MoveRequest) SchemaVersion() int { return MoveRequestVersion }
+
+// Move steps a cast carries (Build.Move), each worked by one host's
+// agent; the host named is where the cast goes.
+const (
+	// MovePrep (destination): may the move land here? A failure is
+	// retried on an alternate by the cell conductor.
+	MovePrep = "prep"
+	// MoveOut (source): stop the guest, keeping it for a revert.
+	MoveOut = "out"
+	// MoveFinish (destination): start the guest with the new flavor;
+	// the server is VERIFY_RESIZE.
+	MoveFinish = "finish"
+	// MoveConfirm (source): drop the stopped guest and free the
+	// source's allocation.
+	MoveConfirm = "confirm"
+	// MoveRevert (destination): destroy the new guest.
+	MoveRevert = "revert"
+	// MoveRevertFinish (source): give the instance its source
+	// allocation back and start the guest again.
+	MoveRevertFinish = "revert_finish"
+)
+
+// MoveStep is the move work in a cast (Build.Op == OpMove).
+type MoveStep struct {
+	MigrationUUID string `json:"migration_uuid"`
+	Step          string `json:"step"`
+}
