@@ -113,6 +113,8 @@ func (a *Agent) work1(ctx context.Context, ev informer.Event) {
 			err = a.build(ctx, ev, &b)
 		case etcdschema.OpDelete:
 			err = a.destroy(ctx, ev, &b)
+		case etcdschema.OpMove:
+			err = a.move(ctx, ev, &b)
 		default:
 			log.Error("unknown cast op left in place for an operator")
 			return
@@ -260,7 +262,17 @@ func (a *Agent) destroy(ctx context.Context, ev informer.Event, b *etcdschema.Bu
 	if err := a.freeClaim(ctx, b.InstanceUUID); err != nil {
 		return err
 	}
-	_, err := a.endCastIf(ctx, ev, "", 0, records.DeleteInstance(k, b.Cell, a.cfg.Host, b.InstanceUUID))
+	ops := records.DeleteInstance(k, b.Cell, a.cfg.Host, b.InstanceUUID)
+	if b.Move != nil {
+		// A move in flight: its consumer holds the source's allocation,
+		// and the source may still report the instance.
+		more, err := a.dropMove(ctx, b)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, more...)
+	}
+	_, err := a.endCastIf(ctx, ev, "", 0, ops)
 	if err == nil {
 		a.log.Info("instance deleted", "instance", b.InstanceUUID)
 	}

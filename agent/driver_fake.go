@@ -30,11 +30,14 @@ type FakeDriver struct {
 	cfg  FakeConfig
 	mu   sync.Mutex
 	run  map[string]bool
+	// stopped are guests stopped for a move, kept for a revert.
+	stopped map[string]bool
 }
 
 var (
 	_ Driver       = (*FakeDriver)(nil)
 	_ GuestResumer = (*FakeDriver)(nil)
+	_ Mover        = (*FakeDriver)(nil)
 )
 
 // Resume brings back an instance after an agent restart. The fake
@@ -57,18 +60,12 @@ func init() {
 
 // NewFakeDriver returns a fake driver for host.
 func NewFakeDriver(host string, cfg FakeConfig) *FakeDriver {
-	return &FakeDriver{host: host, cfg: cfg, run: map[string]bool{}}
+	return &FakeDriver{host: host, cfg: cfg, run: map[string]bool{}, stopped: map[string]bool{}}
 }
 
 func (d *FakeDriver) Spawn(ctx context.Context, b *etcdschema.Build) error {
-	if d.cfg.BuildTime > 0 {
-		if !backoff.Sleep(ctx, d.cfg.BuildTime) {
-			return ctx.Err()
-		}
-	}
-	if d.cfg.Fail || (d.cfg.FailureRate > 0 && rand.Float64() < d.cfg.FailureRate) {
-		return &BuildError{Reschedulable: d.cfg.FailReschedulable,
-			Reason: fmt.Sprintf("fake driver on %s failed the build (configured to fail)", d.host)}
+	if err := d.work(ctx, "build"); err != nil {
+		return err
 	}
 	d.mu.Lock()
 	d.run[b.InstanceUUID] = true
@@ -76,9 +73,65 @@ func (d *FakeDriver) Spawn(ctx context.Context, b *etcdschema.Build) error {
 	return nil
 }
 
+// work takes BuildTime and fails as configured: a build, or a move's
+// preparation on its destination.
+func (d *FakeDriver) work(ctx context.Context, what string) error {
+	if d.cfg.BuildTime > 0 {
+		if !backoff.Sleep(ctx, d.cfg.BuildTime) {
+			return ctx.Err()
+		}
+	}
+	if d.cfg.Fail || (d.cfg.FailureRate > 0 && rand.Float64() < d.cfg.FailureRate) {
+		return &BuildError{Reschedulable: d.cfg.FailReschedulable,
+			Reason: fmt.Sprintf("fake driver on %s failed the %s (configured to fail)", d.host, what)}
+	}
+	return nil
+}
+
 func (d *FakeDriver) Destroy(_ context.Context, uuid string) error {
 	d.mu.Lock()
 	delete(d.run, uuid)
+	delete(d.stopped, uuid)
+	d.mu.Unlock()
+	return nil
+}
+
+// PrepareMove takes the build time and fails as a build would.
+func (d *FakeDriver) PrepareMove(ctx context.Context, _ *etcdschema.Build) error {
+	return d.work(ctx, "move")
+}
+
+// StopForMove stops the guest, keeping it for a revert.
+func (d *FakeDriver) StopForMove(_ context.Context, uuid string) error {
+	d.mu.Lock()
+	delete(d.run, uuid)
+	d.stopped[uuid] = true
+	d.mu.Unlock()
+	return nil
+}
+
+// FinishMove starts the moved guest.
+func (d *FakeDriver) FinishMove(_ context.Context, b *etcdschema.Build) error {
+	d.mu.Lock()
+	d.run[b.InstanceUUID] = true
+	d.mu.Unlock()
+	return nil
+}
+
+// ConfirmMove drops the stopped guest.
+func (d *FakeDriver) ConfirmMove(_ context.Context, uuid string) error {
+	d.mu.Lock()
+	delete(d.stopped, uuid)
+	d.mu.Unlock()
+	return nil
+}
+
+// RevertMove starts the stopped guest again (or anew, after an agent
+// restart lost it: the fake driver's guests live in memory).
+func (d *FakeDriver) RevertMove(_ context.Context, b *etcdschema.Build) error {
+	d.mu.Lock()
+	delete(d.stopped, b.InstanceUUID)
+	d.run[b.InstanceUUID] = true
 	d.mu.Unlock()
 	return nil
 }

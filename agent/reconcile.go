@@ -176,8 +176,9 @@ func (a *Agent) instanceExited(ctx context.Context, uuid, reason string) {
 		switch {
 		case err != nil:
 			log.Warn("instance exited; could not read it, retrying", "error", err)
-		case in == nil || in.Host != a.cfg.Host || in.TaskState == etcdschema.TaskDeleting:
-			return // deleted, moved, or being deleted: the exit is expected
+		case in == nil || in.Host != a.cfg.Host || in.TaskState == etcdschema.TaskDeleting ||
+			in.MigrationUUID != "" && in.TaskState != "":
+			return // deleted, moved, being deleted or moved: the exit is expected
 		case in.Status == etcdschema.StatusActive:
 			ok, err := a.setError(ctx, *in, rev, reason)
 			if err == nil && ok {

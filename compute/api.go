@@ -49,6 +49,8 @@ type API struct {
 	// quotas back os-quota-sets and limits, and check every server and
 	// server group create (see SetQuotaDefaults).
 	quotas *quotas.Store
+	// allowResizeToSameHost is Nova's allow_resize_to_same_host.
+	allowResizeToSameHost bool
 }
 
 // New returns the compute API over the records under keys.

@@ -277,7 +277,14 @@ func TestRoutePolicies(t *testing.T) {
 		"GET /servers/detail":  projectReaderOrAdmin("os_compute_api:servers:detail"),
 		"GET /servers/{id}":    {},
 		"DELETE /servers/{id}": {},
-		"GET /servers/{server_id}/os-instance-actions":      {},
+		"GET /servers/{server_id}/os-instance-actions": {},
+		// the cold moves check servers:resize, confirm_resize,
+		// revert_resize and os-migrate-server:migrate once the server is
+		// loaded.
+		"POST /servers/{id}/action resize":                  {},
+		"POST /servers/{id}/action confirmResize":           {},
+		"POST /servers/{id}/action revertResize":            {},
+		"POST /servers/{id}/action migrate":                 {},
 		"GET /servers/{server_id}/os-instance-actions/{id}": {},
 	}
 	got := map[string]policy{}

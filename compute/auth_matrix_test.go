@@ -165,6 +165,14 @@ var authMatrix = []authRow{
 	row("GET", "/servers/"+buildingOfA, "", [4]int{200, 403, 200, 200}),
 	row("DELETE", "/servers/"+serverOfA, "", [4]int{403, 404, 204, 204}),
 	row("DELETE", "/servers/"+buildingOfA, "", [4]int{403, 403, 204, 204}),
+	// The cold moves: resize, confirmResize and revertResize are
+	// PROJECT_MEMBER_OR_ADMIN, migrate ADMIN, each checked against the
+	// server's project once loaded. serverOfA is ACTIVE: a confirm or
+	// revert passes the policy and gets the state's 409.
+	row("POST", "/servers/"+serverOfA+"/action", `{"resize": {"flavorRef": "2"}}`, [4]int{403, 404, 202, 202}),
+	row("POST", "/servers/"+serverOfA+"/action", `{"confirmResize": null}`, [4]int{403, 404, 409, 409}),
+	row("POST", "/servers/"+serverOfA+"/action", `{"revertResize": null}`, [4]int{403, 404, 409, 409}),
+	row("POST", "/servers/"+serverOfA+"/action", `{"migrate": null}`, [4]int{403, 404, 403, 202}),
 	row("GET", "/servers/"+serverOfA+"/os-instance-actions", "", [4]int{200, 404, 200, 200}),
 	row("GET", "/servers/"+serverOfA+"/os-instance-actions/"+createOfA, "", [4]int{200, 404, 200, 200}),
 }

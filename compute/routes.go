@@ -167,6 +167,14 @@ func (a *API) routeTable() []route {
 		{method: "GET", path: "/servers/detail", policy: projectReaderOrAdmin("os_compute_api:servers:detail"), handle: a.listServersDetail},
 		{method: "GET", path: "/servers/{id}", handle: a.showServer},
 		{method: "DELETE", path: "/servers/{id}", handle: a.deleteServer},
+		// The cold moves (server_moves.go): each action checks its rule
+		// against the server's project once loaded (lookupServer).
+		{method: "POST", path: "/servers/{id}/action", actions: map[string]*route{
+			"resize":        {schema: always(schemaResize), handle: a.resizeServer},
+			"confirmResize": {handle: a.confirmResize},
+			"revertResize":  {handle: a.revertResize},
+			"migrate":       {schema: since(mvMigrateHost, nil, schemaMigrate2_56), handle: a.migrateServer},
+		}},
 		{method: "GET", path: "/servers/{server_id}/os-instance-actions", handle: a.listInstanceActions},
 		{method: "GET", path: "/servers/{server_id}/os-instance-actions/{id}", handle: a.showInstanceAction},
 	}

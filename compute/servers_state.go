@@ -51,6 +51,7 @@ const (
 	vmActive   = "active"
 	vmError    = "error"
 	vmDeleted  = "deleted"
+	vmResized  = "resized"
 )
 
 func stateOf(v *servers.Server) *serverState {
@@ -75,6 +76,11 @@ func stateOf(v *servers.Server) *serverState {
 		s.vmState, s.powerState = vmActive, powerRunning
 		// Berth keeps no launched_at: the instance's last update is its
 		// launch until a delete updates it again.
+		at := in.UpdatedAt
+		s.launchedAt = &at
+	case etcdschema.StatusVerifyResize:
+		// Running on its destination, waiting for confirm or revert.
+		s.vmState, s.powerState = vmResized, powerRunning
 		at := in.UpdatedAt
 		s.launchedAt = &at
 	case etcdschema.StatusError:

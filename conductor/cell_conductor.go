@@ -86,6 +86,9 @@ func (c *CellConductor) process(ctx context.Context, it workqueue.Item) error {
 		c.log.Error("dropping unreadable retry", "key", it.Key, "error", err)
 		return c.finish(ctx, it, nil)
 	}
+	if retry.Build.Op == etcdschema.OpMove && retry.Build.Move != nil {
+		return c.processMoveRetry(ctx, it, &retry)
+	}
 	uuid := retry.InstanceUUID
 	log := c.log.With("instance", uuid)
 	resp, err := c.cfg.Client.Txn(ctx).Then(

@@ -60,6 +60,8 @@ type SuperconductorConfig struct {
 type Superconductor struct {
 	cfg   SuperconductorConfig
 	queue *workqueue.Queue
+	// moves schedules MoveRequests (resizes, cold migrations; moves.go).
+	moves *workqueue.Queue
 	log   hclog.Logger
 }
 
@@ -78,6 +80,7 @@ func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
 		// as good as one made after the lease, and costs no round trip.
 		AlsoRead: func(id string) []string { return []string{cfg.Keys.Consumer(id)} },
 	})
+	s.moves = s.newMoveQueue()
 	return s
 }
 
@@ -102,11 +105,32 @@ func leadsElsewhere(it workqueue.Item, all iter.Seq[workqueue.Item]) bool {
 	return false
 }
 
-// Run works BuildRequests until ctx ends.
-func (s *Superconductor) Run(ctx context.Context) error { return s.queue.Run(ctx) }
+// Run works BuildRequests and MoveRequests until ctx ends (or either
+// queue fails, which stops the other).
+func (s *Superconductor) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	moved := make(chan error, 1)
+	go func() {
+		err := s.moves.Run(ctx)
+		cancel()
+		moved <- err
+	}()
+	err := s.queue.Run(ctx)
+	cancel()
+	if merr := <-moved; err == nil {
+		err = merr
+	}
+	return err
+}
 
-// WaitSynced blocks until the queue has loaded.
-func (s *Superconductor) WaitSynced(ctx context.Context) error { return s.queue.WaitSynced(ctx) }
+// WaitSynced blocks until both queues have loaded.
+func (s *Superconductor) WaitSynced(ctx context.Context) error {
+	if err := s.queue.WaitSynced(ctx); err != nil {
+		return err
+	}
+	return s.moves.WaitSynced(ctx)
+}
 
 type leasedRequest struct {
 	item workqueue.Item

@@ -100,6 +100,11 @@ func (s *Store) deleteAttempt(ctx context.Context, id, requestID string, sent bo
 		in.DeleteRequestID = requestID
 		cast := &etcdschema.Build{Op: etcdschema.OpDelete, InstanceUUID: id, Name: in.Name, Cell: in.Cell,
 			Flavor: in.Flavor, ProjectID: in.ProjectID, UserID: in.UserID, RequestID: requestID, CastAt: in.UpdatedAt}
+		if in.MigrationUUID != "" {
+			// A move in flight: the host frees its migration's consumer (the
+			// source's allocation) with the instance's.
+			cast.Move = &etcdschema.MoveStep{MigrationUUID: in.MigrationUUID}
+		}
 		ikey := k.CellInstance(v.Mapping.Cell, id)
 		resp, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev)).
 			Then(clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),

@@ -1,0 +1,276 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/etcdschema/records"
+)
+
+// The cold moves' API side (nova/compute/api.py resize, confirm_resize,
+// revert_resize): each checks the server's state, then writes in one
+// transaction guarded by the instance's revision. A resize or migrate
+// creates the Migration (pre-migrating) and the MoveRequest the
+// superconductors schedule; confirm and revert cast the next step to the
+// host that works it. The rest of the flow is the superconductor's and
+// the agents' (docs/flows.md, "Resize and cold migration").
+
+// StateError is an action refused because of the server's state, as
+// Nova's InstanceInvalidState (409 "Cannot 'resize' instance X while it
+// is in vm_state building").
+type StateError struct {
+	Action, ID string
+	// Attr is "vm_state" or "task_state", State its value (Nova's).
+	Attr, State string
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("Cannot '%s' instance %s while it is in %s %s", e.Action, e.ID, e.Attr, e.State)
+}
+
+// Errors of the move operations, each one of Nova's.
+var (
+	// ErrSameFlavor is Nova's CannotResizeToSameFlavor.
+	ErrSameFlavor = errors.New("When resizing, instances must change flavor!")
+	// ErrSameHost is Nova's CannotMigrateToSameHost.
+	ErrSameHost = errors.New("Cannot migrate to the host where the server exists.")
+	// ErrZeroDisk is Nova's CannotResizeDisk for a flavor without a root
+	// disk while the server has one.
+	ErrZeroDisk = errors.New("Resize to zero disk flavor is not allowed.")
+)
+
+// NoMigrationError is Nova's MigrationNotFoundByStatus: the server has
+// no migration in the status the action needs.
+type NoMigrationError struct{ ID, Status string }
+
+func (e *NoMigrationError) Error() string {
+	return fmt.Sprintf("Migration not found for instance %s with status %s.", e.ID, e.Status)
+}
+
+// Nova's vm_state of a Berth instance, for StateError.
+func vmStateOf(in *etcdschema.Instance) string {
+	switch in.Status {
+	case etcdschema.StatusActive:
+		return "active"
+	case etcdschema.StatusVerifyResize:
+		return "resized"
+	case etcdschema.StatusError:
+		return "error"
+	case etcdschema.StatusDeleted:
+		return "deleted"
+	}
+	return "building"
+}
+
+// MoveRequest is a resize (NewFlavor set) or a cold migration (nil: the
+// server's own flavor, to another host), checked by its API.
+type MoveRequest struct {
+	NewFlavor *etcdschema.Flavor
+	// Host is the destination a migrate asked for (2.56), "" for any.
+	Host string
+	// AllowSameHost is allow_resize_to_same_host (resizes only; Nova
+	// never migrates to the same host with a libvirt-like driver).
+	AllowSameHost bool
+	RequestID     string
+}
+
+// Move starts a resize or cold migration of server id and returns the
+// migration it created: Nova's check_instance_state(vm_state=[ACTIVE],
+// task_state=[None]), then task_state resize_prep, the Migration in the
+// instance's cell and the MoveRequest, in one transaction.
+func (s *Store) Move(ctx context.Context, id string, r MoveRequest) (*etcdschema.Migration, error) {
+	action := "migrate"
+	if r.NewFlavor != nil {
+		action = "resize"
+	}
+	v, err := s.Lookup(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if v.Instance == nil {
+		return nil, &StateError{Action: action, ID: id, Attr: "vm_state", State: "building"}
+	}
+	in := *v.Instance
+	if err := movable(action, &in, etcdschema.StatusActive); err != nil {
+		return nil, err
+	}
+	newFlavor := in.Flavor
+	mtype := etcdschema.MigrationTypeMigration
+	if r.NewFlavor != nil {
+		if r.NewFlavor.ID == in.Flavor.ID {
+			return nil, ErrSameFlavor
+		}
+		if in.Flavor.DiskGB > 0 && r.NewFlavor.DiskGB == 0 {
+			return nil, ErrZeroDisk
+		}
+		newFlavor, mtype = r.NewFlavor.Embedded(), etcdschema.MigrationTypeResize
+	}
+	if r.Host != "" {
+		if r.Host == in.Host {
+			return nil, ErrSameHost
+		}
+		if err := s.CheckRequestedHost(ctx, r.Host, ""); err != nil {
+			return nil, err
+		}
+	}
+	now := time.Now().UTC()
+	node := in.Node
+	if node == "" {
+		node = in.Host
+	}
+	mig := &etcdschema.Migration{UUID: uuid.NewString(), InstanceUUID: id, Cell: in.Cell,
+		ProjectID: in.ProjectID, UserID: in.UserID, MigrationType: mtype, Status: etcdschema.MigrationPreMigrating,
+		SourceHost: in.Host, SourceNode: node, OldFlavor: in.Flavor, NewFlavor: newFlavor,
+		RequestedHost: r.Host, AllowSameHost: r.AllowSameHost && r.NewFlavor != nil,
+		RequestID: r.RequestID, CreatedAt: now, UpdatedAt: now}
+	req := &etcdschema.MoveRequest{InstanceUUID: id, Cell: in.Cell, MigrationUUID: mig.UUID,
+		RequestID: r.RequestID, CreatedAt: now}
+	in.TaskState, in.MigrationUUID, in.UpdatedAt = etcdschema.TaskResizePrep, mig.UUID, now
+	k := s.keys
+	ikey := k.CellInstance(in.Cell, id)
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev),
+		clientv3.Compare(clientv3.CreateRevision(k.MoveRequest(id)), "=", 0)).
+		Then(clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
+			clientv3.OpPut(k.Migration(in.Cell, mig.UUID), etcdschema.MustEncode(mig)),
+			clientv3.OpPut(k.MoveRequest(id), etcdschema.MustEncode(req))).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", action, id, err)
+	}
+	if !resp.Succeeded {
+		return nil, fmt.Errorf("%s %s: %w", action, id, ErrKeptChanging)
+	}
+	s.log.Info("move accepted", "action", action, "instance", id, "migration", mig.UUID,
+		"flavor", newFlavor.Name, "host", r.Host, "request_id", r.RequestID)
+	return mig, nil
+}
+
+// movable is check_instance_state: the server must be in status with no
+// task and no move in flight.
+func movable(action string, in *etcdschema.Instance, status string) error {
+	if in.Status != status {
+		return &StateError{Action: action, ID: in.UUID, Attr: "vm_state", State: vmStateOf(in)}
+	}
+	if in.TaskState != "" {
+		return &StateError{Action: action, ID: in.UUID, Attr: "task_state", State: in.TaskState}
+	}
+	if in.Host == "" {
+		return &StateError{Action: action, ID: in.UUID, Attr: "vm_state", State: vmStateOf(in)}
+	}
+	return nil
+}
+
+// ConfirmResize is compute.API.confirm_resize: the server must be
+// VERIFY_RESIZE with its migration finished; the migration goes
+// confirming and the source host's agent is cast the confirm, which
+// drops the stopped guest, frees the source's allocation (the
+// migration's consumer) and makes the server ACTIVE.
+func (s *Store) ConfirmResize(ctx context.Context, id, requestID string) error {
+	return s.finishMove(ctx, id, requestID, "confirmResize", etcdschema.MigrationConfirming)
+}
+
+// RevertResize is compute.API.revert_resize: the migration goes
+// reverting, the server REVERT_RESIZE, and the destination's agent is
+// cast the revert: it destroys the new guest, then the source's agent
+// gives the instance its source allocation back and starts it there.
+func (s *Store) RevertResize(ctx context.Context, id, requestID string) error {
+	return s.finishMove(ctx, id, requestID, "revertResize", etcdschema.MigrationReverting)
+}
+
+func (s *Store) finishMove(ctx context.Context, id, requestID, action, status string) error {
+	k := s.keys
+	v, err := s.Lookup(ctx, id)
+	if err != nil {
+		return err
+	}
+	if v.Instance == nil {
+		return &StateError{Action: action, ID: id, Attr: "vm_state", State: "building"}
+	}
+	in := *v.Instance
+	if err := movable(action, &in, etcdschema.StatusVerifyResize); err != nil {
+		return err
+	}
+	mkey := k.Migration(in.Cell, in.MigrationUUID)
+	mig, mrev, err := s.readMigration(ctx, mkey)
+	if err != nil {
+		return err
+	}
+	if mig == nil || mig.Status != etcdschema.MigrationFinished {
+		return &NoMigrationError{ID: id, Status: etcdschema.MigrationFinished}
+	}
+	now := time.Now().UTC()
+	mig.Status, mig.UpdatedAt = status, now
+	host, step := mig.SourceHost, etcdschema.MoveConfirm
+	if status == etcdschema.MigrationReverting {
+		mig.RevertRequestID = requestID
+		host, step = mig.DestHost, etcdschema.MoveRevert
+		in.TaskState = etcdschema.TaskResizeReverting
+	} else {
+		mig.ConfirmRequestID = requestID
+	}
+	in.UpdatedAt = now
+	cast := records.MoveCast(&in, mig, step, requestID, now)
+	ikey := k.CellInstance(in.Cell, id)
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev),
+		clientv3.Compare(clientv3.ModRevision(mkey), "=", mrev)).
+		Then(clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
+			clientv3.OpPut(mkey, etcdschema.MustEncode(mig)),
+			clientv3.OpPut(k.Build(host, id), etcdschema.MustEncode(cast))).Commit()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", action, id, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%s %s: %w", action, id, ErrKeptChanging)
+	}
+	s.log.Info("move "+status, "instance", id, "migration", mig.UUID, "host", host, "request_id", requestID)
+	return nil
+}
+
+func (s *Store) readMigration(ctx context.Context, key string) (*etcdschema.Migration, int64, error) {
+	resp, err := s.cli.Get(ctx, key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, 0, nil
+	}
+	var m etcdschema.Migration
+	if err := etcdschema.Decode(key, resp.Kvs[0].Value, &m); err != nil {
+		return nil, 0, err
+	}
+	return &m, resp.Kvs[0].ModRevision, nil
+}
+
+// MigrationRecord is a migration with its Nova integer id (the create
+// revision of its key).
+type MigrationRecord struct {
+	etcdschema.Migration
+	ID int64
+}
+
+// Migrations reads every cell's migrations at one revision.
+func (s *Store) Migrations(ctx context.Context) ([]MigrationRecord, error) {
+	resp, err := s.cli.Get(ctx, s.keys.CellsPrefix(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("list migrations: %w", err)
+	}
+	var out []MigrationRecord
+	for _, kv := range resp.Kvs {
+		p, err := s.keys.ParseKey(string(kv.Key))
+		if err != nil || p.Kind != etcdschema.KindMigration {
+			continue
+		}
+		var m etcdschema.Migration
+		if err := etcdschema.Decode(string(kv.Key), kv.Value, &m); err != nil {
+			s.log.Warn("skipping unreadable migration", "key", string(kv.Key), "error", err)
+			continue
+		}
+		out = append(out, MigrationRecord{Migration: m, ID: kv.CreateRevision})
+	}
+	return out, nil
+}
