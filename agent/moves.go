@@ -246,6 +246,7 @@ func (a *Agent) moveConfirm(ctx context.Context, ev informer.Event, b *etcdschem
 	if mig.SourceHost != mig.DestHost {
 		ops = append(ops, clientv3.OpDelete(a.keys.HostInstance(a.cfg.Host, b.InstanceUUID)))
 	}
+	ops = append(ops, clientv3.OpDelete(a.keys.MigrationMapping(mig.UUID)))
 	ok, err := a.commitMove(ctx, ev, rd, ops, nil, "")
 	if err == nil && ok {
 		a.log.Info("move confirmed", "instance", b.InstanceUUID, "host", inst.Host)
@@ -276,7 +277,8 @@ func (a *Agent) moveRevertFinish(ctx context.Context, ev informer.Event, b *etcd
 	}
 	ops = append(ops,
 		clientv3.OpPut(a.keys.CellInstance(inst.Cell, inst.UUID), etcdschema.MustEncode(&inst)),
-		clientv3.OpPut(a.keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)))
+		clientv3.OpPut(a.keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),
+		clientv3.OpDelete(a.keys.MigrationMapping(mig.UUID)))
 	ok, err := a.commitMove(ctx, ev, rd, ops, nil, "")
 	if err != nil {
 		return err
@@ -364,8 +366,9 @@ func (a *Agent) dropMove(ctx context.Context, b *etcdschema.Build) ([]clientv3.O
 	if err != nil {
 		return nil, err
 	}
+	ops := []clientv3.Op{clientv3.OpDelete(a.keys.MigrationMapping(b.Move.MigrationUUID))}
 	if rd.mig == nil || rd.mig.SourceHost == a.cfg.Host {
-		return nil, nil
+		return ops, nil
 	}
-	return []clientv3.Op{clientv3.OpDelete(a.keys.HostInstance(rd.mig.SourceHost, b.InstanceUUID))}, nil
+	return append(ops, clientv3.OpDelete(a.keys.HostInstance(rd.mig.SourceHost, b.InstanceUUID))), nil
 }

@@ -309,6 +309,16 @@ func (k Keys) Migration(cell, uuid string) string { return k.join("cells", cell,
 // Migrations is the prefix of one cell's migration records.
 func (k Keys) Migrations(cell string) string { return k.join("cells", cell, "migrations") + "/" }
 
+// MigrationMapping names the cell of a migration whose consumer may hold
+// an allocation (from its creation until it is confirmed, reverted, has
+// ended in error or its server was deleted): the leader's orphan duty
+// finds a migration's consumer here, as an instance's under
+// InstanceMapping, and leaves it alone.
+func (k Keys) MigrationMapping(uuid string) string { return k.join("migration_mappings", uuid) }
+
+// MigrationMappings is the prefix of every migration mapping.
+func (k Keys) MigrationMappings() string { return k.join("migration_mappings") + "/" }
+
 // MoveRequest asks the superconductors to schedule an instance's move
 // (by instance uuid: an instance has one move in flight at most).
 func (k Keys) MoveRequest(uuid string) string { return k.join("move_requests", uuid) }

@@ -53,6 +53,7 @@ const (
 	KindRetryHolder  KeyKind = "RetryHolder"
 
 	KindMigration         KeyKind = "Migration"
+	KindMigrationMapping  KeyKind = "MigrationMapping"
 	KindMoveRequest       KeyKind = "MoveRequest"
 	KindMoveRequestLease  KeyKind = "MoveRequestLease"
 	KindMoveRequestHolder KeyKind = "MoveRequestHolder"
@@ -134,6 +135,7 @@ var keyPatterns = []keyPattern{
 	{KindRetryLease, []string{"Cell", "UUID"}, func(k Keys, a []string) string { return k.RetryLease(a[0], a[1]) }, func() Versioned { return new(Lease) }},
 	{KindRetryHolder, []string{"Cell", "ID"}, func(k Keys, a []string) string { return k.RetryHolder(a[0], a[1]) }, func() Versioned { return new(Lease) }},
 	{KindMigration, []string{"Cell", "UUID"}, func(k Keys, a []string) string { return k.Migration(a[0], a[1]) }, func() Versioned { return new(Migration) }},
+	{KindMigrationMapping, []string{"UUID"}, func(k Keys, a []string) string { return k.MigrationMapping(a[0]) }, func() Versioned { return new(InstanceMapping) }},
 	{KindMoveRequest, []string{"UUID"}, func(k Keys, a []string) string { return k.MoveRequest(a[0]) }, func() Versioned { return new(MoveRequest) }},
 	{KindMoveRequestLease, []string{"UUID"}, func(k Keys, a []string) string { return k.MoveRequestLease(a[0]) }, func() Versioned { return new(Lease) }},
 	{KindMoveRequestHolder, []string{"ID"}, func(k Keys, a []string) string { return k.MoveRequestHolder(a[0]) }, func() Versioned { return new(Lease) }},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -272,11 +273,12 @@ func (d *duties) orphanedAllocations(ctx context.Context, f Fence) error {
 	freed := 0
 	for _, cr := range cands {
 		uuid := cr.Consumer.UUID
-		if mapped[d.Keys.InstanceMapping(uuid)] {
-			continue
+		if mapped[d.Keys.InstanceMapping(uuid)] || mapped[d.Keys.MigrationMapping(uuid)] {
+			continue // an instance's, or a move's holding its source
 		}
 		err := d.Placement.DeleteAllocationsGuarded(ctx, uuid, f.Cmp(),
 			clientv3.Compare(clientv3.CreateRevision(d.Keys.InstanceMapping(uuid)), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(d.Keys.MigrationMapping(uuid)), "=", 0),
 			clientv3.Compare(clientv3.ModRevision(d.Keys.Consumer(uuid)), "=", cr.ModRev))
 		switch {
 		case err == nil:
@@ -302,15 +304,22 @@ func (d *duties) orphanedAllocations(ctx context.Context, f Fence) error {
 // mapping key when they are many.
 func (d *duties) mappedAmong(ctx context.Context, cands []placement.ConsumerRecord) (map[string]bool, error) {
 	if len(cands) > 2000 {
-		return listKeys(ctx, d.Client, d.Keys.InstanceMappings())
+		out, err := listKeys(ctx, d.Client, d.Keys.InstanceMappings())
+		if err != nil {
+			return nil, err
+		}
+		moves, err := listKeys(ctx, d.Client, d.Keys.MigrationMappings())
+		maps.Copy(out, moves)
+		return out, err
 	}
 	out := map[string]bool{}
-	const batch = 100 // within etcd's 128 operations a transaction
+	const batch = 50 // two reads each, within etcd's 128 operations a transaction
 	for start := 0; start < len(cands); start += batch {
 		end := min(start+batch, len(cands))
-		ops := make([]clientv3.Op, 0, end-start)
+		ops := make([]clientv3.Op, 0, 2*(end-start))
 		for _, cr := range cands[start:end] {
-			ops = append(ops, clientv3.OpGet(d.Keys.InstanceMapping(cr.Consumer.UUID), clientv3.WithKeysOnly()))
+			ops = append(ops, clientv3.OpGet(d.Keys.InstanceMapping(cr.Consumer.UUID), clientv3.WithKeysOnly()),
+				clientv3.OpGet(d.Keys.MigrationMapping(cr.Consumer.UUID), clientv3.WithKeysOnly()))
 		}
 		resp, err := d.Client.Txn(ctx).Then(ops...).Commit()
 		if err != nil {

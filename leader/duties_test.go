@@ -111,6 +111,8 @@ func TestDutyOrphanedAllocations(t *testing.T) {
 	f, sess := c.lead()
 	c.claim("orphan", "a")
 	c.claim("owned", "a")
+	c.claim("moving", "a") // a migration's consumer, holding a resize's source
+	c.put(c.keys.MigrationMapping("moving"), &etcdschema.InstanceMapping{InstanceUUID: "owned", Cell: "cell1"})
 	rev := c.put(c.keys.InstanceMapping("owned"), &etcdschema.InstanceMapping{InstanceUUID: "owned", Cell: "cell1"})
 	c.sync(rev)
 
@@ -118,7 +120,7 @@ func TestDutyOrphanedAllocations(t *testing.T) {
 	if err := c.duties(time.Now(), 1).orphanedAllocations(c.ctx, f); err != nil {
 		t.Fatal(err)
 	}
-	if c.usage("a") != 2 {
+	if c.usage("a") != 3 {
 		t.Fatal("a young allocation was freed")
 	}
 	later := time.Now().Add(time.Hour)
@@ -130,6 +132,9 @@ func TestDutyOrphanedAllocations(t *testing.T) {
 	}
 	if _, err := c.place.GetAllocations(c.ctx, "owned"); err != nil {
 		t.Fatalf("an instance's allocation was freed: %v", err)
+	}
+	if _, err := c.place.GetAllocations(c.ctx, "moving"); err != nil {
+		t.Fatalf("a migration's allocation was freed: %v", err)
 	}
 
 	// A deposed leader frees nothing.

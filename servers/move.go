@@ -138,7 +138,9 @@ func (s *Store) Move(ctx context.Context, id string, r MoveRequest) (*etcdschema
 		clientv3.Compare(clientv3.CreateRevision(k.MoveRequest(id)), "=", 0)).
 		Then(clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
 			clientv3.OpPut(k.Migration(in.Cell, mig.UUID), etcdschema.MustEncode(mig)),
-			clientv3.OpPut(k.MoveRequest(id), etcdschema.MustEncode(req))).Commit()
+			clientv3.OpPut(k.MoveRequest(id), etcdschema.MustEncode(req)),
+			clientv3.OpPut(k.MigrationMapping(mig.UUID), etcdschema.MustEncode(&etcdschema.InstanceMapping{
+				InstanceUUID: id, Cell: in.Cell, ProjectID: in.ProjectID, CreatedAt: now}))).Commit()
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", action, id, err)
 	}

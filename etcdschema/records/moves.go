@@ -36,5 +36,6 @@ func FailedMove(k etcdschema.Keys, inst etcdschema.Instance, mig etcdschema.Migr
 	return []clientv3.Op{
 		clientv3.OpPut(k.CellInstance(inst.Cell, inst.UUID), etcdschema.MustEncode(&inst)),
 		clientv3.OpPut(k.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),
+		clientv3.OpDelete(k.MigrationMapping(mig.UUID)),
 	}
 }

@@ -159,6 +159,17 @@ func (r *moveRig) migration(id string) etcdschema.Migration {
 	return last
 }
 
+// mapped says whether migration's mapping (which keeps the leader off
+// its consumer) exists.
+func (r *moveRig) mapped(migration string) bool {
+	r.t.Helper()
+	resp, err := r.s.cli.Get(r.ctx, r.s.keys.MigrationMapping(migration), clientv3.WithCountOnly())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return resp.Count == 1
+}
+
 // usage is what a host's provider has in use: VCPU, MEMORY_MB, DISK_GB.
 type usage struct{ vcpu, ram, disk int64 }
 
@@ -245,8 +256,14 @@ func TestResizeConfirmRevertAndMigrate(t *testing.T) {
 	r.checkUsages("source held by the migration, destination by the instance", hosts,
 		map[string]usage{"compute-1": flavorUsage(tiny), dest: flavorUsage(small)},
 		map[string]map[string]usage{id: {dest: flavorUsage(small)}, mig.UUID: {"compute-1": flavorUsage(tiny)}})
+	if !r.mapped(mig.UUID) {
+		t.Error("no migration mapping while the move holds the source")
+	}
 	r.action(id, map[string]any{"confirmResize": nil}, http.StatusNoContent)
 	srv = r.waitStatus(id, "ACTIVE")
+	if r.mapped(mig.UUID) {
+		t.Error("migration mapping left after the confirm")
+	}
 	if hostOf(srv) != dest {
 		t.Fatalf("confirmed on %s, want %s", hostOf(srv), dest)
 	}
@@ -277,8 +294,8 @@ func TestResizeConfirmRevertAndMigrate(t *testing.T) {
 	}
 	r.checkUsages("revert freed the destination", hosts, map[string]usage{dest: flavorUsage(small)},
 		map[string]map[string]usage{id: {dest: flavorUsage(small)}, mig2.UUID: nil})
-	if m := r.migration(id); m.Status != etcdschema.MigrationReverted {
-		t.Errorf("migration after revert: %s", m.Status)
+	if m := r.migration(id); m.Status != etcdschema.MigrationReverted || r.mapped(m.UUID) {
+		t.Errorf("migration after revert: %s, mapped %v", m.Status, r.mapped(m.UUID))
 	}
 
 	// Cold migrate: same flavor, another host, VERIFY_RESIZE, confirm.
@@ -338,6 +355,9 @@ func TestResizeExhaustedStaysOnSource(t *testing.T) {
 		mig = r.migration(id)
 		return mig.Status == etcdschema.MigrationError, mig.Status
 	})
+	if r.mapped(mig.UUID) {
+		t.Error("migration mapping left after the move's error")
+	}
 	if len(mig.Attempts) != 2 || mig.Attempts[0].Reason == "" || mig.Attempts[1].Reason == "" {
 		t.Errorf("attempts %+v, want both failed hosts with reasons", mig.Attempts)
 	}
