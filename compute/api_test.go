@@ -285,6 +285,8 @@ func TestRoutePolicies(t *testing.T) {
 		"POST /servers/{id}/action confirmResize":           {},
 		"POST /servers/{id}/action revertResize":            {},
 		"POST /servers/{id}/action migrate":                 {},
+		"GET /servers/{server_id}/migrations":               {},
+		"GET /os-migrations":                                adminOnly("os_compute_api:os-migrations:index"),
 		"GET /servers/{server_id}/os-instance-actions/{id}": {},
 	}
 	got := map[string]policy{}

@@ -173,6 +173,8 @@ var authMatrix = []authRow{
 	row("POST", "/servers/"+serverOfA+"/action", `{"confirmResize": null}`, [4]int{403, 404, 409, 409}),
 	row("POST", "/servers/"+serverOfA+"/action", `{"revertResize": null}`, [4]int{403, 404, 409, 409}),
 	row("POST", "/servers/"+serverOfA+"/action", `{"migrate": null}`, [4]int{403, 404, 403, 202}),
+	row("GET", "/servers/"+serverOfA+"/migrations", "", [4]int{403, 404, 403, 200}, mv("2.23")),
+	row("GET", "/os-migrations", "", onlyAdmin(200)),
 	row("GET", "/servers/"+serverOfA+"/os-instance-actions", "", [4]int{200, 404, 200, 200}),
 	row("GET", "/servers/"+serverOfA+"/os-instance-actions/"+createOfA, "", [4]int{200, 404, 200, 200}),
 }

@@ -175,6 +175,10 @@ func (a *API) routeTable() []route {
 			"revertResize":  {handle: a.revertResize},
 			"migrate":       {schema: since(mvMigrateHost, nil, schemaMigrate2_56), handle: a.migrateServer},
 		}},
+		{method: "GET", path: "/servers/{server_id}/migrations", minMinor: mvMigrationType, handle: a.listServerMigrations},
+		// os-migrations (migrations.go); ROUTE_LIST has it among the
+		// os-* resources, kept here with the moves it lists.
+		{method: "GET", path: "/os-migrations", policy: adminOnly("os_compute_api:os-migrations:index"), handle: a.listMigrations},
 		{method: "GET", path: "/servers/{server_id}/os-instance-actions", handle: a.listInstanceActions},
 		{method: "GET", path: "/servers/{server_id}/os-instance-actions/{id}", handle: a.showInstanceAction},
 	}

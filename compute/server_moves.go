@@ -45,16 +45,19 @@ func (a *API) resizeServer(c *reqCtx) (int, any, error) {
 	}
 	inner, _ := c.body.(obj).get("resize")
 	ref := fmt.Sprint(mustGet(inner.(obj), "flavorRef"))
-	stored, err := a.flavors.get(c.r.Context(), ref[strings.LastIndex(ref, "/")+1:])
+	flavorID := ref[strings.LastIndex(ref, "/")+1:]
+	stored, err := a.flavors.get(c.r.Context(), flavorID)
 	if err != nil {
 		var f *fault
 		if errors.As(err, &f) {
-			return 0, nil, errBadRequest("Unable to locate requested flavor.")
+			// Nova 26 answers FlavorNotFound's own words here
+			// (testdata/nova_moves.json).
+			return 0, nil, errBadRequest("Flavor " + flavorID + " could not be found.")
 		}
 		return 0, nil, err
 	}
 	if !stored.IsPublic() && !c.isAdmin() && !containsString(stored.Projects, v.ProjectID()) {
-		return 0, nil, errBadRequest("Unable to locate requested flavor.")
+		return 0, nil, errBadRequest("Flavor " + flavorID + " could not be found.")
 	}
 	flavor := stored.Flavor
 	_, err = a.servers.Move(c.r.Context(), v.ID(), servers.MoveRequest{NewFlavor: &flavor,
@@ -124,7 +127,7 @@ func moveFault(err error, id string) error {
 	case errors.As(err, &he):
 		return errBadRequest("Compute host " + he.Host + " could not be found.")
 	case errors.Is(err, servers.ErrSameFlavor):
-		return errBadRequest("Resize requires a flavor change.")
+		return errBadRequest(err.Error()) // CannotResizeToSameFlavor's words
 	case errors.Is(err, servers.ErrZeroDisk):
 		return errBadRequest("Server disk was unable to be resized because: " + err.Error())
 	case errors.Is(err, servers.ErrSameHost):
