@@ -92,7 +92,7 @@ func (a *Agent) move(ctx context.Context, ev informer.Event, b *etcdschema.Build
 		if err := m.StopForMove(dctx, b.InstanceUUID); err != nil {
 			return fmt.Errorf("stop %s for its move: %w", b.InstanceUUID, err)
 		}
-		return a.moveOn(ctx, ev, rd, etcdschema.MigrationPostMigrating, etcdschema.TaskResizeMigrated,
+		return a.moveOn(ctx, ev, b, rd, etcdschema.MigrationPostMigrating, etcdschema.TaskResizeMigrated,
 			etcdschema.MoveFinish, rd.mig.DestHost, nil)
 	case etcdschema.MoveFinish:
 		return a.moveFinish(ctx, ev, b, rd, m.FinishMove(dctx, b))
@@ -106,7 +106,7 @@ func (a *Agent) move(ctx context.Context, ev informer.Event, b *etcdschema.Build
 		if rd.mig.DestHost != rd.mig.SourceHost {
 			ops = append(ops, clientv3.OpDelete(a.keys.HostInstance(a.cfg.Host, b.InstanceUUID)))
 		}
-		return a.moveOn(ctx, ev, rd, etcdschema.MigrationReverting, etcdschema.TaskResizeReverting,
+		return a.moveOn(ctx, ev, b, rd, etcdschema.MigrationReverting, etcdschema.TaskResizeReverting,
 			etcdschema.MoveRevertFinish, rd.mig.SourceHost, ops)
 	default: // MoveRevertFinish
 		return a.moveRevertFinish(ctx, ev, b, rd, m)
@@ -144,7 +144,7 @@ func (a *Agent) readMove(ctx context.Context, b *etcdschema.Build) (*moveRead, e
 // with the server back on its source.
 func (a *Agent) movePrep(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead, prepErr error) error {
 	if prepErr == nil {
-		return a.moveOn(ctx, ev, rd, etcdschema.MigrationMigrating, etcdschema.TaskResizeMigrating,
+		return a.moveOn(ctx, ev, b, rd, etcdschema.MigrationMigrating, etcdschema.TaskResizeMigrating,
 			etcdschema.MoveOut, rd.mig.SourceHost, nil)
 	}
 	be := asBuildError(prepErr)
@@ -161,7 +161,9 @@ func (a *Agent) movePrep(ctx context.Context, ev informer.Event, b *etcdschema.B
 		if err := a.moveBack(ctx, rd.mig.UUID, b.InstanceUUID); err != nil {
 			return err
 		}
-		ops = records.FailedMove(a.keys, *rd.inst, *rd.mig, be.Reason, now)
+		mig := *rd.mig
+		mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, prepErr)
+		ops = records.FailedMove(a.keys, *rd.inst, mig, be.Reason, now)
 	}
 	ok, err := a.commitMove(ctx, ev, rd, ops, nil, "")
 	if err == nil && ok {
@@ -172,9 +174,10 @@ func (a *Agent) movePrep(ctx context.Context, ev informer.Event, b *etcdschema.B
 }
 
 // moveOn records a step done and casts the next one to host.
-func (a *Agent) moveOn(ctx context.Context, ev informer.Event, rd *moveRead, status, task, next, host string, ops []clientv3.Op) error {
+func (a *Agent) moveOn(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead, status, task, next, host string, ops []clientv3.Op) error {
 	now := time.Now().UTC()
 	mig, inst := *rd.mig, *rd.inst
+	mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, nil)
 	mig.Status, mig.UpdatedAt = status, now
 	inst.TaskState, inst.UpdatedAt = task, now
 	ops = append(ops,
@@ -196,6 +199,7 @@ func (a *Agent) moveFinish(ctx context.Context, ev informer.Event, b *etcdschema
 	now := time.Now().UTC()
 	mig, inst := *rd.mig, *rd.inst
 	inst.Host, inst.Node, inst.UpdatedAt, inst.TaskState = mig.DestHost, mig.DestNode, now, ""
+	mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, startErr)
 	var ops []clientv3.Op
 	if startErr != nil {
 		mig.Status, mig.Error = etcdschema.MigrationError, startErr.Error()
@@ -238,6 +242,7 @@ func (a *Agent) moveConfirm(ctx context.Context, ev informer.Event, b *etcdschem
 	}
 	now := time.Now().UTC()
 	mig, inst := *rd.mig, *rd.inst
+	mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, nil)
 	mig.Status, mig.UpdatedAt = etcdschema.MigrationConfirmed, now
 	inst.Status, inst.TaskState, inst.MigrationUUID, inst.UpdatedAt = etcdschema.StatusActive, "", "", now
 	ops := []clientv3.Op{
@@ -266,6 +271,7 @@ func (a *Agent) moveRevertFinish(ctx context.Context, ev informer.Event, b *etcd
 	mig, inst := *rd.mig, *rd.inst
 	inst.Host, inst.Node, inst.Flavor, inst.TaskState, inst.MigrationUUID, inst.UpdatedAt =
 		mig.SourceHost, mig.SourceNode, mig.OldFlavor, "", "", now
+	mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, startErr)
 	mig.Status, mig.UpdatedAt = etcdschema.MigrationReverted, now
 	var ops []clientv3.Op
 	if startErr != nil {

@@ -162,7 +162,11 @@ func (a *API) listInstanceActions(c *reqCtx) (int, any, error) {
 		return 0, nil, err
 	}
 	s := stateOf(v)
-	acts := instanceActions(s)
+	migs, err := a.servers.InstanceMigrations(c.r.Context(), s.cell, s.id)
+	if err != nil {
+		return 0, nil, err
+	}
+	acts := withMoveActions(instanceActions(s), migs)
 	limit := maxLimit
 	paged := c.v.atLeast(mvActionUpdatedAt)
 	if paged {
@@ -227,7 +231,11 @@ func (a *API) showInstanceAction(c *reqCtx) (int, any, error) {
 		return 0, nil, err
 	}
 	s := stateOf(v)
-	acts := instanceActions(s)
+	migs, err := a.servers.InstanceMigrations(c.r.Context(), s.cell, s.id)
+	if err != nil {
+		return 0, nil, err
+	}
+	acts := withMoveActions(instanceActions(s), migs)
 	i := slices.IndexFunc(acts, func(act instanceAction) bool { return act.requestID == c.vars["id"] })
 	if i < 0 {
 		return 0, nil, errNotFound("Action " + c.vars["id"] + " not found")

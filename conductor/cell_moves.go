@@ -59,6 +59,7 @@ func (c *CellConductor) processMoveRetry(ctx context.Context, it workqueue.Item,
 	if err := c.cfg.Placement.DeleteAllocations(ctx, uuid); err != nil && !errors.Is(err, placement.ErrNotFound) {
 		return fmt.Errorf("free stale claim of %s: %w", uuid, err)
 	}
+	mig.Done(etcdschema.MovePrep, retry.FailedHost, retry.Build.CastAt, retry.FiledAt, errors.New(retry.Reason))
 	if n := len(mig.Attempts); n > 0 && mig.Attempts[n-1].Host == retry.FailedHost && mig.Attempts[n-1].Reason == "" {
 		mig.Attempts[n-1].Reason = retry.Reason
 	} else {

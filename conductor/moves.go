@@ -158,6 +158,7 @@ func (s *Superconductor) handOffMove(ctx context.Context, it workqueue.Item, rd 
 		mig.Remaining = sels[1:]
 	}
 	mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: chosen.ServiceHost, At: now})
+	mig.Done(etcdschema.EventScheduleMove, "", mig.CreatedAt, now, nil)
 	mig.UpdatedAt = now
 	cast := records.MoveCast(&rd.inst, &mig, etcdschema.MovePrep, mig.RequestID, now)
 	ok, err := s.commitMove(ctx, it, rd, []clientv3.Op{
@@ -185,7 +186,10 @@ func (s *Superconductor) failMove(ctx context.Context, it workqueue.Item, rd *mo
 	if _, err := s.cfg.Placement.(MoveAllocator).MoveAllocations(ctx, rd.mig.UUID, rd.inst.UUID); err != nil {
 		return err
 	}
-	ops := records.FailedMove(s.cfg.Keys, rd.inst, rd.mig, reason, time.Now().UTC())
+	now := time.Now().UTC()
+	mig := rd.mig
+	mig.Done(etcdschema.EventScheduleMove, "", mig.CreatedAt, now, errors.New(reason))
+	ops := records.FailedMove(s.cfg.Keys, rd.inst, mig, reason, now)
 	ok, err := s.commitMove(ctx, it, rd, ops)
 	if err != nil {
 		return err

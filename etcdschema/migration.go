@@ -83,12 +83,17 @@ type Migration struct {
 	// Error is why the move ended in error.
 	Error string `json:"error,omitempty"`
 	// The requests that started, confirmed and reverted it (Nova's
-	// instance actions resize/migrate, confirmResize, revertResize).
-	RequestID        string    `json:"request_id,omitempty"`
-	ConfirmRequestID string    `json:"confirm_request_id,omitempty"`
-	RevertRequestID  string    `json:"revert_request_id,omitempty"`
-	CreatedAt        time.Time `json:"created_at"`
-	UpdatedAt        time.Time `json:"updated_at"`
+	// instance actions resize/migrate, confirmResize, revertResize),
+	// when the confirm and revert were asked, and the steps done so far
+	// (the actions' events).
+	RequestID        string      `json:"request_id,omitempty"`
+	ConfirmRequestID string      `json:"confirm_request_id,omitempty"`
+	RevertRequestID  string      `json:"revert_request_id,omitempty"`
+	ConfirmedAt      *time.Time  `json:"confirmed_at,omitempty"`
+	RevertedAt       *time.Time  `json:"reverted_at,omitempty"`
+	Events           []MoveEvent `json:"events,omitempty"`
+	CreatedAt        time.Time   `json:"created_at"`
+	UpdatedAt        time.Time   `json:"updated_at"`
 }
 
 func (*Migration) SchemaVersion() int { return MigrationVersion }
@@ -132,4 +137,41 @@ const (
 type MoveStep struct {
 	MigrationUUID string `json:"migration_uuid"`
 	Step          string `json:"step"`
+}
+
+// MoveEvent is one step of a move as Nova's instance action events name
+// it (conductor_migrate_server, compute_prep_resize, ...), where and
+// when it ran and how it ended ("Success" or "Error" with the reason).
+type MoveEvent struct {
+	Event  string    `json:"event"`
+	Host   string    `json:"host,omitempty"`
+	Start  time.Time `json:"start"`
+	Finish time.Time `json:"finish"`
+	Result string    `json:"result"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Nova's event of each move step, and the superconductor's.
+var moveStepEvents = map[string]string{
+	MovePrep: "compute_prep_resize", MoveOut: "compute_resize_instance", MoveFinish: "compute_finish_resize",
+	MoveConfirm: "compute_confirm_resize", MoveRevert: "compute_revert_resize",
+	MoveRevertFinish: "compute_finish_revert_resize",
+}
+
+// EventScheduleMove is the superconductor's event (Nova's
+// conductor_migrate_server).
+const EventScheduleMove = "conductor_migrate_server"
+
+// Done records that step (a move step, or EventScheduleMove) ran on
+// host from start until now, with err its failure (nil: success).
+func (m *Migration) Done(step, host string, start, now time.Time, err error) {
+	name := step
+	if e, ok := moveStepEvents[step]; ok {
+		name = e
+	}
+	ev := MoveEvent{Event: name, Host: host, Start: start, Finish: now, Result: "Success"}
+	if err != nil {
+		ev.Result, ev.Reason = "Error", err.Error()
+	}
+	m.Events = append(m.Events, ev)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -209,11 +210,11 @@ func (s *Store) finishMove(ctx context.Context, id, requestID, action, status st
 	mig.Status, mig.UpdatedAt = status, now
 	host, step := mig.SourceHost, etcdschema.MoveConfirm
 	if status == etcdschema.MigrationReverting {
-		mig.RevertRequestID = requestID
+		mig.RevertRequestID, mig.RevertedAt = requestID, &now
 		host, step = mig.DestHost, etcdschema.MoveRevert
 		in.TaskState = etcdschema.TaskResizeReverting
 	} else {
-		mig.ConfirmRequestID = requestID
+		mig.ConfirmRequestID, mig.ConfirmedAt = requestID, &now
 	}
 	in.UpdatedAt = now
 	cast := records.MoveCast(&in, mig, step, requestID, now)
@@ -274,5 +275,30 @@ func (s *Store) Migrations(ctx context.Context) ([]MigrationRecord, error) {
 		}
 		out = append(out, MigrationRecord{Migration: m, ID: kv.CreateRevision})
 	}
+	return out, nil
+}
+
+// InstanceMigrations reads the migrations of server id in cell, oldest
+// first.
+func (s *Store) InstanceMigrations(ctx context.Context, cell, id string) ([]MigrationRecord, error) {
+	if cell == "" {
+		return nil, nil
+	}
+	resp, err := s.cli.Get(ctx, s.keys.Migrations(cell), clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("list migrations of %s: %w", id, err)
+	}
+	var out []MigrationRecord
+	for _, kv := range resp.Kvs {
+		var m etcdschema.Migration
+		if err := etcdschema.Decode(string(kv.Key), kv.Value, &m); err != nil {
+			s.log.Warn("skipping unreadable migration", "key", string(kv.Key), "error", err)
+			continue
+		}
+		if m.InstanceUUID == id {
+			out = append(out, MigrationRecord{Migration: m, ID: kv.CreateRevision})
+		}
+	}
+	slices.SortFunc(out, func(x, y MigrationRecord) int { return int(x.ID - y.ID) })
 	return out, nil
 }

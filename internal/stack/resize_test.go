@@ -313,6 +313,35 @@ func TestResizeConfirmRevertAndMigrate(t *testing.T) {
 	r.waitStatus(id, "ACTIVE")
 	r.checkUsages("migration confirmed", hosts, map[string]usage{dest3: flavorUsage(small)},
 		map[string]map[string]usage{id: {dest3: flavorUsage(small)}, mig3.UUID: nil})
+
+	// Every move is an instance action with its steps as events, as in
+	// Nova 26 (compute/testdata/nova_moves.json).
+	code, out := r.nova("GET", "/servers/"+id+"/os-instance-actions", nil)
+	if code != http.StatusOK {
+		t.Fatalf("instance actions: %d %v", code, out)
+	}
+	var names []string
+	for _, a := range out["instanceActions"].([]any) {
+		names = append(names, a.(map[string]any)["action"].(string))
+	}
+	want := []string{"confirmResize", "migrate", "revertResize", "resize", "confirmResize", "resize", "create"}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("instance actions %v, want %v", names, want)
+	}
+	code, out = r.nova("GET", "/servers/"+id+"/os-instance-actions/"+mig.RequestID, nil)
+	if code != http.StatusOK {
+		t.Fatalf("resize action: %d %v", code, out)
+	}
+	var events []string
+	for _, e := range out["instanceAction"].(map[string]any)["events"].([]any) {
+		ev := e.(map[string]any)
+		events = append(events, fmt.Sprintf("%v@%v:%v", ev["event"], ev["host"], ev["result"]))
+	}
+	wantEvents := []string{"compute_finish_resize@" + dest + ":Success", "compute_resize_instance@compute-1:Success",
+		"compute_prep_resize@" + dest + ":Success", "conductor_migrate_server@:Success"}
+	if fmt.Sprint(events) != fmt.Sprint(wantEvents) {
+		t.Errorf("resize events %v, want %v", events, wantEvents)
+	}
 }
 
 // TestResizeRetriedOnAlternate: the destination the scheduler prefers
