@@ -152,6 +152,9 @@ type API struct {
 	// [quota] options), by os-quota-sets resource name: only those the
 	// file sets; the others are Nova's defaults. -1 is unlimited.
 	Quota map[string]int64
+	// AllowResizeToSameHost is Nova's allow_resize_to_same_host: a
+	// resize may land on the server's own host (default false).
+	AllowResizeToSameHost bool
 
 	declRange hcl.Range
 }

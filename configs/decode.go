@@ -114,10 +114,11 @@ func (d *decoder) config(r *rawFile) *Config {
 	c.DefaultAvailabilityZone = d.zone(r.Body, "default_availability_zone", r.DefaultAvailabilityZone, d.def.DefaultAvailabilityZone)
 	if r.API != nil {
 		c.API = &API{
-			Bind:      d.bind(r.API.Body, "bind", r.API.Bind, d.def.API.Bind),
-			Auth:      d.enum(r.API.Body, "auth", r.API.Auth, d.def.API.Auth, AuthNoAuth, AuthKeystone),
-			Quota:     d.quota(r.API.Quota),
-			declRange: r.API.DefRange,
+			Bind:                  d.bind(r.API.Body, "bind", r.API.Bind, d.def.API.Bind),
+			Auth:                  d.enum(r.API.Body, "auth", r.API.Auth, d.def.API.Auth, AuthNoAuth, AuthKeystone),
+			Quota:                 d.quota(r.API.Quota),
+			AllowResizeToSameHost: d.boolean(r.API.AllowResizeToSameHost, d.def.API.AllowResizeToSameHost),
+			declRange:             r.API.DefRange,
 		}
 	}
 	if r.Placement != nil {

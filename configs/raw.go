@@ -88,11 +88,12 @@ type rawHTTP struct {
 }
 
 type rawAPI struct {
-	Bind     *string   `hcl:"bind"`
-	Auth     *string   `hcl:"auth"`
-	Quota    *rawQuota `hcl:"quota,block"`
-	DefRange hcl.Range `hcl:",def_range"`
-	Body     hcl.Body  `hcl:",body"`
+	Bind                  *string   `hcl:"bind"`
+	Auth                  *string   `hcl:"auth"`
+	Quota                 *rawQuota `hcl:"quota,block"`
+	AllowResizeToSameHost *bool     `hcl:"allow_resize_to_same_host"`
+	DefRange              hcl.Range `hcl:",def_range"`
+	Body                  hcl.Body  `hcl:",body"`
 }
 
 // rawQuota is the api block's quota block: Nova's [quota] options, by

@@ -148,6 +148,12 @@ api {
   #   loudly at start-up.
   auth = "keystone"
 
+  # Nova's allow_resize_to_same_host: whether a resize may land on the
+  # server's own host (its old and new flavor then both count there until
+  # the resize is confirmed). A cold migration always moves to another
+  # host. Default false, as in Nova.
+  allow_resize_to_same_host = false
+
   # The default quotas of every project (Nova's [quota] options), which
   # os-quota-sets (`openstack quota set`) overrides per project. Every
   # limit is optional and defaults to Nova's (shown); -1 is unlimited.

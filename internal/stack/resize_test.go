@@ -34,8 +34,17 @@ type moveRig struct {
 
 func newMoveRig(t *testing.T, hosts int, fail map[string]bool) *moveRig {
 	t.Helper()
+	return newMoveRigWith(t, hosts, fail, nil)
+}
+
+// newMoveRigWith is newMoveRig with a change to the config first.
+func newMoveRigWith(t *testing.T, hosts int, fail map[string]bool, change func(*configs.Config)) *moveRig {
+	t.Helper()
 	cfg := configs.Defaults()
 	cfg.EnableAllRoles()
+	if change != nil {
+		change(cfg)
+	}
 	cfg.Etcd.Embedded = nil
 	cfg.API.Bind, cfg.Placement.Bind, cfg.Scheduler.Bind = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	s := New(cfg, hclog.NewNullLogger())
@@ -397,4 +406,42 @@ func TestResizeExhaustedStaysOnSource(t *testing.T) {
 	}
 	r.checkUsages("failed resize left the source as it was", hosts, map[string]usage{"compute-1": flavorUsage(tiny)},
 		map[string]map[string]usage{id: {"compute-1": flavorUsage(tiny)}, mig.UUID: nil})
+}
+
+// TestResizeToSameHost: with allow_resize_to_same_host a resize on a
+// one-host cloud lands on its own host, where the old flavor (held by the
+// migration) and the new one (by the instance) both count until the
+// confirm frees the old.
+func TestResizeToSameHost(t *testing.T) {
+	r := newMoveRigWith(t, 1, nil, func(c *configs.Config) { c.API.AllowResizeToSameHost = true })
+	hosts := []string{"compute-1"}
+	id := r.boot("mover", "m1.tiny", "compute-1")
+	r.action(id, map[string]any{"resize": map[string]any{"flavorRef": "2"}}, http.StatusAccepted)
+	srv := r.waitStatus(id, "VERIFY_RESIZE")
+	if hostOf(srv) != "compute-1" {
+		t.Fatalf("resized onto %s", hostOf(srv))
+	}
+	mig := r.migration(id)
+	both := usage{int64(tiny.VCPUs + small.VCPUs), int64(tiny.RAMMB + small.RAMMB), int64(tiny.DiskGB + small.DiskGB)}
+	r.checkUsages("both flavors on the one host", hosts, map[string]usage{"compute-1": both},
+		map[string]map[string]usage{id: {"compute-1": flavorUsage(small)}, mig.UUID: {"compute-1": flavorUsage(tiny)}})
+	r.action(id, map[string]any{"confirmResize": nil}, http.StatusNoContent)
+	r.waitStatus(id, "ACTIVE")
+	r.checkUsages("confirmed on the same host", hosts, map[string]usage{"compute-1": flavorUsage(small)},
+		map[string]map[string]usage{id: {"compute-1": flavorUsage(small)}, mig.UUID: nil})
+
+	// Without it, a one-host cloud has nowhere to resize to: the move
+	// ends in error and the server stays as it was (Nova's NoValidHost).
+	r.action(id, map[string]any{"migrate": nil}, http.StatusAccepted)
+	var m etcdschema.Migration
+	testwait.Poll(t, 30*time.Second, "the migration in error", func() (bool, string) {
+		m = r.migration(id)
+		return m.UUID != mig.UUID && m.Status == etcdschema.MigrationError, m.Status
+	})
+	srv = r.waitStatus(id, "ACTIVE")
+	if srv["OS-EXT-STS:task_state"] != nil || hostOf(srv) != "compute-1" {
+		t.Errorf("after a migration with nowhere to go: task %v on %s", srv["OS-EXT-STS:task_state"], hostOf(srv))
+	}
+	r.checkUsages("the failed migration changed nothing", hosts, map[string]usage{"compute-1": flavorUsage(small)},
+		map[string]map[string]usage{id: {"compute-1": flavorUsage(small)}, m.UUID: nil})
 }

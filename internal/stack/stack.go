@@ -386,6 +386,7 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		nova.SetHosts(novaHosts, hosts.DefaultTraitSyncTimeout)
 		nova.SetPlacement(s.placement)
 		nova.SetDefaultAvailabilityZone(cfg.DefaultAvailabilityZone)
+		nova.SetAllowResizeToSameHost(cfg.API.AllowResizeToSameHost)
 		if err := s.Serve("compute API", cfg.API.Bind, nova.Beside(computeAPI)); err != nil {
 			return err
 		}
