@@ -127,11 +127,11 @@ func moveFault(err error, id string) error {
 	case errors.As(err, &he):
 		return errBadRequest("Compute host " + he.Host + " could not be found.")
 	case errors.Is(err, servers.ErrSameFlavor):
-		return errBadRequest(err.Error()) // CannotResizeToSameFlavor's words
+		return errBadRequest("When resizing, instances must change flavor!")
 	case errors.Is(err, servers.ErrZeroDisk):
-		return errBadRequest("Server disk was unable to be resized because: " + err.Error())
+		return errBadRequest("Server disk was unable to be resized because: Resize to zero disk flavor is not allowed.")
 	case errors.Is(err, servers.ErrSameHost):
-		return errBadRequest(err.Error())
+		return errBadRequest("Cannot migrate to the host where the server exists.")
 	case errors.Is(err, servers.ErrNotFound):
 		return instanceNotFound(id)
 	case errors.Is(err, servers.ErrKeptChanging):

@@ -152,9 +152,12 @@ func (d *duties) downHost(ctx context.Context, f Fence, host string) error {
 			continue
 		}
 		castSame := clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)
-		if b.Op == etcdschema.OpDelete {
+		switch {
+		case b.Op == etcdschema.OpDelete:
 			err = d.localDelete(ctx, f, host, &b, string(kv.Key), castSame, aliveGone)
-		} else {
+		case b.Op == etcdschema.OpMove:
+			err = d.moveFromDown(ctx, f, host, &b, string(kv.Key), castSame, aliveGone)
+		default:
 			err = d.rescheduleFromDown(ctx, f, host, &b, string(kv.Key), castSame, aliveGone)
 		}
 		if err != nil {
@@ -199,6 +202,31 @@ func (d *duties) rescheduleFromDown(ctx context.Context, f Fence, host string, b
 	}
 	if ok {
 		d.Log.Warn("build cast to a down host rescheduled", "instance", b.InstanceUUID, "host", host)
+	}
+	return nil
+}
+
+// moveFromDown handles a move cast to a down host. A destination that
+// went down before its prep is a failed destination: a Retry (the
+// instance untouched, still on its source) lets the cell conductor try
+// the migration's next alternate, freeing the down host's claim first.
+// The later steps need that host (its guest, or the source's); they
+// wait for it, and an operator sees the move in os-migrations.
+func (d *duties) moveFromDown(ctx context.Context, f Fence, host string, b *etcdschema.Build, castKey string, castSame, aliveGone clientv3.Cmp) error {
+	if b.Move == nil || b.Move.Step != etcdschema.MovePrep {
+		d.Log.Warn("move cast waits for its down host", "instance", b.InstanceUUID, "host", host)
+		return nil
+	}
+	retry := &etcdschema.Retry{InstanceUUID: b.InstanceUUID, Cell: b.Cell, FailedHost: host,
+		Reason: fmt.Sprintf("host %s is down", host), Build: *b, FiledAt: d.Now().UTC()}
+	ok, err := f.Txn(ctx, d.Client, []clientv3.Cmp{castSame, aliveGone},
+		clientv3.OpPut(d.Keys.Retry(b.Cell, b.InstanceUUID), etcdschema.MustEncode(retry)),
+		clientv3.OpDelete(castKey))
+	if err != nil {
+		return fmt.Errorf("reschedule the move of %s from down host %s: %w", b.InstanceUUID, host, err)
+	}
+	if ok {
+		d.Log.Warn("move to a down host rescheduled", "instance", b.InstanceUUID, "host", host)
 	}
 	return nil
 }

@@ -55,6 +55,15 @@ func TestDutyDownHostReschedulesAndDeletesLocally(t *testing.T) {
 	}
 	c.put(k.Build("a", "i-build"), &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: "i-build", Cell: "cell1", Attempt: 1})
 	c.put(k.Build("a", "i-del"), &etcdschema.Build{Op: etcdschema.OpDelete, InstanceUUID: "i-del", Cell: "cell1"})
+	// A resize whose destination is a, before its prep, and one whose
+	// guest was being started there (finish): the first is retried on
+	// an alternate with the server left on its source, the second waits.
+	for _, m := range []struct{ uuid, step string }{{"i-prep", etcdschema.MovePrep}, {"i-finish", etcdschema.MoveFinish}} {
+		c.put(k.CellInstance("cell1", m.uuid), &etcdschema.Instance{UUID: m.uuid, Status: etcdschema.StatusActive, Host: "src",
+			Cell: "cell1", TaskState: etcdschema.TaskResizePrep, MigrationUUID: "mig-" + m.uuid})
+		c.put(k.Build("a", m.uuid), &etcdschema.Build{Op: etcdschema.OpMove, InstanceUUID: m.uuid, Cell: "cell1",
+			Move: &etcdschema.MoveStep{MigrationUUID: "mig-" + m.uuid, Step: m.step}})
+	}
 	if _, err := c.cli.Delete(c.ctx, k.Alive("a")); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +83,7 @@ func TestDutyDownHostReschedulesAndDeletesLocally(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.exists(k.Build("a", "i-build")) || c.exists(k.Build("a", "i-del")) {
-		t.Fatal("casts to the down host are still there")
+		t.Fatal("build and delete casts to the down host are still there")
 	}
 	resp, _ := c.cli.Get(c.ctx, k.Retry("cell1", "i-build"))
 	var r etcdschema.Retry
@@ -85,6 +94,18 @@ func TestDutyDownHostReschedulesAndDeletesLocally(t *testing.T) {
 	var inst etcdschema.Instance
 	if etcdschema.Decode("inst", resp.Kvs[0].Value, &inst) != nil || inst.Host != "" || inst.TaskState != etcdschema.TaskScheduling {
 		t.Fatalf("instance not handed back for rescheduling: %+v", inst)
+	}
+	resp, _ = c.cli.Get(c.ctx, k.Retry("cell1", "i-prep"))
+	if len(resp.Kvs) != 1 || c.exists(k.Build("a", "i-prep")) {
+		t.Fatalf("a move's prep on the down host was not filed for retry: %v", resp.Kvs)
+	}
+	resp, _ = c.cli.Get(c.ctx, k.CellInstance("cell1", "i-prep"))
+	var moving etcdschema.Instance
+	if etcdschema.Decode("inst", resp.Kvs[0].Value, &moving) != nil || moving.Host != "src" || moving.Status != etcdschema.StatusActive {
+		t.Fatalf("a moving server was taken off its source: %+v", moving)
+	}
+	if !c.exists(k.Build("a", "i-finish")) || c.exists(k.Retry("cell1", "i-finish")) {
+		t.Fatal("a move's later step on the down host did not wait for it")
 	}
 	if c.exists(k.CellInstance("cell1", "i-del")) || c.exists(k.InstanceMapping("i-del")) {
 		t.Fatal("instance on the down host was not deleted locally")

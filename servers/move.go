@@ -35,15 +35,16 @@ func (e *StateError) Error() string {
 	return fmt.Sprintf("Cannot '%s' instance %s while it is in %s %s", e.Action, e.ID, e.Attr, e.State)
 }
 
-// Errors of the move operations, each one of Nova's.
+// Errors of the move operations, each one of Nova's (its API words it
+// as Nova does).
 var (
 	// ErrSameFlavor is Nova's CannotResizeToSameFlavor.
-	ErrSameFlavor = errors.New("When resizing, instances must change flavor!")
+	ErrSameFlavor = errors.New("a resize needs a flavor other than the server's")
 	// ErrSameHost is Nova's CannotMigrateToSameHost.
-	ErrSameHost = errors.New("Cannot migrate to the host where the server exists.")
+	ErrSameHost = errors.New("the requested host is the server's own")
 	// ErrZeroDisk is Nova's CannotResizeDisk for a flavor without a root
 	// disk while the server has one.
-	ErrZeroDisk = errors.New("Resize to zero disk flavor is not allowed.")
+	ErrZeroDisk = errors.New("the new flavor has no root disk while the server has one")
 )
 
 // NoMigrationError is Nova's MigrationNotFoundByStatus: the server has
