@@ -37,7 +37,12 @@
 //   - servers (servers*.go: create, list, detail, show, delete, package
 //     servers), imageRef resolved through an ImageCatalog (images.Store,
 //     the image service's, in a stack), and os-instance-actions
-//     (instance_actions.go).
+//     (instance_actions.go);
+//   - the cold moves (server_moves.go: resize, confirmResize,
+//     revertResize, migrate; package servers' move.go), os-migrations
+//     and a server's migrations (migrations.go), and their instance
+//     actions with Nova's events (instance_actions_moves.go), derived
+//     from the Migration records.
 //
 // Every route is also served below a project id (/v2.1/<project>/...,
 // Nova's ProjectMapper; the id must be the token's project). Not
@@ -136,8 +141,10 @@
 // reference Nova with two compute hosts (testdata/nova_aggregates.py),
 // and one of os-services, os-hypervisors and os-availability-zone
 // (testdata/nova_hosts.py, replayed by TestHostsMatchNova over real
-// agents), and one of servers and instance actions
-// (testdata/nova_servers.py). The character classes of
+// agents), one of servers and instance actions
+// (testdata/nova_servers.py), and one of the cold moves' refusals and
+// os-migrations (testdata/nova_moves.py, with three compute hosts). The
+// character classes of
 // names and descriptions and the extra spec validators are generated
 // from Nova's tables:
 //

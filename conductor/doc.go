@@ -4,7 +4,13 @@
 // transaction (seed cells-scheduling-interaction); and the cell conductor,
 // which leases reschedule work items inside one cell and retries a failed
 // build on the next stored alternate without asking the scheduler again
-// (seed return-alternate-hosts). Both are clients of internal/workqueue, a
+// (seed return-alternate-hosts). The superconductor also leases
+// MoveRequests (moves.go): a resize or cold migration hands the source's
+// allocation to its migration's consumer, is scheduled with the new
+// flavor in the instance's cell and cast to the destination; a failed
+// destination is retried by the cell conductor on the migration's stored
+// alternates (cell_moves.go), as a build is. Both are clients of
+// internal/workqueue, a
 // leased work queue, so a process killed between any two steps leaves
 // work another finishes.
 package conductor
