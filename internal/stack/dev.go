@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/quotas"
 )
 
 // Simulated hosts' inventory when the config gives none: a mid-size
@@ -36,6 +39,7 @@ type DevOptions struct {
 func Dev(o DevOptions) StartFunc {
 	return func(ctx context.Context, s *Stack) error {
 		cfg := s.cfg
+		quotasNote := devQuotas(cfg)
 		if err := s.StartServerRoles(ctx); err != nil {
 			return err
 		}
@@ -72,7 +76,27 @@ func Dev(o DevOptions) StartFunc {
 		if o.Login != "" {
 			s.Endpoints = append(s.Endpoints, [2]string{"login", o.Login})
 		}
+		s.Endpoints = append(s.Endpoints, [2]string{"quotas", quotasNote})
 		s.Endpoints = append(s.Endpoints, [2]string{"hosts", fmt.Sprintf("%d simulated in %d cell(s), data in %s", o.Hosts, o.Cells, o.DataDir)})
 		return nil
 	}
+}
+
+// devQuotas makes a dev cloud's projects unlimited unless the config file
+// has a quota block: dev is a sandbox for trying the scheduler (a burst
+// of 60 servers, a bench), where Nova's default of 10 instances would
+// refuse the first experiment. A deployment (berth run server) keeps
+// Nova's defaults. It says which on the start-up banner.
+func devQuotas(cfg *configs.Config) string {
+	if cfg.API == nil {
+		return "no compute API"
+	}
+	if cfg.API.Quota != nil {
+		return "from the config file's api { quota } block"
+	}
+	cfg.API.Quota = map[string]int64{}
+	for _, r := range []string{quotas.Instances, quotas.Cores, quotas.RAM, quotas.ServerGroups, quotas.ServerGroupMembers} {
+		cfg.API.Quota[r] = quotas.Unlimited
+	}
+	return "unlimited (dev; an api { quota { ... } } block in -config sets Nova's limits)"
 }
