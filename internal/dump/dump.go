@@ -200,6 +200,8 @@ var groups = map[etcdschema.KeyKind]string{
 	etcdschema.KindMember:                  "members",
 	etcdschema.KindBenchCAS:                "bench_cas",
 	etcdschema.KindIdentitySigningKey:      "identity_signing_key",
+	etcdschema.KindQuotaSet:                "quota_sets",
+	etcdschema.KindQuotaFence:              "quota_fences",
 }
 
 // ---- summary ---------------------------------------------------------------
