@@ -2,7 +2,6 @@ package compute
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/berth-project/berth/identity"
 )
@@ -54,63 +53,17 @@ func (a *API) SetAuth(auth Auth) {
 }
 
 // authenticate returns the caller's credentials, or false when the
-// request must be refused with 401.
+// request must be refused with 401 (identity.Authenticate, which /v1
+// beside this API runs too).
 func (a *API) authenticate(r *http.Request) (identity.Credentials, bool) {
-	token := r.Header.Get("X-Auth-Token")
-	if a.auth.Verifier != nil && token != "" {
-		creds, err := a.auth.Verifier.Verify(r.Context(), token)
-		if err == nil {
-			return creds, true
-		}
-		if a.auth.Mode == AuthKeystone {
-			// Which check failed is for the log, never for the caller;
-			// the token itself is never logged.
-			a.log.Info("token refused", "method", r.Method, "path", r.URL.Path, "error", err)
-			return identity.Credentials{}, false
-		}
-	}
-	if a.auth.Mode == AuthKeystone {
+	creds, err := identity.Authenticate(r, a.auth.Mode == AuthKeystone, a.auth.Verifier)
+	if err != nil {
+		// Which check failed is for the log, never for the caller;
+		// the token itself is never logged.
+		a.log.Info("token refused", "method", r.Method, "path", r.URL.Path, "error", err)
 		return identity.Credentials{}, false
 	}
-	return noAuthCredentials(r), true
-}
-
-// noAuthCredentials is nova.api.openstack.auth.NoAuthMiddleware
-// (noauth2): the token is "user[:project]", the project defaulting to
-// the user, and is_admin is user == "admin".
-//
-// Two differences, on purpose. Nova answers a request without any
-// X-Auth-Token with a 204 handing out the token "<X-Auth-User or
-// admin>:<X-Auth-Project-Id or admin>" (Auth 1.1's handshake); Berth
-// serves the request as that token would be, so tokenless dev tools
-// (keystoneauth's "none" plugin) work in one step. And Nova's context
-// has no roles, which its legacy default rules (is_admin, or
-// project_id:%(project_id)s) accept: here, with the new defaults' role
-// checks, an admin holds admin, member and reader, anyone else member
-// and reader of the token's project, which is what those legacy rules
-// let them do.
-func noAuthCredentials(r *http.Request) identity.Credentials {
-	token, given := r.Header.Get("X-Auth-Token"), len(r.Header.Values("X-Auth-Token")) > 0
-	if !given {
-		user, project := r.Header.Get("X-Auth-User"), r.Header.Get("X-Auth-Project-Id")
-		if user == "" {
-			user = "admin"
-		}
-		if project == "" {
-			project = "admin"
-		}
-		token = user + ":" + project
-	}
-	user, project, _ := strings.Cut(token, ":")
-	if project == "" {
-		project = user
-	}
-	c := identity.Credentials{UserID: user, UserName: user, ProjectID: project, ProjectName: project,
-		Roles: []string{identity.RoleMember, identity.RoleReader}}
-	if user == "admin" {
-		c.Roles = []string{identity.RoleAdmin, identity.RoleMember, identity.RoleReader}
-	}
-	return c
+	return creds, true
 }
 
 // rejectUnauthenticated is keystonemiddleware's 401, with the request id

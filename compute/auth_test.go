@@ -67,7 +67,7 @@ func TestNoAuthCredentials(t *testing.T) {
 		for k, v := range tc.hdr {
 			r.Header.Set(k, v)
 		}
-		c := noAuthCredentials(r)
+		c := identity.NoAuthCredentials(r)
 		if c.UserID != tc.user || c.ProjectID != tc.project || c.HasRole("admin") != tc.admin || !c.HasRole("member") {
 			t.Errorf("%s: %+v", tc.desc, c)
 		}
