@@ -253,14 +253,3 @@ func (s *Server) showSelection(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"selection": out})
 }
-
-// operatorRoutes are the admin calls: services, hosts, cells, selections.
-func (s *Server) operatorRoutes(r *mux.Router) {
-	r.HandleFunc("/v1/services", s.listServices).Methods(http.MethodGet)
-	r.HandleFunc("/v1/services/{host}", s.updateService).Methods(http.MethodPut)
-	r.HandleFunc("/v1/hosts", s.listHosts).Methods(http.MethodGet)
-	r.HandleFunc("/v1/cells", s.listCells).Methods(http.MethodGet)
-	r.HandleFunc("/v1/cells", s.createCell).Methods(http.MethodPost)
-	r.HandleFunc("/v1/cells/discover_hosts", s.discoverHosts).Methods(http.MethodPost)
-	r.HandleFunc("/v1/servers/{id}/selection", s.showSelection).Methods(http.MethodGet)
-}

@@ -106,7 +106,7 @@ func (c *Client) CreateServers(ctx context.Context, req CreateRequest) (*CreateR
 	return &out, c.do(ctx, http.MethodPost, "/v1/servers", req, &out)
 }
 
-// ListServers returns every server.
+// ListServers returns the caller's project's servers.
 func (c *Client) ListServers(ctx context.Context) ([]ServerView, error) {
 	var out struct {
 		Servers []ServerView `json:"servers"`
@@ -128,4 +128,13 @@ func (c *Client) GetServer(ctx context.Context, id string) (*ServerView, error) 
 // DeleteServer asks for a server's deletion.
 func (c *Client) DeleteServer(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/servers/"+id, nil, nil)
+}
+
+// ListAllServers returns every project's servers (all_projects): an
+// admin's call, 403 for anyone else.
+func (c *Client) ListAllServers(ctx context.Context) ([]ServerView, error) {
+	var out struct {
+		Servers []ServerView `json:"servers"`
+	}
+	return out.Servers, c.do(ctx, http.MethodGet, "/v1/servers?all_projects=true", nil, &out)
 }

@@ -1,6 +1,21 @@
-// Package api is Berth's compute API: servers and flavors over HTTP+JSON,
-// shaped after Nova's, writing BuildRequests for the superconductors and
-// reading instances from their cells.
+// Package api is Berth's private /v1 API, beside the Nova API (package
+// compute) on the compute listener, over the same records (packages
+// servers, servergroups, aggregates, hosts).
+//
+// /v1 is deprecated, kept for one release, for what Nova's API serves
+// too: servers, flavors (read), server groups and os-aggregates. Use
+// /v2.1 for those. Berth's own admin extensions, which Nova's API has no
+// route for, stay: cells (create, list, discover_hosts), a server's
+// selection (its attempts and alternate hosts), host usage (/v1/hosts),
+// services as Berth shows them, and the aggregate sync into Placement.
+//
+// /v1 checks credentials exactly as the Nova API does (auth.go): the
+// same tokens, keystonemiddleware's 401 before routing, and Nova's
+// default policies per route (routes.go): servers and server groups are
+// the caller's project's (member to write, reader to read, an admin
+// every project's with all_projects or all_tenants; another project's
+// placed server is 404), everything else an admin's but flavor reads.
+// In noauth mode it is Nova's noauth2: no token is admin:admin.
 package api
 
 import (
@@ -9,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,6 +35,7 @@ import (
 	"github.com/berth-project/berth/aggregates"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/hosts"
+	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/servergroups"
 	"github.com/berth-project/berth/servers"
@@ -46,6 +63,9 @@ type Server struct {
 	router    *mux.Router
 	// hosts reads and changes compute hosts (services, liveness, zones).
 	hosts *hosts.Store
+	// auth is how /v1 checks credentials (SetAuth); routes its table.
+	auth   Auth
+	routes []route
 	// TraitSyncTimeout bounds how long a service enable/disable waits for
 	// an up agent to confirm its COMPUTE_STATUS_DISABLED trait.
 	TraitSyncTimeout time.Duration
@@ -67,15 +87,7 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Lo
 	r.Use(checkPathSegments)  // ids in paths are UUIDs, names key segments
 	r.HandleFunc("/", s.versions).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	s.schedulingRoutes(r)
-	r.HandleFunc("/v1/servers", s.createServers).Methods(http.MethodPost)
-	r.HandleFunc("/v1/servers", s.listServers).Methods(http.MethodGet)
-	r.HandleFunc("/v1/servers/detail", s.listServers).Methods(http.MethodGet)
-	r.HandleFunc("/v1/servers/{id}", s.showServer).Methods(http.MethodGet)
-	r.HandleFunc("/v1/servers/{id}", s.deleteServer).Methods(http.MethodDelete)
-	r.HandleFunc("/v1/flavors", s.listFlavors).Methods(http.MethodGet)
-	r.HandleFunc("/v1/flavors/{name}", s.showFlavor).Methods(http.MethodGet)
-	s.operatorRoutes(r)
+	s.addRoutes(r)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "The resource could not be found.")
 	})
@@ -92,28 +104,25 @@ func (s *Server) SetDefaultAvailabilityZone(az string) {
 	s.servers.SetDefaultAvailabilityZone(az)
 }
 
-// schedulingRoutes are the server groups and host aggregates (issue 4).
-func (s *Server) schedulingRoutes(r *mux.Router) {
-	r.HandleFunc("/v1/server-groups", s.createServerGroup).Methods(http.MethodPost)
-	r.HandleFunc("/v1/server-groups", s.listServerGroups).Methods(http.MethodGet)
-	r.HandleFunc("/v1/server-groups/{id}", s.showServerGroup).Methods(http.MethodGet)
-	r.HandleFunc("/v1/server-groups/{id}", s.deleteServerGroup).Methods(http.MethodDelete)
-	r.HandleFunc("/v1/os-aggregates", s.createAggregate).Methods(http.MethodPost)
-	r.HandleFunc("/v1/os-aggregates", s.listAggregates).Methods(http.MethodGet)
-	r.HandleFunc("/v1/os-aggregates/sync", s.syncAggregates).Methods(http.MethodPost)
-	r.HandleFunc("/v1/os-aggregates/{id}", s.showAggregate).Methods(http.MethodGet)
-	r.HandleFunc("/v1/os-aggregates/{id}", s.updateAggregate).Methods(http.MethodPut)
-	r.HandleFunc("/v1/os-aggregates/{id}", s.deleteAggregate).Methods(http.MethodDelete)
-	r.HandleFunc("/v1/os-aggregates/{id}/action", s.aggregateAction).Methods(http.MethodPost)
-}
-
-// ServeHTTP stamps each request with an id, as OpenStack services do.
+// ServeHTTP stamps each request with an id, as Nova's compute_req_id
+// does, then authenticates every request below /v1/ before routing, as
+// keystonemiddleware runs ahead of Nova's router; the version document
+// at / and /healthz stay public.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rid := "req-" + uuid.NewString()
 	w.Header().Set("X-Openstack-Request-Id", rid)
+	w.Header().Set("X-Compute-Request-Id", rid)
 	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, rid))
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	if p := r.URL.Path; p == "/v1" || strings.HasPrefix(p, "/v1/") {
+		var ok bool
+		if r, ok = s.authenticate(r); !ok {
+			identity.RejectUnauthenticated(sw, s.auth.IdentityURI)
+			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "request_id", rid)
+			return
+		}
+	}
 	s.router.ServeHTTP(sw, r)
 	s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
 		"request_id", rid, "elapsed", time.Since(start))
@@ -231,9 +240,9 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, msg)
 		return
 	}
-	project, user := identity(r)
+	who := caller(r)
 	res, err := s.servers.Create(ctx, servers.CreateRequest{Name: body.Name, Flavor: *flavor, Count: count,
-		ProjectID: project, UserID: user, AvailabilityZone: body.AvailabilityZone, Hints: hints,
+		ProjectID: who.ProjectID, UserID: who.UserID, AvailabilityZone: body.AvailabilityZone, Hints: hints,
 		Host: body.Host, Node: body.HypervisorHostname, RequestID: requestID(ctx)})
 	switch {
 	case errors.Is(err, servers.ErrGroupDeleted):
@@ -249,20 +258,6 @@ func (s *Server) createServers(w http.ResponseWriter, r *http.Request) {
 		out[i] = map[string]string{"id": br.InstanceUUID, "name": br.Name}
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"reservation_id": res.ID, "server": out[0], "servers": out})
-}
-
-// identity reads the caller's project and user. Keystone is out of scope;
-// the headers let multi-tenant tests and tools say who they are.
-func identity(r *http.Request) (project, user string) {
-	project = r.Header.Get("X-Project-Id")
-	user = r.Header.Get("X-User-Id")
-	if project == "" {
-		project = "default"
-	}
-	if user == "" {
-		user = "admin"
-	}
-	return project, user
 }
 
 func (s *Server) findFlavor(ctx context.Context, name string) (*etcdschema.Flavor, error) {
@@ -316,7 +311,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError answers in Nova's error shape: {"<kind>": {"code", "message"}}.
 func writeError(w http.ResponseWriter, status int, msg string) {
-	kind := map[int]string{400: "badRequest", 404: "itemNotFound", 405: "methodNotAllowed",
+	kind := map[int]string{400: "badRequest", 403: "forbidden", 404: "itemNotFound", 405: "methodNotAllowed",
 		409: "conflictingRequest", 413: "overLimit", 503: "serviceUnavailable"}[status]
 	if kind == "" {
 		kind = "computeFault"

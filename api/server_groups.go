@@ -73,9 +73,9 @@ func (s *Server) createServerGroup(w http.ResponseWriter, r *http.Request) {
 		}
 		rules.MaxServerPerHost = n
 	}
-	project, user := identity(r)
+	who := caller(r)
 	rec := &etcdschema.ServerGroup{UUID: uuid.NewString(), Name: g.Name, Policy: g.Policy, Rules: rules,
-		ProjectID: project, UserID: user, CreatedAt: time.Now().UTC()}
+		ProjectID: who.ProjectID, UserID: who.UserID, CreatedAt: time.Now().UTC()}
 	if err := s.groups.Create(r.Context(), rec); err != nil {
 		s.log.Error("store server group", "error", err)
 		writeError(w, http.StatusServiceUnavailable, "Could not store the server group; try again.")
@@ -96,40 +96,60 @@ func groupView(g *etcdschema.ServerGroup, members []string) ServerGroupView {
 		ProjectID: g.ProjectID, UserID: g.UserID, Created: g.CreatedAt}
 }
 
+// listServerGroups lists the caller's project's groups; all_projects
+// lists every project's for an admin, and a non-admin asking is answered
+// its own, not refused, as Nova's index does.
 func (s *Server) listServerGroups(w http.ResponseWriter, r *http.Request) {
 	groups, err := s.groups.List(r.Context())
 	if err != nil {
 		s.writeStoreError(w, err, "")
 		return
 	}
-	project, _ := identity(r)
-	all := r.URL.Query().Get("all_projects")
+	all := allProjects(r) && isAdmin(r)
+	project := caller(r).ProjectID
 	out := []ServerGroupView{}
 	for _, g := range groups {
-		if all == "true" || all == "1" || g.ProjectID == project {
+		if all || g.ProjectID == project {
 			out = append(out, groupView(g.ServerGroup, g.Members))
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"server_groups": out})
 }
 
-func (s *Server) showServerGroup(w http.ResponseWriter, r *http.Request) {
+// loadGroup reads the group of the path's id as Nova's controller does:
+// for a caller who is not an admin, another project's group does not
+// exist (404); then p against the group's project (403). It has answered
+// when it returns nil.
+func (s *Server) loadGroup(w http.ResponseWriter, r *http.Request, p policy) *servergroups.Group {
 	id := mux.Vars(r)["id"]
 	g, err := s.groups.Get(r.Context(), id)
-	if errors.Is(err, servergroups.ErrNotFound) {
+	if errors.Is(err, servergroups.ErrNotFound) || err == nil && !isAdmin(r) && g.ProjectID != caller(r).ProjectID {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("Server group %s could not be found.", id))
-		return
+		return nil
 	}
 	if err != nil {
 		s.writeStoreError(w, err, "")
-		return
+		return nil
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"server_group": groupView(g.ServerGroup, g.Members)})
+	if !can(w, r, p, g.ProjectID) {
+		return nil
+	}
+	return g
+}
+
+func (s *Server) showServerGroup(w http.ResponseWriter, r *http.Request) {
+	if g := s.loadGroup(w, r, policyGroupShow); g != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"server_group": groupView(g.ServerGroup, g.Members)})
+	}
 }
 
 // deleteServerGroup deletes the group with its members and guards. Nova
 // lets a group with members be deleted; the servers keep running.
 func (s *Server) deleteServerGroup(w http.ResponseWriter, r *http.Request) {
+	// As deleteServer: an admin's delete needs no read first.
+	if !isAdmin(r) && s.loadGroup(w, r, policyGroupDelete) == nil {
+		return
+	}
 	id := mux.Vars(r)["id"]
 	err := s.groups.Delete(r.Context(), id)
 	if errors.Is(err, servergroups.ErrNotFound) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -87,26 +88,71 @@ func (s *Server) lookup(ctx context.Context, id string) (ServerView, error) {
 	return view(v), nil
 }
 
-func (s *Server) showServer(w http.ResponseWriter, r *http.Request) {
+// loadServer finds the path's server wherever it is, as Nova's
+// lookup does for the caller (compute/servers.go's lookupServer): a
+// placed server of another project does not exist for a caller who is
+// not an admin (404, Nova reads the cell with project_only), a server
+// still a build request is read unscoped and p refuses it (403). It has
+// answered when it returns nil.
+func (s *Server) loadServer(w http.ResponseWriter, r *http.Request, p policy) *servers.Server {
 	id := mux.Vars(r)["id"]
-	v, err := s.lookup(r.Context(), id)
+	v, err := s.servers.Lookup(r.Context(), id)
+	if err == nil && v.Instance != nil && !isAdmin(r) && v.ProjectID() != caller(r).ProjectID {
+		err = servers.ErrNotFound
+	}
 	if err != nil {
 		s.writeStoreError(w, err, fmt.Sprintf("Instance %s could not be found.", id))
-		return
+		return nil
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"server": v})
+	if !can(w, r, p, v.ProjectID()) {
+		return nil
+	}
+	return v
 }
 
+func (s *Server) showServer(w http.ResponseWriter, r *http.Request) {
+	if v := s.loadServer(w, r, policyServerShow); v != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"server": view(v)})
+	}
+}
+
+// allProjects reads all_projects or Nova's all_tenants as Nova's
+// is_all_tenants does: present and not a false word.
+func allProjects(r *http.Request) bool {
+	q := r.URL.Query()
+	for _, k := range []string{"all_projects", "all_tenants"} {
+		if !q.Has(k) {
+			continue
+		}
+		switch strings.ToLower(q.Get(k)) {
+		case "0", "f", "false", "n", "no", "off":
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// listServers lists the caller's project's servers; all_projects (or
+// all_tenants) lists every project's, an admin's only (403 otherwise,
+// as Nova's servers:index:get_all_tenants).
 func (s *Server) listServers(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	all, err := s.servers.List(ctx)
+	all := allProjects(r)
+	if all && !can(w, r, policyServerAll, caller(r).ProjectID) {
+		return
+	}
+	list, err := s.servers.List(ctx)
 	if err != nil {
 		s.writeStoreError(w, err, "")
 		return
 	}
-	out := make([]ServerView, 0, len(all))
-	for _, v := range all {
-		out = append(out, view(v))
+	project := caller(r).ProjectID
+	out := make([]ServerView, 0, len(list))
+	for _, v := range list {
+		if all || v.ProjectID() == project {
+			out = append(out, view(v))
+		}
 	}
 	sort.Slice(out, func(a, b int) bool {
 		if !out[a].Created.Equal(out[b].Created) {
@@ -117,10 +163,18 @@ func (s *Server) listServers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"servers": out})
 }
 
-// deleteServer deletes wherever the server is (servers.Store.Delete).
+// deleteServer deletes wherever the server is (servers.Store.Delete),
+// once the caller may.
 func (s *Server) deleteServer(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := mux.Vars(r)["id"]
+	// An admin passes the policy for any project's server, and a server
+	// that does not exist is Delete's 404 too: only another caller's
+	// delete reads the server first, so an admin's rides out a lost
+	// quorum in Delete's retries instead of failing its first read.
+	if !isAdmin(r) && s.loadServer(w, r, policyServerDelete) == nil {
+		return
+	}
 	err := s.servers.Delete(ctx, id, requestID(ctx))
 	switch {
 	case err == nil:

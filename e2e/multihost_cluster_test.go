@@ -54,6 +54,9 @@ type mhCluster struct {
 
 	mu        sync.Mutex
 	requested map[string]string // server id -> the burst that asked for it
+	// adminToken is the rendered identity admin's token, for /v1 (the
+	// servers' APIs check tokens, auth = "keystone"); see apiClient.
+	adminToken string
 }
 
 // The deployment templates' tunables (`berth config render -var`), set
@@ -243,6 +246,9 @@ func (c *mhCluster) apis() []*api.Client {
 	return out
 }
 
+// e2eAdminPassword is the password e2eAdminPasswordHash is of.
+const e2eAdminPassword = "e2e-admin-pw"
+
 // api is one running server's API.
 func (c *mhCluster) api() *api.Client {
 	c.t.Helper()
@@ -341,7 +347,7 @@ func (c *mhCluster) settleAll(timeout time.Duration) map[string]api.ServerView {
 	c.t.Helper()
 	var byID map[string]api.ServerView
 	testwait.Poll(c.t, timeout, "every requested server ACTIVE or ERROR", func() (bool, string) {
-		list, err := c.api().ListServers(context.Background())
+		list, err := c.api().ListAllServers(context.Background())
 		if err != nil {
 			return false, err.Error()
 		}

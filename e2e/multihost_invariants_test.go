@@ -37,7 +37,7 @@ func (c *mhCluster) checkInvariants(scenario string) {
 	defer cancel()
 
 	// Servers, through the API.
-	list, err := c.api().ListServers(ctx)
+	list, err := c.api().ListAllServers(ctx)
 	if err != nil {
 		c.t.Fatalf("%s: invariants: list servers: %v", scenario, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-project/berth/agent"
 	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/etcdauth"
 	"github.com/berth-project/berth/internal/httpserve"
 	"github.com/berth-project/berth/internal/testwait"
@@ -74,10 +75,35 @@ func (c *mhCluster) etcdURL(i int) string {
 	return "https://" + c.hosts[fmt.Sprintf("ctl-%d", i+1)].addr + ":2379"
 }
 
-// apiClient is a client of the compute API on h, over TLS.
+// apiClient is a client of the compute API on h, over TLS, with the
+// rendered admin's token (logged in once, at any running server's
+// identity API): /v1 checks tokens as Nova's API does.
 func (c *mhCluster) apiClient(h *netHost) *api.Client {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.adminToken == "" {
+		var errs []string
+		for _, p := range c.servers {
+			if !p.running() {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			tok, err := identity.Login(ctx, c.https, "https://"+p.host.addr+":5000/v3", "admin", e2eAdminPassword, "admin")
+			cancel()
+			if err == nil {
+				c.adminToken = tok
+				break
+			}
+			errs = append(errs, err.Error())
+		}
+		if c.adminToken == "" {
+			c.t.Fatalf("no server's identity API gave the admin a token: %v", errs)
+		}
+	}
 	cl := api.NewClient("https://" + h.addr + ":8774")
 	cl.HTTP = c.https
+	cl.Token = c.adminToken
 	return cl
 }
 

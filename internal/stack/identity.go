@@ -99,11 +99,7 @@ func (s *Stack) computeAuth(ctx context.Context, c *configs.API) (compute.Auth, 
 	if c.Auth == configs.AuthNoAuth {
 		s.log.Warn(noAuthWarning, "api", "compute", "identity_tokens_accepted", svc != nil)
 	} else {
-		s.log.Info("compute API auth", "mode", c.Auth, "identity", auth.IdentityURI)
-		// Until /v1 goes (issue 16), its clients (the berth CLI, the
-		// load tool) send no token: say so rather than let an operator
-		// believe the listener is closed.
-		s.log.Warn("Berth's /v1 API on the compute listener checks no credentials; keep the listener on a trusted network until /v1 is removed")
+		s.log.Info("compute API auth", "mode", c.Auth, "identity", auth.IdentityURI, "v1", "same tokens and policies")
 	}
 	if auth.Mode == compute.AuthKeystone && svc == nil {
 		return compute.Auth{}, fmt.Errorf("compute API: auth = %q without an identity block", c.Auth)

@@ -376,6 +376,8 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 			return err
 		}
 		nova.SetAuth(auth)
+		// /v1 (a deprecated alias beside Nova's API) checks the same tokens.
+		computeAPI.SetAuth(api.Auth{Keystone: auth.Mode == compute.AuthKeystone, Verifier: auth.Verifier, IdentityURI: auth.IdentityURI})
 		imageStore, err := s.imageStore(ctx)
 		if err != nil {
 			return err
