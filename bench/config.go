@@ -71,6 +71,11 @@ type Config struct {
 	Prefix     string
 	ConfigPath string
 	DataDir    string
+	// NoAuth runs the compute API without authentication (noauth2), to
+	// compare with the default: keystone auth, every request with a
+	// token from Berth's identity. Against an existing Berth the login
+	// is OS_AUTH_URL, OS_USERNAME, OS_PASSWORD and OS_PROJECT_NAME.
+	NoAuth bool
 
 	// Outputs.
 	JSONPath     string
@@ -141,6 +146,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.API, "api", c.API, "an existing Berth's compute API URL (with -etcd)")
 	fs.StringVar(&c.Prefix, "prefix", c.Prefix, "etcd key prefix")
 	fs.StringVar(&c.ConfigPath, "config", c.ConfigPath, "HCL config for the started Berth (scheduler options, ...)")
+	fs.BoolVar(&c.NoAuth, "noauth", c.NoAuth, "compute API without authentication (noauth2), to compare with the default keystone auth (a token on every request)")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "embedded etcd data dir (default: a temp dir, removed at exit)")
 	fs.StringVar(&c.JSONPath, "json", c.JSONPath, "append the result as a JSON line to FILE")
 	fs.StringVar(&c.Format, "format", c.Format, "stdout: table or json")

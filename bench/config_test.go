@@ -90,16 +90,17 @@ func TestConfigFlags(t *testing.T) {
 	c.AddFlags(fs)
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n != 41 {
-		t.Errorf("%d flags, want the 41 of berth bench", n)
+	if n != 42 {
+		t.Errorf("%d flags, want the 42 of berth bench", n)
 	}
 	if err := fs.Parse([]string{"-scenario", "churn", "-hosts", "7", "-syncs=false", "-scheduler-cpu", "0.5",
-		"-report-interval", "3s", "-etcd", "a,b", "-format", "json", "-log-level", "debug"}); err != nil {
+		"-report-interval", "3s", "-etcd", "a,b", "-format", "json", "-log-level", "debug", "-noauth"}); err != nil {
 		t.Fatal(err)
 	}
 	want := DefaultConfig()
 	want.Scenario, want.Hosts, want.Syncs, want.SchedulerCPU = "churn", 7, false, 0.5
 	want.ReportInterval, want.Etcd, want.Format, want.LogLevel = 3*time.Second, "a,b", FormatJSON, "debug"
+	want.NoAuth = true
 	if c != want {
 		t.Errorf("after parsing:\n got %+v\nwant %+v", c, want)
 	}

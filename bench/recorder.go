@@ -16,7 +16,7 @@ import (
 // trace is one server's way through the pipeline, each stage the time the
 // recorder's watch delivered the event that marks it.
 type trace struct {
-	postStart, postEnd time.Time // the client's POST /v1/servers
+	postStart, postEnd time.Time // the client's POST /v2.1/servers
 	buildRequest       time.Time // /build_requests/<uuid> put (API)
 	lease              time.Time // /leases/build_requests/<uuid> put (superconductor took it)
 	claim              time.Time // first /placement/consumers/<uuid> put (the claim transaction)

@@ -38,7 +38,7 @@ var StageOrder = []string{"api_accept", "queue", "schedule", "handoff", "build",
 
 // StageHelp says what marks each stage's start and end.
 var StageHelp = map[string]string{
-	"api_accept": "POST /v1/servers round trip (client)",
+	"api_accept": "POST /v2.1/servers round trip (client, token checked unless -noauth)",
 	"queue":      "BuildRequest put -> superconductor lease put",
 	"schedule":   "lease put -> claim (consumer put): select_destinations incl. claim txn",
 	"handoff":    "claim -> build cast put (hand-off txn)",
@@ -58,6 +58,12 @@ type Result struct {
 	Cells      int       `json:"cells"`
 	Schedulers int       `json:"schedulers"`
 	Servers    int       `json:"servers,omitempty"`
+	// Auth is how the load authenticated to the compute API: keystone
+	// (a token from Berth's identity, checked on every request) or
+	// noauth (-noauth); Logins how many tokens it got (1, more after a
+	// 401).
+	Auth   string `json:"auth,omitempty"`
+	Logins int    `json:"logins,omitempty"`
 	// Measured is how many servers the measured phase created (boot:
 	// Servers; churn: the replacements). Per-server figures divide by it.
 	Measured  int     `json:"measured,omitempty"`
@@ -212,6 +218,9 @@ func (r *Result) WriteTable(w io.Writer) {
 	}
 	if r.Servers > 0 {
 		row("servers", "%d requested from %d clients (rate %s), build time %s", r.Servers, r.Clients, rateString(r.Rate), r.BuildTime)
+		if r.Auth != "" {
+			row("auth", "%s (%d logins): every request through the Nova API (/v2.1)", r.Auth, r.Logins)
+		}
 		row("outcome", "%d ACTIVE, %d ERROR, %d NoValidHost, %d lost, %d reschedules, %d API errors",
 			r.Active, r.Errors, r.NoValidHost, r.Lost, r.Reschedules, r.APIErrors)
 		if r.Deleted > 0 {

@@ -22,6 +22,9 @@ type Target struct {
 	Client *clientv3.Client
 	Keys   etcdschema.Keys
 	API    string
+	// Auth logs the load in to Berth's identity API (the compute API in
+	// keystone mode); nil when the API is noauth (-noauth).
+	Auth *Credentials
 	// Schedulers is how many schedulers serve the target (for the report).
 	Schedulers int
 	// ClaimWorkers is how many claims can be in flight at once (every

@@ -99,8 +99,14 @@ func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
 	var cleanup func()
 	if c.Etcd != "" {
 		target, cleanup, err = existingTarget(ctx, cfg, strings.Split(c.Etcd, ","), c.API)
+		if err == nil && !c.NoAuth {
+			if target.Auth, err = credentialsFromEnv(); err != nil {
+				cleanup()
+				return nil, &UsageError{err}
+			}
+		}
 	} else {
-		target, cleanup, err = startTarget(ctx, cfg, log, benchStart{dataDir: c.DataDir, cells: c.Cells,
+		target, cleanup, err = startTarget(ctx, cfg, log, benchStart{dataDir: c.DataDir, cells: c.Cells, noAuth: c.NoAuth,
 			schedulers: c.Schedulers, workers: c.Workers, condWorkers: c.ConductorWorkers, etcdOnly: c.Scenario == "coldstart",
 			procs: procs})
 	}
@@ -174,6 +180,7 @@ type benchStart struct {
 	cells, schedulers    int
 	workers, condWorkers int
 	etcdOnly             bool // coldstart: the tool loads a scheduler's views itself
+	noAuth               bool // the compute API in noauth mode, no identity
 	// procs, when set, runs the schedulers as child processes instead
 	// of in-process stacks.
 	procs *schedProcs
@@ -226,6 +233,13 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	emb.PeerURL = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	cfg.API.Bind = "127.0.0.1:0"
 	cfg.Scheduler.Bind = "127.0.0.1:0"
+	var creds *Credentials
+	if !o.noAuth {
+		if creds, err = benchIdentity(cfg); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+	}
 
 	// The first stack: etcd, the API and the cell conductors. Schedulers
 	// live in stacks of their own, so a failover kills one without the
@@ -268,6 +282,10 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	}
 	t.API = s0.Endpoint("compute API")
 	t.base = s0
+	if creds != nil {
+		creds.AuthURL = s0.Endpoint("identity") + "/v3"
+		t.Auth = creds
+	}
 	if o.procs != nil {
 		cleanups = append(cleanups, o.procs.stop)
 		if err := o.procs.start(ctx, emb.ClientURL); err != nil {
@@ -285,7 +303,7 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	}
 	for i := 0; i < o.schedulers; i++ {
 		sc := *cfg
-		sc.API, sc.Conductor = nil, nil
+		sc.API, sc.Conductor, sc.Identity = nil, nil, nil
 		etcdCfg := cfg.Etcd
 		etcdCfg.Embedded, etcdCfg.Endpoints = nil, []string{emb.ClientURL}
 		sc.Etcd = etcdCfg

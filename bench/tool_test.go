@@ -60,6 +60,9 @@ func TestBenchBootSmoke(t *testing.T) {
 	if res.Lost != 0 || res.APIErrors != 0 {
 		t.Fatalf("%d servers lost, %d API errors: %+v", res.Lost, res.APIErrors, res)
 	}
+	if res.Auth != "keystone" || res.Logins != 1 {
+		t.Fatalf("auth %q with %d logins, want keystone with one token for the whole run", res.Auth, res.Logins)
+	}
 	if got := res.Active + res.Errors + res.NoValidHost; got != servers {
 		t.Fatalf("%d servers accounted for (%d ACTIVE, %d ERROR, %d NoValidHost), want %d",
 			got, res.Active, res.Errors, res.NoValidHost, servers)

@@ -1,0 +1,228 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/images"
+)
+
+// The load goes through the OpenStack Compute API (/v2.1), as an
+// operator's tools send it: POST /servers with a flavorRef, an imageRef
+// and os:scheduler_hints, os-server-groups, DELETE /servers/{id}. With
+// keystone auth on in the benchmarked Berth, every request carries a
+// token got once from Berth's identity API (POST /v3/auth/tokens) and
+// reused; a 401 (the token expired, or the signing key changed) logs in
+// again once and repeats the request. With -noauth the API is Nova's
+// noauth2 and the token is "bench:bench", taken at its word: the two
+// runs side by side are the cost of checking a token on every request.
+
+// novaMicroversion is the microversion the tool asks for: 2.37 for
+// networks "none", 2.64 for a server group's "policy".
+const novaMicroversion = "compute 2.74"
+
+// Credentials are a password login at an identity API's v3 root.
+type Credentials struct {
+	AuthURL, User, Password, Project string
+}
+
+// novaClient is the tool's client of the compute API.
+type novaClient struct {
+	base string // the compute API, without /v2.1
+	http *http.Client
+	// creds log in (nil: noauth, and token is noauth2's "user:project").
+	creds *Credentials
+
+	mu     sync.Mutex
+	token  string
+	logins atomic.Int64 // successful logins, the first included
+}
+
+func newNovaClient(base string, hc *http.Client, creds *Credentials) *novaClient {
+	c := &novaClient{base: strings.TrimRight(base, "/"), http: hc, creds: creds}
+	if creds == nil {
+		c.token = "bench:bench"
+	}
+	return c
+}
+
+// currentToken is the token to send, logging in if there is none yet.
+func (c *novaClient) currentToken(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.token != "" {
+		return c.token, nil
+	}
+	tok, err := identity.Login(ctx, c.http, c.creds.AuthURL, c.creds.User, c.creds.Password, c.creds.Project)
+	if err != nil {
+		return "", err
+	}
+	c.token = tok
+	c.logins.Add(1)
+	return tok, nil
+}
+
+// forget drops tok after a 401, so the next request logs in again (once,
+// however many clients saw the 401 with the same token).
+func (c *novaClient) forget(tok string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.creds != nil && c.token == tok {
+		c.token = ""
+	}
+}
+
+// do sends one request to /v2.1+path with the token, again once after a
+// 401, and decodes a 2xx answer into out.
+func (c *novaClient) do(ctx context.Context, method, path string, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		tok, err := c.currentToken(ctx)
+		if err != nil {
+			return err
+		}
+		req, err := http.NewRequestWithContext(ctx, method, c.base+"/v2.1"+path, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("X-Auth-Token", tok)
+		req.Header.Set("OpenStack-API-Version", novaMicroversion)
+		if in != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("%s %s: read the answer: %w", method, path, err)
+		}
+		if resp.StatusCode == http.StatusUnauthorized && c.creds != nil && attempt == 0 {
+			c.forget(tok)
+			continue
+		}
+		if resp.StatusCode >= 300 {
+			return &api.APIError{Status: resp.StatusCode, Message: novaFaultMessage(data)}
+		}
+		if out != nil && len(data) > 0 {
+			if err := json.Unmarshal(data, out); err != nil {
+				return fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
+			}
+		}
+		return nil
+	}
+}
+
+// novaFaultMessage is the message of Nova's {"<kind>": {"message"}}
+// (or keystonemiddleware's {"error": {...}}), else the body.
+func novaFaultMessage(data []byte) string {
+	var e map[string]struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(data, &e) == nil {
+		for _, v := range e {
+			if v.Message != "" {
+				return v.Message
+			}
+		}
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// benchFlavorIDs are the default flavors' Nova ids (flavorRef) by name.
+var benchFlavorIDs = func() map[string]string {
+	m := map[string]string{}
+	for _, f := range api.DefaultFlavors() {
+		m[f.Name] = f.ID
+	}
+	return m
+}()
+
+// benchImage is the image every server boots: the default image of the
+// fake driver the simulated hosts run (a name, no command).
+var benchImage = images.DefaultID(images.DefaultFakeImage)
+
+// createServer is POST /v2.1/servers of one server; it returns its id.
+func (c *novaClient) createServer(ctx context.Context, req api.CreateRequest) (string, error) {
+	flavor, ok := benchFlavorIDs[req.Flavor]
+	if !ok {
+		return "", fmt.Errorf("create server: no default flavor %q", req.Flavor)
+	}
+	server := map[string]any{"name": req.Name, "flavorRef": flavor, "imageRef": benchImage, "networks": "none"}
+	if req.AvailabilityZone != "" {
+		server["availability_zone"] = req.AvailabilityZone
+	}
+	if req.Host != "" {
+		server["host"] = req.Host
+	}
+	body := map[string]any{"server": server}
+	if len(req.Hints) > 0 {
+		body["os:scheduler_hints"] = req.Hints
+	}
+	var out struct {
+		Server struct {
+			ID string `json:"id"`
+		} `json:"server"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/servers", body, &out); err != nil {
+		return "", err
+	}
+	if out.Server.ID == "" {
+		return "", fmt.Errorf("create server: no id in the answer")
+	}
+	return out.Server.ID, nil
+}
+
+// createServerGroup is POST /v2.1/os-server-groups; it returns the id.
+func (c *novaClient) createServerGroup(ctx context.Context, name, policy string) (string, error) {
+	var out struct {
+		ServerGroup struct {
+			ID string `json:"id"`
+		} `json:"server_group"`
+	}
+	body := map[string]any{"server_group": map[string]any{"name": name, "policy": policy}}
+	if err := c.do(ctx, http.MethodPost, "/os-server-groups", body, &out); err != nil {
+		return "", err
+	}
+	return out.ServerGroup.ID, nil
+}
+
+// deleteServer is DELETE /v2.1/servers/{id}.
+func (c *novaClient) deleteServer(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/servers/"+id, nil, nil)
+}
+
+// novaServer is the part of Nova's server view the tool reads.
+type novaServer struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Host   string `json:"OS-EXT-SRV-ATTR:host"`
+}
+
+// showServer is GET /v2.1/servers/{id}.
+func (c *novaClient) showServer(ctx context.Context, id string) (*novaServer, error) {
+	var out struct {
+		Server novaServer `json:"server"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/servers/"+id, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out.Server, nil
+}
