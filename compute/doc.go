@@ -99,9 +99,9 @@
 //	min_count, max_count         honoured: max_count servers (Berth has no quota;
 //	                             over servers.MaxCount is Nova's 403 quota answer)
 //	availability_zone            honoured, with "zone:host[:node]" and
-//	                             "zone::node" as a requested destination (admin;
-//	                             a zone that does not hold the host is dropped,
-//	                             as Nova does; the scheduler's filters still run)
+//	                             "zone::node" as a forced host (admin; a zone
+//	                             that does not hold the host is dropped, and the
+//	                             scheduler skips its filters, as Nova does)
 //	host, hypervisor_hostname    honoured from 2.74 (admin)
 //	os:scheduler_hints           group, same_host, different_host honoured (uuids
 //	                             only: they reach keys); others accepted, ignored

@@ -25,6 +25,11 @@ type createRequest struct {
 	hints    obj
 	minCount int
 	maxCount int
+	// forced: the host or node came from availability_zone
+	// "zone:host[:node]" (Nova's force_hosts / force_nodes), which
+	// the scheduler places on without running its filters; 2.74's
+	// host / hypervisor_hostname go through them.
+	forced bool
 }
 
 func (r *createRequest) str(k string) (string, bool) {
@@ -176,6 +181,7 @@ func (a *API) createServer(c *reqCtx) (int, any, error) {
 		}
 	}
 	host, node := forcedHost, forcedNode
+	r.forced = host != "" || node != ""
 	if c.v.atLeast(74) {
 		rh, _ := r.str("host")
 		rn, _ := r.str("hypervisor_hostname")
@@ -188,6 +194,7 @@ func (a *API) createServer(c *reqCtx) (int, any, error) {
 					"mechanism with zone:host:node are mutually exclusive.")
 			}
 			host, node = rh, rn
+			r.forced = false
 		}
 	}
 	imageID, f := r.imageRef()
@@ -358,7 +365,7 @@ func (a *API) createChecked(c *reqCtx, r *createRequest, name string, descriptio
 	project, user := c.creds.ProjectID, c.creds.UserID
 	res, err := a.servers.Create(ctx, servers.CreateRequest{Name: name, Flavor: flavor, Count: r.maxCount, MinCount: r.minCount,
 		ProjectID: project, UserID: user, AvailabilityZone: az, Hints: hints, Host: host, Node: node,
-		RequestID: c.requestID, Image: image, Metadata: metadata, Description: description})
+		Forced: r.forced, RequestID: c.requestID, Image: image, Metadata: metadata, Description: description})
 	var hint *servers.HintError
 	var over *quotas.OverQuotaError
 	switch {

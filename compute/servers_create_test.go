@@ -195,7 +195,9 @@ var _ = etcdschema.Cell0
 func clientv3WithPrefix() clientv3.OpOption { return clientv3.WithPrefix() }
 
 // zone:host forces a host (admin): the zone stays when the host is in
-// it, and goes when it is not (_validate_host_availability_zone).
+// it, and goes when it is not (_validate_host_availability_zone), and
+// the BuildRequest says it was forced, so the scheduler skips its
+// filters; 2.74's host is a requested destination, which does not.
 func TestServerCreateForcedHost(t *testing.T) {
 	a := newCreateAPI(t)
 	now := time.Now().UTC()
@@ -203,12 +205,22 @@ func TestServerCreateForcedHost(t *testing.T) {
 		etcdschema.MustEncode(&etcdschema.Service{Host: "compute-1", Cell: "cell1", CreatedAt: now, UpdatedAt: now})); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ az, wantZone, wantHost, wantNode string }{
-		{"nova:compute-1", "nova", "compute-1", ""},
-		{"moon:compute-1", "", "compute-1", ""},
-		{"nova:compute-1:compute-1", "nova", "compute-1", "compute-1"},
+	for _, tc := range []struct {
+		az, host, wantZone, wantHost, wantNode string
+		wantForced                             bool
+	}{
+		{"nova:compute-1", "", "nova", "compute-1", "", true},
+		{"moon:compute-1", "", "", "compute-1", "", true},
+		{"nova:compute-1:compute-1", "", "nova", "compute-1", "compute-1", true},
+		{"nova::compute-1", "", "nova", "", "compute-1", true},
+		{"nova", "compute-1", "nova", "compute-1", "", false},
 	} {
-		rec := a.do("POST", "/v2.1/servers", `{"server": {"name": "f", "flavorRef": "1", "imageRef": "`+sleeperID+`", "availability_zone": "`+tc.az+`"}}`)
+		host := ""
+		if tc.host != "" {
+			host = `, "host": "` + tc.host + `"`
+		}
+		body := `{"server": {"name": "f", "flavorRef": "1", "imageRef": "` + sleeperID + `", "networks": "none", "availability_zone": "` + tc.az + `"` + host + `}}`
+		rec := a.do("POST", "/v2.1/servers", body, mv("2.74"))
 		var out struct {
 			Server struct{ ID string } `json:"server"`
 		}
@@ -220,9 +232,9 @@ func TestServerCreateForcedHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		br := v.BuildRequest
-		if br.AvailabilityZone != tc.wantZone || br.Host != tc.wantHost || br.Node != tc.wantNode {
-			t.Errorf("%s: zone %q host %q node %q; want %q %q %q", tc.az, br.AvailabilityZone, br.Host, br.Node,
-				tc.wantZone, tc.wantHost, tc.wantNode)
+		if br.AvailabilityZone != tc.wantZone || br.Host != tc.wantHost || br.Node != tc.wantNode || br.Forced != tc.wantForced {
+			t.Errorf("%s host %q: zone %q host %q node %q forced %v; want %q %q %q %v", tc.az, tc.host, br.AvailabilityZone, br.Host, br.Node,
+				br.Forced, tc.wantZone, tc.wantHost, tc.wantNode, tc.wantForced)
 		}
 	}
 }

@@ -199,13 +199,7 @@ func (s *Superconductor) gatherSiblings(ctx context.Context, br etcdschema.Build
 func (s *Superconductor) schedule(ctx context.Context, group []leasedRequest) error {
 	first := group[0].br
 	log := s.log.With("request_id", first.RequestID, "reservation", first.ReservationID)
-	spec := &scheduler.RequestSpec{
-		Flavor: first.Flavor, ProjectID: first.ProjectID, UserID: first.UserID,
-		AvailabilityZone: first.AvailabilityZone, Hints: first.Hints, RequestID: first.RequestID,
-	}
-	if first.Host != "" || first.Node != "" {
-		spec.RequestedDestination = &scheduler.Destination{Host: first.Host, Node: first.Node}
-	}
+	spec := requestSpec(&first)
 	for _, g := range group {
 		spec.InstanceUUIDs = append(spec.InstanceUUIDs, g.br.InstanceUUID)
 		// Read-your-writes: the scheduler sees every host that
@@ -456,4 +450,28 @@ func (s *Superconductor) bury(ctx context.Context, group []leasedRequest, reason
 		}
 	}
 	return nil
+}
+
+// requestSpec is the RequestSpec of br's reservation, without its
+// instances: a forced host or node (availability_zone "zone:host[:node]")
+// is Nova's force_hosts / force_nodes, placed without the filters; a
+// requested one (host / hypervisor_hostname, 2.74) is
+// requested_destination, which goes through them.
+func requestSpec(br *etcdschema.BuildRequest) *scheduler.RequestSpec {
+	spec := &scheduler.RequestSpec{
+		Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
+		AvailabilityZone: br.AvailabilityZone, Hints: br.Hints, RequestID: br.RequestID,
+	}
+	switch {
+	case br.Forced:
+		if br.Host != "" {
+			spec.ForceHosts = []string{br.Host}
+		}
+		if br.Node != "" {
+			spec.ForceNodes = []string{br.Node}
+		}
+	case br.Host != "" || br.Node != "":
+		spec.RequestedDestination = &scheduler.Destination{Host: br.Host, Node: br.Node}
+	}
+	return spec
 }

@@ -333,6 +333,11 @@ type BuildRequest struct {
 	Image       *BootImage        `json:"image,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
 	Description *string           `json:"description,omitempty"`
+	// Forced says Host and Node were forced (availability_zone
+	// "zone:host[:node]", Nova's force_hosts / force_nodes): the
+	// scheduler places on them without running its filters. False:
+	// a requested destination (2.74), which goes through them.
+	Forced bool `json:"forced_host,omitempty"`
 }
 
 func (*BuildRequest) SchemaVersion() int { return BuildRequestVersion }

@@ -12,7 +12,7 @@ import (
 // unknown host or a node that is not the host's is a NoValidHost, as in
 // Nova, not an error of the caller's.
 func (s *Scheduler) applyRequestedDestination(q *placement.CandidateQuery, spec *RequestSpec) error {
-	d := spec.RequestedDestination
+	d := spec.target()
 	if d == nil || (d.Host == "" && d.Node == "") {
 		return nil
 	}

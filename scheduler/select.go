@@ -182,7 +182,7 @@ func (s *Scheduler) selectOnce(ctx context.Context, spec *RequestSpec, maySample
 		return nil, err
 	}
 	c.cands, c.hosts = cands, hosts
-	filtered := s.filterFirst(hosts, c)
+	filtered := s.filter(hosts, c, log)
 	picks, last, passed, err := s.pickAndClaim(ctx, c, filtered, log)
 	if err != nil {
 		c.abort(ctx, s)
@@ -309,7 +309,7 @@ func (s *Scheduler) pickAndClaim(ctx context.Context, c *Cycle, filtered []*Host
 	for i := range c.Spec.InstanceUUIDs {
 		c.at(i)
 		if i > 0 {
-			filtered = runFilters(s.filters, filtered, c)
+			filtered = s.filter(filtered, c, log)
 		}
 		var p pick
 		var err error
@@ -353,7 +353,7 @@ func (s *Scheduler) pickOne(ctx context.Context, c *Cycle, filtered []*HostState
 		if err := s.reloadGroup(ctx, c); err != nil {
 			return pick{}, sorted, filtered, fmt.Errorf("select destinations: %w", err)
 		}
-		filtered = runFilters(s.filters, filtered, c)
+		filtered = s.filter(filtered, c, log)
 		log.Debug("server group changed under the request; filtered again", "instance", c.Instance,
 			"group", c.Spec.Hints.Group, "hosts", len(filtered))
 	}

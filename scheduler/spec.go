@@ -40,6 +40,11 @@ type RequestSpec struct {
 	// cell, as Nova's requested_destination (server create with host /
 	// hypervisor_hostname, microversion 2.74; forced evacuations).
 	RequestedDestination *Destination `json:"requested_destination,omitempty"`
+	// ForceHosts and ForceNodes are Nova's force_hosts / force_nodes
+	// (availability_zone "zone:host[:node]", an admin's): the request
+	// is placed on them without running the filters (forced.go).
+	ForceHosts []string `json:"force_hosts,omitempty"`
+	ForceNodes []string `json:"force_nodes,omitempty"`
 	// MinRevision is the etcd revision the request was read at (the
 	// BuildRequest's). The scheduler's views catch up to it before
 	// choosing, so a host that registered before the request was made is

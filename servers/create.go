@@ -34,6 +34,9 @@ type CreateRequest struct {
 	Image             *etcdschema.BootImage // nil: none
 	Metadata          map[string]string
 	Description       *string
+	// Forced says Host/Node were forced (availability_zone
+	// "zone:host[:node]"): the scheduler skips its filters for them.
+	Forced bool
 }
 
 // Reservation is what a create stored: one BuildRequest a server, in
@@ -79,7 +82,7 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 		res.BuildRequests[i] = &etcdschema.BuildRequest{InstanceUUID: uuid.NewString(), Name: name,
 			ReservationID: res.ID, Index: i, Count: count, Flavor: req.Flavor.Embedded(),
 			ProjectID: req.ProjectID, UserID: req.UserID, AvailabilityZone: req.AvailabilityZone,
-			Hints: req.Hints, RequestID: req.RequestID, CreatedAt: now, Host: req.Host, Node: req.Node,
+			Hints: req.Hints, RequestID: req.RequestID, CreatedAt: now, Host: req.Host, Node: req.Node, Forced: req.Forced,
 			Image: req.Image, Metadata: req.Metadata, Description: req.Description}
 	}
 	group := req.Hints.Group
