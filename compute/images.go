@@ -3,6 +3,8 @@ package compute
 import (
 	"context"
 	"errors"
+
+	"github.com/berth-project/berth/identity"
 )
 
 // Image is what a server boots, as the image service (package images,
@@ -25,9 +27,12 @@ type Image struct {
 var ErrImageNotFound = errors.New("image not found")
 
 // ImageCatalog is how a server create resolves its imageRef (an image
-// id, as Nova's _image_uuid_from_href leaves it) to the image it boots.
+// id, as Nova's _image_uuid_from_href leaves it) to the image it boots,
+// as the caller sees it: Nova asks Glance with the user's token, so an
+// image the caller may not see (another project's private one) is
+// ErrImageNotFound, which a create answers as a missing image.
 type ImageCatalog interface {
-	Image(ctx context.Context, id string) (Image, error)
+	Image(ctx context.Context, creds identity.Credentials, id string) (Image, error)
 }
 
 // SetImages gives the API the image service servers are created from.

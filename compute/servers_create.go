@@ -324,7 +324,7 @@ func (a *API) createChecked(c *reqCtx, r *createRequest, name string, descriptio
 		if a.images == nil {
 			return 0, nil, errBadRequest("Can not find requested image")
 		}
-		im, err := a.images.Image(ctx, imageID)
+		im, err := a.images.Image(ctx, c.creds, imageID)
 		switch {
 		case errors.Is(err, ErrImageNotFound):
 			return 0, nil, errBadRequest("Can not find requested image")

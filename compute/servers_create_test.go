@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/identity"
 )
 
 // testImages is a small image catalog for the tests inside the package:
@@ -20,7 +21,8 @@ import (
 // only an outside test can use it (servers_images_test.go does).
 type testImages map[string]Image
 
-func (c testImages) Image(_ context.Context, id string) (Image, error) {
+// Image ignores the caller: every test image is public.
+func (c testImages) Image(_ context.Context, _ identity.Credentials, id string) (Image, error) {
 	im, ok := c[id]
 	if !ok {
 		return Image{}, ErrImageNotFound

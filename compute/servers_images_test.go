@@ -89,3 +89,49 @@ func TestServerCreateFromImageStore(t *testing.T) {
 		}
 	}
 }
+
+// A create sees images as its caller does (Nova asks Glance with the
+// user's token): another project's private image is Nova's 400 "Can not
+// find requested image", exactly as one that does not exist, while its
+// owner's members and any admin boot it, and a public image is anyone's.
+func TestServerCreateSeesImagesAsTheCaller(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/images-caller")
+	if err := api.EnsureFlavors(ctx, cli, keys, api.DefaultFlavors()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if err := images.EnsureDefaults(ctx, cli, keys, images.Defaults(now)); err != nil {
+		t.Fatal(err)
+	}
+	store := images.NewStore(cli, keys)
+	privID, name, owner := "0a0a0a0a-1111-4222-8333-444444444444", "pa-only", "pa"
+	if err := store.Create(ctx, &etcdschema.Image{ID: privID, Name: &name, Status: images.StatusActive,
+		Visibility: images.VisibilityPrivate, Owner: &owner, CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	nova := compute.New(cli, keys, hclog.NewNullLogger())
+	nova.SetImages(store)
+	public := images.DefaultID(images.DefaultFakeImage)
+	notFound := `{"badRequest": {"code": 400, "message": "Can not find requested image"}}`
+	for _, tc := range []struct {
+		desc, token, image string
+		want               int
+	}{
+		{"the owner's member", "alice:pa", privID, http.StatusAccepted},
+		{"another project's member", "bob:pb", privID, http.StatusBadRequest},
+		{"an admin of another project", "admin:pb", privID, http.StatusAccepted},
+		{"a public image, to another project", "bob:pb", public, http.StatusAccepted},
+	} {
+		req := httptest.NewRequest("POST", "/v2.1/servers",
+			strings.NewReader(`{"server": {"name": "s", "flavorRef": "1", "imageRef": "`+tc.image+`"}}`))
+		req.Header.Set("X-Auth-Token", tc.token)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		nova.ServeHTTP(rec, req)
+		if rec.Code != tc.want || (tc.want == http.StatusBadRequest && rec.Body.String() != notFound) {
+			t.Errorf("%s: %d %s, want %d", tc.desc, rec.Code, rec.Body, tc.want)
+		}
+	}
+}

@@ -16,7 +16,8 @@
 //     Keys.Image(id)), created if the id is free, updated and deleted
 //     over the revision read; catalog.go: Store as the compute API's
 //     compute.ImageCatalog, which resolves a server create's imageRef
-//     (ImageFor is the same lookup with the caller's visibility);
+//     as the caller sees images (another project's private one is not
+//     found);
 //   - defaults.go: berth-sleep and berth-fake, created at start-up with
 //     fixed ids, as the default flavors are;
 //   - api.go and versions.go: the HTTP API (the version documents at /
@@ -38,9 +39,5 @@
 //     Berth image is a command every host may run;
 //   - images are active at creation (Glance's are queued until data is
 //     uploaded); there are no image members, tasks, imports, locations,
-//     hidden images or stores; shared images are their owner's alone;
-//   - the compute.ImageCatalog lookup sees every image whatever its
-//     visibility: the catalog interface carries no credentials, so the
-//     compute API must not rely on it to hide a private image
-//     (Store.ImageFor does, given the caller's credentials).
+//     hidden images or stores; shared images are their owner's alone.
 package images

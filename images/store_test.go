@@ -158,14 +158,15 @@ func TestCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cat compute.ImageCatalog = s
-	got, err := cat.Image(ctx, img.ID)
+	anyone := identity.Credentials{ProjectID: "p0", Roles: []string{"reader"}}
+	got, err := cat.Image(ctx, anyone, img.ID)
 	want := compute.Image{ID: img.ID, Name: "sleeper", Command: []string{"sleep", "60"}, MinRAMMB: 64, MinDiskGB: 1}
 	if err != nil || got.ID != want.ID || got.Name != want.Name || !slices.Equal(got.Command, want.Command) ||
 		got.MinRAMMB != 64 || got.MinDiskGB != 1 {
 		t.Errorf("Image = %+v, %v; want %+v", got, err, want)
 	}
 	for _, id := range []string{DefaultID("absent"), "not-a-uuid", "../x"} {
-		if _, err := cat.Image(ctx, id); !errors.Is(err, compute.ErrImageNotFound) {
+		if _, err := cat.Image(ctx, anyone, id); !errors.Is(err, compute.ErrImageNotFound) {
 			t.Errorf("Image(%q) = %v, want compute.ErrImageNotFound", id, err)
 		}
 	}
@@ -190,9 +191,9 @@ func TestCatalog(t *testing.T) {
 		{"a public image to anyone with a role", reader("p2"), img.ID, true},
 		{"nothing without a role", identity.Credentials{ProjectID: "p2"}, img.ID, false},
 	} {
-		_, err := s.ImageFor(ctx, tc.creds, tc.id)
+		_, err := s.Image(ctx, tc.creds, tc.id)
 		if found := err == nil; found != tc.found || (err != nil && !errors.Is(err, compute.ErrImageNotFound)) {
-			t.Errorf("ImageFor, %s: %v, want found %v", tc.desc, err, tc.found)
+			t.Errorf("Image, %s: %v, want found %v", tc.desc, err, tc.found)
 		}
 	}
 }
