@@ -188,7 +188,7 @@ func (a *Agent) build(ctx context.Context, ev informer.Event, b *etcdschema.Buil
 			return a.buildSuperseded(ctx, ev, b)
 		}
 		a.cfg.Metrics.Build(metrics.BuildActive)
-		a.log.Info("instance active", "instance", b.InstanceUUID, "attempt", b.Attempt)
+		a.log.Info("instance active", "instance", b.InstanceUUID, "attempt", b.Attempt, "request_id", b.RequestID)
 		a.noteBuildResult(ctx, true)
 		return nil
 	}
@@ -215,7 +215,7 @@ func (a *Agent) build(ctx context.Context, ev informer.Event, b *etcdschema.Buil
 			return err
 		}
 		a.cfg.Metrics.Build(metrics.BuildRescheduled)
-		a.log.Info("build failed, filed a reschedule", "instance", b.InstanceUUID, "reason", be.Reason)
+		a.log.Info("build failed, filed a reschedule", "instance", b.InstanceUUID, "reason", be.Reason, "request_id", b.RequestID)
 		return nil
 	}
 	inst.Status, inst.TaskState, inst.UpdatedAt = etcdschema.StatusError, "", now
@@ -224,7 +224,7 @@ func (a *Agent) build(ctx context.Context, ev informer.Event, b *etcdschema.Buil
 	if err == nil && ok {
 		a.cfg.Metrics.Build(metrics.BuildFailed)
 	}
-	a.log.Warn("build failed, not reschedulable", "instance", b.InstanceUUID, "reason", be.Reason)
+	a.log.Warn("build failed, not reschedulable", "instance", b.InstanceUUID, "reason", be.Reason, "request_id", b.RequestID)
 	return err
 }
 

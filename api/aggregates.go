@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-project/berth/aggregates"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/audit"
 )
 
 // The /v1 aggregates routes: Berth's words over package aggregates, which
@@ -202,9 +203,10 @@ func (s *Server) aggregateAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := 0
-	for _, set := range []bool{act.AddHost != nil, act.RemoveHost != nil, act.SetMetadata != nil} {
+	for i, set := range []bool{act.AddHost != nil, act.RemoveHost != nil, act.SetMetadata != nil} {
 		if set {
 			n++
+			audit.Action(r.Context(), []string{"add_host", "remove_host", "set_metadata"}[i])
 		}
 	}
 	if n != 1 {

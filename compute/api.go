@@ -17,6 +17,7 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/hosts"
 	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/internal/audit"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/pycompat"
 	"github.com/berth-project/berth/quotas"
@@ -229,6 +230,7 @@ func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 			writeFault(w, &v, &fault{status: 400, message: "Malformed request body"})
 			return
 		}
+		audit.Action(r.Context(), o[0].k)
 		act, ok := rt.actions[o[0].k]
 		if !ok {
 			writeFault(w, &v, &fault{status: 400, message: "There is no such action: " + o[0].k})

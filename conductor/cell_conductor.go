@@ -90,7 +90,9 @@ func (c *CellConductor) process(ctx context.Context, it workqueue.Item) error {
 		return c.processMoveRetry(ctx, it, &retry)
 	}
 	uuid := retry.InstanceUUID
-	log := c.log.With("instance", uuid)
+	// The create's request id (the Build carries it from the
+	// BuildRequest), so a reschedule's lines join the API's audit line.
+	log := c.log.With("instance", uuid, "request_id", retry.Build.RequestID)
 	resp, err := c.cfg.Client.Txn(ctx).Then(
 		clientv3.OpGet(k.CellInstance(c.cfg.Cell, uuid)), clientv3.OpGet(k.Alternates(uuid))).Commit()
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/berth-project/berth/internal/audit"
 )
 
 // Authenticate is the auth filter every Berth API that serves clients
@@ -22,6 +24,7 @@ func Authenticate(r *http.Request, keystone bool, v Verifier) (Credentials, erro
 	if v != nil && token != "" {
 		creds, err := v.Verify(r.Context(), token)
 		if err == nil {
+			audit.Identify(r.Context(), creds.UserID, creds.ProjectID)
 			return creds, nil
 		}
 		if keystone {
@@ -31,7 +34,9 @@ func Authenticate(r *http.Request, keystone bool, v Verifier) (Credentials, erro
 	if keystone {
 		return Credentials{}, fmt.Errorf("no X-Auth-Token: %w", ErrInvalidToken)
 	}
-	return NoAuthCredentials(r), nil
+	creds := NoAuthCredentials(r)
+	audit.Identify(r.Context(), creds.UserID, creds.ProjectID)
+	return creds, nil
 }
 
 // NoAuthCredentials is nova.api.openstack.auth.NoAuthMiddleware

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/internal/audit"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/pycompat"
 )
@@ -131,6 +132,7 @@ func (a *API) serveV2(w http.ResponseWriter, r *http.Request, sub string) {
 		identity.RejectUnauthenticated(w, a.identityURI)
 		return
 	}
+	audit.Identify(r.Context(), creds.UserID, creds.ProjectID)
 	id := ""
 	if len(parts) >= 2 && parts[0] == "images" {
 		id = parts[1]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/images"
+	"github.com/berth-project/berth/internal/audit"
 )
 
 // imageStore is the deployment's image store with the default images
@@ -46,5 +47,5 @@ func (s *Stack) startImage(ctx context.Context, c *configs.Image) error {
 		s.log.Warn("image API without authentication (noauth): every caller is an admin; for berth dev and tests only",
 			"auth", c.Auth, "bind", c.Bind)
 	}
-	return s.Serve("image", c.Bind, images.NewAPI(store, s.log.Named("image"), o))
+	return s.Serve("image", c.Bind, audit.Handler("image", s.log.Named("audit"), images.NewAPI(store, s.log.Named("image"), o)))
 }

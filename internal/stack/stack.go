@@ -23,6 +23,7 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/hosts"
 	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/internal/audit"
 	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/httpserve"
 	"github.com/berth-project/berth/internal/loadgc"
@@ -345,7 +346,7 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		h := httpapi.New(s.placement, s.log.Named("placement"), opts)
 		// httpapi.Listener lets the API answer a non-integer
 		// Content-Length as Placement does, not with net/http's bare 400.
-		if err := s.Serve("placement", cfg.Placement.Bind, h, httpapi.Listener); err != nil {
+		if err := s.Serve("placement", cfg.Placement.Bind, audit.Handler("placement", s.log.Named("audit"), h), httpapi.Listener); err != nil {
 			return err
 		}
 	}
@@ -389,7 +390,7 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		nova.SetPlacement(s.placement)
 		nova.SetDefaultAvailabilityZone(cfg.DefaultAvailabilityZone)
 		nova.SetAllowResizeToSameHost(cfg.API.AllowResizeToSameHost)
-		if err := s.Serve("compute API", cfg.API.Bind, nova.Beside(computeAPI)); err != nil {
+		if err := s.Serve("compute API", cfg.API.Bind, audit.Handler("compute", s.log.Named("audit"), nova.Beside(computeAPI))); err != nil {
 			return err
 		}
 	}

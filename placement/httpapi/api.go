@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/internal/audit"
 	"github.com/berth-project/berth/internal/etcdretry"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/pycompat"
@@ -125,6 +126,7 @@ func (s *API) dispatch(methods map[string][]*route, allow string) http.Handler {
 				writeUnauthorized(c)
 				return
 			}
+			audit.Identify(c.r.Context(), c.auth.user, c.auth.project)
 		}
 		if err := c.negotiateVersion(); err != nil {
 			s.writeError(c, err)
