@@ -110,10 +110,8 @@ func (r v1Row) wantFor(caller string) int {
 	return http.StatusUnauthorized
 }
 
-var (
-	v1ProjectA = identity.DerivedID("project", "A")
-	v1ProjectB = identity.DerivedID("project", "B")
-)
+// v1ProjectA owns the seeded records.
+var v1ProjectA = identity.DerivedID("project", "A")
 
 // v1Identity is the directory: a reader and a member of A, a member of
 // B, and an admin (of project C: an admin acts on every project).
