@@ -20,6 +20,7 @@ import (
 	"github.com/berth-project/berth/compute"
 	"github.com/berth-project/berth/conductor"
 	"github.com/berth-project/berth/configs"
+	"github.com/berth-project/berth/console"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/hosts"
 	"github.com/berth-project/berth/identity"
@@ -34,6 +35,7 @@ import (
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/placement/httpapi"
 	"github.com/berth-project/berth/scheduler"
+	"github.com/berth-project/berth/servers"
 )
 
 // Stack is the set of roles one berth process runs, sharing one etcd
@@ -390,7 +392,21 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		nova.SetPlacement(s.placement)
 		nova.SetDefaultAvailabilityZone(cfg.DefaultAvailabilityZone)
 		nova.SetAllowResizeToSameHost(cfg.API.AllowResizeToSameHost)
-		if err := s.Serve("compute API", cfg.API.Bind, audit.Handler("compute", s.log.Named("audit"), nova.Beside(computeAPI))); err != nil {
+		// The web console (package console) under /console/ on the same
+		// listener, behind the compute API's auth mode; every other path
+		// is the APIs' as before.
+		idSvc, err := s.identityService(ctx)
+		if err != nil {
+			return err
+		}
+		consoleCfg := console.Config{Client: s.cli, Keys: s.keys, Hosts: novaHosts,
+			Servers: servers.New(s.cli, s.keys, s.placement, s.log.Named("console")), Auth: cfg.API.Auth,
+			Log: s.log.Named("console")}
+		if idSvc != nil {
+			consoleCfg.Verifier, consoleCfg.Issuer = idSvc.Verifier(), idSvc
+		}
+		ui := console.New(consoleCfg)
+		if err := s.Serve("compute API", cfg.API.Bind, audit.Handler("compute", s.log.Named("audit"), ui.Beside(nova.Beside(computeAPI)))); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,328 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/hosts"
+	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/servers"
+)
+
+// rig is a console over a real etcd with two hosts in cell1 (one
+// disabled), their providers, and an ERROR server with its attempts.
+type rig struct {
+	t      *testing.T
+	cli    *clientv3.Client
+	keys   etcdschema.Keys
+	srv    *httptest.Server
+	failed string // the ERROR server's id
+}
+
+func newRig(t *testing.T, cfg Config) *rig {
+	t.Helper()
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/console-test-" + uuid.NewString()[:8])
+	r := &rig{t: t, cli: cli, keys: keys, failed: uuid.NewString()}
+	now := time.Now().UTC()
+	put := func(key string, v etcdschema.Versioned) {
+		if _, err := cli.Put(context.Background(), key, etcdschema.MustEncode(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, h := range []string{"compute-1", "compute-2"} {
+		prov := uuid.NewString()
+		put(keys.Service(h), &etcdschema.Service{Host: h, Cell: "cell1", ProviderUUID: prov, Disabled: i == 1,
+			DisabledReason: map[bool]string{true: "<b>rack</b> swap"}[i == 1], UpdatedAt: now})
+		put(keys.Provider(prov), &etcdschema.Provider{UUID: prov, Name: h, RootProviderUUID: prov,
+			Inventories: map[string]etcdschema.Inventory{
+				"VCPU":      {Total: 16, AllocationRatio: 4, MaxUnit: 16, MinUnit: 1, StepSize: 1},
+				"MEMORY_MB": {Total: 65536, Reserved: 512, AllocationRatio: 1, MaxUnit: 65536, MinUnit: 1, StepSize: 1},
+			},
+			Usages: map[string]int64{"VCPU": 3, "MEMORY_MB": 1024}})
+	}
+	put(keys.InstanceMapping(r.failed), &etcdschema.InstanceMapping{InstanceUUID: r.failed, Cell: "cell1", ProjectID: "demo"})
+	put(keys.CellInstance("cell1", r.failed), &etcdschema.Instance{UUID: r.failed, Name: "web-1", Cell: "cell1",
+		Status: etcdschema.StatusError, ProjectID: "demo", Attempts: 2, Flavor: etcdschema.Flavor{Name: "m1.small"},
+		Fault: &etcdschema.Fault{Code: 500, Message: "Exceeded maximum number of retries.", Created: now},
+		FailedAttempts: []etcdschema.Attempt{{Host: "compute-1", Reason: "build failed: disk full", At: now},
+			{Host: "compute-2", Reason: "build failed: no network", At: now}}})
+	cfg.Client, cfg.Keys = cli, keys
+	cfg.Hosts = hosts.New(cli, keys, nil)
+	cfg.Servers = servers.New(cli, keys, nil, nil)
+	cfg.TraitWait = 100 * time.Millisecond
+	r.srv = httptest.NewServer(New(cfg).Beside(http.NotFoundHandler()))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// client is a browser: it keeps cookies and does not follow redirects.
+func (r *rig) client() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func (r *rig) get(c *http.Client, path string) (int, string) {
+	r.t.Helper()
+	resp, err := c.Get(r.srv.URL + path)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (r *rig) post(c *http.Client, path string, form url.Values) *http.Response {
+	r.t.Helper()
+	resp, err := c.PostForm(r.srv.URL+path, form)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no csrf field in the page:\n%s", page)
+	}
+	return m[1]
+}
+
+func TestPagesShowWhatTheRecordsSay(t *testing.T) {
+	r := newRig(t, Config{Auth: AuthNoAuth})
+	c := r.client()
+	for _, tc := range []struct {
+		desc, path string
+		code       int
+		want       []string
+		not        []string
+	}{
+		{desc: "overview: hosts, bars, reasons escaped, counts", path: "/console/", code: 200,
+			want: []string{"Auth is off", "Cell cell1", "compute-1", "compute-2", `<meter min="0" max="64" high="54" value="3"`,
+				"&lt;b&gt;rack&lt;/b&gt; swap", "<b>2</b> hosts", "<b>1</b> disabled", "<b>1</b> ERROR"},
+			not: []string{"<b>rack</b>"}},
+		{desc: "host detail with its disable form", path: "/console/hosts/compute-1", code: 200,
+			want: []string{"Host compute-1", "Disable compute-1", `name="reason"`, "65024"}},
+		{desc: "a disabled host offers enable", path: "/console/hosts/compute-2", code: 200,
+			want: []string{"Enable compute-2", "&lt;b&gt;rack&lt;/b&gt; swap"}},
+		{desc: "an unknown host", path: "/console/hosts/nope", code: 404, want: []string{"No compute host is named nope"}},
+		{desc: "servers filtered by status", path: "/console/servers?status=ERROR", code: 200,
+			want: []string{"web-1", "Exceeded maximum number of retries.", "m1.small", "demo"}},
+		{desc: "servers filtered to none", path: "/console/servers?status=ACTIVE", code: 200,
+			want: []string{"No servers in ACTIVE"}, not: []string{"web-1"}},
+		{desc: "server detail: fault and attempts", path: "/console/servers/" + r.failed, code: 200,
+			want: []string{"Exceeded maximum number of retries.", "build failed: disk full", "build failed: no network"}},
+		{desc: "a server id that is not a uuid", path: "/console/servers/x%3Cscript%3E", code: 404,
+			want: []string{"x&lt;script&gt; is not one"}, not: []string{"<script>"}},
+		{desc: "an unknown server", path: "/console/servers/" + uuid.NewString(), code: 404, want: []string{"No server has the id"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			code, body := r.get(c, tc.path)
+			if code != tc.code {
+				t.Errorf("GET %s: %d, want %d:\n%s", tc.path, code, tc.code, body)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("GET %s does not say %q:\n%s", tc.path, w, body)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(body, n) {
+					t.Errorf("GET %s says %q", tc.path, n)
+				}
+			}
+		})
+	}
+}
+
+func TestDisableFormNeedsCSRFAndRecordsTheReason(t *testing.T) {
+	r := newRig(t, Config{Auth: AuthNoAuth})
+	c := r.client()
+	_, page := r.get(c, "/console/hosts/compute-1")
+	csrf := csrfOf(t, page)
+	// Another site's form: no token, or another browser's.
+	for _, bad := range []string{"", "forged"} {
+		resp := r.post(c, "/console/hosts/compute-1/status", url.Values{"csrf": {bad}, "action": {"disable"}, "reason": {"x"}})
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("post with csrf %q: %d, want 403", bad, resp.StatusCode)
+		}
+	}
+	resp := r.post(c, "/console/hosts/compute-1/status", url.Values{"csrf": {csrf}, "action": {"disable"}, "reason": {"maintenance"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("disable: %d, want 303", resp.StatusCode)
+	}
+	h, err := hosts.New(r.cli, r.keys, nil).Get(context.Background(), "compute-1")
+	if err != nil || h == nil || !h.Service.Disabled || h.Service.DisabledReason != "maintenance" {
+		t.Fatalf("compute-1 after the form: %+v (%v), want disabled for maintenance", h, err)
+	}
+	if _, page := r.get(c, resp.Header.Get("Location")); !strings.Contains(page, "Enable compute-1") || !strings.Contains(page, "maintenance") {
+		t.Errorf("the host page after disabling does not show it:\n%s", page)
+	}
+	resp = r.post(c, "/console/hosts/compute-1/status", url.Values{"csrf": {csrf}, "action": {"disable"}, "reason": {strings.Repeat("x", 256)}})
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a 256-character reason: %d, want 400", resp.StatusCode)
+	}
+}
+
+// directory is admin (admin of project admin) and alice (member of demo).
+func directory(t *testing.T) *identity.Service {
+	t.Helper()
+	hash := func(pw string) string {
+		h, err := identity.HashPassword(pw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	svc, err := identity.New(identity.Config{
+		Users:    []identity.User{{Name: "admin", PasswordHash: hash("admin-pw")}, {Name: "alice", PasswordHash: hash("alice-pw")}},
+		Projects: []identity.Project{{Name: "admin"}, {Name: "demo"}},
+		Assignments: []identity.Assignment{{User: "admin", Project: "admin", Role: identity.RoleAdmin},
+			{User: "alice", Project: "demo", Role: identity.RoleMember}},
+	}, []byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+func TestKeystoneLoginAdminOnlyAndLogout(t *testing.T) {
+	svc := directory(t)
+	r := newRig(t, Config{Auth: AuthKeystone, Verifier: svc.Verifier(), Issuer: svc})
+	login := func(c *http.Client, user, pw, project string) *http.Response {
+		_, page := r.get(c, "/console/login")
+		return r.post(c, "/console/login", url.Values{"csrf": {csrfOf(t, page)}, "user": {user}, "password": {pw}, "project": {project}})
+	}
+	c := r.client()
+	resp, err := c.Get(r.srv.URL + "/console/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/login" {
+		t.Fatalf("anonymous overview: %d to %q, want 303 to the login", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if code, _ := r.get(c, "/console/events"); code != http.StatusUnauthorized {
+		t.Errorf("anonymous events: %d, want 401", code)
+	}
+	if resp := login(c, "admin", "wrong", "admin"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("wrong password: %d, want 401", resp.StatusCode)
+	}
+	if resp := login(c, "admin", "admin-pw", "admin"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("admin login: %d, want 303", resp.StatusCode)
+	}
+	for _, ck := range resp.Cookies() {
+		t.Logf("cookie %s", ck.Name)
+	}
+	code, page := r.get(c, "/console/")
+	if code != 200 || !strings.Contains(page, "admin on project admin") || strings.Contains(page, "Auth is off") {
+		t.Fatalf("admin's overview: %d\n%s", code, page)
+	}
+	if resp := r.post(c, "/console/logout", url.Values{"csrf": {csrfOf(t, page)}}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("logout: %d", resp.StatusCode)
+	}
+	if resp, err := c.Get(r.srv.URL + "/console/"); err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("overview after logout: %v %v, want 303 to the login", resp.StatusCode, err)
+	} else {
+		resp.Body.Close()
+	}
+	alice := r.client()
+	if resp := login(alice, "alice", "alice-pw", "demo"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("alice login: %d, want 303", resp.StatusCode)
+	}
+	if code, page := r.get(alice, "/console/"); code != http.StatusForbidden || !strings.Contains(page, "needs a token with the admin role") {
+		t.Errorf("a member's overview: %d, want 403 saying why:\n%s", code, page)
+	}
+}
+
+func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
+	svc := directory(t)
+	r := newRig(t, Config{Auth: AuthKeystone, Verifier: svc.Verifier(), Issuer: svc})
+	c := r.client()
+	_, page := r.get(c, "/console/login")
+	resp := r.post(c, "/console/login", url.Values{"csrf": {csrfOf(t, page)}, "user": {"admin"}, "password": {"admin-pw"}, "project": {"admin"}})
+	var found bool
+	for _, ck := range resp.Cookies() {
+		if ck.Name == sessionCookie {
+			found = true
+			if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console/" {
+				t.Errorf("session cookie %+v, want HttpOnly, SameSite=Strict, Path=/console/", ck)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no session cookie after a login")
+	}
+}
+
+// TestEventsSignalAChange follows the stream from a page's revision and
+// sees a change event for a host disabled after it.
+func TestEventsSignalAChange(t *testing.T) {
+	r := newRig(t, Config{Auth: AuthNoAuth})
+	c := r.client()
+	_, page := r.get(c, "/console/")
+	rev := regexp.MustCompile(`data-rev="(\d+)"`).FindStringSubmatch(page)
+	if rev == nil {
+		t.Fatalf("no data-rev in the overview:\n%s", page)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.srv.URL+"/console/events?from="+rev[1], nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("events: %d %s", resp.StatusCode, ct)
+	}
+	// A change after the page's revision, before or after the stream
+	// started: either way the stream reports it.
+	reason := "after the page"
+	if _, err := hosts.New(r.cli, r.keys, nil).Update(ctx, "compute-1", hosts.Change{Disabled: new(true), DisabledReason: &reason}, 0); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == "event: change" {
+			return
+		}
+	}
+	t.Fatalf("the stream ended without a change event: %v", sc.Err())
+}
+
+func TestEventStreamsAreBounded(t *testing.T) {
+	r := newRig(t, Config{Auth: AuthNoAuth, MaxStreams: 1})
+	c := r.client()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.srv.URL+"/console/events", nil)
+	first, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Body.Close()
+	if code, _ := r.get(c, "/console/events"); code != http.StatusServiceUnavailable {
+		t.Errorf("a second stream over the bound of 1: %d, want 503", code)
+	}
+}

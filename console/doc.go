@@ -1,0 +1,29 @@
+// Package console is Berth's web console: an operator's view of the
+// cells, their hosts with capacity per resource class, the servers with
+// their faults, attempts and alternates, and a form to disable or enable
+// a host. It is an http.Handler the compute API's listener serves under
+// /console/ (Console.Beside), beside Nova's API and /v1, in `berth
+// server` and `berth dev` alike.
+//
+// It reads and changes the same records the APIs do, through the same
+// packages (hosts, servers, etcdschema), never through HTTP to itself.
+// Pages are rendered on the server with html/template (everything
+// escaped), so they work without JavaScript; a little plain JS
+// (static/console.js) follows /console/events, server-sent events fed by
+// one etcd watch per browser tab, and swaps in the parts of the page
+// marked data-live when a host, a server or an allocation changed. The
+// number of event streams a process serves at once is bounded
+// (Config.MaxStreams); a stream ends with its request's deadline and the
+// browser resumes it from the last revision it saw (Last-Event-ID).
+//
+// Auth follows the compute API's mode. With "keystone" a login form
+// gets a token from Berth's identity (in process: the identity block is
+// always in a process whose compute API checks tokens), kept in an
+// HttpOnly, SameSite=Strict cookie and checked on every request; only
+// an admin may use the console (others get a 403 page). With "noauth"
+// the console opens directly and every page says auth is off. Every form
+// post carries a CSRF token derived from a per-browser random cookie.
+//
+// Not here yet: draining a host (no drain operation exists) and
+// migrations (no migration records exist).
+package console
