@@ -326,3 +326,25 @@ func TestEventStreamsAreBounded(t *testing.T) {
 		t.Errorf("a second stream over the bound of 1: %d, want 503", code)
 	}
 }
+
+// TestEventsFromAnUnknownRevisionRefreshAtOnce: a revision the store has
+// not reached (or one too old to replay) is not trusted; the stream says
+// "change" at once so the page re-reads.
+func TestEventsFromAnUnknownRevisionRefreshAtOnce(t *testing.T) {
+	r := newRig(t, Config{Auth: AuthNoAuth})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.srv.URL+"/console/events?from=999999999", nil)
+	resp, err := r.client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == "event: change" {
+			return
+		}
+	}
+	t.Fatalf("no change event for a revision from the future: %v", sc.Err())
+}

@@ -28,7 +28,9 @@ import (
 // becomes one "change" (the page re-reads everything anyway).
 
 const (
-	coalesce    = 300 * time.Millisecond
+	coalesce = 500 * time.Millisecond
+	// maxReplay is how many revisions a resumed stream replays at most.
+	maxReplay   = 10000
 	heartbeat   = 5 * time.Second
 	retryMillis = 1000
 )
@@ -63,6 +65,18 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, cl *caller) {
 	}
 	if !send("retry: %d\n\n", retryMillis) {
 		return
+	}
+	// A revision from the future (a confused client) or from long ago
+	// (a tab left open for a day) is not replayed: the page re-reads.
+	cur, err := c.revision(ctx)
+	if err != nil {
+		return
+	}
+	if from > cur || (from > 0 && cur-from > maxReplay) {
+		if !send("id: %d\nevent: change\ndata: %d\n\n", cur, cur) {
+			return
+		}
+		from = cur
 	}
 	opts := []clientv3.OpOption{clientv3.WithPrefix()}
 	if from > 0 {
