@@ -135,6 +135,8 @@ func TestPagesShowWhatTheRecordsSay(t *testing.T) {
 		{desc: "a server id that is not a uuid", path: "/console/servers/x%3Cscript%3E", code: 404,
 			want: []string{"x&lt;script&gt; is not one"}, not: []string{"<script>"}},
 		{desc: "an unknown server", path: "/console/servers/" + uuid.NewString(), code: 404, want: []string{"No server has the id"}},
+		{desc: "the script, served with the page's policy", path: "/console/static/console.js", code: 200,
+			want: []string{"EventSource"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			code, body := r.get(c, tc.path)
@@ -250,8 +252,17 @@ func TestKeystoneLoginAdminOnlyAndLogout(t *testing.T) {
 	if resp := login(alice, "alice", "alice-pw", "demo"); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("alice login: %d, want 303", resp.StatusCode)
 	}
-	if code, page := r.get(alice, "/console/"); code != http.StatusForbidden || !strings.Contains(page, "needs a token with the admin role") {
+	code, page = r.get(alice, "/console/")
+	if code != http.StatusForbidden || !strings.Contains(page, "needs a token with the admin role") {
 		t.Errorf("a member's overview: %d, want 403 saying why:\n%s", code, page)
+	}
+	// Nor may a member change a host, even with the right CSRF token.
+	resp = r.post(alice, "/console/hosts/compute-1/status", url.Values{"csrf": {csrfOf(t, page)}, "action": {"disable"}})
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a member's disable: %d, want 403", resp.StatusCode)
+	}
+	if h, err := hosts.New(r.cli, r.keys, nil).Get(context.Background(), "compute-1"); err != nil || h.Service.Disabled {
+		t.Errorf("compute-1 after a member's disable: %+v (%v), want enabled", h, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -201,8 +202,15 @@ func (c *Console) serverList(w http.ResponseWriter, r *http.Request, cl *caller)
 		c.storeError(w, r, cl, err)
 		return
 	}
-	d := serversData{Counts: counts, Total: len(rows), Statuses: statuses,
+	d := serversData{Counts: counts, Total: len(rows), Statuses: slices.Clone(statuses),
 		Status: strings.ToUpper(r.URL.Query().Get("status"))}
+	// Any other status a server is in (a move's VERIFY_RESIZE, say) is a
+	// choice too.
+	for _, sc := range counts {
+		if !slices.Contains(d.Statuses, sc.Status) {
+			d.Statuses = append(d.Statuses, sc.Status)
+		}
+	}
 	for _, row := range rows {
 		if d.Status == "" || row.Status == d.Status {
 			d.Servers = append(d.Servers, row)
