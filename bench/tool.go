@@ -21,6 +21,7 @@ import (
 	"github.com/berth-project/berth/internal/freeport"
 	"github.com/berth-project/berth/internal/logging"
 	"github.com/berth-project/berth/internal/stack"
+	"github.com/berth-project/berth/quotas"
 	"github.com/berth-project/berth/scheduler"
 )
 
@@ -233,6 +234,13 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	emb.PeerURL = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	cfg.API.Bind = "127.0.0.1:0"
 	cfg.Scheduler.Bind = "127.0.0.1:0"
+	// The bench boots thousands of servers in one project: its Berth has
+	// no quota, as berth dev has none (the check then only moves the
+	// project's fence key, which the figures include).
+	cfg.API.Quota = map[string]int64{}
+	for _, r := range []string{quotas.Instances, quotas.Cores, quotas.RAM, quotas.ServerGroups, quotas.ServerGroupMembers} {
+		cfg.API.Quota[r] = quotas.Unlimited
+	}
 	var creds *Credentials
 	if !o.noAuth {
 		if creds, err = benchIdentity(cfg); err != nil {

@@ -52,7 +52,7 @@ func TestForcedHostSkipsFilters(t *testing.T) {
 		{desc: "forced host and node", forceHosts: []string{"down"}, forceNodes: []string{"down"}, vcpus: 1, wantHost: "down"},
 		{desc: "forced host that passes anyway", forceHosts: []string{"up"}, vcpus: 1, wantHost: "up"},
 		{desc: "forced host without room: placement still says no", forceHosts: []string{"down"}, vcpus: 16,
-			wantErr: "Placement found no resource provider with room for the flavor."},
+			wantErr: "VCPU 16 exceeds max_unit 8 on down"},
 		{desc: "forced host unknown", forceHosts: []string{"nowhere"}, vcpus: 1,
 			wantErr: "Compute host nowhere could not be found."},
 	}
