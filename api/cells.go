@@ -214,42 +214,24 @@ type AlternateHostView struct {
 func (s *Server) showSelection(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := mux.Vars(r)["id"]
-	v, err := s.lookup(ctx, id)
+	v, err := s.servers.Lookup(ctx, id)
 	if err != nil {
 		s.writeStoreError(w, err, fmt.Sprintf("Instance %s could not be found.", id))
 		return
 	}
-	out := SelectionView{Instance: id, AttemptsMade: v.Attempts, Status: v.Status, Host: v.Host, Cell: v.Cell,
-		Attempts: []AttemptView{}, Alternates: []AlternateHostView{}}
-	key := s.keys.Alternates(id)
-	resp, err := s.cli.Get(ctx, key)
+	sel, err := s.servers.SelectionOf(ctx, v)
 	if err != nil {
 		s.writeStoreError(w, err, "")
 		return
 	}
-	if len(resp.Kvs) == 0 && v.extra != nil {
-		// The alternates are gone (ACTIVE): the instance keeps the failed
-		// attempts; the last attempt is the build that worked.
-		for _, a := range v.extra.FailedAttempts {
-			out.Attempts = append(out.Attempts, AttemptView{Host: a.Host, Reason: a.Reason, At: a.At})
-		}
-		if v.Host != "" && v.Status != etcdschema.StatusError && len(out.Attempts) > 0 {
-			out.Attempts = append(out.Attempts, AttemptView{Host: v.Host, At: v.Updated})
-		}
+	out := SelectionView{Instance: sel.Instance, AttemptsMade: sel.AttemptsMade, Status: sel.Status, Host: sel.Host,
+		Cell: sel.Cell, MaxAttempts: sel.MaxAttempts, Kept: sel.Kept,
+		Attempts: make([]AttemptView, 0, len(sel.Attempts)), Alternates: make([]AlternateHostView, 0, len(sel.Alternates))}
+	for _, a := range sel.Attempts {
+		out.Attempts = append(out.Attempts, AttemptView{Host: a.Host, Reason: a.Reason, At: a.At})
 	}
-	if len(resp.Kvs) == 1 {
-		var alts etcdschema.Alternates
-		if err := etcdschema.Decode(key, resp.Kvs[0].Value, &alts); err != nil {
-			s.writeStoreError(w, err, "")
-			return
-		}
-		out.Kept, out.MaxAttempts = true, alts.MaxAttempts
-		for _, a := range alts.Attempts {
-			out.Attempts = append(out.Attempts, AttemptView{Host: a.Host, Reason: a.Reason, At: a.At})
-		}
-		for _, sel := range alts.Remaining {
-			out.Alternates = append(out.Alternates, AlternateHostView{Host: sel.ServiceHost, Node: sel.Nodename, Cell: sel.Cell})
-		}
+	for _, a := range sel.Alternates {
+		out.Alternates = append(out.Alternates, AlternateHostView{Host: a.Host, Node: a.Node, Cell: a.Cell})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"selection": out})
 }

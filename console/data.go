@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"fmt"
 	"sort"
 
 	"github.com/berth-project/berth/etcdschema"
@@ -232,53 +231,4 @@ func created(v *servers.Server) int64 {
 		return v.Instance.CreatedAt.UnixNano()
 	}
 	return v.BuildRequest.CreatedAt.UnixNano()
-}
-
-// selection is what `berth selection show` says of a server: the builds
-// tried, with why each failed, and the alternates left to retry on.
-type selection struct {
-	Attempts    []attempt
-	Alternates  []etcdschema.Selection
-	MaxAttempts int
-	// Kept is false once the alternates record is gone (ACTIVE, or never
-	// scheduled): the attempts are then the instance's failed ones.
-	Kept bool
-}
-
-type attempt struct {
-	Host, Reason, At string
-}
-
-// selectionOf reads the server's alternates record, as /v1's selection
-// show does: while it is kept it has the attempts and what is left;
-// once gone the instance keeps its failed attempts, and the last attempt
-// of a server that is not in ERROR is the build that worked.
-func (c *Console) selectionOf(ctx context.Context, v *servers.Server) (selection, error) {
-	var out selection
-	id := v.ID()
-	key := c.cfg.Keys.Alternates(id)
-	resp, err := c.cfg.Client.Get(ctx, key)
-	if err != nil {
-		return out, fmt.Errorf("read alternates of %s: %w", id, err)
-	}
-	if len(resp.Kvs) == 1 {
-		var alts etcdschema.Alternates
-		if err := etcdschema.Decode(key, resp.Kvs[0].Value, &alts); err != nil {
-			return out, err
-		}
-		out.Kept, out.MaxAttempts, out.Alternates = true, alts.MaxAttempts, alts.Remaining
-		for _, a := range alts.Attempts {
-			out.Attempts = append(out.Attempts, attempt{Host: a.Host, Reason: a.Reason, At: ago(a.At)})
-		}
-		return out, nil
-	}
-	if in := v.Instance; in != nil {
-		for _, a := range in.FailedAttempts {
-			out.Attempts = append(out.Attempts, attempt{Host: a.Host, Reason: a.Reason, At: ago(a.At)})
-		}
-		if in.Host != "" && in.Status != etcdschema.StatusError && len(out.Attempts) > 0 {
-			out.Attempts = append(out.Attempts, attempt{Host: in.Host, Reason: "built here", At: ago(in.UpdatedAt)})
-		}
-	}
-	return out, nil
 }

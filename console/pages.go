@@ -221,7 +221,7 @@ func (c *Console) serverList(w http.ResponseWriter, r *http.Request, cl *caller)
 
 type serverData struct {
 	Server    serverRow
-	Selection selection
+	Selection servers.Selection
 	AZ        string
 }
 
@@ -246,7 +246,7 @@ func (c *Console) serverDetail(w http.ResponseWriter, r *http.Request, cl *calle
 		c.storeError(w, r, cl, err)
 		return
 	}
-	sel, err := c.selectionOf(ctx, v)
+	sel, err := c.cfg.Servers.SelectionOf(ctx, v)
 	if err != nil {
 		c.storeError(w, r, cl, err)
 		return
