@@ -1,9 +1,13 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +46,8 @@ func chromiumPath(t *testing.T) string {
 }
 
 // startStack is `berth dev`'s roles with the compute API in keystone
-// mode: three simulated hosts over two cells, compute-3's builds failing.
+// mode: four simulated hosts over two cells (compute-1 and -3 in cell1,
+// -2 and -4 in cell2), compute-3's builds failing.
 func startStack(t *testing.T) *stack.Stack {
 	t.Helper()
 	hash, err := identity.HashPassword("admin-pw")
@@ -55,6 +60,7 @@ func startStack(t *testing.T) *stack.Stack {
 	cfg.API.Bind, cfg.Placement.Bind, cfg.Scheduler.Bind = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.API.Auth = configs.AuthKeystone
 	cfg.Identity = &configs.Identity{
+		Bind:        "127.0.0.1:0", // the Nova API calls log in here
 		Users:       []configs.IdentityUser{{Name: "admin", PasswordHash: hash}},
 		Projects:    []configs.IdentityProject{{Name: "admin"}},
 		Assignments: []configs.RoleAssignment{{User: "admin", Project: "admin", Role: identity.RoleAdmin}},
@@ -64,7 +70,7 @@ func startStack(t *testing.T) *stack.Stack {
 	t.Cleanup(s.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	start := stack.Dev(stack.DevOptions{Hosts: 3, Cells: 2, FailHosts: map[string]bool{"compute-3": true}, DataDir: t.TempDir()})
+	start := stack.Dev(stack.DevOptions{Hosts: 4, Cells: 2, FailHosts: map[string]bool{"compute-3": true}, DataDir: t.TempDir()})
 	if err := start(ctx, s); err != nil {
 		t.Fatalf("start dev: %v", err)
 	}
@@ -74,7 +80,8 @@ func startStack(t *testing.T) *stack.Stack {
 // TestConsoleInABrowser drives headless Chromium through the console as
 // an operator would: log in, read the hosts and their capacity bars,
 // disable a host with a reason, watch a new server appear without a
-// reload, and open a failed server's fault and attempts.
+// reload, open a failed server's fault and attempts, and follow a
+// resize on the migrations page to its confirm.
 func TestConsoleInABrowser(t *testing.T) {
 	chromium := chromiumPath(t)
 	s := startStack(t)
@@ -82,7 +89,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	c := api.NewClient(base)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	testwait.Poll(t, 30*time.Second, "three hosts up", func() (bool, string) {
+	testwait.Poll(t, 30*time.Second, "four hosts up", func() (bool, string) {
 		hs, err := c.ListHosts(ctx)
 		up := 0
 		for _, h := range hs {
@@ -90,7 +97,7 @@ func TestConsoleInABrowser(t *testing.T) {
 				up++
 			}
 		}
-		return err == nil && up == 3, "hosts up: " + strings.Repeat("*", up)
+		return err == nil && up == 4, "hosts up: " + strings.Repeat("*", up)
 	})
 	failed := createAndWait(t, ctx, c, "doomed", "compute-3", "ERROR")
 
@@ -149,8 +156,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	run("hosts with capacity bars",
 		seen("#cells", "compute-1"), seen("#cells", "compute-2"), seen("#cells", "compute-3"),
 		seen("#cells", "Cell cell1"), seen("#cells", "Cell cell2"))
-	if bars := value(`document.querySelectorAll('#cells tr.host meter').length`); bars != float64(9) {
-		t.Errorf("%d capacity bars on the hosts, want 3 classes x 3 hosts", bars)
+	if bars := value(`document.querySelectorAll('#cells tr.host meter').length`); bars != float64(12) {
+		t.Errorf("%d capacity bars on the hosts, want 3 classes x 4 hosts", bars)
 	}
 
 	// Disable a host with the form; its page and the overview say so.
@@ -198,6 +205,40 @@ func TestConsoleInABrowser(t *testing.T) {
 		seen("#host-compute-1", "1 / 64"))
 	screenshot(t, bctx, "overview")
 
+	// A resize through the Nova API: with compute-2 enabled again, db-1
+	// moves from compute-4 to compute-2, the other host of its cell. The
+	// server page shows the move, the migrations page shows it finished
+	// (the server in VERIFY_RESIZE), and the confirm reaches the open
+	// page live.
+	run("enable compute-2",
+		chromedp.Navigate(base+"/console/hosts/compute-2"),
+		chromedp.Click(chromedp.CSS(`form.hostform button`)),
+		seen("#hoststate", "enabled"))
+	mover := createAndWait(t, ctx, c, "db-1", "compute-4", "ACTIVE")
+	token := novaLogin(t, ctx, s.Endpoint("identity"))
+	nova(t, ctx, base, token, mover, map[string]any{"resize": map[string]any{"flavorRef": "2"}}, 202)
+	testwait.Poll(t, time.Minute, "db-1 in VERIFY_RESIZE", func() (bool, string) {
+		v, err := c.GetServer(ctx, mover)
+		if err != nil {
+			return false, err.Error()
+		}
+		if v.Status == "ERROR" {
+			t.Fatalf("the resize of db-1 failed: %+v", v.Fault)
+		}
+		return v.Status == "VERIFY_RESIZE", v.Status
+	})
+	run("the server page shows the move",
+		chromedp.Navigate(base+"/console/servers/"+mover),
+		seen("#serverdetail", "VERIFY_RESIZE"), seen(".migrationbox", "Moving now: resize"),
+		seen(".migrationbox", "m1.tiny → m1.small"), seen(".migrationbox", "compute-4 → compute-2"))
+	run("the migrations page shows it finished, waiting for a confirm",
+		chromedp.Navigate(base+"/console/migrations"), seen("#live.on", "live"),
+		seen("#migrationlist", "resize"), seen("#migrationlist", "finished"),
+		seen("#migrationlist", "compute-4 → compute-2"), seen("#migrationlist", "m1.tiny → m1.small"))
+	screenshot(t, bctx, "migrations")
+	nova(t, ctx, base, token, mover, map[string]any{"confirmResize": nil}, 204)
+	run("the confirm appears without a reload", seen("#migrationlist", "confirmed"))
+
 	run("log out", chromedp.Click(chromedp.CSS(`form.logout button`)), chromedp.WaitVisible(chromedp.CSS(`form.login`)))
 }
 
@@ -218,6 +259,51 @@ func createAndWait(t *testing.T, ctx context.Context, c *api.Client, name, host,
 		return v.Status == status, v.Status
 	})
 	return id
+}
+
+// novaLogin is admin's project-scoped token from the identity API.
+func novaLogin(t *testing.T, ctx context.Context, identityURL string) string {
+	t.Helper()
+	body := `{"auth": {"identity": {"methods": ["password"], "password": {"user": {"name": "admin", "domain": {"id": "default"}, "password": "admin-pw"}}}, "scope": {"project": {"name": "admin", "domain": {"id": "default"}}}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, identityURL+"/v3/auth/tokens", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("log in to the identity API: %d", resp.StatusCode)
+	}
+	return resp.Header.Get("X-Subject-Token")
+}
+
+// nova posts a server action through the Nova API and wants code.
+func nova(t *testing.T, ctx context.Context, base, token, id string, action any, code int) {
+	t.Helper()
+	b, err := json.Marshal(action)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v2.1/servers/"+id+"/action", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Auth-Token", token)
+	req.Header.Set("X-OpenStack-Nova-API-Version", "latest")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != code {
+		t.Fatalf("action %s on %s: %d %s, want %d", b, id, resp.StatusCode, out, code)
+	}
 }
 
 // screenshot saves the page to docs/console/NAME.png with

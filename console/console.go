@@ -91,7 +91,7 @@ func New(cfg Config) *Console {
 	return c
 }
 
-// parsePages parses each page with the shared layout.
+// parsePages parses each page with the shared layout and partials.
 func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{
 		"ago": ago,
@@ -103,11 +103,11 @@ func parsePages() map[string]*template.Template {
 		panic(err)
 	}
 	for _, n := range names {
-		if n == "templates/layout.html" {
+		if n == "templates/layout.html" || n == "templates/partials.html" {
 			continue
 		}
 		name := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
-		out[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n))
+		out[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", n))
 	}
 	return out
 }
@@ -132,6 +132,7 @@ func (c *Console) routes() {
 	handle("POST /console/hosts/{host}/status", c.admin(c.setHostStatus))
 	handle("GET /console/servers", c.admin(c.serverList))
 	handle("GET /console/servers/{id}", c.admin(c.serverDetail))
+	handle("GET /console/migrations", c.admin(c.migrationList))
 	handle("GET /console/events", c.admin(c.events))
 	handle("/console", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/", http.StatusMovedPermanently)

@@ -31,13 +31,14 @@ type rig struct {
 	keys   etcdschema.Keys
 	srv    *httptest.Server
 	failed string // the ERROR server's id
+	moving string // a server in VERIFY_RESIZE, its resize in flight
 }
 
 func newRig(t *testing.T, cfg Config) *rig {
 	t.Helper()
 	cli := etcdtest.Client(t)
 	keys := etcdschema.New("/console-test-" + uuid.NewString()[:8])
-	r := &rig{t: t, cli: cli, keys: keys, failed: uuid.NewString()}
+	r := &rig{t: t, cli: cli, keys: keys, failed: uuid.NewString(), moving: uuid.NewString()}
 	now := time.Now().UTC()
 	put := func(key string, v etcdschema.Versioned) {
 		if _, err := cli.Put(context.Background(), key, etcdschema.MustEncode(v)); err != nil {
@@ -61,6 +62,28 @@ func newRig(t *testing.T, cfg Config) *rig {
 		Fault: &etcdschema.Fault{Code: 500, Message: "Exceeded maximum number of retries.", Created: now},
 		FailedAttempts: []etcdschema.Attempt{{Host: "compute-1", Reason: "build failed: disk full", At: now},
 			{Host: "compute-2", Reason: "build failed: no network", At: now}}})
+	// Cells: cell1 with the hosts, cell10 with none (its name sorts
+	// after cell1's subtree's keys would if the walk did not jump them),
+	// and cell2 with none either.
+	for _, c := range []string{"cell1", "cell10", "cell2"} {
+		put(keys.Cell(c), &etcdschema.Cell{Name: c, UUID: uuid.NewString(), CreatedAt: now})
+	}
+	put(keys.InstanceMapping(r.moving), &etcdschema.InstanceMapping{InstanceUUID: r.moving, Cell: "cell1", ProjectID: "demo"})
+	put(keys.CellInstance("cell1", r.moving), &etcdschema.Instance{UUID: r.moving, Name: "db-1", Cell: "cell1",
+		Status: "VERIFY_RESIZE", Host: "compute-2", ProjectID: "demo", Flavor: etcdschema.Flavor{Name: "m1.large"}})
+	migration := func(id, instance, typ, status, src, dst, from, to string, at time.Time, attempts ...etcdschema.Attempt) {
+		put(keys.Migration("cell1", id), &etcdschema.Migration{UUID: id, InstanceUUID: instance, Cell: "cell1",
+			MigrationType: typ, Status: status, SourceHost: src, SourceNode: src, DestHost: dst, DestNode: dst,
+			OldFlavor: etcdschema.Flavor{Name: from}, NewFlavor: etcdschema.Flavor{Name: to}, Attempts: attempts,
+			CreatedAt: at, UpdatedAt: at})
+	}
+	// An old migration of the ERROR server, ended long ago; the resize
+	// of db-1 in flight, after one destination failed.
+	migration("m-old", r.failed, etcdschema.MigrationTypeMigration, etcdschema.MigrationError, "compute-1", "", "m1.small",
+		"m1.small", now.Add(-3*time.Hour))
+	migration("m-new", r.moving, etcdschema.MigrationTypeResize, etcdschema.MigrationFinished, "compute-1", "compute-2",
+		"m1.small", "m1.large", now.Add(-time.Minute),
+		etcdschema.Attempt{Host: "compute-3", Reason: "prep failed: <no> room", At: now}, etcdschema.Attempt{Host: "compute-2", At: now})
 	cfg.Client, cfg.Keys = cli, keys
 	cfg.Hosts = hosts.New(cli, keys, nil)
 	cfg.Servers = servers.New(cli, keys, nil, nil)
@@ -119,7 +142,8 @@ func TestPagesShowWhatTheRecordsSay(t *testing.T) {
 	}{
 		{desc: "overview: hosts, bars, reasons escaped, counts", path: "/console/", code: 200,
 			want: []string{"Auth is off", "Cell cell1", "compute-1", "compute-2", `<meter min="0" max="64" high="54" value="3"`,
-				"&lt;b&gt;rack&lt;/b&gt; swap", "<b>2</b> hosts", "<b>1</b> disabled", "<b>1</b> ERROR"},
+				"&lt;b&gt;rack&lt;/b&gt; swap", "<b>2</b> hosts", "<b>1</b> disabled", "<b>1</b> ERROR",
+				"Cell cell10", "Cell cell2", "No compute host is mapped to this cell yet"},
 			not: []string{"<b>rack</b>"}},
 		{desc: "host detail with its disable form", path: "/console/hosts/compute-1", code: 200,
 			want: []string{"Host compute-1", "Disable compute-1", `name="reason"`, "65024"}},
@@ -132,6 +156,13 @@ func TestPagesShowWhatTheRecordsSay(t *testing.T) {
 			want: []string{"No servers in ACTIVE"}, not: []string{"web-1"}},
 		{desc: "server detail: fault and attempts", path: "/console/servers/" + r.failed, code: 200,
 			want: []string{"Exceeded maximum number of retries.", "build failed: disk full", "build failed: no network"}},
+		{desc: "server detail: no old move shown", path: "/console/servers/" + r.failed, code: 200,
+			not: []string{"m-old", "Last move", "Moving now"}},
+		{desc: "server detail: the resize in flight", path: "/console/servers/" + r.moving, code: 200,
+			want: []string{"Moving now: resize", "finished", "m1.small → m1.large", "prep failed: &lt;no&gt; room",
+				`<a href="/console/hosts/compute-1">compute-1</a> → <a href="/console/hosts/compute-2">compute-2</a>`}},
+		{desc: "migrations, newest first", path: "/console/migrations", code: 200,
+			want: []string{"migration-m-new", "migration-m-old", "resize", "error", "not chosen yet"}},
 		{desc: "a server id that is not a uuid", path: "/console/servers/x%3Cscript%3E", code: 404,
 			want: []string{"x&lt;script&gt; is not one"}, not: []string{"<script>"}},
 		{desc: "an unknown server", path: "/console/servers/" + uuid.NewString(), code: 404, want: []string{"No server has the id"}},
@@ -358,4 +389,24 @@ func TestEventsFromAnUnknownRevisionRefreshAtOnce(t *testing.T) {
 		}
 	}
 	t.Fatalf("no change event for a revision from the future: %v", sc.Err())
+}
+
+// The migrations page lists every cell's moves newest first.
+func TestMigrationsNewestFirst(t *testing.T) {
+	r := newRig(t, Config{Auth: AuthNoAuth})
+	code, body := r.get(r.client(), "/console/migrations")
+	if code != http.StatusOK {
+		t.Fatalf("GET /console/migrations: %d\n%s", code, body)
+	}
+	// One in another cell, newer than both of cell1's.
+	if _, err := r.cli.Put(context.Background(), r.keys.Migration("cell2", "m-cell2"), etcdschema.MustEncode(&etcdschema.Migration{
+		UUID: "m-cell2", InstanceUUID: uuid.NewString(), Cell: "cell2", MigrationType: etcdschema.MigrationTypeMigration,
+		Status: etcdschema.MigrationPreMigrating, SourceHost: "compute-9", CreatedAt: time.Now(), UpdatedAt: time.Now()})); err != nil {
+		t.Fatal(err)
+	}
+	_, body = r.get(r.client(), "/console/migrations")
+	cell2, newer, older := strings.Index(body, "migration-m-cell2"), strings.Index(body, "migration-m-new"), strings.Index(body, "migration-m-old")
+	if cell2 < 0 || newer < 0 || older < 0 || !(cell2 < newer && newer < older) {
+		t.Errorf("migrations at %d (cell2), %d (new), %d (old); want all, newest first:\n%s", cell2, newer, older, body)
+	}
 }

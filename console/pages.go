@@ -76,6 +76,10 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, cl *caller) {
 		c.storeError(w, r, cl, err)
 		return
 	}
+	if cells, err = c.withEmptyCells(ctx, cells); err != nil {
+		c.storeError(w, r, cl, err)
+		return
+	}
 	rows, counts, err := c.serverRows(ctx)
 	if err != nil {
 		c.storeError(w, r, cl, err)
@@ -223,6 +227,8 @@ type serverData struct {
 	Server    serverRow
 	Selection servers.Selection
 	AZ        string
+	// Migration is the server's move in flight or recent, nil if none.
+	Migration *migrationRow
 }
 
 func (c *Console) serverDetail(w http.ResponseWriter, r *http.Request, cl *caller) {
@@ -252,6 +258,12 @@ func (c *Console) serverDetail(w http.ResponseWriter, r *http.Request, cl *calle
 		return
 	}
 	d := serverData{Server: serverRowOf(v), Selection: sel}
+	if v.Instance != nil {
+		if d.Migration, err = c.serverMigration(ctx, v.Instance.Cell, v.Instance.UUID); err != nil {
+			c.storeError(w, r, cl, err)
+			return
+		}
+	}
 	if v.Instance != nil {
 		d.AZ = v.Instance.AvailabilityZone
 	} else {
