@@ -233,7 +233,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		seen(".migrationbox", "m1.tiny → m1.small"), seen(".migrationbox", "compute-4 → compute-2"))
 	run("the migrations page shows it finished, waiting for a confirm",
 		chromedp.Navigate(base+"/console/migrations"), seen("#live.on", "live"),
-		seen("#migrationlist", "resize"), seen("#migrationlist", "finished"),
+		seen("#migrationlist", "db-1"), seen("#migrationlist", "resize"), seen("#migrationlist", "finished"),
 		seen("#migrationlist", "compute-4 → compute-2"), seen("#migrationlist", "m1.tiny → m1.small"))
 	screenshot(t, bctx, "migrations")
 	nova(t, ctx, base, token, mover, map[string]any{"confirmResize": nil}, 204)

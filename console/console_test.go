@@ -3,6 +3,7 @@ package console
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -162,7 +163,8 @@ func TestPagesShowWhatTheRecordsSay(t *testing.T) {
 			want: []string{"Moving now: resize", "finished", "m1.small → m1.large", "prep failed: &lt;no&gt; room",
 				`<a href="/console/hosts/compute-1">compute-1</a> → <a href="/console/hosts/compute-2">compute-2</a>`}},
 		{desc: "migrations, newest first", path: "/console/migrations", code: 200,
-			want: []string{"migration-m-new", "migration-m-old", "resize", "error", "not chosen yet"}},
+			want: []string{"migration-m-new", "migration-m-old", "resize", "error", "not chosen yet", ">db-1</a>", ">web-1</a>",
+				"confirm or revert"}},
 		{desc: "a server id that is not a uuid", path: "/console/servers/x%3Cscript%3E", code: 404,
 			want: []string{"x&lt;script&gt; is not one"}, not: []string{"<script>"}},
 		{desc: "an unknown server", path: "/console/servers/" + uuid.NewString(), code: 404, want: []string{"No server has the id"}},
@@ -408,5 +410,24 @@ func TestMigrationsNewestFirst(t *testing.T) {
 	cell2, newer, older := strings.Index(body, "migration-m-cell2"), strings.Index(body, "migration-m-new"), strings.Index(body, "migration-m-old")
 	if cell2 < 0 || newer < 0 || older < 0 || !(cell2 < newer && newer < older) {
 		t.Errorf("migrations at %d (cell2), %d (new), %d (old); want all, newest first:\n%s", cell2, newer, older, body)
+	}
+}
+
+// Names are read in batches: more moves than one batch all get theirs.
+func TestMigrationsNameEveryServer(t *testing.T) {
+	r := newRig(t, Config{Auth: AuthNoAuth})
+	n := namesPerRead + 6
+	for i := range n {
+		id := fmt.Sprintf("m-%03d", i)
+		if _, err := r.cli.Put(context.Background(), r.keys.Migration("cell1", id), etcdschema.MustEncode(&etcdschema.Migration{
+			UUID: id, InstanceUUID: r.moving, Cell: "cell1", MigrationType: etcdschema.MigrationTypeMigration,
+			Status: etcdschema.MigrationConfirmed, SourceHost: "compute-1", CreatedAt: time.Now()})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, body := r.get(r.client(), "/console/migrations")
+	// n of these, the rig's resize of db-1 and the rig's move of web-1.
+	if got := strings.Count(body, ">db-1</a>"); got != n+1 {
+		t.Errorf("db-1 named %d times, want %d", got, n+1)
 	}
 }

@@ -16,6 +16,7 @@ import (
 // os-migrations row, with the attempts Berth keeps).
 type migrationRow struct {
 	UUID, Instance, Cell   string
+	Name                   string // the server's, when read
 	Type, Status           string
 	Source, Dest           string
 	OldFlavor, NewFlavor   string
@@ -114,8 +115,46 @@ func (c *Console) migrationList(w http.ResponseWriter, r *http.Request, cl *call
 			c.storeError(w, r, cl, err)
 			return
 		}
+		if err := c.nameServers(ctx, cell, rows); err != nil {
+			c.storeError(w, r, cl, err)
+			return
+		}
 		d.Migrations = append(d.Migrations, rows...)
 	}
 	newestFirst(d.Migrations)
 	c.render(w, r, http.StatusOK, "migrations", cl, rev, "Migrations", d)
+}
+
+// namesPerRead bounds the gets in one transaction (etcd's default
+// max-txn-ops is 128).
+const namesPerRead = 64
+
+// nameServers fills each row's server name from its instance record in
+// cell, a batch of gets per namesPerRead rows; a server deleted since
+// keeps no name.
+func (c *Console) nameServers(ctx context.Context, cell string, rows []migrationRow) error {
+	for start := 0; start < len(rows); start += namesPerRead {
+		batch := rows[start:min(start+namesPerRead, len(rows))]
+		ops := make([]clientv3.Op, len(batch))
+		for i, m := range batch {
+			ops[i] = clientv3.OpGet(c.cfg.Keys.CellInstance(cell, m.Instance))
+		}
+		resp, err := c.cfg.Client.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return fmt.Errorf("read the moved servers of %s: %w", cell, err)
+		}
+		for i, r := range resp.Responses {
+			kvs := r.GetResponseRange().Kvs
+			if len(kvs) == 0 {
+				continue
+			}
+			var in etcdschema.Instance
+			if err := etcdschema.Decode(string(kvs[0].Key), kvs[0].Value, &in); err != nil {
+				c.log.Warn("console skipped an unreadable instance record", "key", string(kvs[0].Key), "error", err)
+				continue
+			}
+			batch[i].Name = in.Name
+		}
+	}
+	return nil
 }
