@@ -35,9 +35,10 @@ func migrationRowOf(m *etcdschema.Migration) migrationRow {
 		CreatedAgo: ago(m.CreatedAt), UpdatedAgo: ago(m.UpdatedAt)}
 }
 
-// cellMigrations reads one cell's migration records; instance, when
-// set, keeps only that server's.
-func (c *Console) cellMigrations(ctx context.Context, cell, instance string) ([]migrationRow, error) {
+// cellMigrations reads one cell's migration records (only its
+// migrations prefix: servers.Store.Migrations reads every cell's whole
+// subtree, instances too, which the page cannot afford at scale).
+func (c *Console) cellMigrations(ctx context.Context, cell string) ([]migrationRow, error) {
 	prefix := c.cfg.Keys.Migrations(cell)
 	resp, err := c.cfg.Client.Get(ctx, prefix, clientv3.WithPrefix())
 	if err != nil {
@@ -50,9 +51,7 @@ func (c *Console) cellMigrations(ctx context.Context, cell, instance string) ([]
 			c.log.Warn("console skipped an unreadable migration record", "key", string(kv.Key), "error", err)
 			continue
 		}
-		if instance == "" || m.InstanceUUID == instance {
-			out = append(out, migrationRowOf(&m))
-		}
+		out = append(out, migrationRowOf(&m))
 	}
 	return out, nil
 }
@@ -72,18 +71,15 @@ func newestFirst(rows []migrationRow) {
 const recentMigration = time.Hour
 
 // serverMigration is the move the server page shows: the newest of the
-// server's in its cell when it is in flight or changed within
-// recentMigration; nil otherwise.
+// server's (servers.Store.InstanceMigrations, as os-migrations reads
+// them) when it is in flight or changed within recentMigration; nil
+// otherwise.
 func (c *Console) serverMigration(ctx context.Context, cell, instance string) (*migrationRow, error) {
-	if cell == "" {
-		return nil, nil
-	}
-	rows, err := c.cellMigrations(ctx, cell, instance)
-	if err != nil || len(rows) == 0 {
+	all, err := c.cfg.Servers.InstanceMigrations(ctx, cell, instance)
+	if err != nil || len(all) == 0 {
 		return nil, err
 	}
-	newestFirst(rows)
-	m := rows[0]
+	m := migrationRowOf(&all[len(all)-1].Migration) // oldest first
 	if !m.InFlight && time.Since(m.Updated) > recentMigration {
 		return nil, nil
 	}
@@ -110,7 +106,7 @@ func (c *Console) migrationList(w http.ResponseWriter, r *http.Request, cl *call
 	}
 	d := migrationsData{Cells: len(cells)}
 	for _, cell := range cells {
-		rows, err := c.cellMigrations(ctx, cell, "")
+		rows, err := c.cellMigrations(ctx, cell)
 		if err != nil {
 			c.storeError(w, r, cl, err)
 			return
