@@ -6,6 +6,8 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,11 +93,28 @@ func New(cfg Config) *Console {
 	return c
 }
 
+// pageQuery is the servers list's query for a page: the filter, the
+// marker and the page size (the default left out).
+func pageQuery(status, marker string, limit int) template.URL {
+	q := url.Values{}
+	if status != "" {
+		q.Set("status", status)
+	}
+	if marker != "" {
+		q.Set("marker", marker)
+	}
+	if limit != DefaultPageSize {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	return template.URL(q.Encode())
+}
+
 // parsePages parses each page with the shared layout and partials.
 func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{
-		"ago": ago,
-		"inc": func(i int) int { return i + 1 },
+		"ago":       ago,
+		"inc":       func(i int) int { return i + 1 },
+		"pageQuery": pageQuery,
 	}
 	out := map[string]*template.Template{}
 	names, err := fs.Glob(templateFS, "templates/*.html")

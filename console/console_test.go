@@ -431,3 +431,41 @@ func TestMigrationsNameEveryServer(t *testing.T) {
 		t.Errorf("db-1 named %d times, want %d", got, n+1)
 	}
 }
+
+// The servers list pages by id: each page links the next, the last none,
+// and the pages together show each server once.
+func TestServersListPages(t *testing.T) {
+	r := newRig(t, Config{Auth: AuthNoAuth})
+	c := r.client()
+	next := regexp.MustCompile(`class="next" href="/console/servers\?([^"]+)"`)
+	seen := map[string]int{}
+	path := "/console/servers?limit=1"
+	for pages := 0; ; pages++ {
+		if pages > 2 {
+			t.Fatalf("more than 2 pages of 1 for the rig's 2 servers")
+		}
+		code, body := r.get(c, path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d\n%s", path, code, body)
+		}
+		if !strings.Contains(body, "2 servers in all") {
+			t.Errorf("GET %s does not count 2 servers:\n%s", path, body)
+		}
+		for _, id := range []string{r.failed, r.moving} {
+			if strings.Contains(body, `id="server-`+id+`"`) {
+				seen[id]++
+			}
+		}
+		m := next.FindStringSubmatch(body)
+		if m == nil {
+			break
+		}
+		path = "/console/servers?" + strings.ReplaceAll(m[1], "&amp;", "&")
+	}
+	if seen[r.failed] != 1 || seen[r.moving] != 1 {
+		t.Errorf("servers seen %v over the pages, want each once", seen)
+	}
+	if code, body := r.get(c, "/console/servers?limit=x"); code != http.StatusBadRequest || !strings.Contains(body, "limit is a whole number") {
+		t.Errorf("limit=x: %d\n%s", code, body)
+	}
+}

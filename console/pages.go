@@ -2,15 +2,20 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/hosts"
 	"github.com/berth-project/berth/servers"
 )
@@ -185,42 +190,79 @@ func (c *Console) setHostStatus(w http.ResponseWriter, r *http.Request, cl *call
 
 type serversData struct {
 	Servers  []serverRow
-	Counts   []statusCount
 	Status   string // the filter, "" for all
-	Total    int
+	Total    int64  // every server, of any status
 	Statuses []string
+	// The page: after Marker ("" the first), at most Limit; Next is the
+	// following page's marker, "" on the last.
+	Marker, Next string
+	Limit        int
 }
 
-// statuses are the filter's choices, Nova's words.
-var statuses = []string{"BUILD", "ACTIVE", "ERROR", "DELETED"}
+// statuses are the filter's choices: every status a Berth server can be
+// in (etcdschema's status words).
+var statuses = []string{etcdschema.StatusBuild, etcdschema.StatusActive, etcdschema.StatusVerifyResize,
+	etcdschema.StatusError, etcdschema.StatusDeleted}
 
+// Servers per page of the list: DefaultPageSize unless ?limit= says
+// otherwise, at most MaxPageSize.
+const (
+	DefaultPageSize = 200
+	MaxPageSize     = 1000
+)
+
+// serverList is one page of the servers, in id order, read through
+// servers.Store.Page: the page and each live refresh read the mappings
+// they walk, not every server.
 func (c *Console) serverList(w http.ResponseWriter, r *http.Request, cl *caller) {
 	ctx := r.Context()
+	q := r.URL.Query()
+	d := serversData{Statuses: slices.Clone(statuses), Status: strings.ToUpper(q.Get("status")),
+		Marker: q.Get("marker"), Limit: DefaultPageSize}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 {
+			c.errorPage(w, r, cl, http.StatusBadRequest, "Bad page size", "limit is a whole number of servers, at least 1.")
+			return
+		}
+		d.Limit = min(n, MaxPageSize)
+	}
+	if d.Status != "" && !slices.Contains(d.Statuses, d.Status) {
+		d.Statuses = append(d.Statuses, d.Status)
+	}
 	rev, err := c.revision(ctx)
 	if err != nil {
 		c.storeError(w, r, cl, err)
 		return
 	}
-	rows, counts, err := c.serverRows(ctx)
+	var keep func(*servers.Server) bool
+	if d.Status != "" {
+		keep = func(v *servers.Server) bool { return serverRowOf(v).Status == d.Status }
+	}
+	page, next, err := c.cfg.Servers.Page(ctx, d.Marker, d.Limit, keep)
 	if err != nil {
 		c.storeError(w, r, cl, err)
 		return
 	}
-	d := serversData{Counts: counts, Total: len(rows), Statuses: slices.Clone(statuses),
-		Status: strings.ToUpper(r.URL.Query().Get("status"))}
-	// Any other status a server is in (a move's VERIFY_RESIZE, say) is a
-	// choice too.
-	for _, sc := range counts {
-		if !slices.Contains(d.Statuses, sc.Status) {
-			d.Statuses = append(d.Statuses, sc.Status)
-		}
+	if d.Total, err = c.serverCount(ctx); err != nil {
+		c.storeError(w, r, cl, err)
+		return
 	}
-	for _, row := range rows {
-		if d.Status == "" || row.Status == d.Status {
-			d.Servers = append(d.Servers, row)
-		}
+	d.Next = next
+	for _, v := range page {
+		d.Servers = append(d.Servers, serverRowOf(v))
 	}
 	c.render(w, r, http.StatusOK, "servers", cl, rev, "Servers", d)
+}
+
+// serverCount is how many servers there are: their instance mappings,
+// counted by etcd without sending them.
+func (c *Console) serverCount(ctx context.Context) (int64, error) {
+	resp, err := c.cfg.Client.Get(ctx, c.cfg.Keys.InstanceMappings(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("count servers: %w", err)
+	}
+	return resp.Count, nil
 }
 
 type serverData struct {
