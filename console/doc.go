@@ -1,7 +1,8 @@
 // Package console is Berth's web console: an operator's view of the
-// cells, their hosts with capacity per resource class, the servers with
-// their faults, attempts and alternates, and a form to disable or enable
-// a host. It is an http.Handler the compute API's listener serves under
+// cells (those with no host yet too), their hosts with capacity per
+// resource class, the servers a page at a time with their faults,
+// attempts and alternates and their moves, every cell's migrations, and
+// a form to disable or enable a host. It is an http.Handler the compute API's listener serves under
 // /console/ (Console.Beside), beside Nova's API and /v1, in `berth
 // server` and `berth dev` alike.
 //
@@ -24,6 +25,11 @@
 // the console opens directly and every page says auth is off. Every form
 // post carries a CSRF token derived from a per-browser random cookie.
 //
-// Not here yet: draining a host (no drain operation exists) and
-// migrations (no migration records exist).
+// A server's attempts and alternates come from servers.Store.SelectionOf,
+// the reader /v1's selection show uses; its moves from
+// servers.Store.InstanceMigrations; the list's pages from
+// servers.Store.Page. The migrations page reads each cell's migrations
+// prefix only (servers.Store.Migrations reads whole cell subtrees).
+//
+// Not here yet: draining a host from the console.
 package console
