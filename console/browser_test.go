@@ -86,9 +86,12 @@ func TestConsoleInABrowser(t *testing.T) {
 	chromium := chromiumPath(t)
 	s := startStack(t)
 	base := s.Endpoint("compute API")
-	c := api.NewClient(base)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	// /v1 checks tokens as the Nova API does: the admin's, from the
+	// stack's identity API.
+	c := api.NewClient(base)
+	c.Token = novaLogin(t, ctx, s.Endpoint("identity"))
 	testwait.Poll(t, 30*time.Second, "four hosts up", func() (bool, string) {
 		hs, err := c.ListHosts(ctx)
 		up := 0
