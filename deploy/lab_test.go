@@ -85,16 +85,17 @@ func TestLabFromInstalledUnits(t *testing.T) {
 	// included: log in as the admin install.sh made, at the first
 	// server's identity API once it answers.
 	var servers []*api.Client
-	var token string
+	var token, password, authURL string
 	for _, n := range nodes {
 		if !slices.Contains(n.Roles, configs.RoleServer) {
 			continue
 		}
 		if token == "" {
-			password := strings.TrimSpace(readFile(t, filepath.Join(roots[n.Name], "etc/berth/identity-admin-password")))
+			password = strings.TrimSpace(readFile(t, filepath.Join(roots[n.Name], "etc/berth/identity-admin-password")))
+			authURL = "http://" + n.Address + ":5000/v3"
 			waitFor(t, ctx, procs, "the admin's token from "+n.Name, func() (bool, string) {
 				var err error
-				token, err = identity.Login(ctx, nil, "http://"+n.Address+":5000/v3", "admin", password, "admin")
+				token, err = identity.Login(ctx, nil, authURL, "admin", password, "admin")
 				return err == nil, fmt.Sprint(err)
 			})
 		}
@@ -124,11 +125,15 @@ func TestLabFromInstalledUnits(t *testing.T) {
 		})
 	}
 
-	// Create through the second server (as the admin: the berth CLI
-	// sends no token yet, and the lab's APIs want one), wait until every
-	// server has settled, and read them through the first.
-	if _, err := servers[1].CreateServers(ctx, api.CreateRequest{Name: "lab", Flavor: "m1.tiny", Count: 6}); err != nil {
-		t.Fatalf("create 6 servers: %v", err)
+	// Create through the second server with the CLI, logged in as the
+	// README's openrc does (OS_* variables; the lab's APIs want a token),
+	// wait until every server has settled, and read them through the first.
+	create := exec.CommandContext(ctx, berthBin, "server", "create", "--api", servers[1].BaseURL,
+		"--name", "lab", "--flavor", "m1.tiny", "--count", "6", "--wait")
+	create.Env = append(os.Environ(), "OS_AUTH_URL="+authURL, "OS_USERNAME=admin",
+		"OS_PASSWORD="+password, "OS_PROJECT_NAME=admin", "OS_USER_DOMAIN_NAME=Default", "OS_PROJECT_DOMAIN_NAME=Default")
+	if out, err := create.CombinedOutput(); err != nil {
+		t.Fatalf("berth server create: %v\n%s", err, out)
 	}
 	var list []api.ServerView
 	waitFor(t, ctx, procs, "6 servers built", func() (bool, string) {
