@@ -229,3 +229,83 @@ func floorDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// ResizeRequest is a resize of one of Project's servers, owned by User,
+// that needs Cores more cores and RAMMB more MiB of RAM (Nova's
+// upsize_quota_delta: each only when positive).
+type ResizeRequest struct {
+	Project, User string
+	Cores, RAMMB  int64
+	RequestID     string
+}
+
+// ReserveResize is compute.API._check_quota_for_upsize with the old
+// quota system: Quotas.check_deltas of the cores and ram deltas against
+// the project's limits and the user's (which default to the project's),
+// counted at one revision, with the Guard to commit the move under (a
+// commit the Guard fails must call ReserveResize again). A resize that
+// is not an upsize is not checked, as in Nova.
+func (s *Store) ReserveResize(ctx context.Context, r ResizeRequest) (Guard, error) {
+	if r.Cores <= 0 && r.RAMMB <= 0 {
+		return Guard{}, nil
+	}
+	u, rev, err := s.CountUser(ctx, r.Project, r.User, "")
+	if err != nil {
+		return Guard{}, err
+	}
+	set, _, err := s.readSet(ctx, r.Project, rev)
+	if err != nil {
+		return Guard{}, err
+	}
+	lim, userLim := s.merge(set, ""), s.merge(set, r.User)
+	if err := deltasAllowed(lim, userLim, u, r); err != nil {
+		return Guard{}, err
+	}
+	return s.fence(r.Project, r.RequestID, rev), nil
+}
+
+// deltasAllowed is limit_check_project_and_user over the resize's
+// deltas, worded as _check_quota_for_upsize words TooManyInstances: the
+// over resources sorted, the deltas requested, the user's usage (check
+// deltas reports the user's count when it counted one) and the limits
+// of whichever quota was exceeded.
+func deltasAllowed(lim, userLim Limits, u Usage, r ResizeRequest) error {
+	deltas := map[string]int64{}
+	if r.Cores > 0 {
+		deltas[Cores] = r.Cores
+	}
+	if r.RAMMB > 0 {
+		deltas[RAM] = r.RAMMB
+	}
+	mine := u
+	if u.User != nil {
+		mine = *u.User
+	}
+	var overs []string
+	quotas := lim
+	for _, k := range []string{Cores, RAM} {
+		d, ok := deltas[k]
+		if !ok {
+			continue
+		}
+		switch {
+		case !within(lim[k], u.Of(k), d):
+			overs = append(overs, k)
+		case !within(userLim[k], mine.Of(k), d):
+			overs = append(overs, k)
+			quotas = userLim
+		}
+	}
+	if len(overs) == 0 {
+		return nil
+	}
+	var reqs, used, allowed []string
+	for _, k := range overs {
+		reqs = append(reqs, strconv.FormatInt(deltas[k], 10))
+		used = append(used, strconv.FormatInt(mine.Of(k), 10))
+		allowed = append(allowed, strconv.FormatInt(quotas[k], 10))
+	}
+	o := strings.Join(overs, ", ")
+	return &OverQuotaError{fmt.Sprintf("Quota exceeded for %s: Requested %s, but already used %s of %s %s",
+		o, strings.Join(reqs, ", "), strings.Join(used, ", "), strings.Join(allowed, ", "), o)}
+}

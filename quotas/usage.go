@@ -52,6 +52,13 @@ const maxOps = 128
 //     (Nova's count_usage_from_placement), or its flavor while it is
 //     still in BUILD (between a failed host and the next claim), so an
 //     ERROR instance without an allocation counts no cores, as in Nova;
+//   - a server with a move in flight (resize or cold migration) also
+//     counts what its migration's consumer holds (the source, Nova's
+//     migration-based allocations), so source and destination both
+//     count as in Nova's placement counting; until the move is scheduled
+//     (the source still under the instance, no destination claimed yet)
+//     it counts its old and new flavors, so a check between the move's
+//     acceptance and its claim already sees the room the move will take;
 //   - server groups: the project's groups; a group's members: its member
 //     keys whose server still has a mapping.
 //
@@ -87,6 +94,7 @@ func (s *Store) CountUser(ctx context.Context, project, user, group string) (Usa
 		quoted = nil // an encoder may escape it otherwise: decode every value
 	}
 	var mine []etcdschema.InstanceMapping
+	var moves []movingServer
 	for _, kv := range resp.Kvs {
 		if group != "" {
 			if uuid, ok := etcdschema.LastSegment(string(kv.Key), k.InstanceMappings()); ok {
@@ -124,18 +132,26 @@ func (s *Store) CountUser(ctx context.Context, project, user, group string) (Usa
 		}
 		for i, m := range part {
 			r := tr.Responses[perServer*i : perServer*(i+1)]
-			owner, err := u.addServer(k, m, r[0].GetResponseRange().Kvs, r[1].GetResponseRange().Kvs,
+			owner, moving, err := u.addServer(k, m, r[0].GetResponseRange().Kvs, r[1].GetResponseRange().Kvs,
 				r[2].GetResponseRange().Kvs)
 			if err != nil {
 				return u, 0, err
 			}
-			if user != "" && owner == user {
-				if _, err := mineU.addServer(k, m, r[0].GetResponseRange().Kvs, r[1].GetResponseRange().Kvs,
+			mineToo := user != "" && owner == user
+			if mineToo {
+				if _, _, err := mineU.addServer(k, m, r[0].GetResponseRange().Kvs, r[1].GetResponseRange().Kvs,
 					r[2].GetResponseRange().Kvs); err != nil {
 					return u, 0, err
 				}
 			}
+			if moving != nil {
+				moving.mine = mineToo
+				moves = append(moves, *moving)
+			}
 		}
+	}
+	if err := s.countMoves(ctx, moves, at, &u, &mineU); err != nil {
+		return u, 0, err
 	}
 	groups, err := s.cli.Get(ctx, k.ServerGroups(), clientv3.WithPrefix(), at)
 	if err != nil {
@@ -170,49 +186,128 @@ type kvs = []*mvccpb.KeyValue
 
 // addServer counts one server of the project from its build request,
 // instance record and consumer (each absent or one key) and says whose
-// it is ("" when it counts nothing).
-func (u *Usage) addServer(k etcdschema.Keys, m etcdschema.InstanceMapping, br, inst, consumer kvs) (string, error) {
+// it is ("" when it counts nothing) and, when it has a move in flight,
+// the move for countMoves.
+func (u *Usage) addServer(k etcdschema.Keys, m etcdschema.InstanceMapping, br, inst, consumer kvs) (string, *movingServer, error) {
 	if len(br) == 1 {
 		var b etcdschema.BuildRequest
 		if err := etcdschema.Decode(string(br[0].Key), br[0].Value, &b); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		u.Instances++
 		u.Cores += int64(b.Flavor.VCPUs)
 		u.RAM += int64(b.Flavor.RAMMB)
-		return b.UserID, nil
+		return b.UserID, nil, nil
 	}
 	if m.Cell == "" || len(inst) == 0 {
-		return "", nil // deleted between the mapping and the record
+		return "", nil, nil // deleted between the mapping and the record
 	}
 	var in etcdschema.Instance
 	if err := etcdschema.Decode(string(inst[0].Key), inst[0].Value, &in); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if in.Status == etcdschema.StatusDeleted {
-		return "", nil
+		return "", nil, nil
 	}
 	if in.TaskState != etcdschema.TaskDeleting {
 		u.Instances++
 	}
-	var cores, ram int64
-	if len(consumer) == 1 {
-		var c etcdschema.Consumer
-		if err := etcdschema.Decode(string(consumer[0].Key), consumer[0].Value, &c); err != nil {
-			return "", err
-		}
-		for _, a := range c.Allocations {
-			cores += a.Resources["VCPU"]
-			ram += a.Resources["MEMORY_MB"]
-		}
+	cores, ram, err := held(consumer)
+	if err != nil {
+		return "", nil, err
 	}
+	moving := &movingServer{inst: &in, cores: cores, ram: ram}
 	if in.Status == etcdschema.StatusBuild && in.TaskState != etcdschema.TaskDeleting {
 		cores = max(cores, int64(in.Flavor.VCPUs))
 		ram = max(ram, int64(in.Flavor.RAMMB))
 	}
 	u.Cores += cores
 	u.RAM += ram
-	return in.UserID, nil
+	if in.MigrationUUID != "" {
+		return in.UserID, moving, nil
+	}
+	return in.UserID, nil, nil
+}
+
+// movingServer is a counted server with a move in flight: its record,
+// what its own consumer holds, and whether it is also the asked user's.
+type movingServer struct {
+	inst       *etcdschema.Instance
+	cores, ram int64
+	mine       bool
+}
+
+// countMoves adds what the moves of servers hold beyond their
+// instances' consumers, read at revision at: their migrations' consumers
+// and, for a move not scheduled yet, the new flavor it is about to claim.
+func (s *Store) countMoves(ctx context.Context, moves []movingServer, at clientv3.OpOption, u, mine *Usage) error {
+	const perMove = 2 // the migration record and its consumer
+	k := s.keys
+	for start := 0; start < len(moves); start += maxOps / perMove {
+		part := moves[start:min(start+maxOps/perMove, len(moves))]
+		ops := make([]clientv3.Op, 0, perMove*len(part))
+		for _, mv := range part {
+			ops = append(ops, clientv3.OpGet(k.Migration(mv.inst.Cell, mv.inst.MigrationUUID), at),
+				clientv3.OpGet(k.Consumer(mv.inst.MigrationUUID), at))
+		}
+		tr, err := s.cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return fmt.Errorf("read moves for quota usage: %w", err)
+		}
+		for i, mv := range part {
+			cores, ram, err := moveHolds(mv, tr.Responses[perMove*i].GetResponseRange().Kvs,
+				tr.Responses[perMove*i+1].GetResponseRange().Kvs)
+			if err != nil {
+				return err
+			}
+			u.Cores += cores
+			u.RAM += ram
+			if mv.mine {
+				mine.Cores += cores
+				mine.RAM += ram
+			}
+		}
+	}
+	return nil
+}
+
+// moveHolds is what move mv counts beyond its instance's consumer: its
+// migration consumer's VCPU and MEMORY_MB and, while the migration is
+// pre-migrating (the superconductor hands the source to the migration's
+// consumer, then claims the destination), at least the old and new
+// flavors together, whichever step it has reached.
+func moveHolds(mv movingServer, migration, consumer kvs) (cores, ram int64, err error) {
+	cores, ram, err = held(consumer)
+	if err != nil || len(migration) == 0 {
+		return cores, ram, err
+	}
+	var m etcdschema.Migration
+	if err := etcdschema.Decode(string(migration[0].Key), migration[0].Value, &m); err != nil {
+		return 0, 0, err
+	}
+	if m.Status != etcdschema.MigrationPreMigrating {
+		return cores, ram, nil
+	}
+	cores = max(cores, int64(m.OldFlavor.VCPUs+m.NewFlavor.VCPUs)-mv.cores)
+	ram = max(ram, int64(m.OldFlavor.RAMMB+m.NewFlavor.RAMMB)-mv.ram)
+	return cores, ram, nil
+}
+
+// held is the VCPU and MEMORY_MB a consumer record (absent or one key)
+// holds.
+func held(consumer kvs) (cores, ram int64, err error) {
+	if len(consumer) == 0 {
+		return 0, 0, nil
+	}
+	var c etcdschema.Consumer
+	if err := etcdschema.Decode(string(consumer[0].Key), consumer[0].Value, &c); err != nil {
+		return 0, 0, err
+	}
+	for _, a := range c.Allocations {
+		cores += a.Resources["VCPU"]
+		ram += a.Resources["MEMORY_MB"]
+	}
+	return cores, ram, nil
 }
 
 // plainJSON reports whether every encoder writes s as itself in quotes:
