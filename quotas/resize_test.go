@@ -128,7 +128,9 @@ func TestResizeGuardFencesCreates(t *testing.T) {
 	keys := etcdschema.New("/q")
 	ctx := context.Background()
 	s := New(cli, keys, Limits{Instances: -1, Cores: 2, RAM: -1}, nil)
-	put := func(key string, v etcdschema.Versioned) clientv3.Op { return clientv3.OpPut(key, etcdschema.MustEncode(v)) }
+	put := func(key string, v etcdschema.Versioned) clientv3.Op {
+		return clientv3.OpPut(key, etcdschema.MustEncode(v))
+	}
 	if _, err := cli.Txn(ctx).Then(
 		put(keys.InstanceMapping("s"), &etcdschema.InstanceMapping{InstanceUUID: "s", ProjectID: "p"}),
 		put(keys.BuildRequest("s"), &etcdschema.BuildRequest{InstanceUUID: "s", ProjectID: "p", UserID: "u",
