@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/berth-project/berth/quotas"
 	"github.com/berth-project/berth/servers"
 )
 
@@ -118,7 +119,11 @@ func moveFault(err error, id string) error {
 	var se *servers.StateError
 	var nm *servers.NoMigrationError
 	var he *servers.HostError
+	var over *quotas.OverQuotaError
 	switch {
+	case errors.As(err, &over):
+		// _check_quota_for_upsize's TooManyInstances.
+		return &fault{status: http.StatusForbidden, message: over.Message}
 	case errors.As(err, &se):
 		// common.raise_http_conflict_for_instance_invalid_state.
 		return errConflict(se.Error())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/etcdschema/records"
+	"github.com/berth-project/berth/quotas"
 )
 
 // The cold moves' API side (nova/compute/api.py resize, confirm_resize,
@@ -136,18 +137,40 @@ func (s *Store) Move(ctx context.Context, id string, r MoveRequest) (*etcdschema
 	in.TaskState, in.MigrationUUID, in.UpdatedAt = etcdschema.TaskResizePrep, mig.UUID, now
 	k := s.keys
 	ikey := k.CellInstance(in.Cell, id)
-	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev),
-		clientv3.Compare(clientv3.CreateRevision(k.MoveRequest(id)), "=", 0)).
-		Then(clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
-			clientv3.OpPut(k.Migration(in.Cell, mig.UUID), etcdschema.MustEncode(mig)),
-			clientv3.OpPut(k.MoveRequest(id), etcdschema.MustEncode(req)),
-			clientv3.OpPut(k.MigrationMapping(mig.UUID), etcdschema.MustEncode(&etcdschema.InstanceMapping{
-				InstanceUUID: id, Cell: in.Cell, ProjectID: in.ProjectID, CreatedAt: now}))).Commit()
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", action, id, err)
-	}
-	if !resp.Succeeded {
-		return nil, fmt.Errorf("%s %s: %w", action, id, ErrKeptChanging)
+	// An upsize is checked against the project's (and user's) cores and
+	// ram as Nova's _check_quota_for_upsize does, and committed under the
+	// quota fence as creates are, so a resize and a create (or two
+	// resizes) checked against the same count cannot both go in.
+	upsize := quotas.ResizeRequest{Project: in.ProjectID, User: in.UserID, RequestID: r.RequestID,
+		Cores: max(0, int64(newFlavor.VCPUs-in.Flavor.VCPUs)), RAMMB: max(0, int64(newFlavor.RAMMB-in.Flavor.RAMMB))}
+	for try := 0; ; try++ {
+		var guard quotas.Guard
+		if s.quotas != nil {
+			if guard, err = s.quotas.ReserveResize(ctx, upsize); err != nil {
+				return nil, err
+			}
+		}
+		resp, err := s.cli.Txn(ctx).If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev),
+			clientv3.Compare(clientv3.CreateRevision(k.MoveRequest(id)), "=", 0)}, guard.Cmps...)...).
+			Then(append([]clientv3.Op{clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
+				clientv3.OpPut(k.Migration(in.Cell, mig.UUID), etcdschema.MustEncode(mig)),
+				clientv3.OpPut(k.MoveRequest(id), etcdschema.MustEncode(req)),
+				clientv3.OpPut(k.MigrationMapping(mig.UUID), etcdschema.MustEncode(&etcdschema.InstanceMapping{
+					InstanceUUID: id, Cell: in.Cell, ProjectID: in.ProjectID, CreatedAt: now}))}, guard.Ops...)...).
+			Else(clientv3.OpGet(k.MoveRequest(id), clientv3.WithCountOnly())).Commit()
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", action, id, err)
+		}
+		if resp.Succeeded {
+			break
+		}
+		// Only the quota fence moving (another create or resize in the
+		// project) is worth counting again; the server's own change is
+		// the caller's to see.
+		if len(guard.Cmps) == 0 || resp.Responses[0].GetResponseRange().Count > 0 || try >= maxQuotaTries ||
+			s.instanceChanged(ctx, ikey, v.Rev) {
+			return nil, fmt.Errorf("%s %s: %w", action, id, ErrKeptChanging)
+		}
 	}
 	s.log.Info("move accepted", "action", action, "instance", id, "migration", mig.UUID,
 		"flavor", newFlavor.Name, "host", r.Host, "request_id", r.RequestID)
@@ -233,6 +256,13 @@ func (s *Store) finishMove(ctx context.Context, id, requestID, action, status st
 	}
 	s.log.Info("move "+status, "instance", id, "migration", mig.UUID, "host", host, "request_id", requestID)
 	return nil
+}
+
+// instanceChanged reports whether the record at ikey is no longer at
+// revision rev (an error reading it counts as changed).
+func (s *Store) instanceChanged(ctx context.Context, ikey string, rev int64) bool {
+	resp, err := s.cli.Get(ctx, ikey)
+	return err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != rev
 }
 
 func (s *Store) readMigration(ctx context.Context, key string) (*etcdschema.Migration, int64, error) {

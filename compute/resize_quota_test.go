@@ -1,0 +1,106 @@
+package compute
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/servers"
+)
+
+// activeServers makes n ACTIVE m1.tiny servers of project race (user
+// u), each holding its flavor in Placement as a scheduled server does.
+func activeServers(t *testing.T, a *testAPI, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	var ids []string
+	for i := range n {
+		res, err := a.api.servers.Create(ctx, servers.CreateRequest{Name: fmt.Sprintf("r%d", i), Flavor: tiny, Count: 1,
+			ProjectID: "race", UserID: "u", RequestID: "req-test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := res.BuildRequests[0].InstanceUUID
+		a.place(id, "host1", etcdschema.StatusActive, time.Now().UTC(), nil)
+		if _, err := a.cli.Put(ctx, a.keys.Consumer(id), etcdschema.MustEncode(&etcdschema.Consumer{UUID: id, ProjectID: "race",
+			UserID: "u", Allocations: map[string]etcdschema.ConsumerAllocation{"rp1": {Resources: map[string]int64{
+				"VCPU": int64(tiny.VCPUs), "MEMORY_MB": int64(tiny.RAMMB), "DISK_GB": int64(tiny.DiskGB)}}}})); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func setRaceQuota(t *testing.T, a *testAPI, set string) {
+	t.Helper()
+	if got := a.do("PUT", "/v2.1/os-quota-sets/race", `{"quota_set": {`+set+`}}`, "X-Auth-Token: admin:ops"); got.Code != 200 {
+		t.Fatalf("quota set: %d %s", got.Code, got.Body)
+	}
+}
+
+// TestResizeOverQuota: an upsize past the project's cores is Nova's 403
+// in _check_quota_for_upsize's words; a downsize is not checked.
+func TestResizeOverQuota(t *testing.T) {
+	a := newTestAPI(t)
+	ids := activeServers(t, a, 4)
+	setRaceQuota(t, a, `"cores": 4, "ram": -1, "instances": -1`)
+	got := a.do("POST", "/v2.1/servers/"+ids[0]+"/action", `{"resize": {"flavorRef": "3"}}`, "X-Auth-Token: u:race")
+	want := `{"forbidden": {"code": 403, "message": "Quota exceeded for cores: Requested 1, but already used 4 of 4 cores"}}`
+	if got.Code != 403 || got.Body.String() != want {
+		t.Errorf("resize over quota: %d %s\nwant 403 %s", got.Code, got.Body, want)
+	}
+	// m1.small has the same cores and more RAM, which is unlimited.
+	if got := a.do("POST", "/v2.1/servers/"+ids[0]+"/action", `{"resize": {"flavorRef": "2"}}`, "X-Auth-Token: u:race"); got.Code != 202 {
+		t.Errorf("resize within quota: %d %s", got.Code, got.Body)
+	}
+}
+
+// TestResizeQuotaRace: resizes at once at the project's limit. A resize
+// in flight counts its old and new flavors (both are held in Placement
+// once it is scheduled), so of four upsizes with one core of room exactly
+// one goes in, and the rest are refused in Nova's words counting it.
+func TestResizeQuotaRace(t *testing.T) {
+	a := newTestAPI(t)
+	ids := activeServers(t, a, 4)
+	setRaceQuota(t, a, `"cores": 6, "ram": -1, "instances": -1`)
+	codes := make([]int, len(ids))
+	bodies := make([]string, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got := a.do("POST", "/v2.1/servers/"+id+"/action", `{"resize": {"flavorRef": "3"}}`, "X-Auth-Token: u:race")
+			codes[i], bodies[i] = got.Code, got.Body.String()
+		}()
+	}
+	wg.Wait()
+	accepted := 0
+	for i, code := range codes {
+		switch code {
+		case 202:
+			accepted++
+		case 403:
+			want := `{"forbidden": {"code": 403, "message": "Quota exceeded for cores: Requested 1, but already used 6 of 6 cores"}}`
+			if bodies[i] != want {
+				t.Errorf("refusal %d: %s\nwant %s", i, bodies[i], want)
+			}
+		default:
+			t.Errorf("resize %d: %d %s", i, code, bodies[i])
+		}
+	}
+	if accepted != 1 {
+		t.Errorf("%d resizes accepted, want exactly 1 (codes %v)", accepted, codes)
+	}
+	// A create now sees the resize's room taken.
+	a.api.SetImages(testImages{novaCirros: {ID: novaCirros, Name: "cirros"}})
+	got := a.do("POST", "/v2.1/servers", `{"server": {"name": "x", "flavorRef": "1", "imageRef": "`+novaCirros+`", "networks": "none"}}`,
+		"X-Auth-Token: u:race", "OpenStack-API-Version: compute 2.64")
+	if got.Code != 403 {
+		t.Errorf("create after the resize: %d %s, want 403", got.Code, got.Body)
+	}
+}
