@@ -15,6 +15,7 @@ import (
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/workqueue"
 	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/scheduler"
 )
 
 // A move whose destination failed its prep (seed return-alternate-hosts:
@@ -87,8 +88,20 @@ func (c *CellConductor) processMoveRetry(ctx context.Context, it workqueue.Item,
 			log.Warn("alternate has no usable allocation request, discarding it", "host", sel.ServiceHost)
 			continue
 		}
-		err := c.cfg.Placement.PutAllocations(ctx, uuid,
-			placement.AllocationWrite{Allocations: ar.Allocations, ProjectID: inst.ProjectID, UserID: inst.UserID})
+		write := placement.AllocationWrite{Allocations: ar.Allocations, ProjectID: inst.ProjectID, UserID: inst.UserID}
+		var err error
+		if inst.Group != "" {
+			// As a build's retry: the alternate passed the group's filter
+			// when the move was scheduled, but members may have moved since.
+			err = c.claimInGroup(ctx, inst.Group, sel.ServiceHost, uuid, write)
+		} else {
+			err = c.cfg.Placement.PutAllocations(ctx, uuid, write)
+		}
+		if errors.Is(err, scheduler.ErrGroupPolicy) || errors.Is(err, placement.ErrGuardFailed) {
+			log.Info("alternate would break the server group's policy now, discarding it", "host", sel.ServiceHost,
+				"group", inst.Group, "error", err)
+			continue
+		}
 		if errors.Is(err, placement.ErrInsufficientCapacity) || errors.Is(err, placement.ErrConcurrentUpdate) ||
 			errors.Is(err, placement.ErrProviderNotFound) {
 			log.Info("alternate no longer fits, discarding it", "host", sel.ServiceHost, "error", err)

@@ -103,6 +103,16 @@ func (s *Superconductor) processMove(ctx context.Context, it workqueue.Item) err
 	if !rd.mig.AllowSameHost {
 		spec.IgnoreHosts = []string{rd.mig.SourceHost}
 	}
+	// The instance's server group goes with the move as with its build
+	// (Nova's request spec keeps instance_group), so a resize or
+	// migration keeps its group's policy; a group deleted since is none.
+	if g := rd.inst.Group; g != "" {
+		if ok, err := s.groupExists(ctx, g); err != nil {
+			return err
+		} else if ok {
+			spec.Hints.Group = g
+		}
+	}
 	sels, err := s.selectDestinations(ctx, spec)
 	var nvh *scheduler.NoValidHostError
 	if errors.As(err, &nvh) {
@@ -234,4 +244,13 @@ func (s *Superconductor) freeMoveClaims(ctx context.Context, consumers ...string
 			s.log.Warn("could not free a deleted server's move claim", "consumer", c, "error", err)
 		}
 	}
+}
+
+// groupExists reports whether server group uuid still exists.
+func (s *Superconductor) groupExists(ctx context.Context, uuid string) (bool, error) {
+	resp, err := s.cfg.Client.Get(ctx, s.cfg.Keys.ServerGroup(uuid), clientv3.WithCountOnly())
+	if err != nil {
+		return false, fmt.Errorf("read server group %s: %w", uuid, err)
+	}
+	return resp.Count > 0, nil
 }
