@@ -80,8 +80,9 @@ func timeOrNil(t time.Time) any {
 }
 
 func (a *apiCmd) serverCmd() *cobra.Command {
-	c := a.noun("server", "servers: create, list, show, delete")
+	c := a.noun("server", "servers: create, list, show, delete, resize, migrate")
 	c.AddCommand(a.serverCreate(), a.serverList(), a.serverShow(), a.serverDelete())
+	c.AddCommand(a.serverMoveCmds()...)
 	names := a.completeNames(func(ctx context.Context, cl *cloud) ([]string, error) {
 		list, err := listServers(ctx, cl.compute, nil)
 		out := make([]string, len(list))
@@ -91,7 +92,7 @@ func (a *apiCmd) serverCmd() *cobra.Command {
 		return out, err
 	})
 	for _, sub := range c.Commands() {
-		if sub.Name() == "show" || sub.Name() == "delete" {
+		if sub.Name() == "show" || sub.Name() == "delete" || sub.Name() == "resize" || sub.Name() == "migrate" {
 			sub.ValidArgsFunction = names
 		}
 	}

@@ -89,7 +89,7 @@ func newRoot(s *streams) *cobra.Command {
 	add("run", newRunCmd(s), newDevCmd(s), newBenchCmd(s))
 	a := &apiCmd{s: s, cf: &cloudFlags{}}
 	add("compute", a.serverCmd(), a.flavorCmd(), a.imageCmd(), a.serverGroupCmd(), a.aggregateCmd(),
-		a.serviceCmd(), a.hypervisorCmd(), a.zoneCmd())
+		a.serviceCmd(), a.hypervisorCmd(), a.zoneCmd(), a.migrationCmd())
 	add("berth", a.hostCmd(), a.cellCmd(), a.selectionCmd())
 	add("tools", newConfigCmd(s), newDebugCmd(s), newIdentityCmd(s), newTLSCmd(s), newEtcdAuthCmd(s), newVersionCmd(s))
 	root.SetHelpCommandGroupID("tools")

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/berth-project/berth/configs"
+)
+
+// TestServerResizeAndMigrate drives the cold moves through the CLI
+// against a dev stack: resize --wait to VERIFY_RESIZE, the migration in
+// `migration list`, confirm --wait to ACTIVE, migrate --host --wait,
+// revert --wait back to the source, and the refusals' exit statuses.
+func TestServerResizeAndMigrate(t *testing.T) {
+	// The dev stack's cell1 holds compute-1 and compute-3: a move of a
+	// server on compute-1 has one host to go to.
+	startCLIStack(t, configs.AuthNoAuth)
+	id := strings.TrimSpace(mustBerth(t, "server", "create", "--flavor", "m1.tiny", "--name", "mover", "--host", "compute-1", "--wait",
+		"-o", "value", "-c", "id"))
+
+	out := mustBerth(t, "server", "resize", "--flavor", "m1.small", "mover", "--wait", "--interval", "100ms",
+		"-o", "value", "-c", "status", "-c", "flavor")
+	if out != "VERIFY_RESIZE m1.small\n" {
+		t.Errorf("resize --wait printed %q, want the server VERIFY_RESIZE in m1.small", out)
+	}
+	out = mustBerth(t, "migration", "list", "--server", "mover", "-o", "value", "-c", "server", "-c", "type", "-c", "status")
+	if out != id+" resize finished\n" {
+		t.Errorf("migration list --server: %q", out)
+	}
+	out = mustBerth(t, "server", "resize", "confirm", id, "--wait", "--interval", "100ms", "-o", "value", "-c", "status", "-c", "host")
+	fields := strings.Fields(out)
+	if len(fields) != 2 || fields[0] != "ACTIVE" {
+		t.Fatalf("confirm --wait printed %q", out)
+	}
+	resizedOn := fields[1]
+	if resizedOn != "compute-3" {
+		t.Fatalf("resized onto %s, want compute-3 (its cell's other host)", resizedOn)
+	}
+	if out := mustBerth(t, "migration", "list", "--status", "confirmed", "-o", "value", "-c", "server"); out != id+"\n" {
+		t.Errorf("migration list --status confirmed: %q", out)
+	}
+
+	// Migrate to a named host, then revert: back where the resize left it.
+	to := "compute-1"
+	out = mustBerth(t, "server", "migrate", "--host", to, "mover", "--wait", "--interval", "100ms", "-o", "value", "-c", "status", "-c", "host")
+	if out != "VERIFY_RESIZE "+to+"\n" {
+		t.Errorf("migrate --host %s --wait printed %q", to, out)
+	}
+	if out := mustBerth(t, "migration", "list", "--host", to, "--type", "migration", "-o", "value", "-c", "dest_host"); out != to+"\n" {
+		t.Errorf("migration list --host %s --type migration: %q", to, out)
+	}
+	out = mustBerth(t, "server", "resize", "revert", "mover", "--wait", "--interval", "100ms", "-o", "value", "-c", "status", "-c", "host")
+	if out != "ACTIVE "+resizedOn+"\n" {
+		t.Errorf("revert --wait printed %q, want ACTIVE on %s", out, resizedOn)
+	}
+
+	for _, c := range []struct {
+		args  []string
+		code  int
+		words string
+	}{
+		{[]string{"server", "resize", "--flavor", "m1.small", "mover"}, exitFailure, "When resizing, instances must change flavor!"},
+		{[]string{"server", "resize", "confirm", "mover"}, exitFailure, "Cannot 'confirmResize' instance"},
+		{[]string{"server", "migrate", "nope"}, exitNotFound, "nope"},
+		{[]string{"server", "resize", "mover"}, exitUsage, "--flavor is required"},
+		{[]string{"server", "resize", "--flavor", "m1.medium"}, exitUsage, "SERVER"},
+	} {
+		code, out, errs := berth(c.args...)
+		if code != c.code || !strings.Contains(errs, c.words) {
+			t.Errorf("berth %s: exit %d, stdout %q, stderr %q; want exit %d saying %q", strings.Join(c.args, " "), code, out, errs,
+				c.code, c.words)
+		}
+	}
+}
