@@ -104,3 +104,48 @@ func TestResizeQuotaRace(t *testing.T) {
 		t.Errorf("create after the resize: %d %s, want 403", got.Code, got.Body)
 	}
 }
+
+// TestRevertOverQuota: reverting a downsize is checked as an upsize back
+// to the old flavor (Nova's revert_resize: "If this is a resize down, a
+// revert might go over quota"), counting both flavors the move holds.
+func TestRevertOverQuota(t *testing.T) {
+	a := newTestAPI(t)
+	id := activeServers(t, a, 1)[0]
+	ctx := context.Background()
+	medium := etcdschema.Flavor{ID: "3", Name: "m1.medium", VCPUs: 2, RAMMB: 4096, DiskGB: 40}
+	// Resized down from m1.medium to m1.tiny, waiting for confirm: the
+	// source (medium) under the migration, the destination (tiny) under
+	// the instance.
+	resp, err := a.cli.Get(ctx, a.keys.CellInstance("cell1", id))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("instance: %v", err)
+	}
+	var in etcdschema.Instance
+	if err := etcdschema.Decode(string(resp.Kvs[0].Key), resp.Kvs[0].Value, &in); err != nil {
+		t.Fatal(err)
+	}
+	mig := etcdschema.Migration{UUID: "22222222-2222-4222-8222-222222222222", InstanceUUID: id, Cell: "cell1",
+		ProjectID: "race", UserID: "u", MigrationType: etcdschema.MigrationTypeResize, Status: etcdschema.MigrationFinished,
+		SourceHost: "host0", SourceNode: "host0", DestHost: "host1", DestNode: "host1", OldFlavor: medium, NewFlavor: tiny}
+	in.Status, in.MigrationUUID = etcdschema.StatusVerifyResize, mig.UUID
+	for key, v := range map[string]etcdschema.Versioned{
+		a.keys.CellInstance("cell1", id):    &in,
+		a.keys.Migration("cell1", mig.UUID): &mig,
+		a.keys.Consumer(mig.UUID): &etcdschema.Consumer{UUID: mig.UUID, ProjectID: "race", UserID: "u",
+			Allocations: map[string]etcdschema.ConsumerAllocation{"rp0": {Resources: map[string]int64{"VCPU": 2, "MEMORY_MB": 4096}}}},
+	} {
+		if _, err := a.cli.Put(ctx, key, etcdschema.MustEncode(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setRaceQuota(t, a, `"cores": 3, "ram": -1, "instances": -1`)
+	got := a.do("POST", "/v2.1/servers/"+id+"/action", `{"revertResize": null}`, "X-Auth-Token: u:race")
+	want := `{"forbidden": {"code": 403, "message": "Quota exceeded for cores: Requested 1, but already used 3 of 3 cores"}}`
+	if got.Code != 403 || got.Body.String() != want {
+		t.Errorf("revert over quota: %d %s\nwant 403 %s", got.Code, got.Body, want)
+	}
+	setRaceQuota(t, a, `"cores": 4`)
+	if got := a.do("POST", "/v2.1/servers/"+id+"/action", `{"revertResize": null}`, "X-Auth-Token: u:race"); got.Code != 202 {
+		t.Errorf("revert within quota: %d %s", got.Code, got.Body)
+	}
+}

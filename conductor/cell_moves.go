@@ -152,7 +152,13 @@ func (c *CellConductor) processMoveRetry(ctx context.Context, it workqueue.Item,
 	}
 	reason := fmt.Sprintf("Exceeded maximum number of retries. Exhausted all hosts available for retrying move failures for instance %s. Attempts: %s",
 		uuid, strings.Join(reasons, "; "))
-	ok, err = commit(records.FailedMove(k, inst, mig, reason, time.Now().UTC()))
+	ops := records.FailedMove(k, inst, mig, reason, time.Now().UTC())
+	if inst.Group != "" {
+		// The alternates' claims moved its group place; it stays on the
+		// source.
+		ops = append(ops, records.GroupMemberOn(k, inst.Group, uuid, mig.SourceHost))
+	}
+	ok, err = commit(ops)
 	if err != nil {
 		return err
 	}

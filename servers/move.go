@@ -243,25 +243,51 @@ func (s *Store) finishMove(ctx context.Context, id, requestID, action, status st
 	in.UpdatedAt = now
 	cast := records.MoveCast(&in, mig, step, requestID, now)
 	ikey := k.CellInstance(in.Cell, id)
-	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev),
-		clientv3.Compare(clientv3.ModRevision(mkey), "=", mrev)).
-		Then(clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
-			clientv3.OpPut(mkey, etcdschema.MustEncode(mig)),
-			clientv3.OpPut(k.Build(host, id), etcdschema.MustEncode(cast))).Commit()
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", action, id, err)
+	ops := []clientv3.Op{clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
+		clientv3.OpPut(mkey, etcdschema.MustEncode(mig)),
+		clientv3.OpPut(k.Build(host, id), etcdschema.MustEncode(cast))}
+	// Nova's revert_resize checks the way back as an upsize ("If this is
+	// a resize down, a revert might go over quota"): the old flavor's
+	// cores and ram beyond the new one's, under the quota fence.
+	var back quotas.ResizeRequest
+	if status == etcdschema.MigrationReverting {
+		back = quotas.ResizeRequest{Project: in.ProjectID, User: in.UserID, RequestID: requestID,
+			Cores: max(0, int64(mig.OldFlavor.VCPUs-mig.NewFlavor.VCPUs)), RAMMB: max(0, int64(mig.OldFlavor.RAMMB-mig.NewFlavor.RAMMB))}
+		if in.Group != "" {
+			// The server's group place goes back to the source with it
+			// (the move's claim put it on the destination).
+			ops = append(ops, records.GroupMemberOn(k, in.Group, id, mig.SourceHost))
+		}
 	}
-	if !resp.Succeeded {
-		return fmt.Errorf("%s %s: %w", action, id, ErrKeptChanging)
+	for try := 0; ; try++ {
+		var guard quotas.Guard
+		if s.quotas != nil {
+			if guard, err = s.quotas.ReserveResize(ctx, back); err != nil {
+				return err
+			}
+		}
+		resp, err := s.cli.Txn(ctx).If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev),
+			clientv3.Compare(clientv3.ModRevision(mkey), "=", mrev)}, guard.Cmps...)...).
+			Then(append(slices.Clip(ops), guard.Ops...)...).Commit()
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", action, id, err)
+		}
+		if resp.Succeeded {
+			break
+		}
+		if len(guard.Cmps) == 0 || try >= maxQuotaTries || s.instanceChanged(ctx, ikey, v.Rev) ||
+			s.instanceChanged(ctx, mkey, mrev) {
+			return fmt.Errorf("%s %s: %w", action, id, ErrKeptChanging)
+		}
 	}
 	s.log.Info("move "+status, "instance", id, "migration", mig.UUID, "host", host, "request_id", requestID)
 	return nil
 }
 
-// instanceChanged reports whether the record at ikey is no longer at
+// instanceChanged reports whether the record at key is no longer at
 // revision rev (an error reading it counts as changed).
-func (s *Store) instanceChanged(ctx context.Context, ikey string, rev int64) bool {
-	resp, err := s.cli.Get(ctx, ikey)
+func (s *Store) instanceChanged(ctx context.Context, key string, rev int64) bool {
+	resp, err := s.cli.Get(ctx, key, clientv3.WithKeysOnly())
 	return err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != rev
 }
 

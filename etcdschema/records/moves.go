@@ -39,3 +39,14 @@ func FailedMove(k etcdschema.Keys, inst etcdschema.Instance, mig etcdschema.Migr
 		clientv3.OpDelete(k.MigrationMapping(mig.UUID)),
 	}
 }
+
+// GroupMemberOn is the write that records instance's place in server
+// group on host, if the group still exists (a deleted group's member key
+// is not brought back): a move that ends on its source (a revert, a
+// move whose every destination failed) puts it back where the move's
+// claim had moved it from.
+func GroupMemberOn(k etcdschema.Keys, group, instance, host string) clientv3.Op {
+	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k.ServerGroup(group)), ">", 0)},
+		[]clientv3.Op{clientv3.OpPut(k.ServerGroupMember(group, instance), etcdschema.MustEncode(
+			&etcdschema.ServerGroupMember{InstanceUUID: instance, Host: host}))}, nil)
+}
