@@ -3,6 +3,8 @@ package compute
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,5 +149,52 @@ func TestRevertOverQuota(t *testing.T) {
 	setRaceQuota(t, a, `"cores": 4`)
 	if got := a.do("POST", "/v2.1/servers/"+id+"/action", `{"revertResize": null}`, "X-Auth-Token: u:race"); got.Code != 202 {
 		t.Errorf("revert within quota: %d %s", got.Code, got.Body)
+	}
+}
+
+// TestResizeAndCreateQuotaRace: resizes and creates at once at the
+// project's cores limit never take more than it, once every accepted
+// resize is confirmed: each was checked against a count that included
+// every other accepted one.
+func TestResizeAndCreateQuotaRace(t *testing.T) {
+	a := newTestAPI(t)
+	a.api.SetImages(testImages{novaCirros: {ID: novaCirros, Name: "cirros"}})
+	ids := activeServers(t, a, 4)
+	setRaceQuota(t, a, `"cores": 6, "ram": -1, "instances": -1`)
+	const creates = 4
+	codes := make([]int, len(ids)+creates)
+	bodies := make([]string, len(codes))
+	var wg sync.WaitGroup
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var got *httptest.ResponseRecorder
+			if i < len(ids) {
+				got = a.do("POST", "/v2.1/servers/"+ids[i]+"/action", `{"resize": {"flavorRef": "3"}}`, "X-Auth-Token: u:race")
+			} else {
+				got = a.do("POST", "/v2.1/servers", `{"server": {"name": "x", "flavorRef": "1", "imageRef": "`+novaCirros+`", "networks": "none"}}`,
+					"X-Auth-Token: u:race", "OpenStack-API-Version: compute 2.64")
+			}
+			codes[i], bodies[i] = got.Code, got.Body.String()
+		}()
+	}
+	wg.Wait()
+	resized, created := 0, 0
+	for i, code := range codes {
+		switch {
+		case code == 202 && i < len(ids):
+			resized++
+		case code == 202:
+			created++
+		case code == 403 && strings.Contains(bodies[i], "Quota exceeded for cores: Requested 1, but already used "):
+		default:
+			t.Errorf("request %d: %d %s", i, code, bodies[i])
+		}
+	}
+	t.Logf("%d resizes and %d creates accepted", resized, created)
+	// Confirmed, each resize takes one more core, each create one.
+	if used := 4 + resized + created; used > 6 || resized+created == 0 {
+		t.Errorf("%d resizes and %d creates accepted: %d cores once confirmed, limit 6", resized, created, used)
 	}
 }

@@ -50,5 +50,23 @@
 // instances' user), in the same count and under the same fence, as Nova
 // checks per-user quotas; its refusals quote what Nova quotes.
 //
-// Resize and other moves that grow an allocation are not guarded here.
+// # Moves
+//
+// A server with a move in flight (resize or cold migration) also counts
+// its migration's consumer (the source, Nova's migration-based
+// allocations), so source and destination both count as in Nova's
+// placement counting; while the move is pre-migrating it counts at least
+// its old and new flavors together, whichever step of the hand-over
+// (source to the migration, then the destination's claim) it reached.
+// ReserveResize is Nova's _check_quota_for_upsize: the cores and ram
+// deltas (positive parts only) against the project's and the user's
+// limits, words quoting the user's usage, under the same fence as
+// creates; the API calls it for a resize and for a revert (the way back
+// of a resize down). As in Nova, a move in flight counts both flavors,
+// so an upsize checked at the limit may show the project over it until
+// the move is confirmed or reverted, and a revert of a downsize counts
+// the old flavor twice. A move only grows usage through a guarded resize
+// or revert: a migration (same flavor) and a downsize do not move the
+// fence, and their extra count while in flight only refuses
+// conservatively.
 package quotas
