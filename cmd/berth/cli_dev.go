@@ -23,7 +23,7 @@ import (
 type devFlags struct {
 	dataDir, etcdAddr, peerAddr, apiAddr, placeAddr, identAddr, imageAddr, schedAddr string
 	hosts, cells                                                                     int
-	cfgPath, failHosts, logLevel                                                     string
+	cfgPath, failHosts, logLevel, logFormat                                          string
 	buildTime                                                                        time.Duration
 	// changed says a flag was given on the command line.
 	changed func(name string) bool
@@ -67,6 +67,7 @@ func devCommand(s *streams) (*cobra.Command, *devFlags) {
 	fs.StringVar(&f.failHosts, "fail-hosts", "", "comma-separated hosts whose builds always fail (reschedulable)")
 	fs.DurationVar(&f.buildTime, "build-time", 0, "how long each simulated build takes")
 	fs.StringVar(&f.logLevel, "log-level", "", "override the log level (trace, debug, info, warn, error)")
+	fs.StringVar(&f.logFormat, "log-format", "", "override the log format: text, or json (one object a line, for a log shipper)")
 	return c, f
 }
 
@@ -92,8 +93,9 @@ func cmdDev(f *devFlags, stdout, stderr io.Writer) int {
 		}
 	}
 	cfg.EnableAllRoles()
-	if *logLevel != "" {
-		cfg.Log.Level = *logLevel
+	if err := devLogSettings(cfg, *logLevel, f.logFormat); err != nil {
+		fmt.Fprintln(stderr, "berth dev:", err)
+		return 2
 	}
 	log := logging.New(cfg.Log, stderr).Named("dev")
 
@@ -239,4 +241,20 @@ func devIdentity(cfg *configs.Config, addr string) (string, error) {
 	}
 	return fmt.Sprintf("OS_AUTH_URL=http://%s/v3 OS_USERNAME=%s OS_PASSWORD=%s OS_PROJECT_NAME=%s OS_USER_DOMAIN_NAME=Default OS_PROJECT_DOMAIN_NAME=Default (dev default)",
 		addr, configs.DevAdminUser, configs.DevAdminPassword, configs.DevAdminProject), nil
+}
+
+// devLogSettings applies --log-level and --log-format over the config's
+// log block (a flag given wins over the file).
+func devLogSettings(cfg *configs.Config, level, format string) error {
+	if level != "" {
+		cfg.Log.Level = level
+	}
+	switch format {
+	case "":
+	case configs.LogFormatText, configs.LogFormatJSON:
+		cfg.Log.Format = format
+	default:
+		return fmt.Errorf("--log-format %q: want text or json", format)
+	}
+	return nil
 }

@@ -109,3 +109,21 @@ func TestDevPortInUse(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errs, want)
 	}
 }
+
+// TestDevLogFormat: --log-format json makes dev's logger write one JSON
+// object a line (internal/logging's test checks the lines); another value
+// is a usage error that names it.
+func TestDevLogFormat(t *testing.T) {
+	if code, _, errs := berth("dev", "--log-format", "xml"); code != exitUsage || !strings.Contains(errs, `--log-format "xml": want text or json`) {
+		t.Errorf("--log-format xml: exit %d, stderr %q; want 2 and the value named", code, errs)
+	}
+	cfg := configs.Defaults()
+	if err := devLogSettings(cfg, "debug", "json"); err != nil || cfg.Log.Format != configs.LogFormatJSON || cfg.Log.Level != "debug" {
+		t.Errorf("devLogSettings(debug, json): %v, log %+v", err, cfg.Log)
+	}
+	cfg = configs.Defaults()
+	cfg.Log.Format = configs.LogFormatJSON // as a -config file sets it
+	if err := devLogSettings(cfg, "", ""); err != nil || cfg.Log.Format != configs.LogFormatJSON {
+		t.Errorf("no flags: %v, log %+v; want the file's json kept", err, cfg.Log)
+	}
+}
