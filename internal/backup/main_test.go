@@ -1,0 +1,9 @@
+package backup
+
+import (
+	"testing"
+
+	"github.com/berth-project/berth/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
