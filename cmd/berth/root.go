@@ -91,7 +91,7 @@ func newRoot(s *streams) *cobra.Command {
 	add("compute", a.serverCmd(), a.flavorCmd(), a.imageCmd(), a.serverGroupCmd(), a.aggregateCmd(),
 		a.serviceCmd(), a.hypervisorCmd(), a.zoneCmd(), a.migrationCmd())
 	add("berth", a.hostCmd(), a.cellCmd(), a.selectionCmd())
-	add("tools", newConfigCmd(s), newDebugCmd(s), newIdentityCmd(s), newTLSCmd(s), newEtcdAuthCmd(s), newVersionCmd(s))
+	add("tools", newConfigCmd(s), newDebugCmd(s), newIdentityCmd(s), newTLSCmd(s), newEtcdAuthCmd(s), newEtcdCmd(s), newVersionCmd(s))
 	root.SetHelpCommandGroupID("tools")
 	root.SetCompletionCommandGroupID("tools")
 	return root
