@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // Save streams a snapshot of the member at cfg's first endpoint into
@@ -22,6 +23,9 @@ func Save(ctx context.Context, cfg clientv3.Config, out string) (Info, error) {
 		return Info{}, errors.New("snapshot save: no etcd endpoint")
 	}
 	cfg.Endpoints = cfg.Endpoints[:1]
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop() // the client's info lines would land in a CLI's output
+	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return Info{}, fmt.Errorf("snapshot save: connect to %s: %w", cfg.Endpoints[0], err)
