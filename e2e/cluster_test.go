@@ -30,6 +30,7 @@ import (
 type cluster struct {
 	t         *testing.T
 	etcd      *embedetcd.Server
+	etcdURL   string // the processes' etcd endpoint: etcd's, or a member's of a cluster of processes
 	cli       *clientv3.Client
 	keys      etcdschema.Keys
 	dir       string
@@ -45,7 +46,7 @@ func newCluster(t *testing.T) *cluster {
 		t.Skip("e2e: starts real processes")
 	}
 	etcd := etcdtest.Start(t)
-	c := &cluster{t: t, etcd: etcd, cli: etcd.Client(), keys: etcdschema.New("/berth"), dir: t.TempDir(),
+	c := &cluster{t: t, etcd: etcd, etcdURL: etcd.ClientURL(), cli: etcd.Client(), keys: etcdschema.New("/berth"), dir: t.TempDir(),
 		apiAddr:   fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
 		placeAddr: fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))}
 	c.apiURL = "http://" + c.apiAddr
@@ -64,7 +65,7 @@ const (
 func (c *cluster) startServer(name, roles string, env []string) *proc {
 	c.t.Helper()
 	var b strings.Builder
-	b.WriteString(etcdBlock(c.etcd.ClientURL()))
+	b.WriteString(etcdBlock(c.etcdURL))
 	for _, r := range strings.Fields(roles) {
 		switch r {
 		case "api":
@@ -87,7 +88,7 @@ func (c *cluster) startServer(name, roles string, env []string) *proc {
 
 func (c *cluster) startConductor(name, cell string, env []string) *proc {
 	c.t.Helper()
-	cfg := writeFile(c.t, c.dir, name+".hcl", etcdBlock(c.etcd.ClientURL())+fmt.Sprintf(`
+	cfg := writeFile(c.t, c.dir, name+".hcl", etcdBlock(c.etcdURL)+fmt.Sprintf(`
 conductor {
   cell = %q
   lease_ttl = "2s"
@@ -128,7 +129,7 @@ func (c *cluster) agentConfig(a agentSpec) string {
 	if a.buildTime != "" {
 		buildTime = fmt.Sprintf("build_time = %q", a.buildTime)
 	}
-	return writeFile(c.t, c.dir, a.host+".hcl", etcdBlock(c.etcd.ClientURL())+fmt.Sprintf(`
+	return writeFile(c.t, c.dir, a.host+".hcl", etcdBlock(c.etcdURL)+fmt.Sprintf(`
 agent {
   host = %q
   cell = %q
