@@ -54,6 +54,14 @@ func newCluster(t *testing.T) *cluster {
 	return c
 }
 
+// apiBlock is the compute API's block at addr. Its projects have no
+// quota: these tests drive scheduling with bursts larger than Nova's
+// default quota (10 instances, 20 cores); quotas have tests of their own
+// (compute, quotas, internal/stack).
+func apiBlock(addr string) string {
+	return fmt.Sprintf("api {\n  bind = %q\n  quota {\n    instances = -1\n    cores = -1\n    ram = -1\n  }\n}\n", addr)
+}
+
 // serverBlocks are the role blocks of a berth server process.
 const (
 	frontRoles = "api\nplacement\n"            // the API and the Placement API
@@ -69,7 +77,7 @@ func (c *cluster) startServer(name, roles string, env []string) *proc {
 	for _, r := range strings.Fields(roles) {
 		switch r {
 		case "api":
-			fmt.Fprintf(&b, "api { bind = %q }\n", c.apiAddr)
+			b.WriteString(apiBlock(c.apiAddr))
 		case "placement":
 			fmt.Fprintf(&b, "placement { bind = %q }\n", c.placeAddr)
 		case "scheduler":

@@ -35,12 +35,11 @@ scheduler {
 		p := startProc(t, fmt.Sprintf("scheduler-%d", i), "run", "server", "-config", f)
 		scheds[p.cmd.Process.Pid] = p
 	}
-	front := writeFile(t, dir, "front.hcl", etcdBlock(etcd.ClientURL())+fmt.Sprintf(`
-api { bind = %q }
+	front := writeFile(t, dir, "front.hcl", etcdBlock(etcd.ClientURL())+apiBlock(apiAddr)+`
 superconductor {
   select_timeout = "5s"
 }
-`, apiAddr))
+`)
 	c.startConductor("conductor", "cell1", nil)
 	startProc(t, "front", "run", "server", "-config", front)
 	waitHTTP(t, apiURL+"/healthz")
