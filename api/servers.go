@@ -17,21 +17,20 @@ import (
 
 // ServerView is a server as the API shows it, with Nova's status words.
 type ServerView struct {
-	ID        string               `json:"id"`
-	Name      string               `json:"name"`
-	Status    string               `json:"status"`
-	TaskState string               `json:"task_state,omitempty"`
-	Host      string               `json:"host,omitempty"`
-	Cell      string               `json:"cell,omitempty"`
-	Flavor    FlavorView           `json:"flavor"`
-	Fault     *FaultView           `json:"fault,omitempty"`
-	Attempts  int                  `json:"attempts,omitempty"`
-	ProjectID string               `json:"tenant_id"`
-	UserID    string               `json:"user_id"`
-	Created   time.Time            `json:"created"`
-	Updated   time.Time            `json:"updated"`
-	AZ        string               `json:"availability_zone,omitempty"`
-	extra     *etcdschema.Instance // the instance record, for /v1/servers/{id}/selection
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Status    string     `json:"status"`
+	TaskState string     `json:"task_state,omitempty"`
+	Host      string     `json:"host,omitempty"`
+	Cell      string     `json:"cell,omitempty"`
+	Flavor    FlavorView `json:"flavor"`
+	Fault     *FaultView `json:"fault,omitempty"`
+	Attempts  int        `json:"attempts,omitempty"`
+	ProjectID string     `json:"tenant_id"`
+	UserID    string     `json:"user_id"`
+	Created   time.Time  `json:"created"`
+	Updated   time.Time  `json:"updated"`
+	AZ        string     `json:"availability_zone,omitempty"`
 }
 
 // FlavorView is the flavor embedded in a server.
@@ -63,7 +62,7 @@ func viewFromBuildRequest(br *etcdschema.BuildRequest) ServerView {
 func viewFromInstance(in *etcdschema.Instance) ServerView {
 	v := ServerView{ID: in.UUID, Name: in.Name, Status: in.Status, TaskState: in.TaskState, Host: in.Host,
 		Cell: in.Cell, Flavor: flavorView(in.Flavor), Attempts: in.Attempts, ProjectID: in.ProjectID,
-		UserID: in.UserID, Created: in.CreatedAt, Updated: in.UpdatedAt, AZ: in.AvailabilityZone, extra: in}
+		UserID: in.UserID, Created: in.CreatedAt, Updated: in.UpdatedAt, AZ: in.AvailabilityZone}
 	if in.Fault != nil {
 		v.Fault = &FaultView{Code: in.Fault.Code, Message: in.Fault.Message, Details: in.Fault.Details, Created: in.Fault.Created}
 	}

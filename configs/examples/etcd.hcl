@@ -30,8 +30,10 @@ etcd {
     # initial_cluster.
     name = "etcd-1"
 
-    # Where the member keeps its data. Back it up like any etcd data dir;
-    # a member restarted with its data rejoins by itself.
+    # Where the member keeps its data; a member restarted with its data
+    # rejoins by itself. Back the cluster up with `berth etcd snapshot
+    # save` (docs/operations.md, "Backup and restore"), not by copying
+    # this directory.
     data_dir = "/var/lib/berth/etcd"
 
     # Where clients (Berth's roles, etcdctl) reach this member, and where
