@@ -306,8 +306,7 @@ func passwordAuth(req *authRequest) (PasswordAuth, error) {
 }
 
 // validateToken is GET and HEAD /v3/auth/tokens: X-Subject-Token's body,
-// 404 when it is not valid. Keystone's default policy lets a token check
-// itself (the same user) and a system reader check any.
+// 404 when it is not valid, then the policy (mayCheckToken).
 func (a *API) validateToken(w http.ResponseWriter, r *http.Request, auth *Token) error {
 	subject := r.Header.Get("X-Subject-Token")
 	t, err := a.svc.Verify(subject)
@@ -315,10 +314,13 @@ func (a *API) validateToken(w http.ResponseWriter, r *http.Request, auth *Token)
 		a.log.Debug("X-Subject-Token invalid", "error", err)
 		return &httpError{code: http.StatusNotFound, msg: "Could not find token: " + subject, cause: err}
 	}
-	ac := auth.Credentials
-	if ac.UserID != t.Credentials.UserID && !(ac.System && ac.HasRole(RoleReader)) {
+	if !mayCheckToken(auth.Credentials, t.Credentials, r.Method) {
+		rule := "identity:validate_token"
+		if r.Method == http.MethodHead {
+			rule = "identity:check_token"
+		}
 		return &httpError{code: http.StatusForbidden,
-			msg: "You are not authorized to perform the requested action: identity:validate_token."}
+			msg: "You are not authorized to perform the requested action: " + rule + "."}
 	}
 	w.Header().Set("X-Subject-Token", t.ID)
 	if r.Method == http.MethodHead {
@@ -328,6 +330,21 @@ func (a *API) validateToken(w http.ResponseWriter, r *http.Request, auth *Token)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"token": a.tokenBody(r, t, !noCatalog(r))})
 	return nil
+}
+
+// mayCheckToken is Keystone's identity:validate_token (GET) and
+// identity:check_token (HEAD) with their deprecated rules OR'ed in, as
+// they are while enforce_new_defaults is off: the token's own user
+// (rule:token_subject), a system reader, and the deprecated
+// admin_or_token_subject's role:admin on any scope; GET also lets the
+// service role in (service_admin_or_token_subject). An admin scoped to
+// a project may so check anyone's token, as in Keystone.
+func mayCheckToken(caller, subject Credentials, method string) bool {
+	switch {
+	case caller.UserID == subject.UserID, caller.HasRole(RoleAdmin), caller.System && caller.HasRole(RoleReader):
+		return true
+	}
+	return method == http.MethodGet && caller.HasRole(RoleService)
 }
 
 // getCatalog is GET /v3/auth/catalog: the catalog of X-Auth-Token's
