@@ -36,7 +36,7 @@ import (
 
 // The callers. The first four have no valid token and always get 401.
 var pmCallers = []string{"anonymous", "garbage token", "other key's token", "expired token",
-	"reader of A", "member of B", "member of A", "admin"}
+	"reader of A", "member of B", "member of A", "admin", "system reader", "system admin"}
 
 // pmRow is one request and the status each caller with a valid token
 // gets (reader of A, member of B, member of A, admin). open rows are
@@ -111,8 +111,20 @@ var placementMatrix = []pmRow{
 	{method: "POST", path: "/reshaper", body: `{"inventories": {"{rp}": {"resource_provider_generation": {gen}, "inventories": {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 2048}}}}, "allocations": {}}`, want: pmAdmin(204)},
 }
 
+// wantFor is the row's status for caller. The system-scoped callers pass
+// the new rules themselves: a system admin system_admin_api (as the
+// admin's column), a system reader system_reader_api, which is every GET
+// rule (system_or_project_reader too) and no write.
 func (r pmRow) wantFor(caller string) int {
-	for i, c := range pmCallers[4:] {
+	switch {
+	case caller == "system admin":
+		return r.want[3]
+	case caller == "system reader" && (r.method == "GET" || r.open):
+		return r.want[3]
+	case caller == "system reader":
+		return http.StatusForbidden
+	}
+	for i, c := range pmCallers[4:8] {
 		if c == caller {
 			return r.want[i]
 		}
@@ -129,7 +141,8 @@ var (
 )
 
 // pmIdentity is the directory: a reader and a member of A, a member of
-// B, and an admin (of project C: Placement's admin rule has no project).
+// B, an admin (of project C: Placement's admin rule has no project, and
+// of the system), and a system reader.
 func pmIdentity(t testing.TB, ttl time.Duration) identity.Config {
 	t.Helper()
 	h, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
@@ -144,6 +157,9 @@ func pmIdentity(t testing.TB, ttl time.Duration) identity.Config {
 		c.Users = append(c.Users, identity.User{Name: u.name, PasswordHash: string(h)})
 		c.Assignments = append(c.Assignments, identity.Assignment{User: u.name, Project: u.project, Role: u.role})
 	}
+	c.Users = append(c.Users, identity.User{Name: "auditor", PasswordHash: string(h)})
+	c.Assignments = append(c.Assignments, identity.Assignment{User: "auditor", System: true, Role: identity.RoleReader},
+		identity.Assignment{User: "root", System: true, Role: identity.RoleAdmin})
 	return c
 }
 
@@ -155,6 +171,14 @@ func pmTokens(t *testing.T, svc *identity.Service, key []byte) map[string]string
 		tok, err := s.Issue(identity.PasswordAuth{UserName: user, Password: "pw", Scope: identity.Scope{ProjectName: project}})
 		if err != nil {
 			t.Fatalf("issue %s on %s: %v", user, project, err)
+		}
+		return tok.ID
+	}
+	issueSystem := func(s *identity.Service, user string) string {
+		t.Helper()
+		tok, err := s.Issue(identity.PasswordAuth{UserName: user, Password: "pw", Scope: identity.Scope{System: true}})
+		if err != nil {
+			t.Fatalf("issue %s on the system: %v", user, err)
 		}
 		return tok.ID
 	}
@@ -176,6 +200,7 @@ func pmTokens(t *testing.T, svc *identity.Service, key []byte) map[string]string
 		"expired token": expired,
 		"reader of A":   issue(svc, "reader-a", "A"), "member of B": issue(svc, "member-b", "B"),
 		"member of A": issue(svc, "member-a", "A"), "admin": issue(svc, "root", "C"),
+		"system reader": issueSystem(svc, "auditor"), "system admin": issueSystem(svc, "root"),
 	}
 }
 
