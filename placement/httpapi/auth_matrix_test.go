@@ -107,6 +107,9 @@ var placementMatrix = []pmRow{
 	// member does not; without project_id the target is None.
 	{method: "GET", path: "/usages?project_id={projA}", want: [4]int{200, 403, 200, 200}},
 	{method: "GET", path: "/usages?project_id={projB}", want: [4]int{403, 200, 403, 200}},
+	// The policy runs before the query's schema: only a caller it lets
+	// through learns that project_id is required.
+	{method: "GET", path: "/usages", want: [4]int{403, 403, 403, 400}},
 
 	{method: "POST", path: "/reshaper", body: `{"inventories": {"{rp}": {"resource_provider_generation": {gen}, "inventories": {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 2048}}}}, "allocations": {}}`, want: pmAdmin(204)},
 }
