@@ -14,12 +14,11 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/identity/identitytest"
 	"github.com/berth-project/berth/internal/etcdtest"
-	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -110,60 +109,6 @@ func (r v1Row) wantFor(caller string) int {
 	return http.StatusUnauthorized
 }
 
-// v1ProjectA owns the seeded records.
-var v1ProjectA = identity.DerivedID("project", "A")
-
-// v1Identity is the directory: a reader and a member of A, a member of
-// B, and an admin (of project C: an admin acts on every project).
-func v1Identity(t testing.TB, ttl time.Duration) identity.Config {
-	t.Helper()
-	h, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := identity.Config{TokenTTL: ttl, Projects: []identity.Project{{Name: "A"}, {Name: "B"}, {Name: "C"}}}
-	for _, u := range []struct{ name, project, role string }{
-		{"reader-a", "A", identity.RoleReader}, {"member-a", "A", identity.RoleMember},
-		{"member-b", "B", identity.RoleMember}, {"root", "C", identity.RoleAdmin},
-	} {
-		c.Users = append(c.Users, identity.User{Name: u.name, PasswordHash: string(h)})
-		c.Assignments = append(c.Assignments, identity.Assignment{User: u.name, Project: u.project, Role: u.role})
-	}
-	return c
-}
-
-// v1Tokens issues each caller's X-Auth-Token ("" for anonymous).
-func v1Tokens(t *testing.T, svc *identity.Service, key []byte) map[string]string {
-	t.Helper()
-	issue := func(s *identity.Service, user, project string) string {
-		t.Helper()
-		tok, err := s.Issue(identity.PasswordAuth{UserName: user, Password: "pw", Scope: identity.Scope{ProjectName: project}})
-		if err != nil {
-			t.Fatalf("issue %s on %s: %v", user, project, err)
-		}
-		return tok.ID
-	}
-	other, err := identity.New(v1Identity(t, time.Hour), []byte("another deployment's signing key!"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	shortLived, err := identity.New(v1Identity(t, time.Microsecond), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expired := issue(shortLived, "member-a", "A")
-	testwait.Until(t, "the short-lived token to expire", func() bool {
-		_, err := svc.Verify(expired)
-		return errors.Is(err, identity.ErrTokenExpired)
-	})
-	return map[string]string{
-		"anonymous": "", "garbage token": "garbage", "other key's token": issue(other, "root", "C"),
-		"expired token": expired,
-		"reader of A":   issue(svc, "reader-a", "A"), "member of B": issue(svc, "member-b", "B"),
-		"member of A": issue(svc, "member-a", "A"), "admin": issue(svc, "root", "C"),
-	}
-}
-
 // v1Env is one cell's records, under a prefix of its own so that one
 // caller's success (a delete) does not change the next one's answer.
 type v1Env struct {
@@ -196,18 +141,18 @@ func seedV1Matrix(ctx context.Context, t *testing.T, cli *clientv3.Client, prefi
 	user := identity.DerivedID("user", "member-a")
 	created := time.Now().UTC().Add(-time.Minute)
 	ops = append(ops, clientv3.OpPut(keys.ServerGroup(v1GroupOfA), etcdschema.MustEncode(&etcdschema.ServerGroup{UUID: v1GroupOfA,
-		Name: "g-a", Policy: etcdschema.PolicyAntiAffinity, ProjectID: v1ProjectA, UserID: user, CreatedAt: created})))
+		Name: "g-a", Policy: etcdschema.PolicyAntiAffinity, ProjectID: identitytest.ProjectA, UserID: user, CreatedAt: created})))
 	for _, id := range []string{v1ServerOfA, v1BuildingOfA} {
 		br := &etcdschema.BuildRequest{InstanceUUID: id, Name: "s-" + id[:2], ReservationID: "r-" + id[:8], Count: 1,
-			Flavor: DefaultFlavors()[0].Embedded(), ProjectID: v1ProjectA, UserID: user, RequestID: "req-" + id, CreatedAt: created}
-		m := &etcdschema.InstanceMapping{InstanceUUID: id, ProjectID: v1ProjectA, CreatedAt: created}
+			Flavor: DefaultFlavors()[0].Embedded(), ProjectID: identitytest.ProjectA, UserID: user, RequestID: "req-" + id, CreatedAt: created}
+		m := &etcdschema.InstanceMapping{InstanceUUID: id, ProjectID: identitytest.ProjectA, CreatedAt: created}
 		if id == v1BuildingOfA {
 			ops = append(ops, clientv3.OpPut(keys.BuildRequest(id), etcdschema.MustEncode(br)),
 				clientv3.OpPut(keys.InstanceMapping(id), etcdschema.MustEncode(m)))
 			continue
 		}
 		in := &etcdschema.Instance{UUID: id, Name: br.Name, Status: etcdschema.StatusActive, Host: "compute-1", Node: "compute-1",
-			Cell: "cell1", Flavor: br.Flavor, ProjectID: v1ProjectA, UserID: user, AvailabilityZone: "nova", Attempts: 1,
+			Cell: "cell1", Flavor: br.Flavor, ProjectID: identitytest.ProjectA, UserID: user, AvailabilityZone: "nova", Attempts: 1,
 			CreatedAt: created, UpdatedAt: created.Add(time.Second)}
 		br.CarryTo(in)
 		m.Cell = "cell1"
@@ -275,11 +220,11 @@ func (e v1Env) call(t *testing.T, rw v1Row, token string) (int, string, string) 
 func TestV1AuthMatrix(t *testing.T) {
 	cli := etcdtest.Client(t)
 	key := []byte("0123456789abcdef0123456789abcdef")
-	svc, err := identity.New(v1Identity(t, time.Hour), key)
+	svc, err := identity.New(identitytest.Directory(t, time.Hour), key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := v1Tokens(t, svc, key)
+	tokens := identitytest.Tokens(t, svc, key)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The callers without a valid token change nothing: one set of

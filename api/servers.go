@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -75,16 +74,6 @@ func view(v *servers.Server) ServerView {
 		return viewFromBuildRequest(v.BuildRequest)
 	}
 	return viewFromInstance(v.Instance)
-}
-
-// lookup finds a server wherever it is (servers.Store.Lookup), as /v1
-// shows it.
-func (s *Server) lookup(ctx context.Context, id string) (ServerView, error) {
-	v, err := s.servers.Lookup(ctx, id)
-	if err != nil {
-		return ServerView{}, err
-	}
-	return view(v), nil
 }
 
 // loadServer finds the path's server wherever it is, as Nova's

@@ -3,7 +3,6 @@ package compute
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,13 +14,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/identity/identitytest"
 	"github.com/berth-project/berth/internal/etcdtest"
-	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -76,7 +74,7 @@ var authMatrix = []authRow{
 	row("PUT", "/flavors/"+ownedFlavor, `{"flavor": {"description": "d"}}`, onlyAdmin(200), mv("2.55")),
 	row("DELETE", "/flavors/"+ownedFlavor, "", onlyAdmin(202)),
 	row("POST", "/flavors/"+ownedFlavor+"/action", `{"addTenantAccess": {"tenant": "someone"}}`, onlyAdmin(200)),
-	row("POST", "/flavors/"+ownedFlavor+"/action", `{"removeTenantAccess": {"tenant": "`+projectA+`"}}`, onlyAdmin(200)),
+	row("POST", "/flavors/"+ownedFlavor+"/action", `{"removeTenantAccess": {"tenant": "`+identitytest.ProjectA+`"}}`, onlyAdmin(200)),
 	row("GET", "/flavors/"+ownedFlavor+"/os-extra_specs", "", visibleToA(200)),
 	row("POST", "/flavors/"+ownedFlavor+"/os-extra_specs", `{"extra_specs": {"hw:cpu_policy": "dedicated"}}`, onlyAdmin(200)),
 	row("GET", "/flavors/"+ownedFlavor+"/os-extra_specs/hw:cpu_policy", "", visibleToA(200)),
@@ -87,7 +85,7 @@ var authMatrix = []authRow{
 	// limits: any valid token (limits:RULE_ANY); another project's are
 	// an admin's (limits:other_project, ADMIN), even one's own asked by id.
 	row("GET", "/limits", "", anyCaller(200)),
-	row("GET", "/limits?tenant_id="+projectA, "", onlyAdmin(200)),
+	row("GET", "/limits?tenant_id="+identitytest.ProjectA, "", onlyAdmin(200)),
 
 	// os-aggregates: every route and action is ADMIN. Aggregate 1 holds
 	// compute-1, aggregate 2 nothing; compute-2 is in no aggregate. The
@@ -135,11 +133,11 @@ var authMatrix = []authRow{
 	// os-quota-sets: show and detail are PROJECT_READER_OR_ADMIN on the
 	// project in the path (another project's member gets 403), defaults
 	// any caller's, update and delete ADMIN.
-	row("GET", "/os-quota-sets/"+projectA, "", [4]int{200, 403, 200, 200}),
-	row("GET", "/os-quota-sets/"+projectA+"/detail", "", [4]int{200, 403, 200, 200}),
-	row("GET", "/os-quota-sets/"+projectA+"/defaults", "", anyCaller(200)),
-	row("PUT", "/os-quota-sets/"+projectA, `{"quota_set": {"instances": 20}}`, onlyAdmin(200)),
-	row("DELETE", "/os-quota-sets/"+projectA, "", onlyAdmin(202)),
+	row("GET", "/os-quota-sets/"+identitytest.ProjectA, "", [4]int{200, 403, 200, 200}),
+	row("GET", "/os-quota-sets/"+identitytest.ProjectA+"/detail", "", [4]int{200, 403, 200, 200}),
+	row("GET", "/os-quota-sets/"+identitytest.ProjectA+"/defaults", "", anyCaller(200)),
+	row("PUT", "/os-quota-sets/"+identitytest.ProjectA, `{"quota_set": {"instances": 20}}`, onlyAdmin(200)),
+	row("DELETE", "/os-quota-sets/"+identitytest.ProjectA, "", onlyAdmin(202)),
 	row("GET", "/os-services", "", onlyAdmin(200)),
 	row("PUT", "/os-services/disable", `{"host": "compute-1", "binary": "nova-compute"}`, onlyAdmin(200)),
 	row("DELETE", "/os-services/999999", "", onlyAdmin(404)),
@@ -191,63 +189,6 @@ const (
 // groupOfA is project A's server group, which seedMatrixCompute makes.
 const groupOfA = "a0a0a0a0-1111-4222-8333-444444444444"
 
-var (
-	projectA = identity.DerivedID("project", "A")
-	projectB = identity.DerivedID("project", "B")
-)
-
-// matrixIdentity is the directory: a reader and a member of A, a member
-// of B, and an admin (of project C: an admin acts on every project).
-func matrixIdentity(t testing.TB, ttl time.Duration) identity.Config {
-	t.Helper()
-	h, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := identity.Config{TokenTTL: ttl, Projects: []identity.Project{{Name: "A"}, {Name: "B"}, {Name: "C"}}}
-	for _, u := range []struct{ name, project, role string }{
-		{"reader-a", "A", identity.RoleReader}, {"member-a", "A", identity.RoleMember},
-		{"member-b", "B", identity.RoleMember}, {"root", "C", identity.RoleAdmin},
-	} {
-		c.Users = append(c.Users, identity.User{Name: u.name, PasswordHash: string(h)})
-		c.Assignments = append(c.Assignments, identity.Assignment{User: u.name, Project: u.project, Role: u.role})
-	}
-	return c
-}
-
-// matrixTokens issues each caller's X-Auth-Token ("" for anonymous).
-func matrixTokens(t *testing.T, svc *identity.Service, key []byte) map[string]string {
-	t.Helper()
-	issue := func(s *identity.Service, user, project string) string {
-		t.Helper()
-		tok, err := s.Issue(identity.PasswordAuth{UserName: user, Password: "pw", Scope: identity.Scope{ProjectName: project}})
-		if err != nil {
-			t.Fatalf("issue %s on %s: %v", user, project, err)
-		}
-		return tok.ID
-	}
-	other, err := identity.New(matrixIdentity(t, time.Hour), []byte("another deployment's signing key!"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A token of the same key and directory whose life is a microsecond.
-	shortLived, err := identity.New(matrixIdentity(t, time.Microsecond), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expired := issue(shortLived, "member-a", "A")
-	testwait.Until(t, "the short-lived token to expire", func() bool {
-		_, err := svc.Verify(expired)
-		return errors.Is(err, identity.ErrTokenExpired)
-	})
-	return map[string]string{
-		"anonymous": "", "garbage token": "garbage", "other key's token": issue(other, "root", "C"),
-		"expired token": expired,
-		"reader of A":   issue(svc, "reader-a", "A"), "member of B": issue(svc, "member-b", "B"),
-		"member of A": issue(svc, "member-a", "A"), "admin": issue(svc, "root", "C"),
-	}
-}
-
 func (r authRow) want(caller string) int {
 	switch caller {
 	case "reader of A":
@@ -268,7 +209,7 @@ func seedMatrix(t *testing.T, seed http.Handler) {
 	t.Helper()
 	for _, s := range []struct{ method, path, body string }{
 		{"POST", "/v2.1/flavors", `{"flavor": {"name": "` + ownedFlavor + `", "id": "` + ownedFlavor + `", "ram": 512, "vcpus": 1, "disk": 1, "os-flavor-access:is_public": false}}`},
-		{"POST", "/v2.1/flavors/" + ownedFlavor + "/action", `{"addTenantAccess": {"tenant": "` + projectA + `"}}`},
+		{"POST", "/v2.1/flavors/" + ownedFlavor + "/action", `{"addTenantAccess": {"tenant": "` + identitytest.ProjectA + `"}}`},
 		{"POST", "/v2.1/flavors/" + ownedFlavor + "/os-extra_specs", `{"extra_specs": {"hw:cpu_policy": "shared"}}`},
 	} {
 		req := httptest.NewRequest(s.method, s.path, strings.NewReader(s.body))
@@ -304,7 +245,7 @@ func seedMatrixCompute(ctx context.Context, t *testing.T, cli *clientv3.Client, 
 		}
 	}
 	g := &etcdschema.ServerGroup{UUID: groupOfA, Name: "g-a", Policy: etcdschema.PolicyAntiAffinity,
-		ProjectID: projectA, UserID: identity.DerivedID("user", "member-a"), CreatedAt: time.Now().UTC()}
+		ProjectID: identitytest.ProjectA, UserID: identity.DerivedID("user", "member-a"), CreatedAt: time.Now().UTC()}
 	if _, err := cli.Put(ctx, keys.ServerGroup(g.UUID), etcdschema.MustEncode(g)); err != nil {
 		t.Fatal(err)
 	}
@@ -335,15 +276,15 @@ func seedServersOfA(ctx context.Context, t *testing.T, cli *clientv3.Client, key
 	var ops []clientv3.Op
 	for _, id := range []string{serverOfA, buildingOfA} {
 		br := &etcdschema.BuildRequest{InstanceUUID: id, Name: "s-" + id[:2], ReservationID: "r-" + id[:8], Count: 1,
-			Flavor: tiny.Embedded(), ProjectID: projectA, UserID: user, RequestID: "req-" + id, CreatedAt: created}
-		m := &etcdschema.InstanceMapping{InstanceUUID: id, ProjectID: projectA, CreatedAt: created}
+			Flavor: tiny.Embedded(), ProjectID: identitytest.ProjectA, UserID: user, RequestID: "req-" + id, CreatedAt: created}
+		m := &etcdschema.InstanceMapping{InstanceUUID: id, ProjectID: identitytest.ProjectA, CreatedAt: created}
 		if id == buildingOfA {
 			ops = append(ops, clientv3.OpPut(keys.BuildRequest(id), etcdschema.MustEncode(br)),
 				clientv3.OpPut(keys.InstanceMapping(id), etcdschema.MustEncode(m)))
 			continue
 		}
 		in := &etcdschema.Instance{UUID: id, Name: br.Name, Status: etcdschema.StatusActive, Host: "compute-1", Node: "compute-1",
-			Cell: "cell1", Flavor: br.Flavor, ProjectID: projectA, UserID: user, AvailabilityZone: "nova", Attempts: 1,
+			Cell: "cell1", Flavor: br.Flavor, ProjectID: identitytest.ProjectA, UserID: user, AvailabilityZone: "nova", Attempts: 1,
 			CreatedAt: created, UpdatedAt: created.Add(time.Second)}
 		br.CarryTo(in)
 		m.Cell = "cell1"
@@ -406,11 +347,11 @@ func newMatrix(t *testing.T) (*clientv3.Client, *identity.Service, map[string]st
 	t.Helper()
 	cli := etcdtest.Client(t)
 	key := []byte("0123456789abcdef0123456789abcdef")
-	svc, err := identity.New(matrixIdentity(t, time.Hour), key)
+	svc, err := identity.New(identitytest.Directory(t, time.Hour), key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cli, svc, matrixTokens(t, svc, key)
+	return cli, svc, identitytest.Tokens(t, svc, key)
 }
 
 func TestAuthMatrix(t *testing.T) {
@@ -528,7 +469,7 @@ func TestAuthMatrixCoversEveryRoute(t *testing.T) {
 // TestUnauthenticated: keystonemiddleware's 401 comes before routing
 // and carries its body; the version documents stay public.
 func TestUnauthenticated(t *testing.T) {
-	svc, err := identity.New(matrixIdentity(t, time.Hour), []byte("0123456789abcdef0123456789abcdef"))
+	svc, err := identity.New(identitytest.Directory(t, time.Hour), []byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,10 +510,10 @@ func TestFlavorVisibility(t *testing.T) {
 		desc, token, path string
 		want              string // times priv-a is listed
 	}{
-		{"member of A lists it", "alice:" + projectA, "/v2.1/flavors", "1"},
-		{"member of B does not", "bob:" + projectB, "/v2.1/flavors", "0"},
-		{"member of B asking for private ones", "bob:" + projectB, "/v2.1/flavors/detail?is_public=false", "0"},
-		{"member of B asking for all", "bob:" + projectB, "/v2.1/flavors?is_public=none", "0"},
+		{"member of A lists it", "alice:" + identitytest.ProjectA, "/v2.1/flavors", "1"},
+		{"member of B does not", "bob:" + identitytest.ProjectB, "/v2.1/flavors", "0"},
+		{"member of B asking for private ones", "bob:" + identitytest.ProjectB, "/v2.1/flavors/detail?is_public=false", "0"},
+		{"member of B asking for all", "bob:" + identitytest.ProjectB, "/v2.1/flavors?is_public=none", "0"},
 		{"admin of another project, default", "admin:ops", "/v2.1/flavors", "0"},
 		{"admin asking for private ones", "admin:ops", "/v2.1/flavors?is_public=false", "1"},
 	} {
@@ -581,8 +522,8 @@ func TestFlavorVisibility(t *testing.T) {
 			t.Errorf("%s: %d, %s listed %s times, want %s: %s", tc.desc, rec.Code, ownedFlavor, names(rec), tc.want, rec.Body)
 		}
 	}
-	ta.expect(ta.do("GET", "/v2.1/flavors/"+ownedFlavor, "", "X-Auth-Token: bob:"+projectB), 404,
+	ta.expect(ta.do("GET", "/v2.1/flavors/"+ownedFlavor, "", "X-Auth-Token: bob:"+identitytest.ProjectB), 404,
 		`{"itemNotFound": {"code": 404, "message": "Flavor priv-a could not be found."}}`)
-	ta.expect(ta.do("POST", "/v2.1/flavors", `{"flavor": {"name": "x", "ram": 1, "vcpus": 1, "disk": 1}}`, "X-Auth-Token: alice:"+projectA), 403,
+	ta.expect(ta.do("POST", "/v2.1/flavors", `{"flavor": {"name": "x", "ram": 1, "vcpus": 1, "disk": 1}}`, "X-Auth-Token: alice:"+identitytest.ProjectA), 403,
 		`{"forbidden": {"code": 403, "message": "Policy doesn't allow os_compute_api:os-flavor-manage:create to be performed."}}`)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/identity/identitytest"
 )
 
 // Servers belong to the project that created them, as Nova's do: each
@@ -46,8 +47,8 @@ func TestServerTenancy(t *testing.T) {
 	if err := json.Unmarshal(a.do("GET", "/v2.1/servers/"+ofA, "", as("member of A")).Body.Bytes(), &show); err != nil {
 		t.Fatal(err)
 	}
-	if show.Server.TenantID != projectA || show.Server.UserID != identity.DerivedID("user", "member-a") {
-		t.Errorf("a1's owner: %+v, want project %s, user member-a", show.Server, projectA)
+	if show.Server.TenantID != identitytest.ProjectA || show.Server.UserID != identity.DerivedID("user", "member-a") {
+		t.Errorf("a1's owner: %+v, want project %s, user member-a", show.Server, identitytest.ProjectA)
 	}
 
 	for _, tc := range []struct {

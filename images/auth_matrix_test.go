@@ -2,7 +2,6 @@ package images
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,12 +13,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/identity/identitytest"
 	"github.com/berth-project/berth/internal/etcdtest"
-	"github.com/berth-project/berth/internal/testwait"
 )
 
 // The authorization matrix of the image API: every route of serveV2 and
@@ -95,54 +93,6 @@ func (r imRow) wantFor(caller string) int {
 	return http.StatusUnauthorized
 }
 
-func imIdentity(t testing.TB, ttl time.Duration) identity.Config {
-	t.Helper()
-	h, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := identity.Config{TokenTTL: ttl, Projects: []identity.Project{{Name: "A"}, {Name: "B"}, {Name: "C"}}}
-	for _, u := range []struct{ name, project, role string }{
-		{"reader-a", "A", identity.RoleReader}, {"member-a", "A", identity.RoleMember},
-		{"member-b", "B", identity.RoleMember}, {"root", "C", identity.RoleAdmin},
-	} {
-		c.Users = append(c.Users, identity.User{Name: u.name, PasswordHash: string(h)})
-		c.Assignments = append(c.Assignments, identity.Assignment{User: u.name, Project: u.project, Role: u.role})
-	}
-	return c
-}
-
-func imTokens(t *testing.T, svc *identity.Service, key []byte) map[string]string {
-	t.Helper()
-	issue := func(s *identity.Service, user, project string) string {
-		t.Helper()
-		tok, err := s.Issue(identity.PasswordAuth{UserName: user, Password: "pw", Scope: identity.Scope{ProjectName: project}})
-		if err != nil {
-			t.Fatalf("issue %s on %s: %v", user, project, err)
-		}
-		return tok.ID
-	}
-	other, err := identity.New(imIdentity(t, time.Hour), []byte("another deployment's signing key!"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	shortLived, err := identity.New(imIdentity(t, time.Microsecond), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expired := issue(shortLived, "root", "C")
-	testwait.Until(t, "the short-lived token to expire", func() bool {
-		_, err := svc.Verify(expired)
-		return errors.Is(err, identity.ErrTokenExpired)
-	})
-	return map[string]string{
-		"anonymous": "", "garbage token": "garbage", "other key's token": issue(other, "root", "C"),
-		"expired token": expired,
-		"reader of A":   issue(svc, "reader-a", "A"), "member of B": issue(svc, "member-b", "B"),
-		"member of A": issue(svc, "member-a", "A"), "admin": issue(svc, "root", "C"),
-	}
-}
-
 // seedImageMatrix stores the two images under prefix and serves the API
 // over them in keystone mode.
 func seedImageMatrix(t *testing.T, cli *clientv3.Client, prefix string, svc *identity.Service) string {
@@ -191,11 +141,11 @@ func imCall(t *testing.T, url string, rw imRow, token string) (int, string, stri
 func TestImageAuthMatrix(t *testing.T) {
 	cli := etcdtest.Client(t)
 	key := []byte("0123456789abcdef0123456789abcdef")
-	svc, err := identity.New(imIdentity(t, time.Hour), key)
+	svc, err := identity.New(identitytest.Directory(t, time.Hour), key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := imTokens(t, svc, key)
+	tokens := identitytest.Tokens(t, svc, key)
 	shared := seedImageMatrix(t, cli, "/imatrix/shared", svc)
 	n, tried := 0, 0
 	for _, rw := range imageMatrix {

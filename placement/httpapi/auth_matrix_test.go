@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,12 +12,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/identity"
+	"github.com/berth-project/berth/identity/identitytest"
 	"github.com/berth-project/berth/internal/etcdtest"
-	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -138,75 +136,6 @@ func (r pmRow) wantFor(caller string) int {
 	return http.StatusUnauthorized
 }
 
-var (
-	pmProjectA = identity.DerivedID("project", "A")
-	pmProjectB = identity.DerivedID("project", "B")
-)
-
-// pmIdentity is the directory: a reader and a member of A, a member of
-// B, an admin (of project C: Placement's admin rule has no project, and
-// of the system), and a system reader.
-func pmIdentity(t testing.TB, ttl time.Duration) identity.Config {
-	t.Helper()
-	h, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := identity.Config{TokenTTL: ttl, Projects: []identity.Project{{Name: "A"}, {Name: "B"}, {Name: "C"}}}
-	for _, u := range []struct{ name, project, role string }{
-		{"reader-a", "A", identity.RoleReader}, {"member-a", "A", identity.RoleMember},
-		{"member-b", "B", identity.RoleMember}, {"root", "C", identity.RoleAdmin},
-	} {
-		c.Users = append(c.Users, identity.User{Name: u.name, PasswordHash: string(h)})
-		c.Assignments = append(c.Assignments, identity.Assignment{User: u.name, Project: u.project, Role: u.role})
-	}
-	c.Users = append(c.Users, identity.User{Name: "auditor", PasswordHash: string(h)})
-	c.Assignments = append(c.Assignments, identity.Assignment{User: "auditor", System: true, Role: identity.RoleReader},
-		identity.Assignment{User: "root", System: true, Role: identity.RoleAdmin})
-	return c
-}
-
-// pmTokens issues each caller's X-Auth-Token ("" for anonymous).
-func pmTokens(t *testing.T, svc *identity.Service, key []byte) map[string]string {
-	t.Helper()
-	issue := func(s *identity.Service, user, project string) string {
-		t.Helper()
-		tok, err := s.Issue(identity.PasswordAuth{UserName: user, Password: "pw", Scope: identity.Scope{ProjectName: project}})
-		if err != nil {
-			t.Fatalf("issue %s on %s: %v", user, project, err)
-		}
-		return tok.ID
-	}
-	issueSystem := func(s *identity.Service, user string) string {
-		t.Helper()
-		tok, err := s.Issue(identity.PasswordAuth{UserName: user, Password: "pw", Scope: identity.Scope{System: true}})
-		if err != nil {
-			t.Fatalf("issue %s on the system: %v", user, err)
-		}
-		return tok.ID
-	}
-	other, err := identity.New(pmIdentity(t, time.Hour), []byte("another deployment's signing key!"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	shortLived, err := identity.New(pmIdentity(t, time.Microsecond), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expired := issue(shortLived, "root", "C")
-	testwait.Until(t, "the short-lived token to expire", func() bool {
-		_, err := svc.Verify(expired)
-		return errors.Is(err, identity.ErrTokenExpired)
-	})
-	return map[string]string{
-		"anonymous": "", "garbage token": "garbage", "other key's token": issue(other, "root", "C"),
-		"expired token": expired,
-		"reader of A":   issue(svc, "reader-a", "A"), "member of B": issue(svc, "member-b", "B"),
-		"member of A": issue(svc, "member-a", "A"), "admin": issue(svc, "root", "C"),
-		"system reader": issueSystem(svc, "auditor"), "system admin": issueSystem(svc, "root"),
-	}
-}
-
 // pmEnv is one Placement's records under a prefix of its own, so that
 // one caller's success (a delete) does not change the next one's answer.
 type pmEnv struct {
@@ -241,13 +170,13 @@ func seedPlacementMatrix(ctx context.Context, t *testing.T, cli *clientv3.Client
 	}
 	a.must(200, "PUT", "/resource_providers/"+pmRP+"/aggregates", mv, map[string]any{"resource_provider_generation": 2, "aggregates": []string{pmAgg}})
 	a.must(204, "PUT", "/allocations/"+pmConsumer, mv, map[string]any{"allocations": map[string]any{pmRP: map[string]any{"resources": map[string]int{"VCPU": 2}}},
-		"project_id": pmProjectA, "user_id": "u", "consumer_generation": nil, "consumer_type": "INSTANCE"})
+		"project_id": identitytest.ProjectA, "user_id": "u", "consumer_generation": nil, "consumer_type": "INSTANCE"})
 
 	srv := httptest.NewServer(New(ps, nil, Options{Auth: AuthConfig{Mode: ModeKeystone,
 		Verifier: svc.Verifier(), IdentityURI: "http://keystone.test:5000/v3"}}))
 	t.Cleanup(srv.Close)
 	return pmEnv{url: srv.URL, vars: strings.NewReplacer("{rp}", pmRP, "{rp2}", pmRP2,
-		"{gen}", fmt.Sprint(a.generation(pmRP)), "{projA}", pmProjectA, "{projB}", pmProjectB)}
+		"{gen}", fmt.Sprint(a.generation(pmRP)), "{projA}", identitytest.ProjectA, "{projB}", identitytest.ProjectB)}
 }
 
 // call sends rw as the holder of token; it returns the status, the
@@ -285,11 +214,11 @@ func (e pmEnv) call(t *testing.T, rw pmRow, token string) (int, string, string) 
 func TestPlacementAuthMatrix(t *testing.T) {
 	cli := etcdtest.Client(t)
 	key := []byte("0123456789abcdef0123456789abcdef")
-	svc, err := identity.New(pmIdentity(t, time.Hour), key)
+	svc, err := identity.New(identitytest.Directory(t, time.Hour), key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := pmTokens(t, svc, key)
+	tokens := identitytest.Tokens(t, svc, key)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Refused callers change nothing: one seed serves all their cells;
