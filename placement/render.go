@@ -84,9 +84,18 @@ func (st *indexState) render(areqs []*areq, onlyUsed, omitMappings bool) *Candid
 		out.AllocationRequests = append(out.AllocationRequests, ar)
 		out.roots = append(out.roots, st.slots[a.anchor].p.UUID) // the tree root it is anchored at
 	}
+	// Each summary also notes its place in Placement's order (its tree's
+	// creation, then its own); the sort waits for SummaryOrder, which
+	// only the HTTP API asks for, so the scheduler's path pays an append.
+	out.summaryOrder = make([]summaryPlace, 0, len(areqs))
 	addSummary := func(slot int32) {
 		if e := st.slots[slot]; e != nil {
 			out.ProviderSummaries[e.p.UUID] = *st.summaryOf(e)
+			out.summaryOrder = append(out.summaryOrder, summaryPlace{
+				rootRev: st.slots[st.rootSlot(e)].createRev,
+				rev:     e.createRev,
+				uuid:    e.p.UUID,
+			})
 		}
 	}
 	if onlyUsed {

@@ -108,6 +108,8 @@ type Candidates struct {
 	// roots[i] is the root provider of AllocationRequests[i]'s tree, when
 	// the answer came from the index (RootOf).
 	roots []string
+	// summaryOrder places each of ProviderSummaries (SummaryOrder).
+	summaryOrder []summaryPlace
 }
 
 // RootOf returns the root provider uuid of the tree allocation request i

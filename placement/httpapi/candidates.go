@@ -429,8 +429,12 @@ func (s *API) allocationCandidates(c *reqCtx) error {
 		}
 		areqs = append(areqs, o)
 	}
-	sums := map[string]any{}
-	for rp, ps := range cands.ProviderSummaries {
+	// Placement writes the summaries in its providers' creation order,
+	// tree by tree (placement.Candidates.SummaryOrder).
+	order := cands.SummaryOrder()
+	sums := make(orderedObject, 0, len(order))
+	for _, rp := range order {
+		ps := cands.ProviderSummaries[rp]
 		res := map[string]any{}
 		for rc, r := range ps.Resources {
 			if !c.atLeast(27) && !requested[rc] {
@@ -454,7 +458,7 @@ func (s *API) allocationCandidates(c *reqCtx) error {
 			o["parent_provider_uuid"] = parent
 			o["root_provider_uuid"] = ps.RootProviderUUID
 		}
-		sums[rp] = o
+		sums = append(sums, member{rp, o})
 	}
 	c.setCacheHeaders(s.now())
 	return c.writeJSON(200, map[string]any{"allocation_requests": areqs, "provider_summaries": sums})
