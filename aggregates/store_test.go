@@ -93,7 +93,9 @@ func TestConcurrentCreatesTakeDistinctIDs(t *testing.T) {
 	if a := f.create("after", ""); a.ID != n+1 {
 		t.Errorf("id after deleting the last: %d, want %d (ids are not reused)", a.ID, n+1)
 	}
-	if _, err := f.s.Create(f.ctx, "a1", ""); !errors.As(err, new(*NameExistsError)) {
+	// A name that still exists: "after" (any of a0..a11 may have been
+	// the one with id n, deleted above).
+	if _, err := f.s.Create(f.ctx, "after", ""); !errors.As(err, new(*NameExistsError)) {
 		t.Errorf("duplicate name: %v", err)
 	}
 }
