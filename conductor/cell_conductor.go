@@ -2,7 +2,6 @@ package conductor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -130,34 +129,13 @@ func (c *CellConductor) process(ctx context.Context, it workqueue.Item) error {
 		alts.Attempts = append(alts.Attempts, etcdschema.Attempt{Host: retry.FailedHost, Reason: retry.Reason, At: retry.FiledAt})
 	}
 
-	for len(alts.Remaining) > 0 && len(alts.Attempts) < max(alts.MaxAttempts, 1) {
-		sel := alts.Remaining[0]
-		alts.Remaining = alts.Remaining[1:]
-		var ar placement.AllocationRequest
-		if err := json.Unmarshal([]byte(sel.AllocationRequest), &ar); err != nil || len(ar.Allocations) == 0 {
-			log.Warn("alternate has no usable allocation request, discarding it", "host", sel.ServiceHost)
-			continue
-		}
-		write := placement.AllocationWrite{Allocations: ar.Allocations, ProjectID: inst.ProjectID, UserID: inst.UserID}
-		var err error
-		if alts.Group != "" {
-			err = c.claimInGroup(ctx, alts.Group, sel.ServiceHost, uuid, write)
-		} else {
-			err = c.cfg.Placement.PutAllocations(ctx, uuid, write)
-		}
-		if errors.Is(err, scheduler.ErrGroupPolicy) || errors.Is(err, placement.ErrGuardFailed) {
-			log.Info("alternate would break the server group's policy, discarding it", "host", sel.ServiceHost,
-				"group", alts.Group, "error", err)
-			continue
-		}
-		if err != nil {
-			if errors.Is(err, placement.ErrInsufficientCapacity) || errors.Is(err, placement.ErrConcurrentUpdate) ||
-				errors.Is(err, placement.ErrProviderNotFound) {
-				log.Info("alternate no longer fits, discarding it", "host", sel.ServiceHost, "error", err)
-				continue
-			}
-			return fmt.Errorf("claim alternate %s for %s: %w", sel.ServiceHost, uuid, err)
-		}
+	sel, rest, claimed, err := c.claimAlternate(ctx, log, uuid, alts.Group, inst.ProjectID, inst.UserID,
+		alts.Remaining, len(alts.Attempts), alts.MaxAttempts)
+	alts.Remaining = rest
+	if err != nil {
+		return err
+	}
+	if claimed {
 		now := time.Now().UTC()
 		alts.Attempts = append(alts.Attempts, etcdschema.Attempt{Host: sel.ServiceHost, At: now})
 		inst.Host, inst.Node = sel.ServiceHost, sel.Nodename

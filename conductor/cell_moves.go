@@ -2,7 +2,6 @@ package conductor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/workqueue"
 	"github.com/berth-project/berth/placement"
-	"github.com/berth-project/berth/scheduler"
 )
 
 // A move whose destination failed its prep (seed return-alternate-hosts:
@@ -80,36 +78,15 @@ func (c *CellConductor) processMoveRetry(ctx context.Context, it workqueue.Item,
 		}
 		return resp.Succeeded, nil
 	}
-	for len(mig.Remaining) > 0 && len(mig.Attempts) < max(mig.MaxAttempts, 1) {
-		sel := mig.Remaining[0]
-		mig.Remaining = mig.Remaining[1:]
-		var ar placement.AllocationRequest
-		if err := json.Unmarshal([]byte(sel.AllocationRequest), &ar); err != nil || len(ar.Allocations) == 0 {
-			log.Warn("alternate has no usable allocation request, discarding it", "host", sel.ServiceHost)
-			continue
-		}
-		write := placement.AllocationWrite{Allocations: ar.Allocations, ProjectID: inst.ProjectID, UserID: inst.UserID}
-		var err error
-		if inst.Group != "" {
-			// As a build's retry: the alternate passed the group's filter
-			// when the move was scheduled, but members may have moved since.
-			err = c.claimInGroup(ctx, inst.Group, sel.ServiceHost, uuid, write)
-		} else {
-			err = c.cfg.Placement.PutAllocations(ctx, uuid, write)
-		}
-		if errors.Is(err, scheduler.ErrGroupPolicy) || errors.Is(err, placement.ErrGuardFailed) {
-			log.Info("alternate would break the server group's policy now, discarding it", "host", sel.ServiceHost,
-				"group", inst.Group, "error", err)
-			continue
-		}
-		if errors.Is(err, placement.ErrInsufficientCapacity) || errors.Is(err, placement.ErrConcurrentUpdate) ||
-			errors.Is(err, placement.ErrProviderNotFound) {
-			log.Info("alternate no longer fits, discarding it", "host", sel.ServiceHost, "error", err)
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("claim alternate %s for the move of %s: %w", sel.ServiceHost, uuid, err)
-		}
+	// As a build's retry: an alternate passed the group's filter when the
+	// move was scheduled, but members may have moved since.
+	sel, rest, claimed, err := c.claimAlternate(ctx, log, uuid, inst.Group, inst.ProjectID, inst.UserID,
+		mig.Remaining, len(mig.Attempts), mig.MaxAttempts)
+	mig.Remaining = rest
+	if err != nil {
+		return fmt.Errorf("the move of %s: %w", uuid, err)
+	}
+	if claimed {
 		now := time.Now().UTC()
 		mig.DestHost, mig.DestNode, mig.UpdatedAt = sel.ServiceHost, sel.Nodename, now
 		if mig.DestNode == "" {
