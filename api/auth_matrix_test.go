@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -73,6 +74,10 @@ var v1Matrix = []v1Row{
 	{"DELETE", "/v1/servers/" + v1ServerOfA, "", [4]int{403, 404, 204, 204}},
 	{"DELETE", "/v1/servers/" + v1BuildingOfA, "", [4]int{403, 403, 204, 204}},
 	{"GET", "/v1/servers/" + v1ServerOfA + "/selection", "", adminsOnly(200)},
+	// Berth's server watch (server-sent events): the list's policy and
+	// scoping; B's member gets a stream without A's server.
+	{"GET", "/v1/servers/watch?id=" + v1ServerOfA, "", everyone(200)},
+	{"GET", "/v1/servers/watch?all_projects=1&id=" + v1ServerOfA, "", adminsOnly(200)},
 
 	// Server groups, as Nova's: B's member gets 404 for A's group;
 	// all_projects from a non-admin is answered its own, not refused.
@@ -210,6 +215,14 @@ func (e v1Env) call(t *testing.T, rw v1Row, token string) (int, string, string) 
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.Header.Get("Content-Type") == "text/event-stream" {
+		// A watch streams until its deadline: its first event will do.
+		first, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), first
+	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)

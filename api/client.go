@@ -61,16 +61,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if resp.StatusCode >= 300 {
-		msg := strings.TrimSpace(string(data))
-		var e map[string]struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(data, &e) == nil {
-			for _, v := range e {
-				msg = v.Message
-			}
-		}
-		return &APIError{Status: resp.StatusCode, Message: msg}
+		return apiError(resp.StatusCode, data)
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -137,4 +128,18 @@ func (c *Client) ListAllServers(ctx context.Context) ([]ServerView, error) {
 		Servers []ServerView `json:"servers"`
 	}
 	return out.Servers, c.do(ctx, http.MethodGet, "/v1/servers?all_projects=true", nil, &out)
+}
+
+// apiError is a non-2xx answer with its message out of Nova's error body.
+func apiError(status int, data []byte) *APIError {
+	msg := strings.TrimSpace(string(data))
+	var e map[string]struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(data, &e) == nil {
+		for _, v := range e {
+			msg = v.Message
+		}
+	}
+	return &APIError{Status: status, Message: msg}
 }

@@ -41,6 +41,8 @@ func (s *Server) routeTable() []route {
 		{post, "/v1/servers", policyServerCreate, s.createServers},
 		{get, "/v1/servers", policyServerIndex, s.listServers},
 		{get, "/v1/servers/detail", projectReaderOrAdmin("os_compute_api:servers:detail"), s.listServers},
+		// Berth's own: server-sent events of servers' statuses (watch.go).
+		{get, "/v1/servers/watch", projectReaderOrAdmin("berth:v1:servers:watch"), s.watchServers},
 		{get, "/v1/servers/{id}", policyServerShow, s.showServer},
 		{del, "/v1/servers/{id}", policyServerDelete, s.deleteServer},
 		{get, "/v1/flavors", anyCaller("os_compute_api:flavors:index"), s.listFlavors},

@@ -66,6 +66,8 @@ type Server struct {
 	// auth is how /v1 checks credentials (SetAuth); routes its table.
 	auth   Auth
 	routes []route
+	// watches holds a slot per open server watch (watch.go).
+	watches chan struct{}
 	// TraitSyncTimeout bounds how long a service enable/disable waits for
 	// an up agent to confirm its COMPUTE_STATUS_DISABLED trait.
 	TraitSyncTimeout time.Duration
@@ -74,7 +76,7 @@ type Server struct {
 // New builds the API handler.
 func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Logger) *Server {
 	s := &Server{cli: cli, keys: keys, servers: servers.New(cli, keys, p, log), placement: p, log: log, router: mux.NewRouter(),
-		TraitSyncTimeout: DefaultTraitSyncTimeout}
+		TraitSyncTimeout: DefaultTraitSyncTimeout, watches: make(chan struct{}, maxServerWatches)}
 	var mirror aggregates.ProviderAggregates
 	if pa, ok := p.(aggregates.ProviderAggregates); ok {
 		mirror = pa
@@ -144,6 +146,10 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection's Flush, which
+// the server watch's stream needs after each event.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (s *Server) versions(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"versions": []map[string]any{{
