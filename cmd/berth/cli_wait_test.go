@@ -17,8 +17,10 @@ import (
 // requestCounter is a proxy in front of the compute API that counts the
 // server reads --wait makes.
 type requestCounter struct {
-	mu             sync.Mutex
-	lists, perItem int
+	mu                      sync.Mutex
+	lists, perItem, watches int
+	// noWatch answers the server watch 404, as a Berth without it does.
+	noWatch bool
 }
 
 var serverPath = regexp.MustCompile(`^/v2\.1/servers/[0-9a-f-]{36}$`)
@@ -37,6 +39,15 @@ func (c *requestCounter) proxy(t *testing.T, target string) string {
 				c.lists++
 			case serverPath.MatchString(r.URL.Path):
 				c.perItem++
+			case r.URL.Path == "/v1/servers/watch":
+				c.watches++
+				if c.noWatch {
+					c.mu.Unlock()
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusNotFound)
+					_, _ = w.Write([]byte(`{"itemNotFound": {"code": 404, "message": "The resource could not be found."}}`))
+					return
+				}
 			}
 			c.mu.Unlock()
 		}
@@ -46,18 +57,50 @@ func (c *requestCounter) proxy(t *testing.T, target string) string {
 	return srv.URL
 }
 
-func (c *requestCounter) counts() (lists, perItem int) {
+func (c *requestCounter) counts() (lists, perItem, watches int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lists, c.perItem
+	return c.lists, c.perItem, c.watches
 }
 
-// TestServerCreateWaitListsOncePerInterval: --wait reads all the servers
-// it waits for with one list request per interval, never one GET per
-// server; their ids are printed at once and, on timeout, again.
-func TestServerCreateWaitListsOncePerInterval(t *testing.T) {
+// TestServerCreateWaitWatches: --wait holds one watch request for all
+// the servers it waits for, whatever the interval, and lists them only
+// for their ids and the final table; their ids are printed at once and,
+// on timeout, again.
+func TestServerCreateWaitWatches(t *testing.T) {
 	st := startCLIStackBuilding(t, configs.AuthNoAuth, time.Second)
 	var rc requestCounter
+	cleanEnv(t, "BERTH_API", rc.proxy(t, st.compute))
+
+	code, out, errs := berth("server", "create", "--flavor", "m1.tiny", "--count", "12", "--name", "w",
+		"--wait", "--interval", "50ms", "-o", "value", "-c", "status")
+	if code != 0 || out != strings.Repeat("ACTIVE\n", 12) {
+		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
+	}
+	created := regexp.MustCompile(`created 12 server\(s\): ((?:[0-9a-f-]{36} ?){12})\n`).FindStringSubmatch(errs)
+	if created == nil || !strings.Contains(errs, "\nwaiting: BUILD=12\n") || !strings.HasSuffix(errs, "\nwaiting: ACTIVE=12\n") {
+		t.Errorf("stderr: want the 12 ids at once, then counts by status as they change:\n%s", errs)
+	}
+	if strings.Contains(errs, "debug:") {
+		t.Errorf("stderr: a Berth with the watch should not be polled:\n%s", errs)
+	}
+	// One list after the create for the ids, one watch, one list for the
+	// table: no list per interval, no GET per server.
+	if lists, perItem, watches := rc.counts(); lists != 2 || perItem != 0 || watches != 1 {
+		t.Errorf("--wait made %d list requests, %d per-server GETs and %d watches; want 2 lists, no GET, 1 watch", lists, perItem, watches)
+	}
+
+	code, out, errs = berth("server", "create", "--flavor", "m1.tiny", "--count", "3", "--name", "slow",
+		"--wait", "--timeout", "300ms", "--interval", "100ms", "-o", "value", "-c", "id", "-c", "status")
+	checkTimedOutWait(t, code, out, errs)
+}
+
+// TestServerCreateWaitPollsWithoutTheWatch: from a Berth without the
+// server watch (404), --wait says so and lists all the servers with one
+// request per interval, never one GET per server.
+func TestServerCreateWaitPollsWithoutTheWatch(t *testing.T) {
+	st := startCLIStackBuilding(t, configs.AuthNoAuth, time.Second)
+	rc := requestCounter{noWatch: true}
 	cleanEnv(t, "BERTH_API", rc.proxy(t, st.compute))
 
 	start := time.Now()
@@ -67,19 +110,26 @@ func TestServerCreateWaitListsOncePerInterval(t *testing.T) {
 	if code != 0 || out != strings.Repeat("ACTIVE\n", 12) {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
 	}
-	created := regexp.MustCompile(`created 12 server\(s\): ((?:[0-9a-f-]{36} ?){12})\n`).FindStringSubmatch(errs)
-	if created == nil || !strings.Contains(errs, "\nwaiting: BUILD=12\n") || !strings.HasSuffix(errs, "\nwaiting: ACTIVE=12\n") {
-		t.Errorf("stderr: want the 12 ids at once, then counts by status as they change:\n%s", errs)
+	if !strings.Contains(errs, "debug: GET /v1/servers/watch answered 404 (a Berth without it): listing the servers every 200ms\n") ||
+		!strings.Contains(errs, "\nwaiting: BUILD=12\n") || !strings.HasSuffix(errs, "\nwaiting: ACTIVE=12\n") {
+		t.Errorf("stderr: want the fallback said, then counts by status as they change:\n%s", errs)
 	}
-	lists, perItem := rc.counts()
+	lists, perItem, watches := rc.counts()
 	// One list after the create for the ids, then one per interval.
-	if max := 2 + int(elapsed/(200*time.Millisecond)); perItem != 0 || lists > max {
-		t.Errorf("--wait over %s made %d list requests and %d per-server GETs; want at most %d lists and no GET",
-			elapsed.Round(time.Millisecond), lists, perItem, max)
+	if max := 2 + int(elapsed/(200*time.Millisecond)); perItem != 0 || watches != 1 || lists > max {
+		t.Errorf("--wait over %s made %d list requests, %d per-server GETs, %d watches; want at most %d lists, no GET, one watch tried",
+			elapsed.Round(time.Millisecond), lists, perItem, watches, max)
 	}
 
 	code, out, errs = berth("server", "create", "--flavor", "m1.tiny", "--count", "3", "--name", "slow",
 		"--wait", "--timeout", "300ms", "--interval", "100ms", "-o", "value", "-c", "id", "-c", "status")
+	checkTimedOutWait(t, code, out, errs)
+}
+
+// checkTimedOutWait: a wait of three servers that cannot settle in time
+// exits 1 with them in BUILD, naming each when created and at the timeout.
+func checkTimedOutWait(t *testing.T, code int, out, errs string) {
+	t.Helper()
 	if code != exitFailure {
 		t.Errorf("timed out wait: exit %d, want %d", code, exitFailure)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -258,7 +259,8 @@ func (a *apiCmd) serverCreate() *cobra.Command {
 		Short: "create servers (POST /servers with min_count = max_count = --count)",
 		Long: "Create servers: POST /servers with min_count = max_count = --count and\n" +
 			"return_reservation_id, then one GET /servers/detail?reservation_id=... for\n" +
-			"their ids. With --wait, one list request per --interval for all of them,\n" +
+			"their ids. With --wait, one watch request for all of them (server-sent events\n" +
+			"of /v1/servers/watch; one list per --interval from a Berth without it),\n" +
 			"until each is ACTIVE or ERROR: their ids at once on stderr, a line of counts\n" +
 			"by status (live on a terminal), then the table; on timeout the ids not\n" +
 			"settled. Exits 1 if any server ended in ERROR.",
@@ -297,7 +299,11 @@ func (a *apiCmd) serverCreate() *cobra.Command {
 			ids[i] = s.ID
 		}
 		fmt.Fprintf(a.s.err, "created %d server(s): %s\n", len(ids), joinIDs(ids))
-		settled, werr := waitSettled(ctx, a.s, cl.compute, reservation, ids, f.wait)
+		settled, werr := waitSettledWatching(ctx, a.s, cl.berth(), cl.compute, reservation, ids, f.wait)
+		if errors.Is(werr, errNoWatch) {
+			fmt.Fprintf(a.s.err, "debug: GET /v1/servers/watch answered 404 (a Berth without it): listing the servers every %s\n", f.wait.interval)
+			settled, werr = waitSettled(ctx, a.s, cl.compute, reservation, ids, f.wait)
+		}
 		fillFaults(ctx, cl.compute, settled)
 		if err := printServers(p, settled); err != nil {
 			return err

@@ -19,8 +19,8 @@ import (
 // How --wait waits: one list request per interval for all the servers
 // waited for (GET /servers/detail?reservation_id=R for a create, one
 // list for a delete), never one GET per server: 30 servers cost one
-// request a second, not 30 every 200 ms. A watch endpoint (server-sent
-// events from etcd) would replace the polling; it is future work.
+// request a second, not 30 every 200 ms. A create's wait watches instead
+// where the API can (wait_watch.go); a delete's still lists.
 
 type waitFlags struct {
 	wait              bool
