@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -21,6 +22,11 @@ type requestCounter struct {
 	lists, perItem, watches int
 	// noWatch answers the server watch 404, as a Berth without it does.
 	noWatch bool
+	// watchCut ends each watch stream after this long, as the API's
+	// request deadline does; resumed counts the watches that carried
+	// Last-Event-ID.
+	watchCut time.Duration
+	resumed  int
 }
 
 var serverPath = regexp.MustCompile(`^/v2\.1/servers/[0-9a-f-]{36}$`)
@@ -41,11 +47,19 @@ func (c *requestCounter) proxy(t *testing.T, target string) string {
 				c.perItem++
 			case r.URL.Path == "/v1/servers/watch":
 				c.watches++
+				if r.Header.Get("Last-Event-ID") != "" {
+					c.resumed++
+				}
 				if c.noWatch {
 					c.mu.Unlock()
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(http.StatusNotFound)
 					_, _ = w.Write([]byte(`{"itemNotFound": {"code": 404, "message": "The resource could not be found."}}`))
+					return
+				}
+				if c.watchCut > 0 {
+					c.mu.Unlock()
+					cutStream(t, w, r, u, c.watchCut)
 					return
 				}
 			}
@@ -55,6 +69,38 @@ func (c *requestCounter) proxy(t *testing.T, target string) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// cutStream relays a watch from target for cut, then ends the answer
+// cleanly, as the API does at its request deadline.
+func cutStream(t *testing.T, w http.ResponseWriter, r *http.Request, target *url.URL, cut time.Duration) {
+	ctx, cancel := context.WithTimeout(r.Context(), cut)
+	defer cancel()
+	up := r.Clone(ctx)
+	up.RequestURI = ""
+	up.URL.Scheme, up.URL.Host = target.Scheme, target.Host
+	resp, err := http.DefaultTransport.RoundTrip(up)
+	if err != nil {
+		t.Errorf("relay the watch: %v", err)
+		w.WriteHeader(http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			_, _ = w.Write(buf[:n])
+			_ = http.NewResponseController(w).Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (c *requestCounter) counts() (lists, perItem, watches int) {
@@ -93,6 +139,27 @@ func TestServerCreateWaitWatches(t *testing.T) {
 	code, out, errs = berth("server", "create", "--flavor", "m1.tiny", "--count", "3", "--name", "slow",
 		"--wait", "--timeout", "300ms", "--interval", "100ms", "-o", "value", "-c", "id", "-c", "status")
 	checkTimedOutWait(t, code, out, errs)
+}
+
+// TestServerCreateWaitResumesTheWatch: a watch stream that ends before
+// the servers settle (the API's request deadline) is resumed from the
+// last revision seen, and the wait still sees every server settle.
+func TestServerCreateWaitResumesTheWatch(t *testing.T) {
+	st := startCLIStackBuilding(t, configs.AuthNoAuth, time.Second)
+	rc := requestCounter{watchCut: 300 * time.Millisecond}
+	cleanEnv(t, "BERTH_API", rc.proxy(t, st.compute))
+
+	code, out, errs := berth("server", "create", "--flavor", "m1.tiny", "--count", "6", "--name", "r",
+		"--wait", "-o", "value", "-c", "status")
+	if code != 0 || out != strings.Repeat("ACTIVE\n", 6) || !strings.HasSuffix(errs, "\nwaiting: ACTIVE=6\n") {
+		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.watches < 2 || rc.resumed != rc.watches-1 || rc.lists != 2 {
+		t.Errorf("a wait over streams cut after 300ms made %d watches (%d resumed with Last-Event-ID) and %d lists; want several, all but the first resumed, and 2 lists",
+			rc.watches, rc.resumed, rc.lists)
+	}
 }
 
 // TestServerCreateWaitPollsWithoutTheWatch: from a Berth without the

@@ -11,6 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 
 	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/internal/backoff"
 )
 
 // How create --wait waits on a Berth that serves the server watch
@@ -55,7 +56,9 @@ func waitSettledWatching(ctx context.Context, s *streams, bc *api.Client, sc *go
 	defer cancel()
 	var from int64
 	for opened := false; len(pending()) > 0 && wctx.Err() == nil; opened = true {
+		got := false
 		err := bc.WatchServers(wctx, ids, from, func(ev api.WatchEvent) bool {
+			got = true
 			from = ev.Revision
 			for _, v := range ev.Servers {
 				status[v.ID] = v.Status
@@ -67,14 +70,21 @@ func waitSettledWatching(ctx context.Context, s *streams, bc *api.Client, sc *go
 			return len(pending()) > 0
 		})
 		var ae *api.APIError
+		refused := errors.As(err, &ae)
 		switch {
-		case !opened && errors.As(err, &ae) && ae.Status == 404:
+		case !opened && refused && ae.Status == 404:
 			return nil, errNoWatch
-		case err != nil && wctx.Err() == nil:
+		case err != nil && wctx.Err() == nil && (refused || !got):
+			// Refused, or broken before its first event: not worth retrying.
 			return nil, fmt.Errorf("watch the servers: %w", err)
+		case err != nil && wctx.Err() == nil:
+			// A stream cut mid-way (a proxy, a restarted API): resume, a
+			// little later so that a flapping API is not hammered (the
+			// loop ends if the wait times out meanwhile).
+			_ = backoff.Sleep(wctx, w.interval)
 		}
-		// nil: the stream reached the API's request deadline; go on from
-		// the last revision seen.
+		// The stream reached the API's request deadline, or was cut: go
+		// on from the last revision seen.
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
