@@ -7,7 +7,10 @@
 // /v2.1 for those. Berth's own admin extensions, which Nova's API has no
 // route for, stay: cells (create, list, discover_hosts), a server's
 // selection (its attempts and alternate hosts), host usage (/v1/hosts),
-// services as Berth shows them, and the aggregate sync into Placement.
+// services as Berth shows them, the aggregate sync into Placement, and
+// the server watch (GET /v1/servers/watch, watch.go): server-sent events
+// of the named servers' statuses from one etcd watch, which berth server
+// create --wait holds instead of listing the servers every interval.
 //
 // /v1 checks credentials exactly as the Nova API does (auth.go): the
 // same tokens, keystonemiddleware's 401 before routing, and Nova's
