@@ -1,10 +1,12 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,6 +186,18 @@ func TestWatchServersStreamsChangesOfTheCallersProject(t *testing.T) {
 		return false
 	}); err != nil || len(adminFirst) != 0 {
 		t.Errorf("admin without all_projects: %v, %v; want no server of B", adminFirst, err)
+	}
+	resp, err := http.Get(base + "/v1/servers/watch?all_projects=1&id=" + watchB1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var lines []string
+	for sc := bufio.NewScanner(resp.Body); len(lines) < 3 && sc.Scan(); {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) != 3 || lines[1] != "event: servers" || !strings.Contains(lines[2], `"id":"`+watchB1+`"`) {
+		t.Errorf("admin with all_projects: first event %q, want B's server", lines)
 	}
 }
 
