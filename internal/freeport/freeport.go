@@ -8,8 +8,13 @@
 // ephemeral port, which is soon the source port of some outgoing
 // connection (each etcd client dials several); the bind that follows
 // then fails with "address already in use", as it did on a loaded
-// machine. Below the range only another caller of Port can take it, and
-// the draw is random over thousands of ports.
+// machine. Below the range only another caller of Port can take it:
+// within a process a port is handed out once, and across processes (go
+// test runs packages in parallel, each drawing ports for its clusters)
+// each port drawn is reserved by an exclusive lock on a file named after
+// it in the temp directory, held until the process exits, so two test
+// binaries never get the same port however close their draws (a random
+// draw alone collided about once in a few CI runs).
 package freeport
 
 import (
@@ -17,8 +22,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 )
 
 // low is the bottom of the ports drawn from: above the well-known and
@@ -26,11 +34,46 @@ import (
 // 5000, Nova's 8774, Glance's 9292...).
 const low = 20000
 
-// Port returns a port on 127.0.0.1 that was free a moment ago.
+// reserved are the ports this process has handed out, each with the
+// lock file that keeps other processes off it (open until exit).
+var reserved struct {
+	sync.Mutex
+	ports map[int]*os.File
+}
+
+// reserve takes port for this process: false when this process or
+// another live one already holds it.
+func reserve(port int) bool {
+	reserved.Lock()
+	defer reserved.Unlock()
+	if reserved.ports[port] != nil {
+		return false
+	}
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("berth-freeport-%d.lock", port)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return false
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false
+	}
+	if reserved.ports == nil {
+		reserved.ports = map[int]*os.File{}
+	}
+	reserved.ports[port] = f
+	return true
+}
+
+// Port returns a port on 127.0.0.1 that was free a moment ago and that
+// no other caller of Port, in this process or another, is given while
+// this process lives.
 func Port() (int, error) {
 	high := ephemeralStart()
 	for try := 0; try < 100; try++ {
 		port := low + rand.IntN(high-low)
+		if !reserve(port) {
+			continue // handed out already, here or in another process
+		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			continue // another listener has it: draw again

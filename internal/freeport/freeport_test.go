@@ -3,6 +3,9 @@ package freeport
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -29,4 +32,26 @@ func TestPortIsBelowTheEphemeralRange(t *testing.T) {
 		t.Fatalf("bind the port given: %v", err)
 	}
 	l.Close()
+}
+
+// TestPortIsReservedAgainstOtherProcesses: a port handed out is not
+// handed out again here, and its lock file refuses another holder. flock
+// locks belong to an open file description, so a second open of the
+// file in this process is refused exactly as another process's would be.
+func TestPortIsReservedAgainstOtherProcesses(t *testing.T) {
+	p, err := Port()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reserve(p) {
+		t.Fatalf("port %d reserved twice in one process", p)
+	}
+	f, err := os.Open(filepath.Join(os.TempDir(), fmt.Sprintf("berth-freeport-%d.lock", p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+		t.Fatalf("another holder took the lock of port %d", p)
+	}
 }
