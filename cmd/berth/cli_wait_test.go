@@ -27,6 +27,9 @@ type requestCounter struct {
 	// Last-Event-ID.
 	watchCut time.Duration
 	resumed  int
+	// beforeWatch, when set, runs with the watched ids before the first
+	// watch request is answered (or refused, with noWatch).
+	beforeWatch func(ids []string)
 }
 
 var serverPath = regexp.MustCompile(`^/v2\.1/servers/[0-9a-f-]{36}$`)
@@ -49,6 +52,9 @@ func (c *requestCounter) proxy(t *testing.T, target string) string {
 				c.watches++
 				if r.Header.Get("Last-Event-ID") != "" {
 					c.resumed++
+				}
+				if c.beforeWatch != nil && c.watches == 1 {
+					c.beforeWatch(r.URL.Query()["id"])
 				}
 				if c.noWatch {
 					c.mu.Unlock()
@@ -191,6 +197,42 @@ func TestServerCreateWaitPollsWithoutTheWatch(t *testing.T) {
 	code, out, errs = berth("server", "create", "--flavor", "m1.tiny", "--count", "3", "--name", "slow",
 		"--wait", "--timeout", "300ms", "--interval", "100ms", "-o", "value", "-c", "id", "-c", "status")
 	checkTimedOutWait(t, code, out, errs)
+}
+
+// TestServerCreateWaitCountsADeletedServer: a server deleted while
+// --wait waits for it is counted DELETED and not waited for until the
+// timeout, whether the wait watches (the watch leaves it out) or lists
+// (the list leaves it out).
+func TestServerCreateWaitCountsADeletedServer(t *testing.T) {
+	st := startCLIStackBuilding(t, configs.AuthNoAuth, time.Second)
+	for _, noWatch := range []bool{false, true} {
+		rc := requestCounter{noWatch: noWatch, beforeWatch: func(ids []string) {
+			req, err := http.NewRequest(http.MethodDelete, st.compute+"/v2.1/servers/"+ids[0], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("X-Auth-Token", "admin:admin")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Errorf("delete %s: %v", ids[0], err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				t.Errorf("delete %s: %s", ids[0], resp.Status)
+			}
+		}}
+		cleanEnv(t, "BERTH_API", rc.proxy(t, st.compute))
+		start := time.Now()
+		code, out, errs := berth("server", "create", "--flavor", "m1.tiny", "--count", "3", "--name", "d",
+			"--wait", "--timeout", "60s", "--interval", "100ms", "-o", "value", "-c", "status")
+		if code != 0 || out != "ACTIVE\nACTIVE\n" || !strings.HasSuffix(errs, "\nwaiting: ACTIVE=2 DELETED=1\n") {
+			t.Errorf("noWatch=%v: exit %d, stdout %q, stderr:\n%s", noWatch, code, out, errs)
+		}
+		if elapsed := time.Since(start); elapsed > 30*time.Second {
+			t.Errorf("noWatch=%v: the wait took %s: the deleted server was waited for", noWatch, elapsed)
+		}
+	}
 }
 
 // checkTimedOutWait: a wait of three servers that cannot settle in time

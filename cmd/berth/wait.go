@@ -81,7 +81,7 @@ func (p *progress) done() {
 }
 
 // waitSettled lists reservation's servers every interval until each of
-// ids is ACTIVE or ERROR, and returns the last list. On timeout it says
+// ids is ACTIVE or ERROR or deleted, and returns the last list. On timeout it says
 // which ids are not settled and returns them too, with an error.
 func waitSettled(ctx context.Context, s *streams, sc *gophercloud.ServiceClient, reservation string, ids []string, w waitFlags) ([]servers.Server, error) {
 	want := map[string]bool{}
@@ -106,9 +106,14 @@ func waitSettled(ctx context.Context, s *streams, sc *gophercloud.ServiceClient,
 			}
 			mine = append(mine, sv)
 			counts[sv.Status]++
-			if sv.Status != "ACTIVE" && sv.Status != "ERROR" {
+			if !serverSettled(sv.Status) {
 				pending = append(pending, sv.ID)
 			}
+		}
+		// A server deleted meanwhile has left the list: count it so,
+		// and wait no more for it.
+		if gone := len(ids) - len(mine); gone > 0 {
+			counts[statusDeleted] += gone
 		}
 		pr.show(counts, time.Since(start))
 		if len(pending) == 0 {
@@ -123,6 +128,15 @@ func waitSettled(ctx context.Context, s *streams, sc *gophercloud.ServiceClient,
 			return mine, ctx.Err()
 		}
 	}
+}
+
+// statusDeleted is how a wait counts a server deleted while it waited.
+const statusDeleted = "DELETED"
+
+// serverSettled says a create's wait is over for a server in status st: it
+// built (ACTIVE), failed (ERROR) or was deleted meanwhile.
+func serverSettled(st string) bool {
+	return st == "ACTIVE" || st == "ERROR" || st == statusDeleted
 }
 
 // waitGone lists the servers every interval until none of ids is left.

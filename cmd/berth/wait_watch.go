@@ -22,6 +22,13 @@ import (
 // wait reconnects with the last revision it saw (Last-Event-ID), missing
 // nothing. An API without the watch (an older Berth: 404) is polled as
 // before.
+//
+// A server deleted during the wait is DELETED and no longer waited for.
+// The watch leaves a server that no longer exists out (api/watch.go): a
+// stream's first event omits it, and a deletion mid-stream sends either a
+// DELETED view (the instance kept until its host freed it) or nothing
+// (removed at once); in the second case the wait learns it when the
+// stream is resumed, whose first event omits the server.
 
 // errNoWatch says the API does not serve the server watch.
 var errNoWatch = errors.New("the API has no server watch")
@@ -36,7 +43,7 @@ func waitSettledWatching(ctx context.Context, s *streams, bc *api.Client, sc *go
 	pending := func() []string {
 		var out []string
 		for _, id := range ids {
-			if st := status[id]; st != "ACTIVE" && st != "ERROR" {
+			if !serverSettled(status[id]) {
 				out = append(out, id)
 			}
 		}
@@ -60,8 +67,19 @@ func waitSettledWatching(ctx context.Context, s *streams, bc *api.Client, sc *go
 		err := bc.WatchServers(wctx, ids, from, func(ev api.WatchEvent) bool {
 			got = true
 			from = ev.Revision
-			for _, v := range ev.Servers {
-				status[v.ID] = v.Status
+			if ev.Servers != nil {
+				// The first event of a stream: a waited-for server it
+				// omits no longer exists.
+				in := map[string]bool{}
+				for _, v := range ev.Servers {
+					in[v.ID] = true
+					status[v.ID] = v.Status
+				}
+				for _, id := range ids {
+					if !in[id] {
+						status[id] = statusDeleted
+					}
+				}
 			}
 			if ev.Server != nil {
 				status[ev.Server.ID] = ev.Server.Status
