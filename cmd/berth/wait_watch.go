@@ -11,6 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 
 	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/backoff"
 )
 
@@ -25,10 +26,20 @@ import (
 //
 // A server deleted during the wait is DELETED and no longer waited for.
 // The watch leaves a server that no longer exists out (api/watch.go): a
-// stream's first event omits it, and a deletion mid-stream sends either a
-// DELETED view (the instance kept until its host freed it) or nothing
-// (removed at once); in the second case the wait learns it when the
-// stream is resumed, whose first event omits the server.
+// stream's first event omits it. Mid-stream, the delete of a server in
+// a cell is seen at once: its task state becomes deleting (an event),
+// and a server being deleted will not settle otherwise. A server deleted
+// before it reached a cell (its BuildRequest removed) sends nothing; the
+// wait learns it when the stream is resumed, whose first event omits it.
+
+// watchedStatus is how the wait counts a server of the watch: DELETED
+// once its delete was accepted (task state deleting), else its status.
+func watchedStatus(v api.ServerView) string {
+	if v.TaskState == etcdschema.TaskDeleting {
+		return statusDeleted
+	}
+	return v.Status
+}
 
 // errNoWatch says the API does not serve the server watch.
 var errNoWatch = errors.New("the API has no server watch")
@@ -73,7 +84,7 @@ func waitSettledWatching(ctx context.Context, s *streams, bc *api.Client, sc *go
 				in := map[string]bool{}
 				for _, v := range ev.Servers {
 					in[v.ID] = true
-					status[v.ID] = v.Status
+					status[v.ID] = watchedStatus(v)
 				}
 				for _, id := range ids {
 					if !in[id] {
@@ -82,7 +93,7 @@ func waitSettledWatching(ctx context.Context, s *streams, bc *api.Client, sc *go
 				}
 			}
 			if ev.Server != nil {
-				status[ev.Server.ID] = ev.Server.Status
+				status[ev.Server.ID] = watchedStatus(*ev.Server)
 			}
 			pr.show(counts(), time.Since(start))
 			return len(pending()) > 0
