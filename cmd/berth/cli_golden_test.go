@@ -175,8 +175,18 @@ func goldenOf(t *testing.T, f string, path []string, args ...string) {
 	if verb := path[len(path)-1]; verb == "list" || verb == "discover-hosts" {
 		out = sortRecords(f, out)
 	}
-	golden(t, goldenName(path...)+"."+f, normaliseOutput(out))
+	out = normaliseOutput(out)
+	if f == "table" {
+		// A table's widths follow its longest cell, and a placeholder can
+		// replace text of any length (a process's host and pid): compare
+		// the columns, not their padding.
+		out = columnGap.ReplaceAllString(out, "  ")
+	}
+	golden(t, goldenName(path...)+"."+f, out)
 }
+
+// columnGap is the padding between a table's columns.
+var columnGap = regexp.MustCompile(` {2,}`)
 
 // TestEveryPrintingCommandHasGoldens: each command with -o has a golden
 // per format (written by TestCLIOutputGoldens or TestCLIAgainstDevNoauth).
