@@ -234,25 +234,8 @@ identity {
 `+authDirectory+`}
 `, idPort, apiPort), nil)
 	home := t.TempDir()
-	cloud := func(name, user, password, project string) string {
-		return fmt.Sprintf(`  %s:
-    auth:
-      auth_url: %s/v3
-      username: %s
-      password: %s
-      project_name: %s
-      user_domain_name: Default
-      project_domain_name: Default
-    region_name: RegionOne
-    identity_api_version: 3
-`, name, s.Endpoint("identity"), user, password, project)
-	}
-	cfgPath := filepath.Join(home, "clouds.yaml")
-	clouds := "clouds:\n" + cloud("member", "alice", "alice-pw", "demo") + cloud("admin", "admin", "admin-pw", "admin") +
-		cloud("wrong", "alice", "not-alice-pw", "demo")
-	if err := os.WriteFile(cfgPath, []byte(clouds), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeClouds(t, home, s.Endpoint("identity"), cloudEntry{"member", "alice", "alice-pw", "demo"},
+		cloudEntry{"admin", "admin", "admin-pw", "admin"}, cloudEntry{"wrong", "alice", "not-alice-pw", "demo"})
 	run := func(cloud string, args ...string) (string, string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -332,4 +315,33 @@ identity {
 	if got := getStatus(t, flavors, alice); got != 200 {
 		t.Errorf("flavor list with alice's token: %d", got)
 	}
+}
+
+// cloudEntry is one clouds.yaml entry: user logs in to project.
+type cloudEntry struct{ name, user, password, project string }
+
+// writeClouds writes the openstack CLI's clouds.yaml with entries, all
+// logging in at identityURL (the identity API's base), into dir, and
+// returns its path.
+func writeClouds(t *testing.T, dir, identityURL string, entries ...cloudEntry) string {
+	t.Helper()
+	clouds := "clouds:\n"
+	for _, e := range entries {
+		clouds += fmt.Sprintf(`  %s:
+    auth:
+      auth_url: %s/v3
+      username: %s
+      password: %s
+      project_name: %s
+      user_domain_name: Default
+      project_domain_name: Default
+    region_name: RegionOne
+    identity_api_version: 3
+`, e.name, identityURL, e.user, e.password, e.project)
+	}
+	path := filepath.Join(dir, "clouds.yaml")
+	if err := os.WriteFile(path, []byte(clouds), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

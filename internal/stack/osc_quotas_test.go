@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -46,24 +45,8 @@ identity {
 `+authDirectory+`}
 `, idPort, apiPort), nil)
 	home := t.TempDir()
-	cloud := func(name, user, password, project string) string {
-		return fmt.Sprintf(`  %s:
-    auth:
-      auth_url: %s/v3
-      username: %s
-      password: %s
-      project_name: %s
-      user_domain_name: Default
-      project_domain_name: Default
-    region_name: RegionOne
-    identity_api_version: 3
-`, name, s.Endpoint("identity"), user, password, project)
-	}
-	cfgPath := filepath.Join(home, "clouds.yaml")
-	if err := os.WriteFile(cfgPath, []byte("clouds:\n"+cloud("member", "alice", "alice-pw", "demo")+
-		cloud("admin", "admin", "admin-pw", "admin")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeClouds(t, home, s.Endpoint("identity"), cloudEntry{"member", "alice", "alice-pw", "demo"},
+		cloudEntry{"admin", "admin", "admin-pw", "admin"})
 	run := func(cloud string, args ...string) string {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
