@@ -42,18 +42,37 @@ type moveRead struct {
 	instRev, mgRev int64
 }
 
-// stepWants is, per step, the migration status it runs in and whether
-// it runs on the destination (else the source).
-var stepWants = map[string]struct {
+// moveStep is one step of a move: the migration status it runs in,
+// whether it runs on the destination (else the source), and, for the
+// steps of the other moves (live migration, evacuation, shelve, each in
+// its own file, added by registerMoveStep), the work itself. The cold
+// moves' steps are worked by move's switch below.
+type moveStep struct {
 	status string
 	onDest bool
-}{
-	etcdschema.MovePrep:         {etcdschema.MigrationPreMigrating, true},
-	etcdschema.MoveOut:          {etcdschema.MigrationMigrating, false},
-	etcdschema.MoveFinish:       {etcdschema.MigrationPostMigrating, true},
-	etcdschema.MoveConfirm:      {etcdschema.MigrationConfirming, false},
-	etcdschema.MoveRevert:       {etcdschema.MigrationReverting, true},
-	etcdschema.MoveRevertFinish: {etcdschema.MigrationReverting, false},
+	// run works the step once move has checked that the cast is
+	// current (the instance and migration exist and agree, the status
+	// is status, this host is the one the step runs on).
+	run func(a *Agent, ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) error
+}
+
+// registerMoveStep adds a step of another move kind (from an init in
+// that kind's file); a step named twice is a programming error.
+func registerMoveStep(step string, s moveStep) {
+	if _, dup := stepWants[step]; dup {
+		panic("agent: move step " + step + " registered twice")
+	}
+	stepWants[step] = s
+}
+
+// stepWants is every step this agent works, by name.
+var stepWants = map[string]moveStep{
+	etcdschema.MovePrep:         {status: etcdschema.MigrationPreMigrating, onDest: true},
+	etcdschema.MoveOut:          {status: etcdschema.MigrationMigrating, onDest: false},
+	etcdschema.MoveFinish:       {status: etcdschema.MigrationPostMigrating, onDest: true},
+	etcdschema.MoveConfirm:      {status: etcdschema.MigrationConfirming, onDest: false},
+	etcdschema.MoveRevert:       {status: etcdschema.MigrationReverting, onDest: true},
+	etcdschema.MoveRevertFinish: {status: etcdschema.MigrationReverting, onDest: false},
 }
 
 func (a *Agent) move(ctx context.Context, ev informer.Event, b *etcdschema.Build) error {
@@ -80,6 +99,9 @@ func (a *Agent) move(ctx context.Context, ev informer.Event, b *etcdschema.Build
 		// before a restart, a delete): nothing to do here.
 		log.Info("move cast is stale, ending it")
 		return a.endCast(ctx, ev, nil)
+	}
+	if want.run != nil {
+		return want.run(a, ctx, ev, b, rd)
 	}
 	m := moverOf(a.driver)
 	// Driver calls run without the caller's cancellation, as builds do:

@@ -86,6 +86,13 @@ func (c *CellConductor) process(ctx context.Context, it workqueue.Item) error {
 		return c.finish(ctx, it, nil)
 	}
 	if retry.Build.Op == etcdschema.OpMove && retry.Build.Move != nil {
+		if kind := retry.Build.Move.Kind; kind != "" {
+			h, ok := moveRetryKinds[kind]
+			if !ok {
+				return fmt.Errorf("retry %s: unknown move kind %q (written by a newer Berth?)", it.Key, kind)
+			}
+			return h(c, ctx, it, &retry)
+		}
 		return c.processMoveRetry(ctx, it, &retry)
 	}
 	uuid := retry.InstanceUUID

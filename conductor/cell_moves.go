@@ -25,6 +25,21 @@ import (
 // migration ends in error with every attempt's reason, and the server is
 // ACTIVE on its source (Nova's MaxRetriesExceeded in _cold_migrate).
 
+// moveRetryHandler works a failed step's retry of one move kind.
+type moveRetryHandler func(c *CellConductor, ctx context.Context, it workqueue.Item, retry *etcdschema.Retry) error
+
+// moveRetryKinds are the retry handlers of the move kinds other than the
+// cold moves (MoveStep.Kind), each added by an init in that kind's file.
+var moveRetryKinds = map[string]moveRetryHandler{}
+
+// registerMoveRetry adds the retry handler of a move kind.
+func registerMoveRetry(kind string, h moveRetryHandler) {
+	if _, dup := moveRetryKinds[kind]; dup || kind == "" {
+		panic("conductor: move retry kind " + kind + " registered twice or empty")
+	}
+	moveRetryKinds[kind] = h
+}
+
 func (c *CellConductor) processMoveRetry(ctx context.Context, it workqueue.Item, retry *etcdschema.Retry) error {
 	k := c.cfg.Keys
 	uuid := retry.InstanceUUID

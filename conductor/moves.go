@@ -62,6 +62,15 @@ func (s *Superconductor) processMove(ctx context.Context, it workqueue.Item) err
 		s.log.Error("dropping unreadable move request", "key", it.Key, "error", err)
 		return s.finishMove(ctx, it, nil)
 	}
+	if req.Kind != "" {
+		h, ok := moveKinds[req.Kind]
+		if !ok {
+			// Written by a newer version: leave it for a superconductor
+			// that knows the kind rather than drop a user's request.
+			return fmt.Errorf("move request %s: unknown kind %q (written by a newer Berth?)", it.Key, req.Kind)
+		}
+		return h(s, ctx, it, &req)
+	}
 	log := s.log.With("instance", req.InstanceUUID, "migration", req.MigrationUUID, "request_id", req.RequestID)
 	mover, ok := s.cfg.Placement.(MoveAllocator)
 	if !ok {
@@ -123,6 +132,23 @@ func (s *Superconductor) processMove(ctx context.Context, it workqueue.Item) err
 		return fmt.Errorf("select destinations for move of %s: %w", req.InstanceUUID, err)
 	}
 	return s.handOffMove(ctx, it, rd, sels[0])
+}
+
+// moveKindHandler schedules one MoveRequest of its kind, ending it
+// (workqueue.FinishOps in its final transaction) as processMove does.
+type moveKindHandler func(s *Superconductor, ctx context.Context, it workqueue.Item, req *etcdschema.MoveRequest) error
+
+// moveKinds are the handlers of the MoveRequest kinds other than the
+// cold moves (live migration, evacuation, unshelve), each added by an
+// init in that kind's file.
+var moveKinds = map[string]moveKindHandler{}
+
+// registerMoveKind adds the handler of a MoveRequest kind.
+func registerMoveKind(kind string, h moveKindHandler) {
+	if _, dup := moveKinds[kind]; dup || kind == "" {
+		panic("conductor: move kind " + kind + " registered twice or empty")
+	}
+	moveKinds[kind] = h
 }
 
 func (s *Superconductor) readMove(ctx context.Context, req *etcdschema.MoveRequest) (*moveRead, error) {

@@ -20,7 +20,17 @@ func MoveCast(in *etcdschema.Instance, mig *etcdschema.Migration, step, requestI
 	return &etcdschema.Build{Op: etcdschema.OpMove, InstanceUUID: in.UUID, Name: in.Name, Cell: in.Cell,
 		Flavor: flavor, ProjectID: in.ProjectID, UserID: in.UserID, Attempt: len(mig.Attempts),
 		RequestID: requestID, CastAt: now, Image: in.Image,
-		Move: &etcdschema.MoveStep{MigrationUUID: mig.UUID, Step: step}}
+		Move: &etcdschema.MoveStep{MigrationUUID: mig.UUID, Step: step, Kind: MoveKind(mig)}}
+}
+
+// MoveKind is the MoveRequest/MoveStep kind of mig: "" for the cold
+// moves, else its migration type (live-migration, evacuation).
+func MoveKind(mig *etcdschema.Migration) string {
+	switch mig.MigrationType {
+	case etcdschema.MigrationTypeResize, etcdschema.MigrationTypeMigration, "":
+		return ""
+	}
+	return mig.MigrationType
 }
 
 // FailedMove is what a move that ended in error before its source
