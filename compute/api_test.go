@@ -285,6 +285,7 @@ func TestRoutePolicies(t *testing.T) {
 		"POST /servers/{id}/action confirmResize":           {},
 		"POST /servers/{id}/action revertResize":            {},
 		"POST /servers/{id}/action migrate":                 {},
+		"POST /servers/{id}/action os-migrateLive":          {},
 		"GET /servers/{server_id}/migrations":               {},
 		"GET /os-migrations":                                adminOnly("os_compute_api:os-migrations:index"),
 		"GET /servers/{server_id}/os-instance-actions/{id}": {},

@@ -171,6 +171,9 @@ var authMatrix = []authRow{
 	row("POST", "/servers/"+serverOfA+"/action", `{"confirmResize": null}`, [4]int{403, 404, 409, 409}),
 	row("POST", "/servers/"+serverOfA+"/action", `{"revertResize": null}`, [4]int{403, 404, 409, 409}),
 	row("POST", "/servers/"+serverOfA+"/action", `{"migrate": null}`, [4]int{403, 404, 403, 202}),
+	// os-migrateLive is ADMIN (migrate_live), checked as migrate.
+	row("POST", "/servers/"+serverOfA+"/action", `{"os-migrateLive": {"host": null, "block_migration": "auto"}}`,
+		[4]int{403, 404, 403, 202}, mv("2.25")),
 	row("GET", "/servers/"+serverOfA+"/migrations", "", [4]int{403, 404, 403, 200}, mv("2.23")),
 	row("GET", "/os-migrations", "", onlyAdmin(200)),
 	row("GET", "/servers/"+serverOfA+"/os-instance-actions", "", [4]int{200, 404, 200, 200}),
@@ -239,7 +242,8 @@ func seedMatrixCompute(ctx context.Context, t *testing.T, cli *clientv3.Client, 
 		if err := p.EnsureProvider(ctx, "rp-"+h, h, ""); err != nil {
 			t.Fatal(err)
 		}
-		svc := &etcdschema.Service{Host: h, Cell: "cell1", ProviderUUID: "rp-" + h}
+		// Their agents' drivers can live-migrate (os-migrateLive's row).
+		svc := &etcdschema.Service{Host: h, Cell: "cell1", ProviderUUID: "rp-" + h, CanLiveMigrate: true}
 		if _, err := cli.Put(ctx, keys.Service(h), etcdschema.MustEncode(svc)); err != nil {
 			t.Fatal(err)
 		}

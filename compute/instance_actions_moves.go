@@ -29,8 +29,11 @@ func moveActions(migs []servers.MigrationRecord) []instanceAction {
 	var out []instanceAction
 	for _, m := range migs {
 		main := instanceAction{action: "migrate", requestID: m.RequestID, start: m.CreatedAt}
-		if m.MigrationType == etcdschema.MigrationTypeResize {
+		switch m.MigrationType {
+		case etcdschema.MigrationTypeResize:
 			main.action = "resize"
+		case etcdschema.MigrationTypeLiveMigration:
+			main.action = "live-migration" // instance_actions.LIVE_MIGRATION
 		}
 		byName := map[string]*instanceAction{"": &main}
 		if m.ConfirmRequestID != "" && m.ConfirmedAt != nil {

@@ -174,6 +174,8 @@ func (a *API) routeTable() []route {
 			"confirmResize": {handle: a.confirmResize},
 			"revertResize":  {handle: a.revertResize},
 			"migrate":       {schema: since(mvMigrateHost, nil, schemaMigrate2_56), handle: a.migrateServer},
+			// The live migration (server_live_migrate.go).
+			"os-migrateLive": {schema: migrateLiveSchema, handle: a.migrateLive},
 		}},
 		{method: "GET", path: "/servers/{server_id}/migrations", minMinor: mvMigrationType, handle: a.listServerMigrations},
 		// os-migrations (migrations.go); ROUTE_LIST has it among the

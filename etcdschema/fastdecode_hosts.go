@@ -40,6 +40,9 @@ func (s *Service) decodeFast(data []byte) bool {
 			var n int64
 			n, ok = r.int64()
 			q.FailedBuilds, bit = int(n), 256
+		case "can_live_migrate":
+			q.CanLiveMigrate, ok = r.bool()
+			bit = 2048
 		case "created_at":
 			q.CreatedAt, ok = r.time()
 			bit = 512

@@ -17,7 +17,7 @@ func TestHostRecordsFastDecodeMatchesEncodingJSON(t *testing.T) {
 	for i := 0; i < 1500; i++ {
 		*g.plain = i%2 == 0
 		s := &Service{Host: g.str(), Cell: g.str(), ProviderUUID: g.str(), Disabled: g.rng.Intn(2) == 0,
-			ForcedDown: g.rng.Intn(2) == 0, AgentVersion: g.str(), FailedBuilds: int(g.int64()), CreatedAt: g.time(), UpdatedAt: g.time()}
+			ForcedDown: g.rng.Intn(2) == 0, CanLiveMigrate: g.rng.Intn(2) == 0, AgentVersion: g.str(), FailedBuilds: int(g.int64()), CreatedAt: g.time(), UpdatedAt: g.time()}
 		if g.rng.Intn(2) == 0 {
 			s.DisabledReason = g.str()
 		}

@@ -86,6 +86,12 @@ type Migration struct {
 	// AllowSameHost says the source host may be the destination
 	// (allow_resize_to_same_host, resizes only).
 	AllowSameHost bool `json:"allow_same_host,omitempty"`
+	// ForceHost says RequestedHost skips the scheduler's filters (a
+	// live migration with force, 2.30 to 2.67: Berth's forced host),
+	// and BlockMigration is the live migration's block_migration as
+	// asked ("auto", "true" or "false"). Added without a version bump.
+	ForceHost      bool   `json:"force_host,omitempty"`
+	BlockMigration string `json:"block_migration,omitempty"`
 	// Remaining are the alternate destinations the scheduler returned
 	// (unclaimed), tried in order by the cell conductor when the
 	// destination fails; MaxAttempts bounds the tries.

@@ -142,14 +142,19 @@ func checkVersion(key string, v Versioned) error {
 // API owns; both write with a compare on the key's mod revision.
 type Service struct {
 	header
-	Host           string    `json:"host"`
-	Cell           string    `json:"cell"`
-	ProviderUUID   string    `json:"provider_uuid"`
-	Disabled       bool      `json:"disabled"`
-	DisabledReason string    `json:"disabled_reason,omitempty"`
-	ForcedDown     bool      `json:"forced_down"`
-	AgentVersion   string    `json:"agent_version"`
-	FailedBuilds   int       `json:"failed_builds"`
+	Host           string `json:"host"`
+	Cell           string `json:"cell"`
+	ProviderUUID   string `json:"provider_uuid"`
+	Disabled       bool   `json:"disabled"`
+	DisabledReason string `json:"disabled_reason,omitempty"`
+	ForcedDown     bool   `json:"forced_down"`
+	AgentVersion   string `json:"agent_version"`
+	FailedBuilds   int    `json:"failed_builds"`
+	// CanLiveMigrate says the host's driver can live-migrate (the agent
+	// writes it at registration): the API refuses a live migration of a
+	// server whose host cannot (Nova's MigrationPreCheckError). Added
+	// without a version bump; absent, an older agent, means cannot.
+	CanLiveMigrate bool      `json:"can_live_migrate,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
 }

@@ -1,0 +1,137 @@
+package servers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// The live migration's API side (nova/compute/api.py live_migrate): the
+// server must be ACTIVE with no task, the host asked for must exist, and
+// both the source's and the asked host's drivers must be able to live
+// migrate (Berth checks here what Nova's conductor finds out later as a
+// MigrationPreCheckError: the agent records its driver's ability on its
+// service record). Then, in one transaction guarded by the instance's
+// revision, task_state migrating, the Migration (accepted) and the
+// MoveRequest of kind live-migration that the superconductors schedule
+// (conductor/live_migrate.go). The guest keeps running throughout.
+
+// LiveMigrateRequest is an os-migrateLive as its API checked it.
+type LiveMigrateRequest struct {
+	// Host is the destination asked for, "" for the scheduler's pick.
+	Host string
+	// BlockMigration is block_migration as asked: "auto", "true" or
+	// "false" (Berth's drivers have no shared storage to tell apart;
+	// it is recorded on the migration).
+	BlockMigration string
+	// Force skips the scheduler's filters for Host (2.30 to 2.67).
+	Force     bool
+	RequestID string
+}
+
+// PreCheckError is Nova's MigrationPreCheckError, refused by the API
+// with 400.
+type PreCheckError struct{ Reason string }
+
+func (e *PreCheckError) Error() string { return "Migration pre-check error: " + e.Reason }
+
+// LiveToSelfError is Nova's UnableToMigrateToSelf.
+type LiveToSelfError struct{ ID, Host string }
+
+func (e *LiveToSelfError) Error() string {
+	return fmt.Sprintf("Unable to migrate instance (%s) to current host (%s).", e.ID, e.Host)
+}
+
+// LiveMigrate starts a live migration of server id and returns the
+// migration it created.
+func (s *Store) LiveMigrate(ctx context.Context, id string, r LiveMigrateRequest) (*etcdschema.Migration, error) {
+	const action = "os-migrateLive"
+	v, err := s.Lookup(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if v.Instance == nil {
+		return nil, &StateError{Action: action, ID: id, Attr: "vm_state", State: "building"}
+	}
+	in := *v.Instance
+	if err := movable(action, &in, etcdschema.StatusActive); err != nil {
+		return nil, err
+	}
+	if r.Host != "" {
+		if err := s.CheckRequestedHost(ctx, r.Host, ""); err != nil {
+			return nil, err
+		}
+		if r.Host == in.Host {
+			return nil, &LiveToSelfError{ID: id, Host: in.Host}
+		}
+	}
+	for _, h := range []string{in.Host, r.Host} {
+		if h == "" {
+			continue
+		}
+		if err := s.checkCanLiveMigrate(ctx, h); err != nil {
+			return nil, err
+		}
+	}
+	now := time.Now().UTC()
+	node := in.Node
+	if node == "" {
+		node = in.Host
+	}
+	block := r.BlockMigration
+	if block == "" {
+		block = "auto"
+	}
+	mig := &etcdschema.Migration{UUID: uuid.NewString(), InstanceUUID: id, Cell: in.Cell,
+		ProjectID: in.ProjectID, UserID: in.UserID, MigrationType: etcdschema.MigrationTypeLiveMigration,
+		Status: etcdschema.MigrationAccepted, SourceHost: in.Host, SourceNode: node,
+		OldFlavor: in.Flavor, NewFlavor: in.Flavor, RequestedHost: r.Host, ForceHost: r.Force && r.Host != "",
+		BlockMigration: block, RequestID: r.RequestID, CreatedAt: now, UpdatedAt: now}
+	req := &etcdschema.MoveRequest{InstanceUUID: id, Cell: in.Cell, MigrationUUID: mig.UUID,
+		RequestID: r.RequestID, CreatedAt: now, Kind: etcdschema.MigrationTypeLiveMigration}
+	in.TaskState, in.MigrationUUID, in.UpdatedAt = etcdschema.TaskMigrating, mig.UUID, now
+	k := s.keys
+	ikey := k.CellInstance(in.Cell, id)
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev),
+		clientv3.Compare(clientv3.CreateRevision(k.MoveRequest(id)), "=", 0)).
+		Then(clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
+			clientv3.OpPut(k.Migration(in.Cell, mig.UUID), etcdschema.MustEncode(mig)),
+			clientv3.OpPut(k.MoveRequest(id), etcdschema.MustEncode(req)),
+			clientv3.OpPut(k.MigrationMapping(mig.UUID), etcdschema.MustEncode(&etcdschema.InstanceMapping{
+				InstanceUUID: id, Cell: in.Cell, ProjectID: in.ProjectID, CreatedAt: now}))).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", action, id, err)
+	}
+	if !resp.Succeeded {
+		return nil, fmt.Errorf("%s %s: %w", action, id, ErrKeptChanging)
+	}
+	s.log.Info("live migration accepted", "instance", id, "migration", mig.UUID, "source", in.Host,
+		"host", r.Host, "force", mig.ForceHost, "request_id", r.RequestID)
+	return mig, nil
+}
+
+// checkCanLiveMigrate refuses a host whose driver cannot live-migrate,
+// as its agent recorded on the service record.
+func (s *Store) checkCanLiveMigrate(ctx context.Context, host string) error {
+	key := s.keys.Service(host)
+	resp, err := s.cli.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("read service of %s: %w", host, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return &HostError{Host: host}
+	}
+	var svc etcdschema.Service
+	if err := etcdschema.Decode(key, resp.Kvs[0].Value, &svc); err != nil {
+		return err
+	}
+	if !svc.CanLiveMigrate {
+		return &PreCheckError{Reason: fmt.Sprintf("The compute driver of host %s cannot live migrate.", host)}
+	}
+	return nil
+}
