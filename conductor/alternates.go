@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/placement"
@@ -25,6 +26,22 @@ import (
 // another reason, the alternate already taken off the list.
 func (c *CellConductor) claimAlternate(ctx context.Context, log hclog.Logger, uuid, group, project, user string,
 	remaining []etcdschema.Selection, attempts, maxAttempts int) (sel etcdschema.Selection, rest []etcdschema.Selection, claimed bool, err error) {
+	cl := alternateClaimer{pl: c.cfg.Placement, cli: c.cfg.Client, keys: c.cfg.Keys, log: c.log}
+	return cl.claim(ctx, log, uuid, group, project, user, remaining, attempts, maxAttempts)
+}
+
+// alternateClaimer is what claiming an alternate needs, so the cell
+// conductor (builds, cold moves) and the superconductor (a live
+// migration's next host) claim alike.
+type alternateClaimer struct {
+	pl   Allocations
+	cli  *clientv3.Client
+	keys etcdschema.Keys
+	log  hclog.Logger
+}
+
+func (c alternateClaimer) claim(ctx context.Context, log hclog.Logger, uuid, group, project, user string,
+	remaining []etcdschema.Selection, attempts, maxAttempts int) (sel etcdschema.Selection, rest []etcdschema.Selection, claimed bool, err error) {
 	for len(remaining) > 0 && attempts < max(maxAttempts, 1) {
 		sel, remaining = remaining[0], remaining[1:]
 		var ar placement.AllocationRequest
@@ -36,7 +53,7 @@ func (c *CellConductor) claimAlternate(ctx context.Context, log hclog.Logger, uu
 		if group != "" {
 			err = c.claimInGroup(ctx, group, sel.ServiceHost, uuid, write)
 		} else {
-			err = c.cfg.Placement.PutAllocations(ctx, uuid, write)
+			err = c.pl.PutAllocations(ctx, uuid, write)
 		}
 		switch {
 		case err == nil:

@@ -218,12 +218,12 @@ type groupClaimer interface {
 // claimInGroup claims an alternate for a member of a server group only if
 // the group's hard policy still allows the host, moving the member's place
 // there in the same transaction (scheduler.GroupRetryGuard).
-func (c *CellConductor) claimInGroup(ctx context.Context, group, host, uuid string, w placement.AllocationWrite) error {
-	p, ok := c.cfg.Placement.(groupClaimer)
+func (c alternateClaimer) claimInGroup(ctx context.Context, group, host, uuid string, w placement.AllocationWrite) error {
+	p, ok := c.pl.(groupClaimer)
 	if !ok {
 		return fmt.Errorf("claim alternate %s for %s: placement cannot guard a server group claim", host, uuid)
 	}
-	guards, ops, err := scheduler.GroupRetryGuard(ctx, c.cfg.Client, c.cfg.Keys, c.log, group, host, uuid)
+	guards, ops, err := scheduler.GroupRetryGuard(ctx, c.cli, c.keys, c.log, group, host, uuid)
 	if err != nil {
 		return err
 	}
