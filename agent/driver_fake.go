@@ -22,6 +22,12 @@ type FakeConfig struct {
 	// FailReschedulable makes failures reschedulable (the default in labs:
 	// they exercise the retry path); false makes them final.
 	FailReschedulable bool
+	// The live migration's operations (driver_live.go): each takes
+	// LiveMigrationTime; FailLiveCheck fails the destination's
+	// pre-check (as Fail does), FailLiveStart the start on the
+	// destination, FailLiveOut the source's hand-over (rolled back).
+	LiveMigrationTime                         time.Duration
+	FailLiveCheck, FailLiveStart, FailLiveOut bool
 }
 
 // FakeDriver "runs" instances as entries in memory.

@@ -23,6 +23,7 @@ func (a *Agent) register(ctx context.Context) error {
 		s.Cell = a.cfg.Cell
 		s.ProviderUUID = a.provider
 		s.AgentVersion = Version
+		s.CanLiveMigrate = canLiveMigrate(a.driver)
 	}); err != nil {
 		return err
 	}

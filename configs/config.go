@@ -392,6 +392,14 @@ type FakeDriver struct {
 	FailureRate       float64 // 0..1, chance that a build fails
 	Fail              bool    // every build fails
 	FailReschedulable bool    // failures ask for a reschedule rather than ERROR
+	// The live migration's operations: each takes LiveMigrationTime;
+	// the Fail flags fail the destination's pre-check (the
+	// superconductor tries the next host), the start on the destination
+	// and the source's hand-over (both rolled back).
+	LiveMigrationTime time.Duration
+	FailLiveCheck     bool
+	FailLiveStart     bool
+	FailLiveOut       bool
 }
 
 // ProcessDriver configures the process driver: each instance is a child

@@ -666,6 +666,11 @@ func (d *decoder) agent(r *rawAgent) *Agent {
 			FailureRate:       d.float(f.FailureRate, def.Fake.FailureRate),
 			Fail:              d.boolean(f.Fail, def.Fake.Fail),
 			FailReschedulable: d.boolean(f.FailReschedulable, def.Fake.FailReschedulable),
+			LiveMigrationTime: d.duration(f.Body, "live_migration_time", f.LiveMigrationTime, def.Fake.LiveMigrationTime, 0,
+				"a live migration cannot take negative time"),
+			FailLiveCheck: d.boolean(f.FailLiveCheck, def.Fake.FailLiveCheck),
+			FailLiveStart: d.boolean(f.FailLiveStart, def.Fake.FailLiveStart),
+			FailLiveOut:   d.boolean(f.FailLiveOut, def.Fake.FailLiveOut),
 		}
 		if a.Fake.FailureRate < 0 || a.Fake.FailureRate > 1 {
 			d.bad(f.Body, "failure_rate", "Invalid failure_rate",

@@ -245,6 +245,10 @@ type rawFake struct {
 	FailureRate       *float64 `hcl:"failure_rate"`
 	Fail              *bool    `hcl:"fail"`
 	FailReschedulable *bool    `hcl:"fail_reschedulable"`
+	LiveMigrationTime *string  `hcl:"live_migration_time"`
+	FailLiveCheck     *bool    `hcl:"fail_live_check"`
+	FailLiveStart     *bool    `hcl:"fail_live_start"`
+	FailLiveOut       *bool    `hcl:"fail_live_out"`
 	Body              hcl.Body `hcl:",body"`
 }
 

@@ -101,5 +101,11 @@ agent {
     failure_rate       = 0.0   # probability (0..1) that a build fails
     fail               = false # every build fails
     fail_reschedulable = true  # failures ask for a retry on an alternate host rather than ERROR
+    # The live migration's operations, each failed on purpose to try
+    # the retries and rollbacks.
+    live_migration_time = "0s"  # how long starting a live-migrated guest pretends to take
+    fail_live_check     = false # the destination's pre-check fails (the next host is tried)
+    fail_live_start     = false # the destination fails to start the guest (rolled back)
+    fail_live_out       = false # the source fails to hand over (rolled back)
   }
 }

@@ -25,6 +25,9 @@ type DevOptions struct {
 	FailHosts map[string]bool
 	// BuildTime, when positive, is how long each simulated build takes.
 	BuildTime time.Duration
+	// ChangeAgent, when set, changes each host's agent config last
+	// (tests: one host's fake driver failing one operation).
+	ChangeAgent func(a *configs.Agent)
 	// DataDir is where the agents keep their state (the etcd data dir).
 	DataDir string
 	// Login, when set, is printed in the banner: the dev identity's
@@ -68,6 +71,9 @@ func Dev(o DevOptions) StartFunc {
 			}
 			if o.FailHosts[a.Host] {
 				a.Fake.Fail, a.Fake.FailReschedulable = true, true
+			}
+			if o.ChangeAgent != nil {
+				o.ChangeAgent(&a)
 			}
 			if err := s.StartAgent(ctx, &a, o.DataDir); err != nil {
 				return err

@@ -613,7 +613,8 @@ func (s *Stack) StartAgent(ctx context.Context, a *configs.Agent, dataDir string
 	s.placementStore() // agents only write
 	drv, err := agent.NewDriver(a.Driver, a.Host, agent.DriverConfig{Fake: agent.FakeConfig{
 		BuildTime: a.Fake.BuildTime, FailureRate: a.Fake.FailureRate, Fail: a.Fake.Fail,
-		FailReschedulable: a.Fake.FailReschedulable,
+		FailReschedulable: a.Fake.FailReschedulable, LiveMigrationTime: a.Fake.LiveMigrationTime,
+		FailLiveCheck: a.Fake.FailLiveCheck, FailLiveStart: a.Fake.FailLiveStart, FailLiveOut: a.Fake.FailLiveOut,
 	}, Process: agent.ProcessConfig{
 		Command: a.Process.Command, StateDir: a.Process.StateDir, StopGrace: a.Process.StopGrace,
 	}})

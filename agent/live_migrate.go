@@ -1,0 +1,186 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/etcdschema/records"
+	"github.com/berth-project/berth/internal/informer"
+)
+
+// A live migration's steps on the agents (the superconductor chose the
+// destination and cast the first; conductor/live_migrate.go), each one
+// driver call and one transaction as the cold moves' (moves.go):
+//
+//	live_check (dest, preparing): the driver's pre-check. A failure
+//	  frees the destination's claim and re-files the MoveRequest, the
+//	  reason on the migration's last attempt and the migration accepted
+//	  again: the superconductor tries the next host.
+//	live_start (dest, running): the guest starts here, the source's
+//	  still running.
+//	live_out (source, running): the source's guest stops, and in one
+//	  transaction the move is done: the source's allocation (the
+//	  migration's consumer) freed, the server on the destination with
+//	  the schedulers' instance info moved (seed isolate-scheduler-db:
+//	  updated at the end of a live migration), the migration completed.
+//	live_rollback (dest, running): the source could not hand over; the
+//	  destination's guest is destroyed and the server stays on its
+//	  source.
+//
+// A failed start, or a rollback, ends the migration failed: the source's
+// allocation back to the instance over the destination's claim, the
+// server ACTIVE on its source, as Nova's _rollback_live_migration.
+
+func init() {
+	registerMoveStep(etcdschema.LiveCheck, moveStep{status: etcdschema.MigrationPreparing, onDest: true, run: (*Agent).liveCheck})
+	registerMoveStep(etcdschema.LiveStart, moveStep{status: etcdschema.MigrationRunning, onDest: true, run: (*Agent).liveStart})
+	registerMoveStep(etcdschema.LiveOut, moveStep{status: etcdschema.MigrationRunning, onDest: false, run: (*Agent).liveOut})
+	registerMoveStep(etcdschema.LiveRollback, moveStep{status: etcdschema.MigrationRunning, onDest: true, run: (*Agent).liveRollback})
+}
+
+// liveMoverOf is the agent's driver as a LiveMover; a driver without it
+// fails every step (its service record told the API so).
+func (a *Agent) liveMoverOf() (LiveMover, error) {
+	if m, ok := a.driver.(LiveMover); ok {
+		return m, nil
+	}
+	return nil, &BuildError{Reschedulable: true, Reason: fmt.Sprintf("the driver of %s cannot live migrate", a.cfg.Host)}
+}
+
+func (a *Agent) liveCheck(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) error {
+	m, err := a.liveMoverOf()
+	if err == nil {
+		err = m.CheckLiveMigration(context.WithoutCancel(ctx), b)
+	}
+	if err == nil {
+		return a.moveOn(ctx, ev, b, rd, etcdschema.MigrationRunning, etcdschema.TaskMigrating,
+			etcdschema.LiveStart, a.cfg.Host, nil)
+	}
+	// Back to the superconductor: the claim here freed, the reason on
+	// the attempt, the request filed again.
+	reason := asBuildError(err).Reason
+	if ferr := a.freeClaim(ctx, b.InstanceUUID); ferr != nil {
+		return ferr
+	}
+	now := time.Now().UTC()
+	mig := *rd.mig
+	mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, errors.New(reason))
+	if n := len(mig.Attempts); n > 0 && mig.Attempts[n-1].Host == a.cfg.Host {
+		mig.Attempts[n-1].Reason = reason
+	} else {
+		mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: a.cfg.Host, Reason: reason, At: now})
+	}
+	mig.Status, mig.DestHost, mig.DestNode, mig.UpdatedAt = etcdschema.MigrationAccepted, "", "", now
+	req := &etcdschema.MoveRequest{InstanceUUID: b.InstanceUUID, Cell: b.Cell, MigrationUUID: mig.UUID,
+		RequestID: mig.RequestID, CreatedAt: now, Kind: etcdschema.MigrationTypeLiveMigration}
+	ops := []clientv3.Op{
+		clientv3.OpPut(a.keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),
+		clientv3.OpPut(a.keys.MoveRequest(b.InstanceUUID), etcdschema.MustEncode(req)),
+	}
+	ok, err := a.commitMove(ctx, ev, rd, ops, nil, "")
+	if err == nil && ok {
+		a.log.Info("live migration pre-check failed; back to the superconductor", "instance", b.InstanceUUID,
+			"migration", mig.UUID, "reason", reason)
+	}
+	return err
+}
+
+func (a *Agent) liveStart(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) error {
+	m, err := a.liveMoverOf()
+	if err == nil {
+		err = m.LiveMigrateIn(context.WithoutCancel(ctx), b)
+	}
+	if err != nil {
+		a.log.Warn("live migration failed to start the guest here; rolling back", "instance", b.InstanceUUID, "error", err)
+		return a.liveRolledBack(ctx, ev, b, rd, asBuildError(err).Reason)
+	}
+	return a.moveOn(ctx, ev, b, rd, etcdschema.MigrationRunning, etcdschema.TaskMigrating,
+		etcdschema.LiveOut, rd.mig.SourceHost, nil)
+}
+
+func (a *Agent) liveOut(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) error {
+	m, err := a.liveMoverOf()
+	if err == nil {
+		err = m.LiveMigrateOut(context.WithoutCancel(ctx), b.InstanceUUID)
+	}
+	now := time.Now().UTC()
+	mig, inst := *rd.mig, *rd.inst
+	if err != nil {
+		// The source keeps the guest: the destination destroys its own.
+		reason := asBuildError(err).Reason
+		mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, errors.New(reason))
+		mig.Error, mig.UpdatedAt = reason, now
+		cast := records.MoveCast(&inst, &mig, etcdschema.LiveRollback, mig.RequestID, now)
+		_, err := a.commitMove(ctx, ev, rd, []clientv3.Op{
+			clientv3.OpPut(a.keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig))}, cast, mig.DestHost)
+		a.log.Warn("live migration could not hand over; rolling back", "instance", b.InstanceUUID, "reason", reason)
+		return err
+	}
+	if err := a.freeClaim(ctx, mig.UUID); err != nil {
+		return err
+	}
+	mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, nil)
+	mig.Status, mig.Remaining, mig.UpdatedAt = etcdschema.MigrationCompleted, nil, now
+	inst.Host, inst.Node, inst.TaskState, inst.MigrationUUID, inst.UpdatedAt = mig.DestHost, mig.DestNode, "", "", now
+	ops := []clientv3.Op{
+		clientv3.OpPut(a.keys.CellInstance(inst.Cell, inst.UUID), etcdschema.MustEncode(&inst)),
+		clientv3.OpPut(a.keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),
+		clientv3.OpDelete(a.keys.MigrationMapping(mig.UUID)),
+		clientv3.OpDelete(a.keys.HostInstance(a.cfg.Host, inst.UUID)),
+	}
+	if a.cfg.TrackInstanceChanges {
+		info := &etcdschema.InstanceInfo{UUID: inst.UUID, Host: mig.DestHost, FlavorID: inst.Flavor.ID,
+			Flavor: inst.Flavor.Name, State: "active", UpdatedAt: now}
+		ops = append(ops, clientv3.OpPut(a.keys.HostInstance(mig.DestHost, inst.UUID), etcdschema.MustEncode(info)))
+	}
+	ok, err := a.commitMove(ctx, ev, rd, ops, nil, "")
+	if err == nil && ok {
+		a.log.Info("live migration completed", "instance", inst.UUID, "migration", mig.UUID,
+			"source", mig.SourceHost, "destination", mig.DestHost)
+	}
+	return err
+}
+
+func (a *Agent) liveRollback(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) error {
+	reason := rd.mig.Error
+	if reason == "" {
+		reason = "the source could not hand over"
+	}
+	return a.liveRolledBack(ctx, ev, b, rd, reason)
+}
+
+// liveRolledBack destroys the guest this destination started (if any),
+// gives the instance its source allocation back over this host's claim
+// and ends the migration failed, the server ACTIVE on its source.
+func (a *Agent) liveRolledBack(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead, reason string) error {
+	if err := a.driver.Destroy(context.WithoutCancel(ctx), b.InstanceUUID); err != nil {
+		return fmt.Errorf("destroy %s on its destination for a rollback: %w", b.InstanceUUID, err)
+	}
+	if err := a.moveBack(ctx, rd.mig.UUID, b.InstanceUUID); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	mig, inst := *rd.mig, *rd.inst
+	mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, errors.New(reason))
+	mig.Status, mig.Error, mig.Remaining, mig.UpdatedAt = etcdschema.MigrationFailed, reason, nil, now
+	inst.TaskState, inst.MigrationUUID, inst.UpdatedAt = "", "", now
+	ops := []clientv3.Op{
+		clientv3.OpPut(a.keys.CellInstance(inst.Cell, inst.UUID), etcdschema.MustEncode(&inst)),
+		clientv3.OpPut(a.keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),
+		clientv3.OpDelete(a.keys.MigrationMapping(mig.UUID)),
+	}
+	if inst.Group != "" {
+		ops = append(ops, records.GroupMemberOn(a.keys, inst.Group, inst.UUID, mig.SourceHost))
+	}
+	ok, err := a.commitMove(ctx, ev, rd, ops, nil, "")
+	if err == nil && ok {
+		a.log.Warn("live migration rolled back; server stays on its source", "instance", inst.UUID,
+			"migration", mig.UUID, "source", mig.SourceHost, "reason", reason)
+	}
+	return err
+}
