@@ -67,7 +67,7 @@ func (a *apiCmd) serverMoveCmds() []*cobra.Command {
 			_, _, err = gophercloud.ParseResponse(resp, err)
 			return err
 		}})
-	return []*cobra.Command{resize, migrate}
+	return []*cobra.Command{resize, a.withLiveMigrate(migrate)}
 }
 
 // moveVerb is one move command: its help, the status --wait waits for,
