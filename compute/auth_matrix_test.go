@@ -175,6 +175,8 @@ var authMatrix = []authRow{
 	row("POST", "/servers/"+serverOfA+"/action", `{"os-migrateLive": {"host": null, "block_migration": "auto"}}`,
 		[4]int{403, 404, 403, 202}, mv("2.25")),
 	row("GET", "/servers/"+serverOfA+"/migrations", "", [4]int{403, 404, 403, 200}, mv("2.23")),
+	// A migration not in progress: the admin's 404 in Nova's words.
+	row("GET", "/servers/"+serverOfA+"/migrations/1", "", [4]int{403, 404, 403, 404}, mv("2.23")),
 	row("GET", "/os-migrations", "", onlyAdmin(200)),
 	row("GET", "/servers/"+serverOfA+"/os-instance-actions", "", [4]int{200, 404, 200, 200}),
 	row("GET", "/servers/"+serverOfA+"/os-instance-actions/"+createOfA, "", [4]int{200, 404, 200, 200}),

@@ -129,4 +129,40 @@ func TestLiveMigrateAPI(t *testing.T) {
 	if n, err := a.cli.Get(ctx, a.keys.MigrationMapping(mig.UUID), clientv3.WithCountOnly()); err != nil || n.Count != 1 {
 		t.Errorf("no migration mapping: %v", err)
 	}
+
+	// In progress once running: listed and shown by id (2.23), not
+	// while accepted (Nova's in-progress statuses).
+	list := func() string {
+		t.Helper()
+		got := a.do("GET", "/v2.1/servers/"+onOne+"/migrations", "", admin, mv("2.23"))
+		if got.Code != 200 {
+			t.Fatalf("server migrations: %d %s", got.Code, got.Body)
+		}
+		return got.Body.String()
+	}
+	if body := list(); body != `{"migrations": []}` {
+		t.Errorf("an accepted live migration is listed in progress: %s", body)
+	}
+	mig.Status, mig.DestHost, mig.DestNode = etcdschema.MigrationRunning, "compute-2", "compute-2"
+	if _, err := a.cli.Put(ctx, a.keys.Migration("cell1", mig.UUID), etcdschema.MustEncode(&mig)); err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprint(mresp.Kvs[0].CreateRevision)
+	want := `{"migrations": [{"created_at": "` + mig.CreatedAt.Truncate(time.Second).Format("2006-01-02T15:04:05.000000") +
+		`", "dest_compute": "compute-2", "dest_host": "compute-2", "dest_node": "compute-2", "disk_processed_bytes": null, ` +
+		`"disk_remaining_bytes": null, "disk_total_bytes": null, "id": ` + id + `, "memory_processed_bytes": null, ` +
+		`"memory_remaining_bytes": null, "memory_total_bytes": null, "server_uuid": "` + onOne + `", ` +
+		`"source_compute": "compute-1", "source_node": "compute-1", "status": "running", "updated_at": "` +
+		mig.UpdatedAt.Truncate(time.Second).Format("2006-01-02T15:04:05.000000") + `"}]}`
+	if body := list(); body != want {
+		t.Errorf("running live migration:\n got %s\nwant %s", body, want)
+	}
+	if got := a.do("GET", "/v2.1/servers/"+onOne+"/migrations/"+id, "", admin, mv("2.80")); got.Code != 200 ||
+		!strings.Contains(got.Body.String(), `"uuid": "`+mig.UUID+`", "user_id": "admin", "project_id": "admin"`) {
+		t.Errorf("show at 2.80: %d %s", got.Code, got.Body)
+	}
+	got = a.do("GET", "/v2.1/servers/"+onOne+"/migrations/999999", "", admin, mv("2.23"))
+	if want := `{"itemNotFound": {"code": 404, "message": "In-progress live migration 999999 is not found for server ` + onOne + `."}}`; got.Code != 404 || got.Body.String() != want {
+		t.Errorf("show of another id: %d %s\nwant %s", got.Code, got.Body, want)
+	}
 }

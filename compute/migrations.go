@@ -211,12 +211,20 @@ func flavorNumber(f etcdschema.Flavor) any {
 }
 
 // listServerMigrations is ServerMigrationsController.index: the
-// server's live migrations in progress. Berth has no live migration
-// yet, so for a server that exists the list is empty, as Nova's is for
-// a server whose moves are cold (testdata/nova_moves.json).
+// server's live migrations in progress (server_migrations_live.go); a
+// server whose moves are cold has none (testdata/nova_moves.json).
 func (a *API) listServerMigrations(c *reqCtx) (int, any, error) {
-	if _, err := a.lookupServer(c, adminOnly("os_compute_api:servers:migrations:index")); err != nil {
+	v, err := a.lookupServer(c, adminOnly("os_compute_api:servers:migrations:index"))
+	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, obj{{"migrations", []obj{}}}, nil
+	migs, err := a.liveMigrationsInProgress(c, v)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make([]obj, len(migs))
+	for i, m := range migs {
+		out[i] = serverMigrationView(c, m)
+	}
+	return http.StatusOK, obj{{"migrations", out}}, nil
 }

@@ -178,6 +178,7 @@ func (a *API) routeTable() []route {
 			"os-migrateLive": {schema: migrateLiveSchema, handle: a.migrateLive},
 		}},
 		{method: "GET", path: "/servers/{server_id}/migrations", minMinor: mvMigrationType, handle: a.listServerMigrations},
+		{method: "GET", path: "/servers/{server_id}/migrations/{id}", minMinor: mvMigrationType, handle: a.showServerMigration},
 		// os-migrations (migrations.go); ROUTE_LIST has it among the
 		// os-* resources, kept here with the moves it lists.
 		{method: "GET", path: "/os-migrations", policy: adminOnly("os_compute_api:os-migrations:index"), handle: a.listMigrations},

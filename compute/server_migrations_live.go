@@ -1,0 +1,74 @@
+package compute
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/servers"
+)
+
+// GET /servers/{id}/migrations and /servers/{id}/migrations/{mid}
+// (server_migrations.py index and show, 2.23): the server's live
+// migrations in progress, as Nova's get_in_progress_by_instance selects
+// them (queued, preparing, running, post-migrating; Berth's accepted, a
+// request the superconductors still schedule, is not yet in progress,
+// as Nova's is not). Berth's drivers report no memory or disk progress:
+// those members are null, as for a Nova driver that reports none.
+
+// liveInProgress are the statuses Nova calls in progress.
+var liveInProgress = map[string]bool{"queued": true, etcdschema.MigrationPreparing: true,
+	etcdschema.MigrationRunning: true, etcdschema.MigrationPostMigrating: true}
+
+// liveMigrationsInProgress are server v's live migrations in progress.
+func (a *API) liveMigrationsInProgress(c *reqCtx, v *servers.Server) ([]servers.MigrationRecord, error) {
+	s := stateOf(v)
+	migs, err := a.servers.InstanceMigrations(c.r.Context(), s.cell, s.id)
+	if err != nil {
+		return nil, err
+	}
+	var out []servers.MigrationRecord
+	for _, m := range migs {
+		if m.MigrationType == etcdschema.MigrationTypeLiveMigration && liveInProgress[m.Status] {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// serverMigrationView is server_migrations.output.
+func serverMigrationView(c *reqCtx, m servers.MigrationRecord) obj {
+	o := obj{{"created_at", dbTime(m.CreatedAt)}, {"dest_compute", m.DestHost}, {"dest_host", m.DestHost},
+		{"dest_node", m.DestNode}, {"disk_processed_bytes", nil}, {"disk_remaining_bytes", nil},
+		{"disk_total_bytes", nil}, {"id", m.ID}, {"memory_processed_bytes", nil},
+		{"memory_remaining_bytes", nil}, {"memory_total_bytes", nil}, {"server_uuid", m.InstanceUUID},
+		{"source_compute", m.SourceHost}, {"source_node", m.SourceNode}, {"status", m.Status},
+		{"updated_at", dbTime(m.UpdatedAt)}}
+	if c.v.atLeast(mvMigrationsPaging) {
+		o = append(o, member{"uuid", m.UUID})
+	}
+	if c.v.atLeast(mvMigrationsProject) {
+		o = append(o, member{"user_id", m.UserID}, member{"project_id", m.ProjectID})
+	}
+	return o
+}
+
+// showServerMigration is ServerMigrationsController.show: 404 in
+// Nova's words for a migration not in progress (or not the server's).
+func (a *API) showServerMigration(c *reqCtx) (int, any, error) {
+	v, err := a.lookupServer(c, adminOnly("os_compute_api:servers:migrations:show"))
+	if err != nil {
+		return 0, nil, err
+	}
+	migs, err := a.liveMigrationsInProgress(c, v)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, m := range migs {
+		if strconv.FormatInt(m.ID, 10) == c.vars["id"] {
+			return http.StatusOK, obj{{"migration", serverMigrationView(c, m)}}, nil
+		}
+	}
+	return 0, nil, &fault{status: http.StatusNotFound, message: "In-progress live migration " + c.vars["id"] +
+		" is not found for server " + v.ID() + "."}
+}
