@@ -35,6 +35,13 @@ import (
 // A failed start, or a rollback, ends the migration failed: the source's
 // allocation back to the instance over the destination's claim, the
 // server ACTIVE on its source, as Nova's _rollback_live_migration.
+//
+// An abort (servers.Store.AbortLiveMigration) is recorded on the
+// migration; each step reads it first and rolls back instead, ending the
+// migration cancelled. An abort written while a step's driver call ran
+// makes the step's transaction lose: the step reads again and, seeing
+// only the abort changed, rolls back (or, on the source once its guest
+// stopped, completes: too late to abort) under the same cast.
 
 func init() {
 	registerMoveStep(etcdschema.LiveCheck, moveStep{status: etcdschema.MigrationPreparing, onDest: true, run: (*Agent).liveCheck})
@@ -53,13 +60,19 @@ func (a *Agent) liveMoverOf() (LiveMover, error) {
 }
 
 func (a *Agent) liveCheck(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) error {
+	if rd.mig.AbortRequestID != "" {
+		return a.liveRolledBack(ctx, ev, b, rd, "")
+	}
 	m, err := a.liveMoverOf()
 	if err == nil {
 		err = m.CheckLiveMigration(context.WithoutCancel(ctx), b)
 	}
 	if err == nil {
-		return a.moveOn(ctx, ev, b, rd, etcdschema.MigrationRunning, etcdschema.TaskMigrating,
-			etcdschema.LiveStart, a.cfg.Host, nil)
+		fresh, cerr := a.liveOn(ctx, ev, b, rd, etcdschema.LiveStart, a.cfg.Host, nil)
+		if fresh != nil {
+			return a.liveRolledBack(ctx, ev, b, fresh, "")
+		}
+		return cerr
 	}
 	// Back to the superconductor: the claim here freed, the reason on
 	// the attempt, the request filed again.
@@ -82,8 +95,11 @@ func (a *Agent) liveCheck(ctx context.Context, ev informer.Event, b *etcdschema.
 		clientv3.OpPut(a.keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),
 		clientv3.OpPut(a.keys.MoveRequest(b.InstanceUUID), etcdschema.MustEncode(req)),
 	}
-	ok, err := a.commitMove(ctx, ev, rd, ops, nil, "")
-	if err == nil && ok {
+	fresh, err := a.liveCommit(ctx, ev, b, rd, ops, nil, "")
+	if fresh != nil {
+		return a.liveRolledBack(ctx, ev, b, fresh, "")
+	}
+	if err == nil {
 		a.log.Info("live migration pre-check failed; back to the superconductor", "instance", b.InstanceUUID,
 			"migration", mig.UUID, "reason", reason)
 	}
@@ -91,6 +107,9 @@ func (a *Agent) liveCheck(ctx context.Context, ev informer.Event, b *etcdschema.
 }
 
 func (a *Agent) liveStart(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) error {
+	if rd.mig.AbortRequestID != "" {
+		return a.liveRolledBack(ctx, ev, b, rd, "")
+	}
 	m, err := a.liveMoverOf()
 	if err == nil {
 		err = m.LiveMigrateIn(context.WithoutCancel(ctx), b)
@@ -99,31 +118,65 @@ func (a *Agent) liveStart(ctx context.Context, ev informer.Event, b *etcdschema.
 		a.log.Warn("live migration failed to start the guest here; rolling back", "instance", b.InstanceUUID, "error", err)
 		return a.liveRolledBack(ctx, ev, b, rd, asBuildError(err).Reason)
 	}
-	return a.moveOn(ctx, ev, b, rd, etcdschema.MigrationRunning, etcdschema.TaskMigrating,
-		etcdschema.LiveOut, rd.mig.SourceHost, nil)
+	fresh, err := a.liveOn(ctx, ev, b, rd, etcdschema.LiveOut, rd.mig.SourceHost, nil)
+	if fresh != nil {
+		return a.liveRolledBack(ctx, ev, b, fresh, "")
+	}
+	return err
+}
+
+// liveOn records a step done and casts the next one to host (the
+// migration stays running, the server migrating).
+func (a *Agent) liveOn(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead, next, host string,
+	stepErr error) (*moveRead, error) {
+	now := time.Now().UTC()
+	mig, inst := *rd.mig, *rd.inst
+	mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, stepErr)
+	mig.Status, mig.UpdatedAt = etcdschema.MigrationRunning, now
+	if stepErr != nil {
+		mig.Error = stepErr.Error()
+	}
+	cast := records.MoveCast(&inst, &mig, next, mig.RequestID, now)
+	return a.liveCommit(ctx, ev, b, rd, []clientv3.Op{
+		clientv3.OpPut(a.keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig))}, cast, host)
 }
 
 func (a *Agent) liveOut(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) error {
+	if rd.mig.AbortRequestID != "" {
+		_, err := a.liveOn(ctx, ev, b, rd, etcdschema.LiveRollback, rd.mig.DestHost,
+			errors.New("aborted by request "+rd.mig.AbortRequestID))
+		return err // an abort is recorded once: nothing can lose to another
+	}
 	m, err := a.liveMoverOf()
 	if err == nil {
 		err = m.LiveMigrateOut(context.WithoutCancel(ctx), b.InstanceUUID)
 	}
-	now := time.Now().UTC()
-	mig, inst := *rd.mig, *rd.inst
 	if err != nil {
 		// The source keeps the guest: the destination destroys its own.
 		reason := asBuildError(err).Reason
-		mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, errors.New(reason))
-		mig.Error, mig.UpdatedAt = reason, now
-		cast := records.MoveCast(&inst, &mig, etcdschema.LiveRollback, mig.RequestID, now)
-		_, err := a.commitMove(ctx, ev, rd, []clientv3.Op{
-			clientv3.OpPut(a.keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig))}, cast, mig.DestHost)
 		a.log.Warn("live migration could not hand over; rolling back", "instance", b.InstanceUUID, "reason", reason)
+		fresh, cerr := a.liveOn(ctx, ev, b, rd, etcdschema.LiveRollback, rd.mig.DestHost, errors.New(reason))
+		if fresh != nil {
+			_, cerr = a.liveOn(ctx, ev, b, fresh, etcdschema.LiveRollback, fresh.mig.DestHost, errors.New(reason))
+		}
+		return cerr
+	}
+	if err := a.freeClaim(ctx, rd.mig.UUID); err != nil {
 		return err
 	}
-	if err := a.freeClaim(ctx, mig.UUID); err != nil {
-		return err
+	fresh, err := a.liveCompleted(ctx, ev, b, rd)
+	if fresh != nil {
+		// Aborted while the guest stopped here: too late, the move is done.
+		_, err = a.liveCompleted(ctx, ev, b, fresh)
 	}
+	return err
+}
+
+// liveCompleted records the move done: the server on the destination
+// with its instance info, the migration completed.
+func (a *Agent) liveCompleted(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) (*moveRead, error) {
+	now := time.Now().UTC()
+	mig, inst := *rd.mig, *rd.inst
 	mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, nil)
 	mig.Status, mig.Remaining, mig.UpdatedAt = etcdschema.MigrationCompleted, nil, now
 	inst.Host, inst.Node, inst.TaskState, inst.MigrationUUID, inst.UpdatedAt = mig.DestHost, mig.DestNode, "", "", now
@@ -138,25 +191,22 @@ func (a *Agent) liveOut(ctx context.Context, ev informer.Event, b *etcdschema.Bu
 			Flavor: inst.Flavor.Name, State: "active", UpdatedAt: now}
 		ops = append(ops, clientv3.OpPut(a.keys.HostInstance(mig.DestHost, inst.UUID), etcdschema.MustEncode(info)))
 	}
-	ok, err := a.commitMove(ctx, ev, rd, ops, nil, "")
-	if err == nil && ok {
+	fresh, err := a.liveCommit(ctx, ev, b, rd, ops, nil, "")
+	if fresh == nil && err == nil {
 		a.log.Info("live migration completed", "instance", inst.UUID, "migration", mig.UUID,
 			"source", mig.SourceHost, "destination", mig.DestHost)
 	}
-	return err
+	return fresh, err
 }
 
 func (a *Agent) liveRollback(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) error {
-	reason := rd.mig.Error
-	if reason == "" {
-		reason = "the source could not hand over"
-	}
-	return a.liveRolledBack(ctx, ev, b, rd, reason)
+	return a.liveRolledBack(ctx, ev, b, rd, rd.mig.Error)
 }
 
 // liveRolledBack destroys the guest this destination started (if any),
 // gives the instance its source allocation back over this host's claim
-// and ends the migration failed, the server ACTIVE on its source.
+// and ends the migration failed (cancelled if aborted), the server
+// ACTIVE on its source.
 func (a *Agent) liveRolledBack(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead, reason string) error {
 	if err := a.driver.Destroy(context.WithoutCancel(ctx), b.InstanceUUID); err != nil {
 		return fmt.Errorf("destroy %s on its destination for a rollback: %w", b.InstanceUUID, err)
@@ -164,23 +214,79 @@ func (a *Agent) liveRolledBack(ctx context.Context, ev informer.Event, b *etcdsc
 	if err := a.moveBack(ctx, rd.mig.UUID, b.InstanceUUID); err != nil {
 		return err
 	}
-	now := time.Now().UTC()
-	mig, inst := *rd.mig, *rd.inst
-	mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, errors.New(reason))
-	mig.Status, mig.Error, mig.Remaining, mig.UpdatedAt = etcdschema.MigrationFailed, reason, nil, now
-	inst.TaskState, inst.MigrationUUID, inst.UpdatedAt = "", "", now
-	ops := []clientv3.Op{
-		clientv3.OpPut(a.keys.CellInstance(inst.Cell, inst.UUID), etcdschema.MustEncode(&inst)),
-		clientv3.OpPut(a.keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),
-		clientv3.OpDelete(a.keys.MigrationMapping(mig.UUID)),
+	for try := 0; ; try++ {
+		now := time.Now().UTC()
+		mig, inst := *rd.mig, *rd.inst
+		status := etcdschema.MigrationFailed
+		if mig.AbortRequestID != "" {
+			status = etcdschema.MigrationCancelled
+			if reason == "" {
+				reason = "aborted by request " + mig.AbortRequestID
+			}
+		}
+		if reason == "" {
+			reason = "the source could not hand over"
+		}
+		mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, errors.New(reason))
+		mig.Status, mig.Error, mig.Remaining, mig.UpdatedAt = status, reason, nil, now
+		inst.TaskState, inst.MigrationUUID, inst.UpdatedAt = "", "", now
+		ops := []clientv3.Op{
+			clientv3.OpPut(a.keys.CellInstance(inst.Cell, inst.UUID), etcdschema.MustEncode(&inst)),
+			clientv3.OpPut(a.keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),
+			clientv3.OpDelete(a.keys.MigrationMapping(mig.UUID)),
+		}
+		if inst.Group != "" {
+			ops = append(ops, records.GroupMemberOn(a.keys, inst.Group, inst.UUID, mig.SourceHost))
+		}
+		fresh, err := a.liveCommit(ctx, ev, b, rd, ops, nil, "")
+		if fresh != nil && try == 0 {
+			rd = fresh // aborted during the rollback: ends cancelled
+			continue
+		}
+		if err == nil && fresh == nil {
+			a.log.Warn("live migration rolled back; server stays on its source", "instance", inst.UUID,
+				"migration", mig.UUID, "source", mig.SourceHost, "status", status, "reason", reason)
+		}
+		return err
 	}
-	if inst.Group != "" {
-		ops = append(ops, records.GroupMemberOn(a.keys, inst.Group, inst.UUID, mig.SourceHost))
+}
+
+// liveCommit is commitMove for the live steps, but a transaction that
+// lost only to an abort (the instance unchanged, the migration in the
+// same status now carrying AbortRequestID) keeps the cast and returns
+// the fresh read, for the step to act on the abort.
+func (a *Agent) liveCommit(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead, ops []clientv3.Op,
+	next *etcdschema.Build, host string) (*moveRead, error) {
+	k := a.keys
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(ev.Key), "=", ev.Revision),
+		clientv3.Compare(clientv3.ModRevision(k.CellInstance(rd.inst.Cell, rd.inst.UUID)), "=", rd.instRev),
+		clientv3.Compare(clientv3.ModRevision(k.Migration(rd.mig.Cell, rd.mig.UUID)), "=", rd.mgRev),
 	}
-	ok, err := a.commitMove(ctx, ev, rd, ops, nil, "")
-	if err == nil && ok {
-		a.log.Warn("live migration rolled back; server stays on its source", "instance", inst.UUID,
-			"migration", mig.UUID, "source", mig.SourceHost, "reason", reason)
+	end := true
+	if next != nil {
+		nkey := k.Build(host, next.InstanceUUID)
+		ops = append(ops, clientv3.OpPut(nkey, etcdschema.MustEncode(next)))
+		end = nkey != ev.Key
 	}
-	return err
+	if end {
+		ops = append(ops, clientv3.OpDelete(ev.Key))
+	}
+	resp, err := a.cli.Txn(context.WithoutCancel(ctx)).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("record live migration step of %s: %w", ev.Key, err)
+	}
+	if resp.Succeeded {
+		return nil, nil
+	}
+	fresh, err := a.readMove(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	if fresh.inst != nil && fresh.mig != nil && fresh.instRev == rd.instRev && fresh.mig.Status == rd.mig.Status &&
+		fresh.mig.AbortRequestID != "" && rd.mig.AbortRequestID == "" {
+		return fresh, nil
+	}
+	// Deleted, or the move went on without this cast: it stops here.
+	return nil, a.endCast(ctx, ev, nil)
 }

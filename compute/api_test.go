@@ -288,6 +288,7 @@ func TestRoutePolicies(t *testing.T) {
 		"POST /servers/{id}/action os-migrateLive":          {},
 		"GET /servers/{server_id}/migrations":               {},
 		"GET /servers/{server_id}/migrations/{id}":          {},
+		"DELETE /servers/{server_id}/migrations/{id}":       {},
 		"GET /os-migrations":                                adminOnly("os_compute_api:os-migrations:index"),
 		"GET /servers/{server_id}/os-instance-actions/{id}": {},
 	}

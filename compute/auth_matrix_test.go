@@ -177,6 +177,8 @@ var authMatrix = []authRow{
 	row("GET", "/servers/"+serverOfA+"/migrations", "", [4]int{403, 404, 403, 200}, mv("2.23")),
 	// A migration not in progress: the admin's 404 in Nova's words.
 	row("GET", "/servers/"+serverOfA+"/migrations/1", "", [4]int{403, 404, 403, 404}, mv("2.23")),
+	// An abort of a server not migrating: the admin's 409.
+	row("DELETE", "/servers/"+serverOfA+"/migrations/1", "", [4]int{403, 404, 403, 409}, mv("2.24")),
 	row("GET", "/os-migrations", "", onlyAdmin(200)),
 	row("GET", "/servers/"+serverOfA+"/os-instance-actions", "", [4]int{200, 404, 200, 200}),
 	row("GET", "/servers/"+serverOfA+"/os-instance-actions/"+createOfA, "", [4]int{200, 404, 200, 200}),

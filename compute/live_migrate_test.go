@@ -165,4 +165,23 @@ func TestLiveMigrateAPI(t *testing.T) {
 	if want := `{"itemNotFound": {"code": 404, "message": "In-progress live migration 999999 is not found for server ` + onOne + `."}}`; got.Code != 404 || got.Body.String() != want {
 		t.Errorf("show of another id: %d %s\nwant %s", got.Code, got.Body, want)
 	}
+
+	// Abort (2.24): an unknown id is Nova's 404; the running one is
+	// accepted and recorded; a second abort is Nova's InvalidMigrationState.
+	got = a.do("DELETE", "/v2.1/servers/"+onOne+"/migrations/999999", "", admin, mv("2.24"))
+	if want := `{"itemNotFound": {"code": 404, "message": "Migration 999999 not found for instance ` + onOne + `"}}`; got.Code != 404 || got.Body.String() != want {
+		t.Errorf("abort of another id: %d %s\nwant %s", got.Code, got.Body, want)
+	}
+	if got = a.do("DELETE", "/v2.1/servers/"+onOne+"/migrations/"+id, "", admin, mv("2.24")); got.Code != 202 {
+		t.Errorf("abort: %d %s", got.Code, got.Body)
+	}
+	mresp, err = a.cli.Get(ctx, a.keys.Migration("cell1", mig.UUID))
+	if err != nil || etcdschema.Decode("", mresp.Kvs[0].Value, &mig) != nil || mig.AbortRequestID == "" {
+		t.Errorf("abort not recorded: %+v %v", mig, err)
+	}
+	got = a.do("DELETE", "/v2.1/servers/"+onOne+"/migrations/"+id, "", admin, mv("2.24"))
+	if want := `{"badRequest": {"code": 400, "message": "Migration ` + id + ` state of instance ` + onOne +
+		` is running. Cannot abort live migration while the migration is in this state."}}`; got.Code != 400 || got.Body.String() != want {
+		t.Errorf("abort again: %d %s\nwant %s", got.Code, got.Body, want)
+	}
 }

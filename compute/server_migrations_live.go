@@ -1,6 +1,7 @@
 package compute
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -71,4 +72,31 @@ func (a *API) showServerMigration(c *reqCtx) (int, any, error) {
 	}
 	return 0, nil, &fault{status: http.StatusNotFound, message: "In-progress live migration " + c.vars["id"] +
 		" is not found for server " + v.ID() + "."}
+}
+
+// mvAbortQueued is the microversion from which a live migration not yet
+// running may be aborted.
+const mvAbortQueued = 65
+
+// abortServerMigration is ServerMigrationsController.delete (2.24): 202.
+func (a *API) abortServerMigration(c *reqCtx) (int, any, error) {
+	v, err := a.lookupServer(c, adminOnly("os_compute_api:servers:migrations:delete"))
+	if err != nil {
+		return 0, nil, err
+	}
+	err = a.servers.AbortLiveMigration(c.r.Context(), v.ID(), c.vars["id"], c.v.atLeast(mvAbortQueued), c.requestID)
+	var se *servers.StateError
+	var nf *servers.MigrationNotFoundError
+	var ms *servers.MigrationStateError
+	switch {
+	case err == nil:
+		return http.StatusAccepted, nil, nil
+	case errors.As(err, &se):
+		return 0, nil, errConflict(se.Error())
+	case errors.As(err, &nf):
+		return 0, nil, &fault{status: http.StatusNotFound, message: nf.Error()}
+	case errors.As(err, &ms):
+		return 0, nil, errBadRequest(ms.Error())
+	}
+	return 0, nil, moveFault(err, v.ID())
 }

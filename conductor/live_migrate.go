@@ -75,6 +75,9 @@ func (s *Superconductor) processLiveMigration(ctx context.Context, it workqueue.
 		log.Info("live migration request no longer current, dropping it")
 		return s.finishMove(ctx, it, nil)
 	}
+	if rd.mig.AbortRequestID != "" {
+		return s.cancelLiveMigration(ctx, it, rd, pl)
+	}
 	if err := s.holdLiveSource(ctx, pl, rd); err != nil {
 		return err
 	}
@@ -239,5 +242,31 @@ func (s *Superconductor) failLiveMigration(ctx context.Context, it workqueue.Ite
 	}
 	s.log.Warn("live migration found no destination; server stays on its source", "instance", rd.inst.UUID,
 		"migration", mig.UUID, "reason", reason)
+	return nil
+}
+
+// cancelLiveMigration ends a live migration aborted before any host took
+// it (DELETE /servers/{id}/migrations/{mid} from 2.65): the source's
+// allocation back with the instance (over any claim it holds), the
+// migration cancelled, the server ACTIVE on its source.
+func (s *Superconductor) cancelLiveMigration(ctx context.Context, it workqueue.Item, rd *moveRead, pl liveAllocator) error {
+	if _, err := pl.MoveAllocations(ctx, rd.mig.UUID, rd.inst.UUID); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	mig := rd.mig
+	mig.Remaining = nil
+	ops := records.EndedMove(s.cfg.Keys, rd.inst, mig, etcdschema.MigrationCancelled, "aborted by request "+mig.AbortRequestID, now)
+	if rd.inst.Group != "" {
+		ops = append(ops, records.GroupMemberOn(s.cfg.Keys, rd.inst.Group, rd.inst.UUID, mig.SourceHost))
+	}
+	ok, err := s.commitMove(ctx, it, rd, ops)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("live migration %s: instance or migration changed while cancelling it", rd.inst.UUID)
+	}
+	s.log.Info("live migration aborted before it left the superconductor", "instance", rd.inst.UUID, "migration", mig.UUID)
 	return nil
 }

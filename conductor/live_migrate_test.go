@@ -327,3 +327,30 @@ func TestLiveMigrationSurvivesSuperconductorKill(t *testing.T) {
 		t.Errorf("instance after the error: %+v", in)
 	}
 }
+
+// TestLiveMigrationAbortedInQueue: a live migration aborted while its
+// request waits for a superconductor (2.65's abort of a queued one) is
+// cancelled there: no destination claimed, the source's allocation with
+// the instance, the server ACTIVE on its source.
+func TestLiveMigrationAbortedInQueue(t *testing.T) {
+	r := newLiveRig(t)
+	m := r.migration()
+	m.AbortRequestID = "req-abort"
+	if _, err := r.cli.Put(r.ctx, r.keys.Migration("cell1", m.UUID), etcdschema.MustEncode(&m)); err != nil {
+		t.Fatal(err)
+	}
+	stop := r.superconductor(r.cli, "sc", r.sched)
+	defer stop()
+	testwait.Poll(t, 30*time.Second, "the migration cancelled", func() (bool, string) {
+		m = r.migration()
+		return m.Status == etcdschema.MigrationCancelled, m.Status
+	})
+	if len(m.Attempts) != 0 || !strings.Contains(m.Error, "req-abort") {
+		t.Errorf("cancelled migration: attempts %+v, error %q", m.Attempts, m.Error)
+	}
+	r.checkHeld("after the abort", map[string]int64{"rp-a": liveVCPU}, map[string]int64{})
+	resp, err := r.cli.Get(r.ctx, r.keys.MoveRequest(r.inst.UUID), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 0 {
+		t.Errorf("move request left: %v %v", resp, err)
+	}
+}

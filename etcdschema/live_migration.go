@@ -58,3 +58,17 @@ func init() {
 	moveStepEvents[LiveOut] = "compute_live_migration"
 	moveStepEvents[LiveRollback] = "compute_rollback_live_migration_at_destination"
 }
+
+// LiveAbortable says whether a live migration in status may still be
+// aborted: Nova's running, and from 2.65 its queued and preparing
+// (Berth's accepted is its queued: the request waits for a
+// superconductor).
+func LiveAbortable(status string, queuedToo bool) bool {
+	switch status {
+	case MigrationRunning:
+		return true
+	case MigrationAccepted, MigrationPreparing:
+		return queuedToo
+	}
+	return false
+}

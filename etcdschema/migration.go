@@ -92,6 +92,10 @@ type Migration struct {
 	// asked ("auto", "true" or "false"). Added without a version bump.
 	ForceHost      bool   `json:"force_host,omitempty"`
 	BlockMigration string `json:"block_migration,omitempty"`
+	// AbortRequestID is the request that asked to abort a live
+	// migration (DELETE /servers/{id}/migrations/{mid}); whoever works
+	// the migration next rolls it back, ending it cancelled.
+	AbortRequestID string `json:"abort_request_id,omitempty"`
 	// Remaining are the alternate destinations the scheduler returned
 	// (unclaimed), tried in order by the cell conductor when the
 	// destination fails; MaxAttempts bounds the tries.

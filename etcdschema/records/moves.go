@@ -41,7 +41,13 @@ func MoveKind(mig *etcdschema.Migration) string {
 // _reschedule_resize_or_reraise). The caller has given the source's
 // allocation back to the instance first.
 func FailedMove(k etcdschema.Keys, inst etcdschema.Instance, mig etcdschema.Migration, reason string, now time.Time) []clientv3.Op {
-	mig.Status, mig.Error, mig.UpdatedAt = etcdschema.MigrationError, reason, now
+	return EndedMove(k, inst, mig, etcdschema.MigrationError, reason, now)
+}
+
+// EndedMove is FailedMove ending the migration in status (a live
+// migration aborted ends cancelled).
+func EndedMove(k etcdschema.Keys, inst etcdschema.Instance, mig etcdschema.Migration, status, reason string, now time.Time) []clientv3.Op {
+	mig.Status, mig.Error, mig.UpdatedAt = status, reason, now
 	inst.TaskState, inst.MigrationUUID, inst.UpdatedAt = "", "", now
 	return []clientv3.Op{
 		clientv3.OpPut(k.CellInstance(inst.Cell, inst.UUID), etcdschema.MustEncode(&inst)),

@@ -281,3 +281,44 @@ func TestLiveMigrateRollsBack(t *testing.T) {
 }
 
 func large() etcdschema.Flavor { return api.DefaultFlavors()[3] }
+
+// TestLiveMigrateAbort aborts a running live migration (DELETE
+// /servers/{id}/migrations/{mid}, 2.24) while the destination starts the
+// guest: the destination's transaction loses to the abort, it rolls
+// back, and the migration ends cancelled with the server ACTIVE on its
+// source holding only its source allocation. Aborting again is Nova's
+// 409 (the server is no longer migrating).
+func TestLiveMigrateAbort(t *testing.T) {
+	r := newLiveRig(t, 2, func(a *configs.Agent) { a.Fake.LiveMigrationTime = 3 * time.Second })
+	hosts := []string{"compute-1", "compute-2"}
+	id := r.boot("runner", "m1.tiny", "compute-1")
+	r.action(id, liveAuto, http.StatusAccepted)
+	mig := r.waitMigration(id, etcdschema.MigrationRunning)
+	code, out := r.nova("GET", "/servers/"+id+"/migrations", nil)
+	list, _ := out["migrations"].([]any)
+	if code != http.StatusOK || len(list) != 1 {
+		t.Fatalf("in-progress migrations: %d %v", code, out)
+	}
+	mid := fmt.Sprint(list[0].(map[string]any)["id"])
+	if code, out := r.novaAt("2.24", "DELETE", "/servers/"+id+"/migrations/"+mid, nil); code != http.StatusAccepted {
+		t.Fatalf("abort: %d %v", code, out)
+	}
+	m := r.waitMigration(id, etcdschema.MigrationCancelled)
+	if m.AbortRequestID == "" || !strings.Contains(m.Error, "aborted") {
+		t.Errorf("cancelled migration: %+v", m)
+	}
+	srv := r.waitStatus(id, "ACTIVE")
+	if hostOf(srv) != "compute-1" || srv["OS-EXT-STS:task_state"] != nil {
+		t.Errorf("after the abort: on %v, task %v", hostOf(srv), srv["OS-EXT-STS:task_state"])
+	}
+	r.checkUsages("the abort gave the source back", hosts, map[string]usage{"compute-1": flavorUsage(tiny)},
+		map[string]map[string]usage{id: {"compute-1": flavorUsage(tiny)}, mig.UUID: nil})
+	if r.hostInstance("compute-2", id) {
+		t.Error("the destination lists the aborted server")
+	}
+	code, out = r.novaAt("2.24", "DELETE", "/servers/"+id+"/migrations/"+mid, nil)
+	if code != http.StatusConflict || !strings.Contains(fmt.Sprint(out), "Cannot 'abort live migration' instance "+id+
+		" while it is in task_state None") {
+		t.Errorf("abort again: %d %v", code, out)
+	}
+}

@@ -1,0 +1,103 @@
+package servers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// Aborting a live migration (nova/compute/api.py live_migrate_abort,
+// DELETE /servers/{id}/migrations/{mid}): the server must be migrating
+// and the migration running (from 2.65 also queued or preparing). The
+// abort is recorded on the migration (AbortRequestID) in one
+// transaction guarded by both records' revisions; whoever works the
+// migration next (the superconductor or the agent of its current step,
+// which re-reads when its own write loses to the abort) rolls it back
+// and ends it cancelled, the server ACTIVE on its source. A migration
+// whose source already stopped its guest completes instead: the abort
+// came too late, as in Nova.
+
+// MigrationNotFoundError is Nova's MigrationNotFoundForInstance.
+type MigrationNotFoundError struct{ ID, Instance string }
+
+func (e *MigrationNotFoundError) Error() string {
+	return fmt.Sprintf("Migration %s not found for instance %s", e.ID, e.Instance)
+}
+
+// MigrationStateError is Nova's InvalidMigrationState.
+type MigrationStateError struct{ ID, Instance, State, Method string }
+
+func (e *MigrationStateError) Error() string {
+	return fmt.Sprintf("Migration %s state of instance %s is %s. Cannot %s while the migration is in this state.",
+		e.ID, e.Instance, e.State, e.Method)
+}
+
+// AbortLiveMigration asks to abort server id's live migration
+// migrationID (its Nova integer id); queuedToo is microversion 2.65's
+// abort of a migration not yet running.
+func (s *Store) AbortLiveMigration(ctx context.Context, id, migrationID string, queuedToo bool, requestID string) error {
+	const action = "abort live migration"
+	v, err := s.Lookup(ctx, id)
+	if err != nil {
+		return err
+	}
+	if v.Instance == nil {
+		return &StateError{Action: action, ID: id, Attr: "task_state", State: "None"}
+	}
+	in := *v.Instance
+	if in.TaskState != etcdschema.TaskMigrating {
+		state := in.TaskState
+		if state == "" {
+			state = "None"
+		}
+		return &StateError{Action: action, ID: id, Attr: "task_state", State: state}
+	}
+	migs, err := s.InstanceMigrations(ctx, in.Cell, id)
+	if err != nil {
+		return err
+	}
+	var found *MigrationRecord
+	for i := range migs {
+		if strconv.FormatInt(migs[i].ID, 10) == migrationID {
+			found = &migs[i]
+		}
+	}
+	if found == nil {
+		return &MigrationNotFoundError{ID: migrationID, Instance: id}
+	}
+	mig := found.Migration
+	if mig.MigrationType != etcdschema.MigrationTypeLiveMigration || !etcdschema.LiveAbortable(mig.Status, queuedToo) ||
+		mig.AbortRequestID != "" {
+		return &MigrationStateError{ID: migrationID, Instance: id, State: mig.Status, Method: action}
+	}
+	mkey := s.keys.Migration(in.Cell, mig.UUID)
+	cur, mrev, err := s.readMigration(ctx, mkey)
+	if err != nil {
+		return err
+	}
+	if cur == nil || cur.Status != mig.Status {
+		return fmt.Errorf("%s %s: %w", action, id, ErrKeptChanging)
+	}
+	cur.AbortRequestID, cur.UpdatedAt = requestID, time.Now().UTC()
+	if requestID == "" {
+		cur.AbortRequestID = "abort"
+	}
+	resp, err := s.cli.Txn(ctx).If(
+		clientv3.Compare(clientv3.ModRevision(s.keys.CellInstance(in.Cell, id)), "=", v.Rev),
+		clientv3.Compare(clientv3.ModRevision(mkey), "=", mrev)).
+		Then(clientv3.OpPut(mkey, etcdschema.MustEncode(cur))).Commit()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", action, id, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%s %s: %w", action, id, ErrKeptChanging)
+	}
+	s.log.Info("live migration abort requested", "instance", id, "migration", mig.UUID, "status", mig.Status,
+		"request_id", requestID)
+	return nil
+}
