@@ -146,6 +146,14 @@ func (k Keys) HostSync(host string) string { return k.join("hosts", host, "sync"
 // gone), with when it was first seen down; deleted when it is back.
 func (k Keys) HostDown(host string) string { return k.join("hosts", host, "down") }
 
+// HostDrain is an operator's drain of a host and its progress, kept
+// outside /hosts/ so its frequent updates do not wake every host
+// manager's watch.
+func (k Keys) HostDrain(host string) string { return k.join("drains", host) }
+
+// HostDrains is the prefix the leader's drain duty watches.
+func (k Keys) HostDrains() string { return k.join("drains") + "/" }
+
 // Build is a build or delete cast to a host.
 func (k Keys) Build(host, uuid string) string { return k.join("hosts", host, "builds", uuid) }
 

@@ -27,6 +27,7 @@ const (
 	KindHostSync     KeyKind = "HostSync"
 	KindHostDown     KeyKind = "HostDown"
 	KindBuild        KeyKind = "Build"
+	KindHostDrain    KeyKind = "HostDrain"
 
 	KindFlavor             KeyKind = "Flavor"
 	KindBuildRequest       KeyKind = "BuildRequest"
@@ -110,6 +111,7 @@ var keyPatterns = []keyPattern{
 	{KindHostSync, []string{"Host"}, func(k Keys, a []string) string { return k.HostSync(a[0]) }, func() Versioned { return new(HostSync) }},
 	{KindHostDown, []string{"Host"}, func(k Keys, a []string) string { return k.HostDown(a[0]) }, func() Versioned { return new(HostDown) }},
 	{KindBuild, []string{"Host", "UUID"}, func(k Keys, a []string) string { return k.Build(a[0], a[1]) }, func() Versioned { return new(Build) }},
+	{KindHostDrain, []string{"Host"}, func(k Keys, a []string) string { return k.HostDrain(a[0]) }, func() Versioned { return new(HostDrain) }},
 
 	{KindFlavor, []string{"Name"}, func(k Keys, a []string) string { return k.Flavor(a[0]) }, func() Versioned { return new(Flavor) }},
 	{KindBuildRequest, []string{"UUID"}, func(k Keys, a []string) string { return k.BuildRequest(a[0]) }, func() Versioned { return new(BuildRequest) }},

@@ -170,6 +170,7 @@ var groups = map[etcdschema.KeyKind]string{
 	etcdschema.KindHostInstance:            "host_instances",
 	etcdschema.KindHostSync:                "host_syncs",
 	etcdschema.KindHostDown:                "hosts_down",
+	etcdschema.KindHostDrain:               "host_drains",
 	etcdschema.KindBuild:                   "builds",
 	etcdschema.KindFlavor:                  "flavors",
 	etcdschema.KindBuildRequest:            "build_requests",
