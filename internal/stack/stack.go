@@ -21,6 +21,7 @@ import (
 	"github.com/berth-project/berth/conductor"
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/console"
+	"github.com/berth-project/berth/drain"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/hosts"
 	"github.com/berth-project/berth/identity"
@@ -491,7 +492,11 @@ func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 			Client: s.cli, Defrag: c.EtcdDefrag, DefragInterval: c.EtcdDefragInterval,
 			DefragRatio: c.EtcdDefragRatio, DefragMinBytes: c.EtcdDefragMinBytes,
 			AlarmInterval: c.LeaderInterval, Metrics: s.metrics, Log: log.Named("leader"),
-		}), leader.ServerCountDuty(s.cli, s.keys, c.LeaderInterval, s.metrics))...),
+		}), leader.ServerCountDuty(s.cli, s.keys, c.LeaderInterval, s.metrics),
+			// Host drains (package drain): moves servers off drained hosts.
+			drain.Duty(drain.DutyConfig{Client: s.cli, Keys: s.keys,
+				Servers:  servers.New(s.cli, s.keys, s.placement, log.Named("drain")),
+				Interval: c.LeaderInterval, Log: log.Named("drain")}))...),
 	})
 	s.run("scheduler leader", candidate.Run)
 	select {

@@ -1,0 +1,155 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/leader"
+	"github.com/berth-project/berth/servers"
+)
+
+// Mover is what the duty needs of the server operations for cold moves:
+// servers.Store's migrate and confirm.
+type Mover interface {
+	Move(ctx context.Context, id string, r servers.MoveRequest) (*etcdschema.Migration, error)
+	ConfirmResize(ctx context.Context, id, requestID string) error
+	Lookup(ctx context.Context, id string) (*servers.Server, error)
+}
+
+// DutyConfig configures the leader's drain duty.
+type DutyConfig struct {
+	Client  *clientv3.Client
+	Keys    etcdschema.Keys
+	Servers Mover
+	// Live does live drains (nil: they end at once with
+	// ErrLiveUnavailable).
+	Live LiveMigrator
+	// Interval is how often a drain is looked at when nothing it
+	// watches changed (deadlines, a lost watch event); the duty wakes
+	// at once on a change of a drain or of a migration in a cell it moves
+	// servers of.
+	Interval time.Duration
+	Log      hclog.Logger
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// DutyName names the duty in logs and metrics.
+const DutyName = "host_drains"
+
+// Duty returns the leader duty that works every drain.
+func Duty(c DutyConfig) leader.Duty {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Log == nil {
+		c.Log = hclog.NewNullLogger()
+	}
+	if c.Interval <= 0 {
+		c.Interval = time.Second
+	}
+	d := &duty{DutyConfig: c}
+	return leader.Duty{Name: DutyName, Interval: c.Interval, Run: d.run}
+}
+
+type duty struct {
+	DutyConfig
+}
+
+// run works the drains for as long as this term lasts: a sweep, then a
+// wait for a drain or a followed cell's migrations to change, or for the
+// interval. It returns on an error (the leader runs it again next
+// interval) and on leadership lost (leader.ErrNotLeader).
+func (d *duty) run(ctx context.Context, f leader.Fence) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wake := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	follow := func(prefix string) {
+		wch := d.Client.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		go func() {
+			for range wch {
+				notify()
+			}
+		}()
+	}
+	follow(d.Keys.HostDrains())
+	watched := map[string]bool{}
+	tick := time.NewTicker(d.Interval)
+	defer tick.Stop()
+	for {
+		cells, err := d.sweep(ctx, f)
+		if err != nil {
+			return err
+		}
+		for cell := range cells {
+			if !watched[cell] {
+				watched[cell] = true
+				follow(d.Keys.Migrations(cell))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-tick.C:
+		}
+	}
+}
+
+// sweep works every drain that is draining or has moves in flight, and
+// returns the cells of the servers it follows.
+func (d *duty) sweep(ctx context.Context, f leader.Fence) (map[string]bool, error) {
+	resp, err := d.Client.Get(ctx, d.Keys.HostDrains(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("list drains: %w", err)
+	}
+	cells := map[string]bool{}
+	for _, kv := range resp.Kvs {
+		var rec etcdschema.HostDrain
+		if err := etcdschema.Decode(string(kv.Key), kv.Value, &rec); err != nil {
+			d.Log.Warn("leaving an unreadable drain", "key", string(kv.Key), "error", err)
+			continue
+		}
+		if !active(&rec) {
+			continue
+		}
+		if err := d.work(ctx, f, string(kv.Key), kv.ModRevision, &rec); err != nil {
+			if errors.Is(err, leader.ErrNotLeader) || ctx.Err() != nil {
+				return nil, err
+			}
+			d.Log.Warn("drain step failed; trying again", "host", rec.Host, "error", err)
+		}
+		for _, s := range rec.Instances {
+			if s.Cell != "" && s.State == etcdschema.DrainMoving {
+				cells[s.Cell] = true
+			}
+		}
+	}
+	return cells, nil
+}
+
+// active says whether the duty has anything to do for rec: start moves,
+// or follow the moves in flight of a drain that ended.
+func active(rec *etcdschema.HostDrain) bool {
+	if rec.State == etcdschema.DrainDraining {
+		return true
+	}
+	for _, s := range rec.Instances {
+		if s.State == etcdschema.DrainMoving {
+			return true
+		}
+	}
+	return false
+}
