@@ -100,6 +100,10 @@ var v1Matrix = []v1Row{
 	{"GET", "/v1/services", "", adminsOnly(200)},
 	{"PUT", "/v1/services/compute-2", `{"status": "disabled", "disabled_reason": "maintenance"}`, adminsOnly(200)},
 	{"GET", "/v1/hosts", "", adminsOnly(200)},
+	// Host drains: compute-1 has one seeded (draining), compute-2 none.
+	{"POST", "/v1/hosts/compute-2/drain", `{"parallel": 2, "deadline": "1h"}`, adminsOnly(202)},
+	{"GET", "/v1/hosts/compute-1/drain", "", adminsOnly(200)},
+	{"DELETE", "/v1/hosts/compute-1/drain", "", adminsOnly(200)},
 	{"GET", "/v1/cells", "", adminsOnly(200)},
 	{"POST", "/v1/cells", `{"name": "cellx"}`, adminsOnly(201)},
 	{"POST", "/v1/cells/discover_hosts", "", adminsOnly(200)},
@@ -143,6 +147,8 @@ func seedV1Matrix(ctx context.Context, t *testing.T, cli *clientv3.Client, prefi
 		}
 		ops = append(ops, clientv3.OpPut(keys.Service(h), etcdschema.MustEncode(&etcdschema.Service{Host: h, Cell: "cell1", ProviderUUID: "rp-" + h})))
 	}
+	ops = append(ops, clientv3.OpPut(keys.HostDrain("compute-1"), etcdschema.MustEncode(&etcdschema.HostDrain{Host: "compute-1",
+		Parallel: 4, State: etcdschema.DrainDraining, RequestID: "req-seeded", Instances: []etcdschema.DrainedServer{}})))
 	user := identity.DerivedID("user", "member-a")
 	created := time.Now().UTC().Add(-time.Minute)
 	ops = append(ops, clientv3.OpPut(keys.ServerGroup(v1GroupOfA), etcdschema.MustEncode(&etcdschema.ServerGroup{UUID: v1GroupOfA,

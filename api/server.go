@@ -7,6 +7,7 @@
 // /v2.1 for those. Berth's own admin extensions, which Nova's API has no
 // route for, stay: cells (create, list, discover_hosts), a server's
 // selection (its attempts and alternate hosts), host usage (/v1/hosts),
+// host drains (/v1/hosts/{host}/drain: start, progress, cancel; drains.go),
 // services as Berth shows them, the aggregate sync into Placement, and
 // the server watch (GET /v1/servers/watch, watch.go): server-sent events
 // of the named servers' statuses from one etcd watch, which berth server
@@ -36,6 +37,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/aggregates"
+	"github.com/berth-project/berth/drain"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/hosts"
 	"github.com/berth-project/berth/identity"
@@ -66,6 +68,8 @@ type Server struct {
 	router    *mux.Router
 	// hosts reads and changes compute hosts (services, liveness, zones).
 	hosts *hosts.Store
+	// drains starts, shows and cancels host drains (the leader moves).
+	drains *drain.Store
 	// auth is how /v1 checks credentials (SetAuth); routes its table.
 	auth   Auth
 	routes []route
@@ -87,6 +91,7 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Lo
 	s.aggs = aggregates.New(cli, keys, mirror, log.Named("aggregates"))
 	s.groups = servergroups.New(cli, keys, servers.StorePatience, log.Named("server_groups"))
 	s.hosts = hosts.New(cli, keys, log)
+	s.drains = drain.NewStore(cli, keys, s.hosts, log.Named("drain"))
 	r := s.router
 	r.Use(metrics.RouteLabel) // the route template for berth_http_requests_total
 	r.Use(checkPathSegments)  // ids in paths are UUIDs, names key segments
@@ -101,6 +106,10 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, p Allocations, log hclog.Lo
 	})
 	return s
 }
+
+// SetLiveMigrator lets /v1 start live drains (nil: they are refused
+// with "live migration is not available in this build").
+func (s *Server) SetLiveMigrator(l drain.LiveMigrator) { s.drains.SetLiveMigrator(l) }
 
 // SetDefaultAvailabilityZone sets the zone of hosts in no AZ aggregate
 // (default "nova"); requests may name it or an aggregate's zone.
