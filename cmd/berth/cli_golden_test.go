@@ -8,11 +8,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/internal/output"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // Output goldens: every command that prints (it has -o) has its output
@@ -172,7 +174,7 @@ func goldenOf(t *testing.T, f string, path []string, args ...string) {
 	if goldenName(path...) == "migration_list" {
 		out = blankMigrationIDs(f, out)
 	}
-	if verb := path[len(path)-1]; verb == "list" || verb == "discover-hosts" {
+	if verb := path[len(path)-1]; verb == "list" || verb == "discover-hosts" || slices.Contains(path, "drain") {
 		out = sortRecords(f, out)
 	}
 	out = normaliseOutput(out)
@@ -291,5 +293,33 @@ func TestCLIOutputGoldens(t *testing.T) {
 	// A cell cannot be deleted: one per format, each named alike.
 	for i, f := range output.Formats {
 		goldenOf(t, f, []string{"cell", "create"}, fmt.Sprintf("extra%d", i))
+	}
+
+	// Host drains, last: a drain leaves its host disabled. cell1 holds
+	// compute-1 and compute-3, so each drain of one has one host to go
+	// to. A server waiting for its resize's confirm cannot move: a drain
+	// of its host waits for it, so a cancel's output is stable once
+	// every other server has moved.
+	enableCell1 := func() { mustBerth(t, "service", "enable", "compute-1"); mustBerth(t, "service", "enable", "compute-3") }
+	hostOf := func(server string) string {
+		return strings.TrimSpace(mustBerth(t, "server", "show", server, "-o", "value", "-c", "host"))
+	}
+	mustBerth(t, append([]string{"server", "resize", "mover", "--flavor", "m1.small"}, wait...)...)
+	busy := hostOf("mover")
+	for _, f := range output.Formats {
+		enableCell1()
+		mustBerth(t, "host", "drain", busy)
+		testwait.Poll(t, time.Minute, "every server but mover moved off "+busy, func() (bool, string) {
+			out := mustBerth(t, "host", "drain", "status", busy, "-o", "value", "-c", "state", "-c", "reason")
+			waiting := strings.Count(out, "waiting waiting: Cannot 'migrate' instance")
+			return waiting == 1 && strings.Count(out, "\n") == waiting+strings.Count(out, "moved"), out
+		})
+		goldenOf(t, f, []string{"host", "drain", "cancel"}, busy)
+	}
+	g([]string{"host", "drain", "status"}, busy)
+	mustBerth(t, append([]string{"server", "resize", "confirm", "mover"}, wait...)...)
+	for _, f := range output.Formats {
+		enableCell1()
+		goldenOf(t, f, []string{"host", "drain"}, append([]string{hostOf("mover"), "--parallel", "2"}, wait...)...)
 	}
 }

@@ -17,7 +17,7 @@ import (
 var hostColumns = []string{"host", "cell", "mapped", "state", "status", "instances", "vcpu", "memory_mb", "disk_gb", "provider"}
 
 func (a *apiCmd) hostCmd() *cobra.Command {
-	c := a.noun("host", "compute hosts with usage and capacity from Placement (Berth's API)")
+	c := a.noun("host", "compute hosts: usage and capacity from Placement, drain (Berth's API)")
 	list := &cobra.Command{Use: "list", Short: "hosts with used/capacity per resource class", Args: exactArgs()}
 	p := addPrinter(list, a.s, hostColumns...)
 	list.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -43,7 +43,7 @@ func (a *apiCmd) hostCmd() *cobra.Command {
 		}
 		return p.list(rows)
 	}
-	c.AddCommand(list)
+	c.AddCommand(list, a.hostDrainCmd())
 	return c
 }
 
