@@ -19,7 +19,7 @@ import (
 // project's servers and groups), whose password is made for this run,
 // and the compute API checking tokens. It returns the user's login; the
 // AuthURL is known once the identity API listens.
-func benchIdentity(cfg *configs.Config) (*Credentials, error) {
+func benchIdentity(cfg *configs.Config, admin bool) (*Credentials, error) {
 	pw := make([]byte, 18)
 	if _, err := rand.Read(pw); err != nil {
 		return nil, err
@@ -37,8 +37,12 @@ func benchIdentity(cfg *configs.Config) (*Credentials, error) {
 	cfg.Identity.Bind = "127.0.0.1:0"
 	cfg.Identity.Users = append(cfg.Identity.Users, configs.IdentityUser{Name: "bench", PasswordHash: string(hash)})
 	cfg.Identity.Projects = append(cfg.Identity.Projects, configs.IdentityProject{Name: "bench"})
+	role := identity.RoleMember
+	if admin {
+		role = identity.RoleAdmin
+	}
 	cfg.Identity.Assignments = append(cfg.Identity.Assignments,
-		configs.RoleAssignment{User: "bench", Project: "bench", Role: identity.RoleMember})
+		configs.RoleAssignment{User: "bench", Project: "bench", Role: role})
 	cfg.API.Auth = configs.AuthKeystone
 	return &Credentials{User: "bench", Password: password, Project: "bench"}, nil
 }

@@ -27,8 +27,13 @@ type Load struct {
 	Groups           int
 	Duration         time.Duration
 	InstancesPerHost int
-	Baseline         bool
-	BaselineTime     time.Duration
+	// The drain scenario: how many hosts are drained at once, the
+	// servers put on each first, and each drain's parallelism.
+	DrainHosts     int
+	ServersPerHost int
+	DrainParallel  int
+	Baseline       bool
+	BaselineTime   time.Duration
 	// BaselineRounds alternates the CAS and the claim baselines this many
 	// times, BaselineTime each, and reports both rates over all rounds:
 	// the machine's speed drifts by a third within minutes (other
@@ -102,7 +107,7 @@ var profilePhases = []string{"all", "populate", "scenario", "baseline"}
 func DefaultConfig() Config {
 	return Config{
 		Load: Load{Scenario: "boot", Hosts: 1000, Cells: 2, Servers: 1000, Clients: 16, Groups: 20,
-			Duration: 30 * time.Second, InstancesPerHost: 10,
+			Duration: 30 * time.Second, InstancesPerHost: 10, DrainHosts: 10, ServersPerHost: 10, DrainParallel: 4,
 			BaselineTime: 2 * time.Second, BaselineRounds: 3},
 		Schedulers: 1, RegisterWorkers: 32, Liveness: LivenessPerHost, Syncs: true,
 		Prefix: etcdschema.DefaultPrefix, Format: FormatTable, ProfilePhase: "all",
@@ -113,10 +118,10 @@ func DefaultConfig() Config {
 // AddFlags binds c's fields to their flags on fs, c's values as the
 // defaults (start from DefaultConfig).
 func (c *Config) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Scenario, "scenario", c.Scenario, "populate, boot, churn, failover or coldstart (or give it as the first argument)")
+	fs.StringVar(&c.Scenario, "scenario", c.Scenario, "populate, boot, churn, failover, coldstart or drain (or give it as the first argument)")
 	fs.IntVar(&c.Hosts, "hosts", c.Hosts, "simulated hosts")
 	fs.IntVar(&c.Cells, "cells", c.Cells, "cells (hosts round-robin; one conductor each when the tool starts Berth)")
-	fs.IntVar(&c.Servers, "servers", c.Servers, "servers to boot (churn: the steady population)")
+	fs.IntVar(&c.Servers, "servers", c.Servers, "servers to boot (churn: the steady population; drain: the load beside the drained hosts' servers)")
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "servers posted per second (0: as fast as the clients go)")
 	fs.IntVar(&c.Clients, "clients", c.Clients, "concurrent API clients")
 	fs.DurationVar(&c.BuildTime, "build-time", c.BuildTime, "simulated build time per server")
@@ -126,6 +131,9 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Groups, "groups", c.Groups, "server groups to spread -group-ratio servers over (policies rotate)")
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "churn: how long to delete and replace servers")
 	fs.IntVar(&c.InstancesPerHost, "instances-per-host", c.InstancesPerHost, "coldstart: instances written per host")
+	fs.IntVar(&c.DrainHosts, "drain-hosts", c.DrainHosts, "drain: hosts drained at once")
+	fs.IntVar(&c.ServersPerHost, "servers-per-host", c.ServersPerHost, "drain: servers put on each drained host before it is drained")
+	fs.IntVar(&c.DrainParallel, "drain-parallel", c.DrainParallel, "drain: each drain's moves at once")
 	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "after the scenario, measure etcd's single-key CAS txn/s with as many workers as claims in flight")
 	fs.DurationVar(&c.BaselineTime, "baseline-time", c.BaselineTime, "how long each round of the CAS and of the claim baseline runs")
 	fs.IntVar(&c.BaselineRounds, "baseline-rounds", c.BaselineRounds, "rounds of the baselines, CAS and claims alternating (their rates are over all rounds)")
@@ -193,6 +201,10 @@ func (c *Config) Validate() error {
 		return bad("-format must be table or json, not %q", c.Format)
 	case (c.Etcd == "") != (c.API == "") && c.Scenario != "coldstart":
 		return bad("an existing Berth needs both -etcd and -api")
+	case c.Scenario == "drain" && (c.DrainHosts < 1 || c.DrainHosts >= c.Hosts):
+		return bad("drain: -drain-hosts must be at least 1 and fewer than -hosts (the servers need somewhere to go)")
+	case c.Scenario == "drain" && (c.ServersPerHost < 1 || c.DrainParallel < 1 || c.DrainParallel > 64):
+		return bad("drain: -servers-per-host must be at least 1 and -drain-parallel between 1 and 64")
 	case c.Scenario == "failover" && c.Schedulers < 2 && c.Etcd == "":
 		return bad("failover needs -schedulers 2 or more")
 	case c.SchedulerCPU < 0 || (c.SchedulerCPU > 0 && c.SchedulerCPU < 0.01):

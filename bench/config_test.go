@@ -65,6 +65,9 @@ func TestConfigValidate(t *testing.T) {
 			"-service-down-time and -report-interval: the hosts' service_down_time (20s) must exceed their report_interval (20s)"},
 		{"profile phase", func(c *Config) { c.ProfilePhase = "build" }, `-profile-phase "build": want all, populate, scenario or baseline`},
 		{"baseline rounds", func(c *Config) { c.BaselineRounds = 0 }, "-baseline-rounds 0: want at least 1"},
+		{"drain every host", func(c *Config) { c.Scenario, c.DrainHosts = "drain", c.Hosts }, "-drain-hosts must be at least 1 and fewer than -hosts"},
+		{"drain too parallel", func(c *Config) { c.Scenario, c.DrainParallel = "drain", 65 }, "-drain-parallel between 1 and 64"},
+		{"drain", func(c *Config) { c.Scenario = "drain" }, ""},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			c := DefaultConfig()
@@ -90,8 +93,8 @@ func TestConfigFlags(t *testing.T) {
 	c.AddFlags(fs)
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n != 42 {
-		t.Errorf("%d flags, want the 42 of berth bench", n)
+	if n != 45 {
+		t.Errorf("%d flags, want the 45 of berth bench", n)
 	}
 	if err := fs.Parse([]string{"-scenario", "churn", "-hosts", "7", "-syncs=false", "-scheduler-cpu", "0.5",
 		"-report-interval", "3s", "-etcd", "a,b", "-format", "json", "-log-level", "debug", "-noauth"}); err != nil {

@@ -118,7 +118,10 @@ type Fleet struct {
 	// unbuilt as stale (the instance names the other host) and lost the
 	// server (a smoke run under load: 199 of 200 finished).
 	casts map[string]*castQueue
-	wg    sync.WaitGroup
+	// disabled is each host's service disabled flag as last seen
+	// (under mu), so only a flip syncs its provider (serviceChanged).
+	disabled map[string]bool
+	wg       sync.WaitGroup
 
 	worked atomic.Int64
 
@@ -174,7 +177,7 @@ func NewFleet(cli *clientv3.Client, keys etcdschema.Keys, place agent.Placement,
 	}
 	f := &Fleet{cli: cli, keys: keys, place: place, cfg: cfg, log: log,
 		agents: make(map[string]*agent.Agent, cfg.Hosts), hosts: make([]*fleetHost, 0, cfg.Hosts),
-		casts: map[string]*castQueue{}}
+		casts: map[string]*castQueue{}, disabled: map[string]bool{}}
 	for i := 1; i <= cfg.Hosts; i++ {
 		host := f.HostName(i)
 		drv := agent.NewFakeDriver(host, agent.FakeConfig{BuildTime: cfg.BuildTime, FailureRate: cfg.FailureRate,
@@ -321,12 +324,16 @@ func (f *Fleet) Run(ctx context.Context, fromRev int64) error {
 		for _, ev := range resp.Events {
 			key := string(ev.Kv.Key)
 			host, rest, err := f.keys.ParseHostKey(key)
-			if err != nil || !strings.HasPrefix(rest, "builds/") {
+			if err != nil || (rest != "service" && !strings.HasPrefix(rest, "builds/")) {
 				continue
 			}
 			ag := f.agents[host]
 			if ag == nil {
 				continue // not one of ours (an existing Berth's real hosts)
+			}
+			if rest == "service" {
+				f.serviceChanged(ctx, host, ag, key, ev.Kv.Value)
+				continue
 			}
 			f.offer(ctx, ag, informer.Event{Key: key, Value: ev.Kv.Value, Revision: ev.Kv.ModRevision})
 		}
@@ -335,6 +342,31 @@ func (f *Fleet) Run(ctx context.Context, fromRev int64) error {
 		return nil
 	}
 	return fmt.Errorf("fleet: watch %s closed", f.keys.HostsPrefix())
+}
+
+// serviceChanged syncs host's provider when its service's disabled flag
+// flips, as a real agent's service watch does (agent/service_watch.go):
+// that sets or clears COMPUTE_STATUS_DISABLED, which a disable (and a
+// drain) waits for.
+func (f *Fleet) serviceChanged(ctx context.Context, host string, ag *agent.Agent, key string, val []byte) {
+	var svc etcdschema.Service
+	if err := etcdschema.Decode(key, val, &svc); err != nil {
+		return
+	}
+	f.mu.Lock()
+	was, known := f.disabled[host]
+	f.disabled[host] = svc.Disabled
+	f.mu.Unlock()
+	if (known && was == svc.Disabled) || (!known && !svc.Disabled) {
+		return // the agent's own writes, or its registration
+	}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		if err := ag.SyncProvider(ctx); err != nil && ctx.Err() == nil {
+			f.log.Warn("provider sync after a service change failed", "host", host, "error", err)
+		}
+	}()
 }
 
 // offer works a cast now with its host's agent, or queues it behind the

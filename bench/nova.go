@@ -84,6 +84,11 @@ func (c *novaClient) forget(tok string) {
 // do sends one request to /v2.1+path with the token, again once after a
 // 401, and decodes a 2xx answer into out.
 func (c *novaClient) do(ctx context.Context, method, path string, in, out any) error {
+	return c.doAt(ctx, method, "/v2.1"+path, in, out)
+}
+
+// doAt is do at the compute listener's path (Berth's /v1 beside Nova's).
+func (c *novaClient) doAt(ctx context.Context, method, path string, in, out any) error {
 	var body []byte
 	if in != nil {
 		var err error
@@ -96,7 +101,7 @@ func (c *novaClient) do(ctx context.Context, method, path string, in, out any) e
 		if err != nil {
 			return err
 		}
-		req, err := http.NewRequestWithContext(ctx, method, c.base+"/v2.1"+path, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
 		if err != nil {
 			return err
 		}

@@ -174,6 +174,19 @@ type Result struct {
 	NewLeader        string  `json:"new_leader,omitempty"`
 	NewLeaderSeconds float64 `json:"new_leader_s,omitempty"`
 
+	// Drain: hosts drained at once with each one's servers and
+	// parallelism; the moves done and failed, their rate over the
+	// drains' whole time, one move's time from its request to its
+	// confirm, and the process's CPU per move.
+	DrainedHosts   int     `json:"drained_hosts,omitempty"`
+	ServersPerHost int     `json:"servers_per_host,omitempty"`
+	DrainParallel  int     `json:"drain_parallel,omitempty"`
+	Moves          int     `json:"moves,omitempty"`
+	MovesFailed    int     `json:"moves_failed,omitempty"`
+	MovesPerSec    float64 `json:"moves_per_s,omitempty"`
+	Move           *Pct    `json:"move_ms,omitempty"`
+	CPUMsPerMove   float64 `json:"process_cpu_ms_per_move,omitempty"`
+
 	// Coldstart.
 	Instances          int     `json:"instances,omitempty"`
 	PlacementLoadSec   float64 `json:"placement_load_s,omitempty"`
@@ -289,12 +302,21 @@ func (r *Result) WriteTable(w io.Writer) {
 			r.SchedulerProcs, quota, r.SchedulerGOMAXPROCS)
 	}
 	switch {
+	case r.DrainedHosts > 0: // its own process row above, per move
 	case r.CPUSeconds > 0 && r.SchedulerProcs > 0:
 		row("process", "%.1f CPU s (%.1f ms per measured server: the tool and its scheduler processes, %.1f CPU s in those), tool heap %.0f MB",
 			r.CPUSeconds, r.CPUMsPerServer, r.SchedulerProcsCPUSeconds, r.HeapMB)
 	case r.CPUSeconds > 0:
 		row("process", "%.1f CPU s (%.1f ms per measured server, everything in the process), heap %.0f MB",
 			r.CPUSeconds, r.CPUMsPerServer, r.HeapMB)
+	}
+	if r.DrainedHosts > 0 {
+		row("drain", "%d hosts drained at once, %d servers each, %d moves at once per drain", r.DrainedHosts, r.ServersPerHost, r.DrainParallel)
+		row("moves", "%d moved, %d failed, %d lost; %.1f moves/s over %.2f s", r.Moves, r.MovesFailed, r.Lost, r.MovesPerSec, r.Seconds)
+		if r.Move != nil {
+			row("one move (ms)", "p50 %.1f / p90 %.1f / p99 %.1f / max %.1f  (%d): migration request -> confirmed", r.Move.P50, r.Move.P90, r.Move.P99, r.Move.Max, r.Move.N)
+		}
+		row("process", "%.1f CPU s, %.1f ms per move (everything in the process)", r.CPUSeconds, r.CPUMsPerMove)
 	}
 	if r.LeaderKilled != "" {
 		row("failover", "killed leader %s; new leader %s after %.2f s", r.LeaderKilled, r.NewLeader, r.NewLeaderSeconds)

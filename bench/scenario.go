@@ -58,7 +58,7 @@ type RunConfig struct {
 }
 
 // Scenarios lists what Run accepts.
-var Scenarios = []string{"populate", "boot", "churn", "failover", "coldstart"}
+var Scenarios = []string{"populate", "boot", "churn", "failover", "coldstart", "drain"}
 
 // Run runs one scenario against t.
 func Run(ctx context.Context, t *Target, cfg RunConfig) (*Result, error) {
@@ -95,7 +95,7 @@ func Run(ctx context.Context, t *Target, cfg RunConfig) (*Result, error) {
 	switch cfg.Scenario {
 	case "coldstart":
 		err = r.coldstart(ctx)
-	case "populate", "boot", "churn", "failover":
+	case "populate", "boot", "churn", "failover", "drain":
 		err = r.withFleet(ctx)
 	default:
 		return nil, fmt.Errorf("unknown scenario %q (want one of %v)", cfg.Scenario, Scenarios)
@@ -237,6 +237,9 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 		return fmt.Errorf("wait for the schedulers to see the hosts: %w", err)
 	}
 	r.nova = newNovaClient(t.API, &http.Client{Transport: newTransport(cfg.Clients), Timeout: 30 * time.Second}, t.Auth)
+	if cfg.Scenario == "drain" && t.Auth == nil {
+		r.nova.token = "admin:bench" // noauth2's admin: drains are an admin's
+	}
 	r.res.Auth = "noauth"
 	if t.Auth != nil {
 		r.res.Auth = "keystone"
@@ -251,6 +254,8 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 		err = r.boot(ctx)
 	case "churn":
 		err = r.churn(ctx)
+	case "drain":
+		err = r.drain(ctx)
 	}
 	endPhase()
 	if err == nil && cfg.Baseline {

@@ -109,7 +109,7 @@ func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
 	} else {
 		target, cleanup, err = startTarget(ctx, cfg, log, benchStart{dataDir: c.DataDir, cells: c.Cells, noAuth: c.NoAuth,
 			schedulers: c.Schedulers, workers: c.Workers, condWorkers: c.ConductorWorkers, etcdOnly: c.Scenario == "coldstart",
-			procs: procs})
+			admin: c.Scenario == "drain", procs: procs})
 	}
 	if err != nil {
 		return nil, err
@@ -182,6 +182,9 @@ type benchStart struct {
 	workers, condWorkers int
 	etcdOnly             bool // coldstart: the tool loads a scheduler's views itself
 	noAuth               bool // the compute API in noauth mode, no identity
+	// admin makes the load's user an admin (drain: pinning servers to
+	// hosts and draining hosts are an admin's).
+	admin bool
 	// procs, when set, runs the schedulers as child processes instead
 	// of in-process stacks.
 	procs *schedProcs
@@ -243,7 +246,7 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	}
 	var creds *Credentials
 	if !o.noAuth {
-		if creds, err = benchIdentity(cfg); err != nil {
+		if creds, err = benchIdentity(cfg, o.admin); err != nil {
 			cleanup()
 			return nil, nil, err
 		}

@@ -22,7 +22,7 @@ import (
 func newBenchCmd(s *streams) *cobra.Command {
 	return &cobra.Command{
 		Use:                "bench [SCENARIO] [flags]",
-		Short:              "load tool: populate, boot, churn, failover, coldstart against simulated hosts (-h for flags)",
+		Short:              "load tool: populate, boot, churn, failover, coldstart, drain against simulated hosts (-h for flags)",
 		DisableFlagParsing: true,
 		RunE:               func(_ *cobra.Command, args []string) error { return codeErr(cmdBench(args, s.out, s.err)) },
 	}

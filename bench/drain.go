@@ -1,0 +1,340 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/backoff"
+)
+
+// The drain scenario: a loaded cloud (-servers booted anywhere), then
+// -servers-per-host servers pinned to each of -drain-hosts hosts, then
+// every one of those hosts drained at once through /v1, each
+// -drain-parallel moves at a time, until every drain has ended. It
+// reports moves per second over the drains' whole time, one move's
+// time from its migration's request to its confirm (the migration
+// record's created and last-updated times), and the process's CPU per
+// move. A move that failed, a drain that did not complete and a server
+// not ACTIVE off its drained host afterwards fail the run; timings
+// never do.
+
+func (r *runner) drain(ctx context.Context) error {
+	cfg := r.cfg
+	drained := r.drainedHosts()
+	r.res.DrainedHosts, r.res.ServersPerHost, r.res.DrainParallel = len(drained), cfg.ServersPerHost, cfg.DrainParallel
+	r.res.Servers, r.res.Clients, r.res.BuildTime = cfg.Servers, cfg.Clients, cfg.BuildTime.String()
+	// The load: the cloud's servers anywhere, then the drained hosts'.
+	if err := r.createAll(ctx, cfg.Servers, func(i int64) api.CreateRequest { return r.request(i) }); err != nil {
+		return fmt.Errorf("drain: the cloud's load: %w", err)
+	}
+	r.idsMu.Lock()
+	r.ids = nil
+	r.idsMu.Unlock()
+	per := int64(cfg.ServersPerHost)
+	err := r.createAll(ctx, len(drained)*cfg.ServersPerHost, func(i int64) api.CreateRequest {
+		return api.CreateRequest{Name: fmt.Sprintf("drained-%d", i), Flavor: "m1.tiny", Count: 1, Host: drained[(i-1)/per]}
+	})
+	if err != nil {
+		return fmt.Errorf("drain: the drained hosts' servers: %w", err)
+	}
+	r.idsMu.Lock()
+	moving := slices.Clone(r.ids)
+	r.idsMu.Unlock()
+	for _, id := range moving {
+		if !r.rec.isActive(id) {
+			return fmt.Errorf("drain: server %s pinned to a drained host did not go ACTIVE", id)
+		}
+	}
+
+	stop := r.progress(ctx, func() string { return r.drainProgress(ctx, drained) })
+	defer stop()
+	m, err := r.startMeasuring(ctx)
+	if err != nil {
+		return err
+	}
+	body := api.DrainRequest{Parallel: cfg.DrainParallel}
+	if err := r.forEachHost(ctx, drained, func(h string) error {
+		return r.nova.doAt(ctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(h)+"/drain", body, nil)
+	}); err != nil {
+		return fmt.Errorf("drain: start: %w", err)
+	}
+	views, err := r.waitDrains(ctx, drained)
+	took := time.Since(m.start)
+	cpu := r.cpuTime() - m.cpu
+	if err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	r.res.Seconds, r.res.CPUSeconds, r.res.HeapMB = took.Seconds(), cpu.Seconds(), heapMB()
+	var failures []string
+	for _, v := range views {
+		c := v.Counts
+		r.res.Moves += c[etcdschema.DrainMoved]
+		r.res.MovesFailed += c[etcdschema.DrainFailed]
+		if v.State != etcdschema.DrainComplete {
+			failures = append(failures, fmt.Sprintf("%s ended %s: %s", v.Host, v.State, v.Error))
+		}
+		for _, s := range v.Instances {
+			if s.State == etcdschema.DrainFailed {
+				failures = append(failures, fmt.Sprintf("%s: %s", s.UUID, s.Reason))
+			}
+		}
+	}
+	r.res.Measured = r.res.Moves
+	if r.res.Moves > 0 {
+		r.res.MovesPerSec = float64(r.res.Moves) / took.Seconds()
+		r.res.CPUMsPerMove = float64(cpu.Microseconds()) / 1000 / float64(r.res.Moves)
+	}
+	times, err := r.moveTimes(ctx, drained)
+	if err != nil {
+		return err
+	}
+	p := pct(times)
+	r.res.Move = &p
+	stillOn, err := r.checkMovedOff(ctx, moving, drained)
+	if err != nil {
+		return err
+	}
+	failures = append(failures, stillOn...)
+	if len(failures) > 0 {
+		return fmt.Errorf("drain: %d problems, first: %s", len(failures), failures[0])
+	}
+	return nil
+}
+
+// drainedHosts are -drain-hosts of the fleet's hosts, spread evenly (and
+// so over the cells, which take hosts round-robin).
+func (r *runner) drainedHosts() []string {
+	n, all := r.cfg.DrainHosts, r.fleet.Hosts()
+	out := make([]string, 0, n)
+	for k := 0; k < n; k++ {
+		out = append(out, r.fleet.HostName(1+k*all/n))
+	}
+	return out
+}
+
+// createAll posts n servers from the clients, then waits until every one
+// has finished building.
+func (r *runner) createAll(ctx context.Context, n int, req func(i int64) api.CreateRequest) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, r.cfg.Clients)
+	for c := 0; c < r.cfg.Clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(n) || ctx.Err() != nil {
+					return
+				}
+				q := req(i)
+				t0 := time.Now()
+				id, err := r.nova.createServer(ctx, q)
+				t1 := time.Now()
+				r.posted.Add(1)
+				if err != nil {
+					r.apiErrors.Add(1)
+					errc <- fmt.Errorf("create server: %w", err)
+					return
+				}
+				r.rec.Expect([]string{id}, t0, t1)
+				r.expected.Add(1)
+				r.idsMu.Lock()
+				r.ids = append(r.ids, id)
+				r.idsMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	if err := r.rec.WaitFinished(wctx, int(r.expected.Load())); err != nil {
+		return fmt.Errorf("%w; unfinished:%s", err, r.unfinishedReport(ctx))
+	}
+	return nil
+}
+
+// forEachHost runs fn for every host from the clients.
+func (r *runner) forEachHost(ctx context.Context, hosts []string, fn func(h string) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for c := 0; c < min(r.cfg.Clients, len(hosts)); c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(len(hosts)) && ctx.Err() == nil; i = next.Add(1) {
+				if err := fn(hosts[i-1]); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("%s: %w", hosts[i-1], err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// waitDrains reads each host's drain every 100 ms until all have ended
+// with no move in flight, or the run's timeout.
+func (r *runner) waitDrains(ctx context.Context, hosts []string) ([]api.DrainView, error) {
+	deadline := time.Now().Add(r.cfg.Timeout)
+	done := map[string]api.DrainView{}
+	for {
+		var left []string
+		for _, h := range hosts {
+			if _, ok := done[h]; !ok {
+				left = append(left, h)
+			}
+		}
+		var mu sync.Mutex
+		err := r.forEachHost(ctx, left, func(h string) error {
+			var out struct {
+				Drain api.DrainView `json:"drain"`
+			}
+			if err := r.nova.doAt(ctx, http.MethodGet, "/v1/hosts/"+url.PathEscape(h)+"/drain", nil, &out); err != nil {
+				return err
+			}
+			if out.Drain.State != etcdschema.DrainDraining && out.Drain.Counts[etcdschema.DrainMoving] == 0 {
+				mu.Lock()
+				done[h] = out.Drain
+				mu.Unlock()
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(done) == len(hosts) {
+			out := make([]api.DrainView, 0, len(hosts))
+			for _, h := range hosts {
+				out = append(out, done[h])
+			}
+			return out, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d drains still going after %s", len(hosts)-len(done), len(hosts), r.cfg.Timeout)
+		}
+		if !backoff.Sleep(ctx, 100*time.Millisecond) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// drainProgress is the progress line: the drains' servers by state.
+func (r *runner) drainProgress(ctx context.Context, hosts []string) string {
+	counts := map[string]int{}
+	for _, h := range hosts {
+		resp, err := r.t.Client.Get(ctx, r.t.Keys.HostDrain(h))
+		if err != nil || len(resp.Kvs) == 0 {
+			continue
+		}
+		var d etcdschema.HostDrain
+		if etcdschema.Decode(string(resp.Kvs[0].Key), resp.Kvs[0].Value, &d) != nil {
+			continue
+		}
+		for st, n := range d.Counts() {
+			counts[st] += n
+		}
+	}
+	return fmt.Sprintf("drains: %d waiting, %d moving, %d moved, %d failed", counts[etcdschema.DrainWaiting],
+		counts[etcdschema.DrainMoving], counts[etcdschema.DrainMoved], counts[etcdschema.DrainFailed])
+}
+
+// moveTimes reads the drains' records and their confirmed migrations
+// from etcd: each move's time from its request (created) to its confirm
+// (the last update, which made it confirmed), sorted.
+func (r *runner) moveTimes(ctx context.Context, hosts []string) ([]time.Duration, error) {
+	k := r.t.Keys
+	var ops []clientv3.Op
+	for _, h := range hosts {
+		resp, err := r.t.Client.Get(ctx, k.HostDrain(h))
+		if err != nil {
+			return nil, fmt.Errorf("read the drain of %s: %w", h, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return nil, fmt.Errorf("the drain of %s is gone", h)
+		}
+		var d etcdschema.HostDrain
+		if err := etcdschema.Decode(string(resp.Kvs[0].Key), resp.Kvs[0].Value, &d); err != nil {
+			return nil, err
+		}
+		for _, s := range d.Instances {
+			if s.State == etcdschema.DrainMoved && s.MigrationUUID != "" {
+				ops = append(ops, clientv3.OpGet(k.Migration(s.Cell, s.MigrationUUID)))
+			}
+		}
+	}
+	var out []time.Duration
+	for start := 0; start < len(ops); start += 100 {
+		resp, err := r.t.Client.Txn(ctx).Then(ops[start:min(start+100, len(ops))]...).Commit()
+		if err != nil {
+			return nil, fmt.Errorf("read the drains' migrations: %w", err)
+		}
+		for _, rr := range resp.Responses {
+			for _, kv := range rr.GetResponseRange().Kvs {
+				var m etcdschema.Migration
+				if err := etcdschema.Decode(string(kv.Key), kv.Value, &m); err != nil {
+					return nil, err
+				}
+				if m.Status == etcdschema.MigrationConfirmed {
+					out = append(out, m.UpdatedAt.Sub(m.CreatedAt))
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// checkMovedOff counts the drained hosts' servers that are not ACTIVE
+// now as lost, and returns those still ACTIVE on a drained host.
+func (r *runner) checkMovedOff(ctx context.Context, ids, drained []string) ([]string, error) {
+	var mu sync.Mutex
+	var lost, stillOn []string
+	err := r.forEachHost(ctx, ids, func(id string) error {
+		s, err := r.nova.showServer(ctx, id)
+		var ae *api.APIError
+		switch {
+		case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+			s = &novaServer{ID: id, Status: "gone"}
+		case err != nil:
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case s.Status != "ACTIVE":
+			lost = append(lost, fmt.Sprintf("%s %s on %q", id, s.Status, s.Host))
+		case slices.Contains(drained, s.Host):
+			stillOn = append(stillOn, fmt.Sprintf("%s still on drained host %s", id, s.Host))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drain: check the moved servers: %w", err)
+	}
+	r.res.Lost = len(lost)
+	if len(lost) > 0 {
+		return nil, fmt.Errorf("drain: %d servers lost (not ACTIVE after their host's drain), first: %s", len(lost), lost[0])
+	}
+	return stillOn, nil
+}
