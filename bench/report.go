@@ -229,7 +229,7 @@ func (r *Result) WriteTable(w io.Writer) {
 		}
 		row("hosts' liveness", "%s: %s; %s", r.Liveness, live, syncs)
 	}
-	if r.Servers > 0 {
+	if r.Servers > 0 && r.DrainedHosts == 0 {
 		row("servers", "%d requested from %d clients (rate %s), build time %s", r.Servers, r.Clients, rateString(r.Rate), r.BuildTime)
 		if r.Auth != "" {
 			row("auth", "%s (%d logins): every request through the Nova API (/v2.1)", r.Auth, r.Logins)
@@ -268,7 +268,7 @@ func (r *Result) WriteTable(w io.Writer) {
 				r.ClaimOnlyCPUMicros, r.ClaimOnlyPerTxn, r.ClaimOnlyCASRatio, roundRatios(r.ClaimOnlyRounds, r.CASRounds))
 		}
 	}
-	if r.Liveness != "" && r.Seconds > 0 {
+	if r.Liveness != "" && r.Seconds > 0 && r.DrainedHosts == 0 {
 		row("hosts' background", "%.0f renewals/s, %.1f provider syncs/s, %.1f instance syncs/s; %d leases re-granted, %d failed, %d overlapped, %d started a period or more late, worst start %.0f ms late",
 			r.RenewalsPerSec, r.ProviderSyncsPerSec, r.InstanceSyncsPerSec, r.LeasesRegranted, r.BackgroundFailures,
 			r.BackgroundOverlapped, r.BackgroundPeriodLate, r.BackgroundMaxLateMs)
@@ -311,7 +311,8 @@ func (r *Result) WriteTable(w io.Writer) {
 			r.CPUSeconds, r.CPUMsPerServer, r.HeapMB)
 	}
 	if r.DrainedHosts > 0 {
-		row("drain", "%d hosts drained at once, %d servers each, %d moves at once per drain", r.DrainedHosts, r.ServersPerHost, r.DrainParallel)
+		row("drain", "%d hosts drained at once, %d servers put on each beside %d servers of load anywhere (%s, %d clients), %d moves at once per drain",
+			r.DrainedHosts, r.ServersPerHost, r.Servers, r.Auth, r.Clients, r.DrainParallel)
 		row("moves", "%d moved, %d failed, %d lost; %.1f moves/s over %.2f s", r.Moves, r.MovesFailed, r.Lost, r.MovesPerSec, r.Seconds)
 		if r.Move != nil {
 			row("one move (ms)", "p50 %.1f / p90 %.1f / p99 %.1f / max %.1f  (%d): migration request -> confirmed", r.Move.P50, r.Move.P90, r.Move.P99, r.Move.Max, r.Move.N)
