@@ -80,8 +80,9 @@ func startStack(t *testing.T) *stack.Stack {
 // TestConsoleInABrowser drives headless Chromium through the console as
 // an operator would: log in, read the hosts and their capacity bars,
 // disable a host with a reason, watch a new server appear without a
-// reload, open a failed server's fault and attempts, and follow a
-// resize on the migrations page to its confirm.
+// reload, open a failed server's fault and attempts, follow a resize on
+// the migrations page to its confirm, and drain a host and watch its
+// progress.
 func TestConsoleInABrowser(t *testing.T) {
 	chromium := chromiumPath(t)
 	s := startStack(t)
@@ -170,7 +171,6 @@ func TestConsoleInABrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form.hostform button`)),
 		seen("#hoststate", "disabled"), seen("#hoststate", "rack swap <today>"),
 		seen("form.hostform", "Enable compute-2"))
-	screenshot(t, bctx, "host")
 	run("the overview shows it disabled",
 		chromedp.Navigate(base+"/console/"), seen("#host-compute-2", "disabled: rack swap <today>"))
 
@@ -241,6 +241,29 @@ func TestConsoleInABrowser(t *testing.T) {
 	screenshot(t, bctx, "migrations")
 	nova(t, ctx, base, token, mover, map[string]any{"confirmResize": nil}, 204)
 	run("the confirm appears without a reload", seen("#migrationlist", "confirmed"))
+
+	// Drain compute-2 from its page: the leader moves db-1 to compute-4,
+	// the other host of cell2, and confirms it; the page follows the
+	// drain to its end without a reload, and the host stays disabled.
+	run("drain compute-2",
+		chromedp.Navigate(base+"/console/hosts/compute-2"), seen("#hostdrain", "Not drained."),
+		chromedp.SetValue(chromedp.CSS(`form.drainform input[name=parallel]`), "2"),
+		chromedp.Click(chromedp.CSS(`form.drainform button`)),
+		seen("#hoststate", "draining"), seen("#hostdrain", "cold migrations, 2 at once"),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Evaluate[any](`window.samePage = true`)(ctx, tg)
+			return err
+		}),
+		seen("#hostdrain", "complete"), seen("#hostdrain", "1 moved, 0 moving, 0 waiting, 0 failed"),
+		seen("table.drainservers", "db-1"), seen("table.drainservers", "compute-4"),
+		seen("form.drainform", "Drain compute-2"))
+	if value(`window.samePage === true`) != true {
+		t.Error("the host page was reloaded while draining; want the drain's progress swapped in live")
+	}
+	screenshot(t, bctx, "host")
+	if v, err := c.GetServer(ctx, mover); err != nil || v.Status != "ACTIVE" || v.Host != "compute-4" {
+		t.Errorf("db-1 after the drain of compute-2: %+v %v, want ACTIVE on compute-4", v, err)
+	}
 
 	run("log out", chromedp.Click(chromedp.CSS(`form.logout button`)), chromedp.WaitVisible(chromedp.CSS(`form.login`)))
 }

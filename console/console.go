@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/berth-project/berth/drain"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/hosts"
 	"github.com/berth-project/berth/identity"
@@ -45,6 +46,9 @@ type Config struct {
 	Keys    etcdschema.Keys
 	Hosts   *hosts.Store
 	Servers *servers.Store
+	// Drains starts, shows and cancels host drains (nil: the host page
+	// has no drain form).
+	Drains *drain.Store
 	// Auth is AuthKeystone or AuthNoAuth (anything else is keystone: the
 	// console never opens by mistake).
 	Auth string
@@ -149,6 +153,7 @@ func (c *Console) routes() {
 	handle("GET /console/{$}", c.admin(c.overview))
 	handle("GET /console/hosts/{host}", c.admin(c.hostDetail))
 	handle("POST /console/hosts/{host}/status", c.admin(c.setHostStatus))
+	handle("POST /console/hosts/{host}/drain", c.admin(c.drainHost))
 	handle("GET /console/servers", c.admin(c.serverList))
 	handle("GET /console/servers/{id}", c.admin(c.serverDetail))
 	handle("GET /console/migrations", c.admin(c.migrationList))

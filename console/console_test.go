@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/berth-project/berth/drain"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/hosts"
 	"github.com/berth-project/berth/identity"
@@ -88,6 +89,7 @@ func newRig(t *testing.T, cfg Config) *rig {
 	cfg.Client, cfg.Keys = cli, keys
 	cfg.Hosts = hosts.New(cli, keys, nil)
 	cfg.Servers = servers.New(cli, keys, nil, nil)
+	cfg.Drains = drain.NewStore(cli, keys, cfg.Hosts, nil)
 	cfg.TraitWait = 100 * time.Millisecond
 	r.srv = httptest.NewServer(New(cfg).Beside(http.NotFoundHandler()))
 	t.Cleanup(r.srv.Close)
@@ -216,6 +218,73 @@ func TestDisableFormNeedsCSRFAndRecordsTheReason(t *testing.T) {
 	resp = r.post(c, "/console/hosts/compute-1/status", url.Values{"csrf": {csrf}, "action": {"disable"}, "reason": {strings.Repeat("x", 256)}})
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("a 256-character reason: %d, want 400", resp.StatusCode)
+	}
+}
+
+// TestDrainFormNeedsCSRFAndShowsTheDrain: the drain form is refused
+// without this browser's token and with bad input; a drain started from
+// it disables the host and shows on the page with its servers, and the
+// cancel form ends it. No leader runs here: the page shows the record.
+func TestDrainFormNeedsCSRFAndShowsTheDrain(t *testing.T) {
+	r := newRig(t, Config{Auth: AuthNoAuth})
+	if _, err := r.cli.Put(context.Background(), r.keys.HostInstance("compute-1", r.failed),
+		etcdschema.MustEncode(&etcdschema.InstanceInfo{UUID: r.failed, Host: "compute-1"})); err != nil {
+		t.Fatal(err)
+	}
+	c := r.client()
+	_, page := r.get(c, "/console/hosts/compute-1")
+	if !strings.Contains(page, "Not drained.") || !strings.Contains(page, "Drain compute-1") {
+		t.Fatalf("the host page before a drain:\n%s", page)
+	}
+	csrf := csrfOf(t, page)
+	start := url.Values{"csrf": {csrf}, "action": {"start"}, "parallel": {"2"}, "deadline": {"30m"}}
+	for _, tc := range []struct {
+		desc   string
+		change func(url.Values)
+		status int
+	}{
+		{"no token", func(v url.Values) { v.Del("csrf") }, http.StatusForbidden},
+		{"another browser's token", func(v url.Values) { v.Set("csrf", "forged") }, http.StatusForbidden},
+		{"parallel not a number", func(v url.Values) { v.Set("parallel", "four") }, http.StatusBadRequest},
+		{"parallel too high", func(v url.Values) { v.Set("parallel", "65") }, http.StatusBadRequest},
+		{"bad deadline", func(v url.Values) { v.Set("deadline", "soon") }, http.StatusBadRequest},
+		{"live without live migration", func(v url.Values) { v.Set("live", "on") }, http.StatusBadRequest},
+		{"unknown action", func(v url.Values) { v.Set("action", "evacuate") }, http.StatusBadRequest},
+	} {
+		form := url.Values{}
+		for k, v := range start {
+			form[k] = append([]string(nil), v...)
+		}
+		tc.change(form)
+		if resp := r.post(c, "/console/hosts/compute-1/drain", form); resp.StatusCode != tc.status {
+			t.Errorf("%s: %d, want %d", tc.desc, resp.StatusCode, tc.status)
+		}
+	}
+	if h, _ := hosts.New(r.cli, r.keys, nil).Get(context.Background(), "compute-1"); h.Service.Disabled {
+		t.Fatal("a refused drain form disabled the host")
+	}
+	resp := r.post(c, "/console/hosts/compute-1/drain", start)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("start: %d, want 303", resp.StatusCode)
+	}
+	_, page = r.get(c, resp.Header.Get("Location"))
+	for _, want := range []string{"draining", "0 moved, 0 moving, 1 waiting, 0 failed", "cold migrations, 2 at once", "web-1", "Cancel the drain", "draining"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the host page while draining lacks %q:\n%s", want, page)
+		}
+	}
+	if h, _ := hosts.New(r.cli, r.keys, nil).Get(context.Background(), "compute-1"); !h.Service.Disabled || h.Service.DisabledReason != "draining" {
+		t.Errorf("compute-1 while draining: %+v", h.Service)
+	}
+	if resp := r.post(c, "/console/hosts/compute-1/drain", start); resp.StatusCode != http.StatusConflict {
+		t.Errorf("a second drain: %d, want 409", resp.StatusCode)
+	}
+	resp = r.post(c, "/console/hosts/compute-1/drain", url.Values{"csrf": {csrf}, "action": {"cancel"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("cancel: %d, want 303", resp.StatusCode)
+	}
+	if _, page = r.get(c, "/console/hosts/compute-1"); !strings.Contains(page, "cancelled") || !strings.Contains(page, "Drain compute-1") {
+		t.Errorf("the host page after the cancel:\n%s", page)
 	}
 }
 

@@ -2,7 +2,8 @@
 // cells (those with no host yet too), their hosts with capacity per
 // resource class, the servers a page at a time with their faults,
 // attempts and alternates and their moves, every cell's migrations, and
-// a form to disable or enable a host. It is an http.Handler the compute API's listener serves under
+// a form to disable or enable a host and one to drain it (package drain)
+// with the drain's progress. It is an http.Handler the compute API's listener serves under
 // /console/ (Console.Beside), beside Nova's API and /v1, in `berth
 // server` and `berth dev` alike.
 //
@@ -31,5 +32,7 @@
 // servers.Store.Page. The migrations page reads each cell's migrations
 // prefix only (servers.Store.Migrations reads whole cell subtrees).
 //
-// Not here yet: draining a host from the console.
+// A host's drain is started, shown and cancelled through drain.Store,
+// the same calls /v1/hosts/{host}/drain makes; its record's prefix is
+// among those the event stream follows, so its progress is live.
 package console

@@ -104,6 +104,11 @@ type hostData struct {
 	Host    hostRow
 	Servers []hosts.Server
 	Note    string
+	// Drain is the host's drain (nil: none); CanDrain says the console
+	// has drains configured.
+	Drain    *drainView
+	CanDrain bool
+	CanLive  bool
 }
 
 func (c *Console) hostDetail(w http.ResponseWriter, r *http.Request, cl *caller) {
@@ -133,7 +138,17 @@ func (c *Console) hostDetail(w http.ResponseWriter, r *http.Request, cl *caller)
 		c.storeError(w, r, cl, err)
 		return
 	}
-	d := hostData{Host: hostRowOf(h, provs[h.Service.ProviderUUID]), Servers: list}
+	names := map[string]string{}
+	for _, s := range list {
+		names[s.UUID] = s.Name
+	}
+	dr, err := c.hostDrain(r, name, names)
+	if err != nil {
+		c.storeError(w, r, cl, err)
+		return
+	}
+	d := hostData{Host: hostRowOf(h, provs[h.Service.ProviderUUID]), Servers: list, Drain: dr, CanDrain: c.cfg.Drains != nil,
+		CanLive: c.cfg.Drains != nil && c.cfg.Drains.CanLive()}
 	switch r.URL.Query().Get("note") {
 	case "unconfirmed":
 		d.Note = "Recorded, but the host's agent did not confirm the change in time; the scheduler already sees it."

@@ -91,6 +91,9 @@ func NewStore(cli *clientv3.Client, keys etcdschema.Keys, hs *hosts.Store, log h
 // its own, DutyConfig.Live); without one Start refuses them.
 func (s *Store) SetLiveMigrator(l LiveMigrator) { s.live = l }
 
+// CanLive says whether Start accepts live drains.
+func (s *Store) CanLive() bool { return s.live != nil }
+
 // Start disables host (reason "draining", waiting up to traitWait for
 // its agent as PUT /v1/services does) and records the drain with the
 // host's servers waiting. A host whose previous drain ended may be

@@ -402,7 +402,7 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		}
 		consoleCfg := console.Config{Client: s.cli, Keys: s.keys, Hosts: novaHosts,
 			Servers: servers.New(s.cli, s.keys, s.placement, s.log.Named("console")), Auth: cfg.API.Auth,
-			Log: s.log.Named("console")}
+			Drains: drain.NewStore(s.cli, s.keys, novaHosts, s.log.Named("console")), Log: s.log.Named("console")}
 		if idSvc != nil {
 			consoleCfg.Verifier, consoleCfg.Issuer = idSvc.Verifier(), idSvc
 		}
