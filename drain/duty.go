@@ -89,7 +89,7 @@ func (d *duty) run(ctx context.Context, f leader.Fence) error {
 	tick := time.NewTicker(d.Interval)
 	defer tick.Stop()
 	for {
-		cells, err := d.sweep(ctx, f)
+		cells, next, err := d.sweep(ctx, f)
 		if err != nil {
 			return err
 		}
@@ -99,21 +99,36 @@ func (d *duty) run(ctx context.Context, f leader.Fence) error {
 				follow(d.Keys.Migrations(cell))
 			}
 		}
+		// A deadline is kept to the moment, not to the next interval.
+		var deadline <-chan time.Time
+		var timer *time.Timer
+		if !next.IsZero() {
+			timer = time.NewTimer(max(next.Sub(d.Now()), 0))
+			deadline = timer.C
+		}
 		select {
 		case <-ctx.Done():
-			return nil
 		case <-wake:
 		case <-tick.C:
+		case <-deadline:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 	}
 }
 
 // sweep works every drain that is draining or has moves in flight, and
-// returns the cells of the servers it follows.
-func (d *duty) sweep(ctx context.Context, f leader.Fence) (map[string]bool, error) {
+// returns the cells of the servers it follows and the nearest deadline
+// of a drain still draining (zero: none).
+func (d *duty) sweep(ctx context.Context, f leader.Fence) (map[string]bool, time.Time, error) {
+	var next time.Time
 	resp, err := d.Client.Get(ctx, d.Keys.HostDrains(), clientv3.WithPrefix())
 	if err != nil {
-		return nil, fmt.Errorf("list drains: %w", err)
+		return nil, next, fmt.Errorf("list drains: %w", err)
 	}
 	cells := map[string]bool{}
 	for _, kv := range resp.Kvs {
@@ -127,9 +142,12 @@ func (d *duty) sweep(ctx context.Context, f leader.Fence) (map[string]bool, erro
 		}
 		if err := d.work(ctx, f, string(kv.Key), kv.ModRevision, &rec); err != nil {
 			if errors.Is(err, leader.ErrNotLeader) || ctx.Err() != nil {
-				return nil, err
+				return nil, next, err
 			}
 			d.Log.Warn("drain step failed; trying again", "host", rec.Host, "error", err)
+		}
+		if rec.State == etcdschema.DrainDraining && rec.Deadline != nil && (next.IsZero() || rec.Deadline.Before(next)) {
+			next = *rec.Deadline
 		}
 		for _, s := range rec.Instances {
 			if s.Cell != "" && s.State == etcdschema.DrainMoving {
@@ -137,7 +155,7 @@ func (d *duty) sweep(ctx context.Context, f leader.Fence) (map[string]bool, erro
 			}
 		}
 	}
-	return cells, nil
+	return cells, next, nil
 }
 
 // active says whether the duty has anything to do for rec: start moves,

@@ -147,6 +147,9 @@ func TestDrainDeadlineEndsIncompleteAndFinishesMovesInFlight(t *testing.T) {
 	if d.State != etcdschema.DrainIncomplete || !strings.Contains(d.Error, "deadline") {
 		t.Fatalf("drain: %s %q", d.State, d.Error)
 	}
+	if late := d.FinishedAt.Sub(*d.Deadline); late < 0 || late > 5*time.Second {
+		t.Errorf("the drain ended %s after its deadline, want at it (not at the next 30 s interval)", late)
+	}
 	// The move in flight at the deadline is still confirmed; nothing new
 	// started.
 	d = r.waitDrain("compute-1", "moves in flight finished", settled)

@@ -49,7 +49,9 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	cfg.EnableAllRoles()
 	cfg.Etcd.Embedded = nil
 	cfg.API.Bind, cfg.Placement.Bind, cfg.Scheduler.Bind = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Scheduler.LeaderInterval = 200 * time.Millisecond
+	// The default leader interval (30 s): every drain here must move on
+	// the watches (a drain's record, its cells' migrations) and keep its
+	// deadline by its timer, never wait for the interval.
 	cfg.Scheduler.ElectionTTL = 2 * time.Second
 	cli := etcdtest.Client(t)
 	keys := etcdschema.New(cfg.Etcd.Prefix)
