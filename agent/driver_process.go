@@ -27,10 +27,11 @@ const CommandExtraSpec = "berth:command"
 type ProcessConfig struct {
 	// Command runs for flavors without a berth:command extra spec.
 	Command string
-	// StateDir keeps one record per running instance (pid and start time)
-	// and its output, so a restarted agent finds the processes it started.
-	// Empty means <tmp>/berth-process/<host>: cleared by a reboot, which
-	// ends the processes too.
+	// StateDir keeps, in a directory per host (StateDir/<host>), one
+	// record per running instance (pid and start time) and its output, so
+	// a restarted agent finds the processes it started. Empty means
+	// <tmp>/berth-process: cleared by a reboot, which ends the processes
+	// too.
 	StateDir string
 	// StopGrace is how long a delete waits after SIGTERM before SIGKILL.
 	StopGrace time.Duration
@@ -45,6 +46,11 @@ type ProcessConfig struct {
 type ProcessDriver struct {
 	host string
 	cfg  ProcessConfig
+	// dir is this host's own directory, StateDir/<host>: agents that
+	// share a StateDir (berth dev's, in one process with one config) must
+	// not share records, since a move's source and destination each hold
+	// one for the same instance.
+	dir string
 
 	mu      sync.Mutex
 	run     map[string]*procEntry
@@ -62,9 +68,10 @@ type procEntry struct {
 	reason   string        // how it exited, once done is closed
 }
 
-// procState is the record kept in StateDir/<uuid>.json.
+// procState is the record kept in StateDir/<host>/<uuid>.json.
 type procState struct {
 	UUID      string    `json:"uuid"`
+	Host      string    `json:"host,omitempty"` // unset in records of the shared layout
 	PID       int       `json:"pid"`
 	StartTime uint64    `json:"start_time"` // /proc/<pid>/stat field 22, guards against pid reuse
 	Command   string    `json:"command"`
@@ -86,7 +93,7 @@ func init() {
 // processes a previous agent left running.
 func NewProcessDriver(host string, cfg ProcessConfig) (*ProcessDriver, error) {
 	if cfg.StateDir == "" {
-		cfg.StateDir = filepath.Join(os.TempDir(), "berth-process", host)
+		cfg.StateDir = filepath.Join(os.TempDir(), "berth-process")
 	}
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 10 * time.Second
@@ -94,10 +101,13 @@ func NewProcessDriver(host string, cfg ProcessConfig) (*ProcessDriver, error) {
 	if cfg.Settle <= 0 {
 		cfg.Settle = 200 * time.Millisecond
 	}
-	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+	d := &ProcessDriver{host: host, cfg: cfg, dir: filepath.Join(cfg.StateDir, host), run: map[string]*procEntry{}}
+	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("process driver: state dir: %w", err)
 	}
-	d := &ProcessDriver{host: host, cfg: cfg, run: map[string]*procEntry{}}
+	if err := d.adoptSharedLayout(); err != nil {
+		return nil, err
+	}
 	if err := d.adopt(); err != nil {
 		return nil, err
 	}
@@ -108,19 +118,14 @@ func NewProcessDriver(host string, cfg ProcessConfig) (*ProcessDriver, error) {
 // records of dead ones are removed (the agent's reconciliation then finds
 // their instances missing from List).
 func (d *ProcessDriver) adopt() error {
-	files, err := filepath.Glob(filepath.Join(d.cfg.StateDir, "*.json"))
+	files, err := filepath.Glob(filepath.Join(d.dir, "*.json"))
 	if err != nil {
-		return fmt.Errorf("process driver: list %s: %w", d.cfg.StateDir, err)
+		return fmt.Errorf("process driver: list %s: %w", d.dir, err)
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		st, err := readProcState(f)
 		if err != nil {
-			return fmt.Errorf("process driver: read %s: %w", f, err)
-		}
-		var st procState
-		if err := json.Unmarshal(b, &st); err != nil || st.UUID == "" || st.PID <= 0 {
-			// Not ours to guess at: leave it for an operator and say so.
-			return fmt.Errorf("process driver: unreadable state record %s (move it away to start): %v", f, err)
+			return err
 		}
 		if !sameProcess(st.PID, st.StartTime) {
 			_ = os.Remove(f)
@@ -187,12 +192,12 @@ func (d *ProcessDriver) Spawn(ctx context.Context, b *etcdschema.Build) error {
 	if err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(filepath.Join(d.cfg.StateDir, b.InstanceUUID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(filepath.Join(d.dir, b.InstanceUUID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("process driver: output file: %w", err)
 	}
 	cmd := exec.Command("/bin/sh", "-c", command)
-	cmd.Dir = d.cfg.StateDir
+	cmd.Dir = d.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "BERTH_INSTANCE_UUID="+b.InstanceUUID, "BERTH_INSTANCE_NAME="+b.Name,
 		"BERTH_HOST="+d.host, "BERTH_FLAVOR="+b.Flavor.Name)
@@ -203,7 +208,7 @@ func (d *ProcessDriver) Spawn(ctx context.Context, b *etcdschema.Build) error {
 		logf.Close()
 		return &BuildError{Reschedulable: true, Reason: fmt.Sprintf("start %q on %s: %v", command, d.host, err)}
 	}
-	st := procState{UUID: b.InstanceUUID, PID: cmd.Process.Pid, StartTime: procStartTime(cmd.Process.Pid),
+	st := procState{UUID: b.InstanceUUID, Host: d.host, PID: cmd.Process.Pid, StartTime: procStartTime(cmd.Process.Pid),
 		Command: command, Started: time.Now().UTC()}
 	e := &procEntry{state: st, done: make(chan struct{})}
 	d.mu.Lock()
@@ -233,7 +238,7 @@ func (d *ProcessDriver) Spawn(ctx context.Context, b *etcdschema.Build) error {
 
 func (d *ProcessDriver) writeState(st procState) error {
 	b, _ := json.Marshal(st)
-	p := filepath.Join(d.cfg.StateDir, st.UUID+".json")
+	p := filepath.Join(d.dir, st.UUID+".json")
 	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return fmt.Errorf("process driver: write state: %w", err)
@@ -263,7 +268,7 @@ func (d *ProcessDriver) exited(e *procEntry, reason string) {
 	}
 	d.mu.Unlock()
 	if latest {
-		_ = os.Remove(filepath.Join(d.cfg.StateDir, e.state.UUID+".json"))
+		_ = os.Remove(filepath.Join(d.dir, e.state.UUID+".json"))
 	}
 	if !expected && f != nil {
 		f(e.state.UUID, fmt.Sprintf("instance process on %s %s", d.host, reason))
@@ -293,7 +298,7 @@ func (d *ProcessDriver) Destroy(ctx context.Context, uuid string) error {
 	}
 	d.mu.Unlock()
 	if !ok {
-		_ = os.Remove(filepath.Join(d.cfg.StateDir, uuid+".json"))
+		_ = os.Remove(filepath.Join(d.dir, uuid+".json"))
 		return nil
 	}
 	_ = syscall.Kill(-e.state.PID, syscall.SIGTERM)

@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -107,7 +109,7 @@ func TestProcessDriverSpawnAndDestroy(t *testing.T) {
 				t.Fatalf("List = %v", ids)
 			}
 			pid := pidOf(t, d, "i1")
-			if _, err := os.Stat(filepath.Join(dir, "i1.json")); err != nil {
+			if _, err := os.Stat(filepath.Join(dir, "h1", "i1.json")); err != nil {
 				t.Fatalf("no state record: %v", err)
 			}
 			if err := d.Destroy(ctx, "i1"); err != nil {
@@ -117,7 +119,7 @@ func TestProcessDriverSpawnAndDestroy(t *testing.T) {
 			if ids, _ := d.List(ctx); len(ids) != 0 {
 				t.Fatalf("List after Destroy = %v", ids)
 			}
-			if _, err := os.Stat(filepath.Join(dir, "i1.json")); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(dir, "h1", "i1.json")); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("state record left: %v", err)
 			}
 			select {
@@ -198,7 +200,7 @@ func TestProcessDriverAdoptsAfterRestart(t *testing.T) {
 	if ids, _ := d2.List(ctx); len(ids) != 1 || ids[0] != "live" {
 		t.Fatalf("adopted %v, want [live]", ids)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "dead.json")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, "h1", "dead.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("stale record kept")
 	}
 	if err := d2.Destroy(ctx, "live"); err != nil {
@@ -209,17 +211,6 @@ func TestProcessDriverAdoptsAfterRestart(t *testing.T) {
 	case e := <-exits:
 		t.Fatalf("a Destroy of an adopted process was reported as an exit: %s", e)
 	default:
-	}
-}
-
-func TestProcessDriverRejectsUnreadableState(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "x.json"), []byte("{"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := NewProcessDriver("h1", ProcessConfig{StateDir: dir})
-	if err == nil || !strings.Contains(err.Error(), "unreadable state record") {
-		t.Fatalf("want an error naming the unreadable record, got %v", err)
 	}
 }
 
@@ -261,7 +252,160 @@ func TestProcessDriverSpawnsTheImageCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.Until(t, "the image's command wrote its argument", func() bool {
-		got, _ := os.ReadFile(filepath.Join(dir, "arg.txt"))
+		got, _ := os.ReadFile(filepath.Join(dir, "h1", "arg.txt"))
 		return string(got) == "it's $a b"
 	})
+}
+
+func TestProcessDriverRejectsUnreadableState(t *testing.T) {
+	cases := []struct {
+		desc string
+		rel  string
+	}{
+		{"in the host's own directory", filepath.Join("h1", "x.json")},
+		{"in the shared layout of earlier versions", "x.json"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "h1"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, tc.rel), []byte("{"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := NewProcessDriver("h1", ProcessConfig{StateDir: dir})
+			if err == nil || !strings.Contains(err.Error(), "unreadable state record") {
+				t.Fatalf("want an error naming the unreadable record, got %v", err)
+			}
+		})
+	}
+}
+
+// Two hosts' drivers on one StateDir (berth dev's agents) each run their
+// own copy of a moving guest: the source's stop leaves the destination's
+// process and record alone, and each restarted driver adopts only its
+// own.
+func TestProcessDriverHostsShareAStateDir(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	open := func(host string) *ProcessDriver {
+		d, err := NewProcessDriver(host, ProcessConfig{StateDir: dir, StopGrace: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Destroy(context.Background(), "i1") })
+		return d
+	}
+	src, dst := open("h1"), open("h2")
+	if err := src.Spawn(ctx, procBuild("i1", "sleep 30")); err != nil {
+		t.Fatal(err)
+	}
+	srcPID := pidOf(t, src, "i1")
+	// The move: the destination starts its guest, the source stops its own.
+	if err := dst.Spawn(ctx, procBuild("i1", "sleep 30")); err != nil {
+		t.Fatal(err)
+	}
+	dstPID := pidOf(t, dst, "i1")
+	if dstPID == srcPID {
+		t.Fatal("the destination did not start a process of its own")
+	}
+	if err := src.Destroy(ctx, "i1"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the source's process stopped", func() bool { return gone(srcPID) })
+	if gone(dstPID) {
+		t.Fatal("the source's stop ended the destination's process")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "h2", "i1.json")); err != nil {
+		t.Fatalf("the destination's record: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "h1", "i1.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the source's record kept: %v", err)
+	}
+	// Restarted agents: h2 adopts the guest, h1 finds none.
+	if ids, _ := open("h2").List(ctx); strings.Join(ids, ",") != "i1" {
+		t.Fatalf("h2 adopted %v, want [i1]", ids)
+	}
+	if ids, _ := open("h1").List(ctx); len(ids) != 0 {
+		t.Fatalf("h1 adopted %v, want none", ids)
+	}
+}
+
+// An agent upgraded from the shared layout (records straight in
+// StateDir) takes over the records of its own guests, known by the
+// BERTH_HOST they were started with, leaves another host's, and drops
+// the records of processes that are gone.
+func TestProcessDriverAdoptsTheSharedLayout(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	spawnOld := func(uuid, host string) int {
+		cmd := exec.Command("/bin/sh", "-c", "sleep 30")
+		cmd.Env = append(os.Environ(), "BERTH_INSTANCE_UUID="+uuid, "BERTH_HOST="+host)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := cmd.Process.Pid
+		go func() { _ = cmd.Wait() }()
+		t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+		writeRecord(t, filepath.Join(dir, uuid+".json"), procState{UUID: uuid, PID: pid, StartTime: procStartTime(pid), Command: "sleep 30"})
+		if err := os.WriteFile(filepath.Join(dir, uuid+".log"), []byte("output of "+uuid), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	minePID := spawnOld("mine", "h1")
+	spawnOld("theirs", "h2")
+	writeRecord(t, filepath.Join(dir, "dead.json"), procState{UUID: "dead", PID: 1 << 22, StartTime: 1, Command: "x"})
+
+	d, err := NewProcessDriver("h1", ProcessConfig{StateDir: dir, StopGrace: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := d.List(ctx); strings.Join(ids, ",") != "mine" {
+		t.Fatalf("h1 adopted %v, want [mine]", ids)
+	}
+	for _, want := range []struct {
+		path   string
+		exists bool
+	}{
+		{filepath.Join(dir, "h1", "mine.json"), true},
+		{filepath.Join(dir, "h1", "mine.log"), true},
+		{filepath.Join(dir, "mine.json"), false},
+		{filepath.Join(dir, "theirs.json"), true},
+		{filepath.Join(dir, "theirs.log"), true},
+		{filepath.Join(dir, "dead.json"), false},
+	} {
+		_, err := os.Stat(want.path)
+		if (err == nil) != want.exists {
+			t.Errorf("%s: exists %v, want %v", want.path, err == nil, want.exists)
+		}
+	}
+	d2, err := NewProcessDriver("h2", ProcessConfig{StateDir: dir, StopGrace: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := d2.List(ctx); strings.Join(ids, ",") != "theirs" {
+		t.Fatalf("h2 adopted %v, want [theirs]", ids)
+	}
+	// The adopted guest is the agent's to stop, as its own are.
+	if err := d.Destroy(ctx, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the adopted guest stopped", func() bool { return gone(minePID) })
+	if err := d2.Destroy(ctx, "theirs"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeRecord(t *testing.T, path string, st procState) {
+	t.Helper()
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -406,7 +406,7 @@ type FakeDriver struct {
 // process running the flavor's berth:command extra spec, or Command.
 type ProcessDriver struct {
 	Command   string        // run by /bin/sh -c when the flavor names none; "" fails such builds
-	StateDir  string        // pid records and output; "" is <tmp>/berth-process/<host>
+	StateDir  string        // pid records and output, in <StateDir>/<host>; "" is <tmp>/berth-process
 	StopGrace time.Duration // SIGTERM to SIGKILL on delete
 }
 

@@ -357,20 +357,29 @@ func (p *proc) kill(t *testing.T) {
 	p.done <- err
 }
 
-// recordedPID reads the process driver's record of an instance.
-func recordedPID(t *testing.T, dir, id string) int {
+// recordedPID reads the process driver's record of an instance on host
+// (the driver keeps each host's records in <state_dir>/<host>).
+func recordedPID(t *testing.T, dir, host, id string) int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, id+".json"))
+	pid, err := readRecordedPID(dir, host, id)
 	if err != nil {
-		t.Fatalf("process record of %s: %v", id, err)
+		t.Fatalf("process record of %s on %s: %v", id, host, err)
+	}
+	return pid
+}
+
+func readRecordedPID(dir, host, id string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, host, id+".json"))
+	if err != nil {
+		return 0, err
 	}
 	var rec struct {
 		PID int `json:"pid"`
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
-	return rec.PID
+	return rec.PID, nil
 }
 
 // processAlive says whether pid runs (a zombie awaiting its reaper does not).
@@ -387,10 +396,10 @@ func processAlive(pid int) bool {
 	return i < 0 || !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
 }
 
-// killRecorded kills every process group a process driver recorded in dir,
-// so a failed test leaves no sleeping process behind.
+// killRecorded kills every process group a process driver recorded in dir
+// (any host's), so a failed test leaves no sleeping process behind.
 func killRecorded(dir string) {
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "*.json"))
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		var rec struct {

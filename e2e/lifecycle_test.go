@@ -160,7 +160,7 @@ func TestAgentDownDisabledAndBack(t *testing.T) {
 		t.Fatal("trait set with no agent running")
 	}
 
-	pid := recordedPID(t, procDir, onOne)
+	pid := recordedPID(t, procDir, "compute-1", onOne)
 	if !processAlive(pid) {
 		t.Fatalf("instance process %d died with its agent", pid)
 	}
@@ -175,7 +175,7 @@ func TestAgentDownDisabledAndBack(t *testing.T) {
 	}
 	// Reconciled: the restarted agent adopted the process rather than
 	// killing it as an orphan or starting a second one.
-	if got := recordedPID(t, procDir, onOne); got != pid || !processAlive(pid) {
+	if got := recordedPID(t, procDir, "compute-1", onOne); got != pid || !processAlive(pid) {
 		t.Fatalf("instance process after the restart: pid %d (alive %v), want %d still running", got, processAlive(got), pid)
 	}
 	if v := c.settle(c.create("while-disabled")); v.Host != "compute-2" {

@@ -91,7 +91,7 @@ agent {
   # puts its instance in ERROR with the exit status.
   process {
     command    = "sleep infinity"
-    state_dir  = "/var/lib/berth/process" # default: <tmp>/berth-process/<host>
+    state_dir  = "/var/lib/berth/process" # records in <state_dir>/<host>; default: <tmp>/berth-process
     stop_grace = "10s"                    # SIGTERM, then SIGKILL after this on delete (default "10s")
   }
 

@@ -83,7 +83,7 @@ func TestOpenStackCLIServers(t *testing.T) {
 	// The agent runs the image's command: the process driver's record
 	// names a live `sleep infinity`.
 	var rec struct{ PID int }
-	raw, err := os.ReadFile(filepath.Join(procDir, id+".json"))
+	raw, err := os.ReadFile(filepath.Join(procDir, "compute-1", id+".json"))
 	if err != nil || json.Unmarshal(raw, &rec) != nil || rec.PID <= 0 {
 		t.Fatalf("process driver record of %s: %v %s", id, err, raw)
 	}
@@ -107,7 +107,7 @@ func TestOpenStackCLIServers(t *testing.T) {
 		t.Errorf("server show: %v", show)
 	}
 	run("server", "delete", "--wait", id)
-	if _, err := os.Stat(filepath.Join(procDir, id+".json")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(procDir, "compute-1", id+".json")); !os.IsNotExist(err) {
 		t.Errorf("the process driver still records %s after the delete: %v", id, err)
 	}
 	if out := run("server", "list", "-f", "value", "-c", "ID"); strings.TrimSpace(out) != "" {
