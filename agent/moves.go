@@ -273,6 +273,11 @@ func (a *Agent) moveConfirm(ctx context.Context, ev informer.Event, b *etcdschem
 	if mig.SourceHost != mig.DestHost {
 		ops = append(ops, clientv3.OpDelete(a.keys.HostInstance(a.cfg.Host, b.InstanceUUID)))
 	}
+	if inst.Group != "" {
+		// The source's group place, kept while a revert could come back
+		// to it, goes with its allocation.
+		ops = append(ops, records.GroupMemberOn(a.keys, inst.Group, inst.UUID, mig.DestHost))
+	}
 	ops = append(ops, clientv3.OpDelete(a.keys.MigrationMapping(mig.UUID)))
 	ok, err := a.commitMove(ctx, ev, rd, ops, nil, "")
 	if err == nil && ok {

@@ -144,13 +144,8 @@ func (c *CellConductor) processMoveRetry(ctx context.Context, it workqueue.Item,
 	}
 	reason := fmt.Sprintf("Exceeded maximum number of retries. Exhausted all hosts available for retrying move failures for instance %s. Attempts: %s",
 		uuid, strings.Join(reasons, "; "))
-	ops := records.FailedMove(k, inst, mig, reason, time.Now().UTC())
-	if inst.Group != "" {
-		// The alternates' claims moved its group place; it stays on the
-		// source.
-		ops = append(ops, records.GroupMemberOn(k, inst.Group, uuid, mig.SourceHost))
-	}
-	ok, err = commit(ops)
+	// FailedMove puts its group place back on the source alone.
+	ok, err = commit(records.FailedMove(k, inst, mig, reason, time.Now().UTC()))
 	if err != nil {
 		return err
 	}

@@ -54,9 +54,15 @@ func (g *ServerGroup) MaxPerHost() int {
 // host when the server is requested; the scheduler's claim sets the host.
 type ServerGroupMember struct {
 	header
-	InstanceUUID string    `json:"instance_uuid"`
-	Host         string    `json:"host,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
+	InstanceUUID string `json:"instance_uuid"`
+	Host         string `json:"host,omitempty"`
+	// MoveSource is the host a cold move in flight leaves: the member
+	// keeps its place there (its anti-affinity slot) while the move may
+	// still come back, as the migration's consumer keeps the source's
+	// allocation. The API sets it when the move starts; a confirm, a
+	// revert and a failed move clear it.
+	MoveSource string    `json:"move_source,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
 }
 
 func (*ServerGroupMember) SchemaVersion() int { return ServerGroupMemberVersion }

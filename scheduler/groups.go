@@ -35,6 +35,10 @@ type GroupInfo struct {
 	affinityRev  int64
 	// slots maps host -> slot -> instance for anti-affinity groups.
 	slots map[string]map[int]string
+	// moveSource maps a member whose cold move is in flight to the host
+	// it leaves (ServerGroupMember.MoveSource): an anti-affinity member
+	// is on both hosts until the move is confirmed or reverted.
+	moveSource map[string]string
 }
 
 // Policy is the group's policy.
@@ -110,6 +114,7 @@ func readGroup(ctx context.Context, cli *clientv3.Client, k etcdschema.Keys, log
 	}
 	memberHost := map[string]string{}
 	memberRec := map[string]rec{}
+	g.moveSource = map[string]string{}
 	type slotRec struct {
 		rec
 		host     string
@@ -129,6 +134,9 @@ func readGroup(ctx context.Context, cli *clientv3.Client, k etcdschema.Keys, log
 			}
 			memberHost[m.InstanceUUID] = m.Host
 			memberRec[m.InstanceUUID] = rec{key, kv.ModRevision}
+			if m.MoveSource != "" && g.Group.Policy == etcdschema.PolicyAntiAffinity {
+				g.moveSource[m.InstanceUUID] = m.MoveSource
+			}
 		case strings.HasPrefix(key, k.ServerGroupSlots(uuid)):
 			var sl etcdschema.ServerGroupSlot
 			host, n, ok := parseSlot(strings.TrimPrefix(key, k.ServerGroupSlots(uuid)))
@@ -157,11 +165,15 @@ func readGroup(ctx context.Context, cli *clientv3.Client, k etcdschema.Keys, log
 			continue
 		}
 		g.Members[u] = true
-		if host != "" {
-			if g.HostMembers[host] == nil {
-				g.HostMembers[host] = map[string]bool{}
+		// A moving anti-affinity member holds its source too, and its
+		// slot there stays valid.
+		for _, h := range []string{host, g.moveSource[u]} {
+			if h != "" {
+				if g.HostMembers[h] == nil {
+					g.HostMembers[h] = map[string]bool{}
+				}
+				g.HostMembers[h][u] = true
 			}
-			g.HostMembers[host][u] = true
 		}
 	}
 	for _, sl := range slots {
@@ -246,8 +258,10 @@ func parseSlot(rest string) (string, int, bool) {
 // request compares against it rather than losing to itself.
 func groupGuard(k etcdschema.Keys, g *GroupInfo, host, instance string) (cmps []clientv3.Cmp, ops []clientv3.Op, committed func(rev int64)) {
 	uuid := g.Group.UUID
+	// A moving member's claim adds the destination and keeps its source.
+	source := g.moveSource[instance]
 	ops = []clientv3.Op{clientv3.OpPut(k.ServerGroupMember(uuid, instance), etcdschema.MustEncode(
-		&etcdschema.ServerGroupMember{InstanceUUID: instance, Host: host}))}
+		&etcdschema.ServerGroupMember{InstanceUUID: instance, Host: host, MoveSource: source}))}
 	committed = func(int64) {}
 	slot := &etcdschema.ServerGroupSlot{InstanceUUID: instance, Host: host}
 	switch g.Group.Policy {
@@ -281,10 +295,11 @@ func groupGuard(k etcdschema.Keys, g *GroupInfo, host, instance string) (cmps []
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
 		}
 		// Places this instance held on other hosts (an earlier try whose
-		// hand-off never happened) are released in the same step.
+		// hand-off never happened, a move's failed destination) are
+		// released in the same step; a moving member's source is kept.
 		for h, byN := range g.slots {
 			for n, inst := range byN {
-				if inst == instance && h != host {
+				if inst == instance && h != host && h != source {
 					ops = append(ops, clientv3.OpDelete(k.ServerGroupSlot(uuid, h, n)))
 				}
 			}

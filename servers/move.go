@@ -137,6 +137,16 @@ func (s *Store) Move(ctx context.Context, id string, r MoveRequest) (*etcdschema
 	in.TaskState, in.MigrationUUID, in.UpdatedAt = etcdschema.TaskResizePrep, mig.UUID, now
 	k := s.keys
 	ikey := k.CellInstance(in.Cell, id)
+	moveOps := []clientv3.Op{clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
+		clientv3.OpPut(k.Migration(in.Cell, mig.UUID), etcdschema.MustEncode(mig)),
+		clientv3.OpPut(k.MoveRequest(id), etcdschema.MustEncode(req)),
+		clientv3.OpPut(k.MigrationMapping(mig.UUID), etcdschema.MustEncode(&etcdschema.InstanceMapping{
+			InstanceUUID: id, Cell: in.Cell, ProjectID: in.ProjectID, CreatedAt: now}))}
+	if in.Group != "" {
+		// The server keeps its group place on the source until the move
+		// is confirmed (its destinations' claims add theirs).
+		moveOps = append(moveOps, records.GroupMemberMoving(k, in.Group, id, in.Host))
+	}
 	// An upsize is checked against the project's (and user's) cores and
 	// ram as Nova's _check_quota_for_upsize does, and committed under the
 	// quota fence as creates are, so a resize and a create (or two
@@ -152,11 +162,7 @@ func (s *Store) Move(ctx context.Context, id string, r MoveRequest) (*etcdschema
 		}
 		resp, err := s.cli.Txn(ctx).If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev),
 			clientv3.Compare(clientv3.CreateRevision(k.MoveRequest(id)), "=", 0)}, guard.Cmps...)...).
-			Then(append([]clientv3.Op{clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
-				clientv3.OpPut(k.Migration(in.Cell, mig.UUID), etcdschema.MustEncode(mig)),
-				clientv3.OpPut(k.MoveRequest(id), etcdschema.MustEncode(req)),
-				clientv3.OpPut(k.MigrationMapping(mig.UUID), etcdschema.MustEncode(&etcdschema.InstanceMapping{
-					InstanceUUID: id, Cell: in.Cell, ProjectID: in.ProjectID, CreatedAt: now}))}, guard.Ops...)...).
+			Then(append(slices.Clip(moveOps), guard.Ops...)...).
 			Else(clientv3.OpGet(k.MoveRequest(id), clientv3.WithCountOnly())).Commit()
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", action, id, err)

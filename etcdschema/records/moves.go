@@ -49,20 +49,42 @@ func FailedMove(k etcdschema.Keys, inst etcdschema.Instance, mig etcdschema.Migr
 func EndedMove(k etcdschema.Keys, inst etcdschema.Instance, mig etcdschema.Migration, status, reason string, now time.Time) []clientv3.Op {
 	mig.Status, mig.Error, mig.UpdatedAt = status, reason, now
 	inst.TaskState, inst.MigrationUUID, inst.UpdatedAt = "", "", now
-	return []clientv3.Op{
+	ops := []clientv3.Op{
 		clientv3.OpPut(k.CellInstance(inst.Cell, inst.UUID), etcdschema.MustEncode(&inst)),
 		clientv3.OpPut(k.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),
 		clientv3.OpDelete(k.MigrationMapping(mig.UUID)),
 	}
+	if inst.Group != "" {
+		// The move's claims put its group place on a destination that
+		// never took it; it is the source's alone again.
+		ops = append(ops, GroupMemberOn(k, inst.Group, inst.UUID, mig.SourceHost))
+	}
+	return ops
 }
 
 // GroupMemberOn is the write that records instance's place in server
-// group on host, if the group still exists (a deleted group's member key
-// is not brought back): a move that ends on its source (a revert, a
-// move whose every destination failed) puts it back where the move's
-// claim had moved it from.
+// group on host alone, if the group still exists (a deleted group's
+// member key is not brought back): a move that ends on its source (a
+// revert, a move whose every destination failed) puts it back where the
+// move's claim had moved it from, and a confirm lets go of the source
+// (GroupMemberMoving). Slots of the member on other hosts are stale from
+// then on, and the next reader of the group removes them.
 func GroupMemberOn(k etcdschema.Keys, group, instance, host string) clientv3.Op {
+	return groupMemberPut(k, group, &etcdschema.ServerGroupMember{InstanceUUID: instance, Host: host})
+}
+
+// GroupMemberMoving is the write of a cold move's start: instance, in
+// server group on source, keeps its place there while the move is in
+// flight (MoveSource), so the claims of its destinations add a place
+// rather than move it, and no other member takes the source's
+// anti-affinity slot before a revert could bring the server back. Nova
+// keeps the source's room the same way, in Placement, under the
+// migration's consumer.
+func GroupMemberMoving(k etcdschema.Keys, group, instance, source string) clientv3.Op {
+	return groupMemberPut(k, group, &etcdschema.ServerGroupMember{InstanceUUID: instance, Host: source, MoveSource: source})
+}
+
+func groupMemberPut(k etcdschema.Keys, group string, m *etcdschema.ServerGroupMember) clientv3.Op {
 	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k.ServerGroup(group)), ">", 0)},
-		[]clientv3.Op{clientv3.OpPut(k.ServerGroupMember(group, instance), etcdschema.MustEncode(
-			&etcdschema.ServerGroupMember{InstanceUUID: instance, Host: host}))}, nil)
+		[]clientv3.Op{clientv3.OpPut(k.ServerGroupMember(group, m.InstanceUUID), etcdschema.MustEncode(m))}, nil)
 }
