@@ -11,6 +11,7 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/etcdschema/records"
 	"github.com/berth-project/berth/internal/informer"
+	"github.com/berth-project/berth/internal/testhook"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -104,6 +105,7 @@ func (a *Agent) move(ctx context.Context, ev informer.Event, b *etcdschema.Build
 		return want.run(a, ctx, ev, b, rd)
 	}
 	m := moverOf(a.driver)
+	testhook.Pause(ctx, "agent.before-move-"+b.Move.Step, b.InstanceUUID)
 	// Driver calls run without the caller's cancellation, as builds do:
 	// a step that started is finished and recorded.
 	dctx := context.WithoutCancel(ctx)

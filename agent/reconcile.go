@@ -79,7 +79,10 @@ func (a *Agent) instancesOnHost(ctx context.Context) (map[string]hostInstance, e
 // brought back by a GuestResumer driver, or else put in ERROR with the
 // reason, keeping its allocation until the user deletes it, as Nova keeps
 // an errored instance's resources. Instances with a pending cast are left
-// to that cast.
+// to that cast, and so are those whose move is in flight: a cold move's
+// source stops its guest before the destination starts one, so between
+// the two the server is ACTIVE here, with no cast here, and runs nowhere
+// (resuming it would run it twice, setting ERROR would break the move).
 func (a *Agent) reconcile(ctx context.Context) error {
 	running, err := a.driver.List(ctx)
 	if err != nil {
@@ -113,7 +116,7 @@ func (a *Agent) reconcile(ctx context.Context) error {
 	resumer, resumes := a.driver.(GuestResumer)
 	var resumed, errored int
 	for u, hi := range onHost {
-		if runs[u] || casts[u] || hi.inst.Status != etcdschema.StatusActive {
+		if runs[u] || casts[u] || hi.inst.Status != etcdschema.StatusActive || movingAway(&hi.inst) {
 			continue
 		}
 		reason := fmt.Sprintf("instance was not running on %s when its agent started", a.cfg.Host)
@@ -139,6 +142,13 @@ func (a *Agent) reconcile(ctx context.Context) error {
 	a.log.Info("reconciled with the driver", "driver_instances", len(running), "etcd_instances", len(onHost),
 		"resumed", resumed, "errored", errored)
 	return nil
+}
+
+// movingAway says whether in has a move in flight: its steps are cast
+// to whichever host works them, and its record names the source until
+// the destination finishes.
+func movingAway(in *etcdschema.Instance) bool {
+	return in.MigrationUUID != "" && in.TaskState != ""
 }
 
 // buildFromInstance rebuilds the cast a resumed instance was built from.
@@ -177,7 +187,7 @@ func (a *Agent) instanceExited(ctx context.Context, uuid, reason string) {
 		case err != nil:
 			log.Warn("instance exited; could not read it, retrying", "error", err)
 		case in == nil || in.Host != a.cfg.Host || in.TaskState == etcdschema.TaskDeleting ||
-			in.MigrationUUID != "" && in.TaskState != "":
+			movingAway(in):
 			return // deleted, moved, being deleted or moved: the exit is expected
 		case in.Status == etcdschema.StatusActive:
 			ok, err := a.setError(ctx, *in, rev, reason)

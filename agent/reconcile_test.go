@@ -248,3 +248,35 @@ func TestAgentHonoursMaxConcurrentBuildsAndResetsFailedBuilds(t *testing.T) {
 		t.Fatalf("failed_builds %d after successes, want 0 (%v)", svc.FailedBuilds, err)
 	}
 }
+
+// A source agent that restarts between its move step (the guest stopped)
+// and the destination's finish finds its server ACTIVE here, with no cast
+// here, and running nowhere: that is the move's, not a lost guest. It
+// neither resumes it (it would run twice once the destination starts it)
+// nor sets it ERROR (the move would finish on an errored server).
+func TestAgentRestartLeavesAMoveInFlightAlone(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		task string
+	}{
+		{"stopped for the move", etcdschema.TaskResizeMigrated},
+		{"being stopped", etcdschema.TaskResizeMigrating},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			e := newAgentEnv(t)
+			inst := &etcdschema.Instance{UUID: "i1", Name: "i1", Status: etcdschema.StatusActive, Host: "h1",
+				Cell: "cell1", MigrationUUID: "m1", TaskState: tc.task}
+			if _, err := e.cli.Put(context.Background(), e.keys.CellInstance("cell1", "i1"), etcdschema.MustEncode(inst)); err != nil {
+				t.Fatal(err)
+			}
+			d := NewFakeDriver("h1", FakeConfig{}) // a GuestResumer: it would bring i1 back
+			e.runTracking(t, d, 0, false)
+			if ids, _ := d.List(context.Background()); len(ids) != 0 {
+				t.Fatalf("driver runs %v after reconciliation, want nothing: the move starts the guest on its destination", ids)
+			}
+			if st, msg := e.status(t, "i1"); st != etcdschema.StatusActive {
+				t.Fatalf("moving server set %s (%s)", st, msg)
+			}
+		})
+	}
+}

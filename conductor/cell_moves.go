@@ -12,6 +12,7 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/etcdschema/records"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/testhook"
 	"github.com/berth-project/berth/internal/workqueue"
 	"github.com/berth-project/berth/placement"
 )
@@ -109,6 +110,7 @@ func (c *CellConductor) processMoveRetry(ctx context.Context, it workqueue.Item,
 		}
 		mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: sel.ServiceHost, At: now})
 		cast := records.MoveCast(&inst, &mig, etcdschema.MovePrep, mig.RequestID, now)
+		testhook.Pause(ctx, "cellconductor.before-move-commit", uuid)
 		ok, err := commit([]clientv3.Op{
 			clientv3.OpPut(mkey, etcdschema.MustEncode(&mig)),
 			clientv3.OpPut(k.Build(sel.ServiceHost, uuid), etcdschema.MustEncode(cast)),
