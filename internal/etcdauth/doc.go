@@ -26,14 +26,17 @@
 //     are named by instance or group uuid rather than by cell,
 //     Placement's consumers, alternates and server groups;
 //   - berth-agent-<host> writes its host's keys (/hosts/<host>/, its host
-//     mapping, its provider and provider name), its cell's instances and
-//     retries, and, named by instance uuid, Placement's consumers (a
-//     deleted instance's allocations), alternates and instance mappings;
+//     mapping, its provider and provider name), its cell's instances,
+//     retries and migrations, and, named by instance uuid, Placement's
+//     consumers (a deleted instance's allocations), alternates, instance
+//     and migration mappings and server groups; for a cold move, whose
+//     steps go back and forth between two hosts of one cell, also the
+//     builds, instance info and provider of its cell's other hosts;
 //   - berth-member (etcd-only machines) only reads: its /readyz.
 //
 // Where the layout does not allow a narrower grant, it says so above:
-// /placement/consumers/, /alternates/, /instance_mappings/ and
-// /server_groups/ are keyed by uuid, not by host or cell, so an agent or
+// /placement/consumers/, /alternates/, /instance_mappings/,
+// /migration_mappings/ and /server_groups/ are keyed by uuid, not by host or cell, so an agent or
 // a conductor may write any instance's there. Moving them under the cell
 // (or adding a per-host index) would close that; the claim transactions
 // that span them would have to follow.

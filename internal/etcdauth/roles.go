@@ -76,6 +76,8 @@ func Conductor(k etcdschema.Keys, cell string, hosts []Host) Role {
 		readWritePrefix(k.Consumers()),
 		readWritePrefix(k.AlternatesPrefix()),
 		readWritePrefix(k.ServerGroups()),
+		// A move that ends in error drops its migration's mapping.
+		readWritePrefix(k.MigrationMappings()),
 	)
 	for _, h := range hosts {
 		if h.Cell == cell {
@@ -85,20 +87,40 @@ func Conductor(k etcdschema.Keys, cell string, hosts []Host) Role {
 	return Role{Name: ConductorRoleName(cell), Perms: perms}
 }
 
-// Agent is the role of host's agent.
-func Agent(k etcdschema.Keys, h Host) Role {
-	return Role{Name: AgentRoleName(h.Name), Perms: append(readAllButSigningKey(k),
+// Agent is the role of host's agent; hosts are every compute host (the
+// other cells' are ignored).
+//
+// A cold move is worked by the agents of its source and destination,
+// which are in one cell: each step records the migration, casts the next
+// step to the other host, and may move allocations between the two
+// hosts' providers (a revert gives the instance its source's back and
+// frees the destination's claim) or drop the other host's instance info.
+// So an agent also writes its cell's migrations and, for each host of
+// its cell, the builds, instance info and provider; and, keyed by uuid,
+// migration mappings and server group members (a settled move's place).
+func Agent(k etcdschema.Keys, h Host, hosts []Host) Role {
+	perms := append(readAllButSigningKey(k),
 		readWritePrefix(k.HostPrefix(h.Name)),
 		readWrite(k.HostMapping(h.Name)),
 		readWrite(k.Provider(h.ProviderUUID)),
 		readWrite(k.ProviderName(h.Name)),
 		readWritePrefix(k.CellInstances(h.Cell)),
 		readWritePrefix(k.Retries(h.Cell)),
+		readWritePrefix(k.Migrations(h.Cell)),
 		// Keyed by instance uuid, not by host: see the package comment.
 		readWritePrefix(k.Consumers()),
 		readWritePrefix(k.AlternatesPrefix()),
 		readWritePrefix(k.InstanceMappings()),
-	)}
+		readWritePrefix(k.MigrationMappings()),
+		readWritePrefix(k.ServerGroups()),
+	)
+	for _, o := range hosts {
+		if o.Cell == h.Cell && o.Name != h.Name {
+			perms = append(perms, readWritePrefix(k.Builds(o.Name)), readWritePrefix(k.HostInstances(o.Name)),
+				readWrite(k.Provider(o.ProviderUUID)))
+		}
+	}
+	return Role{Name: AgentRoleName(h.Name), Perms: perms}
 }
 
 // Machines are a deployment's machines by what they run, each named as
@@ -140,7 +162,7 @@ func Plan(k etcdschema.Keys, m Machines) ([]Role, []User) {
 		add(machine, Conductor(k, cell, m.Agents))
 	}
 	for _, h := range m.Agents {
-		add(h.Name, Agent(k, h))
+		add(h.Name, Agent(k, h, m.Agents))
 	}
 	for _, mb := range m.Members {
 		add(mb, Member(k))
