@@ -372,3 +372,116 @@ func (c *cluster) lastMigration(id string) etcdschema.Migration {
 	}
 	return last
 }
+
+// TestColdMoveFailures fails cold moves on purpose with real processes:
+// fake drivers that fail every build and move prep on chosen hosts
+// (compute-2 and compute-4, the first with the most room so the
+// scheduler prefers it), and the cell conductor killed (SIGKILL) while it
+// holds a resize's retry with an alternate claimed. Another conductor
+// takes the retry over and finishes the resize on the alternate; a
+// cold migration whose every destination fails ends in error with every
+// host's reason, the server ACTIVE on its source. After each: Placement
+// exactly as the servers and moves account for, no consumer left by a
+// move, every migration final.
+func TestColdMoveFailures(t *testing.T) {
+	c := newCluster(t)
+	m := &moveCloud{cluster: c}
+	point := "cellconductor.before-move-commit"
+	env, paused := pauseEnv(t, point)
+	first := c.startConductor("conductor-1", "cell1", env)
+	c.startServer("server", allRoles, nil)
+	c.startAgents(agentSpec{host: "compute-1", memoryMB: 16384},
+		agentSpec{host: "compute-2", memoryMB: 32768, fail: true},
+		agentSpec{host: "compute-3", memoryMB: 24576},
+		agentSpec{host: "compute-4", memoryMB: 20480, fail: true})
+	create := func(name string) string {
+		t.Helper()
+		c.cliOK("server", "create", "--flavor", "m1.tiny", "--name", name, "--host", "compute-1", "--wait", "--timeout", "60s")
+		servers, err := c.api.ListServers(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range servers {
+			if s.Name == name {
+				return s.ID
+			}
+		}
+		t.Fatalf("no server %s", name)
+		return ""
+	}
+	held := func(consumer string) map[string]int64 {
+		t.Helper()
+		out := map[string]int64{}
+		if con := c.consumer(consumer); con != nil {
+			for prov, a := range con.Allocations {
+				out[prov] = a.Resources["MEMORY_MB"]
+			}
+		}
+		return out
+	}
+	rp := agent.ProviderUUIDForHost
+
+	// compute-2 fails the resize's prep; the conductor claims compute-3
+	// for the retry and is killed before it casts the prep there.
+	id := create("retried")
+	c.cliOK("server", "resize", "--flavor", "m1.small", id)
+	if got := waitPaused(t, paused, point); got != id {
+		t.Fatalf("conductor paused on %s, want %s", got, id)
+	}
+	if h := held(id); len(h) != 1 || h[rp("compute-3")] != int64(mSmall.RAMMB) {
+		t.Fatalf("the paused conductor's claim: %v, want m1.small on compute-3", h)
+	}
+	mig := c.lastMigration(id)
+	if h := held(mig.UUID); len(h) != 1 || h[rp("compute-1")] != int64(mTiny.RAMMB) {
+		t.Fatalf("the migration holds %v, want m1.tiny on compute-1", h)
+	}
+	first.kill(t)
+	c.startConductor("conductor-2", "cell1", nil)
+	m.server(id, "VERIFY_RESIZE", "compute-3")
+	mig = c.lastMigration(id)
+	if len(mig.Attempts) != 2 || mig.Attempts[0].Host != "compute-2" || !strings.Contains(mig.Attempts[0].Reason, "configured to fail") ||
+		mig.Attempts[1].Host != "compute-3" || mig.Attempts[1].Reason != "" {
+		t.Errorf("attempts %+v, want compute-2 failed, then compute-3", mig.Attempts)
+	}
+	if h := held(id); len(h) != 1 || h[rp("compute-3")] != int64(mSmall.RAMMB) {
+		t.Errorf("the instance holds %v after the takeover, want m1.small on compute-3 once", h)
+	}
+	c.checkMoves("resize retried by another conductor", false, "")
+	t.Logf("the retried resize's attempts: %+v", mig.Attempts)
+	c.cliOK("server", "resize", "confirm", id, "--wait")
+	m.server(id, "ACTIVE", "compute-3")
+	c.checkMoves("retried resize confirmed", true, "")
+
+	// Every destination fails: compute-3 is disabled, compute-2 and
+	// compute-4 fail the prep.
+	c.cliOK("service", "disable", "compute-3", "--reason", "keep the migration off")
+	id2 := create("stays")
+	c.cliOK("server", "migrate", id2)
+	testwait.Poll(t, 60*time.Second, "the migration in error", func() (bool, string) {
+		mig = c.lastMigration(id2)
+		return mig.Status == etcdschema.MigrationError, mig.Status
+	})
+	for _, h := range []string{"compute-2", "compute-4"} {
+		if !strings.Contains(mig.Error, h+": fake driver on "+h+" failed the move") {
+			t.Errorf("the migration's error does not give %s's reason: %s", h, mig.Error)
+		}
+	}
+	v := m.server(id2, "ACTIVE", "compute-1")
+	if v.Flavor.Name != "m1.tiny" {
+		t.Errorf("the server after its failed migration: %+v", v)
+	}
+	if h := held(id2); len(h) != 1 || h[rp("compute-1")] != int64(mTiny.RAMMB) {
+		t.Errorf("the server holds %v after its failed migration, want m1.tiny on compute-1", h)
+	}
+	if out := c.cliOK("migration", "list", "--server", id2); !strings.Contains(out, "error") {
+		t.Errorf("berth migration list:\n%s", out)
+	}
+	c.checkMoves("migration failed on every host", true, "")
+	t.Logf("the failed migration's error: %s", mig.Error)
+
+	c.cliOK("server", "delete", "--wait", "--timeout", "60s", id, id2)
+	c.checkMoves("deleted", true, "")
+	if left := leftovers(t, c.cli, c.keys); len(left) > 0 {
+		t.Fatalf("left behind after the deletes: %v", left)
+	}
+}

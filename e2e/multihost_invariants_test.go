@@ -26,6 +26,9 @@ import (
 //   - no instance without an allocation: every ACTIVE or BUILD instance on
 //     a host has one;
 //   - no instance reported by a host it is not on (/hosts/<h>/instances/);
+//   - the moves' (moveInvariants): at rest, every migration final with
+//     no consumer or mapping left, and each provider's usage the sum of
+//     its consumers' allocations and of the flavors of its instances;
 //   - the etcd members agree: one cluster id, one leader, and the same
 //     keys and values (HashKV) at one revision.
 func (c *mhCluster) checkInvariants(scenario string) {
@@ -148,6 +151,10 @@ func (c *mhCluster) checkInvariants(scenario string) {
 			fail("host %s reports instance %s that etcd places on %q (record found: %v)", r.host, r.uuid, in.Host, ok)
 		}
 	}
+
+	// The moves' (moves_invariants_test.go): every migration final and
+	// its consumer gone, usage = the flavors of the instances on a host.
+	bad = append(bad, moveInvariants(ctx, c.cli, c.keys, true, "")...)
 
 	if len(bad) > 0 {
 		sort.Strings(bad)

@@ -49,6 +49,7 @@ func TestMultiHost(t *testing.T) {
 	run("agent_partitioned", scenarioPartition)
 	run("etcd_member_killed", scenarioEtcdMemberKilled)
 	run("cell_conductor_killed", scenarioConductorKilled)
+	run("cold_moves", scenarioColdMoves)
 }
 
 // use makes t the test that helpers report failures to (a subtest's own,
