@@ -14,12 +14,14 @@ import (
 
 // WatchEvent is one event of a server watch: the first carries every
 // watched server the caller may see (Servers), each later one a server
-// whose status changed (Server). Revision is the event's id, which a
-// reconnect sends as Last-Event-ID.
+// whose status changed (Server) or the id of one that no longer exists
+// (Gone). Revision is the event's id, which a reconnect sends as
+// Last-Event-ID.
 type WatchEvent struct {
 	Revision int64
 	Servers  []ServerView
 	Server   *ServerView
+	Gone     string
 }
 
 // WatchServers opens GET /v1/servers/watch for ids and calls fn with
@@ -31,7 +33,16 @@ type WatchEvent struct {
 // The client's HTTP timeout would cut the stream, so the request runs
 // with the client's transport alone; ctx bounds it.
 func (c *Client) WatchServers(ctx context.Context, ids []string, from int64, fn func(WatchEvent) bool) error {
-	q := url.Values{"id": ids}
+	return c.watchServers(ctx, url.Values{"id": ids}, from, fn)
+}
+
+// WatchAllServers is WatchServers with all_projects: an admin sees the
+// servers of every project (others are refused: *APIError 403).
+func (c *Client) WatchAllServers(ctx context.Context, ids []string, from int64, fn func(WatchEvent) bool) error {
+	return c.watchServers(ctx, url.Values{"id": ids, "all_projects": {"1"}}, from, fn)
+}
+
+func (c *Client) watchServers(ctx context.Context, q url.Values, from int64, fn func(WatchEvent) bool) error {
 	path := "/v1/servers/watch?" + q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+path, nil)
 	if err != nil {
@@ -97,6 +108,15 @@ func readServerEvents(body io.Reader, fn func(WatchEvent) bool) error {
 			if err := json.Unmarshal([]byte(data), ev.Server); err != nil {
 				return fmt.Errorf("server watch: decode %q: %w", data, err)
 			}
+		case "gone":
+			var g GoneView
+			if err := json.Unmarshal([]byte(data), &g); err != nil {
+				return fmt.Errorf("server watch: decode %q: %w", data, err)
+			}
+			if g.ID == "" {
+				return fmt.Errorf("server watch: a gone event without an id: %q", data)
+			}
+			ev.Gone = g.ID
 		default:
 			event, data = "", ""
 			continue // a heartbeat, a retry hint

@@ -22,7 +22,11 @@ import (
 // The stream opens with one "servers" event, the servers' views at the
 // revision it read them (its id), then sends one "server" event per
 // change of a server's status or task state, read at the revision of the
-// change. It is one etcd watch from the read revision + 1 of the whole
+// change, and one "gone" event ({"id": ...}) when a server the stream
+// showed no longer exists: its records removed, whether it had reached
+// a cell (its host freed it) or was still a BuildRequest (deleted
+// before scheduling, or its request dropped). A server still recorded
+// with status DELETED is not gone; "gone" is for good. It is one etcd watch from the read revision + 1 of the whole
 // deployment prefix, of which only the keys that make a wanted server's
 // status are looked at: its BuildRequest, its InstanceMapping and its
 // instance in a cell (servers.Store derives the status from those).
@@ -175,7 +179,18 @@ func (s *Server) watchServers(w http.ResponseWriter, r *http.Request) {
 				}
 				delete(changed, id) // an id named twice is sent once
 				v, ok := now[id]
-				if !ok || !visible(v) {
+				if !ok {
+					// Vanished: say so once, to a stream that showed it
+					// (which keeps another project's servers unnamed).
+					if _, shown := last[id]; shown {
+						delete(last, id)
+						if !send(resp.Header.Revision, "gone", GoneView{ID: id}) {
+							return
+						}
+					}
+					continue
+				}
+				if !visible(v) {
 					continue
 				}
 				if old, seen := last[id]; seen && old.Status == v.Status && old.TaskState == v.TaskState {
@@ -188,6 +203,12 @@ func (s *Server) watchServers(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// GoneView is the data of a "gone" event: the server that no longer
+// exists.
+type GoneView struct {
+	ID string `json:"id"`
 }
 
 // serverOfKey is the server id a key makes the status of: its

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/etcdschema/records"
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/httpserve"
 )
@@ -228,5 +229,104 @@ func TestWatchServersRefusesBadRequests(t *testing.T) {
 	err := NewClient(base).WatchServers(context.Background(), []string{watchA1}, 0, func(WatchEvent) bool { return false })
 	if err != nil {
 		t.Errorf("watch of a server that does not exist: %v, want an empty first event", err)
+	}
+}
+
+// bury records building server id in cell0 as the superconductor does
+// when no host fits: ERROR, no host, its BuildRequest removed.
+func bury(t *testing.T, cli *clientv3.Client, keys etcdschema.Keys, id string) {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), keys.BuildRequest(id))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("read the BuildRequest of %s: %v (%d keys)", id, err, len(resp.Kvs))
+	}
+	var br etcdschema.BuildRequest
+	if err := etcdschema.Decode(string(resp.Kvs[0].Key), resp.Kvs[0].Value, &br); err != nil {
+		t.Fatal(err)
+	}
+	cmps, ops := records.BuryInCell0(keys, &br, "No valid host was found.", time.Now().UTC())
+	txn, err := cli.Txn(context.Background()).If(cmps...).Then(append(ops, clientv3.OpDelete(keys.BuildRequest(id)))...).Commit()
+	if err != nil || !txn.Succeeded {
+		t.Fatalf("bury %s: %v (succeeded %v)", id, err, txn != nil && txn.Succeeded)
+	}
+}
+
+// TestWatchServersSaysWhenAServerIsGone: a server the stream showed
+// that stops existing gets one "gone" event, whether it was still a
+// BuildRequest or had reached a cell, so a waiting client need not wait
+// for its timeout; another project's server that goes is not named; a
+// resumed stream replays the gone events too.
+func TestWatchServersSaysWhenAServerIsGone(t *testing.T) {
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/watchgone")
+	base := watchEnv(t, cli, keys, time.Minute)
+	for id, project := range map[string]string{watchA1: "proj-a", watchA2: "proj-a", watchB1: "proj-b"} {
+		seedBuilding(t, cli, keys, id, project)
+	}
+	deleteServer := func(id string) {
+		t.Helper()
+		if code, body := do(t, http.MethodDelete, base+"/v1/servers/"+id, ""); code != http.StatusNoContent {
+			t.Fatalf("DELETE /v1/servers/%s: %d %v", id, code, body)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events, _ := watchInto(ctx, base, "member:proj-a", 0, watchA1, watchA2, watchB1)
+	first := next(t, events, "first event")
+	if got := statuses(first.Servers); len(got) != 2 {
+		t.Fatalf("first event: %v, want A's two servers", got)
+	}
+
+	// Deleted while still a BuildRequest: its records go in one step,
+	// with no status change before.
+	deleteServer(watchA1)
+	if ev := next(t, events, "A1 deleted"); ev.Gone != watchA1 || ev.Server != nil {
+		t.Fatalf("after deleting building A1: %+v, want A1 gone", ev)
+	}
+	// Buried in cell0, then deleted (a hostless instance is removed at
+	// once); B's server goes meanwhile, unnamed to A.
+	bury(t, cli, keys, watchA2)
+	if ev := next(t, events, "A2 buried"); ev.Server == nil || ev.Server.ID != watchA2 || ev.Server.Status != "ERROR" {
+		t.Fatalf("after burying A2: %+v, want A2 ERROR", ev)
+	}
+	deleteServer(watchB1)
+	deleteServer(watchA2)
+	if ev := next(t, events, "A2 deleted"); ev.Gone != watchA2 {
+		t.Fatalf("after deleting B1 then A2: %+v, want A2 gone (B's server is not A's to see)", ev)
+	}
+	cancel()
+	for range events {
+	}
+
+	// A stream resumed from the first event replays what followed; a
+	// replay may fold changes that etcd delivers together into their
+	// outcome (A2's ERROR), but never a server's going.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	events, _ = watchInto(ctx2, base, "member:proj-a", first.Revision, watchA1, watchA2, watchB1)
+	if ev := next(t, events, "resumed first event"); len(ev.Servers) != 2 {
+		t.Fatalf("resumed first event: %+v, want A's two servers as they were", ev)
+	}
+	gone := map[string]bool{}
+	for len(gone) < 2 {
+		ev := next(t, events, "replayed event")
+		switch {
+		case ev.Gone != "":
+			gone[ev.Gone] = true
+		case ev.Server == nil || ev.Server.ID != watchA2 || ev.Server.Status != "ERROR" || gone[watchA2]:
+			t.Fatalf("replayed %+v, want A1 and A2 gone, A2's ERROR at most before", ev)
+		}
+	}
+	if !gone[watchA1] || !gone[watchA2] {
+		t.Errorf("replayed gone events for %v, want A1 and A2", gone)
+	}
+	// A stream opened now shows nothing, and so has nothing to call gone.
+	if ev := next(t, func() <-chan WatchEvent {
+		ctx3, cancel3 := context.WithCancel(context.Background())
+		t.Cleanup(cancel3)
+		ev, _ := watchInto(ctx3, base, "member:proj-a", 0, watchA1, watchA2)
+		return ev
+	}(), "fresh first event"); len(ev.Servers) != 0 {
+		t.Errorf("a fresh stream: %+v, want no server", ev)
 	}
 }
