@@ -7,6 +7,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,11 @@ type requestCounter struct {
 	// beforeWatch, when set, runs with the watched ids before the first
 	// watch request is answered (or refused, with noWatch).
 	beforeWatch func(ids []string)
+	// stallWatch holds every watch request unanswered until its client
+	// gives up, as an API that never hears of a change would.
+	stallWatch bool
+	// sinceLists counts the lists with changes-since (a delete's polls).
+	sinceLists int
 }
 
 var serverPath = regexp.MustCompile(`^/v2\.1/servers/[0-9a-f-]{36}$`)
@@ -46,6 +52,9 @@ func (c *requestCounter) proxy(t *testing.T, target string) string {
 			switch {
 			case r.URL.Path == "/v2.1/servers/detail":
 				c.lists++
+				if r.URL.Query().Has("changes-since") {
+					c.sinceLists++
+				}
 			case serverPath.MatchString(r.URL.Path):
 				c.perItem++
 			case r.URL.Path == "/v1/servers/watch":
@@ -61,6 +70,11 @@ func (c *requestCounter) proxy(t *testing.T, target string) string {
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(http.StatusNotFound)
 					_, _ = w.Write([]byte(`{"itemNotFound": {"code": 404, "message": "The resource could not be found."}}`))
+					return
+				}
+				if c.stallWatch {
+					c.mu.Unlock()
+					<-r.Context().Done()
 					return
 				}
 				if c.watchCut > 0 {
@@ -253,5 +267,52 @@ func checkTimedOutWait(t *testing.T, code int, out, errs string) {
 	}
 	if !strings.Contains(errs, "timed out after 300ms with 3 of 3 server(s) not settled") {
 		t.Errorf("stderr lacks the summary:\n%s", errs)
+	}
+}
+
+// TestServerDeleteWaitWatches: delete --wait holds one watch for all the
+// servers it deleted until each is gone, with the same count line as a
+// create's; from a Berth without the watch it lists them per interval;
+// on timeout it names the servers still there.
+func TestServerDeleteWaitWatches(t *testing.T) {
+	st := startCLIStackBuilding(t, configs.AuthNoAuth, 200*time.Millisecond)
+	cleanEnv(t, "BERTH_API", st.compute)
+	create := func(name string, n int) []string {
+		t.Helper()
+		out := mustBerth(t, "server", "create", "--flavor", "m1.tiny", "--count", strconv.Itoa(n), "--name", name,
+			"--wait", "-o", "value", "-c", "id")
+		return strings.Fields(out)
+	}
+
+	ids := create("gone", 4)
+	rc := requestCounter{}
+	cleanEnv(t, "BERTH_API", rc.proxy(t, st.compute))
+	code, _, errs := berth(append([]string{"server", "delete", "--wait", "--interval", "50ms"}, ids...)...)
+	if code != 0 || !strings.HasSuffix(errs, "waiting: gone=4\n") || strings.Contains(errs, "debug:") {
+		t.Fatalf("delete --wait: exit %d, stderr:\n%s", code, errs)
+	}
+	if _, _, watches := rc.counts(); watches != 1 || rc.sinceLists != 0 {
+		t.Errorf("delete --wait made %d watches and %d changes-since lists; want 1 watch, no list", watches, rc.sinceLists)
+	}
+	if out := mustBerth(t, "server", "list", "--all-projects", "-o", "value", "-c", "id"); out != "" {
+		t.Errorf("after delete --wait, servers are left:\n%s", out)
+	}
+
+	ids = create("polled", 3)
+	rc = requestCounter{noWatch: true}
+	cleanEnv(t, "BERTH_API", rc.proxy(t, st.compute))
+	code, _, errs = berth(append([]string{"server", "delete", "--wait", "--interval", "50ms"}, ids...)...)
+	if code != 0 || !strings.Contains(errs, "debug: GET /v1/servers/watch answered 404 (a Berth without it): listing the servers every 50ms\n") ||
+		!strings.HasSuffix(errs, "waiting: gone=3\n") || rc.sinceLists == 0 {
+		t.Errorf("delete --wait without the watch: exit %d, %d changes-since lists, stderr:\n%s", code, rc.sinceLists, errs)
+	}
+
+	ids = create("stuck", 2)
+	rc = requestCounter{stallWatch: true}
+	cleanEnv(t, "BERTH_API", rc.proxy(t, st.compute))
+	code, _, errs = berth(append([]string{"server", "delete", "--wait", "--timeout", "300ms"}, ids...)...)
+	if code != exitFailure || !strings.Contains(errs, "still there after 300ms: "+strings.Join(ids, " ")+"\n") ||
+		!strings.Contains(errs, "timed out after 300ms with 2 of 2 server(s) not deleted") {
+		t.Errorf("delete --wait that hears nothing: exit %d, stderr:\n%s", code, errs)
 	}
 }

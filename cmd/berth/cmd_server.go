@@ -214,7 +214,13 @@ func findServer(ctx context.Context, sc *gophercloud.ServiceClient, arg string) 
 
 func (a *apiCmd) serverDelete() *cobra.Command {
 	var w waitFlags
-	c := &cobra.Command{Use: "delete SERVER...", Short: "delete servers by name or id; every one is tried", Args: minArgs("SERVER")}
+	c := &cobra.Command{Use: "delete SERVER... [--wait]", Short: "delete servers by name or id; every one is tried",
+		Long: "Delete servers by name or id; every one is tried and the failures summed up.\n" +
+			"With --wait, one watch request for all of them (server-sent events of\n" +
+			"/v1/servers/watch; one list per --interval from a Berth without it), until\n" +
+			"each is gone for good (its host freed its resources): a line of counts by\n" +
+			"status (live on a terminal); on timeout the ids still there.",
+		Args: minArgs("SERVER")}
 	w.add(c, "wait until every server is gone")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx, cl, err := a.connect(cmd)
@@ -235,7 +241,12 @@ func (a *apiCmd) serverDelete() *cobra.Command {
 			return nil
 		})
 		if w.wait && len(ids) > 0 {
-			if werr := waitGone(ctx, a.s, cl.compute, ids, start, w); werr != nil && err == nil {
+			werr := waitGoneWatching(ctx, a.s, cl.berth(), ids, w)
+			if errors.Is(werr, errNoWatch) {
+				fmt.Fprintf(a.s.err, "debug: GET /v1/servers/watch answered 404 (a Berth without it): listing the servers every %s\n", w.interval)
+				werr = waitGone(ctx, a.s, cl.compute, ids, start, w)
+			}
+			if werr != nil && err == nil {
 				err = werr
 			}
 		}

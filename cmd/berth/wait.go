@@ -19,8 +19,9 @@ import (
 // How --wait waits: one list request per interval for all the servers
 // waited for (GET /servers/detail?reservation_id=R for a create, one
 // list for a delete), never one GET per server: 30 servers cost one
-// request a second, not 30 every 200 ms. A create's wait watches instead
-// where the API can (wait_watch.go); a delete's still lists.
+// request a second, not 30 every 200 ms. Where the API serves the server
+// watch, both waits watch instead (wait_watch.go): this is the fallback
+// for a Berth without it.
 
 type waitFlags struct {
 	wait              bool
@@ -30,7 +31,7 @@ type waitFlags struct {
 func (w *waitFlags) add(c *cobra.Command, what string) {
 	c.Flags().BoolVar(&w.wait, "wait", false, what)
 	c.Flags().DurationVar(&w.timeout, "timeout", 5*time.Minute, "how long --wait waits")
-	c.Flags().DurationVar(&w.interval, "interval", time.Second, "how often --wait lists the servers (one request for all of them)")
+	c.Flags().DurationVar(&w.interval, "interval", time.Second, "how often --wait lists the servers where the API has no watch (one request for all of them)")
 }
 
 // progress shows counts by status: rewritten in place on a terminal, a
@@ -173,12 +174,12 @@ func waitGone(ctx context.Context, s *streams, sc *gophercloud.ServiceClient, id
 		if err != nil {
 			return err
 		}
-		counts := map[string]int{"gone": len(ids)}
+		counts := map[string]int{statusGone: len(ids)}
 		var left []string
 		for _, sv := range list {
 			if want[sv.ID] {
 				counts[sv.Status]++
-				counts["gone"]--
+				counts[statusGone]--
 				left = append(left, sv.ID)
 			}
 		}
@@ -196,6 +197,10 @@ func waitGone(ctx context.Context, s *streams, sc *gophercloud.ServiceClient, id
 		}
 	}
 }
+
+// statusGone is how a delete's wait counts a server whose records are
+// removed.
+const statusGone = "gone"
 
 // changesSinceMargin is how far before its deletes waitGone lists.
 const changesSinceMargin = 5 * time.Minute
