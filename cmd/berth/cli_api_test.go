@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -97,7 +98,7 @@ func TestCLIAgainstDevNoauth(t *testing.T) {
 	if out := mustBerth(t, "__complete", "flavor", "delete", ""); !strings.HasPrefix(out, "m1.tiny\nm1.small\n") {
 		t.Errorf("completion of flavor names:\n%s", out)
 	}
-	if out := mustBerth(t, "selection", "show", "web-1"); !strings.Contains(out, "ACTIVE on compute-") || !strings.Contains(out, "1 attempt(s) made") {
+	if out := mustBerth(t, "selection", "show", "web-1", "-o", "value", "-c", "status", "-c", "kind", "-c", "n", "-c", "host"); !regexp.MustCompile(`^ACTIVE server 1 compute-\d\n$`).MatchString(out) {
 		t.Errorf("selection show web-1:\n%s", out)
 	}
 

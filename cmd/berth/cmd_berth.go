@@ -117,12 +117,28 @@ func (a *apiCmd) cellCmd() *cobra.Command {
 	return c
 }
 
-var selectionFields = []string{"instance", "status", "host", "cell", "attempts_made", "attempts", "kept", "max_attempts", "alternates"}
+// selectionColumns are selection show's: one row for the server as it
+// is, one per attempt made, one per alternate left, so that every format
+// (a table, json's objects, value's lines) carries the same rows.
+var selectionColumns = []string{"instance", "status", "kind", "n", "host", "node", "cell", "at", "reason"}
+
+// Kinds of selection show's rows.
+const (
+	selectionServer    = "server"    // n: attempts made; reason: what is kept
+	selectionAttempt   = "attempt"   // n: which; at and reason: how it ended
+	selectionAlternate = "alternate" // n: its place in the list
+)
 
 func (a *apiCmd) selectionCmd() *cobra.Command {
 	c := a.noun("selection", "a build's alternates left and attempts made (Berth's API)")
-	show := &cobra.Command{Use: "show SERVER", Short: "the alternates left and the attempts made for a server, by name or id", Args: exactArgs("SERVER")}
-	p := addPrinter(show, a.s, selectionFields...)
+	show := &cobra.Command{Use: "show SERVER", Short: "the alternates left and the attempts made for a server, by name or id",
+		Long: "The alternates left and the attempts made for a server, by name or id: one row\n" +
+			"for the server (kind server: n is the attempts made, reason says whether\n" +
+			"alternates are kept and how many attempts are allowed), one per attempt made\n" +
+			"(kind attempt: when and why it ended), one per alternate host left (kind\n" +
+			"alternate, in the order a retry takes them).",
+		Args: exactArgs("SERVER")}
+	p := addPrinter(show, a.s, selectionColumns...)
 	show.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx, cl, err := a.connect(cmd)
 		if err != nil {
@@ -140,56 +156,35 @@ func (a *apiCmd) selectionCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if p.format == "table" && len(p.columns) == 0 {
-			printSelection(a.s, sel)
-			return nil
-		}
-		attempts := make([]string, len(sel.Attempts))
-		for i, at := range sel.Attempts {
-			attempts[i] = fmt.Sprintf("%s at %s: %s", at.Host, at.At.Format(time.RFC3339), at.Reason)
-		}
-		alts := make([]string, len(sel.Alternates))
-		for i, al := range sel.Alternates {
-			alts[i] = al.Host + "/" + al.Cell
-		}
-		return p.record(sel.Instance, sel.Status, sel.Host, sel.Cell, sel.AttemptsMade, attempts, sel.Kept, sel.MaxAttempts, alts)
+		return p.list(selectionRows(sel))
 	}
 	c.AddCommand(show)
 	return c
 }
 
-func printSelection(s *streams, sel *api.SelectionView) {
-	w := s.out
-	dash := func(v string) string {
-		if v == "" {
-			return "-"
-		}
-		return v
+// orNil is nil for "", which every format shows as nothing (json null),
+// as it shows the columns a row's kind has no value for.
+func orNil(s string) any {
+	if s == "" {
+		return nil
 	}
-	fmt.Fprintf(w, "instance %s: %s on %s (cell %s), %d attempt(s) made\n", sel.Instance, sel.Status, dash(sel.Host),
-		dash(sel.Cell), sel.AttemptsMade)
-	o := printer{s: s, format: "table", known: []string{"attempt", "host", "at", "reason"}}
-	if len(sel.Attempts) > 0 {
-		rows := make([][]any, len(sel.Attempts))
-		for i, at := range sel.Attempts {
-			rows[i] = []any{i + 1, at.Host, at.At.Format(time.RFC3339), at.Reason}
-		}
-		_ = o.list(rows)
+	return s
+}
+
+// selectionRows are sel's rows in selectionColumns' order.
+func selectionRows(sel *api.SelectionView) [][]any {
+	note := "no alternates kept (the server is ACTIVE, deleted, or was never scheduled)"
+	if sel.Kept {
+		note = fmt.Sprintf("alternates kept; at most %d attempts", sel.MaxAttempts)
 	}
-	if !sel.Kept {
-		fmt.Fprintln(w, "no alternates kept (the instance is ACTIVE, deleted, or was never scheduled)")
-		return
+	rows := [][]any{{sel.Instance, sel.Status, selectionServer, sel.AttemptsMade, orNil(sel.Host), nil, orNil(sel.Cell), nil, note}}
+	for i, at := range sel.Attempts {
+		rows = append(rows, []any{sel.Instance, sel.Status, selectionAttempt, i + 1, at.Host, nil, nil, at.At.Format(time.RFC3339), at.Reason})
 	}
-	fmt.Fprintf(w, "max attempts %d\n", sel.MaxAttempts)
-	o.known = []string{"alternate", "host", "node", "cell"}
-	rows := make([][]any, len(sel.Alternates))
 	for i, al := range sel.Alternates {
-		rows[i] = []any{i + 1, al.Host, al.Node, al.Cell}
+		rows = append(rows, []any{sel.Instance, sel.Status, selectionAlternate, i + 1, al.Host, al.Node, al.Cell, nil, nil})
 	}
-	if len(rows) == 0 {
-		rows = [][]any{{nil, "none left", nil, nil}}
-	}
-	_ = o.list(rows)
+	return rows
 }
 
 func (a *apiCmd) aggregateSync() *cobra.Command {
