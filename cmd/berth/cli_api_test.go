@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -241,5 +242,73 @@ func TestCLIKeystoneCloudsYAML(t *testing.T) {
 	cleanEnv(t, "BERTH_API", st.compute)
 	if code, _, errs := berth("server", "list"); code != exitFailure || !strings.Contains(errs, "401") {
 		t.Errorf("no credentials against keystone mode: exit %d, %q", code, errs)
+	}
+}
+
+// TestCLIFixedEndpointCloudsYAML: clouds with keystoneauth's "none" and
+// "admin_token" plugins, which name their endpoint instead of a
+// Keystone, reach the compute API as the openstack CLI does: none as
+// noauth2's user "notused" (its token), admin_token with its token. The
+// real openstack CLI, given the same clouds.yaml, sees the same servers.
+func TestCLIFixedEndpointCloudsYAML(t *testing.T) {
+	st := startCLIStack(t, configs.AuthNoAuth)
+	clouds := writeFile(t, "clouds.yaml", `clouds:
+  none:
+    auth_type: none
+    endpoint: `+st.compute+`/v2.1
+  none-in-auth:
+    auth_type: none
+    auth:
+      endpoint: `+st.compute+`
+  admin:
+    auth_type: admin_token
+    auth:
+      endpoint: `+st.compute+`/v2.1
+      token: admin:admin
+    image_endpoint_override: `+st.image+`
+  nowhere:
+    auth_type: none
+`)
+	cleanEnv(t, "OS_CLIENT_CONFIG_FILE", clouds)
+
+	mustBerth(t, "--os-cloud", "none", "server", "create", "--flavor", "m1.tiny", "--name", "nobodys", "--wait", "--interval", "100ms")
+	mustBerth(t, "--os-cloud", "admin", "server", "create", "--flavor", "m1.tiny", "--name", "admins", "--wait", "--interval", "100ms")
+	for cloud, want := range map[string][]string{"none": {"nobodys"}, "none-in-auth": {"nobodys"}, "admin": {"admins"}} {
+		if got := lines(mustBerth(t, "--os-cloud", cloud, "server", "list", "-o", "value", "-c", "name")); !slices.Equal(got, want) {
+			t.Errorf("cloud %s's servers = %q, want %q", cloud, got, want)
+		}
+	}
+	if got := mustBerth(t, "--os-cloud", "none", "server", "show", "nobodys", "-o", "value", "-c", "project_id"); got != "notused\n" {
+		t.Errorf("the none cloud's server is in project %q, want notused (the none plugin's token)", got)
+	}
+	// none is a user, not an admin: Nova's 403 on an admin's list.
+	if code, _, errs := berth("--os-cloud", "none", "service", "list"); code != exitFailure || !strings.Contains(errs, "403") {
+		t.Errorf("none's service list: exit %d, %q; want 1 and a 403", code, errs)
+	}
+	mustBerth(t, "--os-cloud", "admin", "service", "list")
+	// The image API is called at image_endpoint_override (dev's checks
+	// Keystone tokens, so noauth2's is refused there: 401).
+	if code, _, errs := berth("--os-cloud", "admin", "image", "list"); code != exitFailure || !strings.Contains(errs, st.image+"/v2/images") || !strings.Contains(errs, "401") {
+		t.Errorf("image list of the admin cloud: exit %d, %q; want its image_endpoint_override called", code, errs)
+	}
+	if code, _, errs := berth("--os-cloud", "none", "image", "list"); code == 0 || !strings.Contains(errs, "image_endpoint_override") {
+		t.Errorf("image list of a cloud without an image endpoint: exit %d, %q; want the fix said", code, errs)
+	}
+	if code, _, errs := berth("--os-cloud", "nowhere", "server", "list"); code == 0 || !strings.Contains(errs, `cloud "nowhere" has auth_type none but no endpoint`) {
+		t.Errorf("a none cloud without an endpoint: exit %d, %q", code, errs)
+	}
+
+	// The openstack CLI with the same file and cloud: the same servers.
+	osc, err := exec.LookPath("openstack")
+	if err != nil {
+		t.Skip("the openstack CLI is not installed (apt-get install python3-openstackclient): not compared with it")
+	}
+	for cloud, want := range map[string]string{"none": "nobodys\n", "admin": "admins\n"} {
+		cmd := exec.Command(osc, "--os-cloud", cloud, "server", "list", "-f", "value", "-c", "Name")
+		cmd.Env = []string{"OS_CLIENT_CONFIG_FILE=" + clouds, "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+		out, err := cmd.Output()
+		if err != nil || string(out) != want {
+			t.Errorf("openstack --os-cloud %s server list: %q, %v; want %q as berth sees", cloud, out, err, want)
+		}
 	}
 }

@@ -24,7 +24,9 @@ import (
 //
 //  1. --os-cloud or OS_CLOUD: that cloud of clouds.yaml (searched where
 //     the openstack CLI searches; OS_CLIENT_CONFIG_FILE names another),
-//     parsed by gophercloud's openstack/config/clouds.
+//     parsed by gophercloud's openstack/config/clouds; a cloud with
+//     auth_type none or admin_token, which gophercloud does not know,
+//     calls its endpoint with its plugin's token (cloud_fixed.go).
 //  2. else OS_AUTH_URL: a password (or token) login from the OS_*
 //     variables, with OS_USER_DOMAIN_NAME and OS_PROJECT_DOMAIN_NAME as
 //     an openrc sets them.
@@ -77,6 +79,9 @@ type cloud struct {
 	// `berth dev` serves in keystone mode, gets dev's documented login.
 	devLogin      bool
 	imageProvider *gophercloud.ProviderClient
+	// fixedCloud names the clouds.yaml cloud with a fixed endpoint (auth
+	// type none or admin_token) in use: it has no catalog.
+	fixedCloud string
 }
 
 // connect authenticates as the flags and environment say (see above).
@@ -93,6 +98,29 @@ func (f *cloudFlags) connect(ctx context.Context) (*cloud, error) {
 	c := &cloud{imageAPI: f.imageAPI}
 	switch authType := strings.ToLower(os.Getenv("OS_AUTH_TYPE")); {
 	case cloudName != "":
+		fixed, err := loadFixedCloud(cloudName)
+		if err != nil {
+			return nil, err
+		}
+		if fixed != nil {
+			// No Keystone: the cloud's endpoint and its plugin's token
+			// (cloud_fixed.go).
+			tlsConfig, err := fixed.tlsConfig()
+			if err != nil {
+				return nil, fmt.Errorf("clouds.yaml cloud %q: %w", cloudName, err)
+			}
+			if tlsConfig != nil {
+				tr := http.DefaultTransport.(*http.Transport).Clone()
+				tr.TLSClientConfig = tlsConfig
+				httpClient.Transport = tr
+			}
+			c.fixedCloud = cloudName
+			apiOverride = coalesce(apiOverride, fixed.computeEndpoint())
+			c.imageAPI = coalesce(c.imageAPI, fixed.ImageEndpointOverride)
+			c.provider = &gophercloud.ProviderClient{HTTPClient: httpClient}
+			c.provider.SetToken(fixed.token())
+			break
+		}
 		ao, eo, tlsConfig, err := clouds.Parse(clouds.WithCloudName(cloudName))
 		if err != nil {
 			return nil, fmt.Errorf("clouds.yaml: %w", err)
@@ -160,6 +188,9 @@ func (c *cloud) image(ctx context.Context) (*gophercloud.ServiceClient, error) {
 		}
 		return &gophercloud.ServiceClient{ProviderClient: pc, Endpoint: strings.TrimRight(c.imageAPI, "/") + "/v2/",
 			ResourceBase: strings.TrimRight(c.imageAPI, "/") + "/v2/", Type: "image"}, nil
+	}
+	if c.fixedCloud != "" {
+		return nil, fmt.Errorf("image endpoint: cloud %q of clouds.yaml has a fixed endpoint and no catalog: set its image_endpoint_override (or --image-api)", c.fixedCloud)
 	}
 	sc, err := openstack.NewImageV2(c.provider, c.eo)
 	if err != nil {
