@@ -262,7 +262,7 @@ func (a *Agent) destroy(ctx context.Context, ev informer.Event, b *etcdschema.Bu
 	if err := a.freeClaim(ctx, b.InstanceUUID); err != nil {
 		return err
 	}
-	ops := records.DeleteInstance(k, b.Cell, a.cfg.Host, b.InstanceUUID)
+	ops := records.DeleteInstance(k, b.Cell, a.cfg.Host, b.InstanceUUID, b.ProjectID)
 	if b.Move != nil {
 		// A move in flight: its consumer holds the source's allocation,
 		// and the source may still report the instance.

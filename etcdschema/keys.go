@@ -380,6 +380,38 @@ func (k Keys) QuotaSet(project string) string { return k.join("quotas", "sets", 
 // stores what it creates (package quotas).
 func (k Keys) QuotaFence(project string) string { return k.join("quotas", "fences", project) }
 
+// QuotaFences is the prefix of every project's QuotaFence.
+func (k Keys) QuotaFences() string { return k.join("quotas", "fences") + "/" }
+
+// QuotaInstance is one server of project in the per-project index that
+// quota counting reads instead of every instance mapping: written in
+// the transaction that writes the server's InstanceMapping at create,
+// deleted in the one that deletes it.
+func (k Keys) QuotaInstance(project, uuid string) string {
+	return k.join("quotas", "instances", project, uuid)
+}
+
+// QuotaInstances is the prefix of project's QuotaInstance keys.
+func (k Keys) QuotaInstances(project string) string {
+	return k.join("quotas", "instances", project) + "/"
+}
+
+// QuotaInstancesAll is the prefix of every project's QuotaInstance keys.
+func (k Keys) QuotaInstancesAll() string { return k.join("quotas", "instances") + "/" }
+
+// QuotaIndex says the per-project index is complete as of a revision:
+// the leader writes it once it has indexed every instance mapping (an
+// upgrade from a Berth without the index), and counting trusts the index
+// only while it exists.
+func (k Keys) QuotaIndex() string { return k.join("quotas", "index") }
+
+// ---- status ----------------------------------------------------------------
+
+// ServerCounts is the leader's last count of servers by status and cell
+// (what berth_servers exports), for readers that must not read every
+// server to show the numbers: the web console's overview.
+func (k Keys) ServerCounts() string { return k.join("server_counts") }
+
 // ---- load tool -------------------------------------------------------------
 
 // BenchCAS is one worker's scratch key for `berth bench -baseline`: the

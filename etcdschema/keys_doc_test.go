@@ -89,7 +89,9 @@ var docValueTypes = map[string]func() any{
 	"ServerGroupSlot": func() any { return new(ServerGroupSlot) }, "Service": func() any { return new(Service) },
 	"SigningKey": func() any { return new(SigningKey) },
 	"QuotaSet":   func() any { return new(QuotaSet) }, "QuotaFence": func() any { return new(QuotaFence) },
-	"Migration": func() any { return new(Migration) }, "MoveRequest": func() any { return new(MoveRequest) },
+	"QuotaInstance": func() any { return new(QuotaInstance) }, "QuotaIndex": func() any { return new(QuotaIndex) },
+	"ServerCounts": func() any { return new(ServerCounts) },
+	"Migration":    func() any { return new(Migration) }, "MoveRequest": func() any { return new(MoveRequest) },
 }
 
 type docBlock struct {

@@ -72,6 +72,9 @@ const (
 	KindIdentitySigningKey KeyKind = "IdentitySigningKey"
 	KindQuotaSet           KeyKind = "QuotaSet"
 	KindQuotaFence         KeyKind = "QuotaFence"
+	KindQuotaInstance      KeyKind = "QuotaInstance"
+	KindQuotaIndex         KeyKind = "QuotaIndex"
+	KindServerCounts       KeyKind = "ServerCounts"
 )
 
 // ParsedKey is a key taken apart: its kind and the variable segments the
@@ -149,6 +152,9 @@ var keyPatterns = []keyPattern{
 	{KindIdentitySigningKey, nil, func(k Keys, a []string) string { return k.IdentitySigningKey() }, func() Versioned { return new(SigningKey) }},
 	{KindQuotaSet, []string{"ID"}, func(k Keys, a []string) string { return k.QuotaSet(a[0]) }, func() Versioned { return new(QuotaSet) }},
 	{KindQuotaFence, []string{"ID"}, func(k Keys, a []string) string { return k.QuotaFence(a[0]) }, func() Versioned { return new(QuotaFence) }},
+	{KindQuotaInstance, []string{"ID", "UUID"}, func(k Keys, a []string) string { return k.QuotaInstance(a[0], a[1]) }, func() Versioned { return new(QuotaInstance) }},
+	{KindQuotaIndex, nil, func(k Keys, a []string) string { return k.QuotaIndex() }, func() Versioned { return new(QuotaIndex) }},
+	{KindServerCounts, nil, func(k Keys, a []string) string { return k.ServerCounts() }, func() Versioned { return new(ServerCounts) }},
 }
 
 // placeholder marks variable segment i in a pattern's shape. It must be a

@@ -33,6 +33,9 @@ const (
 	SigningKeyVersion      = 1
 	QuotaSetVersion        = 1
 	QuotaFenceVersion      = 1
+	QuotaInstanceVersion   = 1
+	QuotaIndexVersion      = 1
+	ServerCountsVersion    = 1
 )
 
 // Versioned is implemented by every value type.
@@ -577,6 +580,51 @@ type QuotaFence struct {
 	header
 	RequestID string    `json:"request_id,omitempty"`
 	At        time.Time `json:"at"`
+	// Indexed says the writer keeps the per-project index (QuotaInstance)
+	// with its creates. A fence moved without it after the index was
+	// built (QuotaIndex.Revision) is an older Berth's create, whose
+	// server the index may lack: the project is counted the old way until
+	// the leader indexes again.
+	Indexed bool `json:"indexed,omitempty"`
 }
 
 func (*QuotaFence) SchemaVersion() int { return QuotaFenceVersion }
+
+// QuotaInstance is one entry of the per-project index of servers
+// (Keys.QuotaInstance): its key says everything; the value says when.
+type QuotaInstance struct {
+	header
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (*QuotaInstance) SchemaVersion() int { return QuotaInstanceVersion }
+
+// QuotaIndex says every instance mapping that existed at Revision has
+// its QuotaInstance (Keys.QuotaIndex), written by the leader that built
+// the index.
+type QuotaIndex struct {
+	header
+	Revision int64     `json:"revision"`
+	BuiltAt  time.Time `json:"built_at"`
+	BuiltBy  string    `json:"built_by,omitempty"`
+}
+
+func (*QuotaIndex) SchemaVersion() int { return QuotaIndexVersion }
+
+// ServerCounts is the leader's count of servers by Nova status and cell
+// at Revision (Keys.ServerCounts); cell "none" holds the build requests.
+type ServerCounts struct {
+	header
+	Revision  int64         `json:"revision"`
+	CountedAt time.Time     `json:"counted_at"`
+	Counts    []ServerCount `json:"counts"`
+}
+
+// ServerCount is one status and cell's servers.
+type ServerCount struct {
+	Status string `json:"status"`
+	Cell   string `json:"cell"`
+	Count  int    `json:"count"`
+}
+
+func (*ServerCounts) SchemaVersion() int { return ServerCountsVersion }

@@ -243,7 +243,7 @@ func (d *duties) localDelete(ctx context.Context, f Fence, host string, b *etcds
 		return fmt.Errorf("free allocations of %s: %w", b.InstanceUUID, err)
 	}
 	ok, err := f.Txn(ctx, d.Client, []clientv3.Cmp{castSame, aliveGone},
-		append(records.DeleteInstance(d.Keys, b.Cell, host, b.InstanceUUID), clientv3.OpDelete(castKey))...)
+		append(records.DeleteInstance(d.Keys, b.Cell, host, b.InstanceUUID, b.ProjectID), clientv3.OpDelete(castKey))...)
 	if err != nil {
 		return fmt.Errorf("delete %s on down host %s: %w", b.InstanceUUID, host, err)
 	}

@@ -13,8 +13,9 @@ import (
 
 // BenchmarkReserveServers is one create's quota check (count at one
 // revision, check, guard) in a project of 10 servers, beside others'
-// servers: the count reads every instance mapping, so it grows with the
-// deployment, and three records per server of the project.
+// servers, with the per-project index built: the count reads the
+// project's entries and four records per server of the project, so it
+// no longer grows with the deployment.
 func BenchmarkReserveServers(b *testing.B) {
 	for _, others := range []int{0, 1000, 10000} {
 		b.Run(fmt.Sprintf("%d other servers", others), func(b *testing.B) {
@@ -46,6 +47,9 @@ func BenchmarkReserveServers(b *testing.B) {
 			if len(ops) > 0 {
 				flush()
 			}
+			if _, err := BuildIndex(ctx, cli, keys, testFence(b, cli, keys), "bench"); err != nil {
+				b.Fatal(err)
+			}
 			s := New(cli, keys, Limits{Instances: 1000, Cores: 1000}, nil)
 			b.ResetTimer()
 			for range b.N {
@@ -54,5 +58,64 @@ func BenchmarkReserveServers(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkCountAtScale is one project's count (Count, as every create's
+// check makes it) in a deployment of 10,000 placed servers spread over
+// 100 projects, each server an instance mapping, an ACTIVE instance in a
+// cell and a consumer holding its VCPU and MEMORY_MB: issue 20's case,
+// counted from every mapping (the records of a Berth without the index),
+// then from the per-project index once the leader built it.
+func BenchmarkCountAtScale(b *testing.B) {
+	const servers, projects = 10000, 100
+	cli := etcdtest.Client(b)
+	keys := etcdschema.New("/bscale")
+	ctx := context.Background()
+	seedPlaced(b, cli, keys, servers, projects)
+	s := New(cli, keys, Limits{Instances: 1000, Cores: 1000}, nil)
+	run := func(b *testing.B) {
+		u, _, err := s.Count(ctx, "p-7", "")
+		if err != nil || u.Instances != servers/projects || u.Cores != servers/projects {
+			b.Fatalf("count of p-7: %+v, %v; want %d instances and cores", u, err, servers/projects)
+		}
+		b.ResetTimer()
+		for i := range b.N {
+			if _, _, err := s.Count(ctx, fmt.Sprintf("p-%d", i%projects), ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("every mapping", run)
+	if _, err := BuildIndex(ctx, cli, keys, testFence(b, cli, keys), "bench"); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("per-project index", run)
+}
+
+// seedPlaced stores n ACTIVE servers of one VCPU and 512 MB in cell1,
+// server i in project "p-<i mod projects>", as a create and a claim
+// leave them: mapping, instance, consumer.
+func seedPlaced(tb testing.TB, cli *clientv3.Client, keys etcdschema.Keys, n, projects int) {
+	tb.Helper()
+	ctx := context.Background()
+	flavor := etcdschema.Flavor{Name: "m1.tiny", VCPUs: 1, RAMMB: 512}
+	var ops []clientv3.Op
+	flush := func() {
+		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			tb.Fatal(err)
+		}
+		ops = ops[:0]
+	}
+	for i := range n {
+		project := fmt.Sprintf("p-%d", i%projects)
+		uuid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		ops = append(ops, seedPlacedOps(keys, uuid, project, flavor)...)
+		if len(ops) >= 100 {
+			flush()
+		}
+	}
+	if len(ops) > 0 {
+		flush()
 	}
 }

@@ -21,6 +21,15 @@
 // no cores), or the flavor while the instance is still in BUILD between
 // a failed host and its next claim.
 //
+// The project's servers are found through a per-project index
+// (etcdschema QuotaInstance keys, written and deleted in the transactions
+// that write and delete the servers' mappings), so a count reads the
+// project's own records, not every mapping of the deployment (index.go).
+// A deployment upgraded from a Berth without it is counted from every
+// mapping until the leader's quota_index duty has built it (BuildIndex,
+// idempotent, fenced); a project an older Berth still creates in is
+// counted that way until the next build.
+//
 // # Enforcing without a race
 //
 // Nova checks, creates, then re-checks after the fact, so two API
@@ -40,7 +49,7 @@
 // Group members come from any project's creates, so a create into a
 // group also compares that no member key was created after R.
 //
-// A create that needs more than one transaction (over 62 servers, 41 in
+// A create that needs more than one transaction (over 41 servers, 31 in
 // a group) checks the whole request before the first and counts again
 // before each next part; under contention at the limit a later part can
 // be refused after the first was stored (the limit still holds).

@@ -143,7 +143,7 @@ func (s *Store) ReserveServerGroup(ctx context.Context, project, requestID strin
 func (s *Store) fence(project, requestID string, rev int64) Guard {
 	key := s.keys.QuotaFence(project)
 	g := Guard{Ops: []clientv3.Op{clientv3.OpPut(key, etcdschema.MustEncode(&etcdschema.QuotaFence{
-		RequestID: requestID, At: time.Now().UTC()}))}}
+		RequestID: requestID, At: time.Now().UTC(), Indexed: true}))}}
 	if rev > 0 {
 		g.Cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "<", rev+1)}
 	}

@@ -1,9 +1,7 @@
 package quotas
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -78,40 +76,13 @@ func (s *Store) CountUser(ctx context.Context, project, user, group string) (Usa
 		u.User = &mineU
 	}
 	k := s.keys
-	resp, err := s.cli.Get(ctx, k.InstanceMappings(), clientv3.WithPrefix())
+	// The project's mappings, from its index (index.go), at revision rev.
+	mine, rev, err := s.projectMappings(ctx, project)
 	if err != nil {
-		return u, 0, fmt.Errorf("read instance mappings: %w", err)
+		return u, 0, err
 	}
-	rev := resp.Header.Revision
 	at := clientv3.WithRev(rev)
-	// Every create counts, so the scan of the deployment's mappings is
-	// kept cheap: only a value naming the project (its JSON string) is
-	// decoded, and a group's members are matched by their keys' last
-	// segment, the uuid both keys end with.
-	mapped := map[string]bool{}
-	quoted, _ := json.Marshal(project)
-	if !plainJSON(project) {
-		quoted = nil // an encoder may escape it otherwise: decode every value
-	}
-	var mine []etcdschema.InstanceMapping
 	var moves []movingServer
-	for _, kv := range resp.Kvs {
-		if group != "" {
-			if uuid, ok := etcdschema.LastSegment(string(kv.Key), k.InstanceMappings()); ok {
-				mapped[uuid] = true
-			}
-		}
-		if project == "" || (quoted != nil && !bytes.Contains(kv.Value, quoted)) {
-			continue
-		}
-		var m etcdschema.InstanceMapping
-		if err := etcdschema.Decode(string(kv.Key), kv.Value, &m); err != nil {
-			return u, 0, err
-		}
-		if m.ProjectID == project {
-			mine = append(mine, m)
-		}
-	}
 	// Three reads a server: its build request, its instance record and
 	// its placement consumer.
 	const perServer = 3
@@ -157,11 +128,10 @@ func (s *Store) CountUser(ctx context.Context, project, user, group string) (Usa
 	if err != nil {
 		return u, 0, fmt.Errorf("read server groups for quota usage: %w", err)
 	}
+	var members []string
 	for _, kv := range groups.Kvs {
 		key := string(kv.Key)
-		id, rest, sub := strings.Cut(strings.TrimPrefix(key, k.ServerGroups()), "/")
-		switch {
-		case !sub:
+		if !strings.Contains(strings.TrimPrefix(key, k.ServerGroups()), "/") {
 			var g etcdschema.ServerGroup
 			if err := etcdschema.Decode(key, kv.Value, &g); err != nil {
 				return u, 0, err
@@ -172,11 +142,18 @@ func (s *Store) CountUser(ctx context.Context, project, user, group string) (Usa
 					mineU.ServerGroups++
 				}
 			}
-		case group != "" && id == group && strings.HasPrefix(rest, "members/"):
-			if mapped[strings.TrimPrefix(rest, "members/")] {
-				u.GroupMembers++
+			continue
+		}
+		if group != "" {
+			if uuid := memberOf(k, key, group); uuid != "" {
+				members = append(members, uuid)
 			}
 		}
+	}
+	// A group's members are its member keys whose server still has a
+	// mapping (any project's servers may join a group).
+	if u.GroupMembers, err = s.groupMembers(ctx, members, rev); err != nil {
+		return u, 0, err
 	}
 	return u, rev, nil
 }

@@ -2,6 +2,7 @@ package quotas
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -16,8 +17,26 @@ import (
 // flavor before there can be one).
 func TestCount(t *testing.T) {
 	cli := etcdtest.Client(t)
-	keys := etcdschema.New("/q")
+	for _, indexed := range []bool{false, true} {
+		name := "every mapping read (no index: an older Berth's records)"
+		if indexed {
+			name = "from the per-project index the leader built"
+		}
+		t.Run(name, func(t *testing.T) { testCount(t, cli, indexed) })
+	}
+}
+
+func testCount(t *testing.T, cli *clientv3.Client, indexed bool) {
+	keys := etcdschema.New("/q" + strconv.FormatBool(indexed))
 	ctx := context.Background()
+	build := func() {
+		t.Helper()
+		if indexed {
+			if _, err := BuildIndex(ctx, cli, keys, testFence(t, cli, keys), "test"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	put := func(key string, v etcdschema.Versioned) {
 		t.Helper()
 		if _, err := cli.Put(ctx, key, etcdschema.MustEncode(v)); err != nil {
@@ -61,6 +80,7 @@ func TestCount(t *testing.T) {
 	put(keys.ServerGroupMember("g1", "gone"), &etcdschema.ServerGroupMember{InstanceUUID: "gone"}) // no mapping
 	put(keys.ServerGroupMember("g1", "g"), &etcdschema.ServerGroupMember{InstanceUUID: "g"})       // another project's server
 
+	build()
 	s := New(cli, keys, nil, nil)
 	got, rev, err := s.Count(ctx, "p", "g1")
 	if err != nil {
@@ -74,6 +94,7 @@ func TestCount(t *testing.T) {
 	odd := `p<&>"x`
 	put(keys.InstanceMapping("o"), &etcdschema.InstanceMapping{InstanceUUID: "o", ProjectID: odd})
 	put(keys.BuildRequest("o"), &etcdschema.BuildRequest{InstanceUUID: "o", Flavor: small, ProjectID: odd})
+	build()
 	if got, _, err := s.Count(ctx, odd, ""); err != nil || got.Instances != 1 || got.Cores != 2 {
 		t.Errorf("project %q uses %+v (%v), want its one server", odd, got, err)
 	}

@@ -86,11 +86,11 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 			Image: req.Image, Metadata: req.Metadata, Description: req.Description}
 	}
 	group := req.Hints.Group
-	// Two keys a server (three in a group), within etcd's 128 operations
+	// Three keys a server (four in a group), within etcd's 128 operations
 	// with the quota guard's few.
-	perTxn := 62
+	perTxn := 41
 	if group != "" {
-		perTxn = 41
+		perTxn = 31
 	}
 	for start := 0; start < count; start += perTxn {
 		end := min(start+perTxn, count)
@@ -108,6 +108,9 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 			m := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, ProjectID: req.ProjectID, CreatedAt: now}
 			ops = append(ops,
 				clientv3.OpPut(s.keys.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(m)),
+				// The project's quota index, with the mapping (quotas).
+				clientv3.OpPut(s.keys.QuotaInstance(req.ProjectID, br.InstanceUUID),
+					etcdschema.MustEncode(&etcdschema.QuotaInstance{CreatedAt: now})),
 				clientv3.OpPut(s.keys.BuildRequest(br.InstanceUUID), etcdschema.MustEncode(br)))
 			if group != "" {
 				// Nova adds the instance to its group at create; the

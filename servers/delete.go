@@ -92,7 +92,7 @@ func (s *Store) deleteAttempt(ctx context.Context, id, requestID string, sent bo
 	switch {
 	case v.BuildRequest != nil:
 		resp, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k.BuildRequest(id)), ">", 0)).
-			Then(clientv3.OpDelete(k.BuildRequest(id)), clientv3.OpDelete(k.InstanceMapping(id))).Commit()
+			Then(deleteBuildRequest(k, id, v.Mapping.ProjectID)...).Commit()
 	case v.Instance.Host != "":
 		in := *v.Instance
 		in.TaskState = etcdschema.TaskDeleting
@@ -121,7 +121,7 @@ func (s *Store) deleteAttempt(ctx context.Context, id, requestID string, sent bo
 		}
 		ikey := k.CellInstance(v.Mapping.Cell, id)
 		resp, err = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev)).
-			Then(records.DeleteInstance(k, v.Mapping.Cell, "", id)...).Commit()
+			Then(records.DeleteInstance(k, v.Mapping.Cell, "", id, v.Mapping.ProjectID)...).Commit()
 	}
 	if err != nil {
 		return 0, true, fmt.Errorf("delete %s: %w", id, err)
@@ -130,4 +130,16 @@ func (s *Store) deleteAttempt(ctx context.Context, id, requestID string, sent bo
 		return deleteChanged, false, nil
 	}
 	return deleteDone, false, nil
+}
+
+// deleteBuildRequest is every record of a server that is still a
+// BuildRequest of project, deleted: the request, its mapping and its
+// entry in the project's quota index (none to delete for an unknown
+// project: an older Berth's mapping).
+func deleteBuildRequest(k etcdschema.Keys, id, project string) []clientv3.Op {
+	ops := []clientv3.Op{clientv3.OpDelete(k.BuildRequest(id)), clientv3.OpDelete(k.InstanceMapping(id))}
+	if project != "" {
+		ops = append(ops, clientv3.OpDelete(k.QuotaInstance(project, id)))
+	}
+	return ops
 }

@@ -49,15 +49,20 @@ func BuryInCell0WithDetails(k etcdschema.Keys, br *etcdschema.BuildRequest, reas
 	return cmps, ops
 }
 
-// DeleteInstance is every record of instance uuid in cell, deleted: its
-// cell record, its instance mapping, its alternates, a pending retry and,
-// when host is not "", the host's report of it. The caller frees the
-// instance's allocations first (placement's claim is not a record here)
-// and guards the deletes.
-func DeleteInstance(k etcdschema.Keys, cell, host, uuid string) []clientv3.Op {
+// DeleteInstance is every record of instance uuid of project in cell,
+// deleted: its cell record, its instance mapping with its entry in the
+// project's quota index, its alternates, a pending retry and, when host
+// is not "", the host's report of it. The caller frees the instance's
+// allocations first (placement's claim is not a record here) and guards
+// the deletes. An unknown project ("": a record of an older Berth) leaves
+// the index entry, which counting skips and the leader removes.
+func DeleteInstance(k etcdschema.Keys, cell, host, uuid, project string) []clientv3.Op {
 	ops := []clientv3.Op{
 		clientv3.OpDelete(k.CellInstance(cell, uuid)),
 		clientv3.OpDelete(k.InstanceMapping(uuid)),
+	}
+	if project != "" {
+		ops = append(ops, clientv3.OpDelete(k.QuotaInstance(project, uuid)))
 	}
 	if host != "" {
 		ops = append(ops, clientv3.OpDelete(k.HostInstance(host, uuid)))

@@ -117,7 +117,8 @@ func TestDeleteInstance(t *testing.T) {
 			// Every record of "gone" and of a neighbour, "kept", on the same host.
 			for _, u := range []string{"gone", "kept"} {
 				put(t, cli, k.CellInstance("cell1", u), &etcdschema.Instance{UUID: u, Cell: "cell1", Host: tc.host})
-				put(t, cli, k.InstanceMapping(u), &etcdschema.InstanceMapping{InstanceUUID: u, Cell: "cell1"})
+				put(t, cli, k.InstanceMapping(u), &etcdschema.InstanceMapping{InstanceUUID: u, Cell: "cell1", ProjectID: "p"})
+				put(t, cli, k.QuotaInstance("p", u), &etcdschema.QuotaInstance{})
 				put(t, cli, k.Alternates(u), &etcdschema.Alternates{InstanceUUID: u, Cell: "cell1"})
 				put(t, cli, k.Retry("cell1", u), &etcdschema.Retry{InstanceUUID: u, Cell: "cell1"})
 				if tc.host != "" {
@@ -125,7 +126,7 @@ func TestDeleteInstance(t *testing.T) {
 				}
 			}
 			before := keysUnder(t, cli, k.All())
-			if _, err := cli.Txn(context.Background()).Then(DeleteInstance(k, "cell1", tc.host, "gone")...).Commit(); err != nil {
+			if _, err := cli.Txn(context.Background()).Then(DeleteInstance(k, "cell1", tc.host, "gone", "p")...).Commit(); err != nil {
 				t.Fatal(err)
 			}
 			after := keysUnder(t, cli, k.All())
@@ -147,7 +148,7 @@ func TestDeleteInstance(t *testing.T) {
 
 // isRecordOf says whether key is one of uuid's records the test wrote.
 func isRecordOf(k etcdschema.Keys, key, host, uuid string) bool {
-	own := []string{k.CellInstance("cell1", uuid), k.InstanceMapping(uuid), k.Alternates(uuid), k.Retry("cell1", uuid)}
+	own := []string{k.CellInstance("cell1", uuid), k.InstanceMapping(uuid), k.QuotaInstance("p", uuid), k.Alternates(uuid), k.Retry("cell1", uuid)}
 	if host != "" {
 		own = append(own, k.HostInstance(host, uuid))
 	}

@@ -496,7 +496,8 @@ func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 			// Host drains (package drain): moves servers off drained hosts.
 			drain.Duty(drain.DutyConfig{Client: s.cli, Keys: s.keys,
 				Servers:  servers.New(s.cli, s.keys, s.placement, log.Named("drain")),
-				Interval: c.LeaderInterval, Log: log.Named("drain")}))...),
+				Interval: c.LeaderInterval, Log: log.Named("drain")}),
+			leader.QuotaIndexDuty(s.cli, s.keys, c.LeaderInterval, s.schedID, log.Named("leader")))...),
 	})
 	s.run("scheduler leader", candidate.Run)
 	select {
