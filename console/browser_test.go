@@ -59,6 +59,8 @@ func startStack(t *testing.T) *stack.Stack {
 	cfg.Etcd.Embedded = nil
 	cfg.API.Bind, cfg.Placement.Bind, cfg.Scheduler.Bind = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.API.Auth = configs.AuthKeystone
+	// The overview's counts by status are the leader's: count every second.
+	cfg.Scheduler.LeaderInterval = time.Second
 	cfg.Identity = &configs.Identity{
 		Bind:        "127.0.0.1:0", // the Nova API calls log in here
 		Users:       []configs.IdentityUser{{Name: "admin", PasswordHash: hash}},
@@ -202,10 +204,12 @@ func TestConsoleInABrowser(t *testing.T) {
 	screenshot(t, bctx, "server")
 
 	// Back on the overview: compute-2 disabled with its reason, live-1's
-	// allocation in compute-1's bars and in cell1's sums.
+	// allocation in compute-1's bars and in cell1's sums, and the two
+	// servers counted (by status, as the leader last counted them).
 	run("the overview after all that",
 		chromedp.Navigate(base+"/console/"), seen("#host-compute-2", "rack swap <today>"),
-		seen("#host-compute-1", "1 / 64"))
+		seen("#host-compute-1", "1 / 64"), seen("#counts", "2 servers"), seen("#counts", "1 ACTIVE"),
+		seen("#counts", "1 ERROR"), seen("#counts", "as the leader counted them"))
 	screenshot(t, bctx, "overview")
 
 	// A resize through the Nova API: with compute-2 enabled again, db-1

@@ -22,6 +22,7 @@ import (
 	"github.com/berth-project/berth/hosts"
 	"github.com/berth-project/berth/identity"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/leader"
 	"github.com/berth-project/berth/servers"
 )
 
@@ -86,6 +87,19 @@ func newRig(t *testing.T, cfg Config) *rig {
 	migration("m-new", r.moving, etcdschema.MigrationTypeResize, etcdschema.MigrationFinished, "compute-1", "compute-2",
 		"m1.small", "m1.large", now.Add(-time.Minute),
 		etcdschema.Attempt{Host: "compute-3", Reason: "prep failed: <no> room", At: now}, etcdschema.Attempt{Host: "compute-2", At: now})
+	// The leader's count of them, as its server_counts duty keeps it.
+	fence, err := cli.Put(context.Background(), keys.All()+"rig-leader", "rig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, err := leader.CountServers(context.Background(), cli, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.RecordServerCounts(context.Background(), cli, keys,
+		leader.Fence{Key: keys.All() + "rig-leader", Rev: fence.Header.Revision}, counts, fence.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
 	cfg.Client, cfg.Keys = cli, keys
 	cfg.Hosts = hosts.New(cli, keys, nil)
 	cfg.Servers = servers.New(cli, keys, nil, nil)
@@ -145,7 +159,8 @@ func TestPagesShowWhatTheRecordsSay(t *testing.T) {
 	}{
 		{desc: "overview: hosts, bars, reasons escaped, counts", path: "/console/", code: 200,
 			want: []string{"Auth is off", "Cell cell1", "compute-1", "compute-2", `<meter min="0" max="64" high="54" value="3"`,
-				"&lt;b&gt;rack&lt;/b&gt; swap", "<b>2</b> hosts", "<b>1</b> disabled", "<b>1</b> ERROR",
+				"&lt;b&gt;rack&lt;/b&gt; swap", "<b>2</b> hosts", "<b>1</b> disabled", "<b>2</b> servers", "<b>1</b> ERROR",
+				"<b>1</b> VERIFY_RESIZE", "by status as the leader counted them",
 				"Cell cell10", "Cell cell2", "No compute host is mapped to this cell yet"},
 			not: []string{"<b>rack</b>"}},
 		{desc: "host detail with its disable form", path: "/console/hosts/compute-1", code: 200,
@@ -536,5 +551,31 @@ func TestServersListPages(t *testing.T) {
 	}
 	if code, body := r.get(c, "/console/servers?limit=x"); code != http.StatusBadRequest || !strings.Contains(body, "limit is a whole number") {
 		t.Errorf("limit=x: %d\n%s", code, body)
+	}
+}
+
+// TestOverviewCountsWithoutReadingServers: the overview's total is
+// etcd's count of the mappings, now; its counts by status are the
+// leader's last, and before a leader has counted it says so rather than
+// reading every server.
+func TestOverviewCountsWithoutReadingServers(t *testing.T) {
+	r := newRig(t, Config{Auth: AuthNoAuth})
+	c := r.client()
+	// A server created after the leader's count: in the total at once.
+	extra := uuid.NewString()
+	if _, err := r.cli.Put(context.Background(), r.keys.InstanceMapping(extra),
+		etcdschema.MustEncode(&etcdschema.InstanceMapping{InstanceUUID: extra, ProjectID: "demo"})); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := r.get(c, "/console/"); code != 200 || !strings.Contains(body, "<b>3</b> servers") || !strings.Contains(body, "<b>1</b> ERROR") {
+		t.Errorf("overview after a create the leader has not counted: %d\n%s", code, body)
+	}
+	if _, err := r.cli.Delete(context.Background(), r.keys.ServerCounts()); err != nil {
+		t.Fatal(err)
+	}
+	code, body := r.get(c, "/console/")
+	if code != 200 || !strings.Contains(body, "<b>3</b> servers") || !strings.Contains(body, "by status once the leader has counted them") ||
+		strings.Contains(body, "ERROR</a>") {
+		t.Errorf("overview before any count: %d\n%s", code, body)
 	}
 }

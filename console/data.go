@@ -2,7 +2,10 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"sort"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/hosts"
@@ -71,8 +74,12 @@ type overviewData struct {
 	Cells          []*cellGroup
 	Hosts, Up      int
 	Down, Disabled int
-	ServerCounts   []statusCount
-	Servers        int
+	Servers        int64 // now
+	// ServerCounts are by status as of the leader's last count, made
+	// CountedAgo; Counted is false before any.
+	ServerCounts []statusCount
+	Counted      bool
+	CountedAgo   string
 }
 
 type statusCount struct {
@@ -198,37 +205,37 @@ func serverRowOf(v *servers.Server) serverRow {
 		Attempts: in.Attempts, Created: ago(in.CreatedAt)}
 }
 
-// serverRows lists every server, oldest first, and counts them by status.
-func (c *Console) serverRows(ctx context.Context) ([]serverRow, []statusCount, error) {
-	all, err := c.cfg.Servers.List(ctx)
+// serverCounts are the overview's server figures without reading every
+// server: how many there are now (etcd counts the instance mappings),
+// and by status the leader's last count (Keys.ServerCounts, written by
+// its server_counts duty every leader interval when they changed), with
+// when it was made; none before a leader has counted.
+func (c *Console) serverCounts(ctx context.Context, d *overviewData) error {
+	k := c.cfg.Keys
+	resp, err := c.cfg.Client.Txn(ctx).Then(
+		clientv3.OpGet(k.InstanceMappings(), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		clientv3.OpGet(k.ServerCounts())).Commit()
 	if err != nil {
-		return nil, nil, err
+		return fmt.Errorf("count servers: %w", err)
 	}
-	sort.Slice(all, func(a, b int) bool {
-		ca, cb := created(all[a]), created(all[b])
-		if ca != cb {
-			return ca < cb
-		}
-		return all[a].ID() < all[b].ID()
-	})
-	rows := make([]serverRow, 0, len(all))
-	counts := map[string]int{}
-	for _, v := range all {
-		r := serverRowOf(v)
-		rows = append(rows, r)
-		counts[r.Status]++
+	d.Servers = resp.Responses[0].GetResponseRange().Count
+	kvs := resp.Responses[1].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return nil
 	}
-	var out []statusCount
-	for s, n := range counts {
-		out = append(out, statusCount{Status: s, Count: n})
+	var rec etcdschema.ServerCounts
+	if err := etcdschema.Decode(string(kvs[0].Key), kvs[0].Value, &rec); err != nil {
+		return err
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Status < out[b].Status })
-	return rows, out, nil
-}
-
-func created(v *servers.Server) int64 {
-	if v.Instance != nil {
-		return v.Instance.CreatedAt.UnixNano()
+	byStatus := map[string]int{}
+	for _, n := range rec.Counts {
+		byStatus[n.Status] += n.Count
 	}
-	return v.BuildRequest.CreatedAt.UnixNano()
+	for s, n := range byStatus {
+		d.ServerCounts = append(d.ServerCounts, statusCount{Status: s, Count: n})
+	}
+	sort.Slice(d.ServerCounts, func(a, b int) bool { return d.ServerCounts[a].Status < d.ServerCounts[b].Status })
+	d.Counted = true
+	d.CountedAgo = ago(rec.CountedAt)
+	return nil
 }

@@ -35,4 +35,12 @@
 // A host's drain is started, shown and cancelled through drain.Store,
 // the same calls /v1/hosts/{host}/drain makes; its record's prefix is
 // among those the event stream follows, so its progress is live.
+//
+// The overview never reads every server: its total is etcd's count of
+// the instance mappings (sent without them), its counts by status are
+// the leader's last count (etcdschema Keys.ServerCounts, written by the
+// server_counts duty every leader interval when they changed, a write
+// the live stream follows), shown with its age. Its hosts table still
+// reads the hosts prefix, where each host's agent reports its instances
+// (small keys, not the servers' records).
 package console

@@ -133,13 +133,15 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, cl *caller) {
 
 // shown says whether a key is one a page shows: hosts (services,
 // liveness, instances, builds), host mappings, providers (capacity),
-// build requests, cells' instances and retries, alternates, drains.
+// build requests, cells' instances and retries, alternates, drains, the
+// leader's server counts.
 func (c *Console) shown(key string) bool {
 	k := c.cfg.Keys
 	switch {
 	case strings.HasPrefix(key, k.HostsPrefix()), strings.HasPrefix(key, k.HostMappings()),
 		strings.HasPrefix(key, k.Providers()), strings.HasPrefix(key, k.BuildRequests()),
-		strings.HasPrefix(key, k.AlternatesPrefix()), strings.HasPrefix(key, k.HostDrains()):
+		strings.HasPrefix(key, k.AlternatesPrefix()), strings.HasPrefix(key, k.HostDrains()),
+		key == k.ServerCounts():
 		return true
 	case strings.HasPrefix(key, k.CellsPrefix()):
 		return !strings.Contains(key, "/leases/") && !strings.Contains(key, "/holders/")

@@ -85,12 +85,11 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, cl *caller) {
 		c.storeError(w, r, cl, err)
 		return
 	}
-	rows, counts, err := c.serverRows(ctx)
-	if err != nil {
+	d := overviewData{Cells: cells}
+	if err := c.serverCounts(ctx, &d); err != nil {
 		c.storeError(w, r, cl, err)
 		return
 	}
-	d := overviewData{Cells: cells, ServerCounts: counts, Servers: len(rows)}
 	for _, g := range cells {
 		d.Hosts += len(g.Hosts)
 		d.Up += g.Up
