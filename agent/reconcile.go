@@ -88,6 +88,12 @@ func (a *Agent) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent %s: list driver instances: %w", a.cfg.Host, err)
 	}
+	// Servers evacuated while this host was down first: their copies
+	// here go, and the checks below must not take them for lost.
+	evacuated, err := a.destroyEvacuated(ctx, running)
+	if err != nil {
+		return err
+	}
 	onHost, err := a.instancesOnHost(ctx)
 	if err != nil {
 		return err
@@ -104,6 +110,9 @@ func (a *Agent) reconcile(ctx context.Context) error {
 	}
 	runs := map[string]bool{}
 	for _, u := range running {
+		if evacuated[u] {
+			continue
+		}
 		runs[u] = true
 		if _, known := onHost[u]; known || casts[u] {
 			continue
@@ -116,7 +125,7 @@ func (a *Agent) reconcile(ctx context.Context) error {
 	resumer, resumes := a.driver.(GuestResumer)
 	var resumed, errored int
 	for u, hi := range onHost {
-		if runs[u] || casts[u] || hi.inst.Status != etcdschema.StatusActive || movingAway(&hi.inst) {
+		if runs[u] || casts[u] || evacuated[u] || hi.inst.Status != etcdschema.StatusActive || movingAway(&hi.inst) {
 			continue
 		}
 		reason := fmt.Sprintf("instance was not running on %s when its agent started", a.cfg.Host)

@@ -269,6 +269,9 @@ func (a *Agent) renewAlive(ctx context.Context, r *LeaseRenewer, lease clientv3.
 	if err != nil {
 		return lease, err
 	}
+	// The host read down without its lease: its servers may have been
+	// evacuated meanwhile, and their copies here must go.
+	go a.cleanEvacuated(ctx)
 	return id, nil
 }
 

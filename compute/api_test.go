@@ -286,6 +286,7 @@ func TestRoutePolicies(t *testing.T) {
 		"POST /servers/{id}/action revertResize":            {},
 		"POST /servers/{id}/action migrate":                 {},
 		"POST /servers/{id}/action os-migrateLive":          {},
+		"POST /servers/{id}/action evacuate":                {},
 		"GET /servers/{server_id}/migrations":               {},
 		"GET /servers/{server_id}/migrations/{id}":          {},
 		"DELETE /servers/{server_id}/migrations/{id}":       {},

@@ -174,6 +174,10 @@ var authMatrix = []authRow{
 	// os-migrateLive is ADMIN (migrate_live), checked as migrate.
 	row("POST", "/servers/"+serverOfA+"/action", `{"os-migrateLive": {"host": null, "block_migration": "auto"}}`,
 		[4]int{403, 404, 403, 202}, mv("2.25")),
+	// evacuate is ADMIN (os_compute_api:os-evacuate), checked once the
+	// server is loaded; compute-1 has no liveness lease here, so the
+	// admin's evacuation is accepted (200, as Nova answers it).
+	row("POST", "/servers/"+serverOfA+"/action", `{"evacuate": {}}`, [4]int{403, 404, 403, 200}, mv("2.14")),
 	row("GET", "/servers/"+serverOfA+"/migrations", "", [4]int{403, 404, 403, 200}, mv("2.23")),
 	// A migration not in progress: the admin's 404 in Nova's words.
 	row("GET", "/servers/"+serverOfA+"/migrations/1", "", [4]int{403, 404, 403, 404}, mv("2.23")),

@@ -22,6 +22,8 @@ var moveActionOf = map[string]string{
 	etcdschema.EventScheduleMove: "", "compute_prep_resize": "", "compute_resize_instance": "",
 	"compute_finish_resize": "", "compute_confirm_resize": "confirmResize",
 	"compute_revert_resize": "revertResize", "compute_finish_revert_resize": "revertResize",
+	// An evacuation's: conductor rebuild_server, compute_rebuild_instance.
+	etcdschema.EventEvacuateSchedule: "", etcdschema.EventEvacuateRebuild: "",
 }
 
 // moveActions are the actions of the server's migrations.
@@ -34,6 +36,8 @@ func moveActions(migs []servers.MigrationRecord) []instanceAction {
 			main.action = "resize"
 		case etcdschema.MigrationTypeLiveMigration:
 			main.action = "live-migration" // instance_actions.LIVE_MIGRATION
+		case etcdschema.MigrationTypeEvacuation:
+			main.action = "evacuate"
 		}
 		byName := map[string]*instanceAction{"": &main}
 		if m.ConfirmRequestID != "" && m.ConfirmedAt != nil {

@@ -176,6 +176,8 @@ func (a *API) routeTable() []route {
 			"migrate":       {schema: since(mvMigrateHost, nil, schemaMigrate2_56), handle: a.migrateServer},
 			// The live migration (server_live_migrate.go).
 			"os-migrateLive": {schema: migrateLiveSchema, handle: a.migrateLive},
+			// evacuate (server_evacuate.go), checked once loaded.
+			"evacuate": {schema: evacuateSchema, handle: a.evacuateServer},
 		}},
 		{method: "GET", path: "/servers/{server_id}/migrations", minMinor: mvMigrationType, handle: a.listServerMigrations},
 		{method: "GET", path: "/servers/{server_id}/migrations/{id}", minMinor: mvMigrationType, handle: a.showServerMigration},

@@ -87,7 +87,8 @@ type Migration struct {
 	// (allow_resize_to_same_host, resizes only).
 	AllowSameHost bool `json:"allow_same_host,omitempty"`
 	// ForceHost says RequestedHost skips the scheduler's filters (a
-	// live migration with force, 2.30 to 2.67: Berth's forced host),
+	// live migration with force, 2.30 to 2.67, or an evacuation's, 2.29
+	// to 2.67: Berth's forced host, as for a forced build),
 	// and BlockMigration is the live migration's block_migration as
 	// asked ("auto", "true" or "false"). Added without a version bump.
 	ForceHost      bool   `json:"force_host,omitempty"`

@@ -213,7 +213,9 @@ func (d *duties) rescheduleFromDown(ctx context.Context, f Fence, host string, b
 // The later steps need that host (its guest, or the source's); they
 // wait for it, and an operator sees the move in os-migrations.
 func (d *duties) moveFromDown(ctx context.Context, f Fence, host string, b *etcdschema.Build, castKey string, castSame, aliveGone clientv3.Cmp) error {
-	if b.Move == nil || b.Move.Step != etcdschema.MovePrep {
+	// An evacuation's rebuild is its destination's first step, as prep
+	// is a cold move's: retried on the next alternate too.
+	if b.Move == nil || (b.Move.Step != etcdschema.MovePrep && b.Move.Step != etcdschema.MoveEvacuateRebuild) {
 		d.Log.Warn("move cast waits for its down host", "instance", b.InstanceUUID, "host", host)
 		return nil
 	}

@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/placement"
+)
+
+// The source's side of an evacuation (Nova's _destroy_evacuated_instances
+// at init_host). While this host was down its servers may have been
+// evacuated: their migrations (type evacuation, source this host) are the
+// tombstones. An agent that comes back, at start (reconcile) or when its
+// liveness lease is granted again after it was lost, destroys the local
+// guest of every server evacuated from it whose evacuation is accepted,
+// pre-migrating or done, so no server runs twice, and removes this
+// host's instance info for it (the schedulers' view of this host). A
+// done evacuation also gets its source allocation freed, should the
+// destination have failed to, and ends completed, as Nova's does; one
+// still in flight is left to its destination, which settles it.
+
+// evacuatedFrom reads the evacuations from this host that may still
+// have a guest here, keyed by instance, with their revisions.
+func (a *Agent) evacuatedFrom(ctx context.Context) (map[string]*etcdschema.Migration, map[string]int64, error) {
+	resp, err := a.cli.Get(ctx, a.keys.Migrations(a.cfg.Cell), clientv3.WithPrefix())
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent %s: list migrations of cell %s: %w", a.cfg.Host, a.cfg.Cell, err)
+	}
+	migs, revs := map[string]*etcdschema.Migration{}, map[string]int64{}
+	for _, kv := range resp.Kvs {
+		var m etcdschema.Migration
+		if err := etcdschema.Decode(string(kv.Key), kv.Value, &m); err != nil {
+			a.log.Warn("evacuations: skipping unreadable migration", "key", string(kv.Key), "error", err)
+			continue
+		}
+		if m.MigrationType != etcdschema.MigrationTypeEvacuation || m.SourceHost != a.cfg.Host ||
+			!etcdschema.EvacuationHoldsSource(m.Status) {
+			continue
+		}
+		if prev, ok := migs[m.InstanceUUID]; ok && prev.CreatedAt.After(m.CreatedAt) {
+			continue // the newest evacuation of a server speaks for it
+		}
+		migs[m.InstanceUUID], revs[m.InstanceUUID] = &m, kv.ModRevision
+	}
+	return migs, revs, nil
+}
+
+// destroyEvacuated destroys the stale copies of the servers evacuated
+// from this host (running is what the driver runs) and returns their
+// uuids, which the rest of the reconcile leaves alone.
+func (a *Agent) destroyEvacuated(ctx context.Context, running []string) (map[string]bool, error) {
+	migs, revs, err := a.evacuatedFrom(ctx)
+	if err != nil || len(migs) == 0 {
+		return nil, err
+	}
+	gone := map[string]bool{}
+	for uuid, m := range migs {
+		log := a.log.With("instance", uuid, "migration", m.UUID, "status", m.Status)
+		if slices.Contains(running, uuid) {
+			log.Warn("destroying the local copy of a server evacuated from this host")
+			if err := a.driver.Destroy(context.WithoutCancel(ctx), uuid); err != nil {
+				return nil, fmt.Errorf("agent %s: destroy evacuated %s: %w", a.cfg.Host, uuid, err)
+			}
+		}
+		gone[uuid] = true
+		ops := []clientv3.Op{clientv3.OpDelete(a.keys.HostInstance(a.cfg.Host, uuid))}
+		if m.Status == etcdschema.MigrationDone {
+			// Normally freed by the destination already; idempotent.
+			if err := a.placement.DeleteAllocations(ctx, m.UUID); err != nil && !errors.Is(err, placement.ErrNotFound) {
+				return nil, fmt.Errorf("agent %s: free the source allocation of evacuated %s: %w", a.cfg.Host, uuid, err)
+			}
+			done := *m
+			done.Status, done.UpdatedAt = etcdschema.MigrationCompleted, time.Now().UTC()
+			mkey := a.keys.Migration(m.Cell, m.UUID)
+			ops = append(ops, clientv3.OpTxn(
+				[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(mkey), "=", revs[uuid])},
+				[]clientv3.Op{clientv3.OpPut(mkey, etcdschema.MustEncode(&done)),
+					clientv3.OpDelete(a.keys.MigrationMapping(m.UUID))}, nil))
+		}
+		if _, err := a.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			return nil, fmt.Errorf("agent %s: record evacuated %s cleaned up: %w", a.cfg.Host, uuid, err)
+		}
+		log.Info("evacuated server cleaned up on its old host")
+	}
+	return gone, nil
+}
+
+// cleanEvacuated is destroyEvacuated outside the start-up reconcile:
+// when the host's liveness lease was granted again after it was lost
+// (the host read down meanwhile and may have been evacuated).
+func (a *Agent) cleanEvacuated(ctx context.Context) {
+	running, err := a.driver.List(ctx)
+	if err == nil {
+		_, err = a.destroyEvacuated(ctx, running)
+	}
+	if err != nil && ctx.Err() == nil {
+		a.log.Error("could not clean up servers evacuated while this host was down", "error", err)
+	}
+}

@@ -1,0 +1,273 @@
+package conductor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/etcdschema/records"
+	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/workqueue"
+	"github.com/berth-project/berth/placement"
+	"github.com/berth-project/berth/scheduler"
+)
+
+// The conductors' part of an evacuation (Nova's conductor
+// rebuild_instance with recreate=True). The superconductor schedules it:
+// the source's allocation goes to the migration's consumer (kept, as
+// Nova keeps it, until the rebuild is done: the source host is down, not
+// gone), the scheduler claims a destination for the instance in its
+// cell, never the source (ignore_hosts), pinned to a requested host or,
+// when forced, to that host with the filters skipped; and one
+// transaction records the destination and its alternates on the
+// migration (pre-migrating) and casts the rebuild to the destination.
+// Unlike Nova 26 (return_alternates=False) the Selections keep their
+// alternates: a rebuild that fails is retried by the cell conductor on
+// the next one, claimed first, as a build is. With no host at all, or
+// none left, the source's allocation goes back to the instance, the
+// migration ends error (not scheduled) or failed (every rebuild failed)
+// with every reason, and the server is ERROR on its source.
+
+func init() {
+	registerMoveKind(etcdschema.MigrationTypeEvacuation, (*Superconductor).scheduleEvacuation)
+	registerMoveRetry(etcdschema.MigrationTypeEvacuation, (*CellConductor).retryEvacuation)
+}
+
+func (s *Superconductor) scheduleEvacuation(ctx context.Context, it workqueue.Item, req *etcdschema.MoveRequest) error {
+	log := s.log.With("instance", req.InstanceUUID, "migration", req.MigrationUUID, "request_id", req.RequestID)
+	mover, ok := s.cfg.Placement.(MoveAllocator)
+	if !ok {
+		return fmt.Errorf("evacuation of %s: placement cannot move allocations", req.InstanceUUID)
+	}
+	rd, err := s.readMove(ctx, req)
+	if err != nil {
+		return err
+	}
+	if rd.instGone || rd.inst.MigrationUUID != req.MigrationUUID || rd.mig.UUID == "" ||
+		rd.mig.Status != etcdschema.MigrationAccepted {
+		if rd.instGone {
+			s.freeMoveClaims(ctx, req.InstanceUUID, req.MigrationUUID)
+		}
+		log.Info("evacuation request no longer current, dropping it")
+		return s.finishMove(ctx, it, nil)
+	}
+	// The source's allocation to the migration; an instance claim left
+	// by an earlier holder that died after moving it is stale.
+	moved, err := mover.MoveAllocations(ctx, req.InstanceUUID, req.MigrationUUID)
+	if err != nil {
+		return err
+	}
+	if !moved {
+		if err := s.cfg.Placement.DeleteAllocations(ctx, req.InstanceUUID); err != nil && !errors.Is(err, placement.ErrNotFound) {
+			return fmt.Errorf("free stale evacuation claim of %s: %w", req.InstanceUUID, err)
+		}
+	}
+	mig := &rd.mig
+	spec := &scheduler.RequestSpec{InstanceUUIDs: []string{req.InstanceUUID}, Flavor: rd.inst.Flavor,
+		ProjectID: rd.inst.ProjectID, UserID: rd.inst.UserID, RequestID: mig.RequestID, MinRevision: it.ModRev,
+		RequestedDestination: &scheduler.Destination{Cell: rd.inst.Cell}, IgnoreHosts: []string{mig.SourceHost}}
+	switch {
+	case mig.RequestedHost != "" && mig.ForceHost:
+		// Nova's forced evacuate bypasses the scheduler; Berth asks it
+		// with the host forced, so the filters are skipped as for a
+		// forced build and placement still checks the room.
+		spec.ForceHosts = []string{mig.RequestedHost}
+	case mig.RequestedHost != "":
+		spec.RequestedDestination.Host = mig.RequestedHost
+	}
+	if g := rd.inst.Group; g != "" {
+		if ok, err := s.groupExists(ctx, g); err != nil {
+			return err
+		} else if ok {
+			spec.Hints.Group = g
+		}
+	}
+	sels, err := s.selectDestinations(ctx, spec)
+	var nvh *scheduler.NoValidHostError
+	if errors.As(err, &nvh) {
+		log.Info("no valid host for the evacuation", "reason", nvh.Error())
+		return s.failEvacuation(ctx, it, rd, nvh.Error())
+	}
+	if err != nil {
+		return fmt.Errorf("select destinations for the evacuation of %s: %w", req.InstanceUUID, err)
+	}
+	return s.handOffEvacuation(ctx, it, rd, sels[0])
+}
+
+// handOffEvacuation records the claimed destination and its alternates
+// and casts the rebuild there.
+func (s *Superconductor) handOffEvacuation(ctx context.Context, it workqueue.Item, rd *moveRead, sels []etcdschema.Selection) error {
+	chosen := sels[0]
+	now := time.Now().UTC()
+	mig := rd.mig
+	mig.Status = etcdschema.MigrationPreMigrating
+	mig.DestHost, mig.DestNode = chosen.ServiceHost, chosen.Nodename
+	if mig.DestNode == "" {
+		mig.DestNode = chosen.ServiceHost
+	}
+	mig.MaxAttempts = s.cfg.MaxAttempts
+	if mig.RequestedHost == "" {
+		mig.Remaining = sels[1:]
+	}
+	mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: chosen.ServiceHost, At: now})
+	mig.Done(etcdschema.EventEvacuateSchedule, "", mig.CreatedAt, now, nil)
+	mig.UpdatedAt = now
+	cast := records.MoveCast(&rd.inst, &mig, etcdschema.MoveEvacuateRebuild, mig.RequestID, now)
+	ok, err := s.commitMove(ctx, it, rd, []clientv3.Op{
+		clientv3.OpPut(s.cfg.Keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),
+		clientv3.OpPut(s.cfg.Keys.Build(chosen.ServiceHost, mig.InstanceUUID), etcdschema.MustEncode(cast)),
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("evacuation of %s: instance or migration changed during the hand-off", mig.InstanceUUID)
+	}
+	s.log.Info("evacuation handed off", "instance", mig.InstanceUUID, "migration", mig.UUID, "source", mig.SourceHost,
+		"destination", chosen.ServiceHost, "alternates", len(mig.Remaining), "forced", mig.ForceHost)
+	return nil
+}
+
+// failEvacuation ends an evacuation no host could take: the source's
+// allocation back to the instance, the migration in error, the server
+// ERROR on its source (Nova's rebuild_instance on NoValidHost).
+func (s *Superconductor) failEvacuation(ctx context.Context, it workqueue.Item, rd *moveRead, reason string) error {
+	if _, err := s.cfg.Placement.(MoveAllocator).MoveAllocations(ctx, rd.mig.UUID, rd.inst.UUID); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	mig := rd.mig
+	mig.Done(etcdschema.EventEvacuateSchedule, "", mig.CreatedAt, now, errors.New(reason))
+	ok, err := s.commitMove(ctx, it, rd, records.FailedEvacuation(s.cfg.Keys, rd.inst, mig, etcdschema.MigrationError, reason, now))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("evacuation of %s: instance or migration changed while ending it in error", rd.inst.UUID)
+	}
+	return nil
+}
+
+// retryEvacuation works a failed rebuild's retry: the next alternate,
+// claimed first, gets the rebuild; with none left the evacuation fails.
+func (c *CellConductor) retryEvacuation(ctx context.Context, it workqueue.Item, retry *etcdschema.Retry) error {
+	k := c.cfg.Keys
+	uuid, migUUID := retry.InstanceUUID, retry.Build.Move.MigrationUUID
+	log := c.log.With("instance", uuid, "migration", migUUID)
+	ikey, mkey := k.CellInstance(c.cfg.Cell, uuid), k.Migration(c.cfg.Cell, migUUID)
+	resp, err := c.cfg.Client.Txn(ctx).Then(clientv3.OpGet(ikey), clientv3.OpGet(mkey)).Commit()
+	if err != nil {
+		return fmt.Errorf("read evacuation of %s: %w", uuid, err)
+	}
+	ikv, mkv := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
+	var inst etcdschema.Instance
+	var mig etcdschema.Migration
+	if len(ikv) == 1 {
+		if err := etcdschema.Decode(ikey, ikv[0].Value, &inst); err != nil {
+			return err
+		}
+	}
+	if len(mkv) == 1 {
+		if err := etcdschema.Decode(mkey, mkv[0].Value, &mig); err != nil {
+			return err
+		}
+	}
+	if len(ikv) == 0 || len(mkv) == 0 || inst.MigrationUUID != migUUID || mig.Status != etcdschema.MigrationPreMigrating {
+		log.Info("evacuation retry no longer current (server deleted or evacuation settled), dropping it")
+		return c.finish(ctx, it, nil)
+	}
+	instRev, migRev := ikv[0].ModRevision, mkv[0].ModRevision
+	// The agent freed its claim before filing the retry: a claim the
+	// instance holds now is a dead conductor's, and we hold the retry.
+	if err := c.cfg.Placement.DeleteAllocations(ctx, uuid); err != nil && !errors.Is(err, placement.ErrNotFound) {
+		return fmt.Errorf("free stale claim of %s: %w", uuid, err)
+	}
+	mig.Done(etcdschema.EventEvacuateRebuild, retry.FailedHost, retry.Build.CastAt, retry.FiledAt, errors.New(retry.Reason))
+	if n := len(mig.Attempts); n > 0 && mig.Attempts[n-1].Host == retry.FailedHost && mig.Attempts[n-1].Reason == "" {
+		mig.Attempts[n-1].Reason = retry.Reason
+	} else {
+		mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: retry.FailedHost, Reason: retry.Reason, At: retry.FiledAt})
+	}
+	commit := func(ops []clientv3.Op) (bool, error) {
+		held, err := c.queue.StillHeld(ctx, it)
+		if err != nil {
+			return false, err
+		}
+		resp, err := c.cfg.Client.Txn(ctx).If(held,
+			clientv3.Compare(clientv3.ModRevision(ikey), "=", instRev),
+			clientv3.Compare(clientv3.ModRevision(mkey), "=", migRev),
+		).Then(append(ops, workqueue.FinishOps(it)...)...).Commit()
+		if err != nil {
+			return false, fmt.Errorf("evacuation retry %s: commit: %w", uuid, err)
+		}
+		return resp.Succeeded, nil
+	}
+	sel, rest, claimed, err := c.claimAlternate(ctx, log, uuid, inst.Group, inst.ProjectID, inst.UserID,
+		mig.Remaining, len(mig.Attempts), mig.MaxAttempts)
+	mig.Remaining = rest
+	if err != nil {
+		return fmt.Errorf("the evacuation of %s: %w", uuid, err)
+	}
+	if claimed {
+		now := time.Now().UTC()
+		mig.DestHost, mig.DestNode, mig.UpdatedAt = sel.ServiceHost, sel.Nodename, now
+		if mig.DestNode == "" {
+			mig.DestNode = sel.ServiceHost
+		}
+		mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: sel.ServiceHost, At: now})
+		cast := records.MoveCast(&inst, &mig, etcdschema.MoveEvacuateRebuild, mig.RequestID, now)
+		ok, err := commit([]clientv3.Op{
+			clientv3.OpPut(mkey, etcdschema.MustEncode(&mig)),
+			clientv3.OpPut(k.Build(sel.ServiceHost, uuid), etcdschema.MustEncode(cast)),
+		})
+		if err != nil {
+			return err // applied or not, the next holder frees a stale claim
+		}
+		if !ok {
+			if derr := c.cfg.Placement.DeleteAllocations(context.WithoutCancel(ctx), uuid); derr != nil &&
+				!errors.Is(derr, placement.ErrNotFound) {
+				log.Error("could not free claim after a failed evacuation retry hand-off", "error", derr)
+			}
+			return fmt.Errorf("evacuation retry %s: instance or migration changed during the hand-off", uuid)
+		}
+		c.cfg.Metrics.Reschedule(metrics.RescheduleCast)
+		log.Info("evacuation rescheduled on alternate", "host", sel.ServiceHost, "attempt", len(mig.Attempts),
+			"failed_host", retry.FailedHost, "reason", retry.Reason)
+		return nil
+	}
+
+	// Nothing left: the source's allocation back to the instance, then
+	// the migration failed and the server ERROR with every reason.
+	mover, ok := c.cfg.Placement.(MoveAllocator)
+	if !ok {
+		return fmt.Errorf("evacuation retry %s: placement cannot move allocations", uuid)
+	}
+	if _, err := mover.MoveAllocations(ctx, migUUID, uuid); err != nil {
+		return err
+	}
+	var reasons []string
+	for _, a := range mig.Attempts {
+		reasons = append(reasons, fmt.Sprintf("%s: %s", a.Host, a.Reason))
+	}
+	reason := fmt.Sprintf("Exceeded maximum number of retries. Exhausted all hosts available for retrying evacuation failures for instance %s. Attempts: %s",
+		uuid, strings.Join(reasons, "; "))
+	ops := records.FailedEvacuation(k, inst, mig, etcdschema.MigrationFailed, reason, time.Now().UTC())
+	if inst.Group != "" {
+		ops = append(ops, records.GroupMemberOn(k, inst.Group, uuid, mig.SourceHost))
+	}
+	ok, err = commit(ops)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("evacuation retry %s: instance or migration changed while ending it", uuid)
+	}
+	c.cfg.Metrics.Reschedule(metrics.RescheduleExhausted)
+	log.Warn("evacuation failed on every host; server ERROR on its source", "attempts", len(mig.Attempts), "reasons", reasons)
+	return nil
+}
