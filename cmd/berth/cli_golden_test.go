@@ -267,6 +267,15 @@ func TestCLIOutputGoldens(t *testing.T) {
 		goldenOf(t, f, []string{"server", "resize", "revert"}, append([]string{"mover"}, wait...)...)
 	}
 	g([]string{"migration", "list"})
+	// Evacuate, one round per format: mover's host forced down, the
+	// server rebuilt on cell1's other host, the host back up; the rounds
+	// alternate its host, so it ends where it started.
+	for _, f := range output.Formats {
+		from := strings.TrimSpace(mustBerth(t, "server", "show", "mover", "-o", "value", "-c", "host"))
+		mustBerth(t, "service", "force-down", from)
+		goldenOf(t, f, []string{"server", "evacuate"}, append([]string{"mover"}, wait...)...)
+		mustBerth(t, "service", "force-down", from, "--unset")
+	}
 
 	// Aggregates.
 	goldenFormats(t, []string{"aggregate", "create"}, []string{"east", "--az", "az-east"}, nil, run("aggregate", "delete", "east"))

@@ -72,3 +72,30 @@ func TestServerResizeAndMigrate(t *testing.T) {
 		}
 	}
 }
+
+// TestServerEvacuate: `server evacuate` is refused while the servers'
+// host is up (exit 1 with Nova's words, every server tried), then, with
+// the host forced down, rebuilds every server named on the cell's other
+// host, and `migration list --type evacuation` shows them done.
+func TestServerEvacuate(t *testing.T) {
+	startCLIStack(t, configs.AuthNoAuth)
+	for _, name := range []string{"e1", "e2"} {
+		mustBerth(t, "server", "create", "--flavor", "m1.tiny", "--name", name, "--host", "compute-1", "--wait")
+	}
+	code, out, errs := berth("server", "evacuate", "e1", "e2")
+	if code != exitFailure || strings.Count(errs, "Compute service of compute-1 is still in use.") != 2 || out != "" {
+		t.Fatalf("evacuate from an up host: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	mustBerth(t, "service", "force-down", "compute-1")
+	out = mustBerth(t, "server", "evacuate", "e1", "e2", "--wait", "--interval", "100ms", "-o", "value", "-c", "name", "-c", "status", "-c", "host")
+	if out != "e1 ACTIVE compute-3\ne2 ACTIVE compute-3\n" {
+		t.Errorf("evacuate --wait printed %q, want both ACTIVE on compute-3 (cell1's other host)", out)
+	}
+	out = mustBerth(t, "migration", "list", "--type", "evacuation", "-o", "value", "-c", "status", "-c", "source_host", "-c", "dest_host")
+	if out != "done compute-1 compute-3\ndone compute-1 compute-3\n" {
+		t.Errorf("migration list --type evacuation: %q", out)
+	}
+	if code, _, errs := berth("server", "evacuate", "nope"); code != exitNotFound || !strings.Contains(errs, "nope") {
+		t.Errorf("evacuate nope: exit %d, stderr %q", code, errs)
+	}
+}

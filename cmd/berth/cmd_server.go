@@ -81,9 +81,10 @@ func timeOrNil(t time.Time) any {
 }
 
 func (a *apiCmd) serverCmd() *cobra.Command {
-	c := a.noun("server", "servers: create, list, show, delete, resize, migrate")
+	c := a.noun("server", "servers: create, list, show, delete, resize, migrate, evacuate")
 	c.AddCommand(a.serverCreate(), a.serverList(), a.serverShow(), a.serverDelete())
 	c.AddCommand(a.serverMoveCmds()...)
+	c.AddCommand(a.serverEvacuate())
 	names := a.completeNames(func(ctx context.Context, cl *cloud) ([]string, error) {
 		list, err := listServers(ctx, cl.compute, nil)
 		out := make([]string, len(list))
@@ -93,7 +94,8 @@ func (a *apiCmd) serverCmd() *cobra.Command {
 		return out, err
 	})
 	for _, sub := range c.Commands() {
-		if sub.Name() == "show" || sub.Name() == "delete" || sub.Name() == "resize" || sub.Name() == "migrate" {
+		if sub.Name() == "show" || sub.Name() == "delete" || sub.Name() == "resize" || sub.Name() == "migrate" ||
+			sub.Name() == "evacuate" {
 			sub.ValidArgsFunction = names
 		}
 	}
