@@ -16,10 +16,14 @@ import (
 // recreate=True): spawn the server's guest here from its image and
 // flavor, then, in one transaction guarded by the cast, the instance and
 // the migration, make the server ACTIVE on this host, the migration
-// done, this host's instance info hold it and the source's not (the
-// source is down and cannot follow; seed isolate-scheduler-db). The
-// source's allocation (the migration's consumer) goes once that is
-// recorded. A failed spawn frees this host's claim and files a retry the
+// done and this host's instance info hold it (seed isolate-scheduler-db).
+// The source's instance info is the source's to drop (an agent writes
+// only its own host's keys): it does when it comes back and destroys
+// its copy, which until then may still run there; the schedulers do not
+// place on a down host meanwhile. The source's allocation (the
+// migration's consumer) goes once the evacuation is recorded done: the
+// same transaction asks the cell conductor to free it, which ends the
+// migration's mapping. A failed spawn frees this host's claim and files a retry the
 // cell conductor works on the next alternate (conductor/evacuate.go); a
 // failure no other host can help ends the evacuation failed with the
 // server ERROR on its source. The source's stale copy is destroyed when
@@ -42,13 +46,18 @@ func (a *Agent) evacuateRebuild(ctx context.Context, ev informer.Event, b *etcds
 		inst.Host, inst.Node = a.cfg.Host, mig.DestNode
 		inst.Status, inst.TaskState, inst.MigrationUUID, inst.Fault, inst.UpdatedAt =
 			etcdschema.StatusActive, "", "", nil, now
+		// The source's part of the allocation goes with the evacuation
+		// done: the cell conductor frees it (the source's provider is
+		// not this agent's to write).
+		free := *b
+		free.Move = &etcdschema.MoveStep{MigrationUUID: mig.UUID, Step: etcdschema.MoveEvacuateFreeSource,
+			Kind: etcdschema.MigrationTypeEvacuation}
+		freeSource := &etcdschema.Retry{InstanceUUID: b.InstanceUUID, Cell: b.Cell, FailedHost: mig.SourceHost,
+			Reason: "evacuated", Build: free, FiledAt: now}
 		ops := append(a.instanceInfoOp(b.InstanceUUID, inst.Flavor, now),
 			clientv3.OpPut(a.keys.CellInstance(inst.Cell, inst.UUID), etcdschema.MustEncode(&inst)),
 			clientv3.OpPut(a.keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),
-			clientv3.OpDelete(a.keys.MigrationMapping(mig.UUID)))
-		if mig.SourceHost != a.cfg.Host {
-			ops = append(ops, clientv3.OpDelete(a.keys.HostInstance(mig.SourceHost, b.InstanceUUID)))
-		}
+			clientv3.OpPut(a.keys.Retry(b.Cell, b.InstanceUUID), etcdschema.MustEncode(freeSource)))
 		ok, err := a.commitMove(ctx, ev, rd, ops, nil, "")
 		if err != nil {
 			return err
@@ -56,12 +65,6 @@ func (a *Agent) evacuateRebuild(ctx context.Context, ev informer.Event, b *etcds
 		if !ok {
 			// Deleted meanwhile: the guest started here is nobody's.
 			return a.dropGuest(ctx, b.InstanceUUID)
-		}
-		// The source's part of the allocation goes with the evacuation
-		// done. Its mapping went above, so a free that fails here is an
-		// orphan the leader's sweep frees.
-		if err := a.freeClaim(ctx, mig.UUID); err != nil {
-			log.Warn("evacuation done; could not free the source's allocation (the orphan sweep will)", "error", err)
 		}
 		log.Info("server evacuated", "source", mig.SourceHost)
 		return nil

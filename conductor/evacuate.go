@@ -177,6 +177,9 @@ func (c *CellConductor) retryEvacuation(ctx context.Context, it workqueue.Item, 
 			return err
 		}
 	}
+	if retry.Build.Move.Step == etcdschema.MoveEvacuateFreeSource {
+		return c.freeEvacuatedSource(ctx, it, &mig, len(mkv) == 1)
+	}
 	if len(ikv) == 0 || len(mkv) == 0 || inst.MigrationUUID != migUUID || mig.Status != etcdschema.MigrationPreMigrating {
 		log.Info("evacuation retry no longer current (server deleted or evacuation settled), dropping it")
 		return c.finish(ctx, it, nil)
@@ -270,4 +273,23 @@ func (c *CellConductor) retryEvacuation(ctx context.Context, it workqueue.Item, 
 	c.cfg.Metrics.Reschedule(metrics.RescheduleExhausted)
 	log.Warn("evacuation failed on every host; server ERROR on its source", "attempts", len(mig.Attempts), "reasons", reasons)
 	return nil
+}
+
+// freeEvacuatedSource frees a done evacuation's source allocation (the
+// migration's consumer) and ends its mapping, which kept the leader's
+// orphan sweep off that consumer while the evacuation ran. A migration
+// still in flight is not done (a stale request): left alone.
+func (c *CellConductor) freeEvacuatedSource(ctx context.Context, it workqueue.Item, mig *etcdschema.Migration, found bool) error {
+	if found && mig.Status != etcdschema.MigrationDone && mig.Status != etcdschema.MigrationCompleted {
+		c.log.Warn("source free asked for an evacuation not done, dropping it", "migration", mig.UUID, "status", mig.Status)
+		return c.finish(ctx, it, nil)
+	}
+	if found {
+		if err := c.cfg.Placement.DeleteAllocations(ctx, mig.UUID); err != nil && !errors.Is(err, placement.ErrNotFound) {
+			return fmt.Errorf("free the source allocation of evacuation %s: %w", mig.UUID, err)
+		}
+		c.log.Info("evacuation done: source allocation freed", "instance", mig.InstanceUUID, "migration", mig.UUID,
+			"source", mig.SourceHost)
+	}
+	return c.finish(ctx, it, []clientv3.Op{clientv3.OpDelete(c.cfg.Keys.MigrationMapping(mig.UUID))})
 }

@@ -26,6 +26,13 @@ const (
 // an alternate by the cell conductor.
 const MoveEvacuateRebuild = "evacuate_rebuild"
 
+// MoveEvacuateFreeSource (cell conductor) frees a done evacuation's
+// source allocation (its migration's consumer). The destination's agent
+// files it in the retry queue with the evacuation done, since an agent
+// may write only its own host's provider and the conductor writes every
+// provider of its cell.
+const MoveEvacuateFreeSource = "evacuate_free_source"
+
 // The instance action events of an evacuation (Nova's EventReporter
 // names): the conductor's scheduling and the destination's rebuild.
 const (

@@ -23,15 +23,17 @@
 //   - berth-conductor-<cell> writes its cell (the cell record and
 //     everything under /cells/<cell>/), the builds and the providers of
 //     the cell's hosts (a retry's cast and claim), and, because their keys
-//     are named by instance or group uuid rather than by cell,
-//     Placement's consumers, alternates and server groups;
+//     are named by instance, group or migration uuid rather than by
+//     cell, Placement's consumers, alternates, server groups and
+//     migration mappings;
 //   - berth-agent-<host> writes its host's keys (/hosts/<host>/, its host
 //     mapping, its provider and provider name), its cell's instances,
-//     retries and migrations, and, named by instance uuid, Placement's
-//     consumers (a deleted instance's allocations), alternates, instance
-//     and migration mappings and server groups; for a cold move, whose
-//     steps go back and forth between two hosts of one cell, also the
-//     builds, instance info and provider of its cell's other hosts;
+//     retries and migrations, and, named by instance or migration uuid,
+//     Placement's consumers (a deleted instance's allocations),
+//     alternates, instance and migration mappings and server groups; for
+//     a move, whose steps go back and forth between two hosts of one
+//     cell, also the builds, instance info and provider of its cell's
+//     other hosts;
 //   - berth-member (etcd-only machines) only reads: its /readyz.
 //
 // Where the layout does not allow a narrower grant, it says so above:

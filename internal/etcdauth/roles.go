@@ -76,7 +76,8 @@ func Conductor(k etcdschema.Keys, cell string, hosts []Host) Role {
 		readWritePrefix(k.Consumers()),
 		readWritePrefix(k.AlternatesPrefix()),
 		readWritePrefix(k.ServerGroups()),
-		// A move that ends in error drops its migration's mapping.
+		// A move that ends here (no alternate left, an evacuation's
+		// source freed) ends its migration's mapping.
 		readWritePrefix(k.MigrationMappings()),
 	)
 	for _, h := range hosts {
