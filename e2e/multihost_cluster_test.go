@@ -84,11 +84,18 @@ var mhVars = map[string]string{
 // cell2); compute-1..6 run an agent, three per cell.
 func newMHCluster(t *testing.T) *mhCluster {
 	t.Helper()
+	return newMHClusterVars(t, mhVars)
+}
+
+// newMHClusterVars is newMHCluster with the templates' variables vars
+// (mhVars with a change: the process driver, say).
+func newMHClusterVars(t *testing.T, vars map[string]string) *mhCluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e: starts real processes")
 	}
 	c := &mhCluster{t: t, net: newHostNet(t), dir: t.TempDir(), keys: etcdschema.New("/berth"),
-		vars: mhVars, hosts: map[string]*netHost{}, etcd: map[string]*hostProc{},
+		vars: vars, hosts: map[string]*netHost{}, etcd: map[string]*hostProc{},
 		servers: map[string]*hostProc{}, conductors: map[string]*hostProc{},
 		agents: map[string]*hostProc{}, agentCell: map[string]string{}, requested: map[string]string{}}
 	if c.net.netns {
