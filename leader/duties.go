@@ -237,15 +237,25 @@ func (d *duties) moveFromDown(ctx context.Context, f Fence, host string, b *etcd
 // free the claim, then delete every record and the cast in one fenced
 // transaction (the agent's destroy minus the driver).
 func (d *duties) localDelete(ctx context.Context, f Fence, host string, b *etcdschema.Build, castKey string, castSame, aliveGone clientv3.Cmp) error {
-	err := d.Placement.DeleteAllocationsGuarded(ctx, b.InstanceUUID, f.Cmp(), castSame, aliveGone)
-	switch {
-	case errors.Is(err, placement.ErrGuardFailed):
-		return d.notLeaderOr(ctx, f)
-	case err != nil && !errors.Is(err, placement.ErrNotFound):
-		return fmt.Errorf("free allocations of %s: %w", b.InstanceUUID, err)
+	consumers := []string{b.InstanceUUID}
+	ops := append(records.DeleteInstance(d.Keys, b.Cell, host, b.InstanceUUID, b.ProjectID), clientv3.OpDelete(castKey))
+	if b.Move != nil && b.Move.MigrationUUID != "" {
+		// A move in flight (an evacuation from this down host, say): its
+		// migration's consumer holds the source's allocation, and its
+		// mapping kept the orphan sweep off it.
+		consumers = append(consumers, b.Move.MigrationUUID)
+		ops = append(ops, clientv3.OpDelete(d.Keys.MigrationMapping(b.Move.MigrationUUID)))
 	}
-	ok, err := f.Txn(ctx, d.Client, []clientv3.Cmp{castSame, aliveGone},
-		append(records.DeleteInstance(d.Keys, b.Cell, host, b.InstanceUUID, b.ProjectID), clientv3.OpDelete(castKey))...)
+	for _, consumer := range consumers {
+		err := d.Placement.DeleteAllocationsGuarded(ctx, consumer, f.Cmp(), castSame, aliveGone)
+		switch {
+		case errors.Is(err, placement.ErrGuardFailed):
+			return d.notLeaderOr(ctx, f)
+		case err != nil && !errors.Is(err, placement.ErrNotFound):
+			return fmt.Errorf("free allocations of %s: %w", consumer, err)
+		}
+	}
+	ok, err := f.Txn(ctx, d.Client, []clientv3.Cmp{castSame, aliveGone}, ops...)
 	if err != nil {
 		return fmt.Errorf("delete %s on down host %s: %w", b.InstanceUUID, host, err)
 	}

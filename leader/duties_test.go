@@ -64,6 +64,23 @@ func TestDutyDownHostReschedulesAndDeletesLocally(t *testing.T) {
 		c.put(k.Build("a", m.uuid), &etcdschema.Build{Op: etcdschema.OpMove, InstanceUUID: m.uuid, Cell: "cell1",
 			Move: &etcdschema.MoveStep{MigrationUUID: "mig-" + m.uuid, Step: m.step}})
 	}
+	// An evacuation whose destination is a, before its rebuild: retried
+	// on an alternate as a prep is.
+	c.put(k.CellInstance("cell1", "i-evac"), &etcdschema.Instance{UUID: "i-evac", Status: etcdschema.StatusActive, Host: "src",
+		Cell: "cell1", TaskState: etcdschema.TaskRebuilding, MigrationUUID: "mig-i-evac"})
+	c.put(k.Build("a", "i-evac"), &etcdschema.Build{Op: etcdschema.OpMove, InstanceUUID: "i-evac", Cell: "cell1",
+		Move: &etcdschema.MoveStep{MigrationUUID: "mig-i-evac", Step: etcdschema.MoveEvacuateRebuild, Kind: etcdschema.MigrationTypeEvacuation}})
+	// A server being evacuated from a, deleted meanwhile: its delete
+	// cast waits on a, and the local delete frees the migration's
+	// consumer (a's allocation) with the instance's.
+	c.claim("i-delmove", "a")
+	c.claim("mig-i-delmove", "a")
+	c.put(k.CellInstance("cell1", "i-delmove"), &etcdschema.Instance{UUID: "i-delmove", Status: etcdschema.StatusActive, Host: "a",
+		Cell: "cell1", TaskState: etcdschema.TaskDeleting, MigrationUUID: "mig-i-delmove"})
+	c.put(k.InstanceMapping("i-delmove"), &etcdschema.InstanceMapping{InstanceUUID: "i-delmove", Cell: "cell1"})
+	c.put(k.MigrationMapping("mig-i-delmove"), &etcdschema.InstanceMapping{InstanceUUID: "i-delmove", Cell: "cell1"})
+	c.put(k.Build("a", "i-delmove"), &etcdschema.Build{Op: etcdschema.OpDelete, InstanceUUID: "i-delmove", Cell: "cell1",
+		Move: &etcdschema.MoveStep{MigrationUUID: "mig-i-delmove"}})
 	if _, err := c.cli.Delete(c.ctx, k.Alive("a")); err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +123,17 @@ func TestDutyDownHostReschedulesAndDeletesLocally(t *testing.T) {
 	}
 	if !c.exists(k.Build("a", "i-finish")) || c.exists(k.Retry("cell1", "i-finish")) {
 		t.Fatal("a move's later step on the down host did not wait for it")
+	}
+	if !c.exists(k.Retry("cell1", "i-evac")) || c.exists(k.Build("a", "i-evac")) {
+		t.Fatal("an evacuation's rebuild on the down host was not filed for retry")
+	}
+	for _, consumer := range []string{"i-delmove", "mig-i-delmove"} {
+		if _, err := c.place.GetAllocations(c.ctx, consumer); !errors.Is(err, placement.ErrNotFound) {
+			t.Errorf("%s still holds allocations after the local delete: %v", consumer, err)
+		}
+	}
+	if c.exists(k.CellInstance("cell1", "i-delmove")) || c.exists(k.MigrationMapping("mig-i-delmove")) {
+		t.Error("a moving server deleted on its down host left its record or its migration's mapping")
 	}
 	if c.exists(k.CellInstance("cell1", "i-del")) || c.exists(k.InstanceMapping("i-del")) {
 		t.Fatal("instance on the down host was not deleted locally")

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/testwait"
 )
@@ -280,4 +281,49 @@ func TestEvacuateNoValidHost(t *testing.T) {
 	r.checkUsages("the source's allocation back on the instance", []string{"compute-1", "compute-2"},
 		map[string]usage{"compute-1": flavorUsage(tiny)},
 		map[string]map[string]usage{id: {"compute-1": flavorUsage(tiny)}, mig.UUID: nil})
+
+	// An ERROR server is evacuable too: forced (2.29) to compute-2,
+	// enabled again. (A forced host skips the filters but not
+	// Placement's, which leaves a disabled host out as it does for a
+	// forced build: Nova's forced evacuate claims without the scheduler.)
+	if code, out = r.nova("PUT", "/os-services/"+sid, map[string]any{"status": "enabled"}); code != http.StatusOK {
+		t.Fatalf("enable compute-2: %d %v", code, out)
+	}
+	code, body := r.novaAt("admin:admin", "2.29", "POST", "/servers/"+id+"/action",
+		map[string]any{"evacuate": map[string]any{"host": "compute-2", "force": "true"}})
+	if code != http.StatusOK {
+		t.Fatalf("forced evacuate: %d %s", code, body)
+	}
+	srv = r.waitStatus(id, "ACTIVE")
+	if forced := r.evacuation(id, etcdschema.MigrationDone); hostOf(srv) != "compute-2" || !forced.ForceHost {
+		t.Errorf("forced evacuation: on %v, migration %+v", hostOf(srv), forced)
+	}
+	r.checkUsages("only the forced destination", []string{"compute-1", "compute-2"},
+		map[string]usage{"compute-2": flavorUsage(tiny)}, map[string]map[string]usage{id: {"compute-2": flavorUsage(tiny)}})
+}
+
+// TestEvacuateHoldsBothWhileRebuilding: while the destination rebuilds
+// (the fake driver's builds take a while), Placement counts the server
+// on both hosts: the source under the migration's consumer, the
+// destination under the instance; once done, only the destination.
+func TestEvacuateHoldsBothWhileRebuilding(t *testing.T) {
+	r := newMoveRigWith(t, 2, nil, func(cfg *configs.Config) { cfg.Agent.Fake.BuildTime = 2 * time.Second })
+	hosts := []string{"compute-1", "compute-2"}
+	id := r.boot("evac", "m1.tiny", "compute-1")
+	r.forceDown("compute-1", true)
+	r.action(id, map[string]any{"evacuate": map[string]any{"host": "compute-2"}}, http.StatusOK)
+	var mig etcdschema.Migration
+	testwait.Poll(t, 30*time.Second, "the rebuild cast to compute-2", func() (bool, string) {
+		mig = r.migration(id)
+		return mig.Status == etcdschema.MigrationPreMigrating, mig.Status
+	})
+	r.checkUsages("source and destination both held", hosts,
+		map[string]usage{"compute-1": flavorUsage(tiny), "compute-2": flavorUsage(tiny)},
+		map[string]map[string]usage{id: {"compute-2": flavorUsage(tiny)}, mig.UUID: {"compute-1": flavorUsage(tiny)}})
+	if srv := r.server(id); srv["status"] != "REBUILD" || srv["OS-EXT-STS:task_state"] != "rebuilding" {
+		t.Errorf("while rebuilding: %v/%v, want REBUILD/rebuilding", srv["status"], srv["OS-EXT-STS:task_state"])
+	}
+	r.waitStatus(id, "ACTIVE")
+	r.checkUsages("only the destination", hosts, map[string]usage{"compute-2": flavorUsage(tiny)},
+		map[string]map[string]usage{id: {"compute-2": flavorUsage(tiny)}, mig.UUID: nil})
 }
