@@ -42,7 +42,10 @@
 //     revertResize, migrate; package servers' move.go), os-migrations
 //     and a server's migrations (migrations.go), and their instance
 //     actions with Nova's events (instance_actions_moves.go), derived
-//     from the Migration records.
+//     from the Migration records;
+//   - evacuate (server_evacuate.go; package servers' evacuate.go),
+//     refused while the server's host is up, its instance action
+//     "evacuate" with rebuild_server and compute_rebuild_instance.
 //
 // Every route is also served below a project id (/v2.1/<project>/...,
 // Nova's ProjectMapper; the id must be the token's project). Not

@@ -9,7 +9,11 @@
 // allocation to its migration's consumer, is scheduled with the new
 // flavor in the instance's cell and cast to the destination; a failed
 // destination is retried by the cell conductor on the migration's stored
-// alternates (cell_moves.go), as a build is. Both are clients of
+// alternates (cell_moves.go), as a build is. An evacuation (evacuate.go)
+// is a MoveRequest of its own kind: scheduled ignoring the down source,
+// its rebuild retried on the alternates by the cell conductor, which
+// also frees the source's allocation once the rebuild is done. Both are
+// clients of
 // internal/workqueue, a
 // leased work queue, so a process killed between any two steps leaves
 // work another finishes.
