@@ -268,6 +268,9 @@ func TestEvacuateNoValidHost(t *testing.T) {
 	id := r.boot("evac", "m1.tiny", "compute-1")
 	r.forceDown("compute-1", true)
 	code, out := r.nova("GET", "/os-services?binary=nova-compute&host=compute-2", nil)
+	if code != http.StatusOK {
+		t.Fatalf("find compute-2's service: %d %v", code, out)
+	}
 	sid := out["services"].([]any)[0].(map[string]any)["id"].(string)
 	if code, out = r.nova("PUT", "/os-services/"+sid, map[string]any{"status": "disabled"}); code != http.StatusOK {
 		t.Fatalf("disable compute-2: %d %v", code, out)
