@@ -327,6 +327,12 @@ func (k Keys) MigrationMapping(uuid string) string { return k.join("migration_ma
 // MigrationMappings is the prefix of every migration mapping.
 func (k Keys) MigrationMappings() string { return k.join("migration_mappings") + "/" }
 
+// ShelvedOffload is the leader's due date of a shelved server's offload.
+func (k Keys) ShelvedOffload(uuid string) string { return k.join("shelved_offloads", uuid) }
+
+// ShelvedOffloads is the prefix of every shelved server's offload due date.
+func (k Keys) ShelvedOffloads() string { return k.join("shelved_offloads") + "/" }
+
 // MoveRequest asks the superconductors to schedule an instance's move
 // (by instance uuid: an instance has one move in flight at most).
 func (k Keys) MoveRequest(uuid string) string { return k.join("move_requests", uuid) }

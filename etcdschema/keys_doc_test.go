@@ -78,7 +78,7 @@ var docValueTypes = map[string]func() any{
 	"Cell": func() any { return new(Cell) }, "Consumer": func() any { return new(Consumer) },
 	"CustomResourceClass": func() any { return new(CustomResourceClass) }, "CustomTrait": func() any { return new(CustomTrait) },
 	"Flavor": func() any { return new(Flavor) }, "HostDown": func() any { return new(HostDown) },
-	"HostDrain":   func() any { return new(HostDrain) },
+	"HostDrain": func() any { return new(HostDrain) }, "ShelvedOffload": func() any { return new(ShelvedOffload) },
 	"HostMapping": func() any { return new(HostMapping) }, "HostSync": func() any { return new(HostSync) },
 	"Image":    func() any { return new(Image) },
 	"Instance": func() any { return new(Instance) }, "InstanceInfo": func() any { return new(InstanceInfo) },

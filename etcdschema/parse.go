@@ -58,6 +58,7 @@ const (
 	KindMoveRequest       KeyKind = "MoveRequest"
 	KindMoveRequestLease  KeyKind = "MoveRequestLease"
 	KindMoveRequestHolder KeyKind = "MoveRequestHolder"
+	KindShelvedOffload    KeyKind = "ShelvedOffload"
 
 	// KindElectionCandidate is a key <Election(role)>/<lease id hex>,
 	// written by etcd's concurrency.Election; its value is the candidate's
@@ -144,6 +145,7 @@ var keyPatterns = []keyPattern{
 	{KindMoveRequest, []string{"UUID"}, func(k Keys, a []string) string { return k.MoveRequest(a[0]) }, func() Versioned { return new(MoveRequest) }},
 	{KindMoveRequestLease, []string{"UUID"}, func(k Keys, a []string) string { return k.MoveRequestLease(a[0]) }, func() Versioned { return new(Lease) }},
 	{KindMoveRequestHolder, []string{"ID"}, func(k Keys, a []string) string { return k.MoveRequestHolder(a[0]) }, func() Versioned { return new(Lease) }},
+	{KindShelvedOffload, []string{"UUID"}, func(k Keys, a []string) string { return k.ShelvedOffload(a[0]) }, func() Versioned { return new(ShelvedOffload) }},
 
 	// concurrency.Election puts each candidate at <prefix>/<lease id hex>.
 	{KindElectionCandidate, []string{"Role", "ID"}, func(k Keys, a []string) string { return k.Election(a[0]) + "/" + a[1] }, nil},

@@ -358,6 +358,7 @@ func (br *BuildRequest) CarryTo(in *Instance) {
 	in.Image, in.Metadata, in.Description = br.Image, br.Metadata, br.Description
 	in.ReservationID, in.LaunchIndex, in.Group = br.ReservationID, br.Index, br.Hints.Group
 	in.RequestID = br.RequestID
+	in.RequestedAZ = br.AvailabilityZone
 }
 
 // Cell0 is where instances that could not be scheduled are buried, as in
@@ -454,6 +455,15 @@ type Instance struct {
 	// Keys.Migration(Cell, MigrationUUID). Added without a version bump
 	// (absent: no move).
 	MigrationUUID string `json:"migration_uuid,omitempty"`
+	// Added without a version bump for shelving (shelve.go), each
+	// absent when unused: the zone the create (or an unshelve, 2.77)
+	// asked for, which an unshelve schedules into (Nova's
+	// request_spec.availability_zone); the shelved server's state; the
+	// shelve actions (Nova's instance actions shelve, shelveOffload,
+	// unshelve).
+	RequestedAZ   string         `json:"requested_availability_zone,omitempty"`
+	Shelve        *ShelveState   `json:"shelve,omitempty"`
+	ShelveActions []ServerAction `json:"shelve_actions,omitempty"`
 }
 
 func (*Instance) SchemaVersion() int { return InstanceVersion }
