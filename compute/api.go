@@ -52,6 +52,8 @@ type API struct {
 	quotas *quotas.Store
 	// allowResizeToSameHost is Nova's allow_resize_to_same_host.
 	allowResizeToSameHost bool
+	// shelvedOffloadTime is Nova's shelved_offload_time (server_shelve.go).
+	shelvedOffloadTime time.Duration
 }
 
 // New returns the compute API over the records under keys.

@@ -281,12 +281,17 @@ func TestRoutePolicies(t *testing.T) {
 		// the cold moves check servers:resize, confirm_resize,
 		// revert_resize and os-migrate-server:migrate once the server is
 		// loaded.
-		"POST /servers/{id}/action resize":                  {},
-		"POST /servers/{id}/action confirmResize":           {},
-		"POST /servers/{id}/action revertResize":            {},
-		"POST /servers/{id}/action migrate":                 {},
-		"POST /servers/{id}/action os-migrateLive":          {},
-		"POST /servers/{id}/action evacuate":                {},
+		"POST /servers/{id}/action resize":         {},
+		"POST /servers/{id}/action confirmResize":  {},
+		"POST /servers/{id}/action revertResize":   {},
+		"POST /servers/{id}/action migrate":        {},
+		"POST /servers/{id}/action os-migrateLive": {},
+		"POST /servers/{id}/action evacuate":       {},
+		// shelving checks os-shelve:shelve, shelve_offload and unshelve
+		// (and unshelve_to_host for a host) once the server is loaded.
+		"POST /servers/{id}/action shelve":                  {},
+		"POST /servers/{id}/action shelveOffload":           {},
+		"POST /servers/{id}/action unshelve":                {},
 		"GET /servers/{server_id}/migrations":               {},
 		"GET /servers/{server_id}/migrations/{id}":          {},
 		"DELETE /servers/{server_id}/migrations/{id}":       {},

@@ -183,6 +183,13 @@ var authMatrix = []authRow{
 	row("GET", "/servers/"+serverOfA+"/migrations/1", "", [4]int{403, 404, 403, 404}, mv("2.23")),
 	// An abort of a server not migrating: the admin's 409.
 	row("DELETE", "/servers/"+serverOfA+"/migrations/1", "", [4]int{403, 404, 403, 409}, mv("2.24")),
+	// Shelving: shelve and unshelve are PROJECT_MEMBER_OR_ADMIN,
+	// shelveOffload ADMIN, each against the server's project once
+	// loaded. serverOfA is ACTIVE: shelve passes, shelveOffload and
+	// unshelve get the state's 409 past their policy.
+	row("POST", "/servers/"+serverOfA+"/action", `{"shelve": null}`, [4]int{403, 404, 202, 202}),
+	row("POST", "/servers/"+serverOfA+"/action", `{"shelveOffload": null}`, [4]int{403, 404, 403, 409}),
+	row("POST", "/servers/"+serverOfA+"/action", `{"unshelve": null}`, [4]int{403, 404, 409, 409}),
 	row("GET", "/os-migrations", "", onlyAdmin(200)),
 	row("GET", "/servers/"+serverOfA+"/os-instance-actions", "", [4]int{200, 404, 200, 200}),
 	row("GET", "/servers/"+serverOfA+"/os-instance-actions/"+createOfA, "", [4]int{200, 404, 200, 200}),

@@ -58,6 +58,9 @@ func timeOrNull(t *time.Time) any {
 
 // instanceActions derives a server's actions, newest first.
 func instanceActions(s *serverState) []instanceAction {
+	if len(s.shelveActions) > 0 {
+		return shelveActions(s) // instance_actions_shelve.go
+	}
 	create := instanceAction{action: "create", requestID: s.requestID, start: s.created}
 	sched := actionEvent{name: "schedule_and_build_instances", start: s.created}
 	switch {

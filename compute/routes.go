@@ -178,6 +178,10 @@ func (a *API) routeTable() []route {
 			"os-migrateLive": {schema: migrateLiveSchema, handle: a.migrateLive},
 			// evacuate (server_evacuate.go), checked once loaded.
 			"evacuate": {schema: evacuateSchema, handle: a.evacuateServer},
+			// Shelving (server_shelve.go).
+			"shelve":        {handle: a.shelveServer},
+			"shelveOffload": {handle: a.shelveOffloadServer},
+			"unshelve":      {schema: unshelveSchema, handle: a.unshelveServer},
 		}},
 		{method: "GET", path: "/servers/{server_id}/migrations", minMinor: mvMigrationType, handle: a.listServerMigrations},
 		{method: "GET", path: "/servers/{server_id}/migrations/{id}", minMinor: mvMigrationType, handle: a.showServerMigration},

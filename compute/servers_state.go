@@ -37,12 +37,14 @@ type serverState struct {
 	status             string               // Berth's word, for the instance actions
 	requestID          string               // the create's
 	deleteRequestID    string               // the accepted delete's, if any
+	shelveActions      []etcdschema.ServerAction
 }
 
 // Nova's power states (nova/compute/power_state.py) Berth reaches.
 const (
-	powerNoState = 0
-	powerRunning = 1
+	powerNoState  = 0
+	powerRunning  = 1
+	powerShutdown = 4 // a shelved server's guest was powered off
 )
 
 // Nova's vm_states Berth reaches.
@@ -52,6 +54,9 @@ const (
 	vmError    = "error"
 	vmDeleted  = "deleted"
 	vmResized  = "resized"
+	// A shelved server, on its host or offloaded.
+	vmShelved          = "shelved"
+	vmShelvedOffloaded = "shelved_offloaded"
 )
 
 func stateOf(v *servers.Server) *serverState {
@@ -70,7 +75,8 @@ func stateOf(v *servers.Server) *serverState {
 		az: in.AvailabilityZone, flavor: in.Flavor, image: in.Image, metadata: in.Metadata,
 		description: in.Description, created: in.CreatedAt, updated: in.UpdatedAt, fault: in.Fault,
 		reservationID: in.ReservationID, launchIndex: in.LaunchIndex, group: in.Group,
-		attempts: in.FailedAttempts, status: in.Status, requestID: in.RequestID, deleteRequestID: in.DeleteRequestID}
+		attempts: in.FailedAttempts, status: in.Status, requestID: in.RequestID, deleteRequestID: in.DeleteRequestID,
+		shelveActions: in.ShelveActions}
 	switch in.Status {
 	case etcdschema.StatusActive:
 		s.vmState, s.powerState = vmActive, powerRunning
@@ -87,6 +93,10 @@ func stateOf(v *servers.Server) *serverState {
 		s.vmState = vmError
 	case etcdschema.StatusDeleted:
 		s.vmState = vmDeleted
+	case etcdschema.StatusShelved:
+		s.vmState, s.powerState = vmShelved, powerShutdown
+	case etcdschema.StatusShelvedOffloaded:
+		s.vmState, s.powerState = vmShelvedOffloaded, powerShutdown
 	default:
 		s.vmState = vmBuilding
 	}

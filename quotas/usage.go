@@ -194,7 +194,12 @@ func (u *Usage) addServer(k etcdschema.Keys, m etcdschema.InstanceMapping, br, i
 		return "", nil, err
 	}
 	moving := &movingServer{inst: &in, cores: cores, ram: ram}
-	if in.Status == etcdschema.StatusBuild && in.TaskState != etcdschema.TaskDeleting {
+	// An offloaded server holds no allocation but still counts its
+	// flavor, as Nova's default counting from the database does (an
+	// unshelve then needs no quota check, and an offload never frees
+	// room a create could take before the unshelve).
+	if (in.Status == etcdschema.StatusBuild || in.Status == etcdschema.StatusShelvedOffloaded) &&
+		in.TaskState != etcdschema.TaskDeleting {
 		cores = max(cores, int64(in.Flavor.VCPUs))
 		ram = max(ram, int64(in.Flavor.RAMMB))
 	}

@@ -67,6 +67,10 @@ func vmStateOf(in *etcdschema.Instance) string {
 		return "error"
 	case etcdschema.StatusDeleted:
 		return "deleted"
+	case etcdschema.StatusShelved:
+		return "shelved"
+	case etcdschema.StatusShelvedOffloaded:
+		return "shelved_offloaded"
 	}
 	return "building"
 }
