@@ -55,6 +55,9 @@ type moveStep struct {
 	// current (the instance and migration exist and agree, the status
 	// is status, this host is the one the step runs on).
 	run func(a *Agent, ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) error
+	// noMigration: the step has no migration record (shelving); run is
+	// called at once, rd nil, and checks the instance itself.
+	noMigration bool
 }
 
 // registerMoveStep adds a step of another move kind (from an init in
@@ -82,6 +85,9 @@ func (a *Agent) move(ctx context.Context, ev informer.Event, b *etcdschema.Build
 		return a.endCast(ctx, ev, nil)
 	}
 	log := a.log.With("instance", b.InstanceUUID, "migration", b.Move.MigrationUUID, "step", b.Move.Step)
+	if want, ok := stepWants[b.Move.Step]; ok && want.noMigration {
+		return want.run(a, ctx, ev, b, nil)
+	}
 	rd, err := a.readMove(ctx, b)
 	if err != nil {
 		return err
