@@ -167,7 +167,11 @@ func (c *CellConductor) processUnshelveRetry(ctx context.Context, it workqueue.I
 	if err != nil {
 		return err
 	}
-	if in == nil || !awaitingHost(in) {
+	// The leader files the retry of a spawn cast to a down host with the
+	// instance still naming that host (its cast is gone, it will not run).
+	fromDownHost := in != nil && in.Status == etcdschema.StatusShelvedOffloaded && in.Host == retry.FailedHost &&
+		(in.TaskState == etcdschema.TaskUnshelving || in.TaskState == etcdschema.TaskSpawning)
+	if in == nil || !(awaitingHost(in) || fromDownHost) {
 		log.Info("unshelve retry no longer current (server deleted or settled), dropping it")
 		return c.finish(ctx, it, nil)
 	}
@@ -205,6 +209,7 @@ func (c *CellConductor) processUnshelveRetry(ctx context.Context, it workqueue.I
 		}
 		return resp.Succeeded, nil
 	}
+	in.Host, in.Node = "", ""
 	if claimed {
 		st.Attempts = append(st.Attempts, etcdschema.Attempt{Host: sel.ServiceHost, At: now})
 		in.Shelve = &st

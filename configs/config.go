@@ -155,6 +155,11 @@ type API struct {
 	// AllowResizeToSameHost is Nova's allow_resize_to_same_host: a
 	// resize may land on the server's own host (default false).
 	AllowResizeToSameHost bool
+	// ShelvedOffloadTime is Nova's shelved_offload_time, in seconds: 0
+	// offloads a shelved server as soon as it has stopped (the default,
+	// as in Nova), -1 never, N > 0 after N seconds (the leader's
+	// shelved_offloads duty, every scheduler.leader_interval).
+	ShelvedOffloadTime int64
 
 	declRange hcl.Range
 }

@@ -118,7 +118,9 @@ func (d *decoder) config(r *rawFile) *Config {
 			Auth:                  d.enum(r.API.Body, "auth", r.API.Auth, d.def.API.Auth, AuthNoAuth, AuthKeystone),
 			Quota:                 d.quota(r.API.Quota),
 			AllowResizeToSameHost: d.boolean(r.API.AllowResizeToSameHost, d.def.API.AllowResizeToSameHost),
-			declRange:             r.API.DefRange,
+			ShelvedOffloadTime: d.count(r.API.Body, "shelved_offload_time", r.API.ShelvedOffloadTime,
+				d.def.API.ShelvedOffloadTime, -1, "-1 is never, 0 at once"),
+			declRange: r.API.DefRange,
 		}
 	}
 	if r.Placement != nil {

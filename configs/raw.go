@@ -92,6 +92,7 @@ type rawAPI struct {
 	Auth                  *string   `hcl:"auth"`
 	Quota                 *rawQuota `hcl:"quota,block"`
 	AllowResizeToSameHost *bool     `hcl:"allow_resize_to_same_host"`
+	ShelvedOffloadTime    *int64    `hcl:"shelved_offload_time"`
 	DefRange              hcl.Range `hcl:",def_range"`
 	Body                  hcl.Body  `hcl:",body"`
 }

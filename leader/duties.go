@@ -213,9 +213,12 @@ func (d *duties) rescheduleFromDown(ctx context.Context, f Fence, host string, b
 // The later steps need that host (its guest, or the source's); they
 // wait for it, and an operator sees the move in os-migrations.
 func (d *duties) moveFromDown(ctx context.Context, f Fence, host string, b *etcdschema.Build, castKey string, castSame, aliveGone clientv3.Cmp) error {
-	// An evacuation's rebuild is its destination's first step, as prep
-	// is a cold move's: retried on the next alternate too.
-	if b.Move == nil || (b.Move.Step != etcdschema.MovePrep && b.Move.Step != etcdschema.MoveEvacuateRebuild) {
+	// An evacuation's rebuild and an unshelve's spawn are their
+	// destination's first step, as prep is a cold move's: retried on the
+	// next alternate too. Later steps wait for their host.
+	first := b.Move != nil && (b.Move.Step == etcdschema.MovePrep ||
+		b.Move.Step == etcdschema.MoveEvacuateRebuild || b.Move.Step == etcdschema.StepUnshelveSpawn)
+	if !first {
 		d.Log.Warn("move cast waits for its down host", "instance", b.InstanceUUID, "host", host)
 		return nil
 	}

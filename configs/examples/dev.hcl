@@ -29,6 +29,9 @@ api {
   # admin. berth dev's identity tokens (its printed login) work too; with
   # auth = "keystone" only they do (then add an identity block).
   auth = "noauth"
+  # Nova's shelved_offload_time (see server.hcl): 0 offloads a shelved
+  # server at once, -1 never, N > 0 after N seconds.
+  shelved_offload_time = 0
 }
 
 placement {

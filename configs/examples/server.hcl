@@ -154,6 +154,13 @@ api {
   # host. Default false, as in Nova.
   allow_resize_to_same_host = false
 
+  # Nova's shelved_offload_time, in seconds: how long a shelved server
+  # keeps its host (and its allocation there) before it is offloaded.
+  # 0 (the default, as in Nova) offloads it as soon as it has stopped;
+  # -1 never (only shelveOffload does); N > 0 after N seconds, found by
+  # the scheduler leader's shelved_offloads duty every leader_interval.
+  shelved_offload_time = 0
+
   # The default quotas of every project (Nova's [quota] options), which
   # os-quota-sets (`openstack quota set`) overrides per project. Every
   # limit is optional and defaults to Nova's (shown); -1 is unlimited.

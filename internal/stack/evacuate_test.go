@@ -20,7 +20,7 @@ import (
 
 // novaAt calls the Nova API with token at microversion mv and returns
 // the status and the raw body.
-func (r *moveRig) novaAt(token, mv, method, path string, body any) (int, string) {
+func (r *moveRig) novaText(token, mv, method, path string, body any) (int, string) {
 	r.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -111,7 +111,7 @@ func TestEvacuateAPI(t *testing.T) {
 			map[string]any{"evacuate": map[string]any{"host": "compute-2", "force": true}}, 400, "Additional properties are not allowed"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			code, body := r.novaAt(tc.token, tc.mv, "POST", tc.path, tc.body)
+			code, body := r.novaText(tc.token, tc.mv, "POST", tc.path, tc.body)
 			if code != tc.code || !strings.Contains(body, tc.has) {
 				t.Errorf("%d %s, want %d with %q", code, body, tc.code, tc.has)
 			}
@@ -123,7 +123,7 @@ func TestEvacuateAPI(t *testing.T) {
 
 	// Down (forced): before 2.14 the answer carries the password.
 	r.forceDown("compute-1", true)
-	code, body := r.novaAt(admin, "2.1", "POST", path,
+	code, body := r.novaText(admin, "2.1", "POST", path,
 		map[string]any{"evacuate": map[string]any{"onSharedStorage": "False", "adminPass": "s3cret"}})
 	if code != http.StatusOK || body != `{"adminPass": "s3cret"}` {
 		t.Fatalf("evacuate at 2.1: %d %s", code, body)
@@ -133,11 +133,11 @@ func TestEvacuateAPI(t *testing.T) {
 		t.Fatalf("evacuated to %s, want compute-2", hostOf(srv))
 	}
 	// Evacuated servers are evacuable again only from a down host.
-	code, body = r.novaAt(admin, "2.93", "POST", path, map[string]any{"evacuate": nil})
+	code, body = r.novaText(admin, "2.93", "POST", path, map[string]any{"evacuate": nil})
 	if code != http.StatusBadRequest || !strings.Contains(body, "Invalid input") {
 		t.Errorf("evacuate null body: %d %s", code, body)
 	}
-	code, body = r.novaAt(admin, "2.93", "POST", path, map[string]any{"evacuate": map[string]any{}})
+	code, body = r.novaText(admin, "2.93", "POST", path, map[string]any{"evacuate": map[string]any{}})
 	if code != http.StatusBadRequest || !strings.Contains(body, "Compute service of compute-2 is still in use.") {
 		t.Errorf("evacuate from an up host: %d %s", code, body)
 	}
@@ -154,7 +154,7 @@ func TestEvacuateMovesServerAndAllocation(t *testing.T) {
 	id := r.boot("evac", "m1.small", "compute-1")
 	other := r.boot("stays", "m1.tiny", "compute-2")
 	r.forceDown("compute-1", true)
-	code, body := r.novaAt("admin:admin", "2.93", "POST", "/servers/"+id+"/action",
+	code, body := r.novaText("admin:admin", "2.93", "POST", "/servers/"+id+"/action",
 		map[string]any{"evacuate": map[string]any{}})
 	if code != http.StatusOK || body != "" {
 		t.Fatalf("evacuate: %d %q", code, body)
@@ -292,7 +292,7 @@ func TestEvacuateNoValidHost(t *testing.T) {
 	if code, out = r.nova("PUT", "/os-services/"+sid, map[string]any{"status": "enabled"}); code != http.StatusOK {
 		t.Fatalf("enable compute-2: %d %v", code, out)
 	}
-	code, body := r.novaAt("admin:admin", "2.29", "POST", "/servers/"+id+"/action",
+	code, body := r.novaText("admin:admin", "2.29", "POST", "/servers/"+id+"/action",
 		map[string]any{"evacuate": map[string]any{"host": "compute-2", "force": "true"}})
 	if code != http.StatusOK {
 		t.Fatalf("forced evacuate: %d %s", code, body)

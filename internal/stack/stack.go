@@ -393,6 +393,7 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		nova.SetPlacement(s.placement)
 		nova.SetDefaultAvailabilityZone(cfg.DefaultAvailabilityZone)
 		nova.SetAllowResizeToSameHost(cfg.API.AllowResizeToSameHost)
+		nova.SetShelvedOffloadTime(time.Duration(cfg.API.ShelvedOffloadTime) * time.Second)
 		// The web console (package console) under /console/ on the same
 		// listener, behind the compute API's auth mode; every other path
 		// is the APIs' as before.
@@ -497,7 +498,8 @@ func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 			drain.Duty(drain.DutyConfig{Client: s.cli, Keys: s.keys,
 				Servers:  servers.New(s.cli, s.keys, s.placement, log.Named("drain")),
 				Interval: c.LeaderInterval, Log: log.Named("drain")}),
-			leader.QuotaIndexDuty(s.cli, s.keys, c.LeaderInterval, s.schedID, log.Named("leader")))...),
+			leader.QuotaIndexDuty(s.cli, s.keys, c.LeaderInterval, s.schedID, log.Named("leader")),
+			leader.ShelvedOffloadDuty(s.cli, s.keys, c.LeaderInterval, log.Named("leader"), nil))...),
 	})
 	s.run("scheduler leader", candidate.Run)
 	select {
