@@ -277,6 +277,16 @@ func TestCLIOutputGoldens(t *testing.T) {
 		mustBerth(t, "service", "force-down", from, "--unset")
 	}
 
+	// Shelving, one round per format: shelve --wait (the dev stack's
+	// shelved_offload_time is 0: SHELVED_OFFLOADED), then unshelve onto
+	// a named host so that the golden's host is stable.
+	mustBerth(t, append([]string{"server", "create", "--flavor", "m1.tiny", "--name", "shelver", "--host", "compute-1"}, wait...)...)
+	for _, f := range output.Formats {
+		goldenOf(t, f, []string{"server", "shelve"}, append([]string{"shelver"}, wait...)...)
+		goldenOf(t, f, []string{"server", "unshelve"}, append([]string{"shelver", "--host", "compute-1"}, wait...)...)
+	}
+	mustBerth(t, append([]string{"server", "delete", "shelver"}, wait...)...) // the host goldens below count without it
+
 	// Aggregates.
 	goldenFormats(t, []string{"aggregate", "create"}, []string{"east", "--az", "az-east"}, nil, run("aggregate", "delete", "east"))
 	mustBerth(t, "aggregate", "create", "east", "--az", "az-east")

@@ -81,10 +81,11 @@ func timeOrNil(t time.Time) any {
 }
 
 func (a *apiCmd) serverCmd() *cobra.Command {
-	c := a.noun("server", "servers: create, list, show, delete, resize, migrate, evacuate")
+	c := a.noun("server", "servers: create, list, show, delete, resize, migrate, evacuate, shelve, unshelve")
 	c.AddCommand(a.serverCreate(), a.serverList(), a.serverShow(), a.serverDelete())
 	c.AddCommand(a.serverMoveCmds()...)
 	c.AddCommand(a.serverEvacuate())
+	c.AddCommand(a.serverShelveCmds()...)
 	names := a.completeNames(func(ctx context.Context, cl *cloud) ([]string, error) {
 		list, err := listServers(ctx, cl.compute, nil)
 		out := make([]string, len(list))
@@ -95,7 +96,7 @@ func (a *apiCmd) serverCmd() *cobra.Command {
 	})
 	for _, sub := range c.Commands() {
 		if sub.Name() == "show" || sub.Name() == "delete" || sub.Name() == "resize" || sub.Name() == "migrate" ||
-			sub.Name() == "evacuate" {
+			sub.Name() == "evacuate" || sub.Name() == "shelve" || sub.Name() == "unshelve" {
 			sub.ValidArgsFunction = names
 		}
 	}
