@@ -368,3 +368,32 @@ func TestShelveRefusals(t *testing.T) {
 		t.Errorf("unshelved to %s in %v, want compute-2 in nova", hostOf(srv), srv["OS-EXT-AZ:availability_zone"])
 	}
 }
+
+// TestUnshelveNoValidHostStaysOffloaded: with no host to take it the
+// unshelve leaves the server SHELVED_OFFLOADED with no task and nothing
+// claimed, its schedule_instances event in error (Nova's conductor logs
+// NoValidHost and resets the task; no fault).
+func TestUnshelveNoValidHostStaysOffloaded(t *testing.T) {
+	r := newMoveRig(t, 2, nil)
+	hosts := []string{"compute-1", "compute-2"}
+	id := r.boot("homeless", "m1.tiny", "compute-1")
+	r.action(id, map[string]any{"shelve": nil}, http.StatusAccepted)
+	r.waitStatus(id, "SHELVED_OFFLOADED")
+	r.disableHost("compute-1")
+	r.disableHost("compute-2")
+	r.action(id, map[string]any{"unshelve": nil}, http.StatusAccepted)
+	testwait.Poll(t, time.Minute, "the unshelve given up", func() (bool, string) {
+		got := r.actionsOf(id)
+		return len(got) == 3 && got[0] == "unshelve:schedule_instances/Error", fmt.Sprint(got)
+	})
+	srv := r.server(id)
+	if srv["status"] != "SHELVED_OFFLOADED" || srv["OS-EXT-STS:task_state"] != nil || srv["OS-EXT-SRV-ATTR:host"] != nil {
+		t.Errorf("after no valid host: %v/%v on %v", srv["status"], srv["OS-EXT-STS:task_state"], srv["OS-EXT-SRV-ATTR:host"])
+	}
+	if in := r.instance(id); in.Fault != nil {
+		t.Errorf("fault %+v recorded for a NoValidHost unshelve", in.Fault)
+	}
+	r.checkUsages("no valid host: nothing held", hosts, map[string]usage{}, map[string]map[string]usage{id: nil})
+	// Its MoveRequest is gone: a new unshelve is accepted.
+	r.action(id, map[string]any{"unshelve": nil}, http.StatusAccepted)
+}
