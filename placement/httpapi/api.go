@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -451,6 +452,18 @@ func (c *reqCtx) writeJSON(status int, v any) error {
 	c.w.WriteHeader(status)
 	_, _ = c.w.Write(b)
 	return nil
+}
+
+// writeJSONBytes answers status with body, JSON already encoded, as
+// writeJSON does, and says its length: a large answer (candidates) goes
+// out in one piece instead of in chunks.
+func (c *reqCtx) writeJSONBytes(status int, body []byte) {
+	h := c.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Add("Vary", "openstack-api-version")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	c.w.WriteHeader(status)
+	_, _ = c.w.Write(body)
 }
 
 // writeEmpty answers status (204) with no body.

@@ -410,56 +410,14 @@ func (s *API) allocationCandidates(c *reqCtx) error {
 			requested[rc] = true
 		}
 	}
-	areqs := make([]any, 0, len(cands.AllocationRequests))
-	for _, ar := range cands.AllocationRequests {
-		if !c.atLeast(12) {
-			var list []any
-			for _, rp := range sortedKeys(ar.Allocations) {
-				list = append(list, map[string]any{
-					"resource_provider": map[string]string{"uuid": rp},
-					"resources":         ar.Allocations[rp].Resources,
-				})
-			}
-			areqs = append(areqs, map[string]any{"allocations": list})
-			continue
-		}
-		o := map[string]any{"allocations": ar.Allocations}
-		if c.atLeast(34) {
-			o["mappings"] = ar.Mappings
-		}
-		areqs = append(areqs, o)
-	}
-	// Placement writes the summaries in its providers' creation order,
-	// tree by tree (placement.Candidates.SummaryOrder).
-	order := cands.SummaryOrder()
-	sums := make(orderedObject, 0, len(order))
-	for _, rp := range order {
-		ps := cands.ProviderSummaries[rp]
-		res := map[string]any{}
-		for rc, r := range ps.Resources {
-			if !c.atLeast(27) && !requested[rc] {
-				continue
-			}
-			res[rc] = map[string]int64{"capacity": r.Capacity, "used": r.Used}
-		}
-		o := map[string]any{"resources": res}
-		if c.atLeast(17) {
-			t := ps.Traits
-			if t == nil {
-				t = []string{}
-			}
-			o["traits"] = traitOrder(t)
-		}
-		if c.atLeast(29) {
-			var parent any
-			if ps.ParentProviderUUID != "" {
-				parent = ps.ParentProviderUUID
-			}
-			o["parent_provider_uuid"] = parent
-			o["root_provider_uuid"] = ps.RootProviderUUID
-		}
-		sums = append(sums, member{rp, o})
-	}
+	bp := candidateBufs.Get().(*[]byte)
+	e := candidatesJSON{mv: c.mv, requested: requested, buf: (*bp)[:0]}
+	e.encode(cands)
 	c.setCacheHeaders(s.now())
-	return c.writeJSON(200, map[string]any{"allocation_requests": areqs, "provider_summaries": sums})
+	c.writeJSONBytes(200, e.buf)
+	if cap(e.buf) <= maxPooledBuf {
+		*bp = e.buf
+		candidateBufs.Put(bp)
+	}
+	return nil
 }

@@ -1,0 +1,276 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"strconv"
+	"sync"
+
+	"github.com/berth-project/berth/placement"
+)
+
+// GET /allocation_candidates' answer is the API's largest: 1,000
+// allocation requests and their providers' summaries are about 400 KB, and
+// building that as nested maps for encoding/json (which then sorts every
+// map's keys by reflection) cost ten times the search. candidatesJSON
+// writes the same bytes straight into one pooled buffer: keys in the
+// order encoding/json sorts them to, strings escaped as it escapes them
+// (appendJSONString), each small map's keys sorted once on the stack, a
+// resources object repeated by the next request copied instead of
+// written again, and each provider summary's bytes kept with the summary
+// (placement.ProviderSummary.Memo), so they are written once per provider
+// record, not once per request. TestCandidatesJSONMatchesReference
+// compares it with the map-building encoding it replaced at every
+// microversion.
+
+// candidatesJSON writes one answer at one microversion.
+type candidatesJSON struct {
+	mv int
+	// requested is the classes the query asks for; before 1.27 a
+	// summary lists only those.
+	requested map[string]bool
+	buf       []byte
+	// lastRes is the resources map last written and lastResAt where its
+	// bytes are in buf: render shares one map among the requests asking
+	// the same amounts of one provider, so the next one copies them.
+	lastRes              map[string]int64
+	lastResAt, lastResTo int
+}
+
+// candidateBufs recycles the answers' buffers (a few hundred KB each).
+var candidateBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// maxPooledBuf is the largest buffer put back: a rare huge answer
+// (limit unset over 100,000 providers) is left to the collector rather
+// than kept forever.
+const maxPooledBuf = 8 << 20
+
+func (e *candidatesJSON) atLeast(minor int) bool { return e.mv >= minor }
+
+// encode appends cands' JSON to e.buf.
+func (e *candidatesJSON) encode(cands *placement.Candidates) {
+	e.buf = append(e.buf, `{"allocation_requests":[`...)
+	for i := range cands.AllocationRequests {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.allocationRequest(&cands.AllocationRequests[i])
+	}
+	e.buf = append(e.buf, `],"provider_summaries":{`...)
+	for i, rp := range cands.SummaryOrder() {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = appendJSONString(e.buf, rp)
+		e.buf = append(e.buf, ':')
+		e.summary(cands.ProviderSummaries[rp])
+	}
+	e.buf = append(e.buf, "}}"...)
+}
+
+// allocationRequest writes one allocation request: before 1.12 its
+// allocations as a list by provider, from 1.12 an object keyed by
+// provider, with the mappings from 1.34.
+func (e *candidatesJSON) allocationRequest(ar *placement.AllocationRequest) {
+	var keys [8]string
+	rps := sortedMapKeys(keys[:0], ar.Allocations)
+	if !e.atLeast(12) {
+		e.buf = append(e.buf, `{"allocations":`...)
+		if len(rps) == 0 {
+			e.buf = append(e.buf, "null}"...)
+			return
+		}
+		e.buf = append(e.buf, '[')
+		for i, rp := range rps {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.buf = append(e.buf, `{"resource_provider":{"uuid":`...)
+			e.buf = appendJSONString(e.buf, rp)
+			e.buf = append(e.buf, `},"resources":`...)
+			e.resources(ar.Allocations[rp].Resources)
+			e.buf = append(e.buf, '}')
+		}
+		e.buf = append(e.buf, "]}"...)
+		return
+	}
+	e.buf = append(e.buf, `{"allocations":`...)
+	if ar.Allocations == nil {
+		e.buf = append(e.buf, "null"...)
+	} else {
+		e.buf = append(e.buf, '{')
+		for i, rp := range rps {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.buf = appendJSONString(e.buf, rp)
+			e.buf = append(e.buf, `:{"resources":`...)
+			e.resources(ar.Allocations[rp].Resources)
+			e.buf = append(e.buf, '}')
+		}
+		e.buf = append(e.buf, '}')
+	}
+	if e.atLeast(34) {
+		e.buf = append(e.buf, `,"mappings":`...)
+		e.mappings(ar.Mappings)
+	}
+	e.buf = append(e.buf, '}')
+}
+
+// resources writes a class-to-amount object, copying the previous one's
+// bytes when res is the same map.
+func (e *candidatesJSON) resources(res map[string]int64) {
+	if res == nil {
+		e.buf = append(e.buf, "null"...)
+		return
+	}
+	if e.lastRes != nil && sameMap(e.lastRes, res) {
+		e.buf = append(e.buf, e.buf[e.lastResAt:e.lastResTo]...)
+		return
+	}
+	at := len(e.buf)
+	var keys [8]string
+	e.buf = append(e.buf, '{')
+	for i, rc := range sortedMapKeys(keys[:0], res) {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = appendJSONString(e.buf, rc)
+		e.buf = append(e.buf, ':')
+		e.buf = strconv.AppendInt(e.buf, res[rc], 10)
+	}
+	e.buf = append(e.buf, '}')
+	e.lastRes, e.lastResAt, e.lastResTo = res, at, len(e.buf)
+}
+
+// mappings writes the request groups' providers (1.34).
+func (e *candidatesJSON) mappings(m map[string][]string) {
+	if m == nil {
+		e.buf = append(e.buf, "null"...)
+		return
+	}
+	var keys [8]string
+	e.buf = append(e.buf, '{')
+	for i, sfx := range sortedMapKeys(keys[:0], m) {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = appendJSONString(e.buf, sfx)
+		e.buf = append(e.buf, ':')
+		e.buf = appendStringList(e.buf, m[sfx])
+	}
+	e.buf = append(e.buf, '}')
+}
+
+// summary writes one provider summary in the microversion's shape.
+func (e *candidatesJSON) summary(ps placement.ProviderSummary) {
+	if e.atLeast(29) {
+		e.buf = append(e.buf, `{"parent_provider_uuid":`...)
+		if ps.ParentProviderUUID == "" {
+			e.buf = append(e.buf, "null"...)
+		} else {
+			e.buf = appendJSONString(e.buf, ps.ParentProviderUUID)
+		}
+		e.buf = append(e.buf, `,"resources":`...)
+	} else {
+		e.buf = append(e.buf, `{"resources":`...)
+	}
+	var keys [8]string
+	e.buf = append(e.buf, '{')
+	n := 0
+	for _, rc := range sortedMapKeys(keys[:0], ps.Resources) {
+		if !e.atLeast(27) && !e.requested[rc] {
+			continue
+		}
+		if n > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		n++
+		r := ps.Resources[rc]
+		e.buf = appendJSONString(e.buf, rc)
+		e.buf = append(e.buf, `:{"capacity":`...)
+		e.buf = strconv.AppendInt(e.buf, r.Capacity, 10)
+		e.buf = append(e.buf, `,"used":`...)
+		e.buf = strconv.AppendInt(e.buf, r.Used, 10)
+		e.buf = append(e.buf, '}')
+	}
+	e.buf = append(e.buf, '}')
+	if e.atLeast(29) {
+		e.buf = append(e.buf, `,"root_provider_uuid":`...)
+		e.buf = appendJSONString(e.buf, ps.RootProviderUUID)
+	}
+	if e.atLeast(17) {
+		e.buf = append(e.buf, `,"traits":`...)
+		e.buf = appendStringList(e.buf, traitOrder(ps.Traits))
+	}
+	e.buf = append(e.buf, '}')
+}
+
+// appendStringList writes a list of strings (nil is null, as
+// encoding/json writes it).
+func appendStringList(dst []byte, l []string) []byte {
+	if l == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, s := range l {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// sortedMapKeys appends m's keys to dst in order. The maps written here
+// hold a handful of keys (classes, providers of one request, groups), so
+// an insertion sort on the caller's stack array beats sort.Strings.
+func sortedMapKeys[V any](dst []string, m map[string]V) []string {
+	for k := range m {
+		dst = append(dst, k)
+	}
+	for i := 1; i < len(dst); i++ {
+		for j := i; j > 0 && dst[j] < dst[j-1]; j-- {
+			dst[j], dst[j-1] = dst[j-1], dst[j]
+		}
+	}
+	return dst
+}
+
+// sameMap says whether a and b hold the same entries.
+func sameMap(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonPlain[c] says that ASCII byte c stands for itself inside a JSON
+// string as encoding/json writes it (which escapes the control bytes, the
+// quote, the backslash and, for HTML, <, > and &).
+var jsonPlain = func() (t [128]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'], t['<'], t['>'], t['&'] = false, false, false, false, false
+	return t
+}()
+
+// appendJSONString appends s as encoding/json writes a string: uuids,
+// class and trait names are plain ASCII and copied as they are; anything
+// else goes through encoding/json itself, so the bytes are its bytes.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || !jsonPlain[c] {
+			b, _ := json.Marshal(s) // a string always marshals
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
