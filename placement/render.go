@@ -136,6 +136,7 @@ func (st *indexState) summaryOf(e *rpEntry) *ProviderSummary {
 		Traits:             e.p.Traits,
 		ParentProviderUUID: e.p.ParentProviderUUID,
 		RootProviderUUID:   e.p.RootProviderUUID,
+		memo:               &summaryMemo{},
 	}
 	for rc, inv := range e.p.Inventories {
 		ps.Resources[rc] = ResourceSummary{Capacity: inv.Capacity(), Used: e.p.Usages[rc]}

@@ -13,7 +13,10 @@
 // them.
 package placement
 
-import "errors"
+import (
+	"errors"
+	"sync/atomic"
+)
 
 // Standard resource classes the scheduler and agents talk about most.
 const (
@@ -99,6 +102,35 @@ type ProviderSummary struct {
 	Traits             []string                   `json:"traits,omitempty"`
 	ParentProviderUUID string                     `json:"parent_provider_uuid,omitempty"`
 	RootProviderUUID   string                     `json:"root_provider_uuid,omitempty"`
+	// memo keeps encodings of this summary (Memo), shared by every copy
+	// of it; nil in a summary built by hand.
+	memo *summaryMemo
+}
+
+// SummaryMemoSlots is how many encodings of one summary Memo keeps.
+const SummaryMemoSlots = 2
+
+type summaryMemo struct {
+	slots [SummaryMemoSlots]atomic.Pointer[[]byte]
+}
+
+// Memo returns build's bytes for this summary in slot (one per shape of
+// encoding), built once per provider record: the index renders a summary
+// once per record and every answer naming the provider shares it, so the
+// HTTP API writes a provider's summary once, not once per request. A
+// summary the index did not render has no memo and builds every time.
+// build must depend only on the summary and the slot; the bytes are
+// shared, read-only.
+func (ps *ProviderSummary) Memo(slot int, build func() []byte) []byte {
+	if ps.memo == nil {
+		return build()
+	}
+	if b := ps.memo.slots[slot].Load(); b != nil {
+		return *b
+	}
+	b := build()
+	ps.memo.slots[slot].Store(&b)
+	return b
 }
 
 // Candidates is the answer to a CandidateQuery.

@@ -161,48 +161,64 @@ func (e *candidatesJSON) mappings(m map[string][]string) {
 	e.buf = append(e.buf, '}')
 }
 
-// summary writes one provider summary in the microversion's shape.
+// summary writes one provider summary in the microversion's shape. From
+// 1.27 the shape depends on the microversion alone (before, on the
+// classes requested too), so the bytes are the summary's memo.
 func (e *candidatesJSON) summary(ps placement.ProviderSummary) {
+	if !e.atLeast(27) {
+		e.buf = e.appendSummary(e.buf, &ps)
+		return
+	}
+	slot := 0
 	if e.atLeast(29) {
-		e.buf = append(e.buf, `{"parent_provider_uuid":`...)
+		slot = 1
+	}
+	e.buf = append(e.buf, ps.Memo(slot, func() []byte { return e.appendSummary(nil, &ps) })...)
+}
+
+// appendSummary appends ps's JSON at e's microversion to dst.
+func (e *candidatesJSON) appendSummary(dst []byte, ps *placement.ProviderSummary) []byte {
+	if e.atLeast(29) {
+		dst = append(dst, `{"parent_provider_uuid":`...)
 		if ps.ParentProviderUUID == "" {
-			e.buf = append(e.buf, "null"...)
+			dst = append(dst, "null"...)
 		} else {
-			e.buf = appendJSONString(e.buf, ps.ParentProviderUUID)
+			dst = appendJSONString(dst, ps.ParentProviderUUID)
 		}
-		e.buf = append(e.buf, `,"resources":`...)
+		dst = append(dst, `,"resources":`...)
 	} else {
-		e.buf = append(e.buf, `{"resources":`...)
+		dst = append(dst, `{"resources":`...)
 	}
 	var keys [8]string
-	e.buf = append(e.buf, '{')
+	dst = append(dst, '{')
 	n := 0
 	for _, rc := range sortedMapKeys(keys[:0], ps.Resources) {
 		if !e.atLeast(27) && !e.requested[rc] {
 			continue
 		}
 		if n > 0 {
-			e.buf = append(e.buf, ',')
+			dst = append(dst, ',')
 		}
 		n++
 		r := ps.Resources[rc]
-		e.buf = appendJSONString(e.buf, rc)
-		e.buf = append(e.buf, `:{"capacity":`...)
-		e.buf = strconv.AppendInt(e.buf, r.Capacity, 10)
-		e.buf = append(e.buf, `,"used":`...)
-		e.buf = strconv.AppendInt(e.buf, r.Used, 10)
-		e.buf = append(e.buf, '}')
+		dst = appendJSONString(dst, rc)
+		dst = append(dst, `:{"capacity":`...)
+		dst = strconv.AppendInt(dst, r.Capacity, 10)
+		dst = append(dst, `,"used":`...)
+		dst = strconv.AppendInt(dst, r.Used, 10)
+		dst = append(dst, '}')
 	}
-	e.buf = append(e.buf, '}')
+	dst = append(dst, '}')
 	if e.atLeast(29) {
-		e.buf = append(e.buf, `,"root_provider_uuid":`...)
-		e.buf = appendJSONString(e.buf, ps.RootProviderUUID)
+		dst = append(dst, `,"root_provider_uuid":`...)
+		dst = appendJSONString(dst, ps.RootProviderUUID)
 	}
 	if e.atLeast(17) {
-		e.buf = append(e.buf, `,"traits":`...)
-		e.buf = appendStringList(e.buf, traitOrder(ps.Traits))
+		dst = append(dst, `,"traits":`...)
+		dst = appendStringList(dst, traitOrder(ps.Traits))
 	}
-	e.buf = append(e.buf, '}')
+	dst = append(dst, '}')
+	return dst
 }
 
 // appendStringList writes a list of strings (nil is null, as
