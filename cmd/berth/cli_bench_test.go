@@ -65,3 +65,24 @@ func TestBenchCLIUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchPlacementCLIUsage: `berth bench placement` wants -url, says
+// so, and exits 2; -h prints its flags on stdout. (The measurement
+// itself is package bench's TestPlacementBenchAgainstBerth.)
+func TestBenchPlacementCLIUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args        []string
+		code        int
+		out, errOut string
+	}{
+		{[]string{"bench", "placement"}, 2, "", "-url is required"},
+		{[]string{"bench", "placement", "-url", "http://127.0.0.1:1", "-format", "xml"}, 2, "", "table or json"},
+		{[]string{"bench", "placement", "-h"}, 0, "-race-clients", ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stdout.String(), tc.out) || !strings.Contains(stderr.String(), tc.errOut) {
+			t.Errorf("berth %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(tc.args, " "), code, stdout.String(), stderr.String())
+		}
+	}
+}
