@@ -54,6 +54,11 @@ type PlacementConfig struct {
 	RaceVCPU int
 	Keep     bool
 	Timeout  time.Duration
+	// KeepAlive reuses connections. Placement under uwsgi's
+	// --http-socket (the reference's start script) closes every
+	// connection after its answer without saying so, and a request sent
+	// on one being closed is reset: measure it with KeepAlive off.
+	KeepAlive bool
 }
 
 // DefaultPlacementConfig is the flags' defaults.
@@ -62,7 +67,7 @@ func DefaultPlacementConfig() PlacementConfig {
 		Token: "admin", Microversion: "1.39", Providers: 1000, PopulateClients: 8,
 		Limits: []int{10, 100, 1000}, CandidateRequests: 200, CandidateTime: 20 * time.Second,
 		ClaimClients: 8, ClaimTime: 10 * time.Second, RaceClients: 16, RaceVCPU: 64,
-		Timeout: 30 * time.Second,
+		Timeout: 30 * time.Second, KeepAlive: true,
 	}
 }
 
@@ -93,6 +98,7 @@ func (c *PlacementConfig) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.RaceVCPU, "race-vcpu", c.RaceVCPU, "the raced provider's VCPU total (the clients try twice as many one-VCPU claims)")
 	fs.BoolVar(&c.Keep, "keep", c.Keep, "leave the run's providers and allocations in place")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "timeout of one request")
+	fs.BoolVar(&c.KeepAlive, "keepalive", c.KeepAlive, "reuse connections (-keepalive=false for a server that closes them unannounced, as uwsgi's --http-socket does)")
 }
 
 // Validate says what is wrong with c.
@@ -169,6 +175,7 @@ type PlacementResult struct {
 	ClaimCycle     Latency            `json:"claim_cycle"`
 	ClaimConflicts int                `json:"claim_conflicts"`
 	Race           RaceFigure         `json:"race"`
+	KeepAlive      bool               `json:"keepalive"`
 	LoadAvg        [2]string          `json:"loadavg"` // /proc/loadavg at start and end
 	Command        string             `json:"command,omitempty"`
 }
@@ -229,11 +236,22 @@ func (pc *placementClient) do(ctx context.Context, method, path string, body, ou
 		return 0, 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
+	ok := slices.Contains(want, resp.StatusCode)
+	if ok && out == nil {
+		// An answer only counted (the candidates measured) is not kept:
+		// growing a buffer for 500 KB would be the client's time in the
+		// server's latency.
+		n, err := io.Copy(io.Discard, resp.Body)
+		if err != nil {
+			return resp.StatusCode, int(n), fmt.Errorf("%s %s: read: %w", method, path, err)
+		}
+		return resp.StatusCode, int(n), nil
+	}
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return resp.StatusCode, 0, fmt.Errorf("%s %s: read: %w", method, path, err)
 	}
-	if !slices.Contains(want, resp.StatusCode) {
+	if !ok {
 		e := &apiError{method: method, path: path, status: resp.StatusCode, body: string(raw)}
 		var eb struct {
 			Errors []struct {
@@ -273,14 +291,16 @@ func RunPlacement(ctx context.Context, cfg PlacementConfig, log io.Writer) (*Pla
 		return nil, &UsageError{err}
 	}
 	clients := max(cfg.PopulateClients, cfg.ClaimClients, cfg.RaceClients)
-	pc := &placementClient{cfg: cfg, http: &http.Client{Transport: newTransport(clients)}}
+	tr := newTransport(clients)
+	tr.DisableKeepAlives = !cfg.KeepAlive
+	pc := &placementClient{cfg: cfg, http: &http.Client{Transport: tr}}
 	_, minor, _ := strings.Cut(cfg.Microversion, ".")
 	pc.minor, _ = strconv.Atoi(minor)
 	defer pc.http.CloseIdleConnections()
 	var idb [4]byte
 	_, _ = rand.Read(idb[:])
 	run := &placementRun{pc: pc, id: fmt.Sprintf("%x", idb), aggregate: uuid.NewString()}
-	res := &PlacementResult{URL: cfg.URL, Providers: cfg.Providers, ClaimClients: cfg.ClaimClients}
+	res := &PlacementResult{URL: cfg.URL, Providers: cfg.Providers, ClaimClients: cfg.ClaimClients, KeepAlive: cfg.KeepAlive}
 	res.LoadAvg[0] = LoadAvg()
 	defer func() { res.LoadAvg[1] = LoadAvg() }()
 	if !cfg.Keep {

@@ -33,7 +33,11 @@ func perSec(n int, d time.Duration) float64 {
 func (r *PlacementResult) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, f string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(f, a...)) }
-	row("placement", "%s, %d providers", r.URL, r.Providers)
+	conns := "keep-alive connections"
+	if !r.KeepAlive {
+		conns = "a connection per request"
+	}
+	row("placement", "%s, %d providers, %s", r.URL, r.Providers, conns)
 	row("load average", "start %s, end %s", r.LoadAvg[0], r.LoadAvg[1])
 	row("populate", "%.1f s, %d requests, %.0f requests/s, %.0f providers/s",
 		r.PopulateTime.Seconds(), r.PopulateReqs, perSec(r.PopulateReqs, r.PopulateTime), perSec(r.Providers, r.PopulateTime))
