@@ -88,21 +88,34 @@ func (st *indexState) render(areqs []*areq, onlyUsed, omitMappings bool) *Candid
 	// creation, then its own); the sort waits for SummaryOrder, which
 	// only the HTTP API asks for, so the scheduler's path pays an append.
 	out.summaryOrder = make([]summaryPlace, 0, len(areqs))
-	addSummary := func(slot int32) {
+	st.summarise(roots, used, onlyUsed, func(e *rpEntry, place summaryPlace) {
+		out.ProviderSummaries[e.p.UUID] = *place.sum
+		out.summaryOrder = append(out.summaryOrder, place)
+	})
+	return out
+}
+
+// summarise calls add for every provider an answer summarises, given
+// the roots of the trees its allocation requests draw from and the
+// providers they use: every provider of those trees, or only the used
+// ones when the pre-1.29 nested exclusion applied (as Placement does).
+// A provider may come twice; the order is the maps'.
+func (st *indexState) summarise(roots, used map[int32]bool, onlyUsed bool, add func(e *rpEntry, place summaryPlace)) {
+	addSlot := func(slot int32) {
 		if e := st.slots[slot]; e != nil {
-			out.ProviderSummaries[e.p.UUID] = *st.summaryOf(e)
-			out.summaryOrder = append(out.summaryOrder, summaryPlace{
+			add(e, summaryPlace{
 				rootRev: st.slots[st.rootSlot(e)].createRev,
 				rev:     e.createRev,
 				uuid:    e.p.UUID,
+				sum:     st.summaryOf(e),
 			})
 		}
 	}
 	if onlyUsed {
 		for slot := range used {
-			addSummary(slot)
+			addSlot(slot)
 		}
-		return out
+		return
 	}
 	// With no nested trees at all (every compute node a lone provider,
 	// the usual cloud) each root is its whole tree: no lookup per root,
@@ -111,18 +124,17 @@ func (st *indexState) render(areqs []*areq, onlyUsed, omitMappings bool) *Candid
 	for root := range roots {
 		re := st.slots[root]
 		if singletons {
-			addSummary(root)
+			addSlot(root)
 			continue
 		}
 		if tree := st.trees[re.p.RootProviderUUID]; len(tree) > 1 {
 			for slot := range tree {
-				addSummary(slot)
+				addSlot(slot)
 			}
 		} else {
-			addSummary(root)
+			addSlot(root)
 		}
 	}
-	return out
 }
 
 // summaryOf is e's provider summary, rendered once per provider record

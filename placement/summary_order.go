@@ -10,6 +10,7 @@ type summaryPlace struct {
 	rootRev int64 // the revision that created its tree root's key
 	rev     int64 // the revision that created its own key
 	uuid    string
+	sum     *ProviderSummary // the summary placed (nil in hand-built answers)
 }
 
 // SummaryOrder returns the uuids of ProviderSummaries in the order
@@ -34,7 +35,18 @@ func (c *Candidates) SummaryOrder() []string {
 		sort.Strings(out)
 		return out
 	}
-	places := slices.Clone(c.summaryOrder) // answers may be shared: sort a copy
+	places := sortPlaces(slices.Clone(c.summaryOrder)) // answers may be shared: sort a copy
+	out := make([]string, len(places))
+	for i, p := range places {
+		out[i] = p.uuid
+	}
+	return out
+}
+
+// sortPlaces sorts places into Placement's order and names a provider
+// summarised twice (reached from two places, which sort next to each
+// other) once.
+func sortPlaces(places []summaryPlace) []summaryPlace {
 	slices.SortFunc(places, func(a, b summaryPlace) int {
 		if c := compareRev(a.rootRev, b.rootRev); c != 0 {
 			return c
@@ -50,14 +62,7 @@ func (c *Candidates) SummaryOrder() []string {
 		}
 		return 0
 	})
-	// A provider summarised twice (reached from two places) sorts next
-	// to itself: name it once.
-	places = slices.CompactFunc(places, func(a, b summaryPlace) bool { return a.uuid == b.uuid })
-	out := make([]string, len(places))
-	for i, p := range places {
-		out[i] = p.uuid
-	}
-	return out
+	return slices.CompactFunc(places, func(a, b summaryPlace) bool { return a.uuid == b.uuid })
 }
 
 // compareRev orders creation revisions, an unknown one (0) after all

@@ -400,7 +400,7 @@ func (s *API) allocationCandidates(c *reqCtx) error {
 	if err := s.svc.SyncIndex(c.r.Context()); err != nil {
 		return err
 	}
-	cands, err := s.svc.AllocationCandidates(c.r.Context(), cq)
+	cands, err := s.svc.OrderedAllocationCandidates(c.r.Context(), cq)
 	if err != nil {
 		return err
 	}

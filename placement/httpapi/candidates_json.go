@@ -12,15 +12,16 @@ import (
 // allocation requests and their providers' summaries are about 400 KB, and
 // building that as nested maps for encoding/json (which then sorts every
 // map's keys by reflection) cost ten times the search. candidatesJSON
-// writes the same bytes straight into one pooled buffer: keys in the
-// order encoding/json sorts them to, strings escaped as it escapes them
-// (appendJSONString), each small map's keys sorted once on the stack, a
-// resources object repeated by the next request copied instead of
-// written again, and each provider summary's bytes kept with the summary
-// (placement.ProviderSummary.Memo), so they are written once per provider
-// record, not once per request. TestCandidatesJSONMatchesReference
-// compares it with the map-building encoding it replaced at every
-// microversion.
+// writes the same bytes straight into one pooled buffer from the answer
+// in written order (placement.OrderedCandidates: no map to build, walk
+// or sort): keys in the order encoding/json sorts them to, strings
+// escaped as it escapes them (appendJSONString), a resources list shared
+// by the next request copied from the bytes already written, and each
+// provider summary's bytes kept with the summary
+// (placement.ProviderSummary.Memo), so they are written once per
+// provider record, not once per request. TestCandidatesJSONMatchesReference
+// and ...OverHTTP compare it with the map-building encoding it replaced
+// at every microversion.
 
 // candidatesJSON writes one answer at one microversion.
 type candidatesJSON struct {
@@ -29,10 +30,10 @@ type candidatesJSON struct {
 	// summary lists only those.
 	requested map[string]bool
 	buf       []byte
-	// lastRes is the resources map last written and lastResAt where its
-	// bytes are in buf: render shares one map among the requests asking
-	// the same amounts of one provider, so the next one copies them.
-	lastRes              map[string]int64
+	// lastRes is the resources list last written and lastResAt where
+	// its bytes are in buf: the answer shares one list among the requests
+	// asking the same amounts of one provider, so the next one copies them.
+	lastRes              []placement.ClassAmount
 	lastResAt, lastResTo int
 }
 
@@ -47,22 +48,22 @@ const maxPooledBuf = 8 << 20
 func (e *candidatesJSON) atLeast(minor int) bool { return e.mv >= minor }
 
 // encode appends cands' JSON to e.buf.
-func (e *candidatesJSON) encode(cands *placement.Candidates) {
+func (e *candidatesJSON) encode(cands *placement.OrderedCandidates) {
 	e.buf = append(e.buf, `{"allocation_requests":[`...)
-	for i := range cands.AllocationRequests {
+	for i := range cands.Requests {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		e.allocationRequest(&cands.AllocationRequests[i])
+		e.allocationRequest(&cands.Requests[i])
 	}
 	e.buf = append(e.buf, `],"provider_summaries":{`...)
-	for i, rp := range cands.SummaryOrder() {
+	for i, s := range cands.Summaries {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		e.buf = appendJSONString(e.buf, rp)
+		e.buf = appendJSONString(e.buf, s.UUID)
 		e.buf = append(e.buf, ':')
-		e.summary(cands.ProviderSummaries[rp])
+		e.summary(s.Summary)
 	}
 	e.buf = append(e.buf, "}}"...)
 }
@@ -70,24 +71,22 @@ func (e *candidatesJSON) encode(cands *placement.Candidates) {
 // allocationRequest writes one allocation request: before 1.12 its
 // allocations as a list by provider, from 1.12 an object keyed by
 // provider, with the mappings from 1.34.
-func (e *candidatesJSON) allocationRequest(ar *placement.AllocationRequest) {
-	var keys [8]string
-	rps := sortedMapKeys(keys[:0], ar.Allocations)
+func (e *candidatesJSON) allocationRequest(ar *placement.OrderedRequest) {
 	if !e.atLeast(12) {
 		e.buf = append(e.buf, `{"allocations":`...)
-		if len(rps) == 0 {
+		if len(ar.Allocations) == 0 {
 			e.buf = append(e.buf, "null}"...)
 			return
 		}
 		e.buf = append(e.buf, '[')
-		for i, rp := range rps {
+		for i := range ar.Allocations {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
 			e.buf = append(e.buf, `{"resource_provider":{"uuid":`...)
-			e.buf = appendJSONString(e.buf, rp)
+			e.buf = appendJSONString(e.buf, ar.Allocations[i].Provider)
 			e.buf = append(e.buf, `},"resources":`...)
-			e.resources(ar.Allocations[rp].Resources)
+			e.resources(ar.Allocations[i].Resources)
 			e.buf = append(e.buf, '}')
 		}
 		e.buf = append(e.buf, "]}"...)
@@ -98,13 +97,13 @@ func (e *candidatesJSON) allocationRequest(ar *placement.AllocationRequest) {
 		e.buf = append(e.buf, "null"...)
 	} else {
 		e.buf = append(e.buf, '{')
-		for i, rp := range rps {
+		for i := range ar.Allocations {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.buf = appendJSONString(e.buf, rp)
+			e.buf = appendJSONString(e.buf, ar.Allocations[i].Provider)
 			e.buf = append(e.buf, `:{"resources":`...)
-			e.resources(ar.Allocations[rp].Resources)
+			e.resources(ar.Allocations[i].Resources)
 			e.buf = append(e.buf, '}')
 		}
 		e.buf = append(e.buf, '}')
@@ -117,46 +116,45 @@ func (e *candidatesJSON) allocationRequest(ar *placement.AllocationRequest) {
 }
 
 // resources writes a class-to-amount object, copying the previous one's
-// bytes when res is the same map.
-func (e *candidatesJSON) resources(res map[string]int64) {
+// bytes when res is the same list (requests asking the same amounts
+// share one).
+func (e *candidatesJSON) resources(res []placement.ClassAmount) {
 	if res == nil {
 		e.buf = append(e.buf, "null"...)
 		return
 	}
-	if e.lastRes != nil && sameMap(e.lastRes, res) {
+	if len(res) > 0 && len(res) == len(e.lastRes) && &res[0] == &e.lastRes[0] {
 		e.buf = append(e.buf, e.buf[e.lastResAt:e.lastResTo]...)
 		return
 	}
 	at := len(e.buf)
-	var keys [8]string
 	e.buf = append(e.buf, '{')
-	for i, rc := range sortedMapKeys(keys[:0], res) {
+	for i, ca := range res {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		e.buf = appendJSONString(e.buf, rc)
+		e.buf = appendJSONString(e.buf, ca.Class)
 		e.buf = append(e.buf, ':')
-		e.buf = strconv.AppendInt(e.buf, res[rc], 10)
+		e.buf = strconv.AppendInt(e.buf, ca.Amount, 10)
 	}
 	e.buf = append(e.buf, '}')
 	e.lastRes, e.lastResAt, e.lastResTo = res, at, len(e.buf)
 }
 
 // mappings writes the request groups' providers (1.34).
-func (e *candidatesJSON) mappings(m map[string][]string) {
+func (e *candidatesJSON) mappings(m []placement.GroupProviders) {
 	if m == nil {
 		e.buf = append(e.buf, "null"...)
 		return
 	}
-	var keys [8]string
 	e.buf = append(e.buf, '{')
-	for i, sfx := range sortedMapKeys(keys[:0], m) {
+	for i, g := range m {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		e.buf = appendJSONString(e.buf, sfx)
+		e.buf = appendJSONString(e.buf, g.Suffix)
 		e.buf = append(e.buf, ':')
-		e.buf = appendStringList(e.buf, m[sfx])
+		e.buf = appendStringList(e.buf, g.Providers)
 	}
 	e.buf = append(e.buf, '}')
 }
@@ -164,16 +162,16 @@ func (e *candidatesJSON) mappings(m map[string][]string) {
 // summary writes one provider summary in the microversion's shape. From
 // 1.27 the shape depends on the microversion alone (before, on the
 // classes requested too), so the bytes are the summary's memo.
-func (e *candidatesJSON) summary(ps placement.ProviderSummary) {
+func (e *candidatesJSON) summary(ps *placement.ProviderSummary) {
 	if !e.atLeast(27) {
-		e.buf = e.appendSummary(e.buf, &ps)
+		e.buf = e.appendSummary(e.buf, ps)
 		return
 	}
 	slot := 0
 	if e.atLeast(29) {
 		slot = 1
 	}
-	e.buf = append(e.buf, ps.Memo(slot, func() []byte { return e.appendSummary(nil, &ps) })...)
+	e.buf = append(e.buf, ps.Memo(slot, func() []byte { return e.appendSummary(nil, ps) })...)
 }
 
 // appendSummary appends ps's JSON at e's microversion to dst.
@@ -250,19 +248,6 @@ func sortedMapKeys[V any](dst []string, m map[string]V) []string {
 		}
 	}
 	return dst
-}
-
-// sameMap says whether a and b hold the same entries.
-func sameMap(a, b map[string]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // jsonPlain[c] says that ASCII byte c stands for itself inside a JSON

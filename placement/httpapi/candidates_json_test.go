@@ -77,7 +77,7 @@ func referenceCandidatesJSON(mv int, requested map[string]bool, cands *placement
 // encodeCandidates is the handler's encoding of cands at mv.
 func encodeCandidates(mv int, requested map[string]bool, cands *placement.Candidates) []byte {
 	e := candidatesJSON{mv: mv, requested: requested}
-	e.encode(cands)
+	e.encode(cands.Ordered())
 	return e.buf
 }
 
@@ -261,6 +261,8 @@ func TestCandidatesJSONMatchesReferenceOverHTTP(t *testing.T) {
 		"resources=VCPU:1&required=in:CUSTOM_GOLD,HW_CPU_X86_AVX2",
 		"resources=VCPU:1&root_required=!COMPUTE_STATUS_DISABLED",
 		"resources=VCPU:100",
+		"resources1=VCPU:1&resources2=VCPU:1&group_policy=none",
+		"resources=VCPU:1,MEMORY_MB:64&resources1=VCPU:1,DISK_GB:5&resources2=MEMORY_MB:128&group_policy=none&limit=50",
 	}
 	compared, nonEmpty := 0, 0
 	for round := range 4 {
