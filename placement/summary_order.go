@@ -1,8 +1,11 @@
 package placement
 
 import (
+	"cmp"
+	"math"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // summaryPlace is where one provider summary goes in Placement's order.
@@ -35,7 +38,7 @@ func (c *Candidates) SummaryOrder() []string {
 		sort.Strings(out)
 		return out
 	}
-	places := sortPlaces(slices.Clone(c.summaryOrder)) // answers may be shared: sort a copy
+	places := sortPlaces(c.summaryOrder) // sorts a copy: answers may be shared
 	out := make([]string, len(places))
 	for i, p := range places {
 		out[i] = p.uuid
@@ -45,38 +48,43 @@ func (c *Candidates) SummaryOrder() []string {
 
 // sortPlaces sorts places into Placement's order and names a provider
 // summarised twice (reached from two places, which sort next to each
-// other) once.
+// other) once. It sorts small keys (the two revisions, an unknown one
+// made the largest, and the place's index) rather than the places: at
+// 1,000 summaries the sort of the places themselves, with branches for
+// unknown revisions and a uuid compare for every pair created in one
+// transaction, was a fifth of a candidates request.
 func sortPlaces(places []summaryPlace) []summaryPlace {
-	slices.SortFunc(places, func(a, b summaryPlace) int {
-		if c := compareRev(a.rootRev, b.rootRev); c != 0 {
-			return c
+	keys := make([]placeKey, len(places))
+	for i, p := range places {
+		keys[i] = placeKey{revKey(p.rootRev), revKey(p.rev), int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b placeKey) int {
+		switch {
+		case a.root != b.root:
+			return cmp.Compare(a.root, b.root)
+		case a.own != b.own:
+			return cmp.Compare(a.own, b.own)
 		}
-		if c := compareRev(a.rev, b.rev); c != 0 {
-			return c
-		}
-		if a.uuid < b.uuid {
-			return -1
-		}
-		if a.uuid > b.uuid {
-			return 1
-		}
-		return 0
+		return strings.Compare(places[a.i].uuid, places[b.i].uuid)
 	})
-	return slices.CompactFunc(places, func(a, b summaryPlace) bool { return a.uuid == b.uuid })
+	out := make([]summaryPlace, len(places))
+	for i, k := range keys {
+		out[i] = places[k.i]
+	}
+	return slices.CompactFunc(out, func(a, b summaryPlace) bool { return a.uuid == b.uuid })
 }
 
-// compareRev orders creation revisions, an unknown one (0) after all
-// known ones.
-func compareRev(a, b int64) int {
-	switch {
-	case a == b:
-		return 0
-	case a == 0:
-		return 1
-	case b == 0:
-		return -1
-	case a < b:
-		return -1
+// placeKey is a summary's place as sortPlaces compares it.
+type placeKey struct {
+	root, own int64
+	i         int32
+}
+
+// revKey orders creation revisions: an unknown one (0) after every
+// known one.
+func revKey(rev int64) int64 {
+	if rev == 0 {
+		return math.MaxInt64
 	}
-	return 1
+	return rev
 }
