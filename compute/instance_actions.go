@@ -43,6 +43,10 @@ type instanceAction struct {
 	start             time.Time
 	message           any
 	events            []actionEvent
+	// bySystem: Berth did it on its own (an automatic confirm), as
+	// Nova's periodic tasks do under an admin context with no user or
+	// project, so the action shows user_id and project_id null.
+	bySystem bool
 }
 
 // perfectTime is oslo's PERFECT_TIME_FORMAT, as jsonutils writes a
@@ -132,8 +136,12 @@ func (act *instanceAction) updatedAt() time.Time {
 }
 
 func actionView(c *reqCtx, s *serverState, act *instanceAction) obj {
+	var user, project any = s.userID, s.projectID
+	if act.bySystem {
+		user, project = nil, nil
+	}
 	o := obj{{"action", act.action}, {"instance_uuid", s.id}, {"request_id", act.requestID},
-		{"user_id", s.userID}, {"project_id", s.projectID}, {"start_time", perfectTime(act.start)},
+		{"user_id", user}, {"project_id", project}, {"start_time", perfectTime(act.start)},
 		{"message", act.message}}
 	if c.v.atLeast(mvActionUpdatedAt) {
 		o = append(o, member{"updated_at", perfectTime(act.updatedAt())})

@@ -41,7 +41,8 @@ func moveActions(migs []servers.MigrationRecord) []instanceAction {
 		}
 		byName := map[string]*instanceAction{"": &main}
 		if m.ConfirmRequestID != "" && m.ConfirmedAt != nil {
-			byName["confirmResize"] = &instanceAction{action: "confirmResize", requestID: m.ConfirmRequestID, start: *m.ConfirmedAt}
+			byName["confirmResize"] = &instanceAction{action: "confirmResize", requestID: m.ConfirmRequestID,
+				start: *m.ConfirmedAt, bySystem: m.AutoConfirmed}
 		}
 		if m.RevertRequestID != "" && m.RevertedAt != nil {
 			byName["revertResize"] = &instanceAction{action: "revertResize", requestID: m.RevertRequestID, start: *m.RevertedAt}

@@ -111,14 +111,18 @@ type Migration struct {
 	// instance actions resize/migrate, confirmResize, revertResize),
 	// when the confirm and revert were asked, and the steps done so far
 	// (the actions' events).
-	RequestID        string      `json:"request_id,omitempty"`
-	ConfirmRequestID string      `json:"confirm_request_id,omitempty"`
-	RevertRequestID  string      `json:"revert_request_id,omitempty"`
-	ConfirmedAt      *time.Time  `json:"confirmed_at,omitempty"`
-	RevertedAt       *time.Time  `json:"reverted_at,omitempty"`
-	Events           []MoveEvent `json:"events,omitempty"`
-	CreatedAt        time.Time   `json:"created_at"`
-	UpdatedAt        time.Time   `json:"updated_at"`
+	RequestID        string     `json:"request_id,omitempty"`
+	ConfirmRequestID string     `json:"confirm_request_id,omitempty"`
+	RevertRequestID  string     `json:"revert_request_id,omitempty"`
+	ConfirmedAt      *time.Time `json:"confirmed_at,omitempty"`
+	// AutoConfirmed says the scheduler leader confirmed it, its
+	// resize_confirm_window over (Nova's periodic confirm, whose action
+	// has no user). Added without a version bump: absent is false.
+	AutoConfirmed bool        `json:"auto_confirmed,omitempty"`
+	RevertedAt    *time.Time  `json:"reverted_at,omitempty"`
+	Events        []MoveEvent `json:"events,omitempty"`
+	CreatedAt     time.Time   `json:"created_at"`
+	UpdatedAt     time.Time   `json:"updated_at"`
 }
 
 func (*Migration) SchemaVersion() int { return MigrationVersion }

@@ -208,7 +208,16 @@ func movable(action string, in *etcdschema.Instance, status string) error {
 // drops the stopped guest, frees the source's allocation (the
 // migration's consumer) and makes the server ACTIVE.
 func (s *Store) ConfirmResize(ctx context.Context, id, requestID string) error {
-	return s.finishMove(ctx, id, requestID, "confirmResize", etcdschema.MigrationConfirming)
+	return s.finishMove(ctx, id, requestID, "confirmResize", etcdschema.MigrationConfirming, "")
+}
+
+// AutoConfirmResize is ConfirmResize done by the system once Nova's
+// resize_confirm_window is over (the compute manager's
+// _poll_unconfirmed_resizes): it confirms only migration, which must
+// still be the server's (a later move is not the one whose window ran
+// out), and marks it AutoConfirmed.
+func (s *Store) AutoConfirmResize(ctx context.Context, id, migration, requestID string) error {
+	return s.finishMove(ctx, id, requestID, "confirmResize", etcdschema.MigrationConfirming, migration)
 }
 
 // RevertResize is compute.API.revert_resize: the migration goes
@@ -216,10 +225,12 @@ func (s *Store) ConfirmResize(ctx context.Context, id, requestID string) error {
 // cast the revert: it destroys the new guest, then the source's agent
 // gives the instance its source allocation back and starts it there.
 func (s *Store) RevertResize(ctx context.Context, id, requestID string) error {
-	return s.finishMove(ctx, id, requestID, "revertResize", etcdschema.MigrationReverting)
+	return s.finishMove(ctx, id, requestID, "revertResize", etcdschema.MigrationReverting, "")
 }
 
-func (s *Store) finishMove(ctx context.Context, id, requestID, action, status string) error {
+// finishMove starts a confirm or revert; onlyMigration, when set, is the
+// migration an automatic confirm was meant for.
+func (s *Store) finishMove(ctx context.Context, id, requestID, action, status, onlyMigration string) error {
 	k := s.keys
 	v, err := s.Lookup(ctx, id)
 	if err != nil {
@@ -231,6 +242,9 @@ func (s *Store) finishMove(ctx context.Context, id, requestID, action, status st
 	in := *v.Instance
 	if err := movable(action, &in, etcdschema.StatusVerifyResize); err != nil {
 		return err
+	}
+	if onlyMigration != "" && in.MigrationUUID != onlyMigration {
+		return &NoMigrationError{ID: id, Status: etcdschema.MigrationFinished}
 	}
 	mkey := k.Migration(in.Cell, in.MigrationUUID)
 	mig, mrev, err := s.readMigration(ctx, mkey)
@@ -249,6 +263,7 @@ func (s *Store) finishMove(ctx context.Context, id, requestID, action, status st
 		in.TaskState = etcdschema.TaskResizeReverting
 	} else {
 		mig.ConfirmRequestID, mig.ConfirmedAt = requestID, &now
+		mig.AutoConfirmed = onlyMigration != ""
 	}
 	in.UpdatedAt = now
 	cast := records.MoveCast(&in, mig, step, requestID, now)
