@@ -160,6 +160,11 @@ type API struct {
 	// as in Nova), -1 never, N > 0 after N seconds (the leader's
 	// shelved_offloads duty, every scheduler.leader_interval).
 	ShelvedOffloadTime int64
+	// ResizeConfirmWindow is Nova's resize_confirm_window: a resize or
+	// cold migration left unconfirmed (VERIFY_RESIZE) this long is
+	// confirmed by the scheduler leader (leader.DutyConfig). 0, the
+	// default, never confirms automatically.
+	ResizeConfirmWindow time.Duration
 
 	declRange hcl.Range
 }

@@ -120,6 +120,8 @@ func (d *decoder) config(r *rawFile) *Config {
 			AllowResizeToSameHost: d.boolean(r.API.AllowResizeToSameHost, d.def.API.AllowResizeToSameHost),
 			ShelvedOffloadTime: d.count(r.API.Body, "shelved_offload_time", r.API.ShelvedOffloadTime,
 				d.def.API.ShelvedOffloadTime, -1, "-1 is never, 0 at once"),
+			ResizeConfirmWindow: d.duration(r.API.Body, "resize_confirm_window", r.API.ResizeConfirmWindow,
+				d.def.API.ResizeConfirmWindow, 0, "\"0s\" turns automatic confirmation off"),
 			declRange: r.API.DefRange,
 		}
 	}

@@ -93,6 +93,7 @@ type rawAPI struct {
 	Quota                 *rawQuota `hcl:"quota,block"`
 	AllowResizeToSameHost *bool     `hcl:"allow_resize_to_same_host"`
 	ShelvedOffloadTime    *int64    `hcl:"shelved_offload_time"`
+	ResizeConfirmWindow   *string   `hcl:"resize_confirm_window"`
 	DefRange              hcl.Range `hcl:",def_range"`
 	Body                  hcl.Body  `hcl:",body"`
 }

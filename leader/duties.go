@@ -60,7 +60,12 @@ type DutyConfig struct {
 	// StuckBuildRequestTimeout is how long a BuildRequest may wait unleased
 	// with no superconductor registered before it is buried in cell0.
 	StuckBuildRequestTimeout time.Duration
-	Log                      hclog.Logger
+	// ResizeConfirmWindow is Nova's resize_confirm_window: a resize
+	// unconfirmed this long is confirmed through Confirmer
+	// (auto_confirm.go). 0, or no Confirmer, confirms nothing.
+	ResizeConfirmWindow time.Duration
+	Confirmer           ResizeConfirmer
+	Log                 hclog.Logger
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -70,19 +75,20 @@ type duties struct {
 }
 
 // Duties returns the duties DESIGN.md gives the leader: down-host
-// handling, orphaned-allocation and stale-alternates clean-up, and stuck
-// build requests. Each writes only through its term's Fence.
+// handling, orphaned-allocation and stale-alternates clean-up, stuck
+// build requests, and (with a resize_confirm_window) the automatic
+// confirm of resizes. Each writes only through its term's Fence.
 func Duties(c DutyConfig) []Duty {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	d := &duties{c}
-	return []Duty{
+	return append([]Duty{
 		{Name: "down_hosts", Interval: c.Interval, Run: d.downHosts},
 		{Name: "orphaned_allocations", Interval: c.Interval, Run: d.orphanedAllocations},
 		{Name: "stale_alternates", Interval: c.Interval, Run: d.staleAlternates},
 		{Name: "stuck_build_requests", Interval: c.Interval, Run: d.stuckBuildRequests},
-	}
+	}, autoConfirmDuty(d)...)
 }
 
 // ---- down hosts ------------------------------------------------------------

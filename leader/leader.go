@@ -1,7 +1,8 @@
 // Package leader elects one scheduler to lead and runs the leader's
 // singleton duties while it does: down-host handling, orphaned-allocation
 // and stale-alternates clean-up, and stuck build requests (duties.go);
-// etcd's space: defragmenting members one at a time and recovering from
+// the automatic confirm of resizes, Nova's resize_confirm_window
+// (auto_confirm.go); etcd's space: defragmenting members one at a time and recovering from
 // the NOSPACE alarm (etcdspace.go).
 // Every scheduler runs a candidate; at most one leads at a time, and every
 // leader write carries the term's Fence, so a deposed leader that has not

@@ -32,6 +32,9 @@ api {
   # Nova's shelved_offload_time (see server.hcl): 0 offloads a shelved
   # server at once, -1 never, N > 0 after N seconds.
   shelved_offload_time = 0
+  # Confirm a resize left in VERIFY_RESIZE this long (Nova's
+  # resize_confirm_window; "0s", the default, never does; see server.hcl).
+  resize_confirm_window = "0s"
 }
 
 placement {

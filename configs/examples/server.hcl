@@ -161,6 +161,15 @@ api {
   # the scheduler leader's shelved_offloads duty every leader_interval.
   shelved_offload_time = 0
 
+  # Nova's resize_confirm_window: a resize or cold migration left
+  # unconfirmed (VERIFY_RESIZE) this long is confirmed automatically by
+  # the scheduler leader, as if its owner had (the instance action
+  # confirmResize then has no user, as Nova's periodic task's). The
+  # leader reads it from its own file's api block: give every server the
+  # same value. Checked every scheduler leader_interval. Default "0s":
+  # never, as in Nova.
+  resize_confirm_window = "0s"
+
   # The default quotas of every project (Nova's [quota] options), which
   # os-quota-sets (`openstack quota set`) overrides per project. Every
   # limit is optional and defaults to Nova's (shown); -1 is unlimited.

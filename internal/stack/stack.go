@@ -481,6 +481,12 @@ func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 	s.status.Ready("scheduler registration", reg.Registered(), "the scheduler is not registered under /members/scheduler/ yet")
 	sups := members.NewWatcher(s.cli, s.keys, conductor.SuperconductorRole, log)
 	go sups.Run(s.ctx)
+	// The automatic confirm reads the window from this file's api block
+	// (Nova's resize_confirm_window sits with the API's move options).
+	var confirmWindow time.Duration
+	if s.cfg.API != nil {
+		confirmWindow = s.cfg.API.ResizeConfirmWindow
+	}
 	candidate := leader.New(leader.Config{
 		Client: s.cli, Keys: s.keys, Election: scheduler.Role, ID: s.schedID, TTL: c.ElectionTTL, Log: log.Named("leader"),
 		Metrics: s.metrics,
@@ -488,6 +494,7 @@ func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 			Client: s.cli, Keys: s.keys, Placement: s.placement, Hosts: s.hosts, Superconductors: sups,
 			ID: s.schedID, Interval: c.LeaderInterval, DownHostGrace: c.DownHostGrace,
 			OrphanGrace: c.OrphanGrace, StuckBuildRequestTimeout: c.StuckBuildRequestTimeout,
+			ResizeConfirmWindow: confirmWindow, Confirmer: servers.New(s.cli, s.keys, s.placement, log.Named("leader")),
 			Log: log.Named("leader"),
 		}), append(leader.EtcdSpaceDuties(leader.EtcdSpaceConfig{
 			Client: s.cli, Defrag: c.EtcdDefrag, DefragInterval: c.EtcdDefragInterval,
