@@ -188,7 +188,7 @@ func (s *Scheduler) selectOnce(ctx context.Context, spec *RequestSpec, maySample
 		c.abort(ctx, s)
 		return nil, err
 	}
-	out = s.alternates(picks, last)
+	out = s.alternates(c, picks, last)
 	log.Debug("selected destinations", "instances", len(picks), "candidates", len(hosts), "sampled", sampled,
 		"passed_filters", passed, "elapsed", time.Since(start))
 	return out, nil
@@ -375,27 +375,42 @@ func (s *Scheduler) reloadGroup(ctx context.Context, c *Cycle) error {
 
 // alternates is stage 7: each instance's Selection on its claimed host,
 // followed by up to max_attempts-1 unclaimed alternates from the last
-// ranking: hosts of the same cell that no instance of the request took.
-func (s *Scheduler) alternates(picks []pick, last *ranking) [][]etcdschema.Selection {
+// ranking, all of the pick's cell: first the hosts no instance of the
+// request took (Nova's alternates), then the hosts the request's other
+// instances took. Nova stops at the first kind, so a request that spans
+// every host (12 servers on 6 hosts) gets no alternates at all and each
+// failed build is an ERROR; a host already given to a sibling may well
+// have room for one more, and the retry's claim checks that room (and the
+// server group's policy) anyway. A hard anti-affinity group gets only the
+// first kind: a sibling's host is the one place its policy forbids.
+func (s *Scheduler) alternates(c *Cycle, picks []pick, last *ranking) [][]etcdschema.Selection {
 	taken := make(map[string]bool, len(picks))
 	for _, p := range picks {
 		taken[p.host.Host] = true
 	}
+	siblings := c.Group == nil || c.Group.Policy() != etcdschema.PolicyAntiAffinity
 	out := make([][]etcdschema.Selection, len(picks))
 	for i, p := range picks {
 		out[i] = append(out[i], s.selection(p.host, p.req))
-		for k := 0; k < last.len(); k++ {
-			if len(out[i]) >= s.cfg.MaxAttempts {
-				break
-			}
-			alt := last.at(k).host
-			if alt.Cell != p.host.Cell || taken[alt.Host] || len(alt.Candidates) == 0 {
-				continue
-			}
-			out[i] = append(out[i], s.selection(alt, alt.Candidates[0]))
+		out[i] = s.appendAlternates(out[i], p, last, func(h string) bool { return !taken[h] })
+		if siblings {
+			out[i] = s.appendAlternates(out[i], p, last, func(h string) bool { return taken[h] && h != p.host.Host })
 		}
 	}
 	return out
+}
+
+// appendAlternates adds to sels, in ranking order and up to max_attempts
+// in all, the hosts of last in p's cell that want accepts.
+func (s *Scheduler) appendAlternates(sels []etcdschema.Selection, p pick, last *ranking, want func(host string) bool) []etcdschema.Selection {
+	for k := 0; k < last.len() && len(sels) < s.cfg.MaxAttempts; k++ {
+		alt := last.at(k).host
+		if alt.Cell != p.host.Cell || !want(alt.Host) || len(alt.Candidates) == 0 {
+			continue
+		}
+		sels = append(sels, s.selection(alt, alt.Candidates[0]))
+	}
+	return sels
 }
 
 // sortHosts weighs hosts and moves a random one of the best
