@@ -20,44 +20,48 @@ type hostInstance struct {
 // track_instance_changes the host's instance info keys index them (one
 // read per instance, not per cell); without it the cell is listed.
 func (a *Agent) instancesOnHost(ctx context.Context) (map[string]hostInstance, error) {
-	k := a.keys
-	var uuids []string
 	if a.cfg.TrackInstanceChanges {
-		resp, err := a.cli.Get(ctx, k.HostInstances(a.cfg.Host), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		uuids, err := a.infoUUIDs(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("list instance info of %s: %w", a.cfg.Host, err)
+			return nil, err
 		}
-		for _, kv := range resp.Kvs {
-			if u, ok := etcdschema.LastSegment(string(kv.Key), k.HostInstances(a.cfg.Host)); ok {
-				uuids = append(uuids, u)
-			}
-		}
+		return a.instanceRecords(ctx, uuids, true)
 	}
 	out := map[string]hostInstance{}
-	add := func(key string, val []byte, rev int64) {
-		var in etcdschema.Instance
-		if err := etcdschema.Decode(key, val, &in); err != nil {
-			a.log.Warn("reconcile: skipping unreadable instance", "error", err)
-			return
-		}
-		if in.Host == a.cfg.Host {
-			out[in.UUID] = hostInstance{inst: in, rev: rev}
+	resp, err := a.cli.Get(ctx, a.keys.CellInstances(a.cfg.Cell), clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("list instances of cell %s: %w", a.cfg.Cell, err)
+	}
+	for _, kv := range resp.Kvs {
+		a.addInstance(out, string(kv.Key), kv.Value, kv.ModRevision, true)
+	}
+	return out, nil
+}
+
+// infoUUIDs lists the instances this host's instance info keys name.
+func (a *Agent) infoUUIDs(ctx context.Context) ([]string, error) {
+	prefix := a.keys.HostInstances(a.cfg.Host)
+	resp, err := a.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("list instance info of %s: %w", a.cfg.Host, err)
+	}
+	uuids := make([]string, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if u, ok := etcdschema.LastSegment(string(kv.Key), prefix); ok {
+			uuids = append(uuids, u)
 		}
 	}
-	if !a.cfg.TrackInstanceChanges {
-		resp, err := a.cli.Get(ctx, k.CellInstances(a.cfg.Cell), clientv3.WithPrefix())
-		if err != nil {
-			return nil, fmt.Errorf("list instances of cell %s: %w", a.cfg.Cell, err)
-		}
-		for _, kv := range resp.Kvs {
-			add(string(kv.Key), kv.Value, kv.ModRevision)
-		}
-		return out, nil
-	}
+	return uuids, nil
+}
+
+// instanceRecords reads the cell's records of uuids, 64 a transaction;
+// onlyHere keeps only those that place the instance on this host.
+func (a *Agent) instanceRecords(ctx context.Context, uuids []string, onlyHere bool) (map[string]hostInstance, error) {
+	out := map[string]hostInstance{}
 	for start := 0; start < len(uuids); start += 64 {
 		var ops []clientv3.Op
 		for _, u := range uuids[start:min(start+64, len(uuids))] {
-			ops = append(ops, clientv3.OpGet(k.CellInstance(a.cfg.Cell, u)))
+			ops = append(ops, clientv3.OpGet(a.keys.CellInstance(a.cfg.Cell, u)))
 		}
 		resp, err := a.cli.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
@@ -65,11 +69,22 @@ func (a *Agent) instancesOnHost(ctx context.Context) (map[string]hostInstance, e
 		}
 		for _, r := range resp.Responses {
 			for _, kv := range r.GetResponseRange().Kvs {
-				add(string(kv.Key), kv.Value, kv.ModRevision)
+				a.addInstance(out, string(kv.Key), kv.Value, kv.ModRevision, onlyHere)
 			}
 		}
 	}
 	return out, nil
+}
+
+func (a *Agent) addInstance(out map[string]hostInstance, key string, val []byte, rev int64, onlyHere bool) {
+	var in etcdschema.Instance
+	if err := etcdschema.Decode(key, val, &in); err != nil {
+		a.log.Warn("skipping unreadable instance", "key", key, "error", err)
+		return
+	}
+	if !onlyHere || in.Host == a.cfg.Host {
+		out[in.UUID] = hostInstance{inst: in, rev: rev}
+	}
 }
 
 // reconcile runs once at start, before any cast is worked: it compares

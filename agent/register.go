@@ -301,18 +301,26 @@ func (a *Agent) putAlive(ctx context.Context, lease clientv3.LeaseID) error {
 	return nil
 }
 
-// syncInstances writes the periodic uuid list the schedulers reconcile
-// against (sync_instance_info).
+// syncInstances writes the periodic list the schedulers reconcile
+// against (sync_instance_info): the uuids of this host's instance info,
+// each with the flavor id its instance record has when that record places
+// it here, so a scheduler whose view has another flavor (an instance
+// info update lost on a resize) re-reads the host. An instance the
+// record places elsewhere (this host is the source of a move in flight,
+// which keeps its info until confirmed) has no flavor in the list: its
+// truth is the migration's, and the uuid alone is compared.
 func (a *Agent) syncInstances(ctx context.Context) error {
-	resp, err := a.cli.Get(ctx, a.keys.HostInstances(a.cfg.Host), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	uuids, err := a.infoUUIDs(ctx)
 	if err != nil {
-		return fmt.Errorf("agent %s: list instance info: %w", a.cfg.Host, err)
+		return fmt.Errorf("agent %s: %w", a.cfg.Host, err)
 	}
-	s := &etcdschema.HostSync{Host: a.cfg.Host, At: time.Now().UTC(), UUIDs: []string{}}
-	for _, kv := range resp.Kvs {
-		if u, ok := etcdschema.LastSegment(string(kv.Key), a.keys.HostInstances(a.cfg.Host)); ok {
-			s.UUIDs = append(s.UUIDs, u)
-		}
+	records, err := a.instanceRecords(ctx, uuids, true)
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", a.cfg.Host, err)
+	}
+	s := &etcdschema.HostSync{Host: a.cfg.Host, At: time.Now().UTC(), UUIDs: uuids, FlavorIDs: make([]string, len(uuids))}
+	for i, u := range uuids {
+		s.FlavorIDs[i] = records[u].inst.Flavor.ID
 	}
 	if _, err := a.cli.Put(ctx, a.keys.HostSync(a.cfg.Host), etcdschema.MustEncode(s)); err != nil {
 		return fmt.Errorf("agent %s: write instance sync: %w", a.cfg.Host, err)

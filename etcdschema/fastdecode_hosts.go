@@ -60,8 +60,8 @@ func (s *Service) decodeFast(data []byte) bool {
 }
 
 func (h *HostSync) decodeFast(data []byte) bool {
-	if h.UUIDs != nil {
-		return false // encoding/json would reuse its array
+	if h.UUIDs != nil || h.FlavorIDs != nil {
+		return false // encoding/json would reuse its arrays
 	}
 	q := *h
 	r := jsonReader{data: data}
@@ -80,6 +80,9 @@ func (h *HostSync) decodeFast(data []byte) bool {
 		case "at":
 			q.At, ok = r.time()
 			bit = 8
+		case "flavor_ids":
+			q.FlavorIDs, ok = r.strings()
+			bit = 16
 		}
 		return
 	})

@@ -27,6 +27,9 @@ func TestHostRecordsFastDecodeMatchesEncodingJSON(t *testing.T) {
 		if b, err := Encode(&HostSync{Host: g.str(), UUIDs: g.strs(), At: g.time()}); err == nil {
 			syncs = append(syncs, b, reshape(g.rng, b))
 		}
+		if b, err := Encode(&HostSync{Host: g.str(), UUIDs: g.strs(), FlavorIDs: g.strs(), At: g.time()}); err == nil {
+			syncs = append(syncs, b, reshape(g.rng, b))
+		}
 		if b, err := Encode(&HostMapping{Host: g.str(), Cell: g.str(), CreatedAt: g.time()}); err == nil {
 			maps = append(maps, b, reshape(g.rng, b))
 		}
@@ -34,14 +37,17 @@ func TestHostRecordsFastDecodeMatchesEncodingJSON(t *testing.T) {
 	svc := MustEncode(&Service{Host: "compute-000001", Cell: "cell1", ProviderUUID: "2f9c0d1e-0000-4000-8000-000000000001",
 		Disabled: true, DisabledReason: "maintenance", AgentVersion: "1.0", FailedBuilds: 2,
 		CreatedAt: providerCreated, UpdatedAt: providerCreated})
-	sync := MustEncode(&HostSync{Host: "compute-000001", UUIDs: []string{"a", "b"}, At: providerCreated})
+	sync := MustEncode(&HostSync{Host: "compute-000001", UUIDs: []string{"a", "b"}, FlavorIDs: []string{"1", ""}, At: providerCreated})
+	oldSync := MustEncode(&HostSync{Host: "compute-000001", UUIDs: []string{"a", "b"}, At: providerCreated})
 	svcs = append(svcs, placementEdgeCases(svc)...)
 	for _, v := range []string{"false", `"true"`, "null", "1", "tru", "TRUE", "true1", "truefalse"} {
 		svcs = append(svcs, []byte(strings.Replace(svc, `"disabled":true`, `"disabled":`+v, 1)))
 	}
 	syncs = append(syncs, placementEdgeCases(sync)...)
+	syncs = append(syncs, placementEdgeCases(oldSync)...)
 	for _, v := range []string{"null", "[]", `[ "a" ]`, `["a",null]`, `"a"`, `{}`, `["a"`} {
-		syncs = append(syncs, []byte(strings.Replace(sync, `"uuids":["a","b"]`, `"uuids":`+v, 1)))
+		syncs = append(syncs, []byte(strings.Replace(sync, `"uuids":["a","b"]`, `"uuids":`+v, 1)),
+			[]byte(strings.Replace(sync, `"flavor_ids":["1",""]`, `"flavor_ids":`+v, 1)))
 	}
 	mapping := MustEncode(&HostMapping{Host: "compute-000001", Cell: "cell1", CreatedAt: providerCreated})
 	maps = append(maps, placementEdgeCases(mapping)...)
@@ -64,6 +70,7 @@ func TestHostRecordsFastDecodeMatchesEncodingJSON(t *testing.T) {
 		}
 		decodeBoth(t, in, HostSync{Host: "old"})
 		decodeBoth(t, in, HostSync{UUIDs: []string{"x", "y", "z"}})
+		decodeBoth(t, in, HostSync{FlavorIDs: []string{"x"}})
 	}
 	t.Logf("%d of %d values took the fast path", fast, len(svcs)+len(syncs)+len(maps))
 	if fast < 2000 {
@@ -72,7 +79,8 @@ func TestHostRecordsFastDecodeMatchesEncodingJSON(t *testing.T) {
 	var s Service
 	var hs HostSync
 	var hm HostMapping
-	if !s.decodeFast([]byte(svc)) || !hs.decodeFast([]byte(sync)) || !hm.decodeFast([]byte(mapping)) {
+	var old HostSync
+	if !s.decodeFast([]byte(svc)) || !hs.decodeFast([]byte(sync)) || !hm.decodeFast([]byte(mapping)) || !old.decodeFast([]byte(oldSync)) {
 		t.Errorf("the fast path refused a Service, HostSync or HostMapping as Berth writes them")
 	}
 }

@@ -33,6 +33,7 @@ func FuzzFastDecode(f *testing.F) {
 			Flavor: "m1.small", State: "active", UpdatedAt: providerCreated}),
 		MustEncode(&Service{Host: "compute-000001", Cell: "cell1", ProviderUUID: "rp", Disabled: true, UpdatedAt: providerCreated}),
 		MustEncode(&HostSync{Host: "compute-000001", UUIDs: []string{"a", "b"}}),
+		MustEncode(&HostSync{Host: "compute-000001", UUIDs: []string{"a", "b"}, FlavorIDs: []string{"1", ""}}),
 		MustEncode(&HostMapping{Host: "compute-000001", Cell: "cell1", CreatedAt: providerCreated}),
 	} {
 		f.Add([]byte(s))

@@ -191,12 +191,38 @@ func (*InstanceInfo) SchemaVersion() int { return InstanceInfoVersion }
 // HostSync is the agent's periodic list of every instance uuid on its host.
 type HostSync struct {
 	header
-	Host  string    `json:"host"`
-	UUIDs []string  `json:"uuids"`
-	At    time.Time `json:"at"`
+	Host  string   `json:"host"`
+	UUIDs []string `json:"uuids"`
+	// FlavorIDs pairs with UUIDs: FlavorIDs[i] is the flavor id of
+	// UUIDs[i] as the instance's own record has it, "" when the record
+	// does not place it on this host (the source of a move in flight), so
+	// a schedulers' view whose flavor differs (a resize whose instance
+	// info update was lost, the case seed isolate-scheduler-db leaves
+	// open) is caught too. Added without a version bump: a record of an
+	// older agent has none (compare the uuids only), and an older
+	// scheduler's decoder skips the member (its fast path declines and
+	// encoding/json ignores it).
+	FlavorIDs []string  `json:"flavor_ids,omitempty"`
+	At        time.Time `json:"at"`
 }
 
 func (*HostSync) SchemaVersion() int { return HostSyncVersion }
+
+// Flavors returns each synced instance's flavor id by uuid, only the
+// known ones; nil when the record carries no flavors (an older agent's)
+// or they do not pair with its uuids.
+func (h *HostSync) Flavors() map[string]string {
+	if len(h.FlavorIDs) == 0 || len(h.FlavorIDs) != len(h.UUIDs) {
+		return nil
+	}
+	out := make(map[string]string, len(h.UUIDs))
+	for i, u := range h.UUIDs {
+		if h.FlavorIDs[i] != "" {
+			out[u] = h.FlavorIDs[i]
+		}
+	}
+	return out
+}
 
 // HostDown records that a host's agent is down, written by the leader
 // scheduler (fenced). Since survives a change of leader, so the grace

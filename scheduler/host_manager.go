@@ -32,6 +32,9 @@ type hostRecord struct {
 	// stale is set when a HostSync differed from the cache, until the
 	// host's instance info has been re-read.
 	stale bool
+	// syncFlavors are the flavor ids the last HostSync gave its
+	// instances (host_sync.go); nil for an older agent's uuid-only list.
+	syncFlavors map[string]string
 	// instRev is the revision of the last re-read of the host's instance
 	// info; watch events at or below it are already in instances.
 	instRev int64
@@ -454,18 +457,13 @@ func (hm *HostManager) applySyncLocked(host string, ev informer.Event) {
 		return
 	}
 	r.synced = true
-	same := len(hs.UUIDs) == len(r.instances)
-	for _, u := range hs.UUIDs {
-		if !same {
-			break
-		}
-		_, same = r.instances[u]
-	}
-	if same {
+	r.syncFlavors = hs.Flavors()
+	diff := syncDiffers(hs.UUIDs, r.syncFlavors, r.instances)
+	if diff == "" {
 		return
 	}
 	hm.log.Info("instance sync differs from the cache; re-reading the host", "host", host,
-		"reported", len(hs.UUIDs), "cached", len(r.instances))
+		"reported", len(hs.UUIDs), "cached", len(r.instances), "difference", diff)
 	r.stale = true
 	hm.reread[host] = true
 	select {
@@ -502,9 +500,21 @@ func (hm *HostManager) reconcile(ctx context.Context) {
 	}
 }
 
-// rereadHost replaces a host's cached instances with what etcd holds now.
+// rereadHost replaces a host's cached instances with what etcd holds now:
+// its instance info, corrected from the instance records where the info's
+// flavor is not the one the host's last sync reported (correctFlavors).
 func (hm *HostManager) rereadHost(ctx context.Context, host string) error {
 	prefix := hm.keys.HostInstances(host)
+	var synced map[string]string
+	hm.mu.RLock()
+	cell := hm.cells[host]
+	if r, ok := hm.hosts[host]; ok {
+		synced = r.syncFlavors
+		if cell == "" && r.service != nil {
+			cell = r.service.Cell
+		}
+	}
+	hm.mu.RUnlock()
 	resp, err := hm.cli.Get(ctx, prefix, clientv3.WithPrefix())
 	if err != nil {
 		return fmt.Errorf("re-read instances of %s: %w", host, err)
@@ -521,6 +531,9 @@ func (hm *HostManager) rereadHost(ctx context.Context, host string) error {
 			continue
 		}
 		next[keyOf(uuid, &info)] = &info
+	}
+	if err := hm.correctFlavors(ctx, host, cell, synced, next); err != nil {
+		return err
 	}
 	hm.mu.Lock()
 	defer hm.mu.Unlock()
@@ -568,8 +581,7 @@ func (hm *HostManager) instancesFromCells(ctx context.Context, hostsByCell map[s
 					m = map[string]*etcdschema.InstanceInfo{}
 					out[inst.Host] = m
 				}
-				m[inst.UUID] = &etcdschema.InstanceInfo{UUID: inst.UUID, Host: inst.Host, FlavorID: inst.Flavor.ID,
-					Flavor: inst.Flavor.Name, State: strings.ToLower(inst.Status), UpdatedAt: inst.UpdatedAt}
+				m[inst.UUID] = infoOf(&inst)
 			}
 			return nil
 		})
