@@ -90,6 +90,10 @@ type Agent struct {
 	// needs no read of the service record: one etcd read less per build.
 	failedMu     sync.Mutex
 	failedBuilds int
+
+	// lastCapacity is the HostCapacity this agent last wrote (capacity.go).
+	capacityMu   sync.Mutex
+	lastCapacity *etcdschema.HostCapacity
 }
 
 // New builds an agent; Run starts it.
@@ -200,6 +204,9 @@ func (a *Agent) periodic(ctx context.Context) {
 func (a *Agent) providerTick(ctx context.Context) (syncErr, mapErr error) {
 	if syncErr = a.syncProvider(ctx); syncErr != nil && ctx.Err() == nil {
 		a.log.Warn("provider sync failed", "error", syncErr)
+	}
+	if err := a.reportCapacity(ctx); err != nil && ctx.Err() == nil {
+		a.log.Warn("capacity report failed", "error", err)
 	}
 	if mapErr = a.ensureHostMapping(ctx); mapErr != nil && ctx.Err() == nil {
 		a.log.Warn("host mapping failed", "error", mapErr)

@@ -33,6 +33,9 @@ func (a *Agent) register(ctx context.Context) error {
 	if err := a.syncProvider(ctx); err != nil {
 		return err
 	}
+	if err := a.reportCapacity(ctx); err != nil {
+		a.log.Warn("capacity report failed", "error", err)
+	}
 	if err := a.ensureHostMapping(ctx); err != nil {
 		a.log.Warn("host not mapped to a cell yet", "error", err)
 	}
@@ -145,7 +148,7 @@ func (a *Agent) syncProvider(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = a.placement.UpdateProvider(ctx, a.provider, func(p *etcdschema.Provider) error {
+	update := func(p *etcdschema.Provider) error {
 		same := maps.Equal(p.Inventories, inv)
 		p.Inventories = inv
 		has := slices.Contains(p.Traits, placement.TraitComputeStatusDisabled)
@@ -160,7 +163,19 @@ func (a *Agent) syncProvider(ctx context.Context) error {
 			}
 		}
 		return nil
-	})
+	}
+	err = a.placement.UpdateProvider(ctx, a.provider, update)
+	if errors.Is(err, placement.ErrProviderNotFound) {
+		// Placement lost the provider (emptied during an upgrade, or
+		// deleted by an operator): create it again, as Nova's report
+		// client does, so claims on this host can land again (the
+		// scheduler's empty-Placement fallback waits for it).
+		a.log.Info("resource provider missing; creating it again", "provider", a.provider)
+		if err := a.placement.EnsureProvider(ctx, a.provider, a.cfg.Host, ""); err != nil {
+			return fmt.Errorf("agent %s: re-create provider: %w", a.cfg.Host, err)
+		}
+		err = a.placement.UpdateProvider(ctx, a.provider, update)
+	}
 	if errors.Is(err, errProviderUnchanged) {
 		return nil
 	}

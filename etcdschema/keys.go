@@ -142,6 +142,11 @@ func (k Keys) HostInstances(host string) string { return k.join("hosts", host, "
 // HostSync is the agent's periodic list of its instance uuids.
 func (k Keys) HostSync(host string) string { return k.join("hosts", host, "sync") }
 
+// HostCapacity is the agent's report of its host's inventories and usage
+// outside Placement (Nova's compute node record), which the scheduler's
+// empty-Placement fallback filters on.
+func (k Keys) HostCapacity(host string) string { return k.join("hosts", host, "capacity") }
+
 // HostDown is the leader's record that a host is down (its alive key is
 // gone), with when it was first seen down; deleted when it is back.
 func (k Keys) HostDown(host string) string { return k.join("hosts", host, "down") }

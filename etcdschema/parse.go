@@ -26,6 +26,7 @@ const (
 	KindHostInstance KeyKind = "HostInstance"
 	KindHostSync     KeyKind = "HostSync"
 	KindHostDown     KeyKind = "HostDown"
+	KindHostCapacity KeyKind = "HostCapacity"
 	KindBuild        KeyKind = "Build"
 	KindHostDrain    KeyKind = "HostDrain"
 
@@ -114,6 +115,7 @@ var keyPatterns = []keyPattern{
 	{KindHostInstance, []string{"Host", "UUID"}, func(k Keys, a []string) string { return k.HostInstance(a[0], a[1]) }, func() Versioned { return new(InstanceInfo) }},
 	{KindHostSync, []string{"Host"}, func(k Keys, a []string) string { return k.HostSync(a[0]) }, func() Versioned { return new(HostSync) }},
 	{KindHostDown, []string{"Host"}, func(k Keys, a []string) string { return k.HostDown(a[0]) }, func() Versioned { return new(HostDown) }},
+	{KindHostCapacity, []string{"Host"}, func(k Keys, a []string) string { return k.HostCapacity(a[0]) }, func() Versioned { return new(HostCapacity) }},
 	{KindBuild, []string{"Host", "UUID"}, func(k Keys, a []string) string { return k.Build(a[0], a[1]) }, func() Versioned { return new(Build) }},
 	{KindHostDrain, []string{"Host"}, func(k Keys, a []string) string { return k.HostDrain(a[0]) }, func() Versioned { return new(HostDrain) }},
 

@@ -30,6 +30,7 @@ const (
 	LeaseVersion           = 1
 	MemberVersion          = 1
 	HostDownVersion        = 1
+	HostCapacityVersion    = 1
 	SigningKeyVersion      = 1
 	QuotaSetVersion        = 1
 	QuotaFenceVersion      = 1
@@ -223,6 +224,22 @@ func (h *HostSync) Flavors() map[string]string {
 	}
 	return out
 }
+
+// HostCapacity is what an agent reports of its host outside Placement,
+// as Nova's compute node record did for the legacy scheduler: the
+// inventories it gives its provider, and what the instances its cell
+// places on the host use, by resource class. The scheduler's
+// empty-Placement fallback (seed resource-providers-scheduler-db-filters)
+// filters on it while no provider exists.
+type HostCapacity struct {
+	header
+	Host        string               `json:"host"`
+	Inventories map[string]Inventory `json:"inventories"`
+	Used        map[string]int64     `json:"used"`
+	At          time.Time            `json:"at"`
+}
+
+func (*HostCapacity) SchemaVersion() int { return HostCapacityVersion }
 
 // HostDown records that a host's agent is down, written by the leader
 // scheduler (fenced). Since survives a change of leader, so the grace
