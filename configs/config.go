@@ -301,6 +301,13 @@ type Scheduler struct {
 	PlacementAggregateRequiredForTenants bool
 	EnableIsolatedAggregateFiltering     bool
 
+	// EmptyPlacementFallback: when Placement has no resource provider at
+	// all, schedule over the hosts the agents registered with the legacy
+	// Core/Ram/Disk filters on their reported capacities, instead of
+	// NoValidHost (seed resource-providers-scheduler-db-filters; default
+	// false).
+	EmptyPlacementFallback bool
+
 	declRange           hcl.Range
 	enabledFiltersRange *hcl.Range // nil when the filters are the defaults
 	filename            string

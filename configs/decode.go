@@ -536,6 +536,7 @@ func (d *decoder) scheduler(r *rawScheduler) *Scheduler {
 	s.LimitTenantsToPlacementAggregate = d.boolean(r.LimitTenants, def.LimitTenantsToPlacementAggregate)
 	s.PlacementAggregateRequiredForTenants = d.boolean(r.AggregateRequiredForTenants, def.PlacementAggregateRequiredForTenants)
 	s.EnableIsolatedAggregateFiltering = d.boolean(r.IsolatedAggregates, def.EnableIsolatedAggregateFiltering)
+	s.EmptyPlacementFallback = d.boolean(r.EmptyPlacementFallback, def.EmptyPlacementFallback)
 	if r.EnabledFilters != nil {
 		s.EnabledFilters = *r.EnabledFilters
 		s.enabledFiltersRange = attrRange(r.Body, "enabled_filters")

@@ -156,6 +156,7 @@ type rawScheduler struct {
 	LimitTenants                *bool       `hcl:"limit_tenants_to_placement_aggregate"`
 	AggregateRequiredForTenants *bool       `hcl:"placement_aggregate_required_for_tenants"`
 	IsolatedAggregates          *bool       `hcl:"enable_isolated_aggregate_filtering"`
+	EmptyPlacementFallback      *bool       `hcl:"empty_placement_fallback"`
 	ElectionTTL                 *string     `hcl:"election_ttl"`
 	AdvertiseURL                *string     `hcl:"advertise_url"`
 	LeaderInterval              *string     `hcl:"leader_interval"`

@@ -17,3 +17,11 @@ func (s *Service) VisitCapacity(visit func(root, rc string, capacity, used int64
 		}
 	}
 }
+
+// ProviderCount is how many resource providers the index holds: the
+// scheduler's empty-Placement fallback applies only when there are none.
+func (s *Service) ProviderCount() int {
+	s.idx.mu.RLock()
+	defer s.idx.mu.RUnlock()
+	return len(s.idx.st.providers)
+}

@@ -37,6 +37,9 @@ func (s *Scheduler) claimFirst(ctx context.Context, sorted *ranking, c *Cycle) (
 			opts.Guards, opts.GuardOps, committed = groupGuard(s.hosts.keys, c.Group, h.Host, uuid)
 		}
 		rev, err = s.placement.PutAllocationsWithOptions(ctx, map[string]placement.AllocationWrite{uuid: write}, opts)
+		for c.fallback.on && s.waitForProvider(ctx, c, h, err) {
+			rev, err = s.placement.PutAllocationsWithOptions(ctx, map[string]placement.AllocationWrite{uuid: write}, opts)
+		}
 		switch {
 		case err == nil:
 			committed(rev)

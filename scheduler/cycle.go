@@ -53,6 +53,10 @@ type Cycle struct {
 	cands   []placement.Candidate
 	hosts   []*HostState
 	sampled bool
+
+	// fallback is set when Placement had no provider at all and the
+	// request is scheduled over the host manager's hosts (fallback.go).
+	fallback fallbackState
 }
 
 // claim is one instance's claim and the revision that wrote it.

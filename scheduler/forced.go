@@ -73,6 +73,10 @@ func containsFold(list []string, s string) bool {
 // cap for the first), or, for a forced request, only keeps the forced
 // hosts.
 func (s *Scheduler) filter(hosts []*HostState, c *Cycle, log hclog.Logger) []*HostState {
+	if c.fallback.on {
+		// Placement checked no room: the legacy filters do (fallback.go).
+		hosts = runFilters(fallbackFilters, hosts, c)
+	}
 	switch {
 	case c.Spec.forced():
 		return forcedHosts(hosts, c.Spec, log)

@@ -35,6 +35,9 @@ type hostRecord struct {
 	// syncFlavors are the flavor ids the last HostSync gave its
 	// instances (host_sync.go); nil for an older agent's uuid-only list.
 	syncFlavors map[string]string
+	// capacity is the agent's HostCapacity report, what the
+	// empty-Placement fallback filters on (fallback.go); nil until one.
+	capacity *etcdschema.HostCapacity
 	// instRev is the revision of the last re-read of the host's instance
 	// info; watch events at or below it are already in instances.
 	instRev int64
@@ -228,6 +231,9 @@ func (h hostsHandler) Decode(key string, value []byte) (any, error) {
 	case rest == "sync" && h.hm.track:
 		hs := &etcdschema.HostSync{}
 		return hs, etcdschema.Decode(key, value, hs)
+	case rest == "capacity":
+		hc := &etcdschema.HostCapacity{}
+		return hc, etcdschema.Decode(key, value, hc)
 	case strings.HasPrefix(rest, "instances/") && h.hm.track:
 		info := &etcdschema.InstanceInfo{}
 		return info, etcdschema.Decode(key, value, info)
@@ -361,6 +367,8 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 		hm.record(host).down = !ev.Deleted
 	case rest == "sync" && hm.track:
 		hm.applySyncLocked(host, ev)
+	case rest == "capacity":
+		hm.applyCapacityLocked(host, ev)
 	case strings.HasPrefix(rest, "instances/") && hm.track:
 		uuid := strings.TrimPrefix(rest, "instances/")
 		r := hm.record(host)

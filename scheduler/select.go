@@ -56,6 +56,13 @@ type Config struct {
 	LimitTenantsToPlacementAggregate     bool
 	PlacementAggregateRequiredForTenants bool
 	EnableIsolatedAggregateFiltering     bool
+	// EmptyPlacementFallback schedules over the host manager's hosts
+	// with the legacy Core/Ram/Disk filters when Placement has no
+	// provider at all (seed resource-providers-scheduler-db-filters);
+	// FallbackProviderWait bounds how long such a request's claims wait
+	// for a host's provider to appear (0: fallback.go's default).
+	EmptyPlacementFallback bool
+	FallbackProviderWait   time.Duration
 }
 
 // DefaultConfig is Nova's defaults.
@@ -177,7 +184,12 @@ func (s *Scheduler) selectOnce(ctx context.Context, spec *RequestSpec, maySample
 	if err != nil {
 		return nil, err
 	}
-	hosts, err := s.hostStates(ctx, c, cands, aggs)
+	var hosts []*HostState
+	if c.fallback.on {
+		hosts, err = s.fallbackHosts(ctx, c, aggs, log)
+	} else {
+		hosts, err = s.hostStates(ctx, c, cands, aggs)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -244,6 +256,9 @@ func (s *Scheduler) candidates(ctx context.Context, c *Cycle, q placement.Candid
 		return nil, fmt.Errorf("select destinations: allocation candidates: %w", err)
 	}
 	if len(cands) == 0 {
+		if s.placementEmpty(c, log) {
+			return nil, nil // fallback.go schedules it over the host manager's hosts
+		}
 		if host := c.Spec.RequestedDestination.host(); host != "" {
 			if why := s.whyNoCandidate(host, c.sampled); why != "" {
 				c.rejectRequested(host, "Placement", why)

@@ -441,6 +441,18 @@ scheduler {
   # <TRAIT> (default false).
   enable_isolated_aggregate_filtering = false
 
+  # When Placement has no resource provider at all (not "none has room":
+  # none exists, as with an emptied Placement during an upgrade), schedule
+  # over the hosts the agents registered instead of answering NoValidHost:
+  # Nova's legacy CoreFilter, RamFilter and DiskFilter check the
+  # capacities the agents report, then the enabled filters and weighers
+  # run, and each claim waits (up to 10 s a request, with backoff) for the
+  # host's agent to create its provider again at its next provider sync.
+  # Placement's request filters (aggregates, traits) are not applied on
+  # this path. Each fallback is logged at info (reason=placement_empty).
+  # Default false: an empty Placement is NoValidHost.
+  empty_placement_fallback = false
+
   # TTL of the leader-election lease, in whole seconds (default "10s").
   # The leader runs the singleton duties (down hosts, orphan clean-up); a
   # dead leader is replaced after at most this long.

@@ -596,6 +596,7 @@ func schedulerConfig(c *configs.Scheduler) scheduler.Config {
 		LimitTenantsToPlacementAggregate:     c.LimitTenantsToPlacementAggregate,
 		PlacementAggregateRequiredForTenants: c.PlacementAggregateRequiredForTenants,
 		EnableIsolatedAggregateFiltering:     c.EnableIsolatedAggregateFiltering,
+		EmptyPlacementFallback:               c.EmptyPlacementFallback,
 	}
 	// Every multiplier is passed, 0 too: an aggregate's
 	// <name>_weight_multiplier metadata may switch a weigher on for its hosts.
