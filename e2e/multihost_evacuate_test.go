@@ -56,7 +56,7 @@ func TestMultiHostEvacuate(t *testing.T) {
 	c.settleAll(time.Minute)
 	stale := map[string]int{}
 	for _, id := range ids {
-		pid := recordedPID(t, c.processDir("compute-1"), id)
+		pid := recordedPID(t, c.processDir("compute-1"), "compute-1", id)
 		if !processAlive(pid) {
 			t.Fatalf("%s's process %d on compute-1 is not running", id, pid)
 		}
@@ -105,7 +105,7 @@ func TestMultiHostEvacuate(t *testing.T) {
 		if s.Status != "ACTIVE" || (s.Host != "compute-2" && s.Host != "compute-3") {
 			t.Fatalf("%s after its evacuation: %s on %s", id, s.Status, s.Host)
 		}
-		if pid := recordedPID(t, c.processDir(s.Host), id); !processAlive(pid) {
+		if pid := recordedPID(t, c.processDir(s.Host), s.Host, id); !processAlive(pid) {
 			t.Errorf("%s's process %d on %s is not running", id, pid, s.Host)
 		}
 		con := c.consumer(id)
@@ -170,7 +170,7 @@ func TestMultiHostEvacuate(t *testing.T) {
 	}
 	for _, id := range ids {
 		s := byID[id]
-		if pid := recordedPID(t, c.processDir(s.Host), id); !processAlive(pid) {
+		if pid := recordedPID(t, c.processDir(s.Host), s.Host, id); !processAlive(pid) {
 			t.Errorf("%s's process on %s died with the cleanup", id, s.Host)
 		}
 	}
