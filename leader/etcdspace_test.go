@@ -104,6 +104,33 @@ func churn(t *testing.T, cli *clientv3.Client, prefix string, n int) {
 	}
 }
 
+// waitFragmented waits until every member reports the pages a churn
+// freed: a member reports its in-use size as of its backend's last
+// commit (every 100 ms, later on a loaded machine), and the duty must
+// find the state the tests mean to start from.
+func waitFragmented(t *testing.T, cli *clientv3.Client) {
+	t.Helper()
+	ctx := context.Background()
+	eps := cli.Endpoints()
+	testwait.Poll(t, 10*time.Second, "the compacted pages reported free", func() (bool, string) {
+		// bbolt frees a page once no older read transaction can see
+		// it, which takes a later commit: a small write makes one.
+		if _, err := cli.Put(ctx, "/churn-tick", "x"); err != nil {
+			return false, err.Error()
+		}
+		for _, ep := range eps {
+			st, err := cli.Status(ctx, ep)
+			if err != nil {
+				return false, err.Error()
+			}
+			if st.DbSize-st.DbSizeInUse < 1<<20 {
+				return false, fmt.Sprintf("%s: size %d, in use %d", ep, st.DbSize, st.DbSizeInUse)
+			}
+		}
+		return true, ""
+	})
+}
+
 // dbSizes is each endpoint's backend file size.
 func dbSizes(t *testing.T, cli *clientv3.Client, eps []string) map[string]int64 {
 	t.Helper()
@@ -126,6 +153,7 @@ func TestEtcdDefragShrinksTheFile(t *testing.T) {
 	cli := srv.Client()
 	f := leadOn(t, cli)
 	churn(t, cli, "/churn", 200)
+	waitFragmented(t, cli)
 	before := dbSizes(t, cli, []string{srv.ClientURL()})[srv.ClientURL()]
 	m := metrics.New()
 	s, rec := space(cli, m)
@@ -157,6 +185,7 @@ func TestEtcdDefragOneMemberAtATimeRaftLeaderLast(t *testing.T) {
 	cli := c.Client()
 	f := leadOn(t, cli)
 	churn(t, cli, "/churn", 200)
+	waitFragmented(t, cli)
 	eps := c.Endpoints()
 	s, rec := space(cli, nil)
 	// Each member compacts on its own time after the compaction is
@@ -231,6 +260,7 @@ func TestEtcdDefragStaleFenceDoesNothing(t *testing.T) {
 	cli := srv.Client()
 	f := leadOn(t, cli)
 	churn(t, cli, "/churn", 200)
+	waitFragmented(t, cli)
 	if _, err := cli.Delete(context.Background(), f.Key); err != nil { // the term's key expired
 		t.Fatal(err)
 	}
