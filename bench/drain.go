@@ -53,7 +53,11 @@ func (r *runner) drain(ctx context.Context) error {
 	r.idsMu.Unlock()
 	for _, id := range moving {
 		if !r.rec.isActive(id) {
-			return fmt.Errorf("drain: server %s pinned to a drained host did not go ACTIVE", id)
+			st := "unknown"
+			if s, err := r.nova.showServer(ctx, id); err == nil {
+				st = s.Status + " on " + s.Host
+			}
+			return fmt.Errorf("drain: server %s pinned to a drained host did not go ACTIVE (now %s; the load before any drain)", id, st)
 		}
 	}
 
