@@ -30,7 +30,8 @@
 //     mapping, its provider and provider name), its cell's instances,
 //     retries and migrations, and, named by instance or migration uuid,
 //     Placement's consumers (a deleted instance's allocations),
-//     alternates, instance and migration mappings and server groups; for
+//     alternates, instance and migration mappings and server groups, and,
+//     named by project and instance uuid, the quota index's entries; for
 //     a move, whose steps go back and forth between two hosts of one
 //     cell, also the builds, instance info and provider of its cell's
 //     other hosts;
@@ -38,8 +39,9 @@
 //
 // Where the layout does not allow a narrower grant, it says so above:
 // /placement/consumers/, /alternates/, /instance_mappings/,
-// /migration_mappings/ and /server_groups/ are keyed by uuid, not by host or cell, so an agent or
-// a conductor may write any instance's there. Moving them under the cell
+// /migration_mappings/, /quotas/instances/ and /server_groups/ are keyed
+// by uuid (and project), not by host or cell, so an agent or a conductor
+// may write any instance's there. Moving them under the cell
 // (or adding a per-host index) would close that; the claim transactions
 // that span them would have to follow.
 package etcdauth

@@ -114,6 +114,9 @@ func Agent(k etcdschema.Keys, h Host, hosts []Host) Role {
 		readWritePrefix(k.InstanceMappings()),
 		readWritePrefix(k.MigrationMappings()),
 		readWritePrefix(k.ServerGroups()),
+		// Keyed by project and instance: a deleted instance's entry in
+		// its project's quota index goes with its mapping.
+		readWritePrefix(k.QuotaInstancesAll()),
 	)
 	for _, o := range hosts {
 		if o.Cell == h.Cell && o.Name != h.Name {
