@@ -49,7 +49,7 @@
 // Group members come from any project's creates, so a create into a
 // group also compares that no member key was created after R.
 //
-// A create that needs more than one transaction (over 41 servers, 31 in
+// A create that needs more than one transaction (over 62 servers, 41 in
 // a group) checks the whole request before the first and counts again
 // before each next part; under contention at the limit a later part can
 // be refused after the first was stored (the limit still holds).
