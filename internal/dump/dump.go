@@ -203,6 +203,9 @@ var groups = map[etcdschema.KeyKind]string{
 	etcdschema.KindIdentitySigningKey:      "identity_signing_key",
 	etcdschema.KindQuotaSet:                "quota_sets",
 	etcdschema.KindQuotaFence:              "quota_fences",
+	etcdschema.KindQuotaInstance:           "quota_instances",
+	etcdschema.KindQuotaIndex:              "quota_index",
+	etcdschema.KindServerCounts:            "server_counts",
 }
 
 // ---- summary ---------------------------------------------------------------
