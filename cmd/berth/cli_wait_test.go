@@ -307,6 +307,19 @@ func TestServerDeleteWaitWatches(t *testing.T) {
 		t.Errorf("delete --wait without the watch: exit %d, %d changes-since lists, stderr:\n%s", code, rc.sinceLists, errs)
 	}
 
+	// A member, not an admin, is refused every project's watch (403) and
+	// watches its own servers instead.
+	rc = requestCounter{}
+	cleanEnv(t, "OS_AUTH_TYPE", "none", "OS_USERNAME", "alice", "OS_PROJECT_ID", "alices", "OS_ENDPOINT", rc.proxy(t, st.compute))
+	ids = create("alices", 2)
+	_, _, before := rc.counts() // the create's wait watched too
+	code, _, errs = berth(append([]string{"server", "delete", "--wait", "--interval", "50ms"}, ids...)...)
+	if _, _, after := rc.counts(); code != 0 || !strings.HasSuffix(errs, "waiting: gone=2\n") || after-before != 2 || rc.sinceLists != 0 {
+		t.Errorf("a member's delete --wait: exit %d, %d watches (want 2: all projects refused, then its own), %d lists, stderr:\n%s",
+			code, after-before, rc.sinceLists, errs)
+	}
+	cleanEnv(t, "BERTH_API", st.compute)
+
 	ids = create("stuck", 2)
 	rc = requestCounter{stallWatch: true}
 	cleanEnv(t, "BERTH_API", rc.proxy(t, st.compute))
