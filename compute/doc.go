@@ -46,6 +46,10 @@
 //   - evacuate (server_evacuate.go; package servers' evacuate.go),
 //     refused while the server's host is up, its instance action
 //     "evacuate" with rebuild_server and compute_rebuild_instance.
+//   - shelving (server_shelve.go: shelve, shelveOffload, unshelve with
+//     2.77's zone and 2.91's host; package servers' shelve.go) and its
+//     instance actions (instance_actions_shelve.go), recorded on the
+//     instance.
 //
 // Every route is also served below a project id (/v2.1/<project>/...,
 // Nova's ProjectMapper; the id must be the token's project). Not

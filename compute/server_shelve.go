@@ -139,7 +139,7 @@ func shelveFault(err error, id string) error {
 	case errors.As(err, &hz):
 		return errConflict(hz.Error())
 	case errors.Is(err, servers.ErrZoneUnavailable):
-		return errBadRequest(servers.ErrZoneUnavailable.Error())
+		return errBadRequest("The requested availability zone is not available")
 	case errors.As(err, &he):
 		return errBadRequest("Compute host " + he.Host + " could not be found.")
 	case errors.Is(err, servers.ErrNotFound):

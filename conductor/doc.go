@@ -12,8 +12,11 @@
 // alternates (cell_moves.go), as a build is. An evacuation (evacuate.go)
 // is a MoveRequest of its own kind: scheduled ignoring the down source,
 // its rebuild retried on the alternates by the cell conductor, which
-// also frees the source's allocation once the rebuild is done. Both are
-// clients of
+// also frees the source's allocation once the rebuild is done. The
+// unshelve of an offloaded server is a MoveRequest of kind unshelve
+// (unshelve.go, no migration): scheduled with its flavor, group, zone and
+// requested host, its alternates kept on the instance, a failed spawn
+// retried on them by the cell conductor. All are clients of
 // internal/workqueue, a
 // leased work queue, so a process killed between any two steps leaves
 // work another finishes.

@@ -1,12 +1,15 @@
 package leader
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/etcdschema/records"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // TestShelvedOffloadDuty: a due entry of a server still SHELVED with no
@@ -88,5 +91,40 @@ func TestShelvedOffloadDuty(t *testing.T) {
 				t.Errorf("instance %s/%s, want %s/%s", in.Status, in.TaskState, tc.wantStatus, wantTask)
 			}
 		})
+	}
+}
+
+// TestDutyDownHostRetriesAnUnshelveSpawn: the spawn of an unshelve cast
+// to a host that went down is taken back like a move's prep (the server
+// still waits for a host): a retry for the cell conductor, the server
+// left as it was; a shelve step there waits for its host.
+func TestDutyDownHostRetriesAnUnshelveSpawn(t *testing.T) {
+	c := newCloud(t)
+	c.addHost("a", "cell1", 8, 8192)
+	f, _ := c.lead()
+	k := c.keys
+	for _, m := range []struct{ uuid, step, status string }{
+		{"i-spawn", etcdschema.StepUnshelveSpawn, etcdschema.StatusShelvedOffloaded},
+		{"i-stop", etcdschema.StepShelve, etcdschema.StatusActive},
+	} {
+		in := &etcdschema.Instance{UUID: m.uuid, Status: m.status, Host: "a", Cell: "cell1", TaskState: etcdschema.TaskSpawning}
+		c.put(k.CellInstance("cell1", m.uuid), in)
+		c.put(k.Build("a", m.uuid), records.ShelveCast(in, m.step, "req-1", time.Now()))
+	}
+	if _, err := c.cli.Delete(c.ctx, k.Alive("a")); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "a seen down", func() bool { down, _ := c.hosts.DownHosts(); return slices.Contains(down, "a") })
+	now := time.Now()
+	for _, at := range []time.Time{now, now.Add(2 * time.Minute)} { // recorded down, then past the grace
+		if err := c.duties(at, 1).downHosts(c.ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !c.exists(k.Retry("cell1", "i-spawn")) || c.exists(k.Build("a", "i-spawn")) {
+		t.Error("the unshelve's spawn on the down host was not filed for retry")
+	}
+	if !c.exists(k.Build("a", "i-stop")) || c.exists(k.Retry("cell1", "i-stop")) {
+		t.Error("a shelve step on the down host did not wait for it")
 	}
 }

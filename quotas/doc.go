@@ -78,4 +78,12 @@
 // or revert: a migration (same flavor) and a downsize do not move the
 // fence, and their extra count while in flight only refuses
 // conservatively.
+//
+// # Shelving
+//
+// A shelved server keeps its allocation; an offloaded one holds none but
+// counts its flavor's cores and ram, as Nova's default counting (from
+// the database) does, so an offload frees no quota a create could take
+// before the unshelve, and an unshelve (max of its claim and its
+// flavor) never grows usage and needs no check.
 package quotas

@@ -2,7 +2,9 @@
 // (the BuildRequests and InstanceMappings the superconductors pick up,
 // with their group memberships), lookup wherever a server is (a
 // BuildRequest, or an Instance in the cell its mapping names), list, and
-// delete with its retry and outcome rules. Both compute APIs call it:
+// delete with its retry and outcome rules; the moves' API side (move.go:
+// resize, migrate, confirm, revert; shelve.go: shelve, shelveOffload,
+// unshelve). Both compute APIs call it:
 // package compute (Nova's v2.1) and package api (Berth's /v1, which the
 // berth CLI speaks until it goes); each turns its errors into its own
 // answers.

@@ -37,7 +37,7 @@ func (e *HostNotInZoneError) Error() string {
 
 // ErrZoneUnavailable is Nova's InvalidRequest of an unshelve into a zone
 // that does not exist.
-var ErrZoneUnavailable = errors.New("The requested availability zone is not available")
+var ErrZoneUnavailable = errors.New("the requested availability zone is not available")
 
 // ShelveOffloadNever is shelved_offload_time -1: a shelved server stays
 // on its host until shelveOffload.
