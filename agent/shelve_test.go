@@ -27,7 +27,7 @@ func TestShelveSteps(t *testing.T) {
 		claimed bool // h1 holds a claim for it before the step
 		info    bool // h1 reports it before the step
 		// after the step
-		status, task, host string
+		status, task, host   string
 		wantClaim, wantInfo  bool
 		wantRetry, wantFault bool
 		wantDue              bool
