@@ -61,6 +61,12 @@ func testCount(t *testing.T, cli *clientv3.Client, indexed bool) {
 		{uuid: "f", project: "p", cell: "c1", status: etcdschema.StatusDeleted},
 		{uuid: "g", project: "other", cell: "c1", status: etcdschema.StatusActive, vcpu: 8, mem: 8192},
 		{uuid: "h", project: "p", cell: "c1"}, // its record went: nothing
+		// Shelving, as Nova's default counting from the database: an
+		// offloaded server counts its flavor, once even while an
+		// unshelve's claim is in place; a shelved one its allocation.
+		{uuid: "i", project: "p", cell: "c1", status: etcdschema.StatusShelvedOffloaded},
+		{uuid: "j", project: "p", cell: "c1", status: etcdschema.StatusShelved, vcpu: 2, mem: 512},
+		{uuid: "k", project: "p", cell: "c1", status: etcdschema.StatusShelvedOffloaded, task: etcdschema.TaskSpawning, vcpu: 2, mem: 512},
 	} {
 		put(keys.InstanceMapping(s.uuid), &etcdschema.InstanceMapping{InstanceUUID: s.uuid, Cell: s.cell, ProjectID: s.project})
 		switch {
@@ -86,7 +92,7 @@ func testCount(t *testing.T, cli *clientv3.Client, indexed bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Usage{Instances: 4, Cores: 2 + 4 + 0 + 2 + 2, RAM: 512 + 1024 + 512 + 512, ServerGroups: 1, GroupMembers: 2}
+	want := Usage{Instances: 4 + 3, Cores: 2 + 4 + 0 + 2 + 2 + 3*2, RAM: 512 + 1024 + 512 + 512 + 3*512, ServerGroups: 1, GroupMembers: 2}
 	if got != want || rev == 0 {
 		t.Errorf("usage %+v at %d, want %+v", got, rev, want)
 	}
