@@ -32,6 +32,8 @@ import (
 func init() {
 	registerMoveStep(etcdschema.MoveEvacuateRebuild, moveStep{status: etcdschema.MigrationPreMigrating, onDest: true,
 		run: (*Agent).evacuateRebuild})
+	registerMoveStep(etcdschema.MoveEvacuateCleanup, moveStep{status: etcdschema.MigrationDone, onDest: false,
+		settled: true, run: (*Agent).evacuateCleanup})
 }
 
 func (a *Agent) evacuateRebuild(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) error {

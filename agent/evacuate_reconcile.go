@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/informer"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -23,7 +24,9 @@ import (
 // host's instance info for it (the schedulers' view of this host). A
 // done evacuation also gets its source allocation freed, should the
 // destination have failed to, and ends completed, as Nova's does; one
-// still in flight is left to its destination, which settles it.
+// still in flight is left to its destination, which settles it. A
+// source whose agent kept running (forced down, not dead) is told by a
+// cleanup cast (MoveEvacuateCleanup) from the cell conductor instead.
 
 // evacuatedFrom reads the evacuations from this host that may still
 // have a guest here, keyed by instance, with their revisions.
@@ -61,34 +64,77 @@ func (a *Agent) destroyEvacuated(ctx context.Context, running []string) (map[str
 	}
 	gone := map[string]bool{}
 	for uuid, m := range migs {
-		log := a.log.With("instance", uuid, "migration", m.UUID, "status", m.Status)
-		if slices.Contains(running, uuid) {
-			log.Warn("destroying the local copy of a server evacuated from this host")
-			if err := a.driver.Destroy(context.WithoutCancel(ctx), uuid); err != nil {
-				return nil, fmt.Errorf("agent %s: destroy evacuated %s: %w", a.cfg.Host, uuid, err)
-			}
+		left, err := a.cleanEvacuation(ctx, m, revs[uuid], slices.Contains(running, uuid), nil)
+		if err != nil {
+			return nil, err
 		}
-		gone[uuid] = true
-		ops := []clientv3.Op{clientv3.OpDelete(a.keys.HostInstance(a.cfg.Host, uuid))}
-		if m.Status == etcdschema.MigrationDone {
-			// Normally freed by the destination already; idempotent.
-			if err := a.placement.DeleteAllocations(ctx, m.UUID); err != nil && !errors.Is(err, placement.ErrNotFound) {
-				return nil, fmt.Errorf("agent %s: free the source allocation of evacuated %s: %w", a.cfg.Host, uuid, err)
-			}
-			done := *m
-			done.Status, done.UpdatedAt = etcdschema.MigrationCompleted, time.Now().UTC()
-			mkey := a.keys.Migration(m.Cell, m.UUID)
-			ops = append(ops, clientv3.OpTxn(
-				[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(mkey), "=", revs[uuid])},
-				[]clientv3.Op{clientv3.OpPut(mkey, etcdschema.MustEncode(&done)),
-					clientv3.OpDelete(a.keys.MigrationMapping(m.UUID))}, nil))
+		if left {
+			gone[uuid] = true
 		}
-		if _, err := a.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
-			return nil, fmt.Errorf("agent %s: record evacuated %s cleaned up: %w", a.cfg.Host, uuid, err)
-		}
-		log.Info("evacuated server cleaned up on its old host")
 	}
 	return gone, nil
+}
+
+// cleanEvacuation cleans this host up after evacuation m (at revision
+// rev) of a server: its guest destroyed when runs, its instance info
+// dropped, and, once done, the source's allocation freed (normally by
+// the cell conductor already; idempotent) and the evacuation completed,
+// with more in the same transaction. A done evacuation whose server is
+// back on this host (evacuated or moved here again while this agent ran
+// on) leaves the guest, the server's own, alone. It says whether the
+// server left this host.
+func (a *Agent) cleanEvacuation(ctx context.Context, m *etcdschema.Migration, rev int64, runs bool, more []clientv3.Op) (bool, error) {
+	uuid := m.InstanceUUID
+	log := a.log.With("instance", uuid, "migration", m.UUID, "status", m.Status)
+	back := false
+	if m.Status == etcdschema.MigrationDone {
+		in, _, err := a.readInstance(ctx, a.keys.CellInstance(m.Cell, uuid))
+		if err != nil {
+			return false, err
+		}
+		back = in != nil && in.Host == a.cfg.Host
+	}
+	ops := more
+	switch {
+	case back:
+		log.Info("server evacuated from this host is back on it; only ending the old evacuation")
+	default:
+		if runs {
+			log.Warn("destroying the local copy of a server evacuated from this host")
+			if err := a.driver.Destroy(context.WithoutCancel(ctx), uuid); err != nil {
+				return false, fmt.Errorf("agent %s: destroy evacuated %s: %w", a.cfg.Host, uuid, err)
+			}
+		}
+		ops = append(ops, clientv3.OpDelete(a.keys.HostInstance(a.cfg.Host, uuid)))
+	}
+	if m.Status == etcdschema.MigrationDone {
+		if err := a.placement.DeleteAllocations(ctx, m.UUID); err != nil && !errors.Is(err, placement.ErrNotFound) {
+			return false, fmt.Errorf("agent %s: free the source allocation of evacuated %s: %w", a.cfg.Host, uuid, err)
+		}
+		done := *m
+		done.Status, done.UpdatedAt = etcdschema.MigrationCompleted, time.Now().UTC()
+		mkey := a.keys.Migration(m.Cell, m.UUID)
+		ops = append(ops, clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(mkey), "=", rev)},
+			[]clientv3.Op{clientv3.OpPut(mkey, etcdschema.MustEncode(&done)),
+				clientv3.OpDelete(a.keys.MigrationMapping(m.UUID))}, nil))
+	}
+	if _, err := a.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+		return false, fmt.Errorf("agent %s: record evacuated %s cleaned up: %w", a.cfg.Host, uuid, err)
+	}
+	log.Info("evacuated server cleaned up on its old host")
+	return !back, nil
+}
+
+// evacuateCleanup works the cleanup cast the cell conductor sends a
+// source whose agent is running when its server's evacuation is done (a
+// host forced down with its agent alive): the same clean-up as at start,
+// and the cast ended with it.
+func (a *Agent) evacuateCleanup(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) error {
+	endCast := clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ev.Key), "=", ev.Revision)},
+		[]clientv3.Op{clientv3.OpDelete(ev.Key)}, nil)
+	_, err := a.cleanEvacuation(ctx, rd.mig, rd.mgRev, true, []clientv3.Op{endCast})
+	return err
 }
 
 // cleanEvacuated is destroyEvacuated outside the start-up reconcile:

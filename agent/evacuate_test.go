@@ -153,12 +153,15 @@ func TestAgentDestroysEvacuatedCopiesAtStart(t *testing.T) {
 	r.server("inflight", "h1", etcdschema.StatusActive, etcdschema.TaskRebuilding, "mig-inflight")
 	r.evacuation("mig-inflight", "inflight", etcdschema.MigrationPreMigrating)
 	r.server("stays", "h1", etcdschema.StatusActive, "", "stays")
-	// An evacuation that failed earlier leaves its server alone.
+	// An evacuation that failed earlier leaves its server alone, and so
+	// does one done whose server has come back here since.
 	r.server("failed", "h1", etcdschema.StatusActive, "", "failed")
 	r.evacuation("mig-failed", "failed", etcdschema.MigrationFailed)
+	r.server("back", "h1", etcdschema.StatusActive, "", "back")
+	r.evacuation("mig-back", "back", etcdschema.MigrationDone)
 
 	r.start()
-	for uuid, want := range map[string]bool{"done": false, "inflight": false, "stays": true, "failed": true} {
+	for uuid, want := range map[string]bool{"done": false, "inflight": false, "stays": true, "failed": true, "back": true} {
 		if got := r.runs(uuid); got != want {
 			t.Errorf("%s runs after the restart: %v, want %v", uuid, got, want)
 		}
@@ -179,7 +182,10 @@ func TestAgentDestroysEvacuatedCopiesAtStart(t *testing.T) {
 	if in.Status != etcdschema.StatusActive || in.TaskState != etcdschema.TaskRebuilding {
 		t.Errorf("in-flight evacuated server: %s/%s, want ACTIVE/rebuilding", in.Status, in.TaskState)
 	}
-	if !r.holds("stays") || !r.holds("failed") {
+	if m := r.migration("mig-back"); m.Status != etcdschema.MigrationCompleted {
+		t.Errorf("the old evacuation of a server back here: %s, want completed", m.Status)
+	}
+	if !r.holds("stays") || !r.holds("failed") || !r.holds("back") {
 		t.Error("a server that was not evacuated lost its allocation")
 	}
 }
@@ -213,5 +219,46 @@ func TestAgentDestroysEvacuatedCopiesWhenItsLeaseIsBack(t *testing.T) {
 	})
 	if r.count(r.keys.HostInstance("h1", "moved")) != 0 {
 		t.Error("h1's instance info still has the evacuated server")
+	}
+}
+
+// TestAgentWorksTheEvacuationCleanupCast: a source forced down with its
+// agent running gets the cell conductor's clean-up cast once its
+// server's evacuation is done: the copy goes, its instance info too,
+// the evacuation ends completed and the cast with it. A server back on
+// this host since keeps its guest.
+func TestAgentWorksTheEvacuationCleanupCast(t *testing.T) {
+	r := newEvacRig(t)
+	r.start()
+	ctx := context.Background()
+	r.server("moved", "h2", etcdschema.StatusActive, "", "mig-moved")
+	r.evacuation("mig-moved", "moved", etcdschema.MigrationDone)
+	r.server("back", "h1", etcdschema.StatusActive, "", "back")
+	r.evacuation("mig-back", "back", etcdschema.MigrationDone)
+	for _, c := range []struct{ uuid, mig string }{{"moved", "mig-moved"}, {"back", "mig-back"}} {
+		b := &etcdschema.Build{Op: etcdschema.OpMove, InstanceUUID: c.uuid, Cell: "cell1",
+			Move: &etcdschema.MoveStep{MigrationUUID: c.mig, Step: etcdschema.MoveEvacuateCleanup, Kind: etcdschema.MigrationTypeEvacuation}}
+		if _, err := r.cli.Put(ctx, r.keys.Build("h1", c.uuid), etcdschema.MustEncode(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testwait.Poll(t, 10*time.Second, "both clean-up casts worked", func() (bool, string) {
+		for _, c := range []string{"moved", "back"} {
+			if r.count(r.keys.Build("h1", c)) != 0 {
+				return false, c + "'s cast is still there"
+			}
+		}
+		return true, ""
+	})
+	if r.runs("moved") || r.count(r.keys.HostInstance("h1", "moved")) != 0 || r.holds("mig-moved") {
+		t.Error("the evacuated server's copy, instance info or source allocation is left on h1")
+	}
+	if !r.runs("back") || r.count(r.keys.HostInstance("h1", "back")) != 1 || !r.holds("back") {
+		t.Error("a server back on h1 lost its guest, instance info or allocation")
+	}
+	for _, m := range []string{"mig-moved", "mig-back"} {
+		if st := r.migration(m).Status; st != etcdschema.MigrationCompleted {
+			t.Errorf("%s after the clean-up: %s, want completed", m, st)
+		}
 	}
 }

@@ -58,6 +58,10 @@ type moveStep struct {
 	// noMigration: the step has no migration record (shelving); run is
 	// called at once, rd nil, and checks the instance itself.
 	noMigration bool
+	// settled marks a step that runs after its move has ended (the
+	// instance no longer names the migration, or is gone): only the
+	// migration's status and host are checked.
+	settled bool
 }
 
 // registerMoveStep adds a step of another move kind (from an init in
@@ -100,7 +104,7 @@ func (a *Agent) move(ctx context.Context, ev informer.Event, b *etcdschema.Build
 			host = rd.mig.DestHost
 		}
 	}
-	if !known || rd.inst == nil || rd.mig == nil || rd.inst.MigrationUUID != rd.mig.UUID ||
+	if !known || rd.mig == nil || (!want.settled && (rd.inst == nil || rd.inst.MigrationUUID != rd.mig.UUID)) ||
 		rd.mig.Status != want.status || host != a.cfg.Host {
 		// Deleted, or the move went on without this cast (a step done
 		// before a restart, a delete): nothing to do here.

@@ -178,7 +178,7 @@ func (c *CellConductor) retryEvacuation(ctx context.Context, it workqueue.Item, 
 		}
 	}
 	if retry.Build.Move.Step == etcdschema.MoveEvacuateFreeSource {
-		return c.freeEvacuatedSource(ctx, it, &mig, len(mkv) == 1)
+		return c.freeEvacuatedSource(ctx, it, &mig, len(mkv) == 1, retry.Build.RequestID)
 	}
 	if len(ikv) == 0 || len(mkv) == 0 || inst.MigrationUUID != migUUID || mig.Status != etcdschema.MigrationPreMigrating {
 		log.Info("evacuation retry no longer current (server deleted or evacuation settled), dropping it")
@@ -276,20 +276,31 @@ func (c *CellConductor) retryEvacuation(ctx context.Context, it workqueue.Item, 
 }
 
 // freeEvacuatedSource frees a done evacuation's source allocation (the
-// migration's consumer) and ends its mapping, which kept the leader's
-// orphan sweep off that consumer while the evacuation ran. A migration
-// still in flight is not done (a stale request): left alone.
-func (c *CellConductor) freeEvacuatedSource(ctx context.Context, it workqueue.Item, mig *etcdschema.Migration, found bool) error {
-	if found && mig.Status != etcdschema.MigrationDone && mig.Status != etcdschema.MigrationCompleted {
+// migration's consumer), ends its mapping, which kept the leader's
+// orphan sweep off that consumer while the evacuation ran, and casts
+// the source the clean-up of its stale copy (worked at once by an agent
+// still running there, else when it starts; a cast already waiting
+// there is left in place). A migration not done (a stale request) is
+// left alone.
+func (c *CellConductor) freeEvacuatedSource(ctx context.Context, it workqueue.Item, mig *etcdschema.Migration, found bool, requestID string) error {
+	if !found {
+		return c.finish(ctx, it, nil)
+	}
+	if mig.Status != etcdschema.MigrationDone {
 		c.log.Warn("source free asked for an evacuation not done, dropping it", "migration", mig.UUID, "status", mig.Status)
 		return c.finish(ctx, it, nil)
 	}
-	if found {
-		if err := c.cfg.Placement.DeleteAllocations(ctx, mig.UUID); err != nil && !errors.Is(err, placement.ErrNotFound) {
-			return fmt.Errorf("free the source allocation of evacuation %s: %w", mig.UUID, err)
-		}
-		c.log.Info("evacuation done: source allocation freed", "instance", mig.InstanceUUID, "migration", mig.UUID,
-			"source", mig.SourceHost)
+	if err := c.cfg.Placement.DeleteAllocations(ctx, mig.UUID); err != nil && !errors.Is(err, placement.ErrNotFound) {
+		return fmt.Errorf("free the source allocation of evacuation %s: %w", mig.UUID, err)
 	}
-	return c.finish(ctx, it, []clientv3.Op{clientv3.OpDelete(c.cfg.Keys.MigrationMapping(mig.UUID))})
+	k := c.cfg.Keys
+	cleanup := &etcdschema.Build{Op: etcdschema.OpMove, InstanceUUID: mig.InstanceUUID, Cell: mig.Cell,
+		ProjectID: mig.ProjectID, UserID: mig.UserID, Flavor: mig.OldFlavor, RequestID: requestID, CastAt: time.Now().UTC(),
+		Move: &etcdschema.MoveStep{MigrationUUID: mig.UUID, Step: etcdschema.MoveEvacuateCleanup, Kind: etcdschema.MigrationTypeEvacuation}}
+	cast := k.Build(mig.SourceHost, mig.InstanceUUID)
+	c.log.Info("evacuation done: source allocation freed, clean-up cast to the source", "instance", mig.InstanceUUID,
+		"migration", mig.UUID, "source", mig.SourceHost)
+	return c.finish(ctx, it, []clientv3.Op{clientv3.OpDelete(k.MigrationMapping(mig.UUID)),
+		clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(cast), "=", 0)},
+			[]clientv3.Op{clientv3.OpPut(cast, etcdschema.MustEncode(cleanup))}, nil)})
 }

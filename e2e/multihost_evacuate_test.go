@@ -29,7 +29,8 @@ import (
 // compute-3, each with a new process there and its allocation only on
 // its destination. When compute-1's agent starts again it kills its
 // stale copies and drops them from its instance info, so no server runs
-// twice, and the evacuations end completed. The multi-host invariants
+// twice, and the evacuations end completed (the clean-up casts the cell
+// conductor left waiting for it ended too). The multi-host invariants
 // hold after it.
 func TestMultiHostEvacuate(t *testing.T) {
 	vars := maps.Clone(mhVars)
@@ -157,6 +158,10 @@ func TestMultiHostEvacuate(t *testing.T) {
 			if m := c.evacuationOf(id); m.Status != etcdschema.MigrationCompleted {
 				return false, fmt.Sprintf("%s's evacuation is %s", id, m.Status)
 			}
+		}
+		// The clean-up casts that waited for compute-1 end too.
+		if n := c.countPrefix(c.keys.Builds("compute-1")); n != 0 {
+			return false, fmt.Sprintf("%d casts left on compute-1", n)
 		}
 		return true, ""
 	})

@@ -33,6 +33,13 @@ const MoveEvacuateRebuild = "evacuate_rebuild"
 // provider of its cell.
 const MoveEvacuateFreeSource = "evacuate_free_source"
 
+// MoveEvacuateCleanup (source) destroys the stale copy of a done
+// evacuation on a source whose agent is running (a host forced down
+// with its agent alive); the cell conductor casts it with the source
+// freed. A source whose agent was down does the same when it starts
+// (its reconcile), and the cast then finds the evacuation completed.
+const MoveEvacuateCleanup = "evacuate_cleanup"
+
 // The instance action events of an evacuation (Nova's EventReporter
 // names): the conductor's scheduling and the destination's rebuild.
 const (

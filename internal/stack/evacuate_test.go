@@ -164,7 +164,10 @@ func TestEvacuateMovesServerAndAllocation(t *testing.T) {
 	if dest == "compute-1" {
 		t.Fatal("evacuated onto its own down host")
 	}
-	mig := r.evacuation(id, etcdschema.MigrationDone)
+	// compute-1 is forced down with its agent running: the cell
+	// conductor's clean-up cast reaches it, which destroys its copy and
+	// completes the evacuation (done, then completed, as in Nova).
+	mig := r.evacuation(id, etcdschema.MigrationCompleted)
 	if mig.SourceHost != "compute-1" || mig.DestHost != dest {
 		t.Errorf("migration %+v", mig)
 	}
@@ -176,13 +179,16 @@ func TestEvacuateMovesServerAndAllocation(t *testing.T) {
 		map[string]map[string]usage{id: {dest: flavorUsage(small)}, mig.UUID: nil, other: {"compute-2": flavorUsage(tiny)}})
 	testwait.Until(t, "the evacuation's mapping gone with its source allocation", func() bool { return !r.mapped(mig.UUID) })
 
-	// The schedulers' view follows: the destination reports it. The
-	// source (forced down, its agent still running here) keeps its
-	// copy, and its report of it, until its agent starts again
-	// (agent/evacuate_test.go).
-	resp, err := r.s.cli.Get(r.ctx, r.s.keys.HostInstance(dest, id), clientv3.WithCountOnly())
-	if err != nil || resp.Count != 1 {
-		t.Errorf("the destination %s does not report the server (%v)", dest, err)
+	// The schedulers' view follows: the destination reports the server,
+	// the source (its copy destroyed) no longer does.
+	for _, h := range hosts {
+		resp, err := r.s.cli.Get(r.ctx, r.s.keys.HostInstance(h, id), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if has := resp.Count == 1; has != (h == dest) {
+			t.Errorf("host %s's instance info has the server: %v", h, has)
+		}
 	}
 
 	code, out := r.nova("GET", "/servers/"+id+"/os-instance-actions/"+mig.RequestID, nil)
@@ -201,7 +207,7 @@ func TestEvacuateMovesServerAndAllocation(t *testing.T) {
 	}
 	code, out = r.nova("GET", "/os-migrations?migration_type=evacuation", nil)
 	if ms, _ := out["migrations"].([]any); code != http.StatusOK || len(ms) != 1 ||
-		ms[0].(map[string]any)["status"] != "done" || ms[0].(map[string]any)["dest_compute"] != dest {
+		ms[0].(map[string]any)["status"] != "completed" || ms[0].(map[string]any)["dest_compute"] != dest {
 		t.Errorf("os-migrations: %d %v", code, out)
 	}
 	// Nova lists only live migrations in progress under the server.
@@ -224,7 +230,7 @@ func TestEvacuateRetriedOnAlternate(t *testing.T) {
 	if hostOf(srv) != "compute-3" {
 		t.Fatalf("evacuated onto %s, want compute-3", hostOf(srv))
 	}
-	mig := r.evacuation(id, etcdschema.MigrationDone)
+	mig := r.evacuation(id, etcdschema.MigrationCompleted)
 	if len(mig.Attempts) != 2 || mig.Attempts[0].Host != "compute-2" || mig.Attempts[0].Reason == "" ||
 		mig.Attempts[1].Host != "compute-3" {
 		t.Fatalf("attempts %+v, want compute-2 (failed) then compute-3", mig.Attempts)
@@ -298,7 +304,7 @@ func TestEvacuateNoValidHost(t *testing.T) {
 		t.Fatalf("forced evacuate: %d %s", code, body)
 	}
 	srv = r.waitStatus(id, "ACTIVE")
-	if forced := r.evacuation(id, etcdschema.MigrationDone); hostOf(srv) != "compute-2" || !forced.ForceHost {
+	if forced := r.evacuation(id, etcdschema.MigrationCompleted); hostOf(srv) != "compute-2" || !forced.ForceHost {
 		t.Errorf("forced evacuation: on %v, migration %+v", hostOf(srv), forced)
 	}
 	r.checkUsages("only the forced destination", []string{"compute-1", "compute-2"},
