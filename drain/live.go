@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/servers"
 )
 
 // LiveMigrator starts a live migration of server id to a host the
@@ -15,11 +16,16 @@ type LiveMigrator interface {
 	LiveMigrate(ctx context.Context, id, requestID string) (*etcdschema.Migration, error)
 }
 
-// LiveMigratorFunc adapts a function to LiveMigrator, e.g.
-//
-//	drain.LiveMigratorFunc(func(ctx context.Context, id, req string) (*etcdschema.Migration, error) {
-//		return srv.LiveMigrate(ctx, id, servers.LiveMigrateRequest{BlockMigration: "auto", RequestID: req})
-//	})
+// ServersLive is the live migration of package servers (os-migrateLive
+// with block_migration auto and the scheduler's pick), as the stack
+// wires it for the API, the console and the leader's duty.
+func ServersLive(srv *servers.Store) LiveMigrator {
+	return LiveMigratorFunc(func(ctx context.Context, id, requestID string) (*etcdschema.Migration, error) {
+		return srv.LiveMigrate(ctx, id, servers.LiveMigrateRequest{BlockMigration: "auto", RequestID: requestID})
+	})
+}
+
+// LiveMigratorFunc adapts a function to LiveMigrator.
 type LiveMigratorFunc func(ctx context.Context, id, requestID string) (*etcdschema.Migration, error)
 
 // LiveMigrate calls f.

@@ -28,7 +28,6 @@ func TestHostDrainExitStatuses(t *testing.T) {
 		{"nothing to cancel", []string{"host", "drain", "cancel", "compute-2"}, exitNotFound, "Host compute-2 has no drain."},
 		{"negative deadline", []string{"host", "drain", "compute-2", "--deadline", "-1m"}, exitUsage, "--deadline must not be negative"},
 		{"parallel too high", []string{"host", "drain", "compute-2", "--parallel", "100"}, exitFailure, "'parallel' must be between 1 and 64"},
-		{"live in this build", []string{"host", "drain", "compute-2", "--live"}, exitFailure, "live migration is not available in this build"},
 		{"missing host", []string{"host", "drain"}, exitUsage, "missing HOST"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -57,5 +56,18 @@ func TestHostDrainExitStatuses(t *testing.T) {
 	}
 	if out := mustBerth(t, "service", "list", "--host", "compute-2", "-o", "value", "-c", "status", "-c", "disabled_reason"); out != "disabled draining\n" {
 		t.Errorf("compute-2 after its drain: %q, want disabled draining", out)
+	}
+
+	// A live drain moves its servers while they run: cell1 holds
+	// compute-1 and compute-3, so compute-1's server goes to compute-3 by
+	// a live migration the drain started.
+	live := strings.TrimSpace(mustBerth(t, "server", "create", "--flavor", "m1.tiny", "--name", "runner", "--host", "compute-1", "--wait",
+		"-o", "value", "-c", "id"))
+	if code, out, errs := berth("host", "drain", "compute-1", "--live", "--wait", "--interval", "100ms", "-o", "value", "-c", "server", "-c", "state", "-c", "dest_host"); code != 0 ||
+		out != live+" moved compute-3\n" {
+		t.Errorf("live drain of compute-1: exit %d, printed %q (stderr %q); want %s moved to compute-3", code, out, errs, live)
+	}
+	if out := mustBerth(t, "migration", "list", "-o", "value", "-c", "type", "-c", "status"); !strings.Contains(out, "live-migration completed\n") {
+		t.Errorf("migrations after the live drain: %q, want a live-migration completed", out)
 	}
 }

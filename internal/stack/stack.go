@@ -401,9 +401,15 @@ func (s *Stack) StartServerRoles(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// Drains started from /v1 or the console may be live: the
+		// leader's duty does them through the same entry point.
+		live := drain.ServersLive(servers.New(s.cli, s.keys, s.placement, s.log.Named("drain")))
+		computeAPI.SetLiveMigrator(live)
+		consoleDrains := drain.NewStore(s.cli, s.keys, novaHosts, s.log.Named("console"))
+		consoleDrains.SetLiveMigrator(live)
 		consoleCfg := console.Config{Client: s.cli, Keys: s.keys, Hosts: novaHosts,
 			Servers: servers.New(s.cli, s.keys, s.placement, s.log.Named("console")), Auth: cfg.API.Auth,
-			Drains: drain.NewStore(s.cli, s.keys, novaHosts, s.log.Named("console")), Log: s.log.Named("console")}
+			Drains: consoleDrains, Log: s.log.Named("console")}
 		if idSvc != nil {
 			consoleCfg.Verifier, consoleCfg.Issuer = idSvc.Verifier(), idSvc
 		}
@@ -502,9 +508,11 @@ func (s *Stack) startScheduler(ctx context.Context, c *configs.Scheduler) error 
 			AlarmInterval: c.LeaderInterval, Metrics: s.metrics, Log: log.Named("leader"),
 		}), leader.ServerCountDuty(s.cli, s.keys, c.LeaderInterval, s.metrics),
 			// Host drains (package drain): moves servers off drained hosts.
-			drain.Duty(drain.DutyConfig{Client: s.cli, Keys: s.keys,
-				Servers:  servers.New(s.cli, s.keys, s.placement, log.Named("drain")),
-				Interval: c.LeaderInterval, Log: log.Named("drain")}),
+			func() leader.Duty {
+				srv := servers.New(s.cli, s.keys, s.placement, log.Named("drain"))
+				return drain.Duty(drain.DutyConfig{Client: s.cli, Keys: s.keys, Servers: srv,
+					Live: drain.ServersLive(srv), Interval: c.LeaderInterval, Log: log.Named("drain")})
+			}(),
 			leader.QuotaIndexDuty(s.cli, s.keys, c.LeaderInterval, s.schedID, log.Named("leader")),
 			leader.ShelvedOffloadDuty(s.cli, s.keys, c.LeaderInterval, log.Named("leader"), nil))...),
 	})
