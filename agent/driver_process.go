@@ -254,7 +254,6 @@ func (d *ProcessDriver) writeState(st procState) error {
 func (d *ProcessDriver) exited(e *procEntry, reason string) {
 	d.mu.Lock()
 	e.reason = reason
-	close(e.done)
 	expected := e.stopping
 	cur, ok := d.run[e.state.UUID]
 	// A newer process of the same instance keeps its entry and record.
@@ -262,14 +261,17 @@ func (d *ProcessDriver) exited(e *procEntry, reason string) {
 	if cur == e {
 		delete(d.run, e.state.UUID)
 	}
+	if latest {
+		// Before done closes: a Destroy that returned left no record
+		// for the next agent to adopt.
+		_ = os.Remove(filepath.Join(d.dir, e.state.UUID+".json"))
+	}
+	close(e.done)
 	f := d.onExit
 	if !expected && f == nil {
 		d.pending = append(d.pending, exitNote{e.state.UUID, reason})
 	}
 	d.mu.Unlock()
-	if latest {
-		_ = os.Remove(filepath.Join(d.dir, e.state.UUID+".json"))
-	}
 	if !expected && f != nil {
 		f(e.state.UUID, fmt.Sprintf("instance process on %s %s", d.host, reason))
 	}
