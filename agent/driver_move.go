@@ -38,12 +38,25 @@ func moverOf(d Driver) Mover {
 	return plainMover{d}
 }
 
+// MovePreparer is implemented by drivers without a Mover of their own
+// that can still tell, on the destination, whether b will start there
+// (the process driver: whether it has a command to run), so that a move
+// that cannot finish is retried on an alternate before its source stops.
+type MovePreparer interface {
+	PrepareMove(ctx context.Context, b *etcdschema.Build) error
+}
+
 // plainMover moves a guest that has no state worth keeping (the process
 // driver's command): the source's guest is destroyed when it stops and
 // spawned again on a revert, the destination's spawned when it finishes.
 type plainMover struct{ d Driver }
 
-func (plainMover) PrepareMove(context.Context, *etcdschema.Build) error { return nil }
+func (m plainMover) PrepareMove(ctx context.Context, b *etcdschema.Build) error {
+	if p, ok := m.d.(MovePreparer); ok {
+		return p.PrepareMove(ctx, b)
+	}
+	return nil
+}
 func (m plainMover) StopForMove(ctx context.Context, uuid string) error {
 	return m.d.Destroy(ctx, uuid)
 }

@@ -81,6 +81,7 @@ type procState struct {
 var (
 	_ Driver       = (*ProcessDriver)(nil)
 	_ ExitNotifier = (*ProcessDriver)(nil)
+	_ MovePreparer = (*ProcessDriver)(nil)
 )
 
 func init() {
@@ -167,6 +168,18 @@ func (d *ProcessDriver) command(b *etcdschema.Build) (string, error) {
 	return "", &BuildError{Reschedulable: false, Reason: fmt.Sprintf(
 		"flavor %s has no %s extra spec and the process driver on %s has no default command",
 		b.Flavor.Name, CommandExtraSpec, d.host)}
+}
+
+// PrepareMove checks on a move's destination that there is a command to
+// run b with. Another host may have a default command where this one has
+// none, so the failure is reschedulable: the move tries an alternate,
+// and the server stays on its source rather than going ERROR at the
+// finish.
+func (d *ProcessDriver) PrepareMove(_ context.Context, b *etcdschema.Build) error {
+	if _, err := d.command(b); err != nil {
+		return &BuildError{Reschedulable: true, Reason: err.Error()}
+	}
+	return nil
 }
 
 // shellJoin quotes argv for /bin/sh -c so each element reaches the

@@ -409,3 +409,36 @@ func writeRecord(t *testing.T, path string, st procState) {
 		t.Fatal(err)
 	}
 }
+
+// A move's prep on a process-driver host fails (reschedulably) when the
+// host has no command for the guest, before the source stops it.
+func TestProcessDriverPrepareMove(t *testing.T) {
+	for _, tc := range []struct {
+		desc, defaultCommand, flavorCommand string
+		fails                               bool
+	}{
+		{"the flavor's command", "", "sleep 1", false},
+		{"the host's default", "sleep 2", "", false},
+		{"neither", "", "", true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			d, err := NewProcessDriver("h1", ProcessConfig{StateDir: t.TempDir(), Command: tc.defaultCommand})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = moverOf(d).PrepareMove(context.Background(), procBuild("i1", tc.flavorCommand))
+			if !tc.fails {
+				if err != nil {
+					t.Fatalf("prep: %v", err)
+				}
+				return
+			}
+			if be := asBuildError(err); err == nil || !be.Reschedulable || !strings.Contains(be.Reason, "no default command") {
+				t.Fatalf("prep: %v, want a reschedulable failure naming the missing command", err)
+			}
+			if ids, _ := d.List(context.Background()); len(ids) != 0 {
+				t.Fatalf("prep started %v", ids)
+			}
+		})
+	}
+}
