@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"time"
+
 	"github.com/berth-project/berth/etcdschema"
-	"github.com/berth-project/berth/internal/backoff"
 )
 
 // LiveMover is implemented by drivers that can move a running guest
@@ -22,7 +23,10 @@ type LiveMover interface {
 	CheckLiveMigration(ctx context.Context, b *etcdschema.Build) error
 	// LiveMigrateIn starts the guest on the destination while the
 	// source still runs it (pre_live_migration and the migration in).
-	LiveMigrateIn(ctx context.Context, b *etcdschema.Build) error
+	// force is closed when the operator asks the migration to complete
+	// now (force_complete): a driver waiting for the guest to converge
+	// stops waiting.
+	LiveMigrateIn(ctx context.Context, b *etcdschema.Build, force <-chan struct{}) error
 	// LiveMigrateOut stops the source's guest once the destination
 	// runs it (the end of live_migration); a failure rolls back.
 	LiveMigrateOut(ctx context.Context, uuid string) error
@@ -42,9 +46,14 @@ func canLiveMigrate(d Driver) bool {
 // liveWork takes the live migration time and fails the operation what
 // when fail (or the driver's Fail, FailureRate for the pre-check, as a
 // build's), with a reschedulable BuildError as configured.
-func (d *FakeDriver) liveWork(ctx context.Context, what string, fail bool) error {
+func (d *FakeDriver) liveWork(ctx context.Context, what string, fail bool, force <-chan struct{}) error {
 	if d.cfg.LiveMigrationTime > 0 {
-		if !backoff.Sleep(ctx, d.cfg.LiveMigrationTime) {
+		t := time.NewTimer(d.cfg.LiveMigrationTime)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-force: // forced to complete: no more waiting
+		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
@@ -59,14 +68,15 @@ func (d *FakeDriver) liveWork(ctx context.Context, what string, fail bool) error
 // operation failing with Fail), else takes no time.
 func (d *FakeDriver) CheckLiveMigration(ctx context.Context, _ *etcdschema.Build) error {
 	if d.cfg.FailLiveCheck || d.cfg.Fail {
-		return d.liveWork(ctx, "live migration pre-check", true)
+		return d.liveWork(ctx, "live migration pre-check", true, nil)
 	}
 	return nil
 }
 
-// LiveMigrateIn takes LiveMigrationTime, then runs the guest here.
-func (d *FakeDriver) LiveMigrateIn(ctx context.Context, b *etcdschema.Build) error {
-	if err := d.liveWork(ctx, "live migration", d.cfg.FailLiveStart); err != nil {
+// LiveMigrateIn takes LiveMigrationTime (less when forced to
+// complete), then runs the guest here.
+func (d *FakeDriver) LiveMigrateIn(ctx context.Context, b *etcdschema.Build, force <-chan struct{}) error {
+	if err := d.liveWork(ctx, "live migration", d.cfg.FailLiveStart, force); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -78,7 +88,7 @@ func (d *FakeDriver) LiveMigrateIn(ctx context.Context, b *etcdschema.Build) err
 // LiveMigrateOut stops the source's guest, unless FailLiveOut.
 func (d *FakeDriver) LiveMigrateOut(ctx context.Context, uuid string) error {
 	if d.cfg.FailLiveOut {
-		return d.liveWork(ctx, "live migration hand-over", true)
+		return d.liveWork(ctx, "live migration hand-over", true, nil)
 	}
 	d.mu.Lock()
 	delete(d.run, uuid)
@@ -96,8 +106,9 @@ func (d *ProcessDriver) CheckLiveMigration(_ context.Context, b *etcdschema.Buil
 }
 
 // LiveMigrateIn starts the guest's process here; the source's keeps
-// running until LiveMigrateOut on the source.
-func (d *ProcessDriver) LiveMigrateIn(ctx context.Context, b *etcdschema.Build) error {
+// running until LiveMigrateOut on the source. A process has no memory
+// to converge, so there is nothing for force to shorten.
+func (d *ProcessDriver) LiveMigrateIn(ctx context.Context, b *etcdschema.Build, _ <-chan struct{}) error {
 	return d.Spawn(ctx, b)
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-project/berth/etcdschema"
 )
@@ -52,7 +53,7 @@ func TestFakeDriverLiveFailureInjection(t *testing.T) {
 				t.Fatal(err)
 			}
 			expect(t, "check", dest.CheckLiveMigration(ctx, b), c.check)
-			expect(t, "start", dest.LiveMigrateIn(ctx, b), c.start)
+			expect(t, "start", dest.LiveMigrateIn(ctx, b, nil), c.start)
 			if got, _ := dest.List(ctx); slices.Contains(got, "i1") != c.runsAfterIn {
 				t.Errorf("destination runs %v after the start, want i1 running %v", got, c.runsAfterIn)
 			}
@@ -79,7 +80,7 @@ func TestProcessDriverLiveMigrates(t *testing.T) {
 	if err := dest.CheckLiveMigration(ctx, b); err != nil {
 		t.Fatalf("pre-check: %v", err)
 	}
-	if err := dest.LiveMigrateIn(ctx, b); err != nil {
+	if err := dest.LiveMigrateIn(ctx, b, nil); err != nil {
 		t.Fatal(err)
 	}
 	destPID := pidOf(t, dest, "live1")
@@ -99,5 +100,23 @@ func TestProcessDriverLiveMigrates(t *testing.T) {
 	var be *BuildError
 	if err := dest.CheckLiveMigration(ctx, procBuild("live2", "")); !errors.As(err, &be) || !be.Reschedulable {
 		t.Errorf("pre-check of a guest without a command: %v, want a reschedulable BuildError", err)
+	}
+}
+
+// TestFakeDriverForceComplete: a live start that would take a minute
+// ends at once when forced.
+func TestFakeDriverForceComplete(t *testing.T) {
+	d := NewFakeDriver("h1", FakeConfig{LiveMigrationTime: time.Minute})
+	force := make(chan struct{})
+	close(force)
+	start := time.Now()
+	if err := d.LiveMigrateIn(context.Background(), &etcdschema.Build{InstanceUUID: "i1"}, force); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("a forced start took %s", took)
+	}
+	if got, _ := d.List(context.Background()); !slices.Contains(got, "i1") {
+		t.Errorf("the forced guest is not running: %v", got)
 	}
 }

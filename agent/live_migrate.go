@@ -112,17 +112,55 @@ func (a *Agent) liveStart(ctx context.Context, ev informer.Event, b *etcdschema.
 	}
 	m, err := a.liveMoverOf()
 	if err == nil {
-		err = m.LiveMigrateIn(context.WithoutCancel(ctx), b)
+		force, stop := a.watchLiveRequests(ctx, rd)
+		err = m.LiveMigrateIn(context.WithoutCancel(ctx), b, force)
+		stop()
 	}
 	if err != nil {
 		a.log.Warn("live migration failed to start the guest here; rolling back", "instance", b.InstanceUUID, "error", err)
 		return a.liveRolledBack(ctx, ev, b, rd, asBuildError(err).Reason)
 	}
-	fresh, err := a.liveOn(ctx, ev, b, rd, etcdschema.LiveOut, rd.mig.SourceHost, nil)
-	if fresh != nil {
-		return a.liveRolledBack(ctx, ev, b, fresh, "")
+	for try := 0; ; try++ {
+		fresh, err := a.liveOn(ctx, ev, b, rd, etcdschema.LiveOut, rd.mig.SourceHost, nil)
+		switch {
+		case fresh == nil:
+			return err
+		case fresh.mig.AbortRequestID != "":
+			return a.liveRolledBack(ctx, ev, b, fresh, "")
+		case try >= 2:
+			return fmt.Errorf("live migration step of %s: the migration kept changing", b.InstanceUUID)
+		}
+		rd = fresh // force_complete asked meanwhile: recorded, go on
 	}
-	return err
+}
+
+// watchLiveRequests closes force when the migration is asked to complete
+// now or to abort (either way the driver should stop waiting for the
+// guest to converge), watching it from the revision rd read; stop ends
+// the watch.
+func (a *Agent) watchLiveRequests(ctx context.Context, rd *moveRead) (force <-chan struct{}, stop func()) {
+	ch := make(chan struct{})
+	if rd.mig.ForceCompleteRequestID != "" || rd.mig.AbortRequestID != "" {
+		close(ch)
+		return ch, func() {}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	key := a.keys.Migration(rd.mig.Cell, rd.mig.UUID)
+	go func() {
+		defer close(done)
+		for resp := range a.cli.Watch(wctx, key, clientv3.WithRev(rd.mgRev+1)) {
+			for _, e := range resp.Events {
+				var m etcdschema.Migration
+				if e.Type == clientv3.EventTypePut && etcdschema.Decode(key, e.Kv.Value, &m) == nil &&
+					(m.ForceCompleteRequestID != "" || m.AbortRequestID != "") {
+					close(ch)
+					return
+				}
+			}
+		}
+	}()
+	return ch, func() { cancel(); <-done }
 }
 
 // liveOn records a step done and casts the next one to host (the
@@ -143,9 +181,10 @@ func (a *Agent) liveOn(ctx context.Context, ev informer.Event, b *etcdschema.Bui
 
 func (a *Agent) liveOut(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead) error {
 	if rd.mig.AbortRequestID != "" {
-		_, err := a.liveOn(ctx, ev, b, rd, etcdschema.LiveRollback, rd.mig.DestHost,
-			errors.New("aborted by request "+rd.mig.AbortRequestID))
-		return err // an abort is recorded once: nothing can lose to another
+		return a.liveRetried(b, rd, func(rd *moveRead) (*moveRead, error) {
+			return a.liveOn(ctx, ev, b, rd, etcdschema.LiveRollback, rd.mig.DestHost,
+				errors.New("aborted by request "+rd.mig.AbortRequestID))
+		})
 	}
 	m, err := a.liveMoverOf()
 	if err == nil {
@@ -155,21 +194,30 @@ func (a *Agent) liveOut(ctx context.Context, ev informer.Event, b *etcdschema.Bu
 		// The source keeps the guest: the destination destroys its own.
 		reason := asBuildError(err).Reason
 		a.log.Warn("live migration could not hand over; rolling back", "instance", b.InstanceUUID, "reason", reason)
-		fresh, cerr := a.liveOn(ctx, ev, b, rd, etcdschema.LiveRollback, rd.mig.DestHost, errors.New(reason))
-		if fresh != nil {
-			_, cerr = a.liveOn(ctx, ev, b, fresh, etcdschema.LiveRollback, fresh.mig.DestHost, errors.New(reason))
-		}
-		return cerr
+		return a.liveRetried(b, rd, func(rd *moveRead) (*moveRead, error) {
+			return a.liveOn(ctx, ev, b, rd, etcdschema.LiveRollback, rd.mig.DestHost, errors.New(reason))
+		})
 	}
 	if err := a.freeClaim(ctx, rd.mig.UUID); err != nil {
 		return err
 	}
-	fresh, err := a.liveCompleted(ctx, ev, b, rd)
-	if fresh != nil {
-		// Aborted while the guest stopped here: too late, the move is done.
-		_, err = a.liveCompleted(ctx, ev, b, fresh)
+	// An abort asked while the guest stopped here comes too late: the
+	// move is done.
+	return a.liveRetried(b, rd, func(rd *moveRead) (*moveRead, error) { return a.liveCompleted(ctx, ev, b, rd) })
+}
+
+// liveRetried runs write, again over the fresh read while it loses to an
+// abort or a force_complete (each asked at most once, so a few tries
+// settle it).
+func (a *Agent) liveRetried(b *etcdschema.Build, rd *moveRead, write func(rd *moveRead) (*moveRead, error)) error {
+	for try := 0; try < 4; try++ {
+		fresh, err := write(rd)
+		if fresh == nil {
+			return err
+		}
+		rd = fresh
 	}
-	return err
+	return fmt.Errorf("live migration step of %s: the migration kept changing", b.InstanceUUID)
 }
 
 // liveCompleted records the move done: the server on the destination
@@ -214,7 +262,7 @@ func (a *Agent) liveRolledBack(ctx context.Context, ev informer.Event, b *etcdsc
 	if err := a.moveBack(ctx, rd.mig.UUID, b.InstanceUUID); err != nil {
 		return err
 	}
-	for try := 0; ; try++ {
+	return a.liveRetried(b, rd, func(rd *moveRead) (*moveRead, error) {
 		now := time.Now().UTC()
 		mig, inst := *rd.mig, *rd.inst
 		status := etcdschema.MigrationFailed
@@ -238,23 +286,21 @@ func (a *Agent) liveRolledBack(ctx context.Context, ev informer.Event, b *etcdsc
 		if inst.Group != "" {
 			ops = append(ops, records.GroupMemberOn(a.keys, inst.Group, inst.UUID, mig.SourceHost))
 		}
+		// Aborted during the rollback: the next try ends it cancelled.
 		fresh, err := a.liveCommit(ctx, ev, b, rd, ops, nil, "")
-		if fresh != nil && try == 0 {
-			rd = fresh // aborted during the rollback: ends cancelled
-			continue
-		}
 		if err == nil && fresh == nil {
 			a.log.Warn("live migration rolled back; server stays on its source", "instance", inst.UUID,
 				"migration", mig.UUID, "source", mig.SourceHost, "status", status, "reason", reason)
 		}
-		return err
-	}
+		return fresh, err
+	})
 }
 
 // liveCommit is commitMove for the live steps, but a transaction that
-// lost only to an abort (the instance unchanged, the migration in the
-// same status now carrying AbortRequestID) keeps the cast and returns
-// the fresh read, for the step to act on the abort.
+// lost only to an abort or a force_complete (the instance unchanged, the
+// migration in the same status now carrying the request) keeps the cast
+// and returns the fresh read, for the step to act on it (roll back an
+// abort, redo its write over a force_complete).
 func (a *Agent) liveCommit(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead, ops []clientv3.Op,
 	next *etcdschema.Build, host string) (*moveRead, error) {
 	k := a.keys
@@ -284,7 +330,8 @@ func (a *Agent) liveCommit(ctx context.Context, ev informer.Event, b *etcdschema
 		return nil, err
 	}
 	if fresh.inst != nil && fresh.mig != nil && fresh.instRev == rd.instRev && fresh.mig.Status == rd.mig.Status &&
-		fresh.mig.AbortRequestID != "" && rd.mig.AbortRequestID == "" {
+		(fresh.mig.AbortRequestID != "" && rd.mig.AbortRequestID == "" ||
+			fresh.mig.ForceCompleteRequestID != "" && rd.mig.ForceCompleteRequestID == "") {
 		return fresh, nil
 	}
 	// Deleted, or the move went on without this cast: it stops here.

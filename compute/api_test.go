@@ -289,14 +289,15 @@ func TestRoutePolicies(t *testing.T) {
 		"POST /servers/{id}/action evacuate":       {},
 		// shelving checks os-shelve:shelve, shelve_offload and unshelve
 		// (and unshelve_to_host for a host) once the server is loaded.
-		"POST /servers/{id}/action shelve":                  {},
-		"POST /servers/{id}/action shelveOffload":           {},
-		"POST /servers/{id}/action unshelve":                {},
-		"GET /servers/{server_id}/migrations":               {},
-		"GET /servers/{server_id}/migrations/{id}":          {},
-		"DELETE /servers/{server_id}/migrations/{id}":       {},
-		"GET /os-migrations":                                adminOnly("os_compute_api:os-migrations:index"),
-		"GET /servers/{server_id}/os-instance-actions/{id}": {},
+		"POST /servers/{id}/action shelve":                                {},
+		"POST /servers/{id}/action shelveOffload":                         {},
+		"POST /servers/{id}/action unshelve":                              {},
+		"GET /servers/{server_id}/migrations":                             {},
+		"GET /servers/{server_id}/migrations/{id}":                        {},
+		"DELETE /servers/{server_id}/migrations/{id}":                     {},
+		"GET /os-migrations":                                              adminOnly("os_compute_api:os-migrations:index"),
+		"GET /servers/{server_id}/os-instance-actions/{id}":               {},
+		"POST /servers/{server_id}/migrations/{id}/action force_complete": {},
 	}
 	got := map[string]policy{}
 	for _, rt := range New(nil, etcdschema.New("/t"), nil).routes {

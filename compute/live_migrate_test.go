@@ -184,4 +184,18 @@ func TestLiveMigrateAPI(t *testing.T) {
 		` is running. Cannot abort live migration while the migration is in this state."}}`; got.Code != 400 || got.Body.String() != want {
 		t.Errorf("abort again: %d %s\nwant %s", got.Code, got.Body, want)
 	}
+
+	// force_complete (2.22): an unknown id is 400 here (Nova's
+	// MigrationNotFoundForInstance), the running one 202.
+	force := `{"force_complete": null}`
+	got = a.do("POST", "/v2.1/servers/"+onOne+"/migrations/999999/action", force, admin, mv("2.22"))
+	if want := `{"badRequest": {"code": 400, "message": "Migration 999999 not found for instance ` + onOne + `"}}`; got.Code != 400 || got.Body.String() != want {
+		t.Errorf("force_complete of another id: %d %s\nwant %s", got.Code, got.Body, want)
+	}
+	if got = a.do("POST", "/v2.1/servers/"+onOne+"/migrations/"+id+"/action", force, admin, mv("2.22")); got.Code != 202 {
+		t.Errorf("force_complete: %d %s", got.Code, got.Body)
+	}
+	if got = a.do("POST", "/v2.1/servers/"+onOne+"/migrations/"+id+"/action", force, admin, mv("2.21")); got.Code != 404 {
+		t.Errorf("force_complete before 2.22: %d %s", got.Code, got.Body)
+	}
 }

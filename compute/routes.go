@@ -186,6 +186,9 @@ func (a *API) routeTable() []route {
 		{method: "GET", path: "/servers/{server_id}/migrations", minMinor: mvMigrationType, handle: a.listServerMigrations},
 		{method: "GET", path: "/servers/{server_id}/migrations/{id}", minMinor: mvMigrationType, handle: a.showServerMigration},
 		{method: "DELETE", path: "/servers/{server_id}/migrations/{id}", minMinor: 24, handle: a.abortServerMigration},
+		{method: "POST", path: "/servers/{server_id}/migrations/{id}/action", actions: map[string]*route{
+			"force_complete": {minMinor: mvForceComplete, schema: always(schemaForceComplete), handle: a.forceCompleteMigration},
+		}},
 		// os-migrations (migrations.go); ROUTE_LIST has it among the
 		// os-* resources, kept here with the moves it lists.
 		{method: "GET", path: "/os-migrations", policy: adminOnly("os_compute_api:os-migrations:index"), handle: a.listMigrations},

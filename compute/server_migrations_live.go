@@ -100,3 +100,35 @@ func (a *API) abortServerMigration(c *reqCtx) (int, any, error) {
 	}
 	return 0, nil, moveFault(err, v.ID())
 }
+
+// mvForceComplete is the microversion of force_complete.
+const mvForceComplete = 22
+
+// schemaForceComplete is schemas/server_migrations.py force_complete.
+var schemaForceComplete = schema{kType{"object"}, kProperties{{"force_complete", schema{kType{"null"}}}},
+	kRequired{"force_complete"}, kNoAdditional{props: []string{"force_complete"}}}
+
+// forceCompleteMigration is ServerMigrationsController._force_complete:
+// 202; a migration that is not the server's is 400 here (404 for an
+// abort), as in Nova.
+func (a *API) forceCompleteMigration(c *reqCtx) (int, any, error) {
+	v, err := a.lookupServer(c, adminOnly("os_compute_api:servers:migrations:force_complete"))
+	if err != nil {
+		return 0, nil, err
+	}
+	err = a.servers.ForceCompleteLiveMigration(c.r.Context(), v.ID(), c.vars["id"], c.requestID)
+	var se *servers.StateError
+	var nf *servers.MigrationNotFoundError
+	var ms *servers.MigrationStateError
+	switch {
+	case err == nil:
+		return http.StatusAccepted, nil, nil
+	case errors.As(err, &se):
+		return 0, nil, errConflict(se.Error())
+	case errors.As(err, &nf):
+		return 0, nil, errBadRequest(nf.Error())
+	case errors.As(err, &ms):
+		return 0, nil, errBadRequest(ms.Error())
+	}
+	return 0, nil, moveFault(err, v.ID())
+}

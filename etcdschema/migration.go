@@ -97,6 +97,11 @@ type Migration struct {
 	// migration (DELETE /servers/{id}/migrations/{mid}); whoever works
 	// the migration next rolls it back, ending it cancelled.
 	AbortRequestID string `json:"abort_request_id,omitempty"`
+	// ForceCompleteRequestID is the request that asked a running live
+	// migration to complete now (POST .../migrations/{mid}/action
+	// force_complete): the destination's driver stops waiting for the
+	// guest to converge.
+	ForceCompleteRequestID string `json:"force_complete_request_id,omitempty"`
 	// Remaining are the alternate destinations the scheduler returned
 	// (unclaimed), tried in order by the cell conductor when the
 	// destination fails; MaxAttempts bounds the tries.

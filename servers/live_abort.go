@@ -101,3 +101,73 @@ func (s *Store) AbortLiveMigration(ctx context.Context, id, migrationID string, 
 		"request_id", requestID)
 	return nil
 }
+
+// ForceCompleteLiveMigration asks server id's running live migration
+// migrationID to complete now (nova/compute/api.py
+// live_migrate_force_complete, 2.22): recorded on the migration, which
+// the destination's agent watches while its driver brings the guest
+// over.
+func (s *Store) ForceCompleteLiveMigration(ctx context.Context, id, migrationID, requestID string) error {
+	const action = "force_complete"
+	v, err := s.Lookup(ctx, id)
+	if err != nil {
+		return err
+	}
+	if v.Instance == nil {
+		return &StateError{Action: action, ID: id, Attr: "vm_state", State: "building"}
+	}
+	in := *v.Instance
+	if in.Status != etcdschema.StatusActive {
+		return &StateError{Action: action, ID: id, Attr: "vm_state", State: vmStateOf(&in)}
+	}
+	if in.TaskState != etcdschema.TaskMigrating {
+		state := in.TaskState
+		if state == "" {
+			state = "None"
+		}
+		return &StateError{Action: action, ID: id, Attr: "task_state", State: state}
+	}
+	migs, err := s.InstanceMigrations(ctx, in.Cell, id)
+	if err != nil {
+		return err
+	}
+	var found *MigrationRecord
+	for i := range migs {
+		if strconv.FormatInt(migs[i].ID, 10) == migrationID {
+			found = &migs[i]
+		}
+	}
+	if found == nil {
+		return &MigrationNotFoundError{ID: migrationID, Instance: id}
+	}
+	if found.Status != etcdschema.MigrationRunning || found.MigrationType != etcdschema.MigrationTypeLiveMigration {
+		return &MigrationStateError{ID: migrationID, Instance: id, State: found.Status, Method: "force complete"}
+	}
+	mkey := s.keys.Migration(in.Cell, found.UUID)
+	cur, mrev, err := s.readMigration(ctx, mkey)
+	if err != nil {
+		return err
+	}
+	if cur == nil || cur.Status != etcdschema.MigrationRunning {
+		return fmt.Errorf("%s %s: %w", action, id, ErrKeptChanging)
+	}
+	if cur.ForceCompleteRequestID != "" {
+		return nil // asked already: the destination is completing it
+	}
+	cur.ForceCompleteRequestID, cur.UpdatedAt = requestID, time.Now().UTC()
+	if requestID == "" {
+		cur.ForceCompleteRequestID = "force-complete"
+	}
+	resp, err := s.cli.Txn(ctx).If(
+		clientv3.Compare(clientv3.ModRevision(s.keys.CellInstance(in.Cell, id)), "=", v.Rev),
+		clientv3.Compare(clientv3.ModRevision(mkey), "=", mrev)).
+		Then(clientv3.OpPut(mkey, etcdschema.MustEncode(cur))).Commit()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", action, id, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%s %s: %w", action, id, ErrKeptChanging)
+	}
+	s.log.Info("live migration force complete requested", "instance", id, "migration", found.UUID, "request_id", requestID)
+	return nil
+}

@@ -322,3 +322,42 @@ func TestLiveMigrateAbort(t *testing.T) {
 		t.Errorf("abort again: %d %v", code, out)
 	}
 }
+
+// TestLiveMigrateForceComplete: a live migration whose guest would take
+// a minute to converge (the fake's live_migration_time) completes at
+// once when forced (POST /servers/{id}/migrations/{mid}/action
+// force_complete, 2.22); forcing it again once done is Nova's 409 (the
+// server is no longer migrating).
+func TestLiveMigrateForceComplete(t *testing.T) {
+	r := newLiveRig(t, 2, func(a *configs.Agent) { a.Fake.LiveMigrationTime = time.Minute })
+	hosts := []string{"compute-1", "compute-2"}
+	id := r.boot("runner", "m1.tiny", "compute-1")
+	r.action(id, liveAuto, http.StatusAccepted)
+	mig := r.waitMigration(id, etcdschema.MigrationRunning)
+	_, out := r.nova("GET", "/servers/"+id+"/migrations", nil)
+	list, _ := out["migrations"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("in-progress migrations: %v", out)
+	}
+	mid := fmt.Sprint(list[0].(map[string]any)["id"])
+	forced := time.Now()
+	force := map[string]any{"force_complete": nil}
+	if code, out := r.novaAt("2.22", "POST", "/servers/"+id+"/migrations/"+mid+"/action", force); code != http.StatusAccepted {
+		t.Fatalf("force_complete: %d %v", code, out)
+	}
+	r.waitMigration(id, etcdschema.MigrationCompleted)
+	if took := time.Since(forced); took > 30*time.Second {
+		t.Errorf("the forced migration took %s, as long as unforced", took)
+	}
+	srv := r.waitStatus(id, "ACTIVE")
+	if hostOf(srv) != "compute-2" {
+		t.Errorf("forced migration ended on %v", hostOf(srv))
+	}
+	r.checkUsages("after the forced migration", hosts, map[string]usage{"compute-2": flavorUsage(tiny)},
+		map[string]map[string]usage{id: {"compute-2": flavorUsage(tiny)}, mig.UUID: nil})
+	code, out := r.novaAt("2.22", "POST", "/servers/"+id+"/migrations/"+mid+"/action", force)
+	if code != http.StatusConflict || !strings.Contains(fmt.Sprint(out), "Cannot 'force_complete' instance "+id+
+		" while it is in task_state None") {
+		t.Errorf("force_complete once done: %d %v", code, out)
+	}
+}
