@@ -441,6 +441,7 @@ func (s *search) singleProvider(g *groupCtx, emit func(*areq) bool) {
 	for i, rc := range g.rcs {
 		cols[i] = st.cols[rc]
 	}
+	var slab areqSlab
 	n := int32(len(st.slots))
 	for i := int32(0); i < n; i++ {
 		slot := i + s.start
@@ -476,12 +477,15 @@ func (s *search) singleProvider(g *groupCtx, emit func(*areq) bool) {
 			continue
 		}
 		root := st.rootSlot(e)
-		res := make([]resReq, len(g.rcs))
+		res := slab.resReqs(len(g.rcs))
 		for i, rc := range g.rcs {
 			res[i] = resReq{slot: slot, rc: rc, amount: g.amounts[i]}
 		}
 		mk := func(anchor int32) *areq {
-			return &areq{anchor: anchor, res: res, mappings: []mapEntry{{g.suffix, slot}}, sameProvider: g.sameProvider}
+			a := slab.areq()
+			*a = areq{anchor: anchor, res: res, mappings: slab.mapEntries(1), sameProvider: g.sameProvider}
+			a.mappings[0] = mapEntry{g.suffix, slot}
+			return a
 		}
 		if s.anchorOK(root) {
 			if !emit(mk(root)) {
