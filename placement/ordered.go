@@ -124,8 +124,8 @@ func orderedAmounts(m map[string]int64) []ClassAmount {
 func (st *indexState) renderOrdered(areqs []*areq, onlyUsed bool) *OrderedCandidates {
 	out := &OrderedCandidates{Requests: make([]OrderedRequest, len(areqs))}
 	names := st.classNames()
-	roots := make(map[int32]bool, len(areqs))
-	used := make(map[int32]bool, len(areqs))
+	roots := newSlotSet(len(st.slots), len(areqs))
+	used := newSlotSet(len(st.slots), len(areqs))
 	nparts, nmap := 0, 0
 	for _, a := range areqs {
 		nparts += len(a.res)
@@ -145,8 +145,8 @@ func (st *indexState) renderOrdered(areqs []*areq, onlyUsed bool) *OrderedCandid
 			}
 			e := st.slots[single]
 			parts = append(parts, ProviderAmounts{Provider: e.p.UUID, Resources: lastAmts})
-			roots[st.rootSlot(e)] = true
-			used[single] = true
+			roots.add(st.rootSlot(e))
+			used.add(single)
 		} else {
 			for _, rr := range a.res {
 				e := st.slots[rr.slot]
@@ -156,8 +156,8 @@ func (st *indexState) renderOrdered(areqs []*areq, onlyUsed bool) *OrderedCandid
 					parts = append(parts, ProviderAmounts{Provider: e.p.UUID})
 				}
 				parts[at+j].Resources = addAmounts(parts[at+j].Resources, []resReq{rr}, names)
-				roots[st.rootSlot(e)] = true
-				used[rr.slot] = true
+				roots.add(st.rootSlot(e))
+				used.add(rr.slot)
 			}
 			slices.SortFunc(parts[at:], func(a, b ProviderAmounts) int { return strings.Compare(a.Provider, b.Provider) })
 		}
@@ -181,7 +181,7 @@ func (st *indexState) renderOrdered(areqs []*areq, onlyUsed bool) *OrderedCandid
 		slices.SortFunc(r.Mappings, func(a, b GroupProviders) int { return strings.Compare(a.Suffix, b.Suffix) })
 	}
 	places := make([]summaryPlace, 0, len(areqs))
-	st.summarise(roots, used, onlyUsed, func(_ *rpEntry, place summaryPlace) { places = append(places, place) })
+	st.summarise(&roots, &used, onlyUsed, func(_ *rpEntry, place summaryPlace) { places = append(places, place) })
 	places = sortPlaces(places)
 	out.Summaries = make([]OrderedSummary, len(places))
 	for i, p := range places {

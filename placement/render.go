@@ -21,8 +21,8 @@ func (st *indexState) render(areqs []*areq, onlyUsed, omitMappings bool) *Candid
 	// Sized for the usual one provider per request: growing these maps
 	// was a visible share of select_destinations' allocations.
 	names := st.classNames()
-	roots := make(map[int32]bool, len(areqs))
-	used := make(map[int32]bool, len(areqs))
+	roots := newSlotSet(len(st.slots), len(areqs))
+	used := newSlotSet(len(st.slots), len(areqs))
 	// Every mapping list starts as a one-element window of one backing
 	// array (capacity capped, so a second provider for the same group
 	// copies instead of overwriting the next list): one allocation per
@@ -50,8 +50,8 @@ func (st *indexState) render(areqs []*areq, onlyUsed, omitMappings bool) *Candid
 			}
 			e := st.slots[single]
 			ar.Allocations[e.p.UUID] = ProviderAllocation{Resources: lastMap}
-			roots[st.rootSlot(e)] = true
-			used[single] = true
+			roots.add(st.rootSlot(e))
+			used.add(single)
 		} else {
 			for _, r := range a.res {
 				e := st.slots[r.slot]
@@ -61,8 +61,8 @@ func (st *indexState) render(areqs []*areq, onlyUsed, omitMappings bool) *Candid
 					ar.Allocations[e.p.UUID] = pa
 				}
 				pa.Resources[names[r.rc]] += r.amount
-				roots[st.rootSlot(e)] = true
-				used[r.slot] = true
+				roots.add(st.rootSlot(e))
+				used.add(r.slot)
 			}
 		}
 		for _, m := range a.mappings {
@@ -88,7 +88,7 @@ func (st *indexState) render(areqs []*areq, onlyUsed, omitMappings bool) *Candid
 	// creation, then its own); the sort waits for SummaryOrder, which
 	// only the HTTP API asks for, so the scheduler's path pays an append.
 	out.summaryOrder = make([]summaryPlace, 0, len(areqs))
-	st.summarise(roots, used, onlyUsed, func(e *rpEntry, place summaryPlace) {
+	st.summarise(&roots, &used, onlyUsed, func(e *rpEntry, place summaryPlace) {
 		out.ProviderSummaries[e.p.UUID] = *place.sum
 		out.summaryOrder = append(out.summaryOrder, place)
 	})
@@ -99,8 +99,9 @@ func (st *indexState) render(areqs []*areq, onlyUsed, omitMappings bool) *Candid
 // the roots of the trees its allocation requests draw from and the
 // providers they use: every provider of those trees, or only the used
 // ones when the pre-1.29 nested exclusion applied (as Placement does).
-// A provider may come twice; the order is the maps'.
-func (st *indexState) summarise(roots, used map[int32]bool, onlyUsed bool, add func(e *rpEntry, place summaryPlace)) {
+// A provider may come twice; they come in the order of the sets, within
+// a tree in the tree's map order.
+func (st *indexState) summarise(roots, used *slotSet, onlyUsed bool, add func(e *rpEntry, place summaryPlace)) {
 	addSlot := func(slot int32) {
 		if e := st.slots[slot]; e != nil {
 			add(e, summaryPlace{
@@ -112,7 +113,7 @@ func (st *indexState) summarise(roots, used map[int32]bool, onlyUsed bool, add f
 		}
 	}
 	if onlyUsed {
-		for slot := range used {
+		for _, slot := range used.order {
 			addSlot(slot)
 		}
 		return
@@ -121,7 +122,7 @@ func (st *indexState) summarise(roots, used map[int32]bool, onlyUsed bool, add f
 	// the usual cloud) each root is its whole tree: no lookup per root,
 	// which was a third of render's time at 1,000 candidates.
 	singletons := st.allSingletons()
-	for root := range roots {
+	for _, root := range roots.order {
 		re := st.slots[root]
 		if singletons {
 			addSlot(root)
