@@ -275,7 +275,8 @@ func stopUnits(t *testing.T, procs []*unitProc, roots map[string]string) {
 }
 
 // instanceRecord is the process driver's record of a running instance
-// (agent/driver_process.go procState).
+// (agent/driver_process.go procState), kept under the state dir in its
+// host's own directory.
 type instanceRecord struct {
 	UUID    string `json:"uuid"`
 	PID     int    `json:"pid"`
@@ -283,7 +284,7 @@ type instanceRecord struct {
 }
 
 func instanceRecords(t *testing.T, root string) []instanceRecord {
-	files, err := filepath.Glob(filepath.Join(root, "var/lib/berth/process/*.json"))
+	files, err := filepath.Glob(filepath.Join(root, "var/lib/berth/process/*/*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

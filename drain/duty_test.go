@@ -197,22 +197,34 @@ func TestDrainCancelStopsStartingMoves(t *testing.T) {
 	}
 }
 
-func TestDrainLiveRefusedWithoutLiveMigration(t *testing.T) {
+// TestDrainLive: a store without live migration refuses a live drain
+// (a build that cannot do them); the stack's leader duty, which has
+// servers.Store.LiveMigrate, moves every server off the host by live
+// migrations, which complete rather than wait for a confirm.
+func TestDrainLive(t *testing.T) {
 	r := newRig(t, rigOptions{hosts: 2})
 	if _, err := r.drains.Start(r.ctx, "compute-1", drain.Request{Live: true}, 5*time.Second); err != drain.ErrLiveUnavailable {
 		t.Fatalf("live drain through a store without live migration: %v", err)
 	}
-	// A record asking for live written by a build that could (the API's
-	// store had one): this leader's duty cannot, and says so.
-	now := time.Now().UTC()
-	rec := &etcdschema.HostDrain{Host: "compute-1", Live: true, Parallel: 4, State: etcdschema.DrainDraining,
-		RequestID: "req-live", RequestedAt: now, UpdatedAt: now, Instances: []etcdschema.DrainedServer{}}
-	if _, err := r.cli.Put(r.ctx, r.keys.HostDrain("compute-1"), string(etcdschema.MustEncode(rec))); err != nil {
+	ids := r.boot("compute-1", 2)
+	live := drain.NewStore(r.cli, r.keys, r.hosts, nil)
+	live.SetLiveMigrator(drain.ServersLive(r.servers))
+	if _, err := live.Start(r.ctx, "compute-1", drain.Request{Live: true}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	d := r.waitDrain("compute-1", "live drain refused", settled)
-	if d.State != etcdschema.DrainIncomplete || d.Error != drain.ErrLiveUnavailable.Error() {
-		t.Errorf("live drain: %s %q", d.State, d.Error)
+	d := r.waitDrain("compute-1", "live drain complete", settled)
+	if d.State != etcdschema.DrainComplete {
+		t.Fatalf("live drain ended %s (%s): %+v", d.State, d.Error, d.Instances)
+	}
+	migs := r.migrationsOf(d)
+	for _, id := range ids {
+		if m := migs[id]; len(m) != 1 || m[0].MigrationType != etcdschema.MigrationTypeLiveMigration ||
+			m[0].Status != etcdschema.MigrationCompleted {
+			t.Errorf("%s: migrations of the drain %+v, want one live migration, completed", id, m)
+		}
+		if h := r.hostOf(id); h != "compute-2" {
+			t.Errorf("%s is on %q after the live drain, want compute-2", id, h)
+		}
 	}
 }
 

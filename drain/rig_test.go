@@ -55,11 +55,12 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	cfg.Scheduler.ElectionTTL = 2 * time.Second
 	cli := etcdtest.Client(t)
 	keys := etcdschema.New(cfg.Etcd.Prefix)
+	s := stack.New(cfg, hclog.NewNullLogger())
+	// Attach instruments cli's KV: before anything else uses cli.
+	s.Attach(cli)
 	if o.before != nil {
 		o.before(cli, keys)
 	}
-	s := stack.New(cfg, hclog.NewNullLogger())
-	s.Attach(cli)
 	t.Cleanup(s.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
