@@ -171,6 +171,8 @@ var groups = map[etcdschema.KeyKind]string{
 	etcdschema.KindHostSync:                "host_syncs",
 	etcdschema.KindHostDown:                "hosts_down",
 	etcdschema.KindHostDrain:               "host_drains",
+	etcdschema.KindHostCapacity:            "host_capacities",
+	etcdschema.KindShelvedOffload:          "shelved_offloads",
 	etcdschema.KindBuild:                   "builds",
 	etcdschema.KindFlavor:                  "flavors",
 	etcdschema.KindBuildRequest:            "build_requests",
