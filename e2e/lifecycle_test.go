@@ -65,9 +65,9 @@ func TestRetryOnAlternatesDisableAndExhaust(t *testing.T) {
 	}
 	// The alternates record went with ACTIVE; the failed attempts and their
 	// reasons stay with the instance.
-	sel := c.cliOK("selection", "show", a)
-	if !strings.Contains(sel, "3 attempt(s) made") || strings.Count(sel, "failed the build") != 2 ||
-		!strings.Contains(sel, "3        compute-3") {
+	sel := c.cliOK("selection", "show", a, "-o", "value", "-c", "kind", "-c", "n", "-c", "host", "-c", "reason")
+	if strings.Count(sel, "\nattempt ") != 3 || strings.Count(sel, "failed the build") != 2 ||
+		!strings.Contains(sel, "\nattempt 3 compute-3") {
 		t.Fatalf("selection show of a:\n%s", sel)
 	}
 
@@ -87,8 +87,8 @@ func TestRetryOnAlternatesDisableAndExhaust(t *testing.T) {
 			t.Errorf("fault details lack %s's reason: %q", h, v.Fault.Details)
 		}
 	}
-	sel = c.cliOK("selection", "show", b)
-	if strings.Contains(sel, "compute-3") || strings.Count(sel, "failed the build") != 3 || !strings.Contains(sel, "none left") {
+	sel = c.cliOK("selection", "show", b, "-o", "value", "-c", "kind", "-c", "n", "-c", "host", "-c", "reason")
+	if strings.Contains(sel, "compute-3") || strings.Count(sel, "failed the build") != 3 || strings.Contains(sel, "\nalternate ") {
 		t.Fatalf("selection of b: want 3 failed attempts, none on the disabled compute-3, no alternate left:\n%s", sel)
 	}
 	// Retries stay in the chosen host's cell: compute-5 would have built it.
