@@ -40,7 +40,7 @@ func init() {
 
 func (s *Superconductor) scheduleEvacuation(ctx context.Context, it workqueue.Item, req *etcdschema.MoveRequest) error {
 	log := s.log.With("instance", req.InstanceUUID, "migration", req.MigrationUUID, "request_id", req.RequestID)
-	mover, ok := s.cfg.Placement.(MoveAllocator)
+	pl, ok := s.cfg.Placement.(liveAllocator)
 	if !ok {
 		return fmt.Errorf("evacuation of %s: placement cannot move allocations", req.InstanceUUID)
 	}
@@ -58,14 +58,8 @@ func (s *Superconductor) scheduleEvacuation(ctx context.Context, it workqueue.It
 	}
 	// The source's allocation to the migration; an instance claim left
 	// by an earlier holder that died after moving it is stale.
-	moved, err := mover.MoveAllocations(ctx, req.InstanceUUID, req.MigrationUUID)
-	if err != nil {
+	if err := s.holdSource(ctx, pl, rd); err != nil {
 		return err
-	}
-	if !moved {
-		if err := s.cfg.Placement.DeleteAllocations(ctx, req.InstanceUUID); err != nil && !errors.Is(err, placement.ErrNotFound) {
-			return fmt.Errorf("free stale evacuation claim of %s: %w", req.InstanceUUID, err)
-		}
 	}
 	mig := &rd.mig
 	spec := &scheduler.RequestSpec{InstanceUUIDs: []string{req.InstanceUUID}, Flavor: rd.inst.Flavor,

@@ -78,7 +78,7 @@ func (s *Superconductor) processLiveMigration(ctx context.Context, it workqueue.
 	if rd.mig.AbortRequestID != "" {
 		return s.cancelLiveMigration(ctx, it, rd, pl)
 	}
-	if err := s.holdLiveSource(ctx, pl, rd); err != nil {
+	if err := s.holdSource(ctx, pl, rd); err != nil {
 		return err
 	}
 	mig := &rd.mig
@@ -95,9 +95,15 @@ func (s *Superconductor) processLiveMigration(ctx context.Context, it workqueue.
 	return s.handOffLive(ctx, it, rd, *sel)
 }
 
-// holdLiveSource makes the migration's consumer hold the source's
-// allocation and the instance's consumer hold nothing.
-func (s *Superconductor) holdLiveSource(ctx context.Context, pl liveAllocator, rd *moveRead) error {
+// holdSource makes the migration's consumer hold the source's
+// allocation and the instance's consumer hold nothing, for every move
+// kind that hands the source to its migration (cold moves, live
+// migration, evacuation). When the migration already holds it, an
+// earlier holder of the request moved it and may have died after its
+// scheduler claimed a destination under the instance: that claim is
+// stale and freed. Moving the instance's allocation again would have
+// overwritten the source's with it.
+func (s *Superconductor) holdSource(ctx context.Context, pl liveAllocator, rd *moveRead) error {
 	held, err := pl.GetAllocations(ctx, rd.mig.UUID)
 	if err != nil && !errors.Is(err, placement.ErrNotFound) {
 		return fmt.Errorf("read the allocation of migration %s: %w", rd.mig.UUID, err)

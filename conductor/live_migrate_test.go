@@ -354,3 +354,42 @@ func TestLiveMigrationAbortedInQueue(t *testing.T) {
 		t.Errorf("move request left: %v %v", resp, err)
 	}
 }
+
+// TestHoldSourceFreesAStaleClaim: the first holder of a move hands the
+// source's allocation to the migration; a second holder (the first died
+// after its scheduler claimed a destination under the instance) must
+// free that claim, not move it over the source's allocation.
+func TestHoldSourceFreesAStaleClaim(t *testing.T) {
+	r := newLiveRig(t)
+	s := &Superconductor{cfg: SuperconductorConfig{Placement: r.place}}
+	rd := &moveRead{inst: r.inst, mig: r.mig}
+	holdsOnly := func(consumer, rp string) {
+		t.Helper()
+		c, err := r.place.GetAllocations(r.ctx, consumer)
+		if rp == "" {
+			if err == nil && len(c.Allocations) > 0 {
+				t.Fatalf("%s holds %v, want nothing", consumer, c.Allocations)
+			}
+			return
+		}
+		if err != nil || len(c.Allocations) != 1 || c.Allocations[rp].Resources[placement.VCPU] != liveVCPU {
+			t.Fatalf("%s holds %+v (%v), want only %s", consumer, c, err, rp)
+		}
+	}
+	if err := s.holdSource(r.ctx, r.place, rd); err != nil {
+		t.Fatal(err)
+	}
+	holdsOnly(r.mig.UUID, "rp-a")
+	holdsOnly(r.inst.UUID, "")
+	// The dead holder's destination claim.
+	if err := r.place.PutAllocations(r.ctx, r.inst.UUID, placement.AllocationWrite{ProjectID: "p", UserID: "u",
+		Allocations: map[string]placement.ProviderAllocation{"rp-b": {Resources: map[string]int64{
+			placement.VCPU: liveVCPU, placement.MemoryMB: 512}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.holdSource(r.ctx, r.place, rd); err != nil {
+		t.Fatal(err)
+	}
+	holdsOnly(r.mig.UUID, "rp-a")
+	holdsOnly(r.inst.UUID, "")
+}

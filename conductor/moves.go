@@ -72,7 +72,7 @@ func (s *Superconductor) processMove(ctx context.Context, it workqueue.Item) err
 		return h(s, ctx, it, &req)
 	}
 	log := s.log.With("instance", req.InstanceUUID, "migration", req.MigrationUUID, "request_id", req.RequestID)
-	mover, ok := s.cfg.Placement.(MoveAllocator)
+	pl, ok := s.cfg.Placement.(liveAllocator)
 	if !ok {
 		return fmt.Errorf("move %s: placement cannot move allocations", req.InstanceUUID)
 	}
@@ -91,17 +91,10 @@ func (s *Superconductor) processMove(ctx context.Context, it workqueue.Item) err
 		log.Info("move request no longer current, dropping it")
 		return s.finishMove(ctx, it, nil)
 	}
-	// Hand the source's allocation to the migration. If an earlier
-	// holder did (and died), the instance's consumer may hold a
-	// destination it claimed: stale, since we hold the request now.
-	moved, err := mover.MoveAllocations(ctx, req.InstanceUUID, req.MigrationUUID)
-	if err != nil {
+	// Hand the source's allocation to the migration (a claim an earlier
+	// holder left under the instance is stale: we hold the request now).
+	if err := s.holdSource(ctx, pl, rd); err != nil {
 		return err
-	}
-	if !moved {
-		if err := s.cfg.Placement.DeleteAllocations(ctx, req.InstanceUUID); err != nil && !errors.Is(err, placement.ErrNotFound) {
-			return fmt.Errorf("free stale move claim of %s: %w", req.InstanceUUID, err)
-		}
 	}
 	spec := &scheduler.RequestSpec{InstanceUUIDs: []string{req.InstanceUUID}, Flavor: rd.mig.NewFlavor,
 		ProjectID: rd.inst.ProjectID, UserID: rd.inst.UserID, RequestID: rd.mig.RequestID,
