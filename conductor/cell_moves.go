@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
@@ -74,26 +75,8 @@ func (c *CellConductor) processMoveRetry(ctx context.Context, it workqueue.Item,
 	if err := c.cfg.Placement.DeleteAllocations(ctx, uuid); err != nil && !errors.Is(err, placement.ErrNotFound) {
 		return fmt.Errorf("free stale claim of %s: %w", uuid, err)
 	}
-	mig.Done(etcdschema.MovePrep, retry.FailedHost, retry.Build.CastAt, retry.FiledAt, errors.New(retry.Reason))
-	if n := len(mig.Attempts); n > 0 && mig.Attempts[n-1].Host == retry.FailedHost && mig.Attempts[n-1].Reason == "" {
-		mig.Attempts[n-1].Reason = retry.Reason
-	} else {
-		mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: retry.FailedHost, Reason: retry.Reason, At: retry.FiledAt})
-	}
-	commit := func(ops []clientv3.Op) (bool, error) {
-		held, err := c.queue.StillHeld(ctx, it)
-		if err != nil {
-			return false, err
-		}
-		resp, err := c.cfg.Client.Txn(ctx).If(held,
-			clientv3.Compare(clientv3.ModRevision(ikey), "=", instRev),
-			clientv3.Compare(clientv3.ModRevision(mkey), "=", migRev),
-		).Then(append(ops, workqueue.FinishOps(it)...)...).Commit()
-		if err != nil {
-			return false, fmt.Errorf("move retry %s: commit: %w", uuid, err)
-		}
-		return resp.Succeeded, nil
-	}
+	noteRetryFailure(&mig, etcdschema.MovePrep, retry)
+	tx := migrationRetryTxn{c: c, it: it, uuid: uuid, ikey: ikey, mkey: mkey, instRev: instRev, migRev: migRev, what: "move"}
 	// As a build's retry: an alternate passed the group's filter when the
 	// move was scheduled, but members may have moved since.
 	sel, rest, claimed, err := c.claimAlternate(ctx, log, uuid, inst.Group, inst.ProjectID, inst.UserID,
@@ -103,32 +86,8 @@ func (c *CellConductor) processMoveRetry(ctx context.Context, it workqueue.Item,
 		return fmt.Errorf("the move of %s: %w", uuid, err)
 	}
 	if claimed {
-		now := time.Now().UTC()
-		mig.DestHost, mig.DestNode, mig.UpdatedAt = sel.ServiceHost, sel.Nodename, now
-		if mig.DestNode == "" {
-			mig.DestNode = sel.ServiceHost
-		}
-		mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: sel.ServiceHost, At: now})
-		cast := records.MoveCast(&inst, &mig, etcdschema.MovePrep, mig.RequestID, now)
 		testhook.Pause(ctx, "cellconductor.before-move-commit", uuid)
-		ok, err := commit([]clientv3.Op{
-			clientv3.OpPut(mkey, etcdschema.MustEncode(&mig)),
-			clientv3.OpPut(k.Build(sel.ServiceHost, uuid), etcdschema.MustEncode(cast)),
-		})
-		if err != nil {
-			return err // applied or not, the next holder frees a stale claim
-		}
-		if !ok {
-			if derr := c.cfg.Placement.DeleteAllocations(context.WithoutCancel(ctx), uuid); derr != nil &&
-				!errors.Is(derr, placement.ErrNotFound) {
-				log.Error("could not free claim after a failed move retry hand-off", "error", derr)
-			}
-			return fmt.Errorf("move retry %s: instance or migration changed during the hand-off", uuid)
-		}
-		c.cfg.Metrics.Reschedule(metrics.RescheduleCast)
-		log.Info("move rescheduled on alternate", "host", sel.ServiceHost, "attempt", len(mig.Attempts),
-			"failed_host", retry.FailedHost, "reason", retry.Reason)
-		return nil
+		return tx.castToAlternate(ctx, log, &inst, &mig, sel, etcdschema.MovePrep, retry)
 	}
 
 	// Nothing left: the source's allocation back to the instance, then
@@ -140,14 +99,9 @@ func (c *CellConductor) processMoveRetry(ctx context.Context, it workqueue.Item,
 	if _, err := mover.MoveAllocations(ctx, migUUID, uuid); err != nil {
 		return err
 	}
-	var reasons []string
-	for _, a := range mig.Attempts {
-		reasons = append(reasons, fmt.Sprintf("%s: %s", a.Host, a.Reason))
-	}
-	reason := fmt.Sprintf("Exceeded maximum number of retries. Exhausted all hosts available for retrying move failures for instance %s. Attempts: %s",
-		uuid, strings.Join(reasons, "; "))
+	reasons, reason := exhausted("move", uuid, mig.Attempts)
 	// FailedMove puts its group place back on the source alone.
-	ok, err = commit(records.FailedMove(k, inst, mig, reason, time.Now().UTC()))
+	ok, err = tx.commit(ctx, records.FailedMove(k, inst, mig, reason, time.Now().UTC()))
 	if err != nil {
 		return err
 	}
@@ -156,5 +110,89 @@ func (c *CellConductor) processMoveRetry(ctx context.Context, it workqueue.Item,
 	}
 	c.cfg.Metrics.Reschedule(metrics.RescheduleExhausted)
 	log.Warn("move failed on every host; server stays on its source", "attempts", len(mig.Attempts), "reasons", reasons)
+	return nil
+}
+
+// noteRetryFailure records on mig the failed first step a retry
+// reports (event, its host and reason), on the attempt the hand-off
+// opened for that host or, when there is none, on a new one.
+func noteRetryFailure(mig *etcdschema.Migration, event string, retry *etcdschema.Retry) {
+	mig.Done(event, retry.FailedHost, retry.Build.CastAt, retry.FiledAt, errors.New(retry.Reason))
+	if n := len(mig.Attempts); n > 0 && mig.Attempts[n-1].Host == retry.FailedHost && mig.Attempts[n-1].Reason == "" {
+		mig.Attempts[n-1].Reason = retry.Reason
+	} else {
+		mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: retry.FailedHost, Reason: retry.Reason, At: retry.FiledAt})
+	}
+}
+
+// exhausted is every attempt's "host: reason" and Nova's words for a
+// what ("move", "evacuation") that failed on every host.
+func exhausted(what, uuid string, attempts []etcdschema.Attempt) (reasons []string, reason string) {
+	for _, a := range attempts {
+		reasons = append(reasons, fmt.Sprintf("%s: %s", a.Host, a.Reason))
+	}
+	return reasons, fmt.Sprintf("Exceeded maximum number of retries. Exhausted all hosts available for retrying %s failures for instance %s. Attempts: %s",
+		what, uuid, strings.Join(reasons, "; "))
+}
+
+// migrationRetryTxn commits the outcome of a migration-backed move's
+// retry (a cold move's prep, an evacuation's rebuild): ops and the
+// retry's end, if the conductor still holds the retry and neither the
+// instance nor the migration changed since it read them.
+type migrationRetryTxn struct {
+	c               *CellConductor
+	it              workqueue.Item
+	uuid            string
+	ikey, mkey      string
+	instRev, migRev int64
+	what            string
+}
+
+func (t migrationRetryTxn) commit(ctx context.Context, ops []clientv3.Op) (bool, error) {
+	held, err := t.c.queue.StillHeld(ctx, t.it)
+	if err != nil {
+		return false, err
+	}
+	resp, err := t.c.cfg.Client.Txn(ctx).If(held,
+		clientv3.Compare(clientv3.ModRevision(t.ikey), "=", t.instRev),
+		clientv3.Compare(clientv3.ModRevision(t.mkey), "=", t.migRev),
+	).Then(append(ops, workqueue.FinishOps(t.it)...)...).Commit()
+	if err != nil {
+		return false, fmt.Errorf("%s retry %s: commit: %w", t.what, t.uuid, err)
+	}
+	return resp.Succeeded, nil
+}
+
+// castToAlternate hands the move to sel, an alternate already claimed
+// for the instance: the migration names it as destination with a new
+// attempt, and step is cast to it. A hand-off that lost to a change
+// frees the claim it made.
+func (t migrationRetryTxn) castToAlternate(ctx context.Context, log hclog.Logger, inst *etcdschema.Instance,
+	mig *etcdschema.Migration, sel etcdschema.Selection, step string, retry *etcdschema.Retry) error {
+	c, uuid := t.c, inst.UUID
+	now := time.Now().UTC()
+	mig.DestHost, mig.DestNode, mig.UpdatedAt = sel.ServiceHost, sel.Nodename, now
+	if mig.DestNode == "" {
+		mig.DestNode = sel.ServiceHost
+	}
+	mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: sel.ServiceHost, At: now})
+	cast := records.MoveCast(inst, mig, step, mig.RequestID, now)
+	ok, err := t.commit(ctx, []clientv3.Op{
+		clientv3.OpPut(t.mkey, etcdschema.MustEncode(mig)),
+		clientv3.OpPut(c.cfg.Keys.Build(sel.ServiceHost, uuid), etcdschema.MustEncode(cast)),
+	})
+	if err != nil {
+		return err // applied or not, the next holder frees a stale claim
+	}
+	if !ok {
+		if derr := c.cfg.Placement.DeleteAllocations(context.WithoutCancel(ctx), uuid); derr != nil &&
+			!errors.Is(derr, placement.ErrNotFound) {
+			log.Error("could not free claim after a failed "+t.what+" retry hand-off", "error", derr)
+		}
+		return fmt.Errorf("%s retry %s: instance or migration changed during the hand-off", t.what, uuid)
+	}
+	c.cfg.Metrics.Reschedule(metrics.RescheduleCast)
+	log.Info(t.what+" rescheduled on alternate", "host", sel.ServiceHost, "attempt", len(mig.Attempts),
+		"failed_host", retry.FailedHost, "reason", retry.Reason)
 	return nil
 }

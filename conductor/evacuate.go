@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -184,26 +183,8 @@ func (c *CellConductor) retryEvacuation(ctx context.Context, it workqueue.Item, 
 	if err := c.cfg.Placement.DeleteAllocations(ctx, uuid); err != nil && !errors.Is(err, placement.ErrNotFound) {
 		return fmt.Errorf("free stale claim of %s: %w", uuid, err)
 	}
-	mig.Done(etcdschema.EventEvacuateRebuild, retry.FailedHost, retry.Build.CastAt, retry.FiledAt, errors.New(retry.Reason))
-	if n := len(mig.Attempts); n > 0 && mig.Attempts[n-1].Host == retry.FailedHost && mig.Attempts[n-1].Reason == "" {
-		mig.Attempts[n-1].Reason = retry.Reason
-	} else {
-		mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: retry.FailedHost, Reason: retry.Reason, At: retry.FiledAt})
-	}
-	commit := func(ops []clientv3.Op) (bool, error) {
-		held, err := c.queue.StillHeld(ctx, it)
-		if err != nil {
-			return false, err
-		}
-		resp, err := c.cfg.Client.Txn(ctx).If(held,
-			clientv3.Compare(clientv3.ModRevision(ikey), "=", instRev),
-			clientv3.Compare(clientv3.ModRevision(mkey), "=", migRev),
-		).Then(append(ops, workqueue.FinishOps(it)...)...).Commit()
-		if err != nil {
-			return false, fmt.Errorf("evacuation retry %s: commit: %w", uuid, err)
-		}
-		return resp.Succeeded, nil
-	}
+	noteRetryFailure(&mig, etcdschema.EventEvacuateRebuild, retry)
+	tx := migrationRetryTxn{c: c, it: it, uuid: uuid, ikey: ikey, mkey: mkey, instRev: instRev, migRev: migRev, what: "evacuation"}
 	sel, rest, claimed, err := c.claimAlternate(ctx, log, uuid, inst.Group, inst.ProjectID, inst.UserID,
 		mig.Remaining, len(mig.Attempts), mig.MaxAttempts)
 	mig.Remaining = rest
@@ -211,31 +192,7 @@ func (c *CellConductor) retryEvacuation(ctx context.Context, it workqueue.Item, 
 		return fmt.Errorf("the evacuation of %s: %w", uuid, err)
 	}
 	if claimed {
-		now := time.Now().UTC()
-		mig.DestHost, mig.DestNode, mig.UpdatedAt = sel.ServiceHost, sel.Nodename, now
-		if mig.DestNode == "" {
-			mig.DestNode = sel.ServiceHost
-		}
-		mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: sel.ServiceHost, At: now})
-		cast := records.MoveCast(&inst, &mig, etcdschema.MoveEvacuateRebuild, mig.RequestID, now)
-		ok, err := commit([]clientv3.Op{
-			clientv3.OpPut(mkey, etcdschema.MustEncode(&mig)),
-			clientv3.OpPut(k.Build(sel.ServiceHost, uuid), etcdschema.MustEncode(cast)),
-		})
-		if err != nil {
-			return err // applied or not, the next holder frees a stale claim
-		}
-		if !ok {
-			if derr := c.cfg.Placement.DeleteAllocations(context.WithoutCancel(ctx), uuid); derr != nil &&
-				!errors.Is(derr, placement.ErrNotFound) {
-				log.Error("could not free claim after a failed evacuation retry hand-off", "error", derr)
-			}
-			return fmt.Errorf("evacuation retry %s: instance or migration changed during the hand-off", uuid)
-		}
-		c.cfg.Metrics.Reschedule(metrics.RescheduleCast)
-		log.Info("evacuation rescheduled on alternate", "host", sel.ServiceHost, "attempt", len(mig.Attempts),
-			"failed_host", retry.FailedHost, "reason", retry.Reason)
-		return nil
+		return tx.castToAlternate(ctx, log, &inst, &mig, sel, etcdschema.MoveEvacuateRebuild, retry)
 	}
 
 	// Nothing left: the source's allocation back to the instance, then
@@ -247,17 +204,12 @@ func (c *CellConductor) retryEvacuation(ctx context.Context, it workqueue.Item, 
 	if _, err := mover.MoveAllocations(ctx, migUUID, uuid); err != nil {
 		return err
 	}
-	var reasons []string
-	for _, a := range mig.Attempts {
-		reasons = append(reasons, fmt.Sprintf("%s: %s", a.Host, a.Reason))
-	}
-	reason := fmt.Sprintf("Exceeded maximum number of retries. Exhausted all hosts available for retrying evacuation failures for instance %s. Attempts: %s",
-		uuid, strings.Join(reasons, "; "))
+	reasons, reason := exhausted("evacuation", uuid, mig.Attempts)
 	ops := records.FailedEvacuation(k, inst, mig, etcdschema.MigrationFailed, reason, time.Now().UTC())
 	if inst.Group != "" {
 		ops = append(ops, records.GroupMemberOn(k, inst.Group, uuid, mig.SourceHost))
 	}
-	ok, err = commit(ops)
+	ok, err = tx.commit(ctx, ops)
 	if err != nil {
 		return err
 	}
