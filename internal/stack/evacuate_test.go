@@ -18,8 +18,9 @@ import (
 	"github.com/berth-project/berth/internal/testwait"
 )
 
-// novaAt calls the Nova API with token at microversion mv and returns
-// the status and the raw body.
+// novaText calls the Nova API with token at microversion mv and returns
+// the status and the raw body; every other Nova helper of moveRig goes
+// through it.
 func (r *moveRig) novaText(token, mv, method, path string, body any) (int, string) {
 	r.t.Helper()
 	var rd io.Reader

@@ -1,11 +1,8 @@
 package stack
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -54,30 +51,7 @@ func newLiveRig(t *testing.T, hosts int, change func(a *configs.Agent)) *moveRig
 // novaAt calls the Nova API as admin at microversion mv.
 func (r *moveRig) novaAt(mv, method, path string, body any) (int, map[string]any) {
 	r.t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	req, err := http.NewRequestWithContext(r.ctx, method, r.s.Endpoint("compute API")+"/v2.1"+path, bytes.NewReader(b))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	req.Header.Set("X-Auth-Token", "admin:admin")
-	req.Header.Set("X-OpenStack-Nova-API-Version", mv)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	if len(out) > 0 {
-		if err := json.Unmarshal(out, &m); err != nil {
-			r.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, out)
-		}
-	}
-	return resp.StatusCode, m
+	return r.novaAs("admin:admin", mv, method, path, body)
 }
 
 // hostInstance says whether host's instance info lists uuid.

@@ -1,12 +1,9 @@
 package stack
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -72,34 +69,7 @@ func newMoveRigWith(t *testing.T, hosts int, fail map[string]bool, change func(*
 // nova calls the Nova API as noauth2's admin at the latest microversion.
 func (r *moveRig) nova(method, path string, body any) (int, map[string]any) {
 	r.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(r.ctx, method, r.s.Endpoint("compute API")+"/v2.1"+path, rd)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	req.Header.Set("X-Auth-Token", "admin:admin")
-	req.Header.Set("X-OpenStack-Nova-API-Version", "latest")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if len(b) > 0 {
-		if err := json.Unmarshal(b, &out); err != nil {
-			r.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
-		}
-	}
-	return resp.StatusCode, out
+	return r.novaAs("admin:admin", "latest", method, path, body)
 }
 
 func (r *moveRig) action(id string, body any, want int) {

@@ -1,10 +1,8 @@
 package stack
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,37 +16,18 @@ import (
 	"github.com/berth-project/berth/internal/testwait"
 )
 
-// novaAs calls the Nova API with token at microversion mv.
+// novaAs calls the Nova API with token at microversion mv and decodes
+// the JSON answer (nil when the body is empty).
 func (r *moveRig) novaAs(token, mv, method, path string, body any) (int, map[string]any) {
 	r.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(r.ctx, method, r.s.Endpoint("compute API")+"/v2.1"+path, rd)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	req.Header.Set("X-Auth-Token", token)
-	req.Header.Set("X-OpenStack-Nova-API-Version", mv)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	code, b := r.novaText(token, mv, method, path, body)
 	var out map[string]any
 	if len(b) > 0 {
-		if err := json.Unmarshal(b, &out); err != nil {
-			r.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		if err := json.Unmarshal([]byte(b), &out); err != nil {
+			r.t.Fatalf("%s %s: %d %s", method, path, code, b)
 		}
 	}
-	return resp.StatusCode, out
+	return code, out
 }
 
 // faultMessage is the message of a Nova error body.
