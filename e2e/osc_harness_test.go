@@ -294,3 +294,48 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// devStack is a `berth dev` the compute tests start: noauth Nova API,
+// Placement, one cell per -cells, fake agents.
+type devStack struct {
+	apiURL       string // the Nova API, without /v2.1
+	placementURL string
+}
+
+// startDevStack starts `berth dev` with hosts fake agents in cells
+// cells, every port drawn free, and waits until its hosts are up.
+func startDevStack(t *testing.T, hosts, cells int) devStack {
+	t.Helper()
+	free := func() string { return fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)) }
+	apiAddr, placeAddr := free(), free()
+	startProc(t, "dev", "dev", "-data-dir", t.TempDir(),
+		"-etcd", free(), "-etcd-peer", free(),
+		"-api", apiAddr, "-placement", placeAddr,
+		"-hosts", fmt.Sprint(hosts), "-cells", fmt.Sprint(cells))
+	apiURL := "http://" + apiAddr
+	waitHTTP(t, apiURL+"/healthz")
+	waitHostsUp(t, apiURL, hosts)
+	return devStack{apiURL: apiURL, placementURL: "http://" + placeAddr}
+}
+
+// computeCLI returns a runner of `openstack` against a noauth Nova API
+// at compute (".../v2.1") at microversion 2.latest, failing the test on
+// an error. keystoneauth's "admin_token" plugin sends noauth2's admin
+// token "admin:admin" (its "none" plugin would be a non-admin).
+func computeCLI(t *testing.T, compute string) func(args ...string) string {
+	t.Helper()
+	env := newOSC(t, compute, "").env
+	return func(args ...string) string {
+		t.Helper()
+		full := append([]string{"--os-auth-type", "admin_token", "--os-token", "admin:admin", "--os-endpoint", compute,
+			"--os-compute-api-version", "2.latest"}, args...)
+		cmd := exec.Command("openstack", full...)
+		cmd.Env = env
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("openstack %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+		}
+		return out.String()
+	}
+}

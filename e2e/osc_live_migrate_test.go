@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
-
-	"github.com/berth-project/berth/internal/etcdtest"
 )
 
 // TestOpenStackCLILiveMigrate live-migrates a server of a real `berth
@@ -22,30 +18,9 @@ func TestOpenStackCLILiveMigrate(t *testing.T) {
 		t.Skip("e2e: starts real processes")
 	}
 	skipWithoutOSC(t)
-	apiAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	apiURL := "http://" + apiAddr
-	startProc(t, "dev", "dev", "-data-dir", t.TempDir(),
-		"-etcd", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-etcd-peer", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-api", apiAddr, "-placement", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-hosts", "2", "-cells", "1")
-	waitHTTP(t, apiURL+"/healthz")
-	waitHostsUp(t, apiURL, 2)
-
-	env := newOSC(t, apiURL+"/v2.1", "").env
-	openstack := func(args ...string) string {
-		t.Helper()
-		full := append([]string{"--os-auth-type", "admin_token", "--os-token", "admin:admin", "--os-endpoint", apiURL + "/v2.1",
-			"--os-compute-api-version", "2.latest"}, args...)
-		cmd := exec.Command("openstack", full...)
-		cmd.Env = env
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("openstack %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
-		}
-		return out.String()
-	}
+	dev := startDevStack(t, 2, 1)
+	apiURL := dev.apiURL
+	openstack := computeCLI(t, apiURL+"/v2.1")
 	berth := func(args ...string) string {
 		t.Helper()
 		out, err := runCLI(t, apiURL, args...)

@@ -1,17 +1,14 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/berth-project/berth/agent"
-	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/testwait"
 )
 
@@ -26,30 +23,10 @@ func TestOpenStackCLIShelve(t *testing.T) {
 		t.Skip("e2e: starts real processes")
 	}
 	skipWithoutOSC(t)
-	apiAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	placeAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	apiURL := "http://" + apiAddr
-	startProc(t, "dev", "dev", "-data-dir", t.TempDir(),
-		"-etcd", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-etcd-peer", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-api", apiAddr, "-placement", placeAddr, "-hosts", "2", "-cells", "1")
-	waitHTTP(t, apiURL+"/healthz")
-	waitHostsUp(t, apiURL, 2)
-
-	env := newOSC(t, apiURL+"/v2.1", "").env
-	openstack := func(args ...string) string {
-		t.Helper()
-		full := append([]string{"--os-auth-type", "admin_token", "--os-token", "admin:admin", "--os-endpoint", apiURL + "/v2.1",
-			"--os-compute-api-version", "2.latest"}, args...)
-		cmd := exec.Command("openstack", full...)
-		cmd.Env = env
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("openstack %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
-		}
-		return out.String()
-	}
+	dev := startDevStack(t, 2, 1)
+	apiURL := dev.apiURL
+	placeURL := dev.placementURL
+	openstack := computeCLI(t, apiURL+"/v2.1")
 	show := func(id string) map[string]any {
 		t.Helper()
 		var m map[string]any
@@ -60,7 +37,7 @@ func TestOpenStackCLIShelve(t *testing.T) {
 	}
 	placement := func(path string, out any) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, "http://"+placeAddr+path, nil)
+		req, err := http.NewRequest(http.MethodGet, placeURL+path, nil)
 		if err != nil {
 			t.Fatalf("placement %s: %v", path, err)
 		}
