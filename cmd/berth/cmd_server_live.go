@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/spf13/cobra"
 
-	"github.com/berth-project/berth/internal/backoff"
 )
 
 // `berth server migrate --live [--host HOST] SERVER... [--wait]`: the live
@@ -106,30 +104,15 @@ func (a *apiCmd) liveMigrate(cmd *cobra.Command, args []string) error {
 // task: done if on another host than from, failed (exit 1) if still
 // there; ERROR and the timeout are failures too.
 func waitLive(ctx context.Context, s *streams, sc *gophercloud.ServiceClient, id, from string, w waitFlags) (*servers.Server, error) {
-	pr := newProgress(s)
-	defer pr.done()
-	start := time.Now()
-	deadline := start.Add(w.timeout)
-	for {
-		sv, err := servers.Get(ctx, sc, id).Extract()
-		if err != nil {
-			return nil, err
-		}
-		pr.show(map[string]int{sv.Status: 1}, time.Since(start))
+	return pollServer(ctx, s, sc, id, w, "", func(sv *servers.Server) (bool, error) {
 		switch {
 		case sv.Status == "ERROR":
-			return sv, &exitError{code: exitFailure, err: fmt.Errorf("%s is ERROR: %s", id, sv.Fault.Message)}
+			return true, fmt.Errorf("%s is ERROR: %s", id, sv.Fault.Message)
 		case sv.Status == "ACTIVE" && sv.TaskState == "" && sv.Host != from:
-			return sv, nil
+			return true, nil
 		case sv.Status == "ACTIVE" && sv.TaskState == "":
-			return sv, &exitError{code: exitFailure, err: fmt.Errorf(
-				"%s is still on %s: the live migration failed (berth migration list --server %s --type live-migration)", id, from, id)}
+			return true, fmt.Errorf("%s is still on %s: the live migration failed (berth migration list --server %s --type live-migration)", id, from, id)
 		}
-		if time.Now().After(deadline) {
-			return sv, &exitError{code: exitFailure, err: fmt.Errorf("timed out after %s: %s is %s", w.timeout, id, sv.Status)}
-		}
-		if !backoff.Sleep(ctx, w.interval) {
-			return sv, ctx.Err()
-		}
-	}
+		return false, nil
+	})
 }

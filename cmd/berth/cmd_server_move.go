@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -133,6 +134,24 @@ func (a *apiCmd) serverMove(v moveVerb) *cobra.Command {
 // (the move failed and left it on its source), ends the wait with exit
 // 1, as does the timeout.
 func waitMoved(ctx context.Context, s *streams, sc *gophercloud.ServiceClient, id, want string, w waitFlags) (*servers.Server, error) {
+	return pollServer(ctx, s, sc, id, w, "not "+want, func(sv *servers.Server) (bool, error) {
+		switch {
+		case sv.Status == want && sv.TaskState == "":
+			return true, nil
+		case sv.Status == "ERROR":
+			return true, fmt.Errorf("%s is ERROR: %s", id, sv.Fault.Message)
+		case want != "ACTIVE" && sv.Status == "ACTIVE" && sv.TaskState == "":
+			return true, fmt.Errorf("%s is ACTIVE on %s: the move failed (berth migration list --server %s)", id, sv.Host, id)
+		}
+		return false, nil
+	})
+}
+
+// pollServer gets server id once per interval, showing its status, until
+// settled says it is done; an error from settled, or the timeout (the
+// message ends with ", <what>"), is exit 1.
+func pollServer(ctx context.Context, s *streams, sc *gophercloud.ServiceClient, id string, w waitFlags, what string,
+	settled func(*servers.Server) (bool, error)) (*servers.Server, error) {
 	pr := newProgress(s)
 	defer pr.done()
 	start := time.Now()
@@ -143,17 +162,18 @@ func waitMoved(ctx context.Context, s *streams, sc *gophercloud.ServiceClient, i
 			return nil, err
 		}
 		pr.show(map[string]int{sv.Status: 1}, time.Since(start))
-		switch {
-		case sv.Status == want && sv.TaskState == "":
+		if done, err := settled(sv); done {
+			if err != nil {
+				return sv, &exitError{code: exitFailure, err: err}
+			}
 			return sv, nil
-		case sv.Status == "ERROR":
-			return sv, &exitError{code: exitFailure, err: fmt.Errorf("%s is ERROR: %s", id, sv.Fault.Message)}
-		case want != "ACTIVE" && sv.Status == "ACTIVE" && sv.TaskState == "":
-			return sv, &exitError{code: exitFailure, err: fmt.Errorf("%s is ACTIVE on %s: the move failed (berth migration list --server %s)",
-				id, sv.Host, id)}
 		}
 		if time.Now().After(deadline) {
-			return sv, &exitError{code: exitFailure, err: fmt.Errorf("timed out after %s: %s is %s, not %s", w.timeout, id, sv.Status, want)}
+			msg := fmt.Sprintf("timed out after %s: %s is %s", w.timeout, id, sv.Status)
+			if what != "" {
+				msg += ", " + what
+			}
+			return sv, &exitError{code: exitFailure, err: errors.New(msg)}
 		}
 		if !backoff.Sleep(ctx, w.interval) {
 			return sv, ctx.Err()
