@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/etcdschema/records"
+	"github.com/berth-project/berth/internal/testhook"
 	"github.com/berth-project/berth/internal/workqueue"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/scheduler"
@@ -196,6 +197,10 @@ func (s *Superconductor) handOffLive(ctx context.Context, it workqueue.Item, rd 
 	mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: sel.ServiceHost, At: now})
 	mig.Status, mig.UpdatedAt = etcdschema.MigrationPreparing, now
 	cast := records.MoveCast(&rd.inst, &mig, etcdschema.LiveCheck, mig.RequestID, now)
+	// A holder killed here leaves the source's allocation with the
+	// migration and a claim of sel under the instance that no record
+	// names: the next holder's holdSource frees it and schedules again.
+	testhook.Pause(ctx, "superconductor.before-live-handoff", mig.InstanceUUID)
 	ok, err := s.commitMove(ctx, it, rd, []clientv3.Op{
 		clientv3.OpPut(k.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),
 		clientv3.OpPut(k.Build(sel.ServiceHost, mig.InstanceUUID), etcdschema.MustEncode(cast)),
