@@ -31,4 +31,12 @@
 // move request per server). A deposed leader that has not noticed yet
 // can start at most the moves of its last sweep; its record write is
 // refused, and they are adopted the same way.
+//
+// A drain that ends (cancelled, past its deadline) inside such a window
+// still adopts: the first look at an ended drain checks each server
+// still waiting for a move of the drain's request id, follows it to its
+// end (a cold one confirmed, never left in VERIFY_RESIZE) and gives the
+// others up, with why and a finished_at, so it looks them up once. A
+// deposed leader's move that lands after that look is the one case left:
+// the server's own resize_confirm_window, if set, confirms it.
 package drain

@@ -159,13 +159,14 @@ func (d *duty) sweep(ctx context.Context, f leader.Fence) (map[string]bool, time
 }
 
 // active says whether the duty has anything to do for rec: start moves,
-// or follow the moves in flight of a drain that ended.
+// follow the moves in flight of a drain that ended, or give up its
+// waiting servers (giveUpWaiting).
 func active(rec *etcdschema.HostDrain) bool {
 	if rec.State == etcdschema.DrainDraining {
 		return true
 	}
 	for _, s := range rec.Instances {
-		if s.State == etcdschema.DrainMoving {
+		if s.State == etcdschema.DrainMoving || (s.State == etcdschema.DrainWaiting && s.FinishedAt == nil) {
 			return true
 		}
 	}

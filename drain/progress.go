@@ -101,13 +101,13 @@ func (d *duty) advance(ctx context.Context, rec *etcdschema.HostDrain) error {
 	now := d.Now().UTC()
 	if rec.State == etcdschema.DrainDraining && rec.Live && d.Live == nil {
 		d.finish(rec, etcdschema.DrainIncomplete, ErrLiveUnavailable.Error(), now)
-		return nil
+		return d.giveUpWaiting(ctx, rec, now)
 	}
 	if err := d.followMoves(ctx, rec, now); err != nil {
 		return err
 	}
 	if rec.State != etcdschema.DrainDraining {
-		return nil
+		return d.giveUpWaiting(ctx, rec, now)
 	}
 	if err := d.findServers(ctx, rec); err != nil {
 		return err
@@ -116,7 +116,7 @@ func (d *duty) advance(ctx context.Context, rec *etcdschema.HostDrain) error {
 	if rec.Deadline != nil && !now.Before(*rec.Deadline) {
 		d.finish(rec, etcdschema.DrainIncomplete,
 			fmt.Sprintf("the deadline passed with %d servers not moved", counts[etcdschema.DrainWaiting]+counts[etcdschema.DrainMoving]), now)
-		return nil
+		return d.giveUpWaiting(ctx, rec, now)
 	}
 	slots := rec.Parallel - counts[etcdschema.DrainMoving]
 	for i := range rec.Instances {
@@ -266,9 +266,37 @@ func (d *duty) migrationGone(ctx context.Context, s *etcdschema.DrainedServer, n
 	return nil
 }
 
-// start moves one waiting server, or adopts the drain's move its
-// predecessor started but did not record (see doc.go).
-func (d *duty) start(ctx context.Context, rec *etcdschema.HostDrain, s *etcdschema.DrainedServer, now time.Time) error {
+// giveUpWaiting settles the waiting servers of a drain that ended
+// (cancelled, past its deadline, unable to move live). A server still
+// waiting in the record may have a move a leader started and died
+// before recording (doc.go): it is the drain's, so it is adopted and
+// followed to its end like any other (a cold one confirmed); with a
+// cancel or a deadline inside a leader failover it would otherwise stay
+// in VERIFY_RESIZE with no one to confirm it. Every other waiting server
+// is given up: not moved, with why, and a FinishedAt, so an ended
+// drain's servers are looked up once (active), not at every sweep.
+func (d *duty) giveUpWaiting(ctx context.Context, rec *etcdschema.HostDrain, now time.Time) error {
+	for i := range rec.Instances {
+		s := &rec.Instances[i]
+		if s.State != etcdschema.DrainWaiting || s.FinishedAt != nil {
+			continue
+		}
+		if err := d.adopt(ctx, rec, s, now); err != nil {
+			return err
+		}
+		if s.State == etcdschema.DrainWaiting {
+			s.Reason, s.FinishedAt = "not moved: the drain ended "+rec.State, &now
+		}
+	}
+	return nil
+}
+
+// adopt settles a waiting server without moving it, when it needs no
+// move of the drain's: deleted (moved), already moving with the drain's
+// request id (a move its predecessor started but did not record, see
+// doc.go: adopted), or off the host by another request (moved). It
+// leaves the server waiting otherwise.
+func (d *duty) adopt(ctx context.Context, rec *etcdschema.HostDrain, s *etcdschema.DrainedServer, now time.Time) error {
 	v, err := d.Servers.Lookup(ctx, s.UUID)
 	if errors.Is(err, servers.ErrNotFound) {
 		s.State, s.Reason, s.FinishedAt = etcdschema.DrainMoved, "the server was deleted", &now
@@ -277,25 +305,35 @@ func (d *duty) start(ctx context.Context, rec *etcdschema.HostDrain, s *etcdsche
 	if err != nil {
 		return err
 	}
-	if in := v.Instance; in != nil {
-		s.Cell = in.Cell
-		if in.MigrationUUID != "" {
-			mig, err := d.readMigration(ctx, in.Cell, in.MigrationUUID)
-			if err != nil {
-				return err
-			}
-			if mig != nil && mig.RequestID == rec.RequestID {
-				s.State, s.MigrationUUID, s.Reason, s.StartedAt = etcdschema.DrainMoving, mig.UUID, "", &mig.CreatedAt
-				d.Log.Info("drain adopted a move it had started", "host", rec.Host, "instance", s.UUID, "migration", mig.UUID)
-				return nil
-			}
+	in := v.Instance
+	if in == nil {
+		return nil
+	}
+	s.Cell = in.Cell
+	if in.MigrationUUID != "" {
+		mig, err := d.readMigration(ctx, in.Cell, in.MigrationUUID)
+		if err != nil {
+			return err
 		}
-		if in.Host != "" && in.Host != rec.Host && in.TaskState == "" {
-			s.State, s.DestHost, s.Reason, s.FinishedAt = etcdschema.DrainMoved, in.Host, "moved off the host by another request", &now
+		if mig != nil && mig.RequestID == rec.RequestID {
+			s.State, s.MigrationUUID, s.Reason, s.StartedAt = etcdschema.DrainMoving, mig.UUID, "", &mig.CreatedAt
+			d.Log.Info("drain adopted a move it had started", "host", rec.Host, "instance", s.UUID, "migration", mig.UUID)
 			return nil
 		}
 	}
+	if in.Host != "" && in.Host != rec.Host && in.TaskState == "" {
+		s.State, s.DestHost, s.Reason, s.FinishedAt = etcdschema.DrainMoved, in.Host, "moved off the host by another request", &now
+	}
+	return nil
+}
+
+// start moves one waiting server, unless adopt settles it.
+func (d *duty) start(ctx context.Context, rec *etcdschema.HostDrain, s *etcdschema.DrainedServer, now time.Time) error {
+	if err := d.adopt(ctx, rec, s, now); err != nil || s.State != etcdschema.DrainWaiting {
+		return err
+	}
 	var mig *etcdschema.Migration
+	var err error
 	if rec.Live {
 		mig, err = d.Live.LiveMigrate(ctx, s.UUID, rec.RequestID)
 	} else {

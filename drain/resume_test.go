@@ -48,28 +48,7 @@ func TestDrainResumesAfterLeaderChange(t *testing.T) {
 	r := newRig(t, rigOptions{hosts: 3, buildTime: 300 * time.Millisecond, before: func(cli *clientv3.Client, keys etcdschema.Keys) {
 		ctx, kill := context.WithCancel(context.Background())
 		mover = &crashingMover{Store: servers.New(cli, keys, nil, nil), crashAt: 3, crash: kill}
-		first = leader.New(leader.Config{Client: cli, Keys: keys, Election: scheduler.Role, ID: "first-leader",
-			TTL: 2 * time.Second, Log: hclog.NewNullLogger(),
-			Duties: []leader.Duty{drain.Duty(drain.DutyConfig{Client: cli, Keys: keys, Servers: mover,
-				Interval: 200 * time.Millisecond})}})
-		go func() {
-			defer close(firstDone)
-			_ = first.Run(ctx)
-		}()
-		t.Cleanup(func() { kill(); <-firstDone })
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			if _, ok := first.Fence(); ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the first candidate did not win the election")
-			}
-			select {
-			case <-first.Changed():
-			case <-time.After(time.Second):
-			}
-		}
+		first = startFirstLeader(t, ctx, kill, cli, keys, mover, firstDone)
 	}})
 	ids := r.boot("compute-1", 6)
 	if _, ok := first.Fence(); !ok {
@@ -105,5 +84,115 @@ func TestDrainResumesAfterLeaderChange(t *testing.T) {
 	}
 	if n := mover.moves.Load(); n != 3 {
 		t.Errorf("the first leader started %d moves, want 3", n)
+	}
+}
+
+// TestDrainCancelledInFailoverAdoptsTheUnrecordedMove: the first leader
+// starts a cold move and, before it can record it, the operator cancels
+// the drain and the leader dies. The cancel stops new moves, but that
+// move is the drain's: the new leader must adopt it, follow it and
+// confirm it, not leave its server in VERIFY_RESIZE with no one to
+// confirm it; the servers it never moved it marks not moved, once.
+func TestDrainCancelledInFailoverAdoptsTheUnrecordedMove(t *testing.T) {
+	var first *leader.Leader
+	firstDone := make(chan struct{})
+	var mover *crashingMover
+	var drains atomic.Pointer[drain.Store]
+	r := newRig(t, rigOptions{hosts: 3, buildTime: 300 * time.Millisecond, before: func(cli *clientv3.Client, keys etcdschema.Keys) {
+		ctx, kill := context.WithCancel(context.Background())
+		mover = &crashingMover{Store: servers.New(cli, keys, nil, nil), crashAt: 3, crash: func() {
+			// The operator's cancel lands in the failover window.
+			if _, err := drains.Load().Cancel(context.Background(), "compute-1"); err != nil {
+				t.Errorf("cancel in the failover window: %v", err)
+			}
+			kill()
+		}}
+		first = startFirstLeader(t, ctx, kill, cli, keys, mover, firstDone)
+	}})
+	drains.Store(r.drains)
+	ids := r.boot("compute-1", 5)
+	if _, ok := first.Fence(); !ok {
+		t.Fatal("the first candidate lost the lead before the drain")
+	}
+	if _, err := r.drains.Start(r.ctx, "compute-1", drain.Request{Parallel: 2}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-firstDone:
+	case <-time.After(time.Minute):
+		t.Fatal("the first leader never reached its third move")
+	}
+	// Settled, and every server it did not move given up (not waiting
+	// for a look any more): the new leader has been over it.
+	d := r.waitDrain("compute-1", "the cancelled drain settled under the new leader", func(d *etcdschema.HostDrain) bool {
+		if !settled(d) {
+			return false
+		}
+		for _, s := range d.Instances {
+			if s.State == etcdschema.DrainWaiting && s.FinishedAt == nil {
+				return false
+			}
+		}
+		return true
+	})
+	if d.State != etcdschema.DrainCancelled {
+		t.Fatalf("drain ended %s (%s), want cancelled", d.State, d.Error)
+	}
+	migs := r.migrationsOf(d)
+	moved := 0
+	for _, s := range d.Instances {
+		m := migs[s.UUID]
+		switch s.State {
+		case etcdschema.DrainMoved:
+			moved++
+			if len(m) != 1 || m[0].Status != etcdschema.MigrationConfirmed || r.hostOf(s.UUID) == "compute-1" {
+				t.Errorf("%s moved: migrations %+v, on %s; want one confirmed, off compute-1", s.UUID, m, r.hostOf(s.UUID))
+			}
+		case etcdschema.DrainWaiting:
+			if len(m) != 0 || r.hostOf(s.UUID) != "compute-1" || s.Reason == "" {
+				t.Errorf("%s not moved (%q): migrations %+v, on %s; want none, on compute-1, with why", s.UUID, s.Reason, m, r.hostOf(s.UUID))
+			}
+		default:
+			t.Errorf("%s is %s (%s) in the settled drain", s.UUID, s.State, s.Reason)
+		}
+	}
+	if moved != 3 || len(d.Instances) != len(ids) {
+		t.Errorf("%d of %d servers moved, want the 3 the first leader started: %+v", moved, len(d.Instances), d.Instances)
+	}
+	for _, id := range ids {
+		v, err := r.servers.Lookup(r.ctx, id)
+		if err != nil || v.Instance == nil || v.Instance.Status != etcdschema.StatusActive || v.Instance.TaskState != "" {
+			t.Errorf("%s after the drain: %+v %v, want ACTIVE with no task", id, v, err)
+		}
+	}
+}
+
+// startFirstLeader runs a leader candidate whose drain duty moves with
+// mover, waits until it leads, and returns it; firstDone closes when it
+// stops (kill, or its crash).
+func startFirstLeader(t *testing.T, ctx context.Context, kill func(), cli *clientv3.Client, keys etcdschema.Keys,
+	mover drain.Mover, firstDone chan struct{}) *leader.Leader {
+	t.Helper()
+	first := leader.New(leader.Config{Client: cli, Keys: keys, Election: scheduler.Role, ID: "first-leader",
+		TTL: 2 * time.Second, Log: hclog.NewNullLogger(),
+		Duties: []leader.Duty{drain.Duty(drain.DutyConfig{Client: cli, Keys: keys, Servers: mover,
+			Interval: 200 * time.Millisecond})}})
+	go func() {
+		defer close(firstDone)
+		_ = first.Run(ctx)
+	}()
+	t.Cleanup(func() { kill(); <-firstDone })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, ok := first.Fence(); ok {
+			return first
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first candidate did not win the election")
+		}
+		select {
+		case <-first.Changed():
+		case <-time.After(time.Second):
+		}
 	}
 }
