@@ -2,6 +2,7 @@ package drain_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/berth-project/berth/drain"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testwait"
 	"github.com/berth-project/berth/leader"
 	"github.com/berth-project/berth/scheduler"
 	"github.com/berth-project/berth/servers"
@@ -124,16 +126,24 @@ func TestDrainCancelledInFailoverAdoptsTheUnrecordedMove(t *testing.T) {
 	}
 	// Settled, and every server it did not move given up (not waiting
 	// for a look any more): the new leader has been over it.
-	d := r.waitDrain("compute-1", "the cancelled drain settled under the new leader", func(d *etcdschema.HostDrain) bool {
-		if !settled(d) {
-			return false
+	var d *etcdschema.HostDrain
+	testwait.Poll(t, time.Minute, "the cancelled drain settled under the new leader", func() (bool, string) {
+		var err error
+		if d, err = r.drains.Get(r.ctx, "compute-1"); err != nil {
+			return false, err.Error()
 		}
+		done := settled(d)
+		why := fmt.Sprintf("%s %v;", d.State, d.Counts())
 		for _, s := range d.Instances {
-			if s.State == etcdschema.DrainWaiting && s.FinishedAt == nil {
-				return false
+			if s.State != etcdschema.DrainWaiting || s.FinishedAt != nil {
+				continue
+			}
+			done = false
+			if v, err := r.servers.Lookup(r.ctx, s.UUID); err == nil && v.Instance != nil {
+				why += fmt.Sprintf(" %s waiting, %s/%s on %s;", s.UUID, v.Instance.Status, v.Instance.TaskState, v.Instance.Host)
 			}
 		}
-		return true
+		return done, why
 	})
 	if d.State != etcdschema.DrainCancelled {
 		t.Fatalf("drain ended %s (%s), want cancelled", d.State, d.Error)
