@@ -28,10 +28,12 @@ import (
 //     claimed a destination under the instance, its hand-off not yet
 //     committed; a replacement takes the request when the lease
 //     expires, frees the stale claim and finishes the migration;
-//  2. the scheduler leader is SIGKILLed during a cold drain, when the
-//     drain record shows moves in flight and servers not yet started;
-//     the other scheduler takes the lead and its drain duty finishes
-//     the drain from the record (adopting, following and confirming).
+//  2. the scheduler leader is SIGKILLed during a cold drain, then again
+//     during a live drain (its process a superconductor too, so one
+//     dies with live migrations in flight), each time when the drain
+//     record shows moves in flight and servers not yet started; the
+//     other scheduler takes the lead and its drain duty finishes the
+//     drain from the record (following, and confirming the cold moves).
 //
 // After each: the servers ACTIVE off their source, each guest running
 // on exactly one host, Placement's usages exactly the servers' flavors
@@ -53,8 +55,8 @@ func TestKilledMidMoves(t *testing.T) {
 	}
 	c.startAgents(specs...)
 	live := c.boot("live", "compute-1", 1)[0]
-	drained := c.boot("drained", "compute-2", 5)
-	all := append([]string{live}, drained...)
+	all := append([]string{live}, c.boot("cold-drained", "compute-2", 5)...)
+	all = append(all, c.boot("live-drained", "compute-1", 4)...)
 	c.checkMoves("booted", true, procDir)
 
 	// 1. The superconductor killed mid live migration.
@@ -84,6 +86,7 @@ func TestKilledMidMoves(t *testing.T) {
 	// The replacement stops at the same point (the source must still be
 	// the migration's, one claim the instance's), and is killed too.
 	scheds["super-a"].kill(t)
+	delete(scheds, "super-a")
 	env, paused = pauseEnv(t, point)
 	scheds["super-b"] = c.startSched("super-b", env)
 	if got := waitPaused(t, paused, point); got != live {
@@ -100,6 +103,7 @@ func TestKilledMidMoves(t *testing.T) {
 		t.Fatalf("%d MB in use with the second holder paused, want %d", got, want)
 	}
 	scheds["super-b"].kill(t)
+	delete(scheds, "super-b")
 	scheds["super-c"] = c.startSched("super-c", nil)
 	v := c.movedOff(live, "compute-1")
 	mig = c.lastMigration(live)
@@ -117,71 +121,119 @@ func TestKilledMidMoves(t *testing.T) {
 	c.exactUsages("live migration taken over", hosts, all)
 	t.Logf("live migration: the stale claim was on %s, the takeover moved the guest to %s", stale, v.Host)
 
-	// 2. The scheduler leader killed mid drain: a second candidate first.
-	scheds["super-d"] = c.startSched("super-d", nil)
-	byPID := map[int]string{}
-	for name, p := range scheds {
-		if name == "super-c" || name == "super-d" {
+	// 2. The scheduler leader killed mid drain, cold then live (the
+	// leader's process is a superconductor too: the live round kills one
+	// with live migrations in flight): a second candidate first, each time.
+	for _, round := range []struct {
+		host, candidate, status string
+		args                    []string
+	}{
+		{"compute-2", "super-d", etcdschema.MigrationConfirmed, nil},
+		{"compute-1", "super-e", etcdschema.MigrationCompleted, []string{"--live"}},
+	} {
+		scheds[round.candidate] = c.startSched(round.candidate, nil)
+		byPID := map[int]string{}
+		for name, p := range scheds {
 			byPID[p.cmd.Process.Pid] = name
 		}
+		onHost := c.serversOn(all, round.host)
+		killed, mid := c.drainKillingLeader(round.host, byPID, scheds, round.args...)
+		t.Logf("drain of %s %v: killed the scheduler leader %s with the drain at %v", round.host, round.args, killed, mid.Counts())
+		end := c.waitDrainSettled(round.host)
+		if end.State != etcdschema.DrainComplete || end.Counts()[etcdschema.DrainMoved] != len(onHost) {
+			t.Fatalf("the drain of %s ended %s (%s), want complete with its %d servers moved: %+v",
+				round.host, end.State, end.Error, len(onHost), end.Instances)
+		}
+		if s := c.service(round.host); s.Status != "disabled" || s.DisabledReason != "draining" {
+			t.Errorf("%s after its drain: %s (%q), want disabled, draining", round.host, s.Status, s.DisabledReason)
+		}
+		for _, id := range onHost {
+			v := c.movedOff(id, round.host)
+			migs := c.migrationsOf(id, end.RequestID)
+			if len(migs) != 1 || migs[0].Status != round.status || migs[0].DestHost != v.Host {
+				t.Errorf("%s on %s: the drain's migrations %+v, want one, %s, to %s", id, v.Host, migs, round.status, v.Host)
+			}
+		}
+		c.checkMoves("drain of "+round.host+" taken over", true, procDir)
+		c.exactUsages("drain of "+round.host+" taken over", hosts, all)
 	}
-	testwait.Poll(t, 30*time.Second, "a scheduler leader among the running", func() (bool, string) {
+}
+
+// serversOn lists the servers of ids on host now.
+func (c *cluster) serversOn(ids []string, host string) []string {
+	c.t.Helper()
+	var out []string
+	for _, id := range ids {
+		v, err := c.api.GetServer(context.Background(), id)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if v.Host == host {
+			out = append(out, id)
+		}
+	}
+	if len(out) < 3 {
+		c.t.Fatalf("%d servers on %s, want at least 3 (a move in flight and one waiting at parallel 2)", len(out), host)
+	}
+	return out
+}
+
+// drainKillingLeader starts a drain of host (parallel 2, with args),
+// watches its record and, on the first write with a move in flight and
+// a server not yet started, SIGKILLs the scheduler leader, which must
+// be one of byPID, and drops it from procs. It returns the leader's
+// name and that record.
+func (c *cluster) drainKillingLeader(host string, byPID map[int]string, procs map[string]*proc, args ...string) (string, etcdschema.HostDrain) {
+	c.t.Helper()
+	testwait.Poll(c.t, 30*time.Second, "a scheduler leader among the running", func() (bool, string) {
 		pid, id := c.schedLeader()
 		return byPID[pid] != "", id
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	drainKey := c.keys.HostDrain("compute-2")
-	watch := c.cli.Watch(ctx, drainKey)
-	c.cliOK("host", "drain", "compute-2", "--parallel", "2")
-	var killed string
+	key := c.keys.HostDrain(host)
+	watch := c.cli.Watch(ctx, key)
+	c.cliOK(append([]string{"host", "drain", host, "--parallel", "2"}, args...)...)
 	var mid etcdschema.HostDrain
-	for killed == "" {
+	for {
 		wr, ok := <-watch
 		if !ok || wr.Err() != nil {
-			t.Fatalf("watch of the drain ended before a move was in flight: %v", wr.Err())
+			c.t.Fatalf("the watch of %s's drain ended before a move was in flight: %v", host, wr.Err())
 		}
 		for _, ev := range wr.Events {
-			if ev.Type != clientv3.EventTypePut || etcdschema.Decode(drainKey, ev.Kv.Value, &mid) != nil {
+			if ev.Type != clientv3.EventTypePut || etcdschema.Decode(key, ev.Kv.Value, &mid) != nil {
 				continue
 			}
 			n := mid.Counts()
 			if mid.State == etcdschema.DrainDraining && n[etcdschema.DrainMoving] >= 1 && n[etcdschema.DrainWaiting] >= 1 {
 				pid, id := c.schedLeader()
-				if killed = byPID[pid]; killed == "" {
-					t.Fatalf("the drain's leader %s is no process of this test", id)
+				name := byPID[pid]
+				if name == "" {
+					c.t.Fatalf("the drain's leader %s is no process of this test", id)
 				}
-				scheds[killed].kill(t)
-				break
+				procs[name].kill(c.t)
+				delete(procs, name)
+				return name, mid
 			}
 		}
 	}
-	cancel()
-	t.Logf("killed the scheduler leader %s with the drain at %v", killed, mid.Counts())
+}
+
+// waitDrainSettled waits until host's drain has ended and follows no
+// move, and returns its record.
+func (c *cluster) waitDrainSettled(host string) etcdschema.HostDrain {
+	c.t.Helper()
+	key := c.keys.HostDrain(host)
 	var end etcdschema.HostDrain
-	testwait.Poll(t, 90*time.Second, "the drain complete under the new leader", func() (bool, string) {
-		resp, err := c.cli.Get(context.Background(), drainKey)
-		if err != nil || len(resp.Kvs) != 1 || etcdschema.Decode(drainKey, resp.Kvs[0].Value, &end) != nil {
+	testwait.Poll(c.t, 90*time.Second, "the drain of "+host+" settled under the new leader", func() (bool, string) {
+		resp, err := c.cli.Get(context.Background(), key)
+		if err != nil || len(resp.Kvs) != 1 || etcdschema.Decode(key, resp.Kvs[0].Value, &end) != nil {
 			return false, fmt.Sprint(err)
 		}
 		return etcdschema.DrainFinal(end.State) && end.Counts()[etcdschema.DrainMoving] == 0,
 			fmt.Sprintf("%s %v %s", end.State, end.Counts(), end.Error)
 	})
-	if end.State != etcdschema.DrainComplete || end.Counts()[etcdschema.DrainMoved] != len(drained) {
-		t.Fatalf("the drain ended %s (%s): %+v", end.State, end.Error, end.Instances)
-	}
-	if s := c.service("compute-2"); s.Status != "disabled" || s.DisabledReason != "draining" {
-		t.Errorf("compute-2 after its drain: %s (%q), want disabled, draining", s.Status, s.DisabledReason)
-	}
-	for _, id := range drained {
-		v := c.movedOff(id, "compute-2")
-		migs := c.migrationsOf(id, end.RequestID)
-		if len(migs) != 1 || migs[0].Status != etcdschema.MigrationConfirmed || migs[0].DestHost != v.Host {
-			t.Errorf("%s on %s: the drain's migrations %+v, want one, confirmed, to %s", id, v.Host, migs, v.Host)
-		}
-	}
-	c.checkMoves("drain taken over", true, procDir)
-	c.exactUsages("drain taken over", hosts, all)
+	return end
 }
 
 // startSched starts a scheduler+superconductor process whose election
