@@ -273,8 +273,9 @@ func (d *duty) migrationGone(ctx context.Context, s *etcdschema.DrainedServer, n
 // followed to its end like any other (a cold one confirmed); with a
 // cancel or a deadline inside a leader failover it would otherwise stay
 // in VERIFY_RESIZE with no one to confirm it. Every other waiting server
-// is given up: not moved, with why, and a FinishedAt, so an ended
-// drain's servers are looked up once (active), not at every sweep.
+// is given up: not moved, with why (the reason it was waiting, if any),
+// and a FinishedAt, so an ended drain's servers are looked up once
+// (active), not at every sweep.
 func (d *duty) giveUpWaiting(ctx context.Context, rec *etcdschema.HostDrain, now time.Time) error {
 	for i := range rec.Instances {
 		s := &rec.Instances[i]
@@ -284,9 +285,14 @@ func (d *duty) giveUpWaiting(ctx context.Context, rec *etcdschema.HostDrain, now
 		if err := d.adopt(ctx, rec, s, now); err != nil {
 			return err
 		}
-		if s.State == etcdschema.DrainWaiting {
-			s.Reason, s.FinishedAt = "not moved: the drain ended "+rec.State, &now
+		if s.State != etcdschema.DrainWaiting {
+			continue
 		}
+		// Why it was still waiting (busy, say) is why it never moved.
+		if s.Reason == "" {
+			s.Reason = "not moved: the drain ended " + rec.State
+		}
+		s.FinishedAt = &now
 	}
 	return nil
 }
