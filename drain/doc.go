@@ -37,6 +37,7 @@
 // still waiting for a move of the drain's request id, follows it to its
 // end (a cold one confirmed, never left in VERIFY_RESIZE) and gives the
 // others up, with why and a finished_at, so it looks them up once. A
-// deposed leader's move that lands after that look is the one case left:
-// the server's own resize_confirm_window, if set, confirms it.
+// deposed leader's move that lands after that look (a leader stalled
+// past its lease mid-sweep) is the one case left: the cloud's
+// api.resize_confirm_window, when set, confirms it.
 package drain
