@@ -194,13 +194,17 @@ func (s *Superconductor) handOffLive(ctx context.Context, it workqueue.Item, rd 
 	if len(mig.Attempts) == 0 {
 		mig.Done(etcdschema.EventScheduleLive, "", mig.CreatedAt, now, nil)
 	}
+	point := "superconductor.before-live-handoff"
+	if len(mig.Attempts) > 0 {
+		point = "superconductor.before-live-retry-handoff"
+	}
 	mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: sel.ServiceHost, At: now})
 	mig.Status, mig.UpdatedAt = etcdschema.MigrationPreparing, now
 	cast := records.MoveCast(&rd.inst, &mig, etcdschema.LiveCheck, mig.RequestID, now)
 	// A holder killed here leaves the source's allocation with the
 	// migration and a claim of sel under the instance that no record
 	// names: the next holder's holdSource frees it and schedules again.
-	testhook.Pause(ctx, "superconductor.before-live-handoff", mig.InstanceUUID)
+	testhook.Pause(ctx, point, mig.InstanceUUID)
 	ok, err := s.commitMove(ctx, it, rd, []clientv3.Op{
 		clientv3.OpPut(k.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),
 		clientv3.OpPut(k.Build(sel.ServiceHost, mig.InstanceUUID), etcdschema.MustEncode(cast)),

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,14 +21,18 @@ import (
 // TestKilledMidMoves is the Proof's two failures of the control plane
 // during a move, with real processes over one deployment (etcd, a cell
 // conductor, an API+Placement process, scheduler+superconductor
-// processes, four process-driver agents whose guests are `sleep`
-// processes):
+// processes, five process-driver agents whose guests are `sleep`
+// processes; compute-5, the roomiest, has no guest command, so a live
+// pre-check there fails):
 //
-//  1. the superconductor is SIGKILLed during a live migration, paused
+//  1. a live migration's superconductor is SIGKILLed three times: paused
 //     where it has handed the source's allocation to the migration and
-//     claimed a destination under the instance, its hand-off not yet
-//     committed; a replacement takes the request when the lease
-//     expires, frees the stale claim and finishes the migration;
+//     claimed the first destination (compute-5) under the instance, its
+//     hand-off not committed; the same again for its replacement; then,
+//     after compute-5's pre-check failed and sent the migration back,
+//     paused with an alternate claimed. Each replacement must find the
+//     source still the migration's and exactly one claim the instance's;
+//     a fourth finishes the migration on the alternate;
 //  2. the scheduler leader is SIGKILLed during a cold drain, then again
 //     during a live drain (its process a superconductor too, so one
 //     dies with live migrations in flight), each time when the drain
@@ -45,7 +50,7 @@ func TestKilledMidMoves(t *testing.T) {
 	t.Cleanup(func() { killRecorded(procDir) })
 	c.startConductor("conductor", "cell1", nil)
 	c.startServer("front", frontRoles, nil)
-	const point = "superconductor.before-live-handoff"
+	const point, retryPoint = "superconductor.before-live-handoff", "superconductor.before-live-retry-handoff"
 	env, paused := pauseEnv(t, point)
 	scheds := map[string]*proc{"super-a": c.startSched("super-a", env)}
 	hosts := []string{"compute-1", "compute-2", "compute-3", "compute-4"}
@@ -54,12 +59,19 @@ func TestKilledMidMoves(t *testing.T) {
 		specs = append(specs, agentSpec{host: h, memoryMB: 16384, processDir: procDir})
 	}
 	c.startAgents(specs...)
+	// compute-5 has the most room, so a live migration tries it first,
+	// and no command to run a guest with, so its pre-check fails: the
+	// migration goes back to the superconductor for an alternate.
+	c.startCommandlessAgent(agentSpec{host: "compute-5", memoryMB: 65536, processDir: procDir})
+	hosts = append(hosts, "compute-5")
 	live := c.boot("live", "compute-1", 1)[0]
 	all := append([]string{live}, c.boot("cold-drained", "compute-2", 5)...)
 	all = append(all, c.boot("live-drained", "compute-1", 4)...)
 	c.checkMoves("booted", true, procDir)
 
-	// 1. The superconductor killed mid live migration.
+	// 1. The superconductor killed mid live migration, three times: twice
+	// with the first destination claimed, once with an alternate claimed
+	// after that destination's pre-check failed.
 	c.cliOK("server", "migrate", "--live", live)
 	if got := waitPaused(t, paused, point); got != live {
 		t.Fatalf("superconductor paused on %s, want %s", got, live)
@@ -68,58 +80,72 @@ func TestKilledMidMoves(t *testing.T) {
 	if mig.Status != etcdschema.MigrationAccepted || len(mig.Attempts) != 0 {
 		t.Fatalf("the migration while its superconductor is paused: %s with attempts %+v, want accepted, none", mig.Status, mig.Attempts)
 	}
-	src := c.holdings(mig.UUID)
-	if len(src) != 1 || src["compute-1"] != int64(mTiny.RAMMB) {
-		t.Fatalf("the migration holds %v MB, want m1.tiny on compute-1", src)
+	if h := c.holdings(mig.UUID); len(h) != 1 || h["compute-1"] != int64(mTiny.RAMMB) {
+		t.Fatalf("the migration holds %v MB, want m1.tiny on compute-1", h)
 	}
-	claim := c.holdings(live)
-	stale := ""
-	for h := range claim {
-		stale = h
-	}
-	if len(claim) != 1 || stale == "compute-1" || claim[stale] != int64(mTiny.RAMMB) {
-		t.Fatalf("the instance holds %v MB, want the paused superconductor's claim of m1.tiny on another host", claim)
+	if h := c.holdings(live); len(h) != 1 || h["compute-5"] != int64(mTiny.RAMMB) {
+		t.Fatalf("the instance holds %v MB, want the paused superconductor's claim of m1.tiny on compute-5", h)
 	}
 	if pids := guestHosts(procDir, hosts, live); len(pids) != 1 || pids[0] != "compute-1" {
 		t.Fatalf("the guest runs on %v before the hand-off, want compute-1", pids)
 	}
-	// The replacement stops at the same point (the source must still be
-	// the migration's, one claim the instance's), and is killed too.
-	scheds["super-a"].kill(t)
-	delete(scheds, "super-a")
-	env, paused = pauseEnv(t, point)
-	scheds["super-b"] = c.startSched("super-b", env)
-	if got := waitPaused(t, paused, point); got != live {
-		t.Fatalf("the second superconductor paused on %s, want %s", got, live)
+	// next kills the superconductor holding the migration and starts
+	// the next one, paused at ("": not paused), and checks what that one
+	// holds there: the source still the migration's, one claim the
+	// instance's (on claimOn when given), both ends counted once.
+	next := func(killed, name, at, claimOn string) {
+		t.Helper()
+		scheds[killed].kill(t)
+		delete(scheds, killed)
+		var env []string
+		if at != "" {
+			env, paused = pauseEnv(t, at)
+		}
+		scheds[name] = c.startSched(name, env)
+		if at == "" {
+			return
+		}
+		if got := waitPaused(t, paused, at); got != live {
+			t.Fatalf("%s paused on %s, want %s", name, got, live)
+		}
+		if h := c.holdings(mig.UUID); len(h) != 1 || h["compute-1"] != int64(mTiny.RAMMB) {
+			t.Fatalf("the migration holds %v MB under %s, want m1.tiny on compute-1 still", h, name)
+		}
+		if h := c.holdings(live); len(h) != 1 || h["compute-1"] != 0 || (claimOn != "" && h[claimOn] == 0) {
+			t.Fatalf("the instance holds %v MB under %s, want one claim of m1.tiny off compute-1 (on %q)", h, name, claimOn)
+		}
+		if got, want := c.totalUsage("MEMORY_MB"), int64((len(all)+1)*mTiny.RAMMB); got != want {
+			t.Fatalf("%d MB in use with %s paused, want %d: every server's flavor and the source's", got, name, want)
+		}
 	}
-	if h := c.holdings(mig.UUID); len(h) != 1 || h["compute-1"] != int64(mTiny.RAMMB) {
-		t.Fatalf("the migration holds %v MB under the second holder, want m1.tiny on compute-1 still", h)
+	next("super-a", "super-b", point, "compute-5")
+	next("super-b", "super-c", retryPoint, "")
+	mig = c.lastMigration(live)
+	if len(mig.Attempts) != 1 || mig.Attempts[0].Host != "compute-5" || !strings.Contains(mig.Attempts[0].Reason, "no default command") {
+		t.Fatalf("the migration's attempts at its retry: %+v, want compute-5's failed pre-check", mig.Attempts)
 	}
-	if h := c.holdings(live); len(h) != 1 || h["compute-1"] != 0 {
-		t.Fatalf("the instance holds %v MB under the second holder, want one claim of m1.tiny off compute-1", h)
+	if h := c.holdings(live); h["compute-5"] != 0 {
+		t.Fatalf("the instance still holds %v MB on compute-5 after its pre-check failed", h)
 	}
-	// Both ends counted, once each: every server's flavor and the source's.
-	if got, want := c.totalUsage("MEMORY_MB"), int64((len(all)+1)*mTiny.RAMMB); got != want {
-		t.Fatalf("%d MB in use with the second holder paused, want %d", got, want)
-	}
-	scheds["super-b"].kill(t)
-	delete(scheds, "super-b")
-	scheds["super-c"] = c.startSched("super-c", nil)
+	next("super-c", "super-d", "", "")
 	v := c.movedOff(live, "compute-1")
 	mig = c.lastMigration(live)
-	if mig.Status != etcdschema.MigrationCompleted || mig.DestHost != v.Host || len(mig.Attempts) != 1 {
-		t.Errorf("the live migration after the takeover: %s to %s, attempts %+v; want completed to %s in one attempt",
+	if mig.Status != etcdschema.MigrationCompleted || mig.DestHost != v.Host || len(mig.Attempts) != 2 ||
+		mig.Attempts[0].Host != "compute-5" || mig.Attempts[1].Host != v.Host || mig.Attempts[1].Reason != "" {
+		t.Errorf("the live migration after the takeovers: %s to %s, attempts %+v; want completed to %s, after compute-5 failed",
 			mig.Status, mig.DestHost, mig.Attempts, v.Host)
 	}
 	if h := c.holdings(live); len(h) != 1 || h[v.Host] != int64(mTiny.RAMMB) {
-		t.Errorf("the instance holds %v MB after the takeover, want m1.tiny on %s once (the stale claim on %s freed)", h, v.Host, stale)
+		t.Errorf("the instance holds %v MB after the takeovers, want m1.tiny on %s once", h, v.Host)
 	}
 	if h := c.holdings(mig.UUID); len(h) != 0 {
 		t.Errorf("the completed migration still holds %v MB", h)
 	}
 	c.checkMoves("live migration taken over", true, procDir)
 	c.exactUsages("live migration taken over", hosts, all)
-	t.Logf("live migration: the stale claim was on %s, the takeover moved the guest to %s", stale, v.Host)
+	t.Logf("live migration: after compute-5 and three superconductors killed, the guest moved to %s", v.Host)
+	// The drains have no business with compute-5.
+	c.cliOK("service", "disable", "compute-5", "--reason", "no guest command")
 
 	// 2. The scheduler leader killed mid drain, cold then live (the
 	// leader's process is a superconductor too: the live round kills one
@@ -128,8 +154,8 @@ func TestKilledMidMoves(t *testing.T) {
 		host, candidate, status string
 		args                    []string
 	}{
-		{"compute-2", "super-d", etcdschema.MigrationConfirmed, nil},
-		{"compute-1", "super-e", etcdschema.MigrationCompleted, []string{"--live"}},
+		{"compute-2", "super-e", etcdschema.MigrationConfirmed, nil},
+		{"compute-1", "super-f", etcdschema.MigrationCompleted, []string{"--live"}},
 	} {
 		scheds[round.candidate] = c.startSched(round.candidate, nil)
 		byPID := map[int]string{}
@@ -304,6 +330,26 @@ func (c *cluster) movedOff(id, from string) *api.ServerView {
 	return v
 }
 
+// startCommandlessAgent starts a process-driver agent with no default
+// command: it cannot run a guest of a flavor without one (m1.tiny).
+func (c *cluster) startCommandlessAgent(a agentSpec) {
+	c.t.Helper()
+	cfg := c.agentConfig(a)
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	without := strings.Replace(string(b), "command = \"sleep 300\"\n", "", 1)
+	if without == string(b) {
+		c.t.Fatalf("no command line to drop in %s:\n%s", cfg, b)
+	}
+	if err := os.WriteFile(cfg, []byte(without), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	startProc(c.t, "agent-"+a.host, "run", "agent", "-config", cfg)
+	c.waitState(a.host, "up")
+}
+
 // holdings is the MB of memory consumer holds, by host.
 func (c *cluster) holdings(consumer string) map[string]int64 {
 	c.t.Helper()
@@ -314,7 +360,7 @@ func (c *cluster) holdings(consumer string) map[string]int64 {
 	}
 	for prov, a := range con.Allocations {
 		host := prov
-		for _, h := range []string{"compute-1", "compute-2", "compute-3", "compute-4"} {
+		for _, h := range []string{"compute-1", "compute-2", "compute-3", "compute-4", "compute-5"} {
 			if agent.ProviderUUIDForHost(h) == prov {
 				host = h
 			}

@@ -9,9 +9,10 @@
 // context ends; the test waits for the line and then kills the process.
 // Points: "superconductor.before-handoff" (a BuildRequest claimed, its
 // hand-off transaction not yet sent), "superconductor.before-live-handoff"
-// (a live migration's destination claimed, its pre-check not yet cast),
-// "cellconductor.before-commit" (a retry leased and an alternate claimed,
-// the cast not yet committed),
+// (a live migration's first destination claimed, its pre-check not yet
+// cast), "superconductor.before-live-retry-handoff" (the same for a
+// destination after a failed pre-check), "cellconductor.before-commit"
+// (a retry leased and an alternate claimed, the cast not yet committed),
 // "cellconductor.before-move-commit" (the same for a move's retry) and
 // "agent.before-move-<step>" (a cold move's step cast to this agent,
 // checked current, its driver call not yet made).
