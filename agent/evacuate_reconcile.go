@@ -81,25 +81,33 @@ func (a *Agent) destroyEvacuated(ctx context.Context, running []string) (map[str
 // the cell conductor already; idempotent) and the evacuation completed,
 // with more in the same transaction. A done evacuation whose server is
 // back on this host (evacuated or moved here again while this agent ran
-// on) leaves the guest, the server's own, alone. It says whether the
-// server left this host.
+// on), or on its way back (a move in flight to this host), leaves the
+// guest, the server's own, alone. It says whether the server left this
+// host for good (a server on its way back is checked again by the
+// reconcile, which leaves it to its move too).
 func (a *Agent) cleanEvacuation(ctx context.Context, m *etcdschema.Migration, rev int64, runs bool, more []clientv3.Op) (bool, error) {
 	uuid := m.InstanceUUID
 	log := a.log.With("instance", uuid, "migration", m.UUID, "status", m.Status)
-	back := false
+	back, arriving := false, false
 	if m.Status == etcdschema.MigrationDone {
 		in, _, err := a.readInstance(ctx, a.keys.CellInstance(m.Cell, uuid))
 		if err != nil {
 			return false, err
 		}
 		back = in != nil && in.Host == a.cfg.Host
+		if arriving, err = a.arrivingHere(ctx, in); err != nil {
+			return false, err
+		}
 	}
 	ops := more
-	switch {
-	case back:
+	if back {
 		log.Info("server evacuated from this host is back on it; only ending the old evacuation")
-	default:
-		if runs {
+	} else {
+		if arriving {
+			// Moving back here (arriving.go): the guest is the move's,
+			// and so is the instance info it writes when done.
+			log.Info("server evacuated from this host is moving back to it; leaving its guest to the move")
+		} else if runs {
 			log.Warn("destroying the local copy of a server evacuated from this host")
 			if err := a.driver.Destroy(context.WithoutCancel(ctx), uuid); err != nil {
 				return false, fmt.Errorf("agent %s: destroy evacuated %s: %w", a.cfg.Host, uuid, err)
@@ -123,7 +131,7 @@ func (a *Agent) cleanEvacuation(ctx context.Context, m *etcdschema.Migration, re
 		return false, fmt.Errorf("agent %s: record evacuated %s cleaned up: %w", a.cfg.Host, uuid, err)
 	}
 	log.Info("evacuated server cleaned up on its old host")
-	return !back, nil
+	return !back && !arriving, nil
 }
 
 // evacuateCleanup works the cleanup cast the cell conductor sends a

@@ -90,8 +90,9 @@ func (a *Agent) addInstance(out map[string]hostInstance, key string, val []byte,
 // reconcile runs once at start, before any cast is worked: it compares
 // what etcd says this host runs with what the driver runs (Nova's
 // init_host). A process the driver runs that etcd does not place here is
-// an orphan and is destroyed. An ACTIVE instance the driver lost is
-// brought back by a GuestResumer driver, or else put in ERROR with the
+// an orphan and is destroyed, unless its server is moving here (its
+// migration in flight names this host as destination: arriving.go). An
+// ACTIVE instance the driver lost is brought back by a GuestResumer driver, or else put in ERROR with the
 // reason, keeping its allocation until the user deletes it, as Nova keeps
 // an errored instance's resources. Instances with a pending cast are left
 // to that cast, and so are those whose move is in flight: a cold move's
@@ -124,12 +125,25 @@ func (a *Agent) reconcile(ctx context.Context) error {
 		}
 	}
 	runs := map[string]bool{}
+	var unplaced []string
 	for _, u := range running {
 		if evacuated[u] {
 			continue
 		}
 		runs[u] = true
-		if _, known := onHost[u]; known || casts[u] {
+		if _, known := onHost[u]; !known && !casts[u] {
+			unplaced = append(unplaced, u)
+		}
+	}
+	// A server moving here runs its guest here before etcd places it
+	// here (arriving.go): its move, not this reconcile, settles it.
+	arriving, err := a.arrivingGuests(ctx, unplaced)
+	if err != nil {
+		return err
+	}
+	for _, u := range unplaced {
+		if arriving[u] {
+			a.log.Info("reconcile: leaving the guest of a server moving to this host to its move", "instance", u)
 			continue
 		}
 		a.log.Warn("reconcile: destroying an instance etcd does not place on this host", "instance", u)
