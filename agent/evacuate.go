@@ -45,7 +45,7 @@ func (a *Agent) evacuateRebuild(ctx context.Context, ev informer.Event, b *etcds
 	if spawnErr == nil {
 		mig.Done(etcdschema.EventEvacuateRebuild, a.cfg.Host, b.CastAt, now, nil)
 		mig.Status, mig.UpdatedAt = etcdschema.MigrationDone, now
-		inst.Host, inst.Node = a.cfg.Host, mig.DestNode
+		mig.LandOnDest(&inst) // its DestHost is this host (move checked it)
 		inst.Status, inst.TaskState, inst.MigrationUUID, inst.Fault, inst.UpdatedAt =
 			etcdschema.StatusActive, "", "", nil, now
 		// The source's part of the allocation goes with the evacuation

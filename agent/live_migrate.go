@@ -227,7 +227,8 @@ func (a *Agent) liveCompleted(ctx context.Context, ev informer.Event, b *etcdsch
 	mig, inst := *rd.mig, *rd.inst
 	mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, nil)
 	mig.Status, mig.Remaining, mig.UpdatedAt = etcdschema.MigrationCompleted, nil, now
-	inst.Host, inst.Node, inst.TaskState, inst.MigrationUUID, inst.UpdatedAt = mig.DestHost, mig.DestNode, "", "", now
+	mig.LandOnDest(&inst)
+	inst.TaskState, inst.MigrationUUID, inst.UpdatedAt = "", "", now
 	ops := []clientv3.Op{
 		clientv3.OpPut(a.keys.CellInstance(inst.Cell, inst.UUID), etcdschema.MustEncode(&inst)),
 		clientv3.OpPut(a.keys.Migration(mig.Cell, mig.UUID), etcdschema.MustEncode(&mig)),

@@ -232,7 +232,8 @@ func (a *Agent) moveOn(ctx context.Context, ev informer.Event, b *etcdschema.Bui
 func (a *Agent) moveFinish(ctx context.Context, ev informer.Event, b *etcdschema.Build, rd *moveRead, startErr error) error {
 	now := time.Now().UTC()
 	mig, inst := *rd.mig, *rd.inst
-	inst.Host, inst.Node, inst.UpdatedAt, inst.TaskState = mig.DestHost, mig.DestNode, now, ""
+	mig.LandOnDest(&inst)
+	inst.UpdatedAt, inst.TaskState = now, ""
 	mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, startErr)
 	var ops []clientv3.Op
 	if startErr != nil {
@@ -308,8 +309,8 @@ func (a *Agent) moveRevertFinish(ctx context.Context, ev informer.Event, b *etcd
 	startErr := m.RevertMove(context.WithoutCancel(ctx), b)
 	now := time.Now().UTC()
 	mig, inst := *rd.mig, *rd.inst
-	inst.Host, inst.Node, inst.Flavor, inst.TaskState, inst.MigrationUUID, inst.UpdatedAt =
-		mig.SourceHost, mig.SourceNode, mig.OldFlavor, "", "", now
+	mig.LandOnSource(&inst)
+	inst.Flavor, inst.TaskState, inst.MigrationUUID, inst.UpdatedAt = mig.OldFlavor, "", "", now
 	mig.Done(b.Move.Step, a.cfg.Host, b.CastAt, now, startErr)
 	mig.Status, mig.UpdatedAt = etcdschema.MigrationReverted, now
 	var ops []clientv3.Op

@@ -171,10 +171,8 @@ func (t migrationRetryTxn) castToAlternate(ctx context.Context, log hclog.Logger
 	mig *etcdschema.Migration, sel etcdschema.Selection, step string, retry *etcdschema.Retry) error {
 	c, uuid := t.c, inst.UUID
 	now := time.Now().UTC()
-	mig.DestHost, mig.DestNode, mig.UpdatedAt = sel.ServiceHost, sel.Nodename, now
-	if mig.DestNode == "" {
-		mig.DestNode = sel.ServiceHost
-	}
+	mig.SetDestination(sel)
+	mig.UpdatedAt = now
 	mig.Attempts = append(mig.Attempts, etcdschema.Attempt{Host: sel.ServiceHost, At: now})
 	cast := records.MoveCast(inst, mig, step, mig.RequestID, now)
 	ok, err := t.commit(ctx, []clientv3.Op{

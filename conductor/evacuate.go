@@ -99,10 +99,7 @@ func (s *Superconductor) handOffEvacuation(ctx context.Context, it workqueue.Ite
 	now := time.Now().UTC()
 	mig := rd.mig
 	mig.Status = etcdschema.MigrationPreMigrating
-	mig.DestHost, mig.DestNode = chosen.ServiceHost, chosen.Nodename
-	if mig.DestNode == "" {
-		mig.DestNode = chosen.ServiceHost
-	}
+	mig.SetDestination(chosen)
 	mig.MaxAttempts = s.cfg.MaxAttempts
 	if mig.RequestedHost == "" {
 		mig.Remaining = sels[1:]

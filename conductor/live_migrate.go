@@ -187,10 +187,7 @@ func (s *Superconductor) handOffLive(ctx context.Context, it workqueue.Item, rd 
 	k := s.cfg.Keys
 	now := time.Now().UTC()
 	mig := rd.mig
-	mig.DestHost, mig.DestNode = sel.ServiceHost, sel.Nodename
-	if mig.DestNode == "" {
-		mig.DestNode = sel.ServiceHost
-	}
+	mig.SetDestination(sel)
 	if len(mig.Attempts) == 0 {
 		mig.Done(etcdschema.EventScheduleLive, "", mig.CreatedAt, now, nil)
 	}

@@ -178,10 +178,7 @@ func (s *Superconductor) handOffMove(ctx context.Context, it workqueue.Item, rd 
 	chosen := sels[0]
 	now := time.Now().UTC()
 	mig := rd.mig
-	mig.DestHost, mig.DestNode = chosen.ServiceHost, chosen.Nodename
-	if mig.DestNode == "" {
-		mig.DestNode = chosen.ServiceHost
-	}
+	mig.SetDestination(chosen)
 	mig.MaxAttempts = s.cfg.MaxAttempts
 	if mig.RequestedHost == "" {
 		mig.Remaining = sels[1:]

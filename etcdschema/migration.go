@@ -93,6 +93,15 @@ type Migration struct {
 	// asked ("auto", "true" or "false"). Added without a version bump.
 	ForceHost      bool   `json:"force_host,omitempty"`
 	BlockMigration string `json:"block_migration,omitempty"`
+	// DestAZ is the destination's availability zone as the scheduler's
+	// Selection named it, which the server takes when it lands there
+	// (Nova sets instance.availability_zone to the new host's zone on
+	// every move); SourceAZ is the zone it had before, which a revert
+	// gives back (Nova's revert_resize: the source host's zone). Added
+	// without a version bump: absent (older records) leaves the zone
+	// alone.
+	DestAZ   string `json:"dest_availability_zone,omitempty"`
+	SourceAZ string `json:"source_availability_zone,omitempty"`
 	// AbortRequestID is the request that asked to abort a live
 	// migration (DELETE /servers/{id}/migrations/{mid}); whoever works
 	// the migration next rolls it back, ending it cancelled.
@@ -131,6 +140,34 @@ type Migration struct {
 }
 
 func (*Migration) SchemaVersion() int { return MigrationVersion }
+
+// SetDestination names sel's host, node (the host when sel names none)
+// and zone as m's destination.
+func (m *Migration) SetDestination(sel Selection) {
+	m.DestHost, m.DestNode, m.DestAZ = sel.ServiceHost, sel.Nodename, sel.AvailabilityZone
+	if m.DestNode == "" {
+		m.DestNode = sel.ServiceHost
+	}
+}
+
+// LandOnDest puts in on m's destination: its host, node and zone, the
+// zone it leaves kept on m for a revert. Every move's final write uses
+// it, so the record's zone is always its host's.
+func (m *Migration) LandOnDest(in *Instance) {
+	in.Host, in.Node = m.DestHost, m.DestNode
+	if m.DestAZ != "" {
+		m.SourceAZ, in.AvailabilityZone = in.AvailabilityZone, m.DestAZ
+	}
+}
+
+// LandOnSource puts in back on m's source (a revert), undoing
+// LandOnDest's zone.
+func (m *Migration) LandOnSource(in *Instance) {
+	in.Host, in.Node = m.SourceHost, m.SourceNode
+	if m.DestAZ != "" {
+		in.AvailabilityZone = m.SourceAZ
+	}
+}
 
 // MoveRequest asks the superconductors to schedule a migration: the
 // cold-move counterpart of a BuildRequest, deleted by the hand-off that
