@@ -289,9 +289,11 @@ func TestRoutePolicies(t *testing.T) {
 		"POST /servers/{id}/action evacuate":       {},
 		// shelving checks os-shelve:shelve, shelve_offload and unshelve
 		// (and unshelve_to_host for a host) once the server is loaded.
-		"POST /servers/{id}/action shelve":                                {},
-		"POST /servers/{id}/action shelveOffload":                         {},
-		"POST /servers/{id}/action unshelve":                              {},
+		"POST /servers/{id}/action shelve":        {},
+		"POST /servers/{id}/action shelveOffload": {},
+		"POST /servers/{id}/action unshelve":      {},
+		// os-resetState checks os-admin-actions:reset_state once loaded.
+		"POST /servers/{id}/action os-resetState":                         {},
 		"GET /servers/{server_id}/migrations":                             {},
 		"GET /servers/{server_id}/migrations/{id}":                        {},
 		"DELETE /servers/{server_id}/migrations/{id}":                     {},

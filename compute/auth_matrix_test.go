@@ -190,6 +190,9 @@ var authMatrix = []authRow{
 	row("POST", "/servers/"+serverOfA+"/action", `{"shelve": null}`, [4]int{403, 404, 202, 202}),
 	row("POST", "/servers/"+serverOfA+"/action", `{"shelveOffload": null}`, [4]int{403, 404, 403, 409}),
 	row("POST", "/servers/"+serverOfA+"/action", `{"unshelve": null}`, [4]int{403, 404, 409, 409}),
+	// os-resetState is ADMIN (os-admin-actions:reset_state), checked
+	// once the server is loaded; the admin's reset to active is a 202.
+	row("POST", "/servers/"+serverOfA+"/action", `{"os-resetState": {"state": "active"}}`, [4]int{403, 404, 403, 202}),
 	row("POST", "/servers/"+serverOfA+"/migrations/1/action", `{"force_complete": null}`, [4]int{403, 404, 403, 409}, mv("2.22")),
 	row("GET", "/os-migrations", "", onlyAdmin(200)),
 	row("GET", "/servers/"+serverOfA+"/os-instance-actions", "", [4]int{200, 404, 200, 200}),

@@ -50,6 +50,10 @@
 //     2.77's zone and 2.91's host; package servers' shelve.go) and its
 //     instance actions (instance_actions_shelve.go), recorded on the
 //     instance.
+//   - os-resetState (server_reset_state.go; package servers'
+//     reset_state.go): ADMIN, active or error, the task cleared and a
+//     "resetState" instance action; refused (409) while a move is in
+//     flight, which Nova allows.
 //
 // Every route is also served below a project id (/v2.1/<project>/...,
 // Nova's ProjectMapper; the id must be the token's project). Not

@@ -182,6 +182,8 @@ func (a *API) routeTable() []route {
 			"shelve":        {handle: a.shelveServer},
 			"shelveOffload": {handle: a.shelveOffloadServer},
 			"unshelve":      {schema: unshelveSchema, handle: a.unshelveServer},
+			// os-resetState (server_reset_state.go), checked once loaded.
+			"os-resetState": {schema: always(schemaResetState), handle: a.resetServerState},
 		}},
 		{method: "GET", path: "/servers/{server_id}/migrations", minMinor: mvMigrationType, handle: a.listServerMigrations},
 		{method: "GET", path: "/servers/{server_id}/migrations/{id}", minMinor: mvMigrationType, handle: a.showServerMigration},

@@ -4,7 +4,7 @@
 // BuildRequest, or an Instance in the cell its mapping names), list, and
 // delete with its retry and outcome rules; the moves' API side (move.go:
 // resize, migrate, confirm, revert; shelve.go: shelve, shelveOffload,
-// unshelve). Both compute APIs call it:
+// unshelve; evacuate.go; reset_state.go: os-resetState). Both compute APIs call it:
 // package compute (Nova's v2.1) and package api (Berth's /v1, which the
 // berth CLI speaks until it goes); each turns its errors into its own
 // answers.

@@ -37,10 +37,16 @@ var ErrEvacuateSameHost = errors.New("the requested host is the server's own")
 // still holds a migration (an ERROR left by a failed resize): its
 // allocations are that move's to settle first. Nova has no such case
 // (it evacuates and leaves the old migration's allocations behind).
-type MoveInFlightError struct{ ID, Migration string }
+// ResetState refuses a move in flight with it too (Action
+// "resetState"; "" is evacuate).
+type MoveInFlightError struct{ Action, ID, Migration string }
 
 func (e *MoveInFlightError) Error() string {
-	return fmt.Sprintf("Cannot 'evacuate' instance %s while its migration %s is in progress", e.ID, e.Migration)
+	action := e.Action
+	if action == "" {
+		action = "evacuate"
+	}
+	return fmt.Sprintf("Cannot '%s' instance %s while its migration %s is in progress", action, e.ID, e.Migration)
 }
 
 // EvacuateRequest is a checked evacuate: Host is the destination asked
