@@ -33,12 +33,13 @@ func (e *ServiceInUseError) Error() string {
 // one."
 var ErrEvacuateSameHost = errors.New("the requested host is the server's own")
 
-// MoveInFlightError refuses to evacuate a server whose earlier move
-// still holds a migration (an ERROR left by a failed resize): its
-// allocations are that move's to settle first. Nova has no such case
-// (it evacuates and leaves the old migration's allocations behind).
-// ResetState refuses a move in flight with it too (Action
-// "resetState"; "" is evacuate).
+// MoveInFlightError refuses to evacuate a server whose earlier move is
+// still in flight: its allocations are that move's to settle first.
+// Nova has no such case (it evacuates and leaves the old migration's
+// allocations behind). A move that ended in error but is still named
+// (an ERROR left by a failed resize finish) is settled by the
+// evacuation instead (ended_move.go). ResetState refuses a move in
+// flight with it too (Action "resetState"; "" is evacuate).
 type MoveInFlightError struct{ Action, ID, Migration string }
 
 func (e *MoveInFlightError) Error() string {
@@ -66,9 +67,6 @@ func evacuable(in *etcdschema.Instance) error {
 	if in.TaskState != "" {
 		return &StateError{Action: "evacuate", ID: in.UUID, Attr: "task_state", State: in.TaskState}
 	}
-	if in.MigrationUUID != "" {
-		return &MoveInFlightError{ID: in.UUID, Migration: in.MigrationUUID}
-	}
 	return nil
 }
 
@@ -91,6 +89,10 @@ func (s *Store) Evacuate(ctx context.Context, id string, r EvacuateRequest) (*et
 		}
 	}
 	if err := evacuable(&in); err != nil {
+		return nil, err
+	}
+	ended, err := s.readNamedMove(ctx, "evacuate", &in)
+	if err != nil {
 		return nil, err
 	}
 	if in.Host == "" {
@@ -124,6 +126,13 @@ func (s *Store) Evacuate(ctx context.Context, id string, r EvacuateRequest) (*et
 		clientv3.Compare(clientv3.ModRevision(k.Service(in.Host)), "=", svcKVs[0].ModRevision),
 	}
 
+	// Only now that the evacuation will be written: the ended move's
+	// hold on its source, which the server's new migration would
+	// otherwise leave behind.
+	endedCmps, endedOps, err := ended.settle(ctx, s, "evacuate", &in)
+	if err != nil {
+		return nil, err
+	}
 	now := time.Now().UTC()
 	node := in.Node
 	if node == "" {
@@ -142,13 +151,14 @@ func (s *Store) Evacuate(ctx context.Context, id string, r EvacuateRequest) (*et
 		RequestID: r.RequestID, CreatedAt: now, Kind: etcdschema.MigrationTypeEvacuation}
 	in.TaskState, in.MigrationUUID, in.UpdatedAt = etcdschema.TaskRebuilding, mig.UUID, now
 	ikey := k.CellInstance(in.Cell, id)
-	resp, err := s.cli.Txn(ctx).If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev),
-		clientv3.Compare(clientv3.CreateRevision(k.MoveRequest(id)), "=", 0)}, sourceDown...)...).
-		Then(clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
+	cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev),
+		clientv3.Compare(clientv3.CreateRevision(k.MoveRequest(id)), "=", 0)}, sourceDown...)
+	resp, err := s.cli.Txn(ctx).If(append(cmps, endedCmps...)...).
+		Then(append(endedOps, clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
 			clientv3.OpPut(k.Migration(in.Cell, mig.UUID), etcdschema.MustEncode(mig)),
 			clientv3.OpPut(k.MoveRequest(id), etcdschema.MustEncode(req)),
 			clientv3.OpPut(k.MigrationMapping(mig.UUID), etcdschema.MustEncode(&etcdschema.InstanceMapping{
-				InstanceUUID: id, Cell: in.Cell, ProjectID: in.ProjectID, CreatedAt: now}))).Commit()
+				InstanceUUID: id, Cell: in.Cell, ProjectID: in.ProjectID, CreatedAt: now})))...).Commit()
 	if err != nil {
 		return nil, fmt.Errorf("evacuate %s: %w", id, err)
 	}

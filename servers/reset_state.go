@@ -2,14 +2,12 @@ package servers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
-	"github.com/berth-project/berth/placement"
 )
 
 // ResetState is os-resetState (nova/api/openstack/compute/
@@ -27,12 +25,9 @@ import (
 // steps checks the instance unchanged, so a reset would stop the chain
 // with the migration unfinished and the source's allocation held by its
 // consumer; the move is to be settled first (confirm, revert, abort).
-// And it settles one Nova leaves: a server whose move ended in error
-// after its source stopped (the destination's start failed: ERROR there,
-// still naming the migration, whose consumer holds the source's
-// allocation for a revert an ERROR server cannot ask for). The reset
-// frees that allocation and drops the migration from the server, so a
-// move it then starts does not leave the old consumer behind for ever.
+// And it settles one Nova leaves: a server still naming a move that
+// ended in error (ended_move.go), so a move it then starts does not
+// leave the old one's hold on its source behind for ever.
 
 // ResetStates maps os-resetState's states to the instance's status.
 var ResetStates = map[string]string{"active": etcdschema.StatusActive, "error": etcdschema.StatusError}
@@ -58,37 +53,15 @@ func (s *Store) ResetState(ctx context.Context, id, state, requestID string) err
 	in := *v.Instance
 	k := s.keys
 	ikey := k.CellInstance(in.Cell, id)
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev)}
-	var ops []clientv3.Op
-	if in.MigrationUUID != "" {
-		mkey := k.Migration(in.Cell, in.MigrationUUID)
-		resp, err := s.cli.Get(ctx, mkey)
-		if err != nil {
-			return fmt.Errorf("reset state of %s: read its migration: %w", id, err)
-		}
-		if len(resp.Kvs) == 1 {
-			var m etcdschema.Migration
-			if err := etcdschema.Decode(mkey, resp.Kvs[0].Value, &m); err != nil {
-				return err
-			}
-			if etcdschema.MigrationInFlight(m.Status) {
-				return &MoveInFlightError{Action: ActionResetState, ID: id, Migration: m.UUID}
-			}
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(mkey), "=", resp.Kvs[0].ModRevision))
-		}
-		// The ended move's hold on its source goes first (idempotent: a
-		// reset that loses below leaves the server naming a migration
-		// that holds nothing, which the next reset or a delete settles).
-		if s.placement == nil {
-			return fmt.Errorf("reset state of %s: free the allocation of its ended migration: %w", id, ErrFreeAllocations)
-		}
-		if err := s.placement.DeleteAllocations(ctx, in.MigrationUUID); err != nil && !errors.Is(err, placement.ErrNotFound) {
-			return fmt.Errorf("reset state of %s: free the allocation of its ended migration %s: %w", id, in.MigrationUUID, err)
-		}
-		ops = append(ops, clientv3.OpDelete(k.MigrationMapping(in.MigrationUUID)))
-		s.log.Info("reset state: the server's ended move settled", "instance", id, "migration", in.MigrationUUID)
-		in.MigrationUUID = ""
+	nm, err := s.readNamedMove(ctx, ActionResetState, &in)
+	if err != nil {
+		return err
 	}
+	cmps, ops, err := nm.settle(ctx, s, ActionResetState, &in)
+	if err != nil {
+		return err
+	}
+	cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev))
 	now := time.Now().UTC()
 	in.Status, in.TaskState, in.UpdatedAt = status, "", now
 	in.StartAction(ActionResetState, requestID, now)

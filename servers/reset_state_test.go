@@ -5,12 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/berth-project/berth/etcdschema"
-	"github.com/berth-project/berth/internal/etcdtest"
-	"github.com/berth-project/berth/placement"
 )
 
 // TestResetState: the status set and the task cleared with a resetState
@@ -20,25 +15,8 @@ import (
 // mapping gone, the server no longer naming it.
 func TestResetState(t *testing.T) {
 	const id = "11111111-2222-4333-8444-555555555555"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cli := etcdtest.Client(t)
-	keys := etcdschema.New("/t")
-	place := placement.New(cli, keys, hclog.NewNullLogger())
-	if err := place.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := place.EnsureProvider(ctx, "rp-h1", "h1", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := place.UpdateProvider(ctx, "rp-h1", func(p *etcdschema.Provider) error {
-		p.Inventories = map[string]etcdschema.Inventory{
-			placement.VCPU: {Total: 8, MinUnit: 1, MaxUnit: 8, StepSize: 1, AllocationRatio: 1}}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	s := New(cli, keys, place, nil)
+	ctx := context.Background()
+	s, place := newPlacedStore(t)
 
 	for _, tc := range []struct {
 		desc, state, migStatus string
@@ -61,21 +39,7 @@ func TestResetState(t *testing.T) {
 			in.UUID = id
 			placeInstance(t, s, in)
 			if tc.migStatus != "" {
-				m := &etcdschema.Migration{UUID: "m1", InstanceUUID: id, Cell: "cell1", Status: tc.migStatus,
-					MigrationType: etcdschema.MigrationTypeMigration, SourceHost: "h0", DestHost: "h1"}
-				if _, err := cli.Txn(ctx).Then(
-					clientv3.OpPut(keys.Migration("cell1", "m1"), etcdschema.MustEncode(m)),
-					clientv3.OpPut(keys.MigrationMapping("m1"), etcdschema.MustEncode(&etcdschema.InstanceMapping{InstanceUUID: id, Cell: "cell1"})),
-				).Commit(); err != nil {
-					t.Fatal(err)
-				}
-				if err := place.DeleteAllocations(ctx, "m1"); err != nil && !errors.Is(err, placement.ErrNotFound) {
-					t.Fatal(err)
-				}
-				if err := place.PutAllocations(ctx, "m1", placement.AllocationWrite{ProjectID: "p", UserID: "u",
-					Allocations: map[string]placement.ProviderAllocation{"rp-h1": {Resources: map[string]int64{placement.VCPU: 1}}}}); err != nil {
-					t.Fatal(err)
-				}
+				putNamedMove(t, s, place, id, "m1", tc.migStatus)
 			}
 			err := s.ResetState(ctx, id, tc.state, "req-reset")
 			var inFlight *MoveInFlightError
@@ -106,14 +70,10 @@ func TestResetState(t *testing.T) {
 			if !tc.settled {
 				return
 			}
-			_, aerr := place.GetAllocations(ctx, "m1")
-			resp, err := cli.Get(ctx, keys.MigrationMapping("m1"), clientv3.WithCountOnly())
-			if err != nil {
-				t.Fatal(err)
+			if got.MigrationUUID != "" {
+				t.Errorf("the server still names its ended move")
 			}
-			if got.MigrationUUID != "" || !errors.Is(aerr, placement.ErrNotFound) || resp.Count != 0 {
-				t.Errorf("ended move not settled: server names %q, allocation read %v, mapping %d", got.MigrationUUID, aerr, resp.Count)
-			}
+			checkSettled(t, s, place, "m1")
 		})
 	}
 }
