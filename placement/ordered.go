@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // OrderedCandidates is an allocation-candidates answer in the order the
@@ -18,6 +19,58 @@ import (
 type OrderedCandidates struct {
 	Requests  []OrderedRequest
 	Summaries []OrderedSummary
+	// scratch holds the arrays the answer is cut from, when they came
+	// from orderedScratchPool (Release).
+	scratch *orderedScratch
+}
+
+// Release hands the answer's arrays back for the next answer's use:
+// call it once the answer is written, and read nothing of it after
+// (the summaries themselves belong to the index and stay valid). At
+// limit 1000 an answer is some 400 KB of small arrays, which, made anew
+// for every request, kept the collector busy for a fifth of the
+// request's CPU.
+func (c *OrderedCandidates) Release() {
+	sc := c.scratch
+	c.Requests, c.Summaries, c.scratch = nil, nil, nil
+	if sc == nil || len(sc.requests) > maxPooledAnswer || len(sc.places) > maxPooledAnswer {
+		return
+	}
+	sc.clear()
+	orderedScratchPool.Put(sc)
+}
+
+// maxPooledAnswer is the most requests or summaries an answer may hold
+// and still have its arrays kept for the next: an answer with no limit
+// over 100,000 providers is left to the collector, not kept for ever.
+const maxPooledAnswer = 10_000
+
+// orderedScratch is the arrays one ordered answer is cut from, and the
+// sets and lists renderOrdered builds it with.
+type orderedScratch struct {
+	requests    []OrderedRequest
+	parts       []ProviderAmounts
+	groups      []GroupProviders
+	uuids       []string
+	summaries   []OrderedSummary
+	places      []summaryPlace
+	keys        []placeKey
+	sorted      []summaryPlace
+	roots, used slotSet
+}
+
+var orderedScratchPool = sync.Pool{New: func() any { return new(orderedScratch) }}
+
+// clear drops what the arrays point to (provider records and summaries
+// an index may have replaced since), keeping the arrays.
+func (sc *orderedScratch) clear() {
+	clear(sc.requests)
+	clear(sc.parts)
+	clear(sc.groups)
+	clear(sc.uuids)
+	clear(sc.summaries)
+	clear(sc.places)
+	clear(sc.sorted)
 }
 
 // OrderedRequest is one allocation request.
@@ -122,18 +175,25 @@ func orderedAmounts(m map[string]int64) []ClassAmount {
 // answer's small lists are windows of a few arrays, capacity capped so
 // appending to one copies instead of overwriting the next.
 func (st *indexState) renderOrdered(areqs []*areq, onlyUsed bool) *OrderedCandidates {
-	out := &OrderedCandidates{Requests: make([]OrderedRequest, len(areqs))}
+	sc := orderedScratchPool.Get().(*orderedScratch)
+	sc.requests = resized(sc.requests, len(areqs))
+	out := &OrderedCandidates{Requests: sc.requests, scratch: sc}
 	names := st.classNames()
-	roots := newSlotSet(len(st.slots), len(areqs))
-	used := newSlotSet(len(st.slots), len(areqs))
+	sc.roots.reset(len(st.slots), len(areqs))
+	sc.used.reset(len(st.slots), len(areqs))
+	roots, used := &sc.roots, &sc.used
 	nparts, nmap := 0, 0
 	for _, a := range areqs {
-		nparts += len(a.res)
+		if _, single := singleProviderRes(a.res); single {
+			nparts++
+		} else {
+			nparts += len(a.res)
+		}
 		nmap += len(a.mappings)
 	}
-	parts := make([]ProviderAmounts, 0, nparts)
-	groups := make([]GroupProviders, 0, nmap)
-	uuids := make([]string, 0, nmap)
+	parts := resized(sc.parts, nparts)[:0]
+	groups := resized(sc.groups, nmap)[:0]
+	uuids := resized(sc.uuids, nmap)[:0]
 	var lastRes []resReq       // the amounts of the last single-provider request
 	var lastAmts []ClassAmount // and its amounts, shared while they repeat
 	for i, a := range areqs {
@@ -180,13 +240,15 @@ func (st *indexState) renderOrdered(areqs []*areq, onlyUsed bool) *OrderedCandid
 		}
 		slices.SortFunc(r.Mappings, func(a, b GroupProviders) int { return strings.Compare(a.Suffix, b.Suffix) })
 	}
-	places := make([]summaryPlace, 0, len(areqs))
-	st.summarise(&roots, &used, onlyUsed, func(_ *rpEntry, place summaryPlace) { places = append(places, place) })
-	places = sortPlaces(places)
-	out.Summaries = make([]OrderedSummary, len(places))
-	for i, p := range places {
+	places := resized(sc.places, len(areqs))[:0]
+	st.summarise(roots, used, onlyUsed, func(_ *rpEntry, place summaryPlace) { places = append(places, place) })
+	sorted := sortPlacesInto(places, &sc.keys, sc.sorted)
+	out.Summaries = resized(sc.summaries, len(sorted))
+	for i, p := range sorted {
 		out.Summaries[i] = OrderedSummary{UUID: p.uuid, Summary: p.sum}
 	}
+	sc.parts, sc.groups, sc.uuids, sc.places = parts, groups, uuids, places
+	sc.sorted, sc.summaries = sorted, out.Summaries
 	return out
 }
 

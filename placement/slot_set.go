@@ -25,3 +25,25 @@ func (s *slotSet) add(slot int32) {
 	s.bits[w] |= 1 << b
 	s.order = append(s.order, slot)
 }
+
+// reset empties s for a set over nslots slots, keeping its arrays when
+// they are large enough: only the words of the members are cleared, so
+// reusing a set over 100,000 slots costs its members, not its slots.
+func (s *slotSet) reset(nslots, hint int) {
+	words := (nslots + 63) / 64
+	for _, slot := range s.order {
+		if int(slot>>6) < len(s.bits) {
+			s.bits[slot>>6] = 0
+		}
+	}
+	if cap(s.bits) < words {
+		s.bits = make([]uint64, words)
+	} else {
+		s.bits = s.bits[:words]
+	}
+	if cap(s.order) < hint {
+		s.order = make([]int32, 0, hint)
+	} else {
+		s.order = s.order[:0]
+	}
+}

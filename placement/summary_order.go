@@ -54,7 +54,16 @@ func (c *Candidates) SummaryOrder() []string {
 // unknown revisions and a uuid compare for every pair created in one
 // transaction, was a fifth of a candidates request.
 func sortPlaces(places []summaryPlace) []summaryPlace {
-	keys := make([]placeKey, len(places))
+	var keys []placeKey
+	return sortPlacesInto(places, &keys, nil)
+}
+
+// sortPlacesInto is sortPlaces with the arrays it needs given (reused
+// when large enough): *keys for the sort keys (left there for the next
+// call) and out for the answer.
+func sortPlacesInto(places []summaryPlace, keysp *[]placeKey, out []summaryPlace) []summaryPlace {
+	keys := resized(*keysp, len(places))
+	*keysp = keys
 	for i, p := range places {
 		keys[i] = placeKey{revKey(p.rootRev), revKey(p.rev), int32(i)}
 	}
@@ -67,11 +76,20 @@ func sortPlaces(places []summaryPlace) []summaryPlace {
 		}
 		return strings.Compare(places[a.i].uuid, places[b.i].uuid)
 	})
-	out := make([]summaryPlace, len(places))
+	out = resized(out, len(places))
 	for i, k := range keys {
 		out[i] = places[k.i]
 	}
 	return slices.CompactFunc(out, func(a, b summaryPlace) bool { return a.uuid == b.uuid })
+}
+
+// resized is s with length n, reusing its array when it is large
+// enough (the elements are then stale: the caller sets every one).
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // placeKey is a summary's place as sortPlaces compares it.

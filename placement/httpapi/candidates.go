@@ -413,6 +413,7 @@ func (s *API) allocationCandidates(c *reqCtx) error {
 	bp := candidateBufs.Get().(*[]byte)
 	e := candidatesJSON{mv: c.mv, requested: requested, buf: (*bp)[:0]}
 	e.encode(cands)
+	cands.Release() // written: its arrays serve the next answer
 	c.setCacheHeaders(s.now())
 	c.writeJSONBytes(200, e.buf)
 	if cap(e.buf) <= maxPooledBuf {
