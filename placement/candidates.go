@@ -101,8 +101,13 @@ func (s *Service) runSearch(ctx context.Context, q CandidateQuery, finish func(s
 		}
 	}
 	defer release()
+	// The search's requests are cut from a pooled slab, which goes back
+	// once finish has made its answer (areq_slab.go); deferred before
+	// release, it runs after it.
+	slab := getSlab()
+	defer putSlab(slab)
 	live := s.idx.st
-	st, out, excludeNested, ok := live.search(q, b, release, s.searchViewAbove.Load())
+	st, out, excludeNested, ok := live.search(q, b, release, s.searchViewAbove.Load(), slab)
 	if st != live {
 		s.searchViews.Add(1)
 	}
@@ -121,10 +126,11 @@ func emptyCandidates() *Candidates {
 // returns the state they name slots of: st itself, or the view the
 // search moved to after calling release (which gives up st's lock; nil:
 // never move) when the merge may try more than viewAbove combinations.
-// excludeNested says the pre-1.29 nested exclusion applied;
+// The requests and the list of them are cut from slab, whose owner
+// keeps it until they are no longer used. excludeNested says the pre-1.29 nested exclusion applied;
 // ok false means the answer is empty. When b stops the search, b.err
 // says why and the answer is incomplete.
-func (st *indexState) search(q CandidateQuery, b *searchBudget, release func(), viewAbove int64) (_ *indexState, out []*areq, excludeNested, ok bool) {
+func (st *indexState) search(q CandidateQuery, b *searchBudget, release func(), viewAbove int64, slab *areqSlab) (_ *indexState, out []*areq, excludeNested, ok bool) {
 	if len(q.Groups) == 0 {
 		return st, nil, false, false
 	}
@@ -146,7 +152,7 @@ func (st *indexState) search(q CandidateQuery, b *searchBudget, release func(), 
 	if st.sharing.count() > 0 {
 		sharingAnchors = st.sharingAnchors()
 	}
-	s := &search{st: st, anchorOK: anchorOK, sharingAnchors: sharingAnchors, hasTrees: hasTrees, budget: b}
+	s := &search{st: st, anchorOK: anchorOK, sharingAnchors: sharingAnchors, hasTrees: hasTrees, budget: b, slab: slab}
 	if n := len(st.slots); q.RandomStart && n > 0 {
 		s.start = rand.Int32N(int32(n))
 	}
@@ -161,6 +167,7 @@ func (st *indexState) search(q CandidateQuery, b *searchBudget, release func(), 
 		if sharingAnchors != nil {
 			seen = map[string]bool{}
 		}
+		out = slab.out[:0]
 		s.group(g, func(a *areq) bool {
 			if excludeNested && !singleProviderPerTree(st, a) {
 				return true
@@ -175,6 +182,7 @@ func (st *indexState) search(q CandidateQuery, b *searchBudget, release func(), 
 			out = append(out, a)
 			return q.Limit <= 0 || len(out) < q.Limit
 		})
+		slab.out = out // its array serves the next search
 		return st, out, excludeNested, true
 	}
 	perGroup := make([][]*areq, len(groups))
@@ -218,6 +226,8 @@ type search struct {
 	start int32
 	// budget counts the combinations tried (candidate_budget.go).
 	budget *searchBudget
+	// slab is what the requests are cut from.
+	slab *areqSlab
 }
 
 func (st *indexState) buildGroup(g RequestGroup) (*groupCtx, bool) {
@@ -441,7 +451,7 @@ func (s *search) singleProvider(g *groupCtx, emit func(*areq) bool) {
 	for i, rc := range g.rcs {
 		cols[i] = st.cols[rc]
 	}
-	var slab areqSlab
+	slab := s.slab
 	n := int32(len(st.slots))
 	for i := int32(0); i < n; i++ {
 		slot := i + s.start

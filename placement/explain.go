@@ -113,11 +113,13 @@ func (st *indexState) explain(q CandidateQuery, b *searchBudget) []RootFit {
 	full := q
 	full.Limit, full.RandomStart = 0, false
 	fits := map[int32]bool{}
-	if _, areqs, _, ok := st.search(full, b, nil, 0); ok && b.err == nil {
+	slab := getSlab()
+	if _, areqs, _, ok := st.search(full, b, nil, 0, slab); ok && b.err == nil {
 		for _, a := range areqs {
 			fits[a.anchor] = true
 		}
 	}
+	putSlab(slab)
 	var shared map[int32][]int32 // anchor root -> sharing slots
 	if st.sharing.count() > 0 {
 		shared = map[int32][]int32{}

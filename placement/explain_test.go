@@ -150,7 +150,7 @@ func TestExplainCandidates(t *testing.T) {
 				t.Errorf("explain (-want +got):\n%s", diff)
 			}
 			// The explanation agrees with the search on which trees fit.
-			_, areqs, _, _ := st.search(tc.q, newSearchBudget(context.Background(), 0, len(tc.q.Groups), new(atomic.Int64)), nil, 0)
+			_, areqs, _, _ := st.search(tc.q, newSearchBudget(context.Background(), 0, len(tc.q.Groups), new(atomic.Int64)), nil, 0, new(areqSlab))
 			anchors := map[string]bool{}
 			for _, a := range areqs {
 				anchors[st.slots[a.anchor].p.UUID] = true
