@@ -29,7 +29,10 @@ type Service struct {
 	idx  *index
 	// inf keeps idx in step with the placement prefix (follow.go).
 	inf *informer.Informer
-	now func() time.Time
+	// revs shares syncIndex's revision reads among concurrent callers
+	// (sync_revision.go).
+	revs *revisionReads
+	now  func() time.Time
 
 	// claims sends allocation writes ready at the same moment as one
 	// etcd transaction (group commit; claim_batch.go).
@@ -125,8 +128,20 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *Service 
 	// Resume: a watch broken by an etcd election is taken up where it
 	// stopped; only a compaction costs a re-list of every record.
 	s.inf = informer.NewRaw(cli, keys.PlacementPrefix(), indexFeed{s}, s.log, informer.Resume())
+	s.revs = &revisionReads{timeout: revisionReadTimeout, read: func(ctx context.Context) (int64, error) {
+		resp, err := cli.Get(ctx, keys.PlacementPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return 0, err
+		}
+		return resp.Header.Revision, nil
+	}}
 	return s
 }
+
+// revisionReadTimeout bounds one shared read of etcd's revision: its
+// callers wait with their own contexts, and a read nobody waits for any
+// more ends by this.
+const revisionReadTimeout = 10 * time.Second
 
 // Start loads every provider and consumer into the index and then follows
 // etcd from that revision. It returns once the first load is done; the
@@ -150,13 +165,14 @@ func (s *Service) WaitForRevision(ctx context.Context, rev int64) error {
 
 // syncIndex makes the index at least as new as etcd is now, so a read from
 // it sees every write that finished before the call (read-your-writes
-// across placement servers).
+// across placement servers). The revision read is shared with concurrent
+// callers, each getting one read after its call began (revisionReads).
 func (s *Service) syncIndex(ctx context.Context) error {
-	resp, err := s.cli.Get(ctx, s.keys.PlacementPrefix(), clientv3.WithCountOnly())
+	rev, err := s.revs.revision(ctx)
 	if err != nil {
 		return fmt.Errorf("read etcd revision: %w", err)
 	}
-	return s.WaitForRevision(ctx, resp.Header.Revision)
+	return s.WaitForRevision(ctx, rev)
 }
 
 // IndexRevision is the etcd revision the index has applied.

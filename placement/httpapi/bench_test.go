@@ -93,6 +93,44 @@ func benchCandidatesHTTP(b *testing.B, n int) {
 	b.ReportMetric(float64(size), "body-B")
 }
 
+// BenchmarkCandidatesHTTP1kParallel is the 1,000-provider request from
+// eight clients at once (a scheduler's workers): concurrent requests
+// share their etcd revision reads (placement's revisionReads).
+func BenchmarkCandidatesHTTP1kParallel(b *testing.B) {
+	s, cli := newStarted(b)
+	populate(b, cli, testKeys, 1_000)
+	if err := s.SyncIndex(testCtx(b)); err != nil {
+		b.Fatal(err)
+	}
+	srv := newServer(b, s)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	b.Cleanup(client.CloseIdleConnections)
+	cpu0 := processCPU(b)
+	b.ReportAllocs()
+	b.SetParallelism(4) // 4 × GOMAXPROCS clients
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		req, _ := http.NewRequest("GET", srv.URL+candidatesBenchPath, nil)
+		req.Header.Set("X-Auth-Token", "admin")
+		req.Header.Set("OpenStack-API-Version", "placement 1.35")
+		for pb.Next() {
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 {
+				b.Errorf("%v %d", err, resp.StatusCode)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
 func BenchmarkCandidatesHTTP1k(b *testing.B)   { benchCandidatesHTTP(b, 1_000) }
 func BenchmarkCandidatesHTTP10k(b *testing.B)  { benchCandidatesHTTP(b, 10_000) }
 func BenchmarkCandidatesHTTP100k(b *testing.B) { benchCandidatesHTTP(b, 100_000) }
