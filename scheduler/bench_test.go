@@ -454,6 +454,9 @@ func TestColdStartChild(t *testing.T) {
 	keys := etcdschema.New("/bench")
 	cpu0 := cpuTime()
 	start := time.Now()
+	// BERTH_BENCH_CPUPROFILE and BERTH_BENCH_MEMPROFILE profile the
+	// child's loads (the parent only populates and waits).
+	stopProfile := startLoadProfile(t)
 	// As berth server does while its scheduler loads (cmd/berth stack.go).
 	loaded := loadgc.Tighten()
 	ps := placement.New(cli, keys, log)
@@ -476,6 +479,7 @@ func TestColdStartChild(t *testing.T) {
 	loaded()
 	r.Seconds = time.Since(start).Seconds()
 	r.CPUSeconds = (cpuTime() - cpu0).Seconds()
+	stopProfile()
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -533,7 +537,7 @@ func procStatusMB(b *testing.B, field string) float64 {
 // and the returned func those at the end into the path: the load's own
 // are `go tool pprof -diff_base PATH.base PATH`. Each sub-benchmark
 // overwrites them: select one with -bench.
-func startLoadProfile(b *testing.B) func() {
+func startLoadProfile(b testing.TB) func() {
 	writeAllocs := func(path string) {
 		f, err := os.Create(path)
 		if err != nil {
