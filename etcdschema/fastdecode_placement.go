@@ -101,7 +101,7 @@ func DecodeProviderAfterKey(key, data []byte, prev *Provider) (*Provider, error)
 // Decode's.
 func DecodeConsumerKey(key, data []byte, uuid string, like *Consumer, rps []string) (*Consumer, error) {
 	c := &Consumer{}
-	if c.decodeFastAs(data, uuid, like, rps) && versionReadable(c) {
+	if c.decodeFastAs(data, uuid, like, rps, nil) && versionReadable(c) {
 		return c, nil
 	}
 	c = &Consumer{}
@@ -389,12 +389,14 @@ func (r *jsonReader) inventory() (Inventory, bool) {
 	return inv, ok
 }
 
-func (c *Consumer) decodeFast(data []byte) bool { return c.decodeFastAs(data, "", nil, nil) }
+func (c *Consumer) decodeFast(data []byte) bool { return c.decodeFastAs(data, "", nil, nil, nil) }
 
 // decodeFastAs is decodeFast reading a uuid equal to uuid as uuid itself,
 // strings equal to like's (nil: none) as like's, and provider uuids equal
-// to one of rps as that one.
-func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []string) bool {
+// to one of rps as that one. With sh (may be nil) provider uuids are
+// sh.Provider's strings and resources maps equal to one sh holds are
+// that map (like's are then not looked at: sh holds them).
+func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []string, sh *ConsumerSharer) bool {
 	if c.Allocations != nil {
 		return false
 	}
@@ -405,6 +407,11 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []
 	was := wasBuf[:0]
 	if like != nil {
 		wasC = *like
+	}
+	var provider func([]byte) (string, bool)
+	if sh != nil {
+		was, provider = sh.resources, sh.Provider
+	} else if like != nil {
 		for _, a := range like.Allocations {
 			if len(was) < len(wasBuf) && a.Resources != nil {
 				was = append(was, a.Resources)
@@ -438,7 +445,7 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []
 			q.ConsumerType, ok = r.stringAs(wasC.ConsumerType)
 			return ok && once(&seen, seenConsumerType)
 		case "allocations":
-			q.Allocations, ok = r.allocations(rps, was)
+			q.Allocations, ok = r.allocations(rps, was, provider)
 			return ok && once(&seen, seenAllocations)
 		case "order":
 			q.Order, ok = r.allocationOrder()
@@ -460,8 +467,9 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []
 }
 
 // allocations reads a consumer's map of provider uuid to
-// {"resources": {class: amount}}.
-func (r *jsonReader) allocations(rps []string, was []map[string]int64) (map[string]ConsumerAllocation, bool) {
+// {"resources": {class: amount}}; a provider uuid is provider's string
+// for it when provider (may be nil) has one, else one of rps or a copy.
+func (r *jsonReader) allocations(rps []string, was []map[string]int64, provider func([]byte) (string, bool)) (map[string]ConsumerAllocation, bool) {
 	if r.null() {
 		return nil, true
 	}
@@ -483,6 +491,12 @@ func (r *jsonReader) allocations(rps []string, was []map[string]int64) (map[stri
 		})
 		if !ok {
 			return false
+		}
+		if provider != nil {
+			if known, ok := provider(rp); ok {
+				m[known] = a
+				return true
+			}
 		}
 		m[stringIn(rp, rps)] = a
 		return true

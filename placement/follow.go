@@ -43,14 +43,7 @@ func (s *Service) loadAt(ctx context.Context, at int64) (int64, error) {
 			err = s.sizeConsumers(ctx, st, rev)
 		}
 		if err == nil {
-			_, err = informer.List(ctx, s.cli, s.keys.Consumers(), rev, decodeConsumer, func(page []informer.Event) error {
-				for _, ev := range page {
-					if s.loaded(ev) {
-						st.putConsumer(ev.Decoded.(*etcdschema.Consumer), ev.Revision)
-					}
-				}
-				return nil
-			})
+			err = s.listConsumers(ctx, st, rev)
 		}
 		if errors.Is(err, rpctypes.ErrCompacted) && attempt < 5 {
 			// The pinned revision was compacted mid-load: start over.

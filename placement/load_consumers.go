@@ -1,0 +1,78 @@
+package placement
+
+import (
+	"context"
+	"runtime"
+	"sync"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/informer"
+)
+
+// listConsumers reads every consumer at rev into st, whose providers are
+// loaded already. The records are decoded straight from etcd's pages (no
+// key string or event per record), in chunks on up to GOMAXPROCS
+// goroutines while the next page is fetched, each chunk's goroutine with
+// a sharer of its own that keeps across pages: an allocation's provider
+// uuid is the indexed provider's string, and resources maps, projects and
+// users repeated from one record to the next are held once. At 100,000
+// hosts a million consumers are most of a scheduler's heap.
+func (s *Service) listConsumers(ctx context.Context, st *indexState, rev int64) error {
+	provider := func(uuid []byte) (string, bool) {
+		// st.providers is only read while consumers load.
+		if e, ok := st.providers[string(uuid)]; ok {
+			return e.p.UUID, true
+		}
+		return "", false
+	}
+	sharers := make([]etcdschema.ConsumerSharer, max(1, runtime.GOMAXPROCS(0)))
+	for i := range sharers {
+		sharers[i].Provider = provider
+	}
+	type decoded struct {
+		c   *etcdschema.Consumer
+		err error
+	}
+	var out []decoded
+	_, err := informer.ListRaw(ctx, s.cli, s.keys.Consumers(), rev, func(kvs []*mvccpb.KeyValue) error {
+		if cap(out) < len(kvs) {
+			out = make([]decoded, len(kvs))
+		}
+		out = out[:len(kvs)]
+		decode := func(sh *etcdschema.ConsumerSharer, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				out[i].c, out[i].err = sh.Decode(kvs[i].Key, kvs[i].Value)
+			}
+		}
+		if len(kvs) < minParallelDecode || len(sharers) == 1 {
+			decode(&sharers[0], 0, len(kvs))
+		} else {
+			chunk := (len(kvs) + len(sharers) - 1) / len(sharers)
+			var wg sync.WaitGroup
+			for w, lo := 0, 0; lo < len(kvs); w, lo = w+1, lo+chunk {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					decode(&sharers[w], lo, min(lo+chunk, len(kvs)))
+				}()
+			}
+			wg.Wait()
+		}
+		for i, kv := range kvs {
+			if out[i].err != nil {
+				s.log.Error("skipping unreadable placement record", "key", string(kv.Key), "error", out[i].err)
+			} else {
+				st.putConsumer(out[i].c, kv.ModRevision)
+			}
+			out[i] = decoded{}
+		}
+		return nil
+	})
+	return err
+}
+
+// minParallelDecode is the smallest page worth decoding on more than one
+// goroutine (as informer.List's).
+const minParallelDecode = 512
