@@ -17,6 +17,9 @@ import (
 
 // hostRecord is what the host manager knows of one host from etcd.
 type hostRecord struct {
+	// name is the host's name, the hosts map's key: its instances' info
+	// shares it.
+	name    string
 	service *etcdschema.Service
 	alive   bool
 	// down is the leader's /hosts/<h>/down record being present.
@@ -68,6 +71,10 @@ type HostManager struct {
 	// mapsPrefix is keys.HostMappings(), built once: every scheduler
 	// follows every host's mapping as hosts register.
 	mapsPrefix string
+
+	// names holds the flavor names and ids instance info repeats
+	// (shared.go).
+	names internTable
 
 	// aggs is the aggregate cache (aggregates.go), fed by its own watch.
 	aggs    aggregateCache
@@ -295,7 +302,7 @@ func (h hostsHandler) ResetPaged(rev int64, list func(page func([]informer.Event
 		r.instRev = rev
 	}
 	hm.mu.Lock()
-	hm.hosts, hm.byProvider = next.hosts, next.byProvider
+	hm.hosts, hm.byProvider, hm.names = next.hosts, next.byProvider, next.names
 	for host := range next.reread {
 		hm.reread[host] = true
 	}
@@ -325,10 +332,10 @@ func (hm *HostManager) record(host string) *hostRecord {
 		// of a nil map are empty): every scheduler keeps a record per
 		// host, and two empty maps each were garbage as soon as the
 		// host's first instance replaced one.
-		r = &hostRecord{}
 		// host is a substring of an etcd key: a copy does not keep the
 		// whole key alive.
-		hm.hosts[strings.Clone(host)] = r
+		r = &hostRecord{name: strings.Clone(host)}
+		hm.hosts[r.name] = r
 	}
 	return r
 }
@@ -394,6 +401,7 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 				hm.log.Warn("ignoring unreadable instance info", "host", host, "instance", uuid, "error", err)
 				return
 			}
+			hm.shareInfoStrings(r, info)
 			next[keyOf(uuid, info)] = info
 		}
 		r.instances = next

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"testing"
+	"unsafe"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -156,4 +157,48 @@ func TestHostManagerListPageByPage(t *testing.T) {
 		v, _ := hm.view("b")
 		return v.Updated && len(v.Instances) == 2 && v.Instances["i4"] != nil
 	})
+}
+
+// TestHostManagerSharesInstanceStrings: the instance info a host manager
+// keeps, listed at its start or followed after, holds the host's name
+// and each flavor's strings once, and reads as written.
+func TestHostManagerSharesInstanceStrings(t *testing.T) {
+	c := newCloud(t)
+	c.addHost("a", "cell1", 8, 8192, false)
+	c.addHost("b", "cell1", 8, 8192, false)
+	put := func(host, uuid string) {
+		c.put(c.keys.HostInstance(host, uuid), &etcdschema.InstanceInfo{UUID: uuid, Host: host, FlavorID: "2", Flavor: "m1.small", State: "active"})
+	}
+	put("a", "i1")
+	put("a", "i2")
+	put("b", "i3")
+
+	hm := NewHostManager(c.cli, c.keys, hclog.NewNullLogger())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go hm.Run(ctx)
+	if err := hm.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	put("b", "i4") // followed, not listed
+	testwait.Until(t, "i4 followed", func() bool { v, _ := hm.view("b"); return v.Instances["i4"] != nil })
+
+	hm.mu.RLock()
+	defer hm.mu.RUnlock()
+	var flavor *byte
+	for _, want := range []struct{ host, uuid string }{{"a", "i1"}, {"a", "i2"}, {"b", "i3"}, {"b", "i4"}} {
+		r := hm.hosts[want.host]
+		info := r.instances[want.uuid]
+		if info == nil || info.UUID != want.uuid || info.Host != want.host || info.Flavor != "m1.small" || info.FlavorID != "2" {
+			t.Fatalf("%s on %s: %+v", want.uuid, want.host, info)
+		}
+		if unsafe.StringData(info.Host) != unsafe.StringData(r.name) {
+			t.Errorf("%s: its host name is a copy, not the host record's", want.uuid)
+		}
+		if flavor == nil {
+			flavor = unsafe.StringData(info.Flavor)
+		} else if unsafe.StringData(info.Flavor) != flavor {
+			t.Errorf("%s: its flavor name is a copy of its own", want.uuid)
+		}
+	}
 }
