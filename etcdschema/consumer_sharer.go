@@ -15,7 +15,10 @@ const sharedResources = 8
 // to one of the last distinct ones decoded is that map (records share it:
 // neither may be mutated, as DecodeConsumerKey's), its project, user and
 // consumer type equal to the previous record's are those strings, and a
-// provider uuid Provider knows is Provider's string. Not safe for
+// provider uuid Provider knows is Provider's string. A consumer whose
+// allocation is on one provider and equal to the last such one on that
+// provider (a host's servers of one flavor) shares that one's map. Not
+// safe for
 // concurrent use: one per goroutine.
 type ConsumerSharer struct {
 	// Provider returns the caller's string for a provider uuid (ok
@@ -25,6 +28,9 @@ type ConsumerSharer struct {
 	// resources are the last distinct resources maps decoded, the most
 	// recent first.
 	resources []map[string]int64
+	// onProvider is, by provider uuid, the last single-provider
+	// allocations map decoded on it.
+	onProvider map[string]map[string]ConsumerAllocation
 }
 
 // Decode is Decode of the consumer record stored at key, sharing as the
@@ -39,6 +45,27 @@ func (sh *ConsumerSharer) Decode(key, data []byte) (*Consumer, error) {
 	return c, Decode(string(key), data, c)
 }
 
+// allocationsOn is the allocations map of a consumer on provider rp
+// alone with a: the last one made for rp when its allocation is a
+// (resources maps compare by identity: equal ones are shared already),
+// else a new one that becomes rp's.
+func (sh *ConsumerSharer) allocationsOn(rp string, a ConsumerAllocation) map[string]ConsumerAllocation {
+	if m, ok := sh.onProvider[rp]; ok && sameMap(m[rp].Resources, a.Resources) {
+		return m
+	}
+	m := map[string]ConsumerAllocation{rp: a}
+	if sh.onProvider == nil {
+		sh.onProvider = make(map[string]map[string]ConsumerAllocation)
+	}
+	sh.onProvider[rp] = m
+	return m
+}
+
+// sameMap says whether a and b are one map (both nil included).
+func sameMap(a, b map[string]int64) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
 // remember makes c the record the next one shares strings with, and its
 // resources maps the most recent.
 func (sh *ConsumerSharer) remember(c *Consumer) {
@@ -47,10 +74,9 @@ func (sh *ConsumerSharer) remember(c *Consumer) {
 		if a.Resources == nil {
 			continue
 		}
-		id := reflect.ValueOf(a.Resources).UnsafePointer()
 		at := -1
 		for i, m := range sh.resources {
-			if reflect.ValueOf(m).UnsafePointer() == id {
+			if sameMap(m, a.Resources) {
 				at = i
 				break
 			}

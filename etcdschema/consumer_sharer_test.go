@@ -9,7 +9,8 @@ import (
 
 // TestConsumerSharerDecodesAsDecode: every record a sharer decodes equals
 // Decode's (an unreadable one gives Decode's error), resources maps equal
-// to a recent one are that one, and provider uuids are Provider's strings.
+// to a recent one are that one, provider uuids are Provider's strings,
+// and an allocation equal to the last one on its provider is that map.
 func TestConsumerSharerDecodesAsDecode(t *testing.T) {
 	at := time.Date(2026, 11, 26, 21, 0, 0, 0, time.UTC)
 	rp := "5b1f0b2a-0000-4000-8000-000000000001"
@@ -33,6 +34,7 @@ func TestConsumerSharerDecodesAsDecode(t *testing.T) {
 		return indexed, string(uuid) == indexed
 	}}
 	var first map[string]int64
+	var firstAllocs map[string]ConsumerAllocation // c1's, on rp alone
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "/berth/placement/consumers/" + tc.name
@@ -47,6 +49,15 @@ func TestConsumerSharerDecodesAsDecode(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("decoded %+v, Decode %+v", got, want)
+			}
+			switch tc.name {
+			case "first":
+				firstAllocs = got.Allocations
+			case "same flavor":
+				// On the same provider with the same resources: c1's map.
+				if reflect.ValueOf(got.Allocations).Pointer() != reflect.ValueOf(firstAllocs).Pointer() {
+					t.Errorf("an equal single-provider allocation was not shared")
+				}
 			}
 			for p, a := range got.Allocations {
 				if p == indexed && unsafe.StringData(p) != unsafe.StringData(indexed) {

@@ -408,9 +408,8 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []
 	if like != nil {
 		wasC = *like
 	}
-	var provider func([]byte) (string, bool)
 	if sh != nil {
-		was, provider = sh.resources, sh.Provider
+		was = sh.resources
 	} else if like != nil {
 		for _, a := range like.Allocations {
 			if len(was) < len(wasBuf) && a.Resources != nil {
@@ -445,7 +444,7 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []
 			q.ConsumerType, ok = r.stringAs(wasC.ConsumerType)
 			return ok && once(&seen, seenConsumerType)
 		case "allocations":
-			q.Allocations, ok = r.allocations(rps, was, provider)
+			q.Allocations, ok = r.allocations(rps, was, sh)
 			return ok && once(&seen, seenAllocations)
 		case "order":
 			q.Order, ok = r.allocationOrder()
@@ -467,14 +466,24 @@ func (c *Consumer) decodeFastAs(data []byte, uuid string, like *Consumer, rps []
 }
 
 // allocations reads a consumer's map of provider uuid to
-// {"resources": {class: amount}}; a provider uuid is provider's string
-// for it when provider (may be nil) has one, else one of rps or a copy.
-func (r *jsonReader) allocations(rps []string, was []map[string]int64, provider func([]byte) (string, bool)) (map[string]ConsumerAllocation, bool) {
+// {"resources": {class: amount}}; a provider uuid is sh's string for it
+// when sh (may be nil) has one, else one of rps or a copy, and a single
+// provider's allocation equal to the one sh last saw on that provider is
+// that map.
+func (r *jsonReader) allocations(rps []string, was []map[string]int64, sh *ConsumerSharer) (map[string]ConsumerAllocation, bool) {
 	if r.null() {
 		return nil, true
 	}
-	m := make(map[string]ConsumerAllocation, 1)
+	// The first provider is held apart until a second one comes: most
+	// consumers have one, whose map sh may already hold.
+	var m map[string]ConsumerAllocation
+	var firstRP string
+	var first ConsumerAllocation
+	n := 0
 	ok := r.object(func(rp []byte) bool {
+		if n == 1 && string(rp) == firstRP {
+			return false
+		}
 		if _, dup := m[string(rp)]; dup {
 			return false
 		}
@@ -492,16 +501,38 @@ func (r *jsonReader) allocations(rps []string, was []map[string]int64, provider 
 		if !ok {
 			return false
 		}
-		if provider != nil {
-			if known, ok := provider(rp); ok {
-				m[known] = a
-				return true
-			}
+		name, known := "", false
+		if sh != nil && sh.Provider != nil {
+			name, known = sh.Provider(rp)
 		}
-		m[stringIn(rp, rps)] = a
+		if !known {
+			name = stringIn(rp, rps)
+		}
+		n++
+		switch n {
+		case 1:
+			firstRP, first = name, a
+		case 2:
+			m = make(map[string]ConsumerAllocation, 2)
+			m[firstRP] = first
+			fallthrough
+		default:
+			m[name] = a
+		}
 		return true
 	})
-	return m, ok
+	if !ok {
+		return nil, false
+	}
+	switch {
+	case n == 0:
+		return make(map[string]ConsumerAllocation, 1), true
+	case n == 1 && sh != nil:
+		return sh.allocationsOn(firstRP, first), true
+	case n == 1:
+		return map[string]ConsumerAllocation{firstRP: first}, true
+	}
+	return m, true
 }
 
 // allocationOrder reads a consumer's {"providers": [...], "classes":
