@@ -29,10 +29,12 @@ func (s *Service) load(ctx context.Context) (int64, error) {
 func (s *Service) loadAt(ctx context.Context, at int64) (int64, error) {
 	for attempt := 0; ; attempt++ {
 		st := newIndexState()
+		var inventories sharedInventories
 		rev, err := informer.List(ctx, s.cli, s.keys.Providers(), at, decodeProvider, func(page []informer.Event) error {
 			for _, ev := range page {
 				if s.loaded(ev) {
 					p := ev.Decoded.(*etcdschema.Provider)
+					p.Inventories = inventories.share(p.Inventories)
 					st.putProvider(p, ev.Revision)
 					st.noteCreated(p.UUID, ev.CreateRevision)
 				}

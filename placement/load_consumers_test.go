@@ -17,7 +17,8 @@ import (
 // the same providers, consumers and provider-consumer links as an index
 // that followed the same writes through its watch; and it does share: a
 // consumer's provider uuid is the indexed provider's string, and
-// consumers of one flavor hold one resources map.
+// consumers of one flavor hold one resources map, and providers of one
+// shape one inventories map.
 func TestColdLoadEqualsFollowedIndex(t *testing.T) {
 	s, cli := newStarted(t)
 	ctx := testCtx(t)
@@ -82,6 +83,14 @@ func TestColdLoadEqualsFollowedIndex(t *testing.T) {
 		if we := followed.providers[uuid]; we == nil || !reflect.DeepEqual(fe.p, we.p) {
 			t.Errorf("provider %s differs", uuid)
 		}
+	}
+	// The hosts are of one shape: their inventories are one map.
+	invs := map[uintptr]bool{}
+	for _, fe := range fresh.providers {
+		invs[reflect.ValueOf(fe.p.Inventories).Pointer()] = true
+	}
+	if len(invs) != 1 {
+		t.Errorf("%d distinct inventories maps among %d providers of one shape", len(invs), len(fresh.providers))
 	}
 	// Sharing: at most a few maps per flavor (one per decoding goroutine
 	// that met it), not one per consumer.
