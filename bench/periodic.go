@@ -7,6 +7,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/internal/rolelabel"
 )
 
 // The hosts' periodic work, as a real agent's tickers would do it: each
@@ -89,7 +91,8 @@ func (f *Fleet) startPeriodic(ctx, work context.Context) {
 	jobs := make(chan periodicJob, f.cfg.BackgroundWorkers)
 	for w := 0; w < f.cfg.BackgroundWorkers; w++ {
 		f.bgWG.Add(1)
-		go func() {
+		// The hosts' liveness and syncs, profiled apart from their builds.
+		rolelabel.Go(ctx, "agent fleet background", func(context.Context) {
 			defer f.bgWG.Done()
 			for j := range jobs {
 				late := time.Since(j.due)
@@ -108,7 +111,7 @@ func (f *Fleet) startPeriodic(ctx, work context.Context) {
 				}
 				j.h.busy[j.t.kind].Store(false)
 			}
-		}()
+		})
 	}
 	var dispatchers sync.WaitGroup
 	for _, t := range f.tasks {

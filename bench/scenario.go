@@ -19,6 +19,7 @@ import (
 	"github.com/berth-project/berth/agent"
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/rolelabel"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/scheduler"
 )
@@ -164,14 +165,14 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 	recCtx, stopRec := context.WithCancel(ctx)
 	defer stopRec()
 	recDone := make(chan struct{})
-	go func() {
+	rolelabel.Go(recCtx, "bench recorder", func(recCtx context.Context) {
 		defer bg.Done()
 		defer close(recDone)
 		if err := r.rec.Run(recCtx, from); err != nil && recCtx.Err() == nil {
 			bgErr <- err
 			cancel()
 		}
-	}()
+	})
 	defer bg.Wait()
 	defer cancel()
 	defer func() {
@@ -207,13 +208,13 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 	// behind holds up the progress notifications other watchers on the
 	// same client stream wait for, and may be compacted away.
 	bg.Add(1)
-	go func() {
+	rolelabel.Go(ctx, "agent fleet", func(ctx context.Context) {
 		defer bg.Done()
 		if err := r.fleet.Run(ctx, from); err != nil {
 			bgErr <- err
 			cancel()
 		}
-	}()
+	})
 	var registered atomic.Int64
 	stop := r.progress(ctx, func() string { return fmt.Sprintf("registered %d/%d hosts", registered.Load(), cfg.Hosts) })
 	start := time.Now()

@@ -20,6 +20,7 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/freeport"
 	"github.com/berth-project/berth/internal/logging"
+	"github.com/berth-project/berth/internal/rolelabel"
 	"github.com/berth-project/berth/internal/stack"
 	"github.com/berth-project/berth/quotas"
 	"github.com/berth-project/berth/scheduler"
@@ -115,13 +116,19 @@ func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
-	res, runErr := Run(ctx, target, RunConfig{Load: c.Load, OnPhase: onPhase, Timeout: c.Timeout,
-		RegisterWorkers: c.RegisterWorkers, Liveness: c.Liveness, SkipSyncs: !c.Syncs, ReportInterval: report,
-		// A temporary etcd goes with the tool: no need to down its hosts
-		// (and send its leader after them) while it is stopped.
-		LeaveLeases:     c.Etcd == "" && c.DataDir == "",
-		ServiceDownTime: down, ProviderSyncInterval: every(c.ProviderSyncInterval, agentCfg.ProviderSyncInterval),
-		InstanceSyncInterval: every(c.InstanceSyncInterval, agentCfg.InstanceSyncInterval), BackgroundWorkers: c.BackgroundWorkers, Progress: stderr, Log: log.Named("fleet")})
+	// The scenario's own goroutines (the API clients) are profiled as
+	// one role; the fleet, the recorder and Berth's roles as theirs.
+	var res *Result
+	var runErr error
+	rolelabel.Do(ctx, "bench clients", func(ctx context.Context) {
+		res, runErr = Run(ctx, target, RunConfig{Load: c.Load, OnPhase: onPhase, Timeout: c.Timeout,
+			RegisterWorkers: c.RegisterWorkers, Liveness: c.Liveness, SkipSyncs: !c.Syncs, ReportInterval: report,
+			// A temporary etcd goes with the tool: no need to down its hosts
+			// (and send its leader after them) while it is stopped.
+			LeaveLeases:     c.Etcd == "" && c.DataDir == "",
+			ServiceDownTime: down, ProviderSyncInterval: every(c.ProviderSyncInterval, agentCfg.ProviderSyncInterval),
+			InstanceSyncInterval: every(c.InstanceSyncInterval, agentCfg.InstanceSyncInterval), BackgroundWorkers: c.BackgroundWorkers, Progress: stderr, Log: log.Named("fleet")})
+	})
 	if cause := context.Cause(ctx); runErr != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		runErr = fmt.Errorf("%w (because %v)", runErr, cause)
 	}
@@ -269,7 +276,10 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	// The tool's own client (fleet, recorder, baseline, coldstart loads)
 	// talks to etcd over the network as agents and a fresh scheduler
 	// would, and keeps its watches off the roles' client streams.
-	own, err := clientv3.New(clientv3.Config{Endpoints: []string{emb.ClientURL}, DialTimeout: cfg.Etcd.DialTimeout})
+	var own *clientv3.Client
+	rolelabel.Do(ctx, "bench etcd client", func(context.Context) {
+		own, err = clientv3.New(clientv3.Config{Endpoints: []string{emb.ClientURL}, DialTimeout: cfg.Etcd.DialTimeout})
+	})
 	if err != nil {
 		cleanup()
 		return nil, nil, fmt.Errorf("etcd client for %s: %w", emb.ClientURL, err)

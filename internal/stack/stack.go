@@ -31,6 +31,7 @@ import (
 	"github.com/berth-project/berth/internal/loadgc"
 	"github.com/berth-project/berth/internal/members"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/rolelabel"
 	"github.com/berth-project/berth/internal/status"
 	"github.com/berth-project/berth/leader"
 	"github.com/berth-project/berth/placement"
@@ -94,7 +95,10 @@ func Connect(ctx context.Context, cfg *configs.Config, log hclog.Logger) (*Stack
 		// etcd's own warnings (slow disk, late heartbeats, lost peers)
 		// belong in this process's log, as "<logger>.etcd" lines.
 		ec.Logger = log.Named("etcd")
-		srv, err := embedetcd.StartContext(ctx, ec)
+		// Its raft, apply and gRPC goroutines are profiled as one role.
+		var srv *embedetcd.Server
+		var err error
+		rolelabel.Do(ctx, "etcd server", func(ctx context.Context) { srv, err = embedetcd.StartContext(ctx, ec) })
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +111,10 @@ func Connect(ctx context.Context, cfg *configs.Config, log hclog.Logger) (*Stack
 	if err != nil {
 		return nil, err
 	}
-	cli, err := clientv3.New(cc)
+	// The client's transport goroutines (each answer's and watch event's
+	// decoding) are profiled as their own role.
+	var cli *clientv3.Client
+	rolelabel.Do(ctx, "etcd client", func(context.Context) { cli, err = clientv3.New(cc) })
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %v: %w", cc.Endpoints, err)
 	}
@@ -176,15 +183,16 @@ func (s *Stack) ServeStatus() error {
 	return nil
 }
 
-// go runs a role until the stack stops; a role that fails stops the process.
+// run runs a role until the stack stops, its goroutines profiled under
+// its name (package rolelabel); a role that fails stops the process.
 func (s *Stack) run(name string, f func(ctx context.Context) error) {
 	s.wg.Add(1)
-	go func() {
+	rolelabel.Go(s.ctx, name, func(ctx context.Context) {
 		defer s.wg.Done()
-		if err := f(s.ctx); err != nil && s.ctx.Err() == nil {
+		if err := f(ctx); err != nil && s.ctx.Err() == nil {
 			s.errs <- fmt.Errorf("%s: %w", name, err)
 		}
-	}()
+	})
 }
 
 // placementStore makes the stack's placement service without loading its
@@ -264,11 +272,12 @@ func (s *Stack) serveAddr(name, bind string, h http.Handler, wrap ...func(net.Li
 	srv := s.newServer(name, h)
 	s.servers = append(s.servers, srv)
 	s.Endpoints = append(s.Endpoints, [2]string{name, s.url(ln.Addr())})
-	go func() {
+	// Its connections' goroutines are profiled under the listener's name.
+	rolelabel.Go(s.ctx, name, func(context.Context) {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.errs <- fmt.Errorf("%s: %w", name, err)
 		}
-	}()
+	})
 	return ln.Addr(), nil
 }
 
@@ -439,7 +448,7 @@ func (s *Stack) startHostManager(c *configs.Scheduler) {
 	}
 	s.hosts = scheduler.NewHostManager(s.cli, s.keys, s.log.Named("scheduler").Named("hosts"),
 		scheduler.WithTrackInstanceChanges(c.TrackInstanceChanges))
-	go s.hosts.Run(s.ctx)
+	rolelabel.Go(s.ctx, "scheduler host manager", func(ctx context.Context) { s.hosts.Run(ctx) })
 	s.readyWhen("host manager", "the host manager has not read the hosts yet", s.hosts.WaitSynced)
 	s.metrics.WatchHosts(s.hosts.HostCounts)
 }
