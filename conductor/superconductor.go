@@ -15,6 +15,7 @@ import (
 	"github.com/berth-project/berth/etcdschema/records"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/testhook"
+	"github.com/berth-project/berth/internal/txnbatch"
 	"github.com/berth-project/berth/internal/workqueue"
 	"github.com/berth-project/berth/placement"
 	"github.com/berth-project/berth/scheduler"
@@ -62,12 +63,17 @@ type Superconductor struct {
 	queue *workqueue.Queue
 	// moves schedules MoveRequests (resizes, cold migrations; moves.go).
 	moves *workqueue.Queue
-	log   hclog.Logger
+	// handOffs sends the single-instance hand-offs of concurrent
+	// requests as one etcd request when several are ready together
+	// (package txnbatch): each is one work item's own keys, so they
+	// commute, and each still commits or fails on its own.
+	handOffs *txnbatch.Batcher
+	log      hclog.Logger
 }
 
 // NewSuperconductor builds one; Run starts it.
 func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
-	s := &Superconductor{cfg: cfg, log: cfg.Log}
+	s := &Superconductor{cfg: cfg, log: cfg.Log, handOffs: txnbatch.New(cfg.Client)}
 	s.queue = workqueue.New(workqueue.Config{
 		Client: cfg.Client, ItemPrefix: cfg.Keys.BuildRequests(), LeasePrefix: cfg.Keys.BuildRequestLeases(),
 		LeaseKey: cfg.Keys.BuildRequestLease, Holder: cfg.Holder, LeaseTTL: cfg.LeaseTTL,
@@ -342,16 +348,18 @@ func (s *Superconductor) freeClaims(ctx context.Context, uuids []string) error {
 // handOff creates the instance in its cell, stores the alternates, casts
 // the build to the host and deletes the BuildRequest: one transaction, so
 // either all of it happened or none did and another holder starts over.
+// Under load it rides in one etcd request with other requests' hand-offs
+// (s.handOffs), as a nested transaction of its own.
 func (s *Superconductor) handOff(ctx context.Context, g leasedRequest, sels []etcdschema.Selection) error {
 	cmps, ops, err := s.handOffOps(ctx, g, sels)
 	if err != nil {
 		return err
 	}
-	resp, err := s.cfg.Client.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	out, err := s.handOffs.Commit(ctx, cmps, ops)
 	if err != nil {
 		return fmt.Errorf("hand off %s to %s: %w", g.br.InstanceUUID, sels[0].ServiceHost, err)
 	}
-	if !resp.Succeeded {
+	if !out.Succeeded {
 		return s.lostHandOff(ctx, g)
 	}
 	s.handedOff(g, sels)
