@@ -328,7 +328,10 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 		etcdCfg := cfg.Etcd
 		etcdCfg.Embedded, etcdCfg.Endpoints = nil, []string{emb.ClientURL}
 		sc.Etcd = etcdCfg
-		s, err := stack.Connect(ctx, &sc, log.Named(fmt.Sprintf("berth-%d", i+1)))
+		// In the tool's process each scheduler stack reaches the member
+		// as berth server's roles reach theirs, in process (no gRPC over
+		// loopback), on a client of its own that a crash closes alone.
+		s, err := stack.ConnectInProcess(&sc, log.Named(fmt.Sprintf("berth-%d", i+1)), s0)
 		if err != nil {
 			cleanup()
 			return nil, nil, err

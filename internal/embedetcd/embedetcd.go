@@ -98,6 +98,9 @@ type Server struct {
 	client *clientv3.Client
 	gate   *gate
 	url    string
+	// wrap makes a v3client what Client returns (identity, gate,
+	// maintenance, lease server).
+	wrap func(*clientv3.Client)
 	// closeOnce: a test closes the member to simulate an outage and its
 	// cleanup closes it again; etcd's own Close panics the second time.
 	closeOnce sync.Once
@@ -218,16 +221,29 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd: %w", err)
 	}
-	cli := v3client.New(e.Server)
-	if id != nil {
-		id.wrap(cli)
-	}
 	g := newGate()
-	cli.KV = gatedKV{kv: cli.KV, g: g}
-	cli.Maintenance = maintenance{Maintenance: cli.Maintenance, srv: e.Server, url: cu.String(), tls: peerTLS}
-	cli.Lease = leaseWithServer{Lease: cli.Lease,
-		lc: adapter.LeaseServerToLeaseClient(v3rpc.NewQuotaLeaseServer(e.Server))}
-	return &Server{etcd: e, client: cli, gate: g, url: cu.String(), closing: closing}, nil
+	s := &Server{etcd: e, gate: g, url: cu.String(), closing: closing}
+	s.wrap = func(cli *clientv3.Client) {
+		if id != nil {
+			id.wrap(cli)
+		}
+		cli.KV = gatedKV{kv: cli.KV, g: g}
+		cli.Maintenance = maintenance{Maintenance: cli.Maintenance, srv: e.Server, url: cu.String(), tls: peerTLS}
+		cli.Lease = leaseWithServer{Lease: cli.Lease,
+			lc: adapter.LeaseServerToLeaseClient(v3rpc.NewQuotaLeaseServer(e.Server))}
+	}
+	s.client = s.NewClient()
+	return s, nil
+}
+
+// NewClient is another in-process client of the member, as Client is,
+// for roles of the same process that close their client on their own
+// (the load tool's scheduler stacks: a crash closes its client, not the
+// member's). Close it before the member.
+func (s *Server) NewClient() *clientv3.Client {
+	cli := v3client.New(s.etcd.Server)
+	s.wrap(cli)
+	return cli
 }
 
 // leaseWithServer is the in-process client's Lease, which also hands out

@@ -2,9 +2,12 @@ package stack
 
 import (
 	"context"
+	"errors"
 
+	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/placement"
@@ -77,4 +80,18 @@ func (s *Stack) Crash() {
 	s.waitRoles("crashed stack's roles did not stop within 30s")
 	close(drained)
 	s.servers, s.ownCli = nil, false
+}
+
+// ConnectInProcess is a stack on its own in-process client of member's
+// embedded etcd (no gRPC over loopback, as every role of member itself
+// reaches it), closed when the stack stops or crashes, the member left
+// running: the load tool's scheduler stacks in its own process.
+func ConnectInProcess(cfg *configs.Config, log hclog.Logger, member *Stack) (*Stack, error) {
+	if member.etcd == nil {
+		return nil, errors.New("stack: an in-process client needs a stack with an embedded etcd member")
+	}
+	s := New(cfg, log)
+	s.Attach(member.etcd.NewClient())
+	s.ownCli = true
+	return s, nil
 }
