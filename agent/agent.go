@@ -85,9 +85,10 @@ type Agent struct {
 	syncNow  chan struct{} // the service's disabled flag changed
 
 	// failedBuilds is the failed_builds this agent last read or wrote
-	// (-1: not known yet). The agent is the field's only writer (the API
-	// and registration keep it), so a success with the count already 0
-	// needs no read of the service record: one etcd read less per build.
+	// (-1: not known yet), registration's read included. The agent is the
+	// field's only writer (the API and registration keep it), so a
+	// success with the count already 0 needs no read of the service
+	// record: one etcd read less per build, the first one too.
 	failedMu     sync.Mutex
 	failedBuilds int
 

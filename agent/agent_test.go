@@ -203,10 +203,20 @@ func TestAgentFailedBuildsCountSurvivesRestartAndResets(t *testing.T) {
 	if n, _ := failed(); n != 2 {
 		t.Fatalf("failed_builds %d after two failures, want 2", n)
 	}
-	// A new agent process for the host (as after a restart) knows nothing.
+	// A new agent process for the host (as after a restart) knows nothing
+	// until it registers, which reads the record.
 	b, err := New(a.cfg, cli, keys, a.placement, a.driver, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b.failedBuilds != -1 {
+		t.Fatalf("a new agent knows failed_builds %d before registering", b.failedBuilds)
+	}
+	if err := b.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b.failedBuilds != 2 {
+		t.Fatalf("failed_builds %d learnt at registration, want 2", b.failedBuilds)
 	}
 	b.noteBuildResult(ctx, true)
 	n, rev := failed()

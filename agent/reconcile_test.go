@@ -219,18 +219,22 @@ func (c *countingDriver) Spawn(ctx context.Context, b *etcdschema.Build) error {
 func TestAgentHonoursMaxConcurrentBuildsAndResetsFailedBuilds(t *testing.T) {
 	e := newAgentEnv(t)
 	d := &countingDriver{FakeDriver: NewFakeDriver("h1", FakeConfig{BuildTime: 200 * time.Millisecond})}
-	e.run(t, d, 2)
 	ctx := context.Background()
-	// A failed build was counted before: success resets it.
-	svc := etcdschema.Service{}
-	resp, _ := e.cli.Get(ctx, e.keys.Service("h1"))
-	if err := json.Unmarshal(resp.Kvs[0].Value, &svc); err != nil {
-		t.Fatal(err)
-	}
-	svc.FailedBuilds = 4
+	// Failed builds were counted by the host's agent before it restarted:
+	// the record has them when this one registers, and a success resets
+	// them (the agent is the count's only writer, so it learns it there).
+	svc := etcdschema.Service{Host: "h1", FailedBuilds: 4}
 	if _, err := e.cli.Put(ctx, e.keys.Service("h1"), etcdschema.MustEncode(&svc)); err != nil {
 		t.Fatal(err)
 	}
+	a, _ := e.run(t, d, 2)
+	a.failedMu.Lock()
+	known := a.failedBuilds
+	a.failedMu.Unlock()
+	if known != 4 {
+		t.Fatalf("the agent learnt failed_builds %d at registration, want 4", known)
+	}
+	var resp *clientv3.GetResponse
 	for _, u := range []string{"a", "b", "c", "d", "e"} {
 		e.castCommand(t, u, "")
 	}
@@ -244,6 +248,7 @@ func TestAgentHonoursMaxConcurrentBuildsAndResetsFailedBuilds(t *testing.T) {
 		t.Fatalf("%d builds ran at once, want max_concurrent_builds = 2", most)
 	}
 	resp, _ = e.cli.Get(ctx, e.keys.Service("h1"))
+	svc = etcdschema.Service{}
 	if err := json.Unmarshal(resp.Kvs[0].Value, &svc); err != nil || svc.FailedBuilds != 0 {
 		t.Fatalf("failed_builds %d after successes, want 0 (%v)", svc.FailedBuilds, err)
 	}

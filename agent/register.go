@@ -19,14 +19,22 @@ import (
 // creates the compute node provider and reports its inventory, and maps
 // the host to its cell when the cell is known.
 func (a *Agent) register(ctx context.Context) error {
+	failed := -1
 	if err := a.updateService(ctx, func(s *etcdschema.Service) {
 		s.Cell = a.cfg.Cell
 		s.ProviderUUID = a.provider
 		s.AgentVersion = Version
 		s.CanLiveMigrate = canLiveMigrate(a.driver)
+		failed = s.FailedBuilds
 	}); err != nil {
 		return err
 	}
+	// The record just read (and kept) has the current failed_builds: the
+	// agent is its only writer, so the first build's success needs no
+	// read of it (noteBuildResult).
+	a.failedMu.Lock()
+	a.failedBuilds = failed
+	a.failedMu.Unlock()
 	if err := a.placement.EnsureProvider(ctx, a.provider, a.cfg.Host, ""); err != nil {
 		return fmt.Errorf("agent %s: ensure provider: %w", a.cfg.Host, err)
 	}
