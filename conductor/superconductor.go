@@ -85,6 +85,10 @@ func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
 		// a claim can only be left by an earlier holder, so this read is
 		// as good as one made after the lease, and costs no round trip.
 		AlsoRead: func(id string) []string { return []string{cfg.Keys.Consumer(id)} },
+		// Under load many workers lease requests at once: their W2s go as
+		// one etcd request (each a nested transaction of its own), as
+		// their hand-offs do (handOffs).
+		BatchLeases: true,
 	})
 	s.moves = s.newMoveQueue()
 	return s

@@ -19,6 +19,7 @@ import (
 	"github.com/berth-project/berth/internal/backoff"
 	"github.com/berth-project/berth/internal/informer"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/txnbatch"
 )
 
 // etcdResponseOp is one operation's answer inside a transaction.
@@ -68,6 +69,7 @@ type Queue struct {
 	process     ProcessFunc
 	deferFn     func(it Item, all iter.Seq[Item]) bool
 	alsoRead    func(id string) []string
+	leases      *txnbatch.Batcher // nil: each lease its own transaction
 	log         hclog.Logger
 	holderKey   func(id string) string // "" prefix: no registration, no affinity
 	holderPfx   string
@@ -137,6 +139,11 @@ type Config struct {
 	// leases an item (Item.Extra): state the work needs to see as of the
 	// moment it was leased, without another round trip to etcd.
 	AlsoRead func(id string) []string
+	// BatchLeases, when set, sends the leases of items that workers take
+	// at the same moment as one etcd request (package txnbatch), each a
+	// nested transaction that wins or loses on its own: one revision for
+	// several items under load instead of one each.
+	BatchLeases bool
 	// HolderPrefix and HolderKey, when set, register this queue (a key
 	// named by its session lease in hex, bound to it) and spread the items
 	// over the holders registered there. Unset, every holder tries every
@@ -195,6 +202,9 @@ func New(c Config) *Queue {
 		active: map[string]time.Time{}, wake: make(chan struct{}, 1), work: make(chan string, 1024),
 	}
 	q.misstep = q.logMisstep
+	if c.BatchLeases {
+		q.leases = txnbatch.New(c.Client)
+	}
 	// Each request's put and delete, and its lease's: on watch streams of
 	// their own (informer.OwnStream), so a burst of them does not set the
 	// process's other watches aside.
@@ -584,6 +594,18 @@ func (q *Queue) acquire(ctx context.Context, it Item) (bool, Item, error) {
 	}
 	val := etcdschema.MustEncode(&etcdschema.Lease{Holder: q.holder, LeaseID: int64(sess.Lease()), Since: time.Now().UTC()})
 	cmps, ops, extra := q.acquireOps(it, val, sess.Lease())
+	if q.leases != nil {
+		// Each item's lease writes its own lease key only: leases taken
+		// together commute, as txnbatch requires.
+		out, err := q.leases.Commit(ctx, cmps, ops)
+		if err != nil {
+			return false, it, fmt.Errorf("lease %s: %w", it.Key, err)
+		}
+		if !out.Succeeded {
+			return false, it, nil
+		}
+		return true, q.leased1(it, extra, out.Responses), nil
+	}
 	resp, err := q.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
 		return false, it, fmt.Errorf("lease %s: %w", it.Key, err)

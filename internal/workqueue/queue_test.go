@@ -46,38 +46,63 @@ func finish(q *Queue, cli *clientv3.Client) ProcessFunc {
 }
 
 func TestQueueWorksEachItemOnceAcrossHolders(t *testing.T) {
+	for _, tc := range []struct {
+		desc  string
+		batch bool
+	}{
+		{desc: "a lease transaction each"},
+		// Three holders racing for the same items, each sending the
+		// leases its workers take together as one request: every lease
+		// still wins or loses on its own.
+		{desc: "leases batched", batch: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) { worksEachItemOnceAcrossHolders(t, tc.batch) })
+	}
+}
+
+func worksEachItemOnceAcrossHolders(t *testing.T, batch bool) {
 	_, cli := etcdtest.NetClient(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var mu sync.Mutex
 	seen := map[string]int{}
-	done := make(chan struct{}, 100)
+	const items = 30
+	done := make(chan struct{}, items)
 	var queues []*Queue
 	for _, h := range []string{"a", "b", "c"} {
 		var q *Queue
-		q = testQueue(cli, h, func(ctx context.Context, it Item) error {
+		c := testQueueConfig(cli, h, func(ctx context.Context, it Item) error {
 			mu.Lock()
 			seen[it.ID]++
 			mu.Unlock()
+			if string(it.Value) != "x" {
+				return fmt.Errorf("item %s leased with value %q, want x", it.ID, it.Value)
+			}
 			if err := finish(q, cli)(ctx, it); err != nil {
 				return err
 			}
 			done <- struct{}{}
 			return nil
 		})
+		c.BatchLeases = batch
+		c.Workers = 8
+		q = New(c)
 		queues = append(queues, q)
 	}
 	runSynced(t, ctx, queues...)
-	for i := 0; i < 30; i++ {
-		if _, err := cli.Put(ctx, "/q/items/"+string(rune('A'+i)), "x"); err != nil {
-			t.Fatal(err)
-		}
+	ops := make([]clientv3.Op, items)
+	for i := range items {
+		ops[i] = clientv3.OpPut("/q/items/"+string(rune('A'+i)), "x")
 	}
-	for i := 0; i < 30; i++ {
+	// All at once, so that workers lease together.
+	if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < items; i++ {
 		select {
 		case <-done:
 		case <-time.After(20 * time.Second):
-			t.Fatalf("only %d of 30 items done", i)
+			t.Fatalf("only %d of %d items done", i, items)
 		}
 	}
 	mu.Lock()
@@ -86,6 +111,14 @@ func TestQueueWorksEachItemOnceAcrossHolders(t *testing.T) {
 		if n != 1 {
 			t.Errorf("item %s worked %d times", id, n)
 		}
+	}
+	if batch {
+		var reqs, txns int64
+		for _, q := range queues {
+			r, n := q.leases.Stats()
+			reqs, txns = reqs+r, txns+n
+		}
+		t.Logf("%d leases in %d requests", txns, reqs)
 	}
 }
 
