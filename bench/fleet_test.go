@@ -238,10 +238,14 @@ func TestFleetPerHostLiveness(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no delete of the victim's alive key seen")
 	}
-	// Its next beat finds the lease gone and registers again.
-	testwait.Poll(t, fleetWait, victim+" up again", func() (bool, string) {
+	// Its next beat finds the lease gone and registers again. The alive
+	// key is written again before the beat returns and the fleet records
+	// the new lease, so wait for both rather than read the lease the
+	// moment the host reads up (that raced on a loaded machine).
+	testwait.Poll(t, fleetWait, victim+" up again on a new lease", func() (bool, string) {
 		s := e.states(t)[victim]
-		return s == "up", s
+		return s == "up" && f.Lease(7) != old && f.Background().Regrants > 0,
+			fmt.Sprintf("%s, lease %x, %d re-granted", s, f.Lease(7), f.Background().Regrants)
 	})
 	if f.Lease(7) == old || f.Background().Regrants != 1 {
 		t.Fatalf("lease %x -> %x, %d re-granted", old, f.Lease(7), f.Background().Regrants)
