@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -20,6 +23,15 @@ import (
 type flavorStore struct {
 	cli  *clientv3.Client
 	keys etcdschema.Keys
+
+	// decoded keeps each flavor record as last decoded, by key, with the
+	// mod revision it was decoded at: every server create looks its
+	// flavor up by listing them all, and decoding every record's JSON
+	// each time was most of that lookup's CPU. A record whose mod
+	// revision is unchanged has the same bytes, so it is copied from here
+	// instead (a deep copy: callers may change what they get).
+	mu      sync.Mutex
+	decoded map[string]storedFlavor
 }
 
 // storedFlavor is a flavor with the key and revision it was read at.
@@ -42,14 +54,44 @@ func (s *flavorStore) list(ctx context.Context) ([]storedFlavor, int64, error) {
 		return nil, 0, fmt.Errorf("list flavors: %w", err)
 	}
 	out := make([]storedFlavor, 0, len(resp.Kvs))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.decoded == nil {
+		s.decoded = map[string]storedFlavor{}
+	}
 	for _, kv := range resp.Kvs {
+		if c, ok := s.decoded[string(kv.Key)]; ok && c.modRev == kv.ModRevision {
+			out = append(out, c.clone())
+			continue
+		}
 		sf := storedFlavor{key: string(kv.Key), modRev: kv.ModRevision}
 		if err := etcdschema.Decode(sf.key, kv.Value, &sf.Flavor); err != nil {
 			return nil, 0, err
 		}
+		s.decoded[sf.key] = sf.clone()
 		out = append(out, sf)
 	}
+	if len(s.decoded) > len(resp.Kvs) {
+		// Flavors were deleted: keep only those listed.
+		listed := make(map[string]bool, len(resp.Kvs))
+		for _, kv := range resp.Kvs {
+			listed[string(kv.Key)] = true
+		}
+		maps.DeleteFunc(s.decoded, func(k string, _ storedFlavor) bool { return !listed[k] })
+	}
 	return out, resp.Header.Revision, nil
+}
+
+// clone is a copy of sf that shares no map, slice or pointer with it.
+func (sf storedFlavor) clone() storedFlavor {
+	c := sf
+	c.ExtraSpecs = maps.Clone(sf.ExtraSpecs)
+	c.Projects = slices.Clone(sf.Projects)
+	if sf.Description != nil {
+		d := *sf.Description
+		c.Description = &d
+	}
+	return c
 }
 
 // flavorNotFound is FlavorNotFound's 404.
