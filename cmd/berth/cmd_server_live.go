@@ -7,7 +7,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/spf13/cobra"
-
 )
 
 // `berth server migrate --live [--host HOST] SERVER... [--wait]`: the live
