@@ -15,7 +15,8 @@ import (
 // The fields and their order per microversion are Nova 26's
 // (testdata/nova_moves.json). Two differ on purpose: dest_host is the
 // destination's host name (Nova shows its my_ip; Berth keeps no host
-// addresses), and old_/new_instance_type_id are the flavors' ids, as
+// addresses; for a live migration Nova's fake driver leaves it null,
+// nova_live.json), and old_/new_instance_type_id are the flavors' ids, as
 // integers when they spell one (Nova's are its database ids, which
 // Berth's flavors do not have).
 
@@ -185,8 +186,13 @@ func migrationView(c *reqCtx, m *servers.MigrationRecord) obj {
 	if c.v.atLeast(mvMigrationType) {
 		o = append(o, member{"migration_type", m.MigrationType})
 	}
-	o = append(o, member{"new_instance_type_id", flavorNumber(m.NewFlavor)},
-		member{"old_instance_type_id", flavorNumber(m.OldFlavor)})
+	if m.MigrationType == etcdschema.MigrationTypeEvacuation {
+		// Nova's evacuation records no flavors (nova_live.json).
+		o = append(o, member{"new_instance_type_id", nil}, member{"old_instance_type_id", nil})
+	} else {
+		o = append(o, member{"new_instance_type_id", flavorNumber(m.NewFlavor)},
+			member{"old_instance_type_id", flavorNumber(m.OldFlavor)})
+	}
 	if c.v.atLeast(mvMigrationsProject) {
 		o = append(o, member{"project_id", m.ProjectID})
 	}

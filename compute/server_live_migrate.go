@@ -16,9 +16,10 @@ import (
 // true before 2.68, is forced (the scheduler's filters skipped, Berth's
 // forced host); otherwise the scheduler checks it. Berth answers the
 // refusals Nova's conductor finds later (the driver cannot live
-// migrate, the server's own host) at once with Nova's 400 at every
-// microversion, where Nova from 2.34 answers 202 and fails the
-// migration asynchronously.
+// migrate, the server's own host, a disabled host not forced: "No valid
+// host was found. ") at once with Nova's 400 at every microversion,
+// where Nova from 2.34 answers 202 and fails the migration
+// asynchronously (testdata/nova_live.json, live_moves_nova_test.go).
 
 // Microversions of os-migrateLive's schema.
 const (
@@ -98,7 +99,10 @@ func liveFault(err error, id string) error {
 	var pre *servers.PreCheckError
 	var self *servers.LiveToSelfError
 	var se *servers.StateError
+	var nv *servers.NoValidHostError
 	switch {
+	case errors.As(err, &nv):
+		return errBadRequest(nv.Error())
 	case errors.As(err, &pre):
 		return errBadRequest(pre.Error())
 	case errors.As(err, &self):

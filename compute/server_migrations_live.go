@@ -61,17 +61,36 @@ func (a *API) showServerMigration(c *reqCtx) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	migs, err := a.liveMigrationsInProgress(c, v)
+	s := stateOf(v)
+	migs, err := a.servers.InstanceMigrations(c.r.Context(), s.cell, s.id)
 	if err != nil {
 		return 0, nil, err
 	}
+	id := c.vars["id"]
 	for _, m := range migs {
-		if strconv.FormatInt(m.ID, 10) == c.vars["id"] {
-			return http.StatusOK, obj{{"migration", serverMigrationView(c, m)}}, nil
+		if strconv.FormatInt(m.ID, 10) != id {
+			continue
 		}
+		switch {
+		case m.MigrationType != etcdschema.MigrationTypeLiveMigration:
+			return 0, nil, &fault{status: http.StatusNotFound, message: "Migration " + id + " for server " + v.ID() +
+				" is not live-migration."}
+		case !liveInProgress[m.Status]:
+			return 0, nil, &fault{status: http.StatusNotFound, message: "Live migration " + id + " for server " + v.ID() +
+				" is not in progress."}
+		}
+		return http.StatusOK, obj{{"migration", serverMigrationView(c, m)}}, nil
 	}
-	return 0, nil, &fault{status: http.StatusNotFound, message: "In-progress live migration " + c.vars["id"] +
+	return 0, nil, &fault{status: http.StatusNotFound, message: "In-progress live migration " + id +
 		" is not found for server " + v.ID() + "."}
+}
+
+// invalidStateConflict is the 409 of server_migrations.py for a server
+// in the wrong state: Nova's raise_http_conflict_for_instance_invalid_state
+// with an InstanceInvalidState that names no attribute, so its generic
+// words (as nova_live.json recorded for abort and force_complete).
+func invalidStateConflict(id, action string) error {
+	return errConflict("Instance " + id + " is in an invalid state for '" + action + "'")
 }
 
 // mvAbortQueued is the microversion from which a live migration not yet
@@ -92,7 +111,7 @@ func (a *API) abortServerMigration(c *reqCtx) (int, any, error) {
 	case err == nil:
 		return http.StatusAccepted, nil, nil
 	case errors.As(err, &se):
-		return 0, nil, errConflict(se.Error())
+		return 0, nil, invalidStateConflict(v.ID(), "abort live migration")
 	case errors.As(err, &nf):
 		return 0, nil, &fault{status: http.StatusNotFound, message: nf.Error()}
 	case errors.As(err, &ms):
@@ -124,7 +143,7 @@ func (a *API) forceCompleteMigration(c *reqCtx) (int, any, error) {
 	case err == nil:
 		return http.StatusAccepted, nil, nil
 	case errors.As(err, &se):
-		return 0, nil, errConflict(se.Error())
+		return 0, nil, invalidStateConflict(v.ID(), "force_complete")
 	case errors.As(err, &nf):
 		return 0, nil, errBadRequest(nf.Error())
 	case errors.As(err, &ms):

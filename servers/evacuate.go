@@ -88,8 +88,12 @@ func (s *Store) Evacuate(ctx context.Context, id string, r EvacuateRequest) (*et
 			return nil, err
 		}
 	}
-	if err := evacuable(&in); err != nil {
-		return nil, err
+	// Nova checks the vm_state first (check_instance_state, any task),
+	// then that the source is down, and the task only when it saves the
+	// instance: a server migrating off a host that is up is refused as
+	// ComputeServiceInUse, as nova_live.json recorded.
+	if in.Status != etcdschema.StatusActive && in.Status != etcdschema.StatusError {
+		return nil, &StateError{Action: "evacuate", ID: in.UUID, Attr: "vm_state", State: vmStateOf(&in)}
 	}
 	ended, err := s.readNamedMove(ctx, "evacuate", &in)
 	if err != nil {
@@ -114,6 +118,9 @@ func (s *Store) Evacuate(ctx context.Context, id string, r EvacuateRequest) (*et
 	}
 	if len(aliveKVs) > 0 && !svc.ForcedDown {
 		return nil, &ServiceInUseError{Host: in.Host}
+	}
+	if err := evacuable(&in); err != nil {
+		return nil, err
 	}
 	// The source must still read down when the evacuation is written: a
 	// host that came back (or was un-forced) meanwhile runs the server.

@@ -40,6 +40,15 @@ type PreCheckError struct{ Reason string }
 
 func (e *PreCheckError) Error() string { return "Migration pre-check error: " + e.Reason }
 
+// NoValidHostError is the scheduler's NoValidHost for a destination
+// asked for and not forced whose compute service is disabled: Nova's
+// ComputeFilter rejects it, and below 2.34 the API answers the
+// conductor's NoValidHost as a 400. Berth checks it before it accepts
+// (at every microversion, as its other pre-checks).
+type NoValidHostError struct{ Host string }
+
+func (e *NoValidHostError) Error() string { return "No valid host was found. " }
+
 // LiveToSelfError is Nova's UnableToMigrateToSelf.
 type LiveToSelfError struct{ ID, Host string }
 
@@ -75,6 +84,11 @@ func (s *Store) LiveMigrate(ctx context.Context, id string, r LiveMigrateRequest
 			continue
 		}
 		if err := s.checkCanLiveMigrate(ctx, h); err != nil {
+			return nil, err
+		}
+	}
+	if r.Host != "" && !r.Force {
+		if err := s.checkEnabled(ctx, r.Host); err != nil {
 			return nil, err
 		}
 	}
@@ -132,6 +146,27 @@ func (s *Store) checkCanLiveMigrate(ctx context.Context, host string) error {
 	}
 	if !svc.CanLiveMigrate {
 		return &PreCheckError{Reason: fmt.Sprintf("The compute driver of host %s cannot live migrate.", host)}
+	}
+	return nil
+}
+
+// checkEnabled refuses a destination whose compute service is disabled,
+// as the scheduler's ComputeFilter would.
+func (s *Store) checkEnabled(ctx context.Context, host string) error {
+	key := s.keys.Service(host)
+	resp, err := s.cli.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("read service of %s: %w", host, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return &HostError{Host: host}
+	}
+	var svc etcdschema.Service
+	if err := etcdschema.Decode(key, resp.Kvs[0].Value, &svc); err != nil {
+		return err
+	}
+	if svc.Disabled {
+		return &NoValidHostError{Host: host}
 	}
 	return nil
 }
