@@ -95,10 +95,6 @@ func (s *Store) Evacuate(ctx context.Context, id string, r EvacuateRequest) (*et
 	if in.Status != etcdschema.StatusActive && in.Status != etcdschema.StatusError {
 		return nil, &StateError{Action: "evacuate", ID: in.UUID, Attr: "vm_state", State: vmStateOf(&in)}
 	}
-	ended, err := s.readNamedMove(ctx, "evacuate", &in)
-	if err != nil {
-		return nil, err
-	}
 	if in.Host == "" {
 		// Never built: Nova's Service.get_by_compute_host(None).
 		return nil, &HostError{Host: "None"}
@@ -118,6 +114,12 @@ func (s *Store) Evacuate(ctx context.Context, id string, r EvacuateRequest) (*et
 	}
 	if len(aliveKVs) > 0 && !svc.ForcedDown {
 		return nil, &ServiceInUseError{Host: in.Host}
+	}
+	// A move in flight (or one ended in error, to settle) only after the
+	// source reads down, as Nova checks the task only when it saves.
+	ended, err := s.readNamedMove(ctx, "evacuate", &in)
+	if err != nil {
+		return nil, err
 	}
 	if err := evacuable(&in); err != nil {
 		return nil, err
