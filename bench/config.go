@@ -32,6 +32,8 @@ type Load struct {
 	DrainHosts     int
 	ServersPerHost int
 	DrainParallel  int
+	// The resize scenario: servers resized back and forth at once.
+	ResizeParallel int
 	Baseline       bool
 	BaselineTime   time.Duration
 	// BaselineRounds alternates the CAS and the claim baselines this many
@@ -100,7 +102,7 @@ const (
 
 // profilePhases are what -profile-phase accepts: the whole run, or one
 // of the phases Run reports to RunConfig.OnPhase.
-var profilePhases = []string{"all", "populate", "scenario", "baseline"}
+var profilePhases = []string{"all", "populate", "scenario", "moves", "baseline"}
 
 // DefaultConfig is the flags' defaults: a boot of 1,000 servers on 1,000
 // hosts in two cells, one scheduler, against a Berth the tool starts.
@@ -108,7 +110,8 @@ func DefaultConfig() Config {
 	return Config{
 		Load: Load{Scenario: "boot", Hosts: 1000, Cells: 2, Servers: 1000, Clients: 16, Groups: 20,
 			Duration: 30 * time.Second, InstancesPerHost: 10, DrainHosts: 10, ServersPerHost: 10, DrainParallel: 4,
-			BaselineTime: 2 * time.Second, BaselineRounds: 3},
+			ResizeParallel: 16,
+			BaselineTime:   2 * time.Second, BaselineRounds: 3},
 		Schedulers: 1, RegisterWorkers: 32, Liveness: LivenessPerHost, Syncs: true,
 		Prefix: etcdschema.DefaultPrefix, Format: FormatTable, ProfilePhase: "all",
 		Timeout: 10 * time.Minute, LogLevel: "warn",
@@ -118,10 +121,10 @@ func DefaultConfig() Config {
 // AddFlags binds c's fields to their flags on fs, c's values as the
 // defaults (start from DefaultConfig).
 func (c *Config) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Scenario, "scenario", c.Scenario, "populate, boot, churn, failover, coldstart or drain (or give it as the first argument)")
+	fs.StringVar(&c.Scenario, "scenario", c.Scenario, "populate, boot, churn, failover, coldstart, drain or resize (or give it as the first argument)")
 	fs.IntVar(&c.Hosts, "hosts", c.Hosts, "simulated hosts")
 	fs.IntVar(&c.Cells, "cells", c.Cells, "cells (hosts round-robin; one conductor each when the tool starts Berth)")
-	fs.IntVar(&c.Servers, "servers", c.Servers, "servers to boot (churn: the steady population; drain: the load beside the drained hosts' servers)")
+	fs.IntVar(&c.Servers, "servers", c.Servers, "servers to boot (churn: the steady population; drain, resize: the load beside the moved servers)")
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "servers posted per second (0: as fast as the clients go)")
 	fs.IntVar(&c.Clients, "clients", c.Clients, "concurrent API clients")
 	fs.DurationVar(&c.BuildTime, "build-time", c.BuildTime, "simulated build time per server")
@@ -129,11 +132,12 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.HintRatio, "hint-ratio", c.HintRatio, "fraction of servers with a same_host or different_host hint naming an ACTIVE server")
 	fs.Float64Var(&c.GroupRatio, "group-ratio", c.GroupRatio, "fraction of servers in a server group (m1.tiny)")
 	fs.IntVar(&c.Groups, "groups", c.Groups, "server groups to spread -group-ratio servers over (policies rotate)")
-	fs.DurationVar(&c.Duration, "duration", c.Duration, "churn: how long to delete and replace servers")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "churn: how long to delete and replace servers; resize: how long to resize servers")
 	fs.IntVar(&c.InstancesPerHost, "instances-per-host", c.InstancesPerHost, "coldstart: instances written per host")
 	fs.IntVar(&c.DrainHosts, "drain-hosts", c.DrainHosts, "drain: hosts drained at once")
 	fs.IntVar(&c.ServersPerHost, "servers-per-host", c.ServersPerHost, "drain: servers put on each drained host before it is drained")
 	fs.IntVar(&c.DrainParallel, "drain-parallel", c.DrainParallel, "drain: each drain's moves at once")
+	fs.IntVar(&c.ResizeParallel, "resize-parallel", c.ResizeParallel, "resize: servers resized at once (each back and forth between m1.tiny and m1.small, confirmed, for -duration)")
 	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "after the scenario, measure etcd's single-key CAS txn/s with as many workers as claims in flight")
 	fs.DurationVar(&c.BaselineTime, "baseline-time", c.BaselineTime, "how long each round of the CAS and of the claim baseline runs")
 	fs.IntVar(&c.BaselineRounds, "baseline-rounds", c.BaselineRounds, "rounds of the baselines, CAS and claims alternating (their rates are over all rounds)")
@@ -159,7 +163,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.JSONPath, "json", c.JSONPath, "append the result as a JSON line to FILE")
 	fs.StringVar(&c.Format, "format", c.Format, "stdout: table or json")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", c.CPUProfile, "write a CPU profile to FILE (of the whole run, or of -profile-phase)")
-	fs.StringVar(&c.ProfilePhase, "profile-phase", c.ProfilePhase, "what -cpuprofile covers: all, populate, scenario (the boot, churn or failover itself) or baseline")
+	fs.StringVar(&c.ProfilePhase, "profile-phase", c.ProfilePhase, "what -cpuprofile covers: all, populate, scenario (the boot, churn or failover itself), moves (drain, resize: only the measured moves, not the load's boot) or baseline")
 	fs.StringVar(&c.MemProfile, "memprofile", c.MemProfile, "write a heap profile at the end to FILE")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "how long to wait for servers to finish")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level of the started roles")
@@ -205,6 +209,8 @@ func (c *Config) Validate() error {
 		return bad("drain: -drain-hosts must be at least 1 and fewer than -hosts (the servers need somewhere to go)")
 	case c.Scenario == "drain" && (c.ServersPerHost < 1 || c.DrainParallel < 1 || c.DrainParallel > 64):
 		return bad("drain: -servers-per-host must be at least 1 and -drain-parallel between 1 and 64")
+	case c.Scenario == "resize" && (c.ResizeParallel < 1 || c.Duration <= 0 || c.Hosts < 2):
+		return bad("resize: -resize-parallel and -duration must be positive, and a resize needs another host (-hosts 2 or more)")
 	case c.Scenario == "failover" && c.Schedulers < 2 && c.Etcd == "":
 		return bad("failover needs -schedulers 2 or more")
 	case c.SchedulerCPU < 0 || (c.SchedulerCPU > 0 && c.SchedulerCPU < 0.01):
@@ -232,7 +238,7 @@ func (c *Config) Validate() error {
 	}
 	switch {
 	case !slices.Contains(profilePhases, c.ProfilePhase):
-		return bad("-profile-phase %q: want all, populate, scenario or baseline", c.ProfilePhase)
+		return bad("-profile-phase %q: want all, populate, scenario, moves or baseline", c.ProfilePhase)
 	case c.BaselineRounds < 1:
 		return bad("-baseline-rounds %d: want at least 1", c.BaselineRounds)
 	}

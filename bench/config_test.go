@@ -63,11 +63,13 @@ func TestConfigValidate(t *testing.T) {
 		{"instance sync too short", func(c *Config) { c.InstanceSyncInterval = 10 * time.Millisecond }, "-provider-sync-interval and -instance-sync-interval must be at least 100ms"},
 		{"down time not past the report interval", func(c *Config) { c.ReportInterval, c.ServiceDownTime = 20*time.Second, 20*time.Second },
 			"-service-down-time and -report-interval: the hosts' service_down_time (20s) must exceed their report_interval (20s)"},
-		{"profile phase", func(c *Config) { c.ProfilePhase = "build" }, `-profile-phase "build": want all, populate, scenario or baseline`},
+		{"profile phase", func(c *Config) { c.ProfilePhase = "build" }, `-profile-phase "build": want all, populate, scenario, moves or baseline`},
 		{"baseline rounds", func(c *Config) { c.BaselineRounds = 0 }, "-baseline-rounds 0: want at least 1"},
 		{"drain every host", func(c *Config) { c.Scenario, c.DrainHosts = "drain", c.Hosts }, "-drain-hosts must be at least 1 and fewer than -hosts"},
 		{"drain too parallel", func(c *Config) { c.Scenario, c.DrainParallel = "drain", 65 }, "-drain-parallel between 1 and 64"},
 		{"drain", func(c *Config) { c.Scenario = "drain" }, ""},
+		{"resize with nothing at once", func(c *Config) { c.Scenario, c.ResizeParallel = "resize", 0 }, "-resize-parallel and -duration must be positive"},
+		{"resize", func(c *Config) { c.Scenario = "resize" }, ""},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			c := DefaultConfig()
@@ -93,8 +95,8 @@ func TestConfigFlags(t *testing.T) {
 	c.AddFlags(fs)
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n != 45 {
-		t.Errorf("%d flags, want the 45 of berth bench", n)
+	if n != 46 {
+		t.Errorf("%d flags, want the 46 of berth bench", n)
 	}
 	if err := fs.Parse([]string{"-scenario", "churn", "-hosts", "7", "-syncs=false", "-scheduler-cpu", "0.5",
 		"-report-interval", "3s", "-etcd", "a,b", "-format", "json", "-log-level", "debug", "-noauth"}); err != nil {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -54,7 +55,8 @@ type Recorder struct {
 	counting  bool
 	firstRev  int64
 	finished  int
-	cond      chan struct{} // closed and replaced on every finished server
+	follows   map[string]*follow // servers a resize churn client waits on
+	cond      chan struct{}      // closed and replaced on every finished server
 	activeErr error
 }
 
@@ -148,6 +150,13 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 		if del {
 			return
 		}
+		// The key ends in the instance's uuid: a cast of a server not
+		// followed, or of one that has finished booting (a move's or a
+		// delete's), is not decoded: during a drain or a resize churn
+		// those are most casts, and the decoding is the tool's own cost.
+		if t := r.traces[path.Base(key)]; t == nil || t.finished() {
+			return
+		}
 		var b etcdschema.Build
 		if etcdschema.Decode(key, ev.Kv.Value, &b) != nil || b.Op != etcdschema.OpBuild {
 			return
@@ -162,11 +171,19 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 		if del {
 			return
 		}
+		id := path.Base(key)
+		t := r.traces[id]
+		f := r.follows[id]
+		if (t == nil || t.finished()) && f == nil {
+			return
+		}
 		var in etcdschema.Instance
 		if etcdschema.Decode(key, ev.Kv.Value, &in) != nil {
 			return
 		}
-		t := r.traces[in.UUID]
+		if f != nil {
+			f.seen(&in)
+		}
 		if t == nil || t.finished() {
 			return
 		}
@@ -366,4 +383,83 @@ func (r *Recorder) claimSpan(ids []string) (int, time.Duration) {
 		}
 	}
 	return n, last.Sub(first)
+}
+
+// follow is a server a client waits on beyond its boot (a resize churn's
+// server): the last state of its instance record the watch delivered.
+type follow struct {
+	last    instanceState
+	at      time.Time
+	seq     uint64        // records seen
+	changed chan struct{} // closed and replaced on every record seen
+}
+
+func (f *follow) seen(in *etcdschema.Instance) {
+	f.last = instanceState{Status: in.Status, TaskState: in.TaskState, Flavor: in.Flavor.Name, Migration: in.MigrationUUID}
+	f.at = time.Now()
+	f.seq++
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// instanceState is what WaitInstance's test sees of a followed server.
+type instanceState struct{ Status, TaskState, Flavor, Migration string }
+
+// Follow makes the recorder keep id's instance state from its next put
+// on, for WaitInstance; Unfollow forgets it.
+func (r *Recorder) Follow(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.follows == nil {
+		r.follows = map[string]*follow{}
+	}
+	if r.follows[id] == nil {
+		r.follows[id] = &follow{changed: make(chan struct{})}
+	}
+}
+
+// Unfollow forgets a server Follow followed.
+func (r *Recorder) Unfollow(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.follows, id)
+}
+
+// Seen is how many records of the followed server id the watch has
+// delivered: a WaitInstance from it sees only records written later.
+func (r *Recorder) Seen(id string) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f := r.follows[id]; f != nil {
+		return f.seq
+	}
+	return 0
+}
+
+// WaitInstance waits until a record of the followed server id, delivered
+// after the first `after` (Seen), satisfies ok; it returns that state
+// and when it arrived, or an error with the last state seen when ctx
+// ends first.
+func (r *Recorder) WaitInstance(ctx context.Context, id string, after uint64, ok func(instanceState) bool) (instanceState, time.Time, error) {
+	for {
+		r.mu.Lock()
+		f, err := r.follows[id], r.activeErr
+		if f == nil {
+			r.mu.Unlock()
+			return instanceState{}, time.Time{}, fmt.Errorf("server %s is not followed", id)
+		}
+		st, at, seq, ch := f.last, f.at, f.seq, f.changed
+		r.mu.Unlock()
+		if err != nil {
+			return st, at, err
+		}
+		if seq > after && ok(st) {
+			return st, at, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return st, at, fmt.Errorf("server %s last seen %+v: %w", id, st, ctx.Err())
+		}
+	}
 }

@@ -186,6 +186,10 @@ type Result struct {
 	MovesPerSec    float64 `json:"moves_per_s,omitempty"`
 	Move           *Pct    `json:"move_ms,omitempty"`
 	CPUMsPerMove   float64 `json:"process_cpu_ms_per_move,omitempty"`
+	// Resize: servers resized at once (the moves' figures above), and
+	// one resize's time from its request to VERIFY_RESIZE.
+	ResizeParallel int  `json:"resize_parallel,omitempty"`
+	ResizeVerify   *Pct `json:"resize_verify_ms,omitempty"`
 
 	// Coldstart.
 	Instances          int     `json:"instances,omitempty"`
@@ -229,7 +233,7 @@ func (r *Result) WriteTable(w io.Writer) {
 		}
 		row("hosts' liveness", "%s: %s; %s", r.Liveness, live, syncs)
 	}
-	if r.Servers > 0 && r.DrainedHosts == 0 {
+	if r.Servers > 0 && r.DrainedHosts == 0 && r.ResizeParallel == 0 {
 		row("servers", "%d requested from %d clients (rate %s), build time %s", r.Servers, r.Clients, rateString(r.Rate), r.BuildTime)
 		if r.Auth != "" {
 			row("auth", "%s (%d logins): every request through the Nova API (/v2.1)", r.Auth, r.Logins)
@@ -268,7 +272,7 @@ func (r *Result) WriteTable(w io.Writer) {
 				r.ClaimOnlyCPUMicros, r.ClaimOnlyPerTxn, r.ClaimOnlyCASRatio, roundRatios(r.ClaimOnlyRounds, r.CASRounds))
 		}
 	}
-	if r.Liveness != "" && r.Seconds > 0 && r.DrainedHosts == 0 {
+	if r.Liveness != "" && r.Seconds > 0 && r.DrainedHosts == 0 && r.ResizeParallel == 0 {
 		row("hosts' background", "%.0f renewals/s, %.1f provider syncs/s, %.1f instance syncs/s; %d leases re-granted, %d failed, %d overlapped, %d started a period or more late, worst start %.0f ms late",
 			r.RenewalsPerSec, r.ProviderSyncsPerSec, r.InstanceSyncsPerSec, r.LeasesRegranted, r.BackgroundFailures,
 			r.BackgroundOverlapped, r.BackgroundPeriodLate, r.BackgroundMaxLateMs)
@@ -302,7 +306,7 @@ func (r *Result) WriteTable(w io.Writer) {
 			r.SchedulerProcs, quota, r.SchedulerGOMAXPROCS)
 	}
 	switch {
-	case r.DrainedHosts > 0: // its own process row above, per move
+	case r.DrainedHosts > 0, r.ResizeParallel > 0: // its own process row below, per move
 	case r.CPUSeconds > 0 && r.SchedulerProcs > 0:
 		row("process", "%.1f CPU s (%.1f ms per measured server: the tool and its scheduler processes, %.1f CPU s in those), tool heap %.0f MB",
 			r.CPUSeconds, r.CPUMsPerServer, r.SchedulerProcsCPUSeconds, r.HeapMB)
@@ -316,6 +320,17 @@ func (r *Result) WriteTable(w io.Writer) {
 		row("moves", "%d moved, %d failed, %d lost; %.1f moves/s over %.2f s", r.Moves, r.MovesFailed, r.Lost, r.MovesPerSec, r.Seconds)
 		if r.Move != nil {
 			row("one move (ms)", "p50 %.1f / p90 %.1f / p99 %.1f / max %.1f  (%d): migration request -> confirmed", r.Move.P50, r.Move.P90, r.Move.P99, r.Move.Max, r.Move.N)
+		}
+		row("process", "%.1f CPU s, %.1f ms per move (everything in the process)", r.CPUSeconds, r.CPUMsPerMove)
+	}
+	if r.ResizeParallel > 0 {
+		row("resize", "%d servers resized at once, back and forth between %s and %s with a confirm each, beside %d servers of load anywhere (%s)",
+			r.ResizeParallel, resizeFlavors[0], resizeFlavors[1], r.Servers, r.Auth)
+		row("moves", "%d resized, %d failed, %d lost; %.1f moves/s over %.2f s", r.Moves, r.MovesFailed, r.Lost, r.MovesPerSec, r.Seconds)
+		if r.Move != nil && r.ResizeVerify != nil {
+			row("one move (ms)", "p50 %.1f / p90 %.1f / p99 %.1f / max %.1f  (%d): resize request -> ACTIVE on the new flavor, confirm included",
+				r.Move.P50, r.Move.P90, r.Move.P99, r.Move.Max, r.Move.N)
+			row("to VERIFY_RESIZE", "p50 %.1f / p90 %.1f / p99 %.1f / max %.1f", r.ResizeVerify.P50, r.ResizeVerify.P90, r.ResizeVerify.P99, r.ResizeVerify.Max)
 		}
 		row("process", "%.1f CPU s, %.1f ms per move (everything in the process)", r.CPUSeconds, r.CPUMsPerMove)
 	}

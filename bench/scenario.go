@@ -59,7 +59,7 @@ type RunConfig struct {
 }
 
 // Scenarios lists what Run accepts.
-var Scenarios = []string{"populate", "boot", "churn", "failover", "coldstart", "drain"}
+var Scenarios = []string{"populate", "boot", "churn", "failover", "coldstart", "drain", "resize"}
 
 // Run runs one scenario against t.
 func Run(ctx context.Context, t *Target, cfg RunConfig) (*Result, error) {
@@ -96,7 +96,7 @@ func Run(ctx context.Context, t *Target, cfg RunConfig) (*Result, error) {
 	switch cfg.Scenario {
 	case "coldstart":
 		err = r.coldstart(ctx)
-	case "populate", "boot", "churn", "failover", "drain":
+	case "populate", "boot", "churn", "failover", "drain", "resize":
 		err = r.withFleet(ctx)
 	default:
 		return nil, fmt.Errorf("unknown scenario %q (want one of %v)", cfg.Scenario, Scenarios)
@@ -257,6 +257,8 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 		err = r.churn(ctx)
 	case "drain":
 		err = r.drain(ctx)
+	case "resize":
+		err = r.resize(ctx)
 	}
 	endPhase()
 	if err == nil && cfg.Baseline {

@@ -1,0 +1,189 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/berth-project/berth/api"
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// The resize scenario, a steady resize churn: a loaded cloud (-servers
+// booted anywhere), then -resize-parallel servers of resizeFlavors[0],
+// each resized by a client of its own back and forth between the two
+// flavors for -duration, every resize confirmed (Nova's resize, wait for
+// VERIFY_RESIZE, confirmResize, wait for ACTIVE), one after the other.
+// It reports moves (resizes confirmed) per second over the phase, one
+// move's time from the client's resize request to the ACTIVE record on
+// the new flavor (the recorder's watch), the time to VERIFY_RESIZE, and
+// the process's CPU per move. A resize that failed (the server back
+// ACTIVE on its old flavor, or ERROR) and a server not ACTIVE afterwards
+// fail the run; timings never do.
+
+// resizeFlavors are the two flavors a server goes back and forth
+// between: the same VCPUs, more memory and disk one way.
+var resizeFlavors = [2]string{"m1.tiny", "m1.small"}
+
+func (r *runner) resize(ctx context.Context) error {
+	cfg := r.cfg
+	n := cfg.ResizeParallel
+	r.res.Servers, r.res.Clients, r.res.BuildTime, r.res.ResizeParallel = cfg.Servers, cfg.Clients, cfg.BuildTime.String(), n
+	if err := r.createAll(ctx, cfg.Servers, func(i int64) api.CreateRequest { return r.request(i) }); err != nil {
+		return fmt.Errorf("resize: the cloud's load: %w", err)
+	}
+	r.idsMu.Lock()
+	r.ids = nil
+	r.idsMu.Unlock()
+	err := r.createAll(ctx, n, func(i int64) api.CreateRequest {
+		return api.CreateRequest{Name: fmt.Sprintf("resized-%d", i), Flavor: resizeFlavors[0], Count: 1}
+	})
+	if err != nil {
+		return fmt.Errorf("resize: the resized servers: %w", err)
+	}
+	r.idsMu.Lock()
+	resized := slices.Clone(r.ids)
+	r.idsMu.Unlock()
+	for _, id := range resized {
+		if !r.rec.isActive(id) {
+			return fmt.Errorf("resize: server %s did not go ACTIVE (the load before any resize)", id)
+		}
+		r.rec.Follow(id)
+	}
+
+	var moved, failed atomic.Int64
+	stop := r.progress(ctx, func() string {
+		return fmt.Sprintf("resized %d, failed %d, API errors %d", moved.Load(), failed.Load(), r.apiErrors.Load())
+	})
+	defer stop()
+	m, err := r.startMeasuring(ctx)
+	if err != nil {
+		return err
+	}
+	endPhase := r.cfg.OnPhase("moves")
+	defer endPhase() // stopping a profile twice is harmless
+	deadline := m.start.Add(cfg.Duration)
+	var mu sync.Mutex
+	var whole, verify []time.Duration
+	var failures []string
+	var wg sync.WaitGroup
+	for _, id := range resized {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 1; time.Now().Before(deadline) && ctx.Err() == nil; k++ {
+				toVerify, total, err := r.resizeOnce(ctx, id, resizeFlavors[k%2])
+				mu.Lock()
+				if err != nil {
+					failed.Add(1)
+					failures = append(failures, err.Error())
+					mu.Unlock()
+					return
+				}
+				moved.Add(1)
+				whole, verify = append(whole, total), append(verify, toVerify)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(m.start)
+	cpu := r.cpuTime() - m.cpu
+	endPhase()
+	r.res.Seconds, r.res.CPUSeconds, r.res.HeapMB = took.Seconds(), cpu.Seconds(), heapMB()
+	r.res.Moves, r.res.MovesFailed, r.res.APIErrors = int(moved.Load()), int(failed.Load()), int(r.apiErrors.Load())
+	r.res.Measured = r.res.Moves
+	if r.res.Moves > 0 {
+		r.res.MovesPerSec = float64(r.res.Moves) / took.Seconds()
+		r.res.CPUMsPerMove = float64(cpu.Microseconds()) / 1000 / float64(r.res.Moves)
+	}
+	slices.Sort(whole)
+	slices.Sort(verify)
+	p, pv := pct(whole), pct(verify)
+	r.res.Move, r.res.ResizeVerify = &p, &pv
+	lost, err := r.checkActive(ctx, resized)
+	if err != nil {
+		return err
+	}
+	failures = append(failures, lost...)
+	if len(failures) > 0 {
+		return fmt.Errorf("resize: %d problems, first: %s", len(failures), failures[0])
+	}
+	return nil
+}
+
+// resizeOnce resizes server id to flavor and confirms it: the time to
+// VERIFY_RESIZE and to ACTIVE on the new flavor, each from the resize
+// request, as the recorder's watch saw them.
+func (r *runner) resizeOnce(ctx context.Context, id, flavor string) (toVerify, total time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	settled := func(s instanceState) bool { return s.TaskState == "" && s.Migration == "" }
+	seen := r.rec.Seen(id)
+	t0 := time.Now()
+	body := map[string]any{"resize": map[string]any{"flavorRef": benchFlavorIDs[flavor]}}
+	if err := r.nova.do(ctx, http.MethodPost, "/servers/"+id+"/action", body, nil); err != nil {
+		r.apiErrors.Add(1)
+		return 0, 0, fmt.Errorf("resize %s to %s: %w", id, flavor, err)
+	}
+	// VERIFY_RESIZE, or the move's end without it (it failed: the server
+	// is back ACTIVE where it was, or ERROR).
+	st, at, err := r.rec.WaitInstance(ctx, id, seen, func(s instanceState) bool {
+		return s.Status == etcdschema.StatusVerifyResize || settled(s)
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("resize %s to %s: %w", id, flavor, err)
+	}
+	if st.Status != etcdschema.StatusVerifyResize {
+		return 0, 0, fmt.Errorf("resize %s to %s ended %s on %s without VERIFY_RESIZE", id, flavor, st.Status, st.Flavor)
+	}
+	toVerify = at.Sub(t0)
+	seen = r.rec.Seen(id)
+	if err := r.nova.do(ctx, http.MethodPost, "/servers/"+id+"/action", map[string]any{"confirmResize": nil}, nil); err != nil {
+		r.apiErrors.Add(1)
+		return 0, 0, fmt.Errorf("confirm the resize of %s to %s: %w", id, flavor, err)
+	}
+	st, at, err = r.rec.WaitInstance(ctx, id, seen, func(s instanceState) bool {
+		return s.Status != etcdschema.StatusVerifyResize && settled(s)
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("confirm the resize of %s to %s: %w", id, flavor, err)
+	}
+	if st.Status != etcdschema.StatusActive || st.Flavor != flavor {
+		return 0, 0, fmt.Errorf("resize %s to %s confirmed, but the server is %s on %s", id, flavor, st.Status, st.Flavor)
+	}
+	return toVerify, at.Sub(t0), nil
+}
+
+// checkActive counts the servers that are not ACTIVE through the API now
+// as lost, and says which.
+func (r *runner) checkActive(ctx context.Context, ids []string) ([]string, error) {
+	var mu sync.Mutex
+	var lost []string
+	err := r.forEachHost(ctx, ids, func(id string) error {
+		s, err := r.nova.showServer(ctx, id)
+		var ae *api.APIError
+		switch {
+		case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+			s = &novaServer{ID: id, Status: "gone"}
+		case err != nil:
+			return err
+		}
+		if s.Status != "ACTIVE" {
+			mu.Lock()
+			lost = append(lost, fmt.Sprintf("%s %s on %q", id, s.Status, s.Host))
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("check the resized servers: %w", err)
+	}
+	r.res.Lost = len(lost)
+	return lost, nil
+}
