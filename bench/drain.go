@@ -282,7 +282,7 @@ func (r *runner) drainProgress(ctx context.Context, hosts []string) string {
 // (the last update, which made it confirmed), sorted.
 func (r *runner) moveTimes(ctx context.Context, hosts []string) ([]time.Duration, error) {
 	k := r.t.Keys
-	var ops []clientv3.Op
+	var migs []string
 	for _, h := range hosts {
 		resp, err := r.t.Client.Get(ctx, k.HostDrain(h))
 		if err != nil {
@@ -297,30 +297,49 @@ func (r *runner) moveTimes(ctx context.Context, hosts []string) ([]time.Duration
 		}
 		for _, s := range d.Instances {
 			if s.State == etcdschema.DrainMoved && s.MigrationUUID != "" {
-				ops = append(ops, clientv3.OpGet(k.Migration(s.Cell, s.MigrationUUID)))
+				migs = append(migs, k.Migration(s.Cell, s.MigrationUUID))
 			}
 		}
 	}
 	var out []time.Duration
-	for start := 0; start < len(ops); start += 100 {
-		resp, err := r.t.Client.Txn(ctx).Then(ops[start:min(start+100, len(ops))]...).Commit()
+	stages := moveStages{}
+	err := r.readMigrations(ctx, migs, func(m *etcdschema.Migration) {
+		if m.Status == etcdschema.MigrationConfirmed {
+			out = append(out, m.UpdatedAt.Sub(m.CreatedAt))
+			stages.add(m)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the drains' migrations: %w", err)
+	}
+	r.res.MoveStages = stages.pcts()
+	slices.Sort(out)
+	return out, nil
+}
+
+// readMigrations reads the migration records at keys, 100 to a read
+// transaction (etcd allows 128 operations), and hands each to fn.
+func (r *runner) readMigrations(ctx context.Context, keys []string, fn func(*etcdschema.Migration)) error {
+	for start := 0; start < len(keys); start += 100 {
+		var ops []clientv3.Op
+		for _, key := range keys[start:min(start+100, len(keys))] {
+			ops = append(ops, clientv3.OpGet(key))
+		}
+		resp, err := r.t.Client.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
-			return nil, fmt.Errorf("read the drains' migrations: %w", err)
+			return err
 		}
 		for _, rr := range resp.Responses {
 			for _, kv := range rr.GetResponseRange().Kvs {
 				var m etcdschema.Migration
 				if err := etcdschema.Decode(string(kv.Key), kv.Value, &m); err != nil {
-					return nil, err
+					return err
 				}
-				if m.Status == etcdschema.MigrationConfirmed {
-					out = append(out, m.UpdatedAt.Sub(m.CreatedAt))
-				}
+				fn(&m)
 			}
 		}
 	}
-	slices.Sort(out)
-	return out, nil
+	return nil
 }
 
 // checkMovedOff counts the drained hosts' servers that are not ACTIVE

@@ -395,7 +395,7 @@ type follow struct {
 }
 
 func (f *follow) seen(in *etcdschema.Instance) {
-	f.last = instanceState{Status: in.Status, TaskState: in.TaskState, Flavor: in.Flavor.Name, Migration: in.MigrationUUID}
+	f.last = instanceState{Status: in.Status, TaskState: in.TaskState, Flavor: in.Flavor.Name, Migration: in.MigrationUUID, Cell: in.Cell}
 	f.at = time.Now()
 	f.seq++
 	close(f.changed)
@@ -403,7 +403,7 @@ func (f *follow) seen(in *etcdschema.Instance) {
 }
 
 // instanceState is what WaitInstance's test sees of a followed server.
-type instanceState struct{ Status, TaskState, Flavor, Migration string }
+type instanceState struct{ Status, TaskState, Flavor, Migration, Cell string }
 
 // Follow makes the recorder keep id's instance state from its next put
 // on, for WaitInstance; Unfollow forgets it.

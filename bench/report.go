@@ -188,8 +188,11 @@ type Result struct {
 	CPUMsPerMove   float64 `json:"process_cpu_ms_per_move,omitempty"`
 	// Resize: servers resized at once (the moves' figures above), and
 	// one resize's time from its request to VERIFY_RESIZE.
-	ResizeParallel int  `json:"resize_parallel,omitempty"`
-	ResizeVerify   *Pct `json:"resize_verify_ms,omitempty"`
+	ResizeParallel int `json:"resize_parallel,omitempty"`
+	// MoveStages split the moves' times by their migrations' events
+	// (moveStages), drain and resize.
+	MoveStages   map[string]Pct `json:"move_stages_ms,omitempty"`
+	ResizeVerify *Pct           `json:"resize_verify_ms,omitempty"`
 
 	// Coldstart.
 	Instances          int     `json:"instances,omitempty"`
@@ -321,6 +324,7 @@ func (r *Result) WriteTable(w io.Writer) {
 		if r.Move != nil {
 			row("one move (ms)", "p50 %.1f / p90 %.1f / p99 %.1f / max %.1f  (%d): migration request -> confirmed", r.Move.P50, r.Move.P90, r.Move.P99, r.Move.Max, r.Move.N)
 		}
+		r.stageRows(row)
 		row("process", "%.1f CPU s, %.1f ms per move (everything in the process)", r.CPUSeconds, r.CPUMsPerMove)
 	}
 	if r.ResizeParallel > 0 {
@@ -332,6 +336,7 @@ func (r *Result) WriteTable(w io.Writer) {
 				r.Move.P50, r.Move.P90, r.Move.P99, r.Move.Max, r.Move.N)
 			row("to VERIFY_RESIZE", "p50 %.1f / p90 %.1f / p99 %.1f / max %.1f", r.ResizeVerify.P50, r.ResizeVerify.P90, r.ResizeVerify.P99, r.ResizeVerify.Max)
 		}
+		r.stageRows(row)
 		row("process", "%.1f CPU s, %.1f ms per move (everything in the process)", r.CPUSeconds, r.CPUMsPerMove)
 	}
 	if r.LeaderKilled != "" {
@@ -342,6 +347,15 @@ func (r *Result) WriteTable(w io.Writer) {
 			r.ColdStartSec, r.PlacementLoadSec, r.HostManagerLoadSec, r.ColdStartCPUSec, r.ColdStartHeapMB, r.Instances)
 	}
 	tw.Flush()
+}
+
+// stageRows prints the moves' stages (moveStages), in a move's order.
+func (r *Result) stageRows(row func(name, format string, args ...any)) {
+	for _, name := range moveStageOrder {
+		if p, ok := r.MoveStages[name]; ok {
+			row("  "+name, "p50 %.1f / p90 %.1f / p99 %.1f ms  (%d)", p.P50, p.P90, p.P99, p.N)
+		}
+	}
 }
 
 func rateString(r float64) string {

@@ -70,6 +70,7 @@ func (r *runner) resize(ctx context.Context) error {
 	deadline := m.start.Add(cfg.Duration)
 	var mu sync.Mutex
 	var whole, verify []time.Duration
+	var migs []string
 	var failures []string
 	var wg sync.WaitGroup
 	for _, id := range resized {
@@ -77,7 +78,7 @@ func (r *runner) resize(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for k := 1; time.Now().Before(deadline) && ctx.Err() == nil; k++ {
-				toVerify, total, err := r.resizeOnce(ctx, id, resizeFlavors[k%2])
+				toVerify, total, mig, err := r.resizeOnce(ctx, id, resizeFlavors[k%2])
 				mu.Lock()
 				if err != nil {
 					failed.Add(1)
@@ -86,7 +87,7 @@ func (r *runner) resize(ctx context.Context) error {
 					return
 				}
 				moved.Add(1)
-				whole, verify = append(whole, total), append(verify, toVerify)
+				whole, verify, migs = append(whole, total), append(verify, toVerify), append(migs, mig)
 				mu.Unlock()
 			}
 		}()
@@ -106,6 +107,11 @@ func (r *runner) resize(ctx context.Context) error {
 	slices.Sort(verify)
 	p, pv := pct(whole), pct(verify)
 	r.res.Move, r.res.ResizeVerify = &p, &pv
+	stages := moveStages{}
+	if err := r.readMigrations(ctx, migs, func(m *etcdschema.Migration) { stages.add(m) }); err != nil {
+		return fmt.Errorf("resize: read the migrations: %w", err)
+	}
+	r.res.MoveStages = stages.pcts()
 	lost, err := r.checkActive(ctx, resized)
 	if err != nil {
 		return err
@@ -120,7 +126,7 @@ func (r *runner) resize(ctx context.Context) error {
 // resizeOnce resizes server id to flavor and confirms it: the time to
 // VERIFY_RESIZE and to ACTIVE on the new flavor, each from the resize
 // request, as the recorder's watch saw them.
-func (r *runner) resizeOnce(ctx context.Context, id, flavor string) (toVerify, total time.Duration, err error) {
+func (r *runner) resizeOnce(ctx context.Context, id, flavor string) (toVerify, total time.Duration, migration string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
 	settled := func(s instanceState) bool { return s.TaskState == "" && s.Migration == "" }
@@ -129,7 +135,7 @@ func (r *runner) resizeOnce(ctx context.Context, id, flavor string) (toVerify, t
 	body := map[string]any{"resize": map[string]any{"flavorRef": benchFlavorIDs[flavor]}}
 	if err := r.nova.do(ctx, http.MethodPost, "/servers/"+id+"/action", body, nil); err != nil {
 		r.apiErrors.Add(1)
-		return 0, 0, fmt.Errorf("resize %s to %s: %w", id, flavor, err)
+		return 0, 0, "", fmt.Errorf("resize %s to %s: %w", id, flavor, err)
 	}
 	// VERIFY_RESIZE, or the move's end without it (it failed: the server
 	// is back ACTIVE where it was, or ERROR).
@@ -137,27 +143,27 @@ func (r *runner) resizeOnce(ctx context.Context, id, flavor string) (toVerify, t
 		return s.Status == etcdschema.StatusVerifyResize || settled(s)
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("resize %s to %s: %w", id, flavor, err)
+		return 0, 0, "", fmt.Errorf("resize %s to %s: %w", id, flavor, err)
 	}
 	if st.Status != etcdschema.StatusVerifyResize {
-		return 0, 0, fmt.Errorf("resize %s to %s ended %s on %s without VERIFY_RESIZE", id, flavor, st.Status, st.Flavor)
+		return 0, 0, "", fmt.Errorf("resize %s to %s ended %s on %s without VERIFY_RESIZE", id, flavor, st.Status, st.Flavor)
 	}
-	toVerify = at.Sub(t0)
+	toVerify, migration = at.Sub(t0), r.t.Keys.Migration(st.Cell, st.Migration)
 	seen = r.rec.Seen(id)
 	if err := r.nova.do(ctx, http.MethodPost, "/servers/"+id+"/action", map[string]any{"confirmResize": nil}, nil); err != nil {
 		r.apiErrors.Add(1)
-		return 0, 0, fmt.Errorf("confirm the resize of %s to %s: %w", id, flavor, err)
+		return 0, 0, "", fmt.Errorf("confirm the resize of %s to %s: %w", id, flavor, err)
 	}
 	st, at, err = r.rec.WaitInstance(ctx, id, seen, func(s instanceState) bool {
 		return s.Status != etcdschema.StatusVerifyResize && settled(s)
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("confirm the resize of %s to %s: %w", id, flavor, err)
+		return 0, 0, "", fmt.Errorf("confirm the resize of %s to %s: %w", id, flavor, err)
 	}
 	if st.Status != etcdschema.StatusActive || st.Flavor != flavor {
-		return 0, 0, fmt.Errorf("resize %s to %s confirmed, but the server is %s on %s", id, flavor, st.Status, st.Flavor)
+		return 0, 0, "", fmt.Errorf("resize %s to %s confirmed, but the server is %s on %s", id, flavor, st.Status, st.Flavor)
 	}
-	return toVerify, at.Sub(t0), nil
+	return toVerify, at.Sub(t0), migration, nil
 }
 
 // checkActive counts the servers that are not ACTIVE through the API now

@@ -16,7 +16,7 @@ func TestBenchResizeSmoke(t *testing.T) {
 			res.Moves, res.MovesFailed, res.Lost, res.APIErrors, res)
 	}
 	if res.Move == nil || res.Move.N != res.Moves || res.ResizeVerify == nil || res.ResizeVerify.N != res.Moves ||
-		res.MovesPerSec <= 0 || res.CPUMsPerMove <= 0 || res.ResizeParallel != 4 {
+		res.MovesPerSec <= 0 || res.CPUMsPerMove <= 0 || res.ResizeParallel != 4 || len(res.MoveStages) < 5 {
 		t.Fatalf("the moves' figures not reported: %+v (move %+v)", res, res.Move)
 	}
 	t.Logf("%.1f moves/s, one resize p50 %.0f ms p99 %.0f ms (to VERIFY_RESIZE p50 %.0f ms), %.1f ms CPU per move",
