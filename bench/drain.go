@@ -148,6 +148,18 @@ func (r *runner) createAll(ctx context.Context, n int, req func(i int64) api.Cre
 				q := req(i)
 				t0 := time.Now()
 				id, err := r.nova.createServer(ctx, q)
+				// A 503 is the API saying etcd did not answer in time
+				// (a loaded machine): tried again, as a client would,
+				// a few times; counted as API errors.
+				var ae *api.APIError
+				for try := 0; try < 5 && errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable; try++ {
+					r.apiErrors.Add(1)
+					if !backoff.Sleep(ctx, time.Duration(try+1)*time.Second) {
+						break
+					}
+					t0 = time.Now()
+					id, err = r.nova.createServer(ctx, q)
+				}
 				t1 := time.Now()
 				r.posted.Add(1)
 				if err != nil {
