@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/backoff"
 )
 
 // The resize scenario, a steady resize churn: a loaded cloud (-servers
@@ -133,8 +134,7 @@ func (r *runner) resizeOnce(ctx context.Context, id, flavor string) (toVerify, t
 	seen := r.rec.Seen(id)
 	t0 := time.Now()
 	body := map[string]any{"resize": map[string]any{"flavorRef": benchFlavorIDs[flavor]}}
-	if err := r.nova.do(ctx, http.MethodPost, "/servers/"+id+"/action", body, nil); err != nil {
-		r.apiErrors.Add(1)
+	if err := r.post503(ctx, "/servers/"+id+"/action", body); err != nil {
 		return 0, 0, "", fmt.Errorf("resize %s to %s: %w", id, flavor, err)
 	}
 	// VERIFY_RESIZE, or the move's end without it (it failed: the server
@@ -150,8 +150,7 @@ func (r *runner) resizeOnce(ctx context.Context, id, flavor string) (toVerify, t
 	}
 	toVerify, migration = at.Sub(t0), r.t.Keys.Migration(st.Cell, st.Migration)
 	seen = r.rec.Seen(id)
-	if err := r.nova.do(ctx, http.MethodPost, "/servers/"+id+"/action", map[string]any{"confirmResize": nil}, nil); err != nil {
-		r.apiErrors.Add(1)
+	if err := r.post503(ctx, "/servers/"+id+"/action", map[string]any{"confirmResize": nil}); err != nil {
 		return 0, 0, "", fmt.Errorf("confirm the resize of %s to %s: %w", id, flavor, err)
 	}
 	st, at, err = r.rec.WaitInstance(ctx, id, seen, func(s instanceState) bool {
@@ -164,6 +163,28 @@ func (r *runner) resizeOnce(ctx context.Context, id, flavor string) (toVerify, t
 		return 0, 0, "", fmt.Errorf("resize %s to %s confirmed, but the server is %s on %s", id, flavor, st.Status, st.Flavor)
 	}
 	return toVerify, at.Sub(t0), migration, nil
+}
+
+// post503 posts body to /v2.1+path, again after a 503 (the API's "the
+// state store could not be read or written; try again": at 10,000 hosts
+// on a loaded machine, 100 upsizes at once in the tool's one project
+// timed out counting the project's servers for the quota check), up to
+// five times with a growing pause; each error is counted.
+func (r *runner) post503(ctx context.Context, path string, body any) error {
+	for try := 0; ; try++ {
+		err := r.nova.do(ctx, http.MethodPost, path, body, nil)
+		if err == nil {
+			return nil
+		}
+		r.apiErrors.Add(1)
+		var ae *api.APIError
+		if try >= 4 || !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable {
+			return err
+		}
+		if !backoff.Sleep(ctx, time.Duration(try+1)*time.Second) {
+			return err
+		}
+	}
 }
 
 // checkActive counts the servers that are not ACTIVE through the API now
