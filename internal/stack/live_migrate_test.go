@@ -291,8 +291,7 @@ func TestLiveMigrateAbort(t *testing.T) {
 		t.Error("the destination lists the aborted server")
 	}
 	code, out = r.novaAt("2.24", "DELETE", "/servers/"+id+"/migrations/"+mid, nil)
-	if code != http.StatusConflict || !strings.Contains(fmt.Sprint(out), "Cannot 'abort live migration' instance "+id+
-		" while it is in task_state None") {
+	if code != http.StatusConflict || !strings.Contains(fmt.Sprint(out), "Instance "+id+" is in an invalid state for 'abort live migration'") { // Nova 26, recorded
 		t.Errorf("abort again: %d %v", code, out)
 	}
 }
@@ -330,8 +329,7 @@ func TestLiveMigrateForceComplete(t *testing.T) {
 	r.checkUsages("after the forced migration", hosts, map[string]usage{"compute-2": flavorUsage(tiny)},
 		map[string]map[string]usage{id: {"compute-2": flavorUsage(tiny)}, mig.UUID: nil})
 	code, out := r.novaAt("2.22", "POST", "/servers/"+id+"/migrations/"+mid+"/action", force)
-	if code != http.StatusConflict || !strings.Contains(fmt.Sprint(out), "Cannot 'force_complete' instance "+id+
-		" while it is in task_state None") {
+	if code != http.StatusConflict || !strings.Contains(fmt.Sprint(out), "Instance "+id+" is in an invalid state for 'force_complete'") { // Nova 26, recorded
 		t.Errorf("force_complete once done: %d %v", code, out)
 	}
 }
