@@ -249,12 +249,22 @@ func (s *Store) ReserveResize(ctx context.Context, r ResizeRequest) (Guard, erro
 	if r.Cores <= 0 && r.RAMMB <= 0 {
 		return Guard{}, nil
 	}
+	// Unlimited cores and ram (the project's and the user's) cannot
+	// refuse the upsize: no count, which reads every server of the
+	// project (a resize churn in a 2,000-server project timed out on it
+	// at 100 at once). The fence still moves, as ReserveServers' does.
+	set, _, err := s.readSet(ctx, r.Project, 0)
+	if err != nil {
+		return Guard{}, err
+	}
+	if lim, userLim := s.merge(set, ""), s.merge(set, r.User); !upsizeLimited(lim, userLim, r) {
+		return s.fence(r.Project, r.RequestID, 0), nil
+	}
 	u, rev, err := s.CountUser(ctx, r.Project, r.User, "")
 	if err != nil {
 		return Guard{}, err
 	}
-	set, _, err := s.readSet(ctx, r.Project, rev)
-	if err != nil {
+	if set, _, err = s.readSet(ctx, r.Project, rev); err != nil {
 		return Guard{}, err
 	}
 	lim, userLim := s.merge(set, ""), s.merge(set, r.User)
@@ -262,6 +272,13 @@ func (s *Store) ReserveResize(ctx context.Context, r ResizeRequest) (Guard, erro
 		return Guard{}, err
 	}
 	return s.fence(r.Project, r.RequestID, rev), nil
+}
+
+// upsizeLimited says whether a limit (the project's or the user's) caps
+// a resource the resize grows.
+func upsizeLimited(lim, userLim Limits, r ResizeRequest) bool {
+	return (r.Cores > 0 && (lim[Cores] >= 0 || userLim[Cores] >= 0)) ||
+		(r.RAMMB > 0 && (lim[RAM] >= 0 || userLim[RAM] >= 0))
 }
 
 // deltasAllowed is limit_check_project_and_user over the resize's

@@ -152,3 +152,47 @@ func TestResizeGuardFencesCreates(t *testing.T) {
 		t.Fatalf("the resize committed against a count the create changed: %v", err)
 	}
 }
+
+// TestUpsizeCountsOnlyUnderALimit: an upsize whose grown resources no
+// limit caps (the project's or the user's) is not counted — its guard
+// only moves the fence, with nothing to compare — while a cap on either
+// makes it count and compare as before.
+func TestUpsizeCountsOnlyUnderALimit(t *testing.T) {
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/q")
+	ctx := context.Background()
+	for _, c := range []struct {
+		desc     string
+		defaults Limits
+		users    map[string]map[string]int64
+		req      ResizeRequest
+		counted  bool
+	}{
+		{desc: "unlimited", defaults: Limits{Instances: 10, Cores: -1, RAM: -1},
+			req: ResizeRequest{Project: "p", User: "u", Cores: 2, RAMMB: 512}},
+		{desc: "only ram grows, cores capped", defaults: Limits{Instances: 10, Cores: 20, RAM: -1},
+			req: ResizeRequest{Project: "p", User: "u", RAMMB: 512}},
+		{desc: "cores grow and are capped", defaults: Limits{Instances: 10, Cores: 20, RAM: -1},
+			req: ResizeRequest{Project: "p", User: "u", Cores: 1}, counted: true},
+		{desc: "the user's own cap", defaults: Limits{Instances: 10, Cores: -1, RAM: -1},
+			users: map[string]map[string]int64{"u": {Cores: 4}},
+			req:   ResizeRequest{Project: "p", User: "u", Cores: 1}, counted: true},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			if _, err := cli.Put(ctx, keys.QuotaSet("p"), string(etcdschema.MustEncode(&etcdschema.QuotaSet{Users: c.users}))); err != nil {
+				t.Fatal(err)
+			}
+			s := New(cli, keys, c.defaults, nil)
+			g, err := s.ReserveResize(ctx, c.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(g.Ops) != 1 {
+				t.Errorf("guard ops %d, want the fence's put", len(g.Ops))
+			}
+			if counted := len(g.Cmps) > 0; counted != c.counted {
+				t.Errorf("counted (compares the fence) = %v, want %v", counted, c.counted)
+			}
+		})
+	}
+}
