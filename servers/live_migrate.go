@@ -79,18 +79,28 @@ func (s *Store) LiveMigrate(ctx context.Context, id string, r LiveMigrateRequest
 			return nil, &LiveToSelfError{ID: id, Host: in.Host}
 		}
 	}
+	// Each host's service is read once: the source's and the
+	// destination's drivers must live-migrate (in that order, as Nova's
+	// checks), then a destination not forced must be enabled.
+	var dest *etcdschema.Service
 	for _, h := range []string{in.Host, r.Host} {
 		if h == "" {
 			continue
 		}
-		if err := s.checkCanLiveMigrate(ctx, h); err != nil {
+		svc, err := s.readService(ctx, h)
+		if err != nil {
 			return nil, err
+		}
+		if !svc.CanLiveMigrate {
+			return nil, &PreCheckError{Reason: fmt.Sprintf("The compute driver of host %s cannot live migrate.", h)}
+		}
+		if h == r.Host {
+			dest = svc
 		}
 	}
-	if r.Host != "" && !r.Force {
-		if err := s.checkEnabled(ctx, r.Host); err != nil {
-			return nil, err
-		}
+	if dest != nil && !r.Force && dest.Disabled {
+		// As the scheduler's ComputeFilter would.
+		return nil, &NoValidHostError{Host: r.Host}
 	}
 	now := time.Now().UTC()
 	node := in.Node
@@ -129,44 +139,19 @@ func (s *Store) LiveMigrate(ctx context.Context, id string, r LiveMigrateRequest
 	return mig, nil
 }
 
-// checkCanLiveMigrate refuses a host whose driver cannot live-migrate,
-// as its agent recorded on the service record.
-func (s *Store) checkCanLiveMigrate(ctx context.Context, host string) error {
+// readService reads host's service record (HostError when it has none).
+func (s *Store) readService(ctx context.Context, host string) (*etcdschema.Service, error) {
 	key := s.keys.Service(host)
 	resp, err := s.cli.Get(ctx, key)
 	if err != nil {
-		return fmt.Errorf("read service of %s: %w", host, err)
+		return nil, fmt.Errorf("read service of %s: %w", host, err)
 	}
 	if len(resp.Kvs) == 0 {
-		return &HostError{Host: host}
+		return nil, &HostError{Host: host}
 	}
 	var svc etcdschema.Service
 	if err := etcdschema.Decode(key, resp.Kvs[0].Value, &svc); err != nil {
-		return err
+		return nil, err
 	}
-	if !svc.CanLiveMigrate {
-		return &PreCheckError{Reason: fmt.Sprintf("The compute driver of host %s cannot live migrate.", host)}
-	}
-	return nil
-}
-
-// checkEnabled refuses a destination whose compute service is disabled,
-// as the scheduler's ComputeFilter would.
-func (s *Store) checkEnabled(ctx context.Context, host string) error {
-	key := s.keys.Service(host)
-	resp, err := s.cli.Get(ctx, key)
-	if err != nil {
-		return fmt.Errorf("read service of %s: %w", host, err)
-	}
-	if len(resp.Kvs) == 0 {
-		return &HostError{Host: host}
-	}
-	var svc etcdschema.Service
-	if err := etcdschema.Decode(key, resp.Kvs[0].Value, &svc); err != nil {
-		return err
-	}
-	if svc.Disabled {
-		return &NoValidHostError{Host: host}
-	}
-	return nil
+	return &svc, nil
 }
