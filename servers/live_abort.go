@@ -51,24 +51,11 @@ func (s *Store) AbortLiveMigration(ctx context.Context, id, migrationID string, 
 	}
 	in := *v.Instance
 	if in.TaskState != etcdschema.TaskMigrating {
-		state := in.TaskState
-		if state == "" {
-			state = "None"
-		}
-		return &StateError{Action: action, ID: id, Attr: "task_state", State: state}
+		return &StateError{Action: action, ID: id, Attr: "task_state", State: taskStateOrNone(in.TaskState)}
 	}
-	migs, err := s.InstanceMigrations(ctx, in.Cell, id)
+	found, err := s.findInstanceMigration(ctx, in.Cell, id, migrationID)
 	if err != nil {
 		return err
-	}
-	var found *MigrationRecord
-	for i := range migs {
-		if strconv.FormatInt(migs[i].ID, 10) == migrationID {
-			found = &migs[i]
-		}
-	}
-	if found == nil {
-		return &MigrationNotFoundError{ID: migrationID, Instance: id}
 	}
 	mig := found.Migration
 	if mig.MigrationType != etcdschema.MigrationTypeLiveMigration || !etcdschema.LiveAbortable(mig.Status, queuedToo) ||
@@ -87,15 +74,8 @@ func (s *Store) AbortLiveMigration(ctx context.Context, id, migrationID string, 
 	if requestID == "" {
 		cur.AbortRequestID = "abort"
 	}
-	resp, err := s.cli.Txn(ctx).If(
-		clientv3.Compare(clientv3.ModRevision(s.keys.CellInstance(in.Cell, id)), "=", v.Rev),
-		clientv3.Compare(clientv3.ModRevision(mkey), "=", mrev)).
-		Then(clientv3.OpPut(mkey, etcdschema.MustEncode(cur))).Commit()
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", action, id, err)
-	}
-	if !resp.Succeeded {
-		return fmt.Errorf("%s %s: %w", action, id, ErrKeptChanging)
+	if err := s.putMigrationIfUnchanged(ctx, action, id, in.Cell, v.Rev, mkey, mrev, cur); err != nil {
+		return err
 	}
 	s.log.Info("live migration abort requested", "instance", id, "migration", mig.UUID, "status", mig.Status,
 		"request_id", requestID)
@@ -121,24 +101,11 @@ func (s *Store) ForceCompleteLiveMigration(ctx context.Context, id, migrationID,
 		return &StateError{Action: action, ID: id, Attr: "vm_state", State: vmStateOf(&in)}
 	}
 	if in.TaskState != etcdschema.TaskMigrating {
-		state := in.TaskState
-		if state == "" {
-			state = "None"
-		}
-		return &StateError{Action: action, ID: id, Attr: "task_state", State: state}
+		return &StateError{Action: action, ID: id, Attr: "task_state", State: taskStateOrNone(in.TaskState)}
 	}
-	migs, err := s.InstanceMigrations(ctx, in.Cell, id)
+	found, err := s.findInstanceMigration(ctx, in.Cell, id, migrationID)
 	if err != nil {
 		return err
-	}
-	var found *MigrationRecord
-	for i := range migs {
-		if strconv.FormatInt(migs[i].ID, 10) == migrationID {
-			found = &migs[i]
-		}
-	}
-	if found == nil {
-		return &MigrationNotFoundError{ID: migrationID, Instance: id}
 	}
 	if found.Status != etcdschema.MigrationRunning || found.MigrationType != etcdschema.MigrationTypeLiveMigration {
 		return &MigrationStateError{ID: migrationID, Instance: id, State: found.Status, Method: "force complete"}
@@ -158,9 +125,46 @@ func (s *Store) ForceCompleteLiveMigration(ctx context.Context, id, migrationID,
 	if requestID == "" {
 		cur.ForceCompleteRequestID = "force-complete"
 	}
+	if err := s.putMigrationIfUnchanged(ctx, action, id, in.Cell, v.Rev, mkey, mrev, cur); err != nil {
+		return err
+	}
+	s.log.Info("live migration force complete requested", "instance", id, "migration", found.UUID, "request_id", requestID)
+	return nil
+}
+
+// taskStateOrNone is a task state as Nova's messages print it: Python's
+// None when there is none.
+func taskStateOrNone(state string) string {
+	if state == "" {
+		return "None"
+	}
+	return state
+}
+
+// findInstanceMigration is server id's migration whose Nova integer id
+// is migrationID, or Nova's MigrationNotFoundForInstance.
+func (s *Store) findInstanceMigration(ctx context.Context, cell, id, migrationID string) (*MigrationRecord, error) {
+	migs, err := s.InstanceMigrations(ctx, cell, id)
+	if err != nil {
+		return nil, err
+	}
+	for i := range migs {
+		if strconv.FormatInt(migs[i].ID, 10) == migrationID {
+			return &migs[i], nil
+		}
+	}
+	return nil, &MigrationNotFoundError{ID: migrationID, Instance: id}
+}
+
+// putMigrationIfUnchanged writes a request onto a running migration,
+// only if neither server id (read at instRev) nor the migration (at
+// migRev) changed since the checks above read them: the agent or the
+// superconductor working it may have moved it on meanwhile.
+func (s *Store) putMigrationIfUnchanged(ctx context.Context, action, id, cell string, instRev int64,
+	mkey string, migRev int64, cur *etcdschema.Migration) error {
 	resp, err := s.cli.Txn(ctx).If(
-		clientv3.Compare(clientv3.ModRevision(s.keys.CellInstance(in.Cell, id)), "=", v.Rev),
-		clientv3.Compare(clientv3.ModRevision(mkey), "=", mrev)).
+		clientv3.Compare(clientv3.ModRevision(s.keys.CellInstance(cell, id)), "=", instRev),
+		clientv3.Compare(clientv3.ModRevision(mkey), "=", migRev)).
 		Then(clientv3.OpPut(mkey, etcdschema.MustEncode(cur))).Commit()
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", action, id, err)
@@ -168,6 +172,5 @@ func (s *Store) ForceCompleteLiveMigration(ctx context.Context, id, migrationID,
 	if !resp.Succeeded {
 		return fmt.Errorf("%s %s: %w", action, id, ErrKeptChanging)
 	}
-	s.log.Info("live migration force complete requested", "instance", id, "migration", found.UUID, "request_id", requestID)
 	return nil
 }
