@@ -43,52 +43,20 @@ func registerMoveRetry(kind string, h moveRetryHandler) {
 }
 
 func (c *CellConductor) processMoveRetry(ctx context.Context, it workqueue.Item, retry *etcdschema.Retry) error {
-	k := c.cfg.Keys
-	uuid := retry.InstanceUUID
-	migUUID := retry.Build.Move.MigrationUUID
-	log := c.log.With("instance", uuid, "migration", migUUID)
-	ikey, mkey := k.CellInstance(c.cfg.Cell, uuid), k.Migration(c.cfg.Cell, migUUID)
-	resp, err := c.cfg.Client.Txn(ctx).Then(clientv3.OpGet(ikey), clientv3.OpGet(mkey)).Commit()
+	r, err := c.readMigrationRetry(ctx, retry, "move")
 	if err != nil {
-		return fmt.Errorf("read move of %s: %w", uuid, err)
+		return err
 	}
-	ikv, mkv := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
-	var inst etcdschema.Instance
-	var mig etcdschema.Migration
-	if len(ikv) == 1 {
-		if err := etcdschema.Decode(ikey, ikv[0].Value, &inst); err != nil {
-			return err
-		}
-	}
-	if len(mkv) == 1 {
-		if err := etcdschema.Decode(mkey, mkv[0].Value, &mig); err != nil {
-			return err
-		}
-	}
-	if len(ikv) == 0 || len(mkv) == 0 || inst.MigrationUUID != migUUID || mig.Status != etcdschema.MigrationPreMigrating {
-		log.Info("move retry no longer current (server deleted or move settled), dropping it")
+	if !r.current() {
+		r.log.Info("move retry no longer current (server deleted or move settled), dropping it")
 		return c.finish(ctx, it, nil)
 	}
-	instRev, migRev := ikv[0].ModRevision, mkv[0].ModRevision
-	// The agent freed its claim before filing the retry: a claim the
-	// instance holds now is a dead conductor's, and we hold the retry.
-	if err := c.cfg.Placement.DeleteAllocations(ctx, uuid); err != nil && !errors.Is(err, placement.ErrNotFound) {
-		return fmt.Errorf("free stale claim of %s: %w", uuid, err)
+	tx, handled, err := c.retryOnAlternate(ctx, it, retry, r, etcdschema.MovePrep, etcdschema.MovePrep,
+		"cellconductor.before-move-commit")
+	if handled || err != nil {
+		return err
 	}
-	noteRetryFailure(&mig, etcdschema.MovePrep, retry)
-	tx := migrationRetryTxn{c: c, it: it, uuid: uuid, ikey: ikey, mkey: mkey, instRev: instRev, migRev: migRev, what: "move"}
-	// As a build's retry: an alternate passed the group's filter when the
-	// move was scheduled, but members may have moved since.
-	sel, rest, claimed, err := c.claimAlternate(ctx, log, uuid, inst.Group, inst.ProjectID, inst.UserID,
-		mig.Remaining, len(mig.Attempts), mig.MaxAttempts)
-	mig.Remaining = rest
-	if err != nil {
-		return fmt.Errorf("the move of %s: %w", uuid, err)
-	}
-	if claimed {
-		testhook.Pause(ctx, "cellconductor.before-move-commit", uuid)
-		return tx.castToAlternate(ctx, log, &inst, &mig, sel, etcdschema.MovePrep, retry)
-	}
+	k, uuid, migUUID, inst, mig, log := c.cfg.Keys, r.uuid, r.migUUID, r.inst, r.mig, r.log
 
 	// Nothing left: the source's allocation back to the instance, then
 	// the migration in error and the server ACTIVE on its source.
@@ -133,6 +101,83 @@ func exhausted(what, uuid string, attempts []etcdschema.Attempt) (reasons []stri
 	}
 	return reasons, fmt.Sprintf("Exceeded maximum number of retries. Exhausted all hosts available for retrying %s failures for instance %s. Attempts: %s",
 		what, uuid, strings.Join(reasons, "; "))
+}
+
+// migrationRetryRead is what the retry of a migration-backed move (a
+// cold move's prep, an evacuation's rebuild) reads first: the instance
+// and the migration, each with its revision (0 when absent).
+type migrationRetryRead struct {
+	what, uuid, migUUID string
+	ikey, mkey          string
+	inst                etcdschema.Instance
+	mig                 etcdschema.Migration
+	instRev, migRev     int64
+	log                 hclog.Logger
+}
+
+// readMigrationRetry reads a retry's instance and migration in one
+// request; what names the move in errors ("move", "evacuation").
+func (c *CellConductor) readMigrationRetry(ctx context.Context, retry *etcdschema.Retry, what string) (*migrationRetryRead, error) {
+	k := c.cfg.Keys
+	r := &migrationRetryRead{what: what, uuid: retry.InstanceUUID, migUUID: retry.Build.Move.MigrationUUID}
+	r.log = c.log.With("instance", r.uuid, "migration", r.migUUID)
+	r.ikey, r.mkey = k.CellInstance(c.cfg.Cell, r.uuid), k.Migration(c.cfg.Cell, r.migUUID)
+	resp, err := c.cfg.Client.Txn(ctx).Then(clientv3.OpGet(r.ikey), clientv3.OpGet(r.mkey)).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("read %s of %s: %w", what, r.uuid, err)
+	}
+	ikv, mkv := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
+	if len(ikv) == 1 {
+		if err := etcdschema.Decode(r.ikey, ikv[0].Value, &r.inst); err != nil {
+			return nil, err
+		}
+		r.instRev = ikv[0].ModRevision
+	}
+	if len(mkv) == 1 {
+		if err := etcdschema.Decode(r.mkey, mkv[0].Value, &r.mig); err != nil {
+			return nil, err
+		}
+		r.migRev = mkv[0].ModRevision
+	}
+	return r, nil
+}
+
+// current is whether the retry still belongs to a move in prep: the
+// server and its migration exist, the server still points at it, and it
+// has not settled.
+func (r *migrationRetryRead) current() bool {
+	return r.instRev != 0 && r.migRev != 0 && r.inst.MigrationUUID == r.migUUID &&
+		r.mig.Status == etcdschema.MigrationPreMigrating
+}
+
+// retryOnAlternate records the failed step (event) on the migration and
+// casts step to the next stored alternate, claimed first, exactly as a
+// build's retry (an alternate passed the group's filter when the move
+// was scheduled, but members may have moved since); handled is false
+// when none is left, and tx is then the guarded transaction that ends
+// the move. pause names the test pause point before the cast ("" none).
+func (c *CellConductor) retryOnAlternate(ctx context.Context, it workqueue.Item, retry *etcdschema.Retry,
+	r *migrationRetryRead, event, step, pause string) (tx migrationRetryTxn, handled bool, err error) {
+	// The agent freed its claim before filing the retry: a claim the
+	// instance holds now is a dead conductor's, and we hold the retry.
+	if err := c.cfg.Placement.DeleteAllocations(ctx, r.uuid); err != nil && !errors.Is(err, placement.ErrNotFound) {
+		return tx, false, fmt.Errorf("free stale claim of %s: %w", r.uuid, err)
+	}
+	noteRetryFailure(&r.mig, event, retry)
+	tx = migrationRetryTxn{c: c, it: it, uuid: r.uuid, ikey: r.ikey, mkey: r.mkey, instRev: r.instRev, migRev: r.migRev, what: r.what}
+	sel, rest, claimed, err := c.claimAlternate(ctx, r.log, r.uuid, r.inst.Group, r.inst.ProjectID, r.inst.UserID,
+		r.mig.Remaining, len(r.mig.Attempts), r.mig.MaxAttempts)
+	r.mig.Remaining = rest
+	if err != nil {
+		return tx, false, fmt.Errorf("the %s of %s: %w", r.what, r.uuid, err)
+	}
+	if !claimed {
+		return tx, false, nil
+	}
+	if pause != "" {
+		testhook.Pause(ctx, pause, r.uuid)
+	}
+	return tx, true, tx.castToAlternate(ctx, r.log, &r.inst, &r.mig, sel, step, retry)
 }
 
 // migrationRetryTxn commits the outcome of a migration-backed move's

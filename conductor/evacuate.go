@@ -146,51 +146,23 @@ func (s *Superconductor) failEvacuation(ctx context.Context, it workqueue.Item, 
 // retryEvacuation works a failed rebuild's retry: the next alternate,
 // claimed first, gets the rebuild; with none left the evacuation fails.
 func (c *CellConductor) retryEvacuation(ctx context.Context, it workqueue.Item, retry *etcdschema.Retry) error {
-	k := c.cfg.Keys
-	uuid, migUUID := retry.InstanceUUID, retry.Build.Move.MigrationUUID
-	log := c.log.With("instance", uuid, "migration", migUUID)
-	ikey, mkey := k.CellInstance(c.cfg.Cell, uuid), k.Migration(c.cfg.Cell, migUUID)
-	resp, err := c.cfg.Client.Txn(ctx).Then(clientv3.OpGet(ikey), clientv3.OpGet(mkey)).Commit()
+	r, err := c.readMigrationRetry(ctx, retry, "evacuation")
 	if err != nil {
-		return fmt.Errorf("read evacuation of %s: %w", uuid, err)
-	}
-	ikv, mkv := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
-	var inst etcdschema.Instance
-	var mig etcdschema.Migration
-	if len(ikv) == 1 {
-		if err := etcdschema.Decode(ikey, ikv[0].Value, &inst); err != nil {
-			return err
-		}
-	}
-	if len(mkv) == 1 {
-		if err := etcdschema.Decode(mkey, mkv[0].Value, &mig); err != nil {
-			return err
-		}
+		return err
 	}
 	if retry.Build.Move.Step == etcdschema.MoveEvacuateFreeSource {
-		return c.freeEvacuatedSource(ctx, it, &mig, len(mkv) == 1, retry.Build.RequestID)
+		return c.freeEvacuatedSource(ctx, it, &r.mig, r.migRev != 0, retry.Build.RequestID)
 	}
-	if len(ikv) == 0 || len(mkv) == 0 || inst.MigrationUUID != migUUID || mig.Status != etcdschema.MigrationPreMigrating {
-		log.Info("evacuation retry no longer current (server deleted or evacuation settled), dropping it")
+	if !r.current() {
+		r.log.Info("evacuation retry no longer current (server deleted or evacuation settled), dropping it")
 		return c.finish(ctx, it, nil)
 	}
-	instRev, migRev := ikv[0].ModRevision, mkv[0].ModRevision
-	// The agent freed its claim before filing the retry: a claim the
-	// instance holds now is a dead conductor's, and we hold the retry.
-	if err := c.cfg.Placement.DeleteAllocations(ctx, uuid); err != nil && !errors.Is(err, placement.ErrNotFound) {
-		return fmt.Errorf("free stale claim of %s: %w", uuid, err)
+	tx, handled, err := c.retryOnAlternate(ctx, it, retry, r, etcdschema.EventEvacuateRebuild,
+		etcdschema.MoveEvacuateRebuild, "")
+	if handled || err != nil {
+		return err
 	}
-	noteRetryFailure(&mig, etcdschema.EventEvacuateRebuild, retry)
-	tx := migrationRetryTxn{c: c, it: it, uuid: uuid, ikey: ikey, mkey: mkey, instRev: instRev, migRev: migRev, what: "evacuation"}
-	sel, rest, claimed, err := c.claimAlternate(ctx, log, uuid, inst.Group, inst.ProjectID, inst.UserID,
-		mig.Remaining, len(mig.Attempts), mig.MaxAttempts)
-	mig.Remaining = rest
-	if err != nil {
-		return fmt.Errorf("the evacuation of %s: %w", uuid, err)
-	}
-	if claimed {
-		return tx.castToAlternate(ctx, log, &inst, &mig, sel, etcdschema.MoveEvacuateRebuild, retry)
-	}
+	k, uuid, migUUID, inst, mig, log := c.cfg.Keys, r.uuid, r.migUUID, r.inst, r.mig, r.log
 
 	// Nothing left: the source's allocation back to the instance, then
 	// the migration failed and the server ERROR with every reason.
