@@ -53,17 +53,7 @@ func TestDrainResumesAfterLeaderChange(t *testing.T) {
 		first = startFirstLeader(t, ctx, kill, cli, keys, mover, firstDone)
 	}})
 	ids := r.boot("compute-1", 6)
-	if _, ok := first.Fence(); !ok {
-		t.Fatal("the first candidate lost the lead before the drain")
-	}
-	if _, err := r.drains.Start(r.ctx, "compute-1", drain.Request{Parallel: 2}, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-firstDone:
-	case <-time.After(time.Minute):
-		t.Fatal("the first leader never reached its third move")
-	}
+	drainUntilFirstLeaderDies(t, r, first, firstDone)
 	mid, err := r.drains.Get(r.ctx, "compute-1")
 	if err != nil {
 		t.Fatal(err)
@@ -113,17 +103,7 @@ func TestDrainCancelledInFailoverAdoptsTheUnrecordedMove(t *testing.T) {
 	}})
 	drains.Store(r.drains)
 	ids := r.boot("compute-1", 5)
-	if _, ok := first.Fence(); !ok {
-		t.Fatal("the first candidate lost the lead before the drain")
-	}
-	if _, err := r.drains.Start(r.ctx, "compute-1", drain.Request{Parallel: 2}, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-firstDone:
-	case <-time.After(time.Minute):
-		t.Fatal("the first leader never reached its third move")
-	}
+	drainUntilFirstLeaderDies(t, r, first, firstDone)
 	// Settled, and every server it did not move given up (not waiting
 	// for a look any more): the new leader has been over it.
 	var d *etcdschema.HostDrain
@@ -204,5 +184,22 @@ func startFirstLeader(t *testing.T, ctx context.Context, kill func(), cli *clien
 		case <-first.Changed():
 		case <-time.After(time.Second):
 		}
+	}
+}
+
+// drainUntilFirstLeaderDies starts compute-1's drain under the first
+// leader and returns when that leader has died at its crashing move.
+func drainUntilFirstLeaderDies(t *testing.T, r *rig, first *leader.Leader, firstDone <-chan struct{}) {
+	t.Helper()
+	if _, ok := first.Fence(); !ok {
+		t.Fatal("the first candidate lost the lead before the drain")
+	}
+	if _, err := r.drains.Start(r.ctx, "compute-1", drain.Request{Parallel: 2}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-firstDone:
+	case <-time.After(time.Minute):
+		t.Fatal("the first leader never reached its third move")
 	}
 }
