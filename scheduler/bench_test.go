@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -244,18 +245,23 @@ func heapMB() float64 {
 // one after the other, which gives each its own CPU and heap.
 // BERTH_BENCH_CPUPROFILE and BERTH_BENCH_MEMPROFILE write profiles of the
 // loads alone (without populating etcd, which -cpuprofile would include);
-// BERTH_BENCH_CHILD_LOG=FILE writes the process child's output to FILE.
+// BERTH_BENCH_CHILD_LOG=FILE writes the process child's output to FILE;
+// BERTH_BENCH_COLD_DATA=DIR keeps the populated etcd in DIR for the next
+// run with the same host count (coldStartEtcd).
 func BenchmarkColdStart100k(b *testing.B) {
 	n := 100000
 	if v := benchHosts(); v > 0 {
 		n = v
 	}
 	const perHost = 10
-	srv := benchEtcdServer(b)
 	keys := etcdschema.New("/bench")
-	t0 := time.Now()
-	populateHosts(b, srv.Client(), keys, n, perHost)
-	b.Logf("populated %d hosts x %d instances in %s", n, perHost, time.Since(t0))
+	srv, populated := coldStartEtcd(b, n, perHost)
+	if !populated {
+		t0 := time.Now()
+		populateHosts(b, srv.Client(), keys, n, perHost)
+		b.Logf("populated %d hosts x %d instances in %s", n, perHost, time.Since(t0))
+		markColdData(b, n, perHost)
+	}
 	// The loads read over gRPC, as a scheduler of `berth server` does
 	// (etcd's in-process client has no RangeStream; `berth dev` lists in
 	// pages).
@@ -284,6 +290,68 @@ func BenchmarkColdStart100k(b *testing.B) {
 			}
 		})
 	}
+}
+
+// coldDataEnv names a directory that keeps BenchmarkColdStart100k's
+// populated etcd between runs: populating a million instances takes
+// minutes, the load being measured seconds.
+const coldDataEnv = "BERTH_BENCH_COLD_DATA"
+
+// coldStartEtcd is the benchmark's etcd: in a temporary directory, or in
+// $BERTH_BENCH_COLD_DATA, whose data is reused (populated true) when a
+// marker says it holds n hosts × perHost instances, fully written.
+func coldStartEtcd(b *testing.B, n, perHost int) (srv *embedetcd.Server, populated bool) {
+	b.Helper()
+	dir := os.Getenv(coldDataEnv)
+	if dir == "" {
+		return benchEtcdServer(b), false
+	}
+	marker := coldDataMarker(dir, n, perHost)
+	_, err := os.Stat(marker)
+	populated = err == nil
+	if !populated {
+		// A partial or other population: start from an empty store (only
+		// what this benchmark wrote in dir is removed).
+		olds, _ := filepath.Glob(filepath.Join(dir, "populated-*"))
+		for _, p := range append(olds, filepath.Join(dir, "etcd")) {
+			if err := os.RemoveAll(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	srv, err = embedetcd.Start(embedetcd.Config{
+		DataDir:           filepath.Join(dir, "etcd"),
+		ClientURL:         fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(b)),
+		PeerURL:           fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(b)),
+		QuotaBackendBytes: 8 << 30,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Close)
+	if populated {
+		b.Logf("reusing %d hosts x %d instances in %s", n, perHost, dir)
+	}
+	return srv, populated
+}
+
+// markColdData records in $BERTH_BENCH_COLD_DATA (when set) that its etcd
+// holds n hosts × perHost instances.
+func markColdData(b *testing.B, n, perHost int) {
+	dir := os.Getenv(coldDataEnv)
+	if dir == "" {
+		return
+	}
+	if err := os.WriteFile(coldDataMarker(dir, n, perHost), nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func coldDataMarker(dir string, n, perHost int) string {
+	return filepath.Join(dir, fmt.Sprintf("populated-%d-hosts-%d-instances", n, perHost))
 }
 
 // coldStart loads a placement index and a host manager from cli and
