@@ -6,15 +6,14 @@ import (
 	"runtime"
 	"sync"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/informer"
 )
 
 // listConsumers reads every consumer at rev into st, whose providers are
-// loaded already. The records are decoded straight from etcd's pages (no
-// key string or event per record), in chunks on up to GOMAXPROCS
+// loaded already. The records are decoded straight from etcd's chunks as
+// received (informer.ListKVs: no protobuf message, key string or event
+// per record), in chunks on up to GOMAXPROCS
 // goroutines while the next page is fetched, each chunk's goroutine with
 // a sharer of its own that keeps across pages: an allocation's provider
 // uuid is the indexed provider's string, and resources maps, projects and
@@ -37,7 +36,7 @@ func (s *Service) listConsumers(ctx context.Context, st *indexState, rev int64) 
 		err error
 	}
 	var out []decoded
-	_, err := informer.ListRaw(ctx, s.cli, s.keys.Consumers(), rev, func(kvs []*mvccpb.KeyValue) error {
+	_, err := informer.ListKVs(ctx, s.cli, s.keys.Consumers(), rev, func(kvs []informer.KV) error {
 		if cap(out) < len(kvs) {
 			out = make([]decoded, len(kvs))
 		}

@@ -68,8 +68,10 @@ type Handler interface {
 type PagedResetter interface {
 	// ResetPaged replaces everything known with the keys listed at rev.
 	// It calls list once; list hands every chunk to page, in key order,
-	// and returns the list's error. On an error ResetPaged must keep what
-	// it knew before and return the error (the informer lists again).
+	// and returns the list's error. The chunk's slice is reused for the
+	// next one once page returns: page keeps events, not the slice. On an
+	// error ResetPaged must keep what it knew before and return the error
+	// (the informer lists again).
 	ResetPaged(rev int64, list func(page func([]Event)) error) error
 }
 
@@ -325,7 +327,7 @@ func (in *Informer) list(ctx context.Context) (int64, error) {
 	rev := resp.Header.Revision
 	if paged {
 		if err := pr.ResetPaged(rev, func(page func([]Event)) error {
-			_, err := List(ctx, in.cli, in.prefix, rev, decode, func(p []Event) error {
+			_, err := listEvents(ctx, in.cli, in.prefix, rev, decode, true, func(p []Event) error {
 				page(p)
 				return nil
 			})

@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime"
@@ -37,7 +38,8 @@ const minParallelDecode = 512
 // next is already being fetched, so the wait for etcd overlaps the
 // decoding. With decode non-nil every value is decoded (on up to
 // GOMAXPROCS goroutines) into Event.Decoded before fn sees its chunk,
-// with Value then nil. An error of etcd's (a compacted rev included)
+// with Value then nil; decode gets the value as etcd sent it (ListKVs)
+// and must not keep it. An error of etcd's (a compacted rev included)
 // comes back wrapped.
 //
 // It streams the range (etcd 3.7's RangeStream), which etcd answers
@@ -48,8 +50,25 @@ const minParallelDecode = 512
 // in-process client, an older etcd) gets the paged Get.
 func List(ctx context.Context, cli *clientv3.Client, prefix string, rev int64, decode DecodeFunc,
 	fn func(page []Event) error) (int64, error) {
-	return ListRaw(ctx, cli, prefix, rev, func(kvs []*mvccpb.KeyValue) error {
-		return fn(toEvents(kvs, decode))
+	return listEvents(ctx, cli, prefix, rev, decode, false, fn)
+}
+
+// listEvents is List; with reuse one slice of events serves every chunk
+// (cleared after fn), for an fn that keeps none of them.
+func listEvents(ctx context.Context, cli *clientv3.Client, prefix string, rev int64, decode DecodeFunc,
+	reuse bool, fn func(page []Event) error) (int64, error) {
+	var evs []Event
+	return ListKVs(ctx, cli, prefix, rev, func(kvs []KV) error {
+		if !reuse || cap(evs) < len(kvs) {
+			evs = make([]Event, len(kvs))
+		}
+		evs = evs[:len(kvs)]
+		toEvents(evs, kvs, decode)
+		err := fn(evs)
+		if reuse {
+			clear(evs)
+		}
+		return err
 	})
 }
 
@@ -173,39 +192,40 @@ func listOpts(end string, rev int64) []clientv3.OpOption {
 	return opts
 }
 
-// toEvents turns a page into events, decoding the values when decode is
-// set: in chunks on up to GOMAXPROCS goroutines, each writing only its
-// own events, so the page's order is kept.
-func toEvents(kvs []*mvccpb.KeyValue, decode DecodeFunc) []Event {
-	evs := make([]Event, len(kvs))
+// toEvents turns a chunk into events, each with a key of its own, and
+// the value copied or, when decode is set, decoded: in parts on up to
+// GOMAXPROCS goroutines, each writing only its own events, so the
+// chunk's order is kept.
+func toEvents(evs []Event, kvs []KV, decode DecodeFunc) {
 	for i, kv := range kvs {
-		evs[i] = Event{Key: string(kv.Key), Value: kv.Value, Revision: kv.ModRevision, CreateRevision: kv.CreateRevision}
+		evs[i] = Event{Key: string(kv.Key), Revision: kv.ModRevision, CreateRevision: kv.CreateRevision}
+		if decode == nil {
+			evs[i].Value = bytes.Clone(kv.Value)
+		}
 	}
 	if decode == nil {
-		return evs
+		return
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if len(evs) < minParallelDecode || workers < 2 {
-		decodeAll(evs, decode)
-		return evs
+		decodeAll(evs, kvs, decode)
+		return
 	}
-	chunk := (len(evs) + workers - 1) / workers
+	part := (len(evs) + workers - 1) / workers
 	var wg sync.WaitGroup
-	for lo := 0; lo < len(evs); lo += chunk {
-		part := evs[lo:min(lo+chunk, len(evs))]
+	for lo := 0; lo < len(evs); lo += part {
+		hi := min(lo+part, len(evs))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			decodeAll(part, decode)
+			decodeAll(evs[lo:hi], kvs[lo:hi], decode)
 		}()
 	}
 	wg.Wait()
-	return evs
 }
 
-func decodeAll(evs []Event, decode DecodeFunc) {
+func decodeAll(evs []Event, kvs []KV, decode DecodeFunc) {
 	for i := range evs {
-		evs[i].Decoded, evs[i].DecodeErr = decode(evs[i].Key, evs[i].Value)
-		evs[i].Value = nil
+		evs[i].Decoded, evs[i].DecodeErr = decode(evs[i].Key, kvs[i].Value)
 	}
 }
