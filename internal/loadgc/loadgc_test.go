@@ -57,10 +57,10 @@ func TestPercentFor(t *testing.T) {
 	}{
 		{0, Percent},
 		{64 << 20, Percent},
-		{256 << 20, Percent},
-		{512 << 20, 25},
-		{1 << 30, 12},
-		{4 << 30, MinPercent},
+		{512 << 20, Percent},
+		{1 << 30, 25},
+		{2 << 30, 12},
+		{8 << 30, MinPercent},
 	} {
 		if got := percentFor(tc.live); got != tc.want {
 			t.Errorf("percentFor(%d MB) = %d, want %d", tc.live>>20, got, tc.want)
