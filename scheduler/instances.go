@@ -26,15 +26,33 @@ func (DifferentHostFilter) NeedsInstances(c *Cycle) bool {
 func (NumInstancesWeigher) NeedsInstances(*Cycle) bool { return true }
 
 // needsInstances reports whether any enabled filter or weigher reads
-// instances for c's request.
-func (s *Scheduler) needsInstances(c *Cycle) bool {
+// instances for c's request over hosts. A weigher whose multiplier is 0
+// for every one of hosts (the configured 0, no aggregate overriding it)
+// is skipped by weighRanking, so it reads nothing: the default config
+// lists num_instances at 0, and counting it read every instance of a
+// cell from etcd for each request that met an untrusted host (one whose
+// agent's sync had not caught up with a build yet, common during a boot).
+func (s *Scheduler) needsInstances(c *Cycle, hosts []*HostState) bool {
 	for _, f := range s.filters {
 		if r, ok := f.(InstanceReader); ok && r.NeedsInstances(c) {
 			return true
 		}
 	}
 	for _, w := range s.weighers {
-		if r, ok := w.Weigher.(InstanceReader); ok && r.NeedsInstances(c) {
+		if r, ok := w.Weigher.(InstanceReader); ok && r.NeedsInstances(c) && w.weighsAny(hosts) {
+			return true
+		}
+	}
+	return false
+}
+
+// weighsAny says whether w's multiplier is non-zero for some of hosts.
+func (w weigherWithMultiplier) weighsAny(hosts []*HostState) bool {
+	if w.multiplier != 0 {
+		return true
+	}
+	for _, h := range hosts {
+		if w.multiplierFor(h) != 0 {
 			return true
 		}
 	}
@@ -45,7 +63,7 @@ func (s *Scheduler) needsInstances(c *Cycle) bool {
 // instances from the cells (seed isolate-scheduler-db: "query the DB for
 // hosts that have not reported").
 func (s *Scheduler) fillUntrustedInstances(ctx context.Context, c *Cycle, hosts []*HostState) error {
-	if len(hosts) == 0 || !s.needsInstances(c) {
+	if len(hosts) == 0 || !s.needsInstances(c, hosts) {
 		return nil
 	}
 	byCell := map[string]map[string]bool{}
