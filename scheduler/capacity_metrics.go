@@ -21,12 +21,12 @@ func (hm *HostManager) CapacitySource(p CapacityVisitor, defaultAZ string) metri
 		type where struct{ host, cell, zone string }
 		hm.mu.RLock()
 		at := make(map[string]where, len(hm.byProvider))
-		for uuid, host := range hm.byProvider {
-			cell := hm.cells[host]
-			if r := hm.hosts[host]; cell == "" && r != nil && r.service != nil {
+		for uuid, r := range hm.byProvider {
+			cell := hm.cells[r.name]
+			if cell == "" && r.service != nil {
 				cell = r.service.Cell
 			}
-			at[uuid] = where{host: host, cell: cell}
+			at[uuid] = where{host: r.name, cell: cell}
 		}
 		hm.mu.RUnlock()
 		aggs := hm.aggregates()

@@ -60,8 +60,8 @@ type HostManager struct {
 
 	mu         sync.RWMutex
 	hosts      map[string]*hostRecord
-	byProvider map[string]string // root provider uuid -> host
-	cells      map[string]string // host -> cell (host mappings)
+	byProvider map[string]*hostRecord // root provider uuid -> its host's record: one lookup per candidate
+	cells      map[string]string      // host -> cell (host mappings)
 
 	// reread holds hosts whose HostSync differed, for the reconciler.
 	reread   map[string]bool
@@ -94,7 +94,7 @@ func WithTrackInstanceChanges(track bool) HostManagerOption {
 // NewHostManager builds a host manager; Run starts following etcd.
 func NewHostManager(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger, opts ...HostManagerOption) *HostManager {
 	hm := &HostManager{cli: cli, keys: keys, log: log, track: true, hosts: map[string]*hostRecord{},
-		byProvider: map[string]string{}, cells: map[string]string{},
+		byProvider: map[string]*hostRecord{}, cells: map[string]string{},
 		reread: map[string]bool{}, rereadCh: make(chan struct{}, 1), mapsPrefix: keys.HostMappings()}
 	for _, o := range opts {
 		o(hm)
@@ -143,8 +143,11 @@ func (hm *HostManager) WaitForRevision(ctx context.Context, rev int64) error {
 func (hm *HostManager) HostForProvider(uuid string) (string, bool) {
 	hm.mu.RLock()
 	defer hm.mu.RUnlock()
-	h, ok := hm.byProvider[uuid]
-	return h, ok
+	r, ok := hm.byProvider[uuid]
+	if !ok {
+		return "", false
+	}
+	return r.name, true
 }
 
 // hostView is a consistent copy of one host's record for a request.
@@ -172,11 +175,11 @@ func (hm *HostManager) view(host string) (hostView, bool) {
 func (hm *HostManager) viewForProvider(uuid string) (hostView, bool) {
 	hm.mu.RLock()
 	defer hm.mu.RUnlock()
-	host, ok := hm.byProvider[uuid]
+	r, ok := hm.byProvider[uuid]
 	if !ok {
 		return hostView{}, false
 	}
-	return hm.viewLocked(host)
+	return hm.viewOf(r)
 }
 
 // ReportsInstance says whether provider is a compute node's (a host with
@@ -200,8 +203,8 @@ func (hm *HostManager) viewsForProviders(uuids []string) ([]hostView, []bool) {
 	hm.mu.RLock()
 	defer hm.mu.RUnlock()
 	for i, uuid := range uuids {
-		if host, ok := hm.byProvider[uuid]; ok {
-			views[i], oks[i] = hm.viewLocked(host)
+		if r, ok := hm.byProvider[uuid]; ok {
+			views[i], oks[i] = hm.viewOf(r)
 		}
 	}
 	return views, oks
@@ -209,14 +212,22 @@ func (hm *HostManager) viewsForProviders(uuids []string) ([]hostView, []bool) {
 
 func (hm *HostManager) viewLocked(host string) (hostView, bool) {
 	r, ok := hm.hosts[host]
-	if !ok || r.service == nil {
+	if !ok {
 		return hostView{}, false
 	}
-	cell := hm.cells[host]
+	return hm.viewOf(r)
+}
+
+// viewOf is the view of record r; the caller holds the read lock.
+func (hm *HostManager) viewOf(r *hostRecord) (hostView, bool) {
+	if r.service == nil {
+		return hostView{}, false
+	}
+	cell := hm.cells[r.name]
 	if cell == "" {
 		cell = r.service.Cell
 	}
-	return hostView{Host: host, Cell: cell, Service: r.service,
+	return hostView{Host: r.name, Cell: cell, Service: r.service,
 		Up: r.alive && !r.service.ForcedDown, Instances: r.instances,
 		Updated: hm.track && r.synced && !r.stale, IOOps: len(r.builds)}, true
 }
@@ -266,7 +277,7 @@ func (h hostsHandler) Reset(kvs []informer.Event, rev int64) {
 		}
 	}
 	hm.hosts = make(map[string]*hostRecord, n)
-	hm.byProvider = make(map[string]string, n)
+	hm.byProvider = make(map[string]*hostRecord, n)
 	for _, kv := range kvs {
 		hm.applyLocked(kv, true)
 	}
@@ -288,7 +299,7 @@ func (h hostsHandler) Reset(kvs []informer.Event, rev int64) {
 func (h hostsHandler) ResetPaged(rev int64, list func(page func([]informer.Event)) error) error {
 	hm := h.hm
 	next := &HostManager{keys: hm.keys, log: hm.log, track: hm.track,
-		hosts: map[string]*hostRecord{}, byProvider: map[string]string{},
+		hosts: map[string]*hostRecord{}, byProvider: map[string]*hostRecord{},
 		reread: map[string]bool{}, rereadCh: make(chan struct{}, 1)}
 	if err := list(func(page []informer.Event) {
 		for _, ev := range page {
@@ -367,7 +378,7 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 			delete(hm.byProvider, r.service.ProviderUUID)
 		}
 		r.service = s
-		hm.byProvider[s.ProviderUUID] = host
+		hm.byProvider[s.ProviderUUID] = r
 	case rest == "alive":
 		hm.record(host).alive = !ev.Deleted
 	case rest == "down":
