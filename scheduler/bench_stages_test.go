@@ -23,7 +23,8 @@ import (
 // an etcd transaction whose time is mostly waiting;
 // BenchmarkSelectDestinations measures the whole call. Each stage is also
 // timed alone over the same requests, so a change to one shows there
-// without the others' noise. BERTH_BENCH_HOSTS overrides the host count.
+// without the others' noise. Each request's cycle is released as
+// selectOnce releases it. BERTH_BENCH_HOSTS overrides the host count.
 //
 // cpu-ns/op is the benchmark thread's own CPU over the timed parts (GC
 // assists included, background GC not): the machine is shared, and ns/op
@@ -85,6 +86,7 @@ func BenchmarkSelectStages(b *testing.B) {
 			if r := s.sortHosts(s.filter(hosts, c, log), c); r.len() == 0 {
 				b.Fatal("no host passed")
 			}
+			c.release()
 		}
 		cpu.report()
 	})
@@ -102,6 +104,7 @@ func BenchmarkSelectStages(b *testing.B) {
 			if _, err := s.hostStates(ctx, c, cands, aggs); err != nil {
 				b.Fatal(err)
 			}
+			c.release()
 		}
 		cpu.report()
 	})
@@ -123,6 +126,7 @@ func BenchmarkSelectStages(b *testing.B) {
 			if r := s.sortHosts(s.filter(hosts, c, log), c); r.len() == 0 {
 				b.Fatal("no host passed")
 			}
+			c.release()
 		}
 		cpu.report()
 	})

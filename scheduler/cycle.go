@@ -57,6 +57,30 @@ type Cycle struct {
 	// fallback is set when Placement had no provider at all and the
 	// request is scheduled over the host manager's hosts (fallback.go).
 	fallback fallbackState
+
+	// scratch holds the join's arrays (scratch.go), taken on first use
+	// and given back by release when the call is over.
+	scratch *joinScratch
+}
+
+// joinScratch is the cycle's join scratch, taken from the pool on first
+// use.
+func (c *Cycle) joinScratch() *joinScratch {
+	if c.scratch == nil {
+		c.scratch = getJoinScratch()
+	}
+	return c.scratch
+}
+
+// release gives the cycle's scratch back once nothing of the call reads
+// its host states any more (selectOnce defers it). The cycle must not be
+// used afterwards.
+func (c *Cycle) release() {
+	if c.scratch != nil {
+		c.scratch.release()
+		c.scratch = nil
+	}
+	c.hosts = nil
 }
 
 // claim is one instance's claim and the revision that wrote it.

@@ -108,13 +108,23 @@ func runFilters(filters []Filter, hosts []*HostState, c *Cycle) []*HostState {
 		if c.Index > 0 && f.RunOncePerRequest() {
 			continue
 		}
-		kept := make([]*HostState, 0, len(hosts))
-		for _, h := range hosts {
-			if st := f.Filter(h, c); st.Passed() {
-				kept = append(kept, h)
-			} else {
-				c.reject(f.Name(), h, st)
+		// kept is hosts itself until the filter turns one down: most
+		// filters pass every host of most requests, and a copy per filter
+		// per request was garbage. The input is never written (the join's
+		// list is kept whole for explaining a failure).
+		kept, copied := hosts, false
+		for i, h := range hosts {
+			st := f.Filter(h, c)
+			if st.Passed() {
+				if copied {
+					kept = append(kept, h)
+				}
+				continue
 			}
+			if !copied {
+				kept, copied = append(make([]*HostState, 0, len(hosts)), hosts[:i]...), true
+			}
+			c.reject(f.Name(), h, st)
 		}
 		hosts = kept
 		if len(hosts) == 0 {

@@ -197,9 +197,8 @@ func (hm *HostManager) ReportsInstance(provider, instance string) (compute, repo
 // viewsForProviders is viewForProvider for many providers under one read
 // lock: a request joins up to max_placement_results candidates, and a lock
 // round per candidate queued them behind every watch update.
-func (hm *HostManager) viewsForProviders(uuids []string) ([]hostView, []bool) {
-	views := make([]hostView, len(uuids))
-	oks := make([]bool, len(uuids))
+// The views are written into views and oks (each len(uuids), zeroed).
+func (hm *HostManager) viewsForProviders(uuids []string, views []hostView, oks []bool) ([]hostView, []bool) {
 	hm.mu.RLock()
 	defer hm.mu.RUnlock()
 	for i, uuid := range uuids {

@@ -19,10 +19,12 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 		}
 	}
 	// Each candidate's root, and the distinct roots in answer order, so
-	// the host manager is asked for all of them under one lock.
-	rootIdx := make([]int, len(cands))
-	pos := make(map[string]int, len(cands))
-	roots := make([]string, 0, len(cands))
+	// the host manager is asked for all of them under one lock. The arrays
+	// are the cycle's scratch (scratch.go).
+	sc := c.joinScratch()
+	rootIdx := grow(sc.rootIdx, len(cands))
+	pos := sc.pos
+	roots := sc.roots[:0]
 	for i, c := range cands {
 		if c.Root == "" {
 			rootIdx[i] = -1
@@ -36,11 +38,11 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 		}
 		rootIdx[i] = j
 	}
-	views, oks := s.hosts.viewsForProviders(roots)
+	views, oks := s.hosts.viewsForProviders(roots, grow(sc.views, len(roots)), grow(sc.oks, len(roots)))
 	// Every state and every state's candidate list come from one array
 	// each: a request joins up to 1,000 hosts, and one allocation per
 	// host was the join's largest cost after the views.
-	perRoot := make([]int, len(roots)+1)
+	perRoot := grow(sc.perRoot, len(roots)+1)
 	for _, j := range rootIdx {
 		if j >= 0 {
 			perRoot[j+1]++
@@ -49,16 +51,20 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 	for j := 1; j < len(perRoot); j++ {
 		perRoot[j] += perRoot[j-1]
 	}
-	backing := make([]placement.Candidate, len(cands))
-	fill := make([]int, len(roots))
+	backing := grow(sc.backing, len(cands))
+	fill := grow(sc.fill, len(roots))
 	for i, c := range cands {
 		if j := rootIdx[i]; j >= 0 {
 			backing[perRoot[j]+fill[j]] = c
 			fill[j]++
 		}
 	}
-	all := make([]HostState, len(roots))
-	order := make([]*HostState, 0, len(roots))
+	all := grow(sc.states, len(roots))
+	order := sc.order[:0]
+	defer func() {
+		sc.rootIdx, sc.roots, sc.views, sc.oks, sc.perRoot = rootIdx, roots, views, oks, perRoot
+		sc.backing, sc.fill, sc.states, sc.order = backing, fill, all, order
+	}()
 	for j, root := range roots {
 		v := &views[j]
 		if !oks[j] {

@@ -157,6 +157,9 @@ func (s *Scheduler) selectOnce(ctx context.Context, spec *RequestSpec, maySample
 		return nil, fmt.Errorf("select destinations: no instance uuids")
 	}
 	c := newCycle(spec)
+	// The host states live in the cycle's pooled scratch: nothing of them
+	// is read once this call has answered.
+	defer c.release()
 	log := s.log.With("request_id", spec.RequestID)
 	if spec.MinRevision > 0 {
 		s.catchUp(ctx, spec.MinRevision, log)
@@ -435,7 +438,7 @@ func (s *Scheduler) appendAlternates(sels []etcdschema.Selection, p pick, last *
 // weight are in the instance's own order (tieSeedOf in weigher.go).
 func (s *Scheduler) sortHosts(hosts []*HostState, c *Cycle) *ranking {
 	k := 2*s.cfg.MaxAttempts + s.cfg.HostSubsetSize + 8
-	sorted := weighRanking(s.weighers, hosts, c, k, tieSeedOf(c.Instance))
+	sorted := weighRanking(s.weighers, hosts, c, k, tieSeedOf(c.Instance), &c.joinScratch().rank)
 	if sorted.len() == 0 {
 		return sorted
 	}

@@ -79,7 +79,7 @@ type weighed struct {
 // override). The result is sorted best first; ties keep the input order so
 // results are deterministic for a given input.
 func weighHosts(ws []weigherWithMultiplier, hosts []*HostState, c *Cycle) []weighed {
-	r := weighRanking(ws, hosts, c, len(hosts), 0)
+	r := weighRanking(ws, hosts, c, len(hosts), 0, nil)
 	return r.w
 }
 
@@ -96,8 +96,14 @@ type requestConstant interface {
 // offers a few alternates, so sorting all 1,000 candidates was mostly
 // wasted. The ranking sorts the rest when a caller looks past k.
 // tieSeed orders hosts of equal weight (tieKey); 0 keeps the input order.
-func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, c *Cycle, k int, tieSeed uint64) *ranking {
-	out := make([]weighed, len(hosts))
+// buf, when not nil, holds the arrays and the ranking, reused: the ranking
+// it returns is valid until buf's next use.
+func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, c *Cycle, k int, tieSeed uint64, buf *rankBuf) *ranking {
+	if buf == nil {
+		buf = &rankBuf{}
+	}
+	out := grow(buf.w, len(hosts))
+	buf.w = out
 	for i, h := range hosts {
 		out[i].host, out[i].order = h, i
 		if tieSeed != 0 {
@@ -105,7 +111,8 @@ func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, c *Cycle, k in
 		}
 	}
 	if len(hosts) < 2 {
-		return &ranking{w: out, sorted: len(out)}
+		buf.r = ranking{w: out, sorted: len(out)}
+		return &buf.r
 	}
 	// Only aggregates override a multiplier: without any, each weigher's
 	// multiplier is the same for every host.
@@ -116,10 +123,12 @@ func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, c *Cycle, k in
 			break
 		}
 	}
-	raw := make([]float64, len(hosts))
+	raw := grow(buf.raw, len(hosts))
+	buf.raw = raw
 	var mult []float64
 	if anyAggs {
-		mult = make([]float64, len(hosts))
+		mult = grow(buf.mult, len(hosts))
+		buf.mult = mult
 	}
 	for _, w := range ws {
 		if rc, ok := w.Weigher.(requestConstant); ok && rc.constantFor(c) {
@@ -163,7 +172,17 @@ func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, c *Cycle, k in
 			}
 		}
 	}
-	return newRanking(out, k)
+	buf.r = *newRanking(out, k)
+	return &buf.r
+}
+
+// rankBuf is what weighRanking ranks in; a request reuses one for each of
+// its picks (only the last pick's ranking is read after the next one is
+// made: the alternates come from it).
+type rankBuf struct {
+	w         []weighed
+	raw, mult []float64
+	r         ranking
 }
 
 // compareWeighed orders best first; among equal weights the tie key, then

@@ -68,7 +68,7 @@ func TestTieOrder(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			hosts := hostsNamed(tc.ram, tc.input...)
 			for _, k := range []int{1, len(hosts)} { // partly and fully sorted up front
-				r := weighRanking(ws, hosts, newCycle(&RequestSpec{}), k, tc.seed)
+				r := weighRanking(ws, hosts, newCycle(&RequestSpec{}), k, tc.seed, nil)
 				var got []string
 				for i := 0; i < r.len(); i++ {
 					got = append(got, r.at(i).host.Host)
@@ -101,7 +101,7 @@ func TestTieOrderSpreadsInstances(t *testing.T) {
 	same := 0
 	for n := 0; n < nInstances; n++ {
 		id := fmt.Sprintf("%08x-0000-4000-8000-%012x", n*2654435761%(1<<32), n)
-		top := weighRanking(ws, hosts, newCycle(&RequestSpec{}), 1, tieSeedOf(id)).at(0).host.Host
+		top := weighRanking(ws, hosts, newCycle(&RequestSpec{}), 1, tieSeedOf(id), nil).at(0).host.Host
 		first[top]++
 		if top == prev {
 			same++
