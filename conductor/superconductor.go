@@ -68,7 +68,10 @@ type Superconductor struct {
 	// (package txnbatch): each is one work item's own keys, so they
 	// commute, and each still commits or fails on its own.
 	handOffs *txnbatch.Batcher
-	log      hclog.Logger
+	// decoded holds the BuildRequests the Defer hook decoded, for
+	// process to take instead of decoding them again.
+	decoded decodedRequests
+	log     hclog.Logger
 }
 
 // NewSuperconductor builds one; Run starts it.
@@ -77,7 +80,7 @@ func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
 	s.queue = workqueue.New(workqueue.Config{
 		Client: cfg.Client, ItemPrefix: cfg.Keys.BuildRequests(), LeasePrefix: cfg.Keys.BuildRequestLeases(),
 		LeaseKey: cfg.Keys.BuildRequestLease, Holder: cfg.Holder, LeaseTTL: cfg.LeaseTTL,
-		Workers: cfg.Workers, Process: s.process, Defer: leadsElsewhere, Log: cfg.Log,
+		Workers: cfg.Workers, Process: s.process, Defer: s.leadsElsewhere, Log: cfg.Log,
 		HolderPrefix: cfg.Keys.BuildRequestHolders(), HolderKey: cfg.Keys.BuildRequestHolder,
 		Grace: cfg.RankGrace, IdleAfter: cfg.HolderIdleAfter, StealAfter: cfg.StealAfter,
 		Name: metrics.QueueBuildRequests, Metrics: cfg.Metrics,
@@ -97,18 +100,19 @@ func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
 // leadsElsewhere defers a BuildRequest while a lower-index sibling of the
 // same reservation exists: that sibling's holder gathers the whole request
 // and schedules it as one, as Nova's multi-create does (all or nothing,
-// each pick seeing the previous ones).
-func leadsElsewhere(it workqueue.Item, all iter.Seq[workqueue.Item]) bool {
-	var br etcdschema.BuildRequest
-	if etcdschema.Decode(it.Key, it.Value, &br) != nil || br.Count < 2 || br.Index == 0 {
+// each pick seeing the previous ones). The requests it decodes are kept
+// for process (decodedRequests).
+func (s *Superconductor) leadsElsewhere(it workqueue.Item, all iter.Seq[workqueue.Item]) bool {
+	br, err := s.decoded.get(it)
+	if err != nil || br.Count < 2 || br.Index == 0 {
 		return false
 	}
 	for o := range all {
 		if o.ID == it.ID {
 			continue
 		}
-		var sib etcdschema.BuildRequest
-		if etcdschema.Decode(o.Key, o.Value, &sib) == nil && sib.ReservationID == br.ReservationID && sib.Index < br.Index {
+		sib, err := s.decoded.get(o)
+		if err == nil && sib.ReservationID == br.ReservationID && sib.Index < br.Index {
 			return true
 		}
 	}
@@ -148,8 +152,8 @@ type leasedRequest struct {
 }
 
 func (s *Superconductor) process(ctx context.Context, it workqueue.Item) error {
-	var br etcdschema.BuildRequest
-	if err := etcdschema.Decode(it.Key, it.Value, &br); err != nil {
+	br, err := s.decoded.take(it)
+	if err != nil {
 		// An unreadable request can never be built: bury it so the user sees
 		// why instead of it sitting in BUILD forever.
 		return s.bury(ctx, []leasedRequest{{item: it, br: etcdschema.BuildRequest{InstanceUUID: it.ID}}},
@@ -160,8 +164,7 @@ func (s *Superconductor) process(ctx context.Context, it workqueue.Item) error {
 		group = append(group, s.gatherSiblings(ctx, br)...)
 		sort.Slice(group, func(a, b int) bool { return group[a].br.Index < group[b].br.Index })
 	}
-	err := s.schedule(ctx, group)
-	if err != nil {
+	if err := s.schedule(ctx, group); err != nil {
 		// Hand back the siblings too; the worker releases the first item.
 		for _, g := range group[1:] {
 			s.queue.Release(context.WithoutCancel(ctx), g.item)
@@ -182,8 +185,8 @@ func (s *Superconductor) gatherSiblings(ctx context.Context, br etcdschema.Build
 		if p.ID == br.InstanceUUID {
 			continue
 		}
-		var sib etcdschema.BuildRequest
-		if etcdschema.Decode(p.Key, p.Value, &sib) != nil || sib.ReservationID != br.ReservationID {
+		sib, err := s.decoded.get(p)
+		if err != nil || sib.ReservationID != br.ReservationID {
 			continue
 		}
 		ids = append(ids, p.ID)
@@ -196,8 +199,8 @@ func (s *Superconductor) gatherSiblings(ctx context.Context, br etcdschema.Build
 	}
 	var out []leasedRequest
 	for _, it := range got {
-		var sib etcdschema.BuildRequest
-		if etcdschema.Decode(it.Key, it.Value, &sib) != nil {
+		sib, err := s.decoded.take(it)
+		if err != nil {
 			s.queue.Release(ctx, it)
 			continue
 		}
