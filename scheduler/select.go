@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -459,10 +458,9 @@ func (s *Scheduler) sortHosts(hosts []*HostState, c *Cycle) *ranking {
 }
 
 func (s *Scheduler) selection(h *HostState, c placement.Candidate) etcdschema.Selection {
-	b, _ := json.Marshal(c.AllocationRequest())
 	sel := etcdschema.Selection{
 		ComputeNodeUUID: h.ProviderUUID, ServiceHost: h.Host, Nodename: h.Host, Cell: h.Cell,
-		AllocationRequest: string(b), AllocationRequestVersion: AllocationRequestVersion,
+		AllocationRequest: allocationRequestJSON(c), AllocationRequestVersion: AllocationRequestVersion,
 		AvailabilityZone: h.AvailabilityZone,
 	}
 	if len(h.Limits) > 0 {
