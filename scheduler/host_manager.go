@@ -197,7 +197,8 @@ func (hm *HostManager) ReportsInstance(provider, instance string) (compute, repo
 // viewsForProviders is viewForProvider for many providers under one read
 // lock: a request joins up to max_placement_results candidates, and a lock
 // round per candidate queued them behind every watch update.
-// The views are written into views and oks (each len(uuids), zeroed).
+// The views are written into views and oks (each len(uuids); oks zeroed):
+// views[i] is written, and means something, only where oks[i].
 func (hm *HostManager) viewsForProviders(uuids []string, views []hostView, oks []bool) ([]hostView, []bool) {
 	hm.mu.RLock()
 	defer hm.mu.RUnlock()

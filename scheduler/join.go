@@ -22,8 +22,9 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 	// the host manager is asked for all of them under one lock. The arrays
 	// are the cycle's scratch (scratch.go).
 	sc := c.joinScratch()
-	rootIdx := grow(sc.rootIdx, len(cands))
+	rootIdx := resize(sc.rootIdx, len(cands)) // each written below
 	pos := sc.pos
+	clear(pos) // the last request's roots
 	roots := sc.roots[:0]
 	for i, c := range cands {
 		if c.Root == "" {
@@ -38,7 +39,7 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 		}
 		rootIdx[i] = j
 	}
-	views, oks := s.hosts.viewsForProviders(roots, grow(sc.views, len(roots)), grow(sc.oks, len(roots)))
+	views, oks := s.hosts.viewsForProviders(roots, resize(sc.views, len(roots)), grow(sc.oks, len(roots)))
 	// Every state and every state's candidate list come from one array
 	// each: a request joins up to 1,000 hosts, and one allocation per
 	// host was the join's largest cost after the views.
@@ -51,7 +52,7 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 	for j := 1; j < len(perRoot); j++ {
 		perRoot[j] += perRoot[j-1]
 	}
-	backing := grow(sc.backing, len(cands))
+	backing := resize(sc.backing, len(cands)) // each slot a root's candidate reads is written below
 	fill := grow(sc.fill, len(roots))
 	for i, c := range cands {
 		if j := rootIdx[i]; j >= 0 {
@@ -59,7 +60,7 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 			fill[j]++
 		}
 	}
-	all := grow(sc.states, len(roots))
+	all := resize(sc.states, len(roots)) // each state in order is written whole below
 	order := sc.order[:0]
 	defer func() {
 		sc.rootIdx, sc.roots, sc.views, sc.oks, sc.perRoot = rootIdx, roots, views, oks, perRoot

@@ -33,27 +33,30 @@ var joinScratchPool = sync.Pool{New: func() any { return &joinScratch{pos: map[s
 // getJoinScratch takes a scratch from the pool.
 func getJoinScratch() *joinScratch { return joinScratchPool.Get().(*joinScratch) }
 
-// release clears what points outside the scratch (host records, maps,
-// placement's answer), so a pooled scratch keeps no request's data alive,
-// and gives it back.
+// release gives the scratch back. Its arrays are not cleared: clearing
+// arrays of pointers costs a write barrier per word while the GC marks
+// (it was a twentieth of the superconductor's CPU in a boot), and each
+// user overwrites what it reads (see resize). What a pooled scratch
+// keeps alive until its next use, or until the pool drops it at the next
+// GCs, is host records and summaries that are mostly alive anyway.
 func (j *joinScratch) release() {
-	clear(j.pos)
-	clear(j.roots)
-	clear(j.views)
-	clear(j.backing)
-	clear(j.states)
-	clear(j.order)
-	clear(j.rank.w)
-	j.rank.r = ranking{}
 	joinScratchPool.Put(j)
 }
 
-// grow returns s with length n, reusing its array when it is large enough.
+// grow returns s with length n, zeroed, reusing its array when it is
+// large enough: for counters and flags, which are read before written.
 func grow[T any](s []T, n int) []T {
+	s = resize(s, n)
+	clear(s)
+	return s
+}
+
+// resize returns s with length n, reusing its array when it is large
+// enough, NOT zeroed: for arrays whose every element read was written
+// first in the same use.
+func resize[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
 	}
-	s = s[:n]
-	clear(s)
-	return s
+	return s[:n]
 }

@@ -102,10 +102,10 @@ func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, c *Cycle, k in
 	if buf == nil {
 		buf = &rankBuf{}
 	}
-	out := grow(buf.w, len(hosts))
+	out := resize(buf.w, len(hosts))
 	buf.w = out
 	for i, h := range hosts {
-		out[i].host, out[i].order = h, i
+		out[i] = weighed{host: h, order: i} // whole: buf's array is reused
 		if tieSeed != 0 {
 			out[i].tie = tieKey(tieSeed, h.Host)
 		}
@@ -123,11 +123,11 @@ func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, c *Cycle, k in
 			break
 		}
 	}
-	raw := grow(buf.raw, len(hosts))
+	raw := resize(buf.raw, len(hosts)) // written per weigher before read
 	buf.raw = raw
 	var mult []float64
 	if anyAggs {
-		mult = grow(buf.mult, len(hosts))
+		mult = resize(buf.mult, len(hosts))
 		buf.mult = mult
 	}
 	for _, w := range ws {
