@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -48,6 +49,8 @@ type hostRecord struct {
 	// IoOpsWeigher's num_io_ops (Nova counts instances in building task
 	// states; a Berth build is in flight exactly while its cast exists).
 	builds map[string]bool
+	// cell remembers the host mapping's cell (host_cell.go).
+	cell cellMemo
 }
 
 // HostManager keeps every host's service, liveness and instances current
@@ -62,6 +65,8 @@ type HostManager struct {
 	hosts      map[string]*hostRecord
 	byProvider map[string]*hostRecord // root provider uuid -> its host's record: one lookup per candidate
 	cells      map[string]string      // host -> cell (host mappings)
+	// mappingsGen counts changes to cells (host_cell.go).
+	mappingsGen atomic.Uint64
 
 	// reread holds hosts whose HostSync differed, for the reconciler.
 	reread   map[string]bool
@@ -223,7 +228,7 @@ func (hm *HostManager) viewOf(r *hostRecord) (hostView, bool) {
 	if r.service == nil {
 		return hostView{}, false
 	}
-	cell := hm.cells[r.name]
+	cell := hm.mappedCellLocked(r)
 	if cell == "" {
 		cell = r.service.Cell
 	}
@@ -438,6 +443,7 @@ func (h mappingsHandler) Reset(kvs []informer.Event, _ int64) {
 	hm.mu.Lock()
 	defer hm.mu.Unlock()
 	hm.cells = map[string]string{}
+	hm.mappingsGen.Add(1)
 	for _, kv := range kvs {
 		hm.applyMappingLocked(kv)
 	}
@@ -457,6 +463,7 @@ func (hm *HostManager) applyMappingLocked(ev informer.Event) {
 	if !ok {
 		return
 	}
+	hm.mappingsGen.Add(1)
 	if ev.Deleted {
 		delete(hm.cells, host)
 		return
