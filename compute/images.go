@@ -19,6 +19,12 @@ type Image struct {
 	// MinRAMMB and MinDiskGB are Glance's min_ram and min_disk, which
 	// Nova checks against the flavor at create.
 	MinRAMMB, MinDiskGB int
+	// Key and ModRevision are the etcd record the answer was read from
+	// (empty: none to compare). A create stores its servers only while
+	// that record is unchanged (servers.CreateRequest.Checked), so a
+	// catalog may answer from what it read before (an ImageCache).
+	Key         string
+	ModRevision int64
 }
 
 // ErrImageNotFound is what an ImageCatalog returns for an id it does
@@ -33,6 +39,17 @@ var ErrImageNotFound = errors.New("image not found")
 // ErrImageNotFound, which a create answers as a missing image.
 type ImageCatalog interface {
 	Image(ctx context.Context, creds identity.Credentials, id string) (Image, error)
+}
+
+// ImageCache is an ImageCatalog that may answer from records it read
+// before (images.Store does: every create names its image, and reading
+// it each time was a third of a create's etcd reads). Its answers carry
+// the record's Key and ModRevision; when the create's store finds that
+// record changed, the API calls ForgetImage and asks again.
+type ImageCache interface {
+	ImageCatalog
+	// ForgetImage makes the next Image(id) read the image afresh.
+	ForgetImage(id string)
 }
 
 // SetImages gives the API the image service servers are created from.

@@ -295,12 +295,51 @@ func (r *createRequest) networks(c *reqCtx) *fault {
 	return nil
 }
 
-// createChecked is compute.API.create's checks and the hand-off.
+// recheckAttempts bounds how often one create checks again because its
+// flavor or image changed between its check and its store: each round
+// another writer committed, so only a flavor or image rewritten without
+// pause runs out.
+const recheckAttempts = 16
+
+// createChecked is compute.API.create's checks and the hand-off. The
+// checks may use the flavor and image as a create last read them
+// (flavorStore.recent, ImageCache); the hand-off stores the servers only
+// while both records are unchanged, so a flavor or image changed or
+// deleted meanwhile makes the create check again over fresh reads, and
+// its answer is the one a create reading them both would give.
 func (a *API) createChecked(c *reqCtx, r *createRequest, name string, description *string, az, host, node, imageID, password string) (int, any, error) {
+	for attempt := 0; attempt < recheckAttempts; attempt++ {
+		fresh := attempt > 0
+		if fresh {
+			if cache, ok := a.images.(ImageCache); ok && imageID != "" {
+				cache.ForgetImage(imageID)
+			}
+		}
+		status, body, err := a.createOnce(c, r, name, description, az, host, node, imageID, password, fresh)
+		if !errors.Is(err, servers.ErrCheckedRecordChanged) && !errors.Is(err, errRecheck) {
+			return status, body, err
+		}
+	}
+	a.log.Warn("a create's flavor or image kept changing while it was stored; gave up", "request_id", c.requestID)
+	return 0, nil, &fault{status: http.StatusConflict, message: "The flavor or image of the request kept changing; try again."}
+}
+
+// errRecheck is a refusal decided on a flavor or image as a create last
+// read it: it may be stale, and only a fresh read may refuse.
+var errRecheck = errors.New("refused on a remembered flavor or image: check again over fresh reads")
+
+// createOnce is one round of createChecked; fresh reads the flavor and
+// image from etcd (after their store found them changed).
+func (a *API) createOnce(c *reqCtx, r *createRequest, name string, description *string, az, host, node, imageID, password string,
+	fresh bool) (int, any, error) {
 	ctx := c.r.Context()
 	flavorRef := fmt.Sprint(mustGet(r.server, "flavorRef"))
 	flavorID := flavorRef[strings.LastIndex(flavorRef, "/")+1:]
-	stored, err := a.flavors.get(ctx, flavorID)
+	lookup := a.flavors.recent
+	if fresh {
+		lookup = a.flavors.get
+	}
+	stored, err := lookup(ctx, flavorID)
 	if err != nil {
 		var f *fault
 		if errors.As(err, &f) {
@@ -319,26 +358,38 @@ func (a *API) createChecked(c *reqCtx, r *createRequest, name string, descriptio
 			}
 		}
 	}
+	checked := []servers.CheckedRecord{{Key: stored.key, ModRevision: stored.modRev}}
 	var image *etcdschema.BootImage
 	if imageID != "" {
 		if a.images == nil {
 			return 0, nil, errBadRequest("Can not find requested image")
 		}
 		im, err := a.images.Image(ctx, c.creds, imageID)
+		// The flavor and image may be as a create last read them: only
+		// their records as they are now may refuse the request.
+		refuse := func(f *fault) (int, any, error) {
+			if !fresh {
+				return 0, nil, errRecheck
+			}
+			return 0, nil, f
+		}
 		switch {
 		case errors.Is(err, ErrImageNotFound):
-			return 0, nil, errBadRequest("Can not find requested image")
+			return refuse(errBadRequest("Can not find requested image"))
 		case err != nil:
 			return 0, nil, fmt.Errorf("read image %s: %w", imageID, err)
 		}
 		if flavor.RAMMB < im.MinRAMMB {
-			return 0, nil, errBadRequest("Flavor's memory is too small for requested image.")
+			return refuse(errBadRequest("Flavor's memory is too small for requested image."))
 		}
 		if flavor.DiskGB != 0 && flavor.DiskGB < im.MinDiskGB {
-			return 0, nil, errBadRequest(fmt.Sprintf("Flavor's disk is smaller than the minimum size specified in image "+
-				"metadata. Flavor disk is %d bytes, minimum size is %d bytes.", flavor.DiskGB<<30, im.MinDiskGB<<30))
+			return refuse(errBadRequest(fmt.Sprintf("Flavor's disk is smaller than the minimum size specified in image "+
+				"metadata. Flavor disk is %d bytes, minimum size is %d bytes.", flavor.DiskGB<<30, im.MinDiskGB<<30)))
 		}
 		image = &etcdschema.BootImage{ID: im.ID, Name: im.Name, Command: im.Command}
+		if im.Key != "" {
+			checked = append(checked, servers.CheckedRecord{Key: im.Key, ModRevision: im.ModRevision})
+		}
 	}
 	hints := etcdschema.SchedulerHints{}
 	if g, ok := r.hints.get("group"); ok {
@@ -365,7 +416,8 @@ func (a *API) createChecked(c *reqCtx, r *createRequest, name string, descriptio
 	project, user := c.creds.ProjectID, c.creds.UserID
 	res, err := a.servers.Create(ctx, servers.CreateRequest{Name: name, Flavor: flavor, Count: r.maxCount, MinCount: r.minCount,
 		ProjectID: project, UserID: user, AvailabilityZone: az, Hints: hints, Host: host, Node: node,
-		Forced: r.forced, RequestID: c.requestID, Image: image, Metadata: metadata, Description: description})
+		Forced: r.forced, RequestID: c.requestID, Image: image, Metadata: metadata, Description: description,
+		Checked: checked})
 	var hint *servers.HintError
 	var over *quotas.OverQuotaError
 	switch {

@@ -1,6 +1,7 @@
 package compute_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/compute"
@@ -133,5 +135,96 @@ func TestServerCreateSeesImagesAsTheCaller(t *testing.T) {
 		if rec.Code != tc.want || (tc.want == http.StatusBadRequest && rec.Body.String() != notFound) {
 			t.Errorf("%s: %d %s, want %d", tc.desc, rec.Code, rec.Body, tc.want)
 		}
+	}
+}
+
+// A create may check its flavor and image as an earlier create read them
+// (images.Store and the flavor store remember them), yet its answer is
+// exact: each change below is made by another process's store (or, for
+// the flavor, through the API), and the next create answers as one that
+// read both records afresh — accepting what the change now allows and
+// refusing what it no longer does, with nothing stored for a refusal.
+func TestServerCreateSeesImageAndFlavorChangesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/images-changes")
+	if err := api.EnsureFlavors(ctx, cli, keys, api.DefaultFlavors()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	store, other := images.NewStore(cli, keys), images.NewStore(cli, keys)
+	id, name := "5e5e5e5e-1111-4222-8333-444444444444", "changing"
+	if err := other.Create(ctx, &etcdschema.Image{ID: id, Name: &name, Status: images.StatusActive,
+		Visibility: images.VisibilityPublic, CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	nova := compute.New(cli, keys, hclog.NewNullLogger())
+	nova.SetImages(store)
+	do := func(method, path, token, body string) (int, string) {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("X-Auth-Token", token)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rec := httptest.NewRecorder()
+		nova.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	change := func(f func(*etcdschema.Image)) func() {
+		return func() {
+			if _, err := other.Update(ctx, id, func(img *etcdschema.Image) error { f(img); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bad := func(msg string) string { return `{"badRequest": {"code": 400, "message": "` + msg + `"}}` }
+	accepted := 0
+	for _, tc := range []struct {
+		desc   string
+		change func()
+		token  string
+		want   string // "" for 202
+	}{
+		{"first create: reads and remembers both", func() {}, "bob:pb", ""},
+		{"min_ram raised past m1.tiny's", change(func(img *etcdschema.Image) { img.MinRAMMB = 4096 }), "bob:pb",
+			bad("Flavor's memory is too small for requested image.")},
+		{"min_ram lowered again", change(func(img *etcdschema.Image) { img.MinRAMMB = 0 }), "bob:pb", ""},
+		{"made another project's private image", change(func(img *etcdschema.Image) {
+			owner := "pa"
+			img.Visibility, img.Owner = images.VisibilityPrivate, &owner
+		}), "bob:pb", bad("Can not find requested image")},
+		{"made public again", change(func(img *etcdschema.Image) { img.Visibility = images.VisibilityPublic }), "bob:pb", ""},
+		{"image deleted", func() {
+			if err := other.Delete(ctx, id, nil); err != nil {
+				t.Fatal(err)
+			}
+		}, "bob:pb", bad("Can not find requested image")},
+	} {
+		tc.change()
+		code, body := do("POST", "/v2.1/servers", tc.token, `{"server": {"name": "s", "flavorRef": "1", "imageRef": "`+id+`"}}`)
+		switch {
+		case tc.want == "" && code == http.StatusAccepted:
+			accepted++
+		case tc.want == "" || code != http.StatusBadRequest || body != tc.want:
+			t.Errorf("%s: %d %s, want %s", tc.desc, code, body, cmp.Or(tc.want, "202"))
+		}
+	}
+
+	// The flavor: remembered by the creates above, then deleted.
+	sleep := images.DefaultID(images.DefaultSleepImage)
+	if err := images.EnsureDefaults(ctx, cli, keys, images.Defaults(now)); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := do("DELETE", "/v2.1/flavors/1", "admin:admin", ""); code != http.StatusAccepted {
+		t.Fatalf("delete flavor 1: %d %s", code, body)
+	}
+	code, body := do("POST", "/v2.1/servers", "bob:pb", `{"server": {"name": "s", "flavorRef": "1", "imageRef": "`+sleep+`"}}`)
+	if want := bad("Flavor 1 could not be found."); code != http.StatusBadRequest || body != want {
+		t.Errorf("after flavor 1 went: %d %s, want 400 %s", code, body, want)
+	}
+	resp, err := cli.Get(ctx, keys.BuildRequests(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != int64(accepted) || accepted != 3 {
+		t.Errorf("%v build requests stored (%v), want one per accepted create: %d of 3", resp.Count, err, accepted)
 	}
 }

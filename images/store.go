@@ -45,6 +45,10 @@ const maxRecordBytes = 512 << 10
 type Store struct {
 	cli  *clientv3.Client
 	keys etcdschema.Keys
+	// recentImages are server creates' lookups (cache.go): an update or
+	// delete through this store forgets its image at once; one through
+	// another process is caught by the create's own compare.
+	recentImages recentImages
 }
 
 // NewStore is the store of the images under keys.
@@ -193,6 +197,7 @@ func (s *Store) Update(ctx context.Context, id string, change func(*etcdschema.I
 			return nil, fmt.Errorf("update image %s: %w", id, err)
 		}
 		if resp.Succeeded {
+			s.ForgetImage(id)
 			return img, nil
 		}
 	}
@@ -225,6 +230,7 @@ func (s *Store) Delete(ctx context.Context, id string, allow func(*etcdschema.Im
 			return fmt.Errorf("delete image %s: %w", id, err)
 		}
 		if resp.Succeeded {
+			s.ForgetImage(id)
 			return nil
 		}
 	}

@@ -37,7 +37,27 @@ type CreateRequest struct {
 	// Forced says Host/Node were forced (availability_zone
 	// "zone:host[:node]"): the scheduler skips its filters for them.
 	Forced bool
+	// Checked are the records the API checked the request against (its
+	// flavor, its image) at the revisions it read them: the servers are
+	// stored only while each is unchanged, or not at all
+	// (ErrCheckedRecordChanged). The API may then answer from records it
+	// remembers instead of reading them for every create, and still be
+	// exact: a flavor or image changed or deleted meanwhile fails the
+	// store, and the API checks again over fresh reads.
+	Checked []CheckedRecord
 }
+
+// CheckedRecord is a record a create was checked against, with the mod
+// revision it was read at.
+type CheckedRecord struct {
+	Key         string
+	ModRevision int64
+}
+
+// ErrCheckedRecordChanged is a create none of whose servers were stored
+// because a record of its CreateRequest.Checked changed or went since it
+// was read: check the request again against fresh reads.
+var ErrCheckedRecordChanged = errors.New("a record the create was checked against changed")
 
 // Reservation is what a create stored: one BuildRequest a server, in
 // launch order, under one reservation id.
@@ -131,6 +151,13 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 		if group != "" {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.ServerGroup(group)), ">", 0))
 		}
+		if start == 0 {
+			// The first part commits the request: its checks hold then.
+			// Later parts continue what was accepted, as quotas do.
+			for _, rec := range req.Checked {
+				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(rec.Key), "=", rec.ModRevision))
+			}
+		}
 		guardKey := s.keys.InstanceMapping(res.BuildRequests[start].InstanceUUID)
 		for try := 0; ; try++ {
 			stored, err := s.StoreOnce(ctx, req.RequestID, guardKey, append(slices.Clip(cmps), guard.Cmps...),
@@ -140,6 +167,15 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 			}
 			if stored {
 				break
+			}
+			if start == 0 {
+				changed, err := s.checkedChanged(ctx, req.Checked)
+				if err != nil {
+					return nil, fmt.Errorf("store build requests: %w", err)
+				}
+				if changed {
+					return nil, ErrCheckedRecordChanged
+				}
 			}
 			if s.quotas == nil || s.groupGone(ctx, group) {
 				return nil, ErrGroupDeleted
@@ -171,6 +207,29 @@ const maxQuotaTries = 1000
 func (s *Store) reserve(ctx context.Context, req CreateRequest, min, max int) (int, quotas.Guard, error) {
 	return s.quotas.ReserveServers(ctx, quotas.ServerRequest{Project: req.ProjectID, User: req.UserID, Group: req.Hints.Group,
 		Min: min, Max: max, VCPUs: int64(req.Flavor.VCPUs), RAMMB: int64(req.Flavor.RAMMB), RequestID: req.RequestID})
+}
+
+// checkedChanged reports whether a record of checked is no longer at the
+// revision it was checked at (read in one transaction).
+func (s *Store) checkedChanged(ctx context.Context, checked []CheckedRecord) (bool, error) {
+	if len(checked) == 0 {
+		return false, nil
+	}
+	ops := make([]clientv3.Op, len(checked))
+	for i, rec := range checked {
+		ops[i] = clientv3.OpGet(rec.Key, clientv3.WithKeysOnly())
+	}
+	resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return false, fmt.Errorf("read the records the create was checked against: %w", err)
+	}
+	for i, rec := range checked {
+		kvs := resp.Responses[i].GetResponseRange().Kvs
+		if len(kvs) == 0 || kvs[0].ModRevision != rec.ModRevision {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // groupGone reports whether group is named and no longer exists (an
