@@ -19,6 +19,9 @@ import (
 // isUUIDLike is oslo's uuidutils.is_uuid_like: any case, hyphens
 // anywhere, braces and a urn:uuid: prefix allowed.
 func isUUIDLike(s string) bool {
+	if like, plain := plainUUIDLike(s); plain {
+		return like
+	}
 	v := strings.ToLower(strings.Trim(strings.NewReplacer("urn:", "", "uuid:", "").Replace(s), "{}"))
 	v = strings.ReplaceAll(v, "-", "")
 	if len(v) != 32 {
@@ -27,6 +30,48 @@ func isUUIDLike(s string) bool {
 	for _, c := range v {
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
 			return false
+		}
+	}
+	return true
+}
+
+// plainUUIDLike is isUUIDLike without allocating for a string with no
+// braces and no colon (every uuid a client sends, hyphenated or not):
+// only hyphens are then removed, and 32 hex digits must remain. plain is
+// false for any other string, which isUUIDLike reads the long way.
+func plainUUIDLike(s string) (like, plain bool) {
+	digits, hex := 0, true
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '-':
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
+			digits++
+		case c == ':' || c == '{' || c == '}' || c >= 0x80:
+			return false, false // the replacer and the case fold decide
+		default:
+			hex = false // not hex in any case; a colon further on may still remove it
+		}
+	}
+	return hex && digits == 32, true
+}
+
+// isCanonicalUUID says whether s is already as canonical spells it:
+// lowercase, 8-4-4-4-12.
+func isCanonicalUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+				return false
+			}
 		}
 	}
 	return true

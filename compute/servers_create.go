@@ -74,6 +74,9 @@ func uuidList(v any) []string {
 // canonical spells a uuid Nova accepts (any case, braces, urn:uuid:) as
 // Berth's records do; anything else is left for servers.ValidateHints.
 func canonical(s string) string {
+	if isCanonicalUUID(s) {
+		return s // as most clients send it: nothing to build
+	}
 	if !isUUIDLike(s) {
 		return s
 	}
