@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/http"
 	"strconv"
 	"strings"
@@ -87,26 +86,52 @@ func canonical(s string) string {
 // passwordSymbols is utils.DEFAULT_PASSWORD_SYMBOLS.
 var passwordSymbols = []string{"23456789", "ABCDEFGHJKLMNPQRSTUVWXYZ", "abcdefghijkmnopqrstuvwxyz"}
 
+// allPasswordSymbols is every group at once, the filler's choice.
+var allPasswordSymbols = strings.Join(passwordSymbols, "")
+
 // generatePassword is utils.generate_password: 12 characters, at least
-// one of each group.
+// one of each group, drawn from the system's randomness (Nova's
+// random.SystemRandom) and shuffled.
 func generatePassword() string {
-	pick := func(s string) byte {
-		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(s))))
-		return s[n.Int64()]
-	}
-	all := strings.Join(passwordSymbols, "")
+	var r randomBytes
 	b := make([]byte, 0, 12)
 	for _, g := range passwordSymbols {
-		b = append(b, pick(g))
+		b = append(b, g[r.below(len(g))])
 	}
 	for len(b) < 12 {
-		b = append(b, pick(all))
+		b = append(b, allPasswordSymbols[r.below(len(allPasswordSymbols))])
 	}
 	for i := len(b) - 1; i > 0; i-- {
-		j, _ := rand.Int(rand.Reader, big.NewInt(int64(i+1)))
-		b[i], b[j.Int64()] = b[j.Int64()], b[i]
+		j := r.below(i + 1)
+		b[i], b[j] = b[j], b[i]
 	}
 	return string(b)
+}
+
+// randomBytes hands out crypto/rand bytes from one read of a few dozen:
+// a password takes 23 uniform draws, and a crypto/rand.Int (with its big
+// integers) for each was a visible part of a server create's CPU.
+type randomBytes struct {
+	buf  [64]byte
+	next int
+}
+
+// below is a uniform integer in [0, n), 0 < n <= 256: a byte is drawn
+// again while it falls in the last, partial run of n (rejection
+// sampling), so no value is likelier than another.
+func (r *randomBytes) below(n int) int {
+	limit := 256 - 256%n
+	for {
+		if r.next == 0 || r.next == len(r.buf) {
+			rand.Read(r.buf[:]) // never fails (crypto/rand, Go 1.24+)
+			r.next = 0
+		}
+		b := int(r.buf[r.next])
+		r.next++
+		if b < limit {
+			return b % n
+		}
+	}
 }
 
 // createServer is ServersController.create.
