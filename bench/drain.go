@@ -35,22 +35,13 @@ func (r *runner) drain(ctx context.Context) error {
 	r.res.DrainedHosts, r.res.ServersPerHost, r.res.DrainParallel = len(drained), cfg.ServersPerHost, cfg.DrainParallel
 	r.res.Servers, r.res.Clients, r.res.BuildTime = cfg.Servers, cfg.Clients, cfg.BuildTime.String()
 	// The load: the cloud's servers anywhere, then the drained hosts'.
-	if err := r.createAll(ctx, cfg.Servers, func(i int64) api.CreateRequest { return r.request(i) }); err != nil {
-		return fmt.Errorf("drain: the cloud's load: %w", err)
-	}
-	r.idsMu.Lock()
-	r.ids = nil
-	r.idsMu.Unlock()
 	per := int64(cfg.ServersPerHost)
-	err := r.createAll(ctx, len(drained)*cfg.ServersPerHost, func(i int64) api.CreateRequest {
+	moving, err := r.createTracked(ctx, "the drained hosts' servers", len(drained)*cfg.ServersPerHost, func(i int64) api.CreateRequest {
 		return api.CreateRequest{Name: fmt.Sprintf("drained-%d", i), Flavor: "m1.tiny", Count: 1, Host: drained[(i-1)/per]}
 	})
 	if err != nil {
-		return fmt.Errorf("drain: the drained hosts' servers: %w", err)
+		return fmt.Errorf("drain: %w", err)
 	}
-	r.idsMu.Lock()
-	moving := slices.Clone(r.ids)
-	r.idsMu.Unlock()
 	for _, id := range moving {
 		if !r.rec.isActive(id) {
 			st := "unknown"
@@ -97,11 +88,7 @@ func (r *runner) drain(ctx context.Context) error {
 			}
 		}
 	}
-	r.res.Measured = r.res.Moves
-	if r.res.Moves > 0 {
-		r.res.MovesPerSec = float64(r.res.Moves) / took.Seconds()
-		r.res.CPUMsPerMove = float64(cpu.Microseconds()) / 1000 / float64(r.res.Moves)
-	}
+	r.noteMoveRates(took, cpu)
 	times, err := r.moveTimes(ctx, drained)
 	if err != nil {
 		return err
@@ -187,6 +174,35 @@ func (r *runner) createAll(ctx context.Context, n int, req func(i int64) api.Cre
 		return fmt.Errorf("%w; unfinished:%s", err, r.unfinishedReport(ctx))
 	}
 	return nil
+}
+
+// createTracked boots a move scenario's servers: the cloud's load
+// (-servers of the boot's requests, anywhere), then n servers made by req
+// (named what in errors), and returns the latter's uuids, the servers
+// the scenario moves and checks. All have finished building by then.
+func (r *runner) createTracked(ctx context.Context, what string, n int, req func(i int64) api.CreateRequest) ([]string, error) {
+	if err := r.createAll(ctx, r.cfg.Servers, func(i int64) api.CreateRequest { return r.request(i) }); err != nil {
+		return nil, fmt.Errorf("the cloud's load: %w", err)
+	}
+	r.idsMu.Lock()
+	r.ids = nil
+	r.idsMu.Unlock()
+	if err := r.createAll(ctx, n, req); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	r.idsMu.Lock()
+	defer r.idsMu.Unlock()
+	return slices.Clone(r.ids), nil
+}
+
+// noteMoveRates sets what a move scenario reports per move, from r.res.Moves
+// and the measured phase's wall time and process CPU.
+func (r *runner) noteMoveRates(took, cpu time.Duration) {
+	r.res.Measured = r.res.Moves
+	if r.res.Moves > 0 {
+		r.res.MovesPerSec = float64(r.res.Moves) / took.Seconds()
+		r.res.CPUMsPerMove = float64(cpu.Microseconds()) / 1000 / float64(r.res.Moves)
+	}
 }
 
 // forEachHost runs fn for every host from the clients.

@@ -35,21 +35,12 @@ func (r *runner) resize(ctx context.Context) error {
 	cfg := r.cfg
 	n := cfg.ResizeParallel
 	r.res.Servers, r.res.Clients, r.res.BuildTime, r.res.ResizeParallel = cfg.Servers, cfg.Clients, cfg.BuildTime.String(), n
-	if err := r.createAll(ctx, cfg.Servers, func(i int64) api.CreateRequest { return r.request(i) }); err != nil {
-		return fmt.Errorf("resize: the cloud's load: %w", err)
-	}
-	r.idsMu.Lock()
-	r.ids = nil
-	r.idsMu.Unlock()
-	err := r.createAll(ctx, n, func(i int64) api.CreateRequest {
+	resized, err := r.createTracked(ctx, "the resized servers", n, func(i int64) api.CreateRequest {
 		return api.CreateRequest{Name: fmt.Sprintf("resized-%d", i), Flavor: resizeFlavors[0], Count: 1}
 	})
 	if err != nil {
-		return fmt.Errorf("resize: the resized servers: %w", err)
+		return fmt.Errorf("resize: %w", err)
 	}
-	r.idsMu.Lock()
-	resized := slices.Clone(r.ids)
-	r.idsMu.Unlock()
 	for _, id := range resized {
 		if !r.rec.isActive(id) {
 			return fmt.Errorf("resize: server %s did not go ACTIVE (the load before any resize)", id)
@@ -99,11 +90,7 @@ func (r *runner) resize(ctx context.Context) error {
 	endPhase()
 	r.res.Seconds, r.res.CPUSeconds, r.res.HeapMB = took.Seconds(), cpu.Seconds(), heapMB()
 	r.res.Moves, r.res.MovesFailed, r.res.APIErrors = int(moved.Load()), int(failed.Load()), int(r.apiErrors.Load())
-	r.res.Measured = r.res.Moves
-	if r.res.Moves > 0 {
-		r.res.MovesPerSec = float64(r.res.Moves) / took.Seconds()
-		r.res.CPUMsPerMove = float64(cpu.Microseconds()) / 1000 / float64(r.res.Moves)
-	}
+	r.noteMoveRates(took, cpu)
 	slices.Sort(whole)
 	slices.Sort(verify)
 	p, pv := pct(whole), pct(verify)
