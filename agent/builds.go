@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
@@ -105,7 +106,11 @@ func (a *Agent) work1(ctx context.Context, ev informer.Event) {
 		a.log.Error("unreadable cast left in place for an operator", "key", ev.Key, "error", err)
 		return
 	}
-	log := a.log.With("instance", b.InstanceUUID, "op", b.Op, "request_id", b.RequestID)
+	// The cast's logger is made only to log a failure: a build that works
+	// (nearly all) logs once, in build, with its own keys.
+	log := func() hclog.Logger {
+		return a.log.With("instance", b.InstanceUUID, "op", b.Op, "request_id", b.RequestID)
+	}
 	var err error
 	for try := 0; ; try++ {
 		switch b.Op {
@@ -116,7 +121,7 @@ func (a *Agent) work1(ctx context.Context, ev informer.Event) {
 		case etcdschema.OpMove:
 			err = a.move(ctx, ev, &b)
 		default:
-			log.Error("unknown cast op left in place for an operator")
+			log().Error("unknown cast op left in place for an operator")
 			return
 		}
 		if err == nil || ctx.Err() != nil {
@@ -124,14 +129,14 @@ func (a *Agent) work1(ctx context.Context, ev informer.Event) {
 		}
 		// etcd hiccups: retry with back-off; the cast is still in etcd, so a
 		// restart would pick it up too.
-		log.Warn("cast failed, retrying", "error", err, "try", try)
+		log().Warn("cast failed, retrying", "error", err, "try", try)
 		select {
 		case <-time.After(min(time.Duration(1<<min(try, 6))*100*time.Millisecond, 5*time.Second)):
 		case <-ctx.Done():
 		}
 	}
 	if err != nil && ctx.Err() == nil {
-		log.Error("cast failed", "error", err)
+		log().Error("cast failed", "error", err)
 	}
 }
 

@@ -100,22 +100,25 @@ func (r *LeaseRenewer) Close() {
 // when etcd no longer has the lease, and with another error when no
 // answer came within the renewer's timeout (or before ctx ended).
 func (r *LeaseRenewer) Renew(ctx context.Context, lease clientv3.LeaseID) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
+	// The renewer's timeout is a pooled timer, not a context per beat:
+	// a fleet beats thousands of times a second, and each context was a
+	// deadline, a timer and a cancel to allocate and collect.
+	limit := newBeatLimit(r.timeout)
+	defer limit.release()
 	for {
-		s, err := r.stream(ctx)
+		s, err := r.stream(ctx, limit)
 		if err != nil {
 			return 0, fmt.Errorf("renew lease %x: %w", int64(lease), err)
 		}
 		// Half the timeout: a beat that first waited for a stream to
 		// open has less than the whole left on this one.
-		ttl, err := s.renew(ctx, int64(lease), r.timeout/2)
+		ttl, err := s.renew(ctx, limit, int64(lease), r.timeout/2)
 		switch {
 		case err == nil && ttl <= 0:
 			return 0, fmt.Errorf("renew lease %x: %w", int64(lease), ErrLeaseLost)
 		case err == nil:
 			return ttl, nil
-		case errors.Is(err, errStreamBroken) && ctx.Err() == nil:
+		case errors.Is(err, errStreamBroken) && ctx.Err() == nil && !limit.expired:
 			continue // the next stream sends it again
 		default:
 			return 0, fmt.Errorf("renew lease %x: %w", int64(lease), err)
@@ -123,11 +126,49 @@ func (r *LeaseRenewer) Renew(ctx context.Context, lease clientv3.LeaseID) (int64
 	}
 }
 
+// beatLimit is one beat's time limit: a timer taken from a pool and
+// given back when the beat ends. Its channel delivers once; expired
+// remembers that it did, for the selects that follow.
+type beatLimit struct {
+	t       *time.Timer
+	expired bool
+}
+
+var beatLimits sync.Pool // of *beatLimit, stopped
+
+func newBeatLimit(d time.Duration) *beatLimit {
+	if l, ok := beatLimits.Get().(*beatLimit); ok {
+		l.t.Reset(d) // stopped when released: no stale tick (Go 1.23 timers)
+		l.expired = false
+		return l
+	}
+	return &beatLimit{t: time.NewTimer(d)}
+}
+
+// c is the channel a select waits on for the limit: the timer's, or one
+// already closed once the limit has passed.
+func (l *beatLimit) c() <-chan time.Time {
+	if l.expired {
+		return closedTimeChan
+	}
+	return l.t.C
+}
+
+// err is the limit's error once it has passed, as a context's deadline.
+func (l *beatLimit) err() error { return context.DeadlineExceeded }
+
+func (l *beatLimit) release() {
+	l.t.Stop()
+	beatLimits.Put(l)
+}
+
+var closedTimeChan = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
+
 // Opened is how many streams the renewer has opened so far.
 func (r *LeaseRenewer) Opened() int64 { return r.opened.Load() }
 
-// stream waits for an open stream.
-func (r *LeaseRenewer) stream(ctx context.Context) (*renewStream, error) {
+// stream waits for an open stream, until ctx ends or limit passes.
+func (r *LeaseRenewer) stream(ctx context.Context, limit *beatLimit) (*renewStream, error) {
 	for {
 		r.mu.Lock()
 		s, ready := r.cur, r.ready
@@ -140,6 +181,9 @@ func (r *LeaseRenewer) stream(ctx context.Context) (*renewStream, error) {
 			case <-s.done:
 			case <-ctx.Done():
 				return nil, fmt.Errorf("keepalive stream being reopened: %w", ctx.Err())
+			case <-limit.c():
+				limit.expired = true
+				return nil, fmt.Errorf("keepalive stream being reopened: %w", limit.err())
 			case <-r.ctx.Done():
 				return nil, ErrRenewerClosed
 			}
@@ -149,6 +193,9 @@ func (r *LeaseRenewer) stream(ctx context.Context) (*renewStream, error) {
 		case <-ready:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("no keepalive stream open: %w", ctx.Err())
+		case <-limit.c():
+			limit.expired = true
+			return nil, fmt.Errorf("no keepalive stream open: %w", limit.err())
 		case <-r.ctx.Done():
 			return nil, ErrRenewerClosed
 		}
@@ -270,10 +317,10 @@ func (s *renewStream) brokenBy() error {
 }
 
 // renew queues one request for id and waits for its answer. A beat that
-// runs out of time (its deadline, not a caller giving up) after waiting
+// runs out of time (its limit, not a caller giving up) after waiting
 // stallAfter or longer, without any answer on the stream meanwhile,
 // fails the stream.
-func (s *renewStream) renew(ctx context.Context, id int64, stallAfter time.Duration) (int64, error) {
+func (s *renewStream) renew(ctx context.Context, limit *beatLimit, id int64, stallAfter time.Duration) (int64, error) {
 	w := &renewWaiter{ch: make(chan renewResult, 1)}
 	sent := time.Now().UnixNano()
 	s.mu.Lock()
@@ -295,10 +342,15 @@ func (s *renewStream) renew(ctx context.Context, id int64, stallAfter time.Durat
 	case s.wake <- struct{}{}:
 	default:
 	}
+	var why error
 	select {
 	case res := <-w.ch:
 		return res.ttl, res.err
 	case <-ctx.Done():
+		why = ctx.Err()
+	case <-limit.c():
+		limit.expired = true
+		why = limit.err()
 	}
 	if !s.forget(id, w) {
 		// The answer (or the stream's failure) came as the time ran out.
@@ -306,7 +358,7 @@ func (s *renewStream) renew(ctx context.Context, id int64, stallAfter time.Durat
 		return res.ttl, res.err
 	}
 	waited := time.Duration(time.Now().UnixNano() - sent)
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && waited >= stallAfter && s.lastAnswer.Load() < sent {
+	if limit.expired && waited >= stallAfter && s.lastAnswer.Load() < sent {
 		// Not one answer in a whole timeout since this request was
 		// queued: the stream is stuck (a half-open connection, a member
 		// that stopped answering), not just busy. The next beat gets a
@@ -314,7 +366,7 @@ func (s *renewStream) renew(ctx context.Context, id int64, stallAfter time.Durat
 		// says nothing about the stream.)
 		s.fail(fmt.Errorf("no answer on the keepalive stream for %s", waited))
 	}
-	return 0, fmt.Errorf("no answer: %w", ctx.Err())
+	return 0, fmt.Errorf("no answer: %w", why)
 }
 
 // forget unlinks w from id's waiters; false if it was answered already.
