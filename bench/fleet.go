@@ -26,6 +26,7 @@ import (
 	"github.com/berth-project/berth/agent"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/informer"
+	"github.com/berth-project/berth/internal/rolelabel"
 )
 
 // Liveness models the fleet's liveness leases.
@@ -249,8 +250,14 @@ func (f *Fleet) Register(ctx context.Context, progress func(done int)) error {
 		}()
 	}
 	if f.cfg.Liveness == LivenessPerHost {
-		// A beat waits for its answer as long as in the agent.
-		r, err := agent.NewLeaseRenewer(f.cli, f.every.RenewTimeout(), f.log)
+		// A beat waits for its answer as long as in the agent. The
+		// renewer's stream goroutines are the fleet's background work in
+		// a profile, not the caller's (the tool's clients).
+		var r *agent.LeaseRenewer
+		var err error
+		rolelabel.Do(ctx, "agent fleet background", func(context.Context) {
+			r, err = agent.NewLeaseRenewer(f.cli, f.every.RenewTimeout(), f.log)
+		})
 		if err != nil {
 			return fmt.Errorf("fleet: %w", err)
 		}

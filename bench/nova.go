@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -114,26 +115,48 @@ func (c *novaClient) doAt(ctx context.Context, method, path string, in, out any)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", method, path, err)
 		}
-		data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-		resp.Body.Close()
-		if err != nil {
-			return fmt.Errorf("%s %s: read the answer: %w", method, path, err)
-		}
-		if resp.StatusCode == http.StatusUnauthorized && c.creds != nil && attempt == 0 {
-			c.forget(tok)
+		buf := answerBufs.Get().(*bytes.Buffer)
+		err = c.answer(resp, buf, method, path, attempt, tok, out)
+		buf.Reset()
+		answerBufs.Put(buf)
+		if errors.Is(err, errLoginAgain) {
 			continue
 		}
-		if resp.StatusCode >= 300 {
-			return &api.APIError{Status: resp.StatusCode, Message: novaFaultMessage(data)}
-		}
-		if out != nil && len(data) > 0 {
-			if err := json.Unmarshal(data, out); err != nil {
-				return fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
-			}
-		}
-		return nil
+		return err
 	}
 }
+
+// errLoginAgain is answer's word that a 401 dropped the token and the
+// request is to be sent again.
+var errLoginAgain = errors.New("log in again")
+
+// answer reads resp into buf (the connection stays open for the next
+// request) and decodes a 2xx answer into out.
+func (c *novaClient) answer(resp *http.Response, buf *bytes.Buffer, method, path string, attempt int, tok string, out any) error {
+	_, err := buf.ReadFrom(io.LimitReader(resp.Body, 16<<20))
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("%s %s: read the answer: %w", method, path, err)
+	}
+	data := buf.Bytes()
+	if resp.StatusCode == http.StatusUnauthorized && c.creds != nil && attempt == 0 {
+		c.forget(tok)
+		return errLoginAgain
+	}
+	if resp.StatusCode >= 300 {
+		return &api.APIError{Status: resp.StatusCode, Message: novaFaultMessage(data)}
+	}
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// answerBufs hold the answers being read, one per request at a time: a
+// boot reads tens of thousands, each into a buffer of its own before.
+var answerBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // novaFaultMessage is the message of Nova's {"<kind>": {"message"}}
 // (or keystonemiddleware's {"error": {...}}), else the body.
@@ -170,17 +193,8 @@ func (c *novaClient) createServer(ctx context.Context, req api.CreateRequest) (s
 	if !ok {
 		return "", fmt.Errorf("create server: no default flavor %q", req.Flavor)
 	}
-	server := map[string]any{"name": req.Name, "flavorRef": flavor, "imageRef": benchImage, "networks": "none"}
-	if req.AvailabilityZone != "" {
-		server["availability_zone"] = req.AvailabilityZone
-	}
-	if req.Host != "" {
-		server["host"] = req.Host
-	}
-	body := map[string]any{"server": server}
-	if len(req.Hints) > 0 {
-		body["os:scheduler_hints"] = req.Hints
-	}
+	body := createBody{Server: createServer{Name: req.Name, FlavorRef: flavor, ImageRef: benchImage, Networks: "none",
+		AvailabilityZone: req.AvailabilityZone, Host: req.Host}, Hints: req.Hints}
 	var out struct {
 		Server struct {
 			ID string `json:"id"`
@@ -193,6 +207,22 @@ func (c *novaClient) createServer(ctx context.Context, req api.CreateRequest) (s
 		return "", fmt.Errorf("create server: no id in the answer")
 	}
 	return out.Server.ID, nil
+}
+
+// createBody is POST /v2.1/servers's body, typed: encoding/json writes a
+// struct without the sorting and boxing a map of any costs.
+type createBody struct {
+	Server createServer   `json:"server"`
+	Hints  map[string]any `json:"os:scheduler_hints,omitempty"`
+}
+
+type createServer struct {
+	Name             string `json:"name"`
+	FlavorRef        string `json:"flavorRef"`
+	ImageRef         string `json:"imageRef"`
+	Networks         string `json:"networks"`
+	AvailabilityZone string `json:"availability_zone,omitempty"`
+	Host             string `json:"host,omitempty"`
 }
 
 // createServerGroup is POST /v2.1/os-server-groups; it returns the id.

@@ -1,11 +1,11 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"path"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +45,12 @@ func (t *trace) finished() bool { return !t.active.IsZero() || t.failed || t.noV
 type Recorder struct {
 	cli  *clientv3.Client
 	keys etcdschema.Keys
+	pfx  recorderPrefixes
+
+	// kinds interns the key kinds named so far; kindBuf is kind's
+	// scratch (both under mu).
+	kinds   map[string]string
+	kindBuf []byte
 
 	mu        sync.Mutex
 	traces    map[string]*trace
@@ -62,7 +68,8 @@ type Recorder struct {
 
 // NewRecorder returns a recorder; Run starts it.
 func NewRecorder(cli *clientv3.Client, keys etcdschema.Keys) *Recorder {
-	return &Recorder{cli: cli, keys: keys, traces: map[string]*trace{}, puts: map[string]int64{},
+	return &Recorder{cli: cli, keys: keys, pfx: newRecorderPrefixes(keys), kinds: map[string]string{},
+		traces: map[string]*trace{}, puts: map[string]int64{},
 		deletes: map[string]int64{}, cond: make(chan struct{})}
 }
 
@@ -107,7 +114,7 @@ func (r *Recorder) traceLocked(id string) *trace {
 }
 
 func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
-	key := string(ev.Kv.Key)
+	key := ev.Kv.Key
 	kind := r.kind(key)
 	del := ev.Type == clientv3.EventTypeDelete
 	if r.counting {
@@ -126,23 +133,26 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 	if ev.Kv.ModRevision > r.lastRev {
 		r.lastRev = ev.Kv.ModRevision
 	}
-	k := r.keys
+	// Every key the recorder times ends in the server's uuid; it is looked
+	// up as bytes (no string is made) and decoded only for a server it
+	// follows that has not finished: the decoding is the tool's own cost.
+	id := lastSegment(key)
 	switch kind {
 	case "build_requests":
-		if id, ok := etcdschema.LastSegment(key, k.BuildRequests()); ok && !del {
-			if t := r.traceLocked(id); t.buildRequest.IsZero() {
+		if !del && r.isChild(key, r.pfx.buildRequests) {
+			if t := r.traceLocked(string(id)); t.buildRequest.IsZero() {
 				t.buildRequest = now
 			}
 		}
 	case "leases/build_requests":
-		if id, ok := etcdschema.LastSegment(key, k.BuildRequestLeases()); ok && !del {
-			if t := r.traceLocked(id); t.lease.IsZero() {
+		if !del && r.isChild(key, r.pfx.leases) {
+			if t := r.traceLocked(string(id)); t.lease.IsZero() {
 				t.lease = now
 			}
 		}
 	case "placement/consumers":
-		if id, ok := etcdschema.LastSegment(key, k.Consumers()); ok && !del {
-			if t := r.traces[id]; t != nil && t.claim.IsZero() {
+		if !del && r.isChild(key, r.pfx.consumers) {
+			if t := r.traces[string(id)]; t != nil && t.claim.IsZero() {
 				t.claim = now
 			}
 		}
@@ -150,35 +160,32 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 		if del {
 			return
 		}
-		// The key ends in the instance's uuid: a cast of a server not
-		// followed, or of one that has finished booting (a move's or a
-		// delete's), is not decoded: during a drain or a resize churn
-		// those are most casts, and the decoding is the tool's own cost.
-		if t := r.traces[path.Base(key)]; t == nil || t.finished() {
+		// A cast of a server not followed, or of one that has finished
+		// booting (a move's or a delete's), is not decoded: during a
+		// drain or a resize churn those are most casts.
+		t := r.traces[string(id)]
+		if t == nil || t.finished() {
 			return
 		}
-		var b etcdschema.Build
-		if etcdschema.Decode(key, ev.Kv.Value, &b) != nil || b.Op != etcdschema.OpBuild {
+		var b etcdschema.BuildOp // the op alone: no string copied
+		if etcdschema.Decode("", ev.Kv.Value, &b) != nil || b.Op != etcdschema.OpBuild {
 			return
 		}
-		if t := r.traces[b.InstanceUUID]; t != nil {
-			if t.cast.IsZero() {
-				t.cast = now
-			}
-			t.casts++
+		if t.cast.IsZero() {
+			t.cast = now
 		}
+		t.casts++
 	case "cells/*/instances":
 		if del {
 			return
 		}
-		id := path.Base(key)
-		t := r.traces[id]
-		f := r.follows[id]
+		t := r.traces[string(id)]
+		f := r.follows[string(id)]
 		if (t == nil || t.finished()) && f == nil {
 			return
 		}
-		var in etcdschema.Instance
-		if etcdschema.Decode(key, ev.Kv.Value, &in) != nil {
+		var in recordedInstance
+		if json.Unmarshal(ev.Kv.Value, &in) != nil {
 			return
 		}
 		if f != nil {
@@ -187,9 +194,8 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 		if t == nil || t.finished() {
 			return
 		}
-		cell := etcdschema.FirstSegment(key, k.CellsPrefix())
 		switch {
-		case cell == "cell0":
+		case r.inCell0(key):
 			t.noValidHost = true
 		case in.Status == etcdschema.StatusActive:
 			t.active = now
@@ -203,35 +209,90 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 		close(r.cond)
 		r.cond = make(chan struct{})
 	case "instance_mappings":
-		if id, ok := etcdschema.LastSegment(key, k.InstanceMappings()); ok && del {
-			if t := r.traces[id]; t != nil {
+		if del && r.isChild(key, r.pfx.mappings) {
+			if t := r.traces[string(id)]; t != nil {
 				t.deleted = true
 			}
 		}
 	}
 }
 
+// recordedInstance is what the recorder reads of an instance record
+// (etcdschema.Instance's members of the same names): its status for a
+// server's boot, and a followed server's state. The rest of the record
+// (times, image, metadata, fault) is skipped, not decoded.
+type recordedInstance struct {
+	Status        string `json:"status"`
+	TaskState     string `json:"task_state"`
+	Cell          string `json:"cell"`
+	MigrationUUID string `json:"migration_uuid"`
+	Flavor        struct {
+		Name string `json:"name"`
+	} `json:"flavor"`
+}
+
+// recorderPrefixes are the key prefixes the recorder matches, made once
+// (etcdschema.Keys builds a prefix per call).
+type recorderPrefixes struct {
+	all, buildRequests, leases, consumers, mappings, cell0 string
+}
+
+func newRecorderPrefixes(k etcdschema.Keys) recorderPrefixes {
+	return recorderPrefixes{all: k.All(), buildRequests: k.BuildRequests(), leases: k.BuildRequestLeases(),
+		consumers: k.Consumers(), mappings: k.InstanceMappings(), cell0: k.CellsPrefix() + "cell0/"}
+}
+
+// isChild says whether key is prefix followed by one segment.
+func (r *Recorder) isChild(key []byte, prefix string) bool {
+	return len(key) > len(prefix) && string(key[:len(prefix)]) == prefix &&
+		bytes.IndexByte(key[len(prefix):], '/') < 0
+}
+
+// inCell0 says whether key is under cell0, where a server that found no
+// host is buried.
+func (r *Recorder) inCell0(key []byte) bool {
+	return len(key) > len(r.pfx.cell0) && string(key[:len(r.pfx.cell0)]) == r.pfx.cell0
+}
+
+// lastSegment is what follows key's last slash.
+func lastSegment(key []byte) []byte { return key[bytes.LastIndexByte(key, '/')+1:] }
+
 // kind names a key's family: its first segment, or two for placement,
-// leases and server groups, with host and cell names made "*".
-func (r *Recorder) kind(key string) string {
-	rel := strings.TrimPrefix(key, r.keys.All())
-	seg := strings.Split(rel, "/")
-	switch seg[0] {
+// leases and server groups, with host and cell names made "*". The names
+// are made once each (r.kinds): the recorder names every event.
+func (r *Recorder) kind(key []byte) string {
+	rel := bytes.TrimPrefix(key, []byte(r.pfx.all))
+	seg0, rest, _ := bytes.Cut(rel, []byte{'/'})
+	var seg1, seg2 []byte
+	seg1, rest, _ = bytes.Cut(rest, []byte{'/'})
+	seg2, _, _ = bytes.Cut(rest, []byte{'/'})
+	buf := r.kindBuf[:0]
+	switch string(seg0) {
 	case "hosts", "cells":
-		if len(seg) >= 3 {
-			return seg[0] + "/*/" + seg[2]
+		buf = append(buf, seg0...)
+		if seg2 != nil {
+			buf = append(append(buf, "/*/"...), seg2...)
 		}
-		return seg[0]
 	case "placement", "leases", "elections", "members":
-		if len(seg) >= 2 {
-			return seg[0] + "/" + seg[1]
+		buf = append(buf, seg0...)
+		if seg1 != nil {
+			buf = append(append(buf, '/'), seg1...)
 		}
 	case "server_groups":
-		if len(seg) >= 3 {
-			return "server_groups/*/" + seg[2]
+		buf = append(buf, seg0...)
+		if seg2 != nil {
+			buf = append(append(buf, "/*/"...), seg2...)
 		}
+	default:
+		buf = append(buf, seg0...)
 	}
-	return seg[0]
+	r.kindBuf = buf
+	if k, ok := r.kinds[string(buf)]; ok {
+		return k
+	}
+	k := string(buf)
+	r.kinds[k] = k
+	return k
 }
 
 // Expect registers servers a client created, with its POST's times.
@@ -394,7 +455,7 @@ type follow struct {
 	changed chan struct{} // closed and replaced on every record seen
 }
 
-func (f *follow) seen(in *etcdschema.Instance) {
+func (f *follow) seen(in *recordedInstance) {
 	f.last = instanceState{Status: in.Status, TaskState: in.TaskState, Flavor: in.Flavor.Name, Migration: in.MigrationUUID, Cell: in.Cell}
 	f.at = time.Now()
 	f.seq++

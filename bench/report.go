@@ -161,6 +161,17 @@ type Result struct {
 	CPUSeconds     float64 `json:"process_cpu_s,omitempty"`
 	CPUMsPerServer float64 `json:"process_cpu_ms_per_server,omitempty"`
 	HeapMB         float64 `json:"heap_mb,omitempty"`
+	// The measured phase's CPU profile (-cpuprofile with -profile-phase
+	// scenario, or moves for drain and resize) split by its role labels:
+	// the share of the tool's own roles (its API clients, recorder and
+	// etcd client) and of the simulated fleet's in the profiled CPU, and
+	// the process CPU per server (or per move) with the tool's share
+	// taken out, then the fleet's too. Unlabelled CPU (mostly the
+	// garbage collector's) stays in: the figures are Berth's at most.
+	ProfileToolShare      float64 `json:"profile_tool_share,omitempty"`
+	ProfileFleetShare     float64 `json:"profile_fleet_share,omitempty"`
+	CPUMsLessTool         float64 `json:"process_cpu_ms_less_tool,omitempty"`
+	CPUMsLessToolAndFleet float64 `json:"process_cpu_ms_less_tool_and_fleet,omitempty"`
 	// Scheduler processes (-scheduler-procs): how many, each one's CPU
 	// quota (0: none), the CPU they used in the measured phase (part of
 	// CPUSeconds) and the GOMAXPROCS Go's runtime chose in each.
@@ -317,6 +328,9 @@ func (r *Result) WriteTable(w io.Writer) {
 		row("process", "%.1f CPU s (%.1f ms per measured server, everything in the process), heap %.0f MB",
 			r.CPUSeconds, r.CPUMsPerServer, r.HeapMB)
 	}
+	if r.DrainedHosts == 0 && r.ResizeParallel == 0 {
+		r.lessToolRow(row, "server")
+	}
 	if r.DrainedHosts > 0 {
 		row("drain", "%d hosts drained at once, %d servers put on each beside %d servers of load anywhere (%s, %d clients), %d moves at once per drain",
 			r.DrainedHosts, r.ServersPerHost, r.Servers, r.Auth, r.Clients, r.DrainParallel)
@@ -326,6 +340,7 @@ func (r *Result) WriteTable(w io.Writer) {
 		}
 		r.stageRows(row)
 		row("process", "%.1f CPU s, %.1f ms per move (everything in the process)", r.CPUSeconds, r.CPUMsPerMove)
+		r.lessToolRow(row, "move")
 	}
 	if r.ResizeParallel > 0 {
 		row("resize", "%d servers resized at once, back and forth between %s and %s with a confirm each, beside %d servers of load anywhere (%s)",
@@ -338,6 +353,7 @@ func (r *Result) WriteTable(w io.Writer) {
 		}
 		r.stageRows(row)
 		row("process", "%.1f CPU s, %.1f ms per move (everything in the process)", r.CPUSeconds, r.CPUMsPerMove)
+		r.lessToolRow(row, "move")
 	}
 	if r.LeaderKilled != "" {
 		row("failover", "killed leader %s; new leader %s after %.2f s", r.LeaderKilled, r.NewLeader, r.NewLeaderSeconds)
@@ -420,4 +436,28 @@ func roundRatios(claims, cas []float64) string {
 		}
 	}
 	return " (rounds: " + strings.Join(parts, ", ") + ")"
+}
+
+// lessToolRow is the process's CPU per server (or move) without the
+// tool's own roles, then without the simulated fleet's too, when a
+// profile of the measured phase said their shares.
+func (r *Result) lessToolRow(row func(name, format string, args ...any), per string) {
+	if r.CPUMsLessTool <= 0 {
+		return
+	}
+	row("process less the tool", "%.2f ms per %s without the tool's API clients, recorder and etcd client (%.1f%% of the profiled CPU); "+
+		"%.2f ms without the simulated fleet too (%.1f%% more); by the profile's role labels, GC and unlabelled CPU kept in",
+		r.CPUMsLessTool, per, 100*r.ProfileToolShare, r.CPUMsLessToolAndFleet, 100*r.ProfileFleetShare)
+}
+
+// setRoleShares takes the tool's and the fleet's shares of the measured
+// phase's profile out of the process CPU per server or per move.
+func (r *Result) setRoleShares(s roleShares) {
+	r.ProfileToolShare, r.ProfileFleetShare = s.Tool, s.Fleet
+	per := r.CPUMsPerServer
+	if r.CPUMsPerMove > 0 {
+		per = r.CPUMsPerMove
+	}
+	r.CPUMsLessTool = per * (1 - s.Tool)
+	r.CPUMsLessToolAndFleet = per * (1 - s.Tool - s.Fleet)
 }

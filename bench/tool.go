@@ -129,6 +129,14 @@ func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
 			ServiceDownTime: down, ProviderSyncInterval: every(c.ProviderSyncInterval, agentCfg.ProviderSyncInterval),
 			InstanceSyncInterval: every(c.InstanceSyncInterval, agentCfg.InstanceSyncInterval), BackgroundWorkers: c.BackgroundWorkers, Progress: stderr, Log: log.Named("fleet")})
 	})
+	if res != nil && c.CPUProfile != "" && c.ProfilePhase == measuredPhase(c.Scenario) {
+		// The profile is whole: its phase ended inside Run.
+		if s, err := profileRoleShares(c.CPUProfile); err != nil {
+			log.Warn("could not split the profile by role", "error", err)
+		} else {
+			res.setRoleShares(s)
+		}
+	}
 	if cause := context.Cause(ctx); runErr != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		runErr = fmt.Errorf("%w (because %v)", runErr, cause)
 	}
@@ -147,6 +155,15 @@ func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
 		res.Error = runErr.Error()
 	}
 	return res, runErr
+}
+
+// measuredPhase is the -profile-phase whose time the scenario's CPU per
+// server or per move is measured over.
+func measuredPhase(scenario string) string {
+	if scenario == "drain" || scenario == "resize" {
+		return "moves"
+	}
+	return "scenario"
 }
 
 func writeHeapProfile(path string) error {
