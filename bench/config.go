@@ -54,9 +54,12 @@ type Config struct {
 	// The Berth the tool starts: its schedulers, in this process or as
 	// child processes (in CPU cgroups of their own with SchedulerCPU),
 	// and its workers.
-	Schedulers       int
-	SchedulerProcs   bool
-	SchedulerCPU     float64
+	Schedulers     int
+	SchedulerProcs bool
+	SchedulerCPU   float64
+	// FleetProcs runs the simulated hosts in child processes (0: in the
+	// tool's process).
+	FleetProcs       int
 	Workers          int
 	ConductorWorkers int
 
@@ -142,6 +145,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.BaselineTime, "baseline-time", c.BaselineTime, "how long each round of the CAS and of the claim baseline runs")
 	fs.IntVar(&c.BaselineRounds, "baseline-rounds", c.BaselineRounds, "rounds of the baselines, CAS and claims alternating (their rates are over all rounds)")
 	fs.IntVar(&c.Schedulers, "schedulers", c.Schedulers, "schedulers (each with its superconductor) to start")
+	fs.IntVar(&c.FleetProcs, "fleet-procs", c.FleetProcs, "run the simulated hosts in N child processes (each a range of the hosts with its own etcd client) instead of the tool's process; their CPU is reported apart")
 	fs.BoolVar(&c.SchedulerProcs, "scheduler-procs", c.SchedulerProcs, "run each scheduler (with its superconductor) as a child process instead of in the tool's process")
 	fs.Float64Var(&c.SchedulerCPU, "scheduler-cpu", c.SchedulerCPU, "with -scheduler-procs: put each scheduler process in a CPU cgroup of its own with this many CPUs of quota (0: none)")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "superconductor workers per scheduler (0: the config's)")
@@ -217,6 +221,10 @@ func (c *Config) Validate() error {
 		return bad("-scheduler-cpu must be 0 (no quota) or at least 0.01 CPUs")
 	case c.SchedulerCPU > 0 && !c.SchedulerProcs:
 		return bad("-scheduler-cpu needs -scheduler-procs")
+	case c.FleetProcs < 0 || c.FleetProcs > c.Hosts:
+		return bad("-fleet-procs must be between 0 and -hosts")
+	case c.FleetProcs > 0 && (c.Etcd != "" || c.Scenario == "coldstart"):
+		return bad("-fleet-procs is for a Berth the tool starts, and coldstart runs no fleet")
 	case c.SchedulerProcs && (c.Etcd != "" || c.Scenario == "coldstart"):
 		return bad("-scheduler-procs is for a Berth the tool starts, and coldstart starts no scheduler")
 	case c.Liveness != LivenessPerHost && c.Liveness != LivenessShared:

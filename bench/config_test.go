@@ -51,6 +51,8 @@ func TestConfigValidate(t *testing.T) {
 		{"scheduler cpu too small", func(c *Config) { c.SchedulerProcs, c.SchedulerCPU = true, 0.001 }, "-scheduler-cpu must be 0 (no quota) or at least 0.01 CPUs"},
 		{"negative scheduler cpu", func(c *Config) { c.SchedulerProcs, c.SchedulerCPU = true, -1 }, "-scheduler-cpu must be 0"},
 		{"scheduler cpu without processes", func(c *Config) { c.SchedulerCPU = 0.5 }, "-scheduler-cpu needs -scheduler-procs"},
+		{"more fleet processes than hosts", func(c *Config) { c.Hosts, c.FleetProcs = 2, 3 }, "-fleet-procs must be between 0 and -hosts"},
+		{"fleet processes against an existing Berth", func(c *Config) { c.FleetProcs, c.Etcd, c.API = 2, "http://x:2379", "http://x:8774" }, "-fleet-procs is for a Berth the tool starts"},
 		{"scheduler processes for coldstart", func(c *Config) { c.Scenario, c.SchedulerProcs = "coldstart", true }, "-scheduler-procs is for a Berth the tool starts"},
 		{"scheduler processes for an existing Berth", func(c *Config) {
 			c.SchedulerProcs, c.Etcd, c.API = true, "127.0.0.1:2379", "http://127.0.0.1:8774"
@@ -95,8 +97,8 @@ func TestConfigFlags(t *testing.T) {
 	c.AddFlags(fs)
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n != 46 {
-		t.Errorf("%d flags, want the 46 of berth bench", n)
+	if n != 47 {
+		t.Errorf("%d flags, want the 47 of berth bench", n)
 	}
 	if err := fs.Parse([]string{"-scenario", "churn", "-hosts", "7", "-syncs=false", "-scheduler-cpu", "0.5",
 		"-report-interval", "3s", "-etcd", "a,b", "-format", "json", "-log-level", "debug", "-noauth"}); err != nil {

@@ -48,6 +48,10 @@ type FleetConfig struct {
 	Cells int
 	// HostPrefix names hosts <prefix><n> (n from 1, zero-padded).
 	HostPrefix string
+	// FirstHost is the number of the fleet's first host (0: 1): a fleet
+	// process runs hosts FirstHost..FirstHost+Hosts-1 of the whole
+	// fleet, each in the cell it has in the whole fleet.
+	FirstHost int
 	// BuildTime and FailureRate go to each host's fake driver; failures
 	// are reschedulable, as `berth dev`'s failing hosts.
 	BuildTime   time.Duration
@@ -170,6 +174,9 @@ func NewFleet(cli *clientv3.Client, keys etcdschema.Keys, place agent.Placement,
 	if cfg.Inventory.DiskGB == 0 {
 		cfg.Inventory.DiskGB = 1000
 	}
+	if cfg.FirstHost <= 0 {
+		cfg.FirstHost = 1
+	}
 	if cfg.RegisterWorkers <= 0 {
 		cfg.RegisterWorkers = 32
 	}
@@ -179,7 +186,7 @@ func NewFleet(cli *clientv3.Client, keys etcdschema.Keys, place agent.Placement,
 	f := &Fleet{cli: cli, keys: keys, place: place, cfg: cfg, log: log,
 		agents: make(map[string]*agent.Agent, cfg.Hosts), hosts: make([]*fleetHost, 0, cfg.Hosts),
 		casts: map[string]*castQueue{}, disabled: map[string]bool{}}
-	for i := 1; i <= cfg.Hosts; i++ {
+	for i := cfg.FirstHost; i < cfg.FirstHost+cfg.Hosts; i++ {
 		host := f.HostName(i)
 		drv := agent.NewFakeDriver(host, agent.FakeConfig{BuildTime: cfg.BuildTime, FailureRate: cfg.FailureRate,
 			FailReschedulable: true})
@@ -199,8 +206,10 @@ func NewFleet(cli *clientv3.Client, keys etcdschema.Keys, place agent.Placement,
 	return f, nil
 }
 
-// HostName is host i's name (1-based).
-func (f *Fleet) HostName(i int) string { return fmt.Sprintf("%s%06d", f.cfg.HostPrefix, i) }
+// HostName is host i's name (1-based, numbered in the whole fleet).
+func (f *Fleet) HostName(i int) string { return hostName(f.cfg.HostPrefix, i) }
+
+func hostName(prefix string, i int) string { return fmt.Sprintf("%s%06d", prefix, i) }
 
 // Hosts is the number of hosts.
 func (f *Fleet) Hosts() int { return len(f.agents) }

@@ -389,31 +389,36 @@ func (p *schedProcs) kill(ctx context.Context, id string) error {
 }
 
 // cpuTime is the CPU the children used so far (user + system, every
-// thread): /proc/<pid>/stat while one runs, its rusage once reaped.
+// thread).
 func (p *schedProcs) cpuTime() time.Duration {
 	var sum time.Duration
 	for _, c := range p.procs {
-		if c.cmd == nil || c.cmd.Process == nil {
-			continue
-		}
-		select {
-		case <-c.done:
-			sum += reapedCPU(c.cmd)
-			continue
-		default:
-		}
-		if d, err := procStatCPU(c.cmd.Process.Pid); err == nil {
-			sum += d
-			continue
-		}
-		// It exited between the check and the read: wait for the reaper.
-		select {
-		case <-c.done:
-			sum += reapedCPU(c.cmd)
-		case <-time.After(5 * time.Second):
-		}
+		sum += childCPU(c.cmd, c.done)
 	}
 	return sum
+}
+
+// childCPU is the CPU a child process used so far: /proc/<pid>/stat
+// while it runs, its rusage once reaped (done closed).
+func childCPU(cmd *exec.Cmd, done <-chan struct{}) time.Duration {
+	if cmd == nil || cmd.Process == nil {
+		return 0
+	}
+	select {
+	case <-done:
+		return reapedCPU(cmd)
+	default:
+	}
+	if d, err := procStatCPU(cmd.Process.Pid); err == nil {
+		return d
+	}
+	// It exited between the check and the read: wait for the reaper.
+	select {
+	case <-done:
+		return reapedCPU(cmd)
+	case <-time.After(5 * time.Second):
+		return 0
+	}
 }
 
 func reapedCPU(cmd *exec.Cmd) time.Duration {

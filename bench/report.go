@@ -179,6 +179,10 @@ type Result struct {
 	SchedulerCPUQuota        float64 `json:"scheduler_cpu_quota,omitempty"`
 	SchedulerProcsCPUSeconds float64 `json:"scheduler_procs_cpu_s,omitempty"`
 	SchedulerGOMAXPROCS      []int   `json:"scheduler_gomaxprocs,omitempty"`
+	// Fleet processes (-fleet-procs): how many, and the CPU they used in
+	// the measured phase (not part of CPUSeconds).
+	FleetProcs           int     `json:"fleet_procs,omitempty"`
+	FleetProcsCPUSeconds float64 `json:"fleet_procs_cpu_s,omitempty"`
 
 	// Failover.
 	LeaderKilled     string  `json:"leader_killed,omitempty"`
@@ -330,6 +334,14 @@ func (r *Result) WriteTable(w io.Writer) {
 	}
 	if r.DrainedHosts == 0 && r.ResizeParallel == 0 {
 		r.lessToolRow(row, "server")
+	}
+	if r.FleetProcs > 0 {
+		per := ""
+		if r.Measured > 0 {
+			per = fmt.Sprintf(" (%.1f ms per measured server or move)", r.FleetProcsCPUSeconds*1000/float64(r.Measured))
+		}
+		row("fleet processes", "%d child processes ran the simulated hosts: %.1f CPU s%s, not in the process figures",
+			r.FleetProcs, r.FleetProcsCPUSeconds, per)
 	}
 	if r.DrainedHosts > 0 {
 		row("drain", "%d hosts drained at once, %d servers put on each beside %d servers of load anywhere (%s, %d clients), %d moves at once per drain",

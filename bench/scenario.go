@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,12 @@ type RunConfig struct {
 	// BackgroundWorkers do the hosts' periodic work (0: the fleet's
 	// default).
 	BackgroundWorkers int
+	// FleetProcs runs the simulated hosts in that many child processes
+	// (fleet_procs.go) instead of the tool's (0), with FleetLogLevel,
+	// their stderr to FleetStderr (nil: the tool's stderr).
+	FleetProcs    int
+	FleetLogLevel string
+	FleetStderr   io.Writer
 	// Progress receives a progress line every ProgressEvery (nil: none).
 	Progress      io.Writer
 	ProgressEvery time.Duration
@@ -111,8 +118,10 @@ type runner struct {
 	res *Result
 
 	rec   *Recorder
-	fleet *Fleet
-	nova  *novaClient
+	fleet hostFleet
+	// fleetProcs is fleet when it runs in child processes (else nil).
+	fleetProcs *fleetProcs
+	nova       *novaClient
 
 	groups    []string
 	poolMu    sync.Mutex
@@ -189,12 +198,26 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 		}
 	}()
 
-	place := placement.New(t.Client, t.Keys, cfg.Log) // its store only, as agents use it
-	r.fleet, err = NewFleet(t.Client, t.Keys, place, FleetConfig{Hosts: cfg.Hosts, Cells: cfg.Cells,
+	fcfg := FleetConfig{Hosts: cfg.Hosts, Cells: cfg.Cells,
 		BuildTime: cfg.BuildTime, FailureRate: cfg.FailureRate, RegisterWorkers: cfg.RegisterWorkers,
 		Liveness: cfg.Liveness, SkipSyncs: cfg.SkipSyncs, LeaveLeases: cfg.LeaveLeases, ReportInterval: cfg.ReportInterval,
 		ServiceDownTime: cfg.ServiceDownTime, ProviderSyncInterval: cfg.ProviderSyncInterval,
-		InstanceSyncInterval: cfg.InstanceSyncInterval, BackgroundWorkers: cfg.BackgroundWorkers}, cfg.Log)
+		InstanceSyncInterval: cfg.InstanceSyncInterval, BackgroundWorkers: cfg.BackgroundWorkers}
+	if cfg.FleetProcs > 0 {
+		if t.etcdEndpoints == nil {
+			return errors.New("fleet processes need the etcd the tool starts")
+		}
+		stderr := cfg.FleetStderr
+		if stderr == nil {
+			stderr = os.Stderr
+		}
+		r.fleetProcs, err = newFleetProcs(cfg.FleetProcs, fcfg, t.etcdEndpoints, t.etcdPrefix, cfg.FleetLogLevel, stderr, cfg.Log)
+		r.fleet = r.fleetProcs
+		r.res.FleetProcs = cfg.FleetProcs
+	} else {
+		place := placement.New(t.Client, t.Keys, cfg.Log) // its store only, as agents use it
+		r.fleet, err = NewFleet(t.Client, t.Keys, place, fcfg, cfg.Log)
+	}
 	if err != nil {
 		return err
 	}
@@ -493,6 +516,15 @@ func (r *runner) revision(ctx context.Context) (int64, error) {
 
 func (r *runner) claimStats() placement.ClaimStats { return r.t.claimStats() }
 
+// fleetCPU is the fleet processes' CPU (-fleet-procs), which is not
+// counted as the process's: the fleet stands for hosts elsewhere.
+func (r *runner) fleetCPU() time.Duration {
+	if r.fleetProcs == nil {
+		return 0
+	}
+	return r.fleetProcs.CPU()
+}
+
 // cpuTime is the process's CPU and its scheduler processes'.
 func (r *runner) cpuTime() time.Duration { return cpuTime() + r.childCPU() }
 
@@ -507,6 +539,7 @@ type measuring struct {
 	background          BackgroundStats
 	cpu                 time.Duration
 	child               time.Duration
+	fleetCPU            time.Duration // fleet processes' (not in cpu)
 	start               time.Time
 }
 
@@ -523,6 +556,7 @@ func (r *runner) startMeasuring(ctx context.Context) (measuring, error) {
 		return m, err
 	}
 	m.rev, m.cpu, m.child, m.start = rev, r.cpuTime(), r.childCPU(), time.Now()
+	m.fleetCPU = r.fleetCPU()
 	return m, nil
 }
 
@@ -531,6 +565,7 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 	elapsed := time.Since(m.start)
 	r.res.CPUSeconds = (r.cpuTime() - m.cpu).Seconds()
 	r.res.SchedulerProcsCPUSeconds = (r.childCPU() - m.child).Seconds()
+	r.res.FleetProcsCPUSeconds = (r.fleetCPU() - m.fleetCPU).Seconds()
 	rev1, err := r.revision(ctx)
 	if err != nil {
 		return err

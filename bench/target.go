@@ -31,6 +31,11 @@ type Target struct {
 	// superconductor's workers); the CAS baseline uses as many workers.
 	ClaimWorkers int
 
+	// etcdEndpoints and etcdPrefix reach the etcd the tool started, for
+	// fleet processes (-fleet-procs); nil for an existing Berth.
+	etcdEndpoints []string
+	etcdPrefix    string
+
 	// base is the tool's own stack: etcd, the API and the cell
 	// conductors (nil for an existing Berth).
 	base *stack.Stack

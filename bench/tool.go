@@ -122,6 +122,7 @@ func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
 	var runErr error
 	rolelabel.Do(ctx, "bench clients", func(ctx context.Context) {
 		res, runErr = Run(ctx, target, RunConfig{Load: c.Load, OnPhase: onPhase, Timeout: c.Timeout,
+			FleetProcs: c.FleetProcs, FleetLogLevel: c.LogLevel, FleetStderr: stderr,
 			RegisterWorkers: c.RegisterWorkers, Liveness: c.Liveness, SkipSyncs: !c.Syncs, ReportInterval: report,
 			// A temporary etcd goes with the tool: no need to down its hosts
 			// (and send its leader after them) while it is stopped.
@@ -302,7 +303,7 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 		return nil, nil, fmt.Errorf("etcd client for %s: %w", emb.ClientURL, err)
 	}
 	cleanups = append(cleanups, func() { own.Close() })
-	t := &Target{Client: own, Keys: s0.Keys()}
+	t := &Target{Client: own, Keys: s0.Keys(), etcdEndpoints: []string{emb.ClientURL}, etcdPrefix: cfg.Etcd.Prefix}
 	if o.etcdOnly {
 		return t, cleanup, nil
 	}

@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == SchedulerProcessCmd {
 		os.Exit(SchedulerProcess(os.Args[3:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == FleetProcessCmd {
+		os.Exit(FleetProcess(os.Args[3:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	leakcheck.Main(m)
 }
 
@@ -187,6 +190,29 @@ func TestBenchSchedulerProcsSmoke(t *testing.T) {
 		if len(left) > 0 {
 			t.Errorf("the run left its cgroups behind: %v", left)
 		}
+	}
+}
+
+// TestBenchFleetProcsSmoke runs the simulated hosts in two child
+// processes with per-host leases and periodic syncs: every server is
+// built by a child's agents, the children's periodic work and CPU are
+// reported apart from the process's, and they stop with the tool.
+func TestBenchFleetProcsSmoke(t *testing.T) {
+	const servers = 200
+	res := runBench(t, "boot", "-hosts", "300", "-cells", "2", "-servers", "200", "-clients", "8",
+		"-fleet-procs", "2", "-timeout", "5m", "-report-interval", "1s", "-service-down-time", "30s",
+		"-provider-sync-interval", "2s", "-instance-sync-interval", "2s")
+	if res.Lost != 0 || res.APIErrors != 0 {
+		t.Fatalf("%d servers lost, %d API errors: %+v", res.Lost, res.APIErrors, res)
+	}
+	if got := res.Active + res.Errors + res.NoValidHost; got != servers || res.Active != servers {
+		t.Fatalf("%d servers accounted for, %d ACTIVE, want %d: %+v", got, res.Active, servers, res)
+	}
+	if res.FleetProcs != 2 || res.FleetProcsCPUSeconds <= 0 {
+		t.Fatalf("fleet processes not reported: %d, %.2f CPU s", res.FleetProcs, res.FleetProcsCPUSeconds)
+	}
+	if res.BackgroundFailures != 0 {
+		t.Fatalf("%d of the hosts' periodic runs failed", res.BackgroundFailures)
 	}
 }
 

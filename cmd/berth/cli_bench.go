@@ -34,6 +34,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == bench.SchedulerProcessCmd {
 		return bench.SchedulerProcess(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == bench.FleetProcessCmd {
+		return bench.FleetProcess(args[1:], os.Stdin, stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "placement" {
 		return cmdBenchPlacement(args[1:], stdout, stderr)
 	}

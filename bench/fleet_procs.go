@@ -1,0 +1,468 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/agent"
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/logging"
+	"github.com/berth-project/berth/placement"
+)
+
+// `berth bench -fleet-procs N` runs the simulated hosts in N child
+// processes of the same binary (`berth bench fleet-process`), each a
+// Fleet of a contiguous range of the hosts with an etcd client of its
+// own, so that the tool's process CPU is Berth's (etcd, the API, the
+// schedulers and conductors) and the clients' and recorder's, not the
+// fleet's: at 100,000 hosts the fleet's liveness beats and syncs alone
+// take more than the 2 cores. Every key, value and transaction is still
+// the agent's own (Fleet); only the process differs. The children's CPU
+// is reported on a row of its own, not in the process figure.
+//
+// The tool drives a child over its stdin, one command a line, and the
+// child answers each with one JSON line (fleetStatus) on its stdout:
+// "register" starts registering its hosts, "status" reports, "reset-late"
+// restarts the late-start maximum, "close" stops the periodic work,
+// revokes (or leaves) the leases and ends the child. A child whose
+// cast watch fails exits non-zero, which fails the run.
+
+// FleetProcessCmd is the hidden `berth bench` verb a fleet child runs
+// (FleetProcess).
+const FleetProcessCmd = "fleet-process"
+
+// fleetStatus is a fleet child's answer to each command.
+type fleetStatus struct {
+	Registered   int             `json:"registered"`
+	RegisterDone bool            `json:"register_done"`
+	Error        string          `json:"error,omitempty"`
+	Worked       int64           `json:"worked"`
+	Background   BackgroundStats `json:"background"`
+}
+
+// FleetProcess is the child, its exit status: `berth bench fleet-process
+// -etcd URLS -first I -hosts N -total-hosts T [fleet flags]`, as
+// fleetProcs.startOne runs it.
+func FleetProcess(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("berth bench "+FleetProcessCmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg FleetConfig
+	var (
+		etcdEps  = fs.String("etcd", "", "comma-separated etcd endpoints (required)")
+		prefix   = fs.String("prefix", "", "etcd key prefix")
+		logLevel = fs.String("log-level", "warn", "log level")
+		fromRev  = fs.Int64("from-rev", 0, "revision the cast watch starts from (required)")
+	)
+	fs.IntVar(&cfg.FirstHost, "first", 1, "number of the first host (1-based)")
+	fs.IntVar(&cfg.Hosts, "hosts", 0, "how many hosts from -first")
+	fs.IntVar(&cfg.Cells, "cells", 1, "cells (hosts are spread over them by number)")
+	fs.StringVar(&cfg.HostPrefix, "host-prefix", "", "host name prefix")
+	fs.DurationVar(&cfg.BuildTime, "build-time", 0, "simulated build time")
+	fs.Float64Var(&cfg.FailureRate, "failure-rate", 0, "reschedulable build failure rate")
+	fs.StringVar(&cfg.Liveness, "liveness", "", "per-host or shared")
+	fs.DurationVar(&cfg.ReportInterval, "report-interval", 0, "liveness period")
+	fs.DurationVar(&cfg.ServiceDownTime, "service-down-time", 0, "lease TTL")
+	fs.DurationVar(&cfg.ProviderSyncInterval, "provider-sync-interval", 0, "provider sync period")
+	fs.DurationVar(&cfg.InstanceSyncInterval, "instance-sync-interval", 0, "instance sync period")
+	fs.BoolVar(&cfg.SkipSyncs, "skip-syncs", false, "no periodic syncs")
+	fs.BoolVar(&cfg.LeaveLeases, "leave-leases", false, "leave the leases to expire at the end")
+	fs.IntVar(&cfg.RegisterWorkers, "register-workers", 0, "hosts registering at once")
+	fs.IntVar(&cfg.BackgroundWorkers, "background-workers", 0, "periodic work goroutines")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *etcdEps == "" || *fromRev <= 0 || cfg.Hosts < 1 {
+		fmt.Fprintf(stderr, "berth bench %s: -etcd, -from-rev and -hosts are required\n", FleetProcessCmd)
+		return 2
+	}
+	conf, err := loadOrDefaults("")
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	conf.Log.Level = *logLevel
+	log := logging.New(conf.Log, stderr).Named(fmt.Sprintf("fleet-%d", cfg.FirstHost))
+	// A client as the tool's own (startTarget): the etcd the tool started.
+	cc := clientv3.Config{Endpoints: strings.Split(*etcdEps, ","), DialTimeout: conf.Etcd.DialTimeout}
+	if err := runFleetProcess(cc, etcdschema.New(*prefix), cfg, *fromRev, stdin, stdout, log); err != nil {
+		fmt.Fprintf(stderr, "berth bench %s: %v\n", FleetProcessCmd, err)
+		return 1
+	}
+	return 0
+}
+
+func runFleetProcess(cc clientv3.Config, keys etcdschema.Keys, cfg FleetConfig, fromRev int64,
+	stdin io.Reader, stdout io.Writer, log hclog.Logger) error {
+	cli, err := clientv3.New(cc)
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	defer cli.Close()
+	f, err := NewFleet(cli, keys, placement.New(cli, keys, log), cfg, log)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- f.Run(ctx, fromRev) }()
+	var registered atomic.Int64
+	var regMu sync.Mutex
+	var regDone bool
+	var regErr error
+	var regWG sync.WaitGroup
+	defer regWG.Wait()
+	enc := json.NewEncoder(stdout)
+	answer := func() error {
+		regMu.Lock()
+		st := fleetStatus{Registered: int(registered.Load()), RegisterDone: regDone, Worked: f.Worked(), Background: f.Background()}
+		if regErr != nil {
+			st.Error = regErr.Error()
+		}
+		regMu.Unlock()
+		return enc.Encode(st)
+	}
+	cmds := make(chan string)
+	go func() {
+		defer close(cmds)
+		sc := bufio.NewScanner(stdin)
+		for sc.Scan() {
+			cmds <- sc.Text()
+		}
+	}()
+	for {
+		select {
+		case err := <-runErr:
+			f.Close()
+			if err == nil {
+				err = errors.New("the cast watch ended")
+			}
+			return err
+		case cmd, ok := <-cmds:
+			if !ok || cmd == "close" {
+				f.Close()
+				cancel()
+				if err := <-runErr; err != nil {
+					return err
+				}
+				if ok {
+					return answer()
+				}
+				return nil
+			}
+			switch cmd {
+			case "register":
+				regWG.Add(1)
+				go func() {
+					defer regWG.Done()
+					err := f.Register(ctx, func(n int) { registered.Store(int64(n)) })
+					regMu.Lock()
+					regDone, regErr = true, err
+					regMu.Unlock()
+				}()
+			case "reset-late":
+				f.ResetLate()
+			case "status":
+			default:
+				return fmt.Errorf("unknown command %q", cmd)
+			}
+			if err := answer(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// hostFleet is what the scenarios use of the simulated hosts: a Fleet in
+// the tool's process, or fleetProcs.
+type hostFleet interface {
+	Hosts() int
+	HostName(i int) string
+	Liveness() string
+	Intervals() agent.Intervals
+	Run(ctx context.Context, fromRev int64) error
+	Register(ctx context.Context, progress func(done int)) error
+	Worked() int64
+	Background() BackgroundStats
+	ResetLate()
+	Close()
+}
+
+var (
+	_ hostFleet = (*Fleet)(nil)
+	_ hostFleet = (*fleetProcs)(nil)
+)
+
+// fleetProcs is the simulated fleet run as child processes.
+type fleetProcs struct {
+	cfg       FleetConfig
+	every     agent.Intervals
+	endpoints []string
+	prefix    string
+	logLevel  string
+	stderr    io.Writer
+
+	started  chan struct{} // closed once Run has started the children (or failed to)
+	startErr error
+	procs    []*fleetProc
+	stopping atomic.Bool
+	worked   atomic.Int64 // as of the last status
+}
+
+type fleetProc struct {
+	cmd     *exec.Cmd
+	mu      sync.Mutex // one command at a time
+	in      io.WriteCloser
+	out     *bufio.Scanner
+	done    chan struct{} // closed once reaped
+	waitErr error
+}
+
+func newFleetProcs(n int, cfg FleetConfig, endpoints []string, prefix, logLevel string, stderr io.Writer, log hclog.Logger) (*fleetProcs, error) {
+	if n < 1 || n > cfg.Hosts {
+		return nil, fmt.Errorf("fleet processes: %d for %d hosts", n, cfg.Hosts)
+	}
+	// The periods after the agent's defaults, from one agent never run.
+	one := cfg
+	one.Hosts = 1
+	f, err := NewFleet(nil, etcdschema.New(prefix), nil, one, log)
+	if err != nil {
+		return nil, err
+	}
+	hosts := cfg.Hosts
+	cfg = f.cfg // its defaults filled in
+	cfg.Hosts, cfg.FirstHost = hosts, 1
+	p := &fleetProcs{cfg: cfg, every: f.Intervals(), endpoints: endpoints, prefix: prefix, logLevel: logLevel,
+		stderr: stderr, started: make(chan struct{})}
+	p.procs = make([]*fleetProc, n)
+	return p, nil
+}
+
+func (p *fleetProcs) Hosts() int                 { return p.cfg.Hosts }
+func (p *fleetProcs) HostName(i int) string      { return hostName(p.cfg.HostPrefix, i) }
+func (p *fleetProcs) Liveness() string           { return p.cfg.Liveness }
+func (p *fleetProcs) Intervals() agent.Intervals { return p.every }
+func (p *fleetProcs) Worked() int64              { return p.worked.Load() }
+
+// Run starts the children, their cast watches from fromRev, and waits
+// until ctx ends or one of them exits unasked (an error).
+func (p *fleetProcs) Run(ctx context.Context, fromRev int64) error {
+	p.startErr = p.start(fromRev)
+	close(p.started)
+	if p.startErr != nil {
+		return p.startErr
+	}
+	exited := make(chan *fleetProc, len(p.procs))
+	for _, c := range p.procs {
+		go func() { <-c.done; exited <- c }()
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case c := <-exited:
+		if p.stopping.Load() {
+			return nil
+		}
+		return fmt.Errorf("fleet process %d exited: %v", c.cmd.Process.Pid, c.waitErr)
+	}
+}
+
+func (p *fleetProcs) start(fromRev int64) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("fleet processes: %w", err)
+	}
+	n, hosts := len(p.procs), p.cfg.Hosts
+	for i := range p.procs {
+		first, last := 1+i*hosts/n, (i+1)*hosts/n
+		c, err := p.startOne(exe, fromRev, first, last-first+1)
+		if err != nil {
+			return fmt.Errorf("fleet process %d: %w", i+1, err)
+		}
+		p.procs[i] = c
+	}
+	return nil
+}
+
+func (p *fleetProcs) startOne(exe string, fromRev int64, first, hosts int) (*fleetProc, error) {
+	cfg := p.cfg
+	args := []string{"bench", FleetProcessCmd, "-etcd", strings.Join(p.endpoints, ","), "-prefix", p.prefix,
+		"-log-level", p.logLevel, "-from-rev", strconv.FormatInt(fromRev, 10),
+		"-first", strconv.Itoa(first), "-hosts", strconv.Itoa(hosts), "-cells", strconv.Itoa(cfg.Cells),
+		"-host-prefix", cfg.HostPrefix, "-build-time", cfg.BuildTime.String(),
+		"-failure-rate", strconv.FormatFloat(cfg.FailureRate, 'g', -1, 64), "-liveness", cfg.Liveness,
+		"-report-interval", cfg.ReportInterval.String(), "-service-down-time", cfg.ServiceDownTime.String(),
+		"-provider-sync-interval", cfg.ProviderSyncInterval.String(), "-instance-sync-interval", cfg.InstanceSyncInterval.String(),
+		"-skip-syncs=" + strconv.FormatBool(cfg.SkipSyncs), "-leave-leases=" + strconv.FormatBool(cfg.LeaveLeases),
+		"-register-workers", strconv.Itoa(max(1, cfg.RegisterWorkers/len(p.procs))),
+		"-background-workers", strconv.Itoa(cfg.BackgroundWorkers / len(p.procs))}
+	c := &fleetProc{cmd: exec.Command(exe, args...), done: make(chan struct{})}
+	// The child dies with the tool, however the tool ends (as a
+	// scheduler child does).
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	c.cmd.Stderr = p.stderr
+	var err error
+	if c.in, err = c.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := c.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	c.out = bufio.NewScanner(out)
+	if err := c.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		c.waitErr = c.cmd.Wait()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// do sends one command and reads the child's answer.
+func (c *fleetProc) do(cmd string) (fleetStatus, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var st fleetStatus
+	if _, err := io.WriteString(c.in, cmd+"\n"); err != nil {
+		return st, fmt.Errorf("fleet process %d: %s: %w", c.cmd.Process.Pid, cmd, err)
+	}
+	if !c.out.Scan() {
+		return st, fmt.Errorf("fleet process %d: %s: no answer (%v)", c.cmd.Process.Pid, cmd, c.out.Err())
+	}
+	if err := json.Unmarshal(c.out.Bytes(), &st); err != nil {
+		return st, fmt.Errorf("fleet process %d: %s: %w", c.cmd.Process.Pid, cmd, err)
+	}
+	return st, nil
+}
+
+// all sends cmd to every child and sums their answers.
+func (p *fleetProcs) all(cmd string) (fleetStatus, bool, error) {
+	var sum fleetStatus
+	done := true
+	for _, c := range p.procs {
+		st, err := c.do(cmd)
+		if err != nil {
+			return sum, false, err
+		}
+		if st.Error != "" {
+			return sum, false, fmt.Errorf("fleet process %d: %s", c.cmd.Process.Pid, st.Error)
+		}
+		done = done && st.RegisterDone
+		sum.Registered += st.Registered
+		sum.Worked += st.Worked
+		b, s := &sum.Background, st.Background
+		b.Renewals += s.Renewals
+		b.ProviderSyncs += s.ProviderSyncs
+		b.InstanceSyncs += s.InstanceSyncs
+		b.Failures += s.Failures
+		b.Regrants += s.Regrants
+		b.Overlapped += s.Overlapped
+		b.PeriodLate += s.PeriodLate
+		b.MaxLate = max(b.MaxLate, s.MaxLate)
+	}
+	p.worked.Store(sum.Worked)
+	return sum, done, nil
+}
+
+// Register has every child register its hosts, and waits for them all.
+func (p *fleetProcs) Register(ctx context.Context, progress func(done int)) error {
+	select {
+	case <-p.started:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if p.startErr != nil {
+		return p.startErr
+	}
+	if _, _, err := p.all("register"); err != nil {
+		return err
+	}
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		st, done, err := p.all("status")
+		if err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(st.Registered)
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// Background is the children's periodic work so far, summed (MaxLate:
+// the longest of theirs). A child that cannot answer counts nothing.
+func (p *fleetProcs) Background() BackgroundStats {
+	st, _, _ := p.all("status")
+	return st.Background
+}
+
+// ResetLate restarts every child's MaxLate.
+func (p *fleetProcs) ResetLate() { _, _, _ = p.all("reset-late") }
+
+// CPU is the CPU the children used so far (user + system).
+func (p *fleetProcs) CPU() time.Duration {
+	var sum time.Duration
+	for _, c := range p.procs {
+		if c != nil {
+			sum += childCPU(c.cmd, c.done)
+		}
+	}
+	return sum
+}
+
+// Close tells every child to stop (its leases revoked unless
+// LeaveLeases) and waits for it, killing one that does not end in time.
+func (p *fleetProcs) Close() {
+	p.stopping.Store(true)
+	select {
+	case <-p.started:
+	default:
+		return // never started
+	}
+	var wg sync.WaitGroup
+	for _, c := range p.procs {
+		if c == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = c.do("close")
+			c.in.Close()
+			select {
+			case <-c.done:
+			case <-time.After(10*time.Second + time.Duration(p.cfg.Hosts/len(p.procs))*2*time.Millisecond):
+				_ = c.cmd.Process.Kill()
+				<-c.done
+			}
+		}()
+	}
+	wg.Wait()
+}
