@@ -2,8 +2,12 @@ package bench
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
 )
@@ -46,5 +50,64 @@ func TestRecordedInstanceReadsTheRecord(t *testing.T) {
 	if got.Status != in.Status || got.TaskState != in.TaskState || got.Cell != in.Cell ||
 		got.MigrationUUID != in.MigrationUUID || got.Flavor.Name != in.Flavor.Name {
 		t.Errorf("read %+v from %+v", got, in)
+	}
+}
+
+// BenchmarkRecorderApply is the recorder's cost per server booted: the
+// events of one server's boot as the watch delivers them (build request,
+// superconductor lease, claim, cast, instance BUILD then ACTIVE, and the
+// deletes that end the hand-offs), counted and timed.
+func BenchmarkRecorderApply(b *testing.B) {
+	k := etcdschema.New("/berth")
+	r := NewRecorder(nil, k)
+	r.StartCounting()
+	now := time.Now()
+	inst := &etcdschema.Instance{UUID: "u", Name: "bench-1", Status: etcdschema.StatusBuild, Cell: "cell1",
+		Host: "bench-000001", Flavor: etcdschema.Flavor{ID: "1", Name: "m1.tiny", VCPUs: 1, RAMMB: 512, DiskGB: 1},
+		ProjectID: "p", UserID: "u", CreatedAt: now, UpdatedAt: now}
+	build := &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: "u", Name: "bench-1", Cell: "cell1",
+		Flavor: inst.Flavor, ProjectID: "p", UserID: "u", Attempt: 1, CastAt: now}
+	ids := make([]string, b.N)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)
+	}
+	put := func(key, val string, rev int64) *clientv3.Event {
+		return &clientv3.Event{Type: clientv3.EventTypePut, Kv: &mvccpb.KeyValue{Key: []byte(key), Value: []byte(val), ModRevision: rev}}
+	}
+	del := func(key string, rev int64) *clientv3.Event {
+		return &clientv3.Event{Type: clientv3.EventTypeDelete, Kv: &mvccpb.KeyValue{Key: []byte(key), ModRevision: rev}}
+	}
+	evs := make([][]*clientv3.Event, b.N)
+	rev := int64(1)
+	for i, id := range ids {
+		inst.UUID, build.InstanceUUID = id, id
+		inst.Status = etcdschema.StatusBuild
+		building := etcdschema.MustEncode(inst)
+		inst.Status = etcdschema.StatusActive
+		active := etcdschema.MustEncode(inst)
+		evs[i] = []*clientv3.Event{
+			put(k.BuildRequests()+id, `{"v":1}`, rev), put(k.InstanceMapping(id), `{"v":1}`, rev),
+			put(k.BuildRequestLeases()+id, `{"v":1}`, rev+1),
+			put(k.Consumers()+id, `{"v":1}`, rev+2), put(k.Provider("p1"), `{"v":1}`, rev+2),
+			put(k.Build("bench-000001", id), etcdschema.MustEncode(build), rev+3), put(k.CellInstance("cell1", id), building, rev+3),
+			del(k.BuildRequests()+id, rev+3), del(k.BuildRequestLeases()+id, rev+3),
+			put(k.CellInstance("cell1", id), active, rev+4), del(k.Build("bench-000001", id), rev+4),
+			del(k.Alternates(id), rev+4), put(k.HostInstance("bench-000001", id), `{"v":1}`, rev+4),
+		}
+		rev += 5
+		r.Expect([]string{id}, now, now)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		r.mu.Lock()
+		for _, ev := range evs[i] {
+			r.applyLocked(now, ev)
+		}
+		r.mu.Unlock()
+	}
+	b.StopTimer()
+	if r.Finished() != b.N {
+		b.Fatalf("%d of %d servers finished", r.Finished(), b.N)
 	}
 }
