@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/berth-project/berth/internal/gctune"
 )
 
 // Config is one decoded file with defaults applied. Etcd and Log are always
@@ -22,6 +24,9 @@ type Config struct {
 
 	Etcd Etcd
 	Log  Log
+	// Runtime is the Go runtime's garbage collection policy of the
+	// process (package gctune); every role accepts it.
+	Runtime gctune.Policy
 	// Status is where /healthz, /readyz and /metrics are served on a
 	// listener of their own; every role accepts it.
 	Status Status

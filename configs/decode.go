@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/etcdcluster"
+	"github.com/berth-project/berth/internal/gctune"
 )
 
 // Load reads and parses one config file. A read failure is a plain wrapped
@@ -108,6 +109,7 @@ func (d *decoder) config(r *rawFile) *Config {
 	c := &Config{Filename: d.filename}
 	c.Etcd = d.etcd(r.Etcd)
 	c.Log = d.log(r.Log)
+	c.Runtime = d.runtime(r.Runtime)
 	c.Status = d.status(r.Status)
 	c.HTTP = d.http(r.HTTP)
 	c.TLS = d.processTLS(r.TLS)
@@ -456,6 +458,32 @@ func (d *decoder) log(r *rawLog) Log {
 		Level:  d.enum(r.Body, "level", r.Level, def.Level, LogLevels...),
 		Format: d.enum(r.Body, "format", r.Format, def.Format, LogFormatText, LogFormatJSON),
 	}
+}
+
+// runtime decodes the runtime block: gc_percent as GOGC, memory_limit
+// as GOMEMLIMIT spells a size (package gctune).
+func (d *decoder) runtime(r *rawRuntime) gctune.Policy {
+	def := d.def.Runtime
+	if r == nil {
+		return def
+	}
+	p := gctune.Policy{
+		GCPercent: int(d.count(r.Body, "gc_percent", r.GCPercent, int64(def.GCPercent), gctune.MinGCPercent,
+			"below it the collector runs almost without pause")),
+		MemoryLimit: def.MemoryLimit,
+	}
+	if r.GCPercent != nil && *r.GCPercent > 1_000_000 {
+		d.bad(r.Body, "gc_percent", "Invalid gc_percent",
+			fmt.Sprintf("gc_percent must be at most 1000000 (the heap may grow this percent past the live heap between collections); got %d.", *r.GCPercent))
+	}
+	if r.MemoryLimit != nil {
+		n, err := gctune.ParseSize(*r.MemoryLimit)
+		if err != nil {
+			d.bad(r.Body, "memory_limit", "Invalid memory_limit", "memory_limit "+err.Error()+".")
+		}
+		p.MemoryLimit = n
+	}
+	return p
 }
 
 func (d *decoder) placement(r *rawPlacement) *Placement {

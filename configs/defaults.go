@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/gctune"
 )
 
 // DevCell is the cell `berth dev` puts its conductor and simulated agents
@@ -64,6 +65,9 @@ func Defaults() *Config {
 			},
 		},
 		Log: Log{Level: "info", Format: LogFormatText},
+		// GC percent 400, the heap's growth bounded (package gctune;
+		// measured in docs/operations.md, "Garbage collection").
+		Runtime: gctune.Default(),
 		// No status listener unless the file asks for one. Server roles
 		// answer /healthz, /readyz and /metrics on their own HTTP servers
 		// anyway; conductors and agents have none, and any fixed port

@@ -12,6 +12,7 @@ type rawFile struct {
 
 	Etcd           *rawEtcd           `hcl:"etcd,block"`
 	Log            *rawLog            `hcl:"log,block"`
+	Runtime        *rawRuntime        `hcl:"runtime,block"`
 	Status         *rawStatus         `hcl:"status,block"`
 	HTTP           *rawHTTP           `hcl:"http,block"`
 	TLS            *rawProcessTLS     `hcl:"tls,block"`
@@ -67,6 +68,13 @@ type rawLog struct {
 	Level  *string  `hcl:"level"`
 	Format *string  `hcl:"format"`
 	Body   hcl.Body `hcl:",body"`
+}
+
+type rawRuntime struct {
+	GCPercent   *int64    `hcl:"gc_percent"`
+	MemoryLimit *string   `hcl:"memory_limit"`
+	DefRange    hcl.Range `hcl:",def_range"`
+	Body        hcl.Body  `hcl:",body"`
 }
 
 type rawStatus struct {
