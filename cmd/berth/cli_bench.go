@@ -32,6 +32,10 @@ func newBenchCmd(s *streams) *cobra.Command {
 // bound to a bench.Config, and its result printed; package bench runs it.
 func cmdBench(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == bench.SchedulerProcessCmd {
+		// The tool's scheduler child: a scheduler of `berth run
+		// server` in all but its config plumbing, with the default
+		// policy.
+		defer benchGC("", stderr)()
 		return bench.SchedulerProcess(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == bench.FleetProcessCmd {
@@ -68,6 +72,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
+	defer benchGC(c.ConfigPath, stderr)()
 	res, err := bench.Main(ctx, c, stderr)
 	if bench.IsUsage(err) {
 		fmt.Fprintln(stderr, "berth bench:", err)

@@ -98,6 +98,7 @@ func cmdDev(f *devFlags, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := logging.New(cfg.Log, stderr).Named("dev")
+	defer applyGC(cfg, log)()
 
 	// The file wins over the flags' defaults; a flag given wins over the
 	// file (devSettings).

@@ -69,6 +69,7 @@ func cmdRole(role string, start stack.StartFunc, path string, stdout, stderr io.
 	if !ok {
 		return exitUsage
 	}
+	defer applyGC(cfg, log)()
 	if role == configs.RoleEtcd {
 		m := cfg.Etcd.Embedded
 		log.Info("starting etcd member", "member", m.Name, "client_url", m.ClientURL, "peer_url", m.PeerURL,
