@@ -66,7 +66,7 @@ func newZapLogger(log hclog.Logger, level string, closing *atomic.Bool) (*zap.Lo
 		closing = new(atomic.Bool)
 	}
 	// No zap.AddCaller: etcd's file:line is noise in an operator's log.
-	return zap.New(&hclogCore{log: log, level: lvl, closing: closing}), nil
+	return zap.New(&hclogCore{log: log, level: lvl, closing: closing, limit: newRateLimiter()}), nil
 }
 
 func parseLogLevel(level string) (zapcore.Level, error) {
@@ -95,6 +95,9 @@ type hclogCore struct {
 	// serving from embedded etcd failed.: error=\"mux: server closed\"",
 	// six lines at every shutdown), which is logged at info instead.
 	closing *atomic.Bool
+	// limit drops the floods of slow-request warnings (zapratelimit.go);
+	// shared by the cores With makes.
+	limit *rateLimiter
 	// with holds the key/value pairs of the fields added by With (etcd
 	// adds e.g. its member id once), rendered once rather than per line.
 	with []any
@@ -139,14 +142,26 @@ func (c *hclogCore) With(fields []zapcore.Field) zapcore.Core {
 	kv := make([]any, 0, len(c.with)+2*len(fields))
 	kv = append(kv, c.with...)
 	kv = appendFields(kv, fields)
-	return &hclogCore{log: c.log, level: c.level, closing: c.closing, with: kv}
+	return &hclogCore{log: c.log, level: c.level, closing: c.closing, limit: c.limit, with: kv}
 }
 
+// Check lets an entry through when Enabled does and its family is under
+// the rate limit; a dropped entry is neither encoded nor written.
 func (c *hclogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if c.Enabled(e.Level) {
-		return ce.AddCore(e, c)
+	if !c.Enabled(e.Level) {
+		return ce
 	}
-	return ce
+	ok, suppressed := c.limit.allow(e.Level, e.Message)
+	if !ok {
+		return ce
+	}
+	if suppressed > 0 {
+		// The count rides on this entry's own core, so that it is
+		// written with the entry.
+		return ce.AddCore(e, &hclogCore{log: c.log, level: c.level, closing: c.closing, limit: c.limit,
+			with: append(append([]any(nil), c.with...), "suppressed", suppressed)})
+	}
+	return ce.AddCore(e, c)
 }
 
 func (c *hclogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
