@@ -32,8 +32,11 @@ type Load struct {
 	DrainHosts     int
 	ServersPerHost int
 	DrainParallel  int
-	// The resize scenario: servers resized back and forth at once.
+	// The resize scenario: servers resized back and forth at once, and
+	// the quota limits of every project of the Berth the tool starts
+	// ("cores=N,ram=M", os-quota-sets names; "": none, unlimited).
 	ResizeParallel int
+	ResizeQuota    string
 	Baseline       bool
 	BaselineTime   time.Duration
 	// BaselineRounds alternates the CAS and the claim baselines this many
@@ -141,6 +144,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ServersPerHost, "servers-per-host", c.ServersPerHost, "drain: servers put on each drained host before it is drained")
 	fs.IntVar(&c.DrainParallel, "drain-parallel", c.DrainParallel, "drain: each drain's moves at once")
 	fs.IntVar(&c.ResizeParallel, "resize-parallel", c.ResizeParallel, "resize: servers resized at once (each back and forth between m1.tiny and m1.small, confirmed, for -duration)")
+	fs.StringVar(&c.ResizeQuota, "resize-quota", c.ResizeQuota, "resize: every project's quota limits in the Berth the tool starts, as cores=N,ram=M (os-quota-sets names; default none: unlimited), so each upsize is checked")
 	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "after the scenario, measure etcd's single-key CAS txn/s with as many workers as claims in flight")
 	fs.DurationVar(&c.BaselineTime, "baseline-time", c.BaselineTime, "how long each round of the CAS and of the claim baseline runs")
 	fs.IntVar(&c.BaselineRounds, "baseline-rounds", c.BaselineRounds, "rounds of the baselines, CAS and claims alternating (their rates are over all rounds)")
@@ -215,6 +219,10 @@ func (c *Config) Validate() error {
 		return bad("drain: -servers-per-host must be at least 1 and -drain-parallel between 1 and 64")
 	case c.Scenario == "resize" && (c.ResizeParallel < 1 || c.Duration <= 0 || c.Hosts < 2):
 		return bad("resize: -resize-parallel and -duration must be positive, and a resize needs another host (-hosts 2 or more)")
+	case c.ResizeQuota != "" && (c.Scenario != "resize" || c.Etcd != ""):
+		return bad("-resize-quota is for the resize scenario against a Berth the tool starts")
+	case c.ResizeQuota != "" && parseQuota(c.ResizeQuota) == nil:
+		return bad("-resize-quota %q: want name=limit pairs, comma-separated, of quota resources (e.g. cores=4000,ram=4096000)", c.ResizeQuota)
 	case c.Scenario == "failover" && c.Schedulers < 2 && c.Etcd == "":
 		return bad("failover needs -schedulers 2 or more")
 	case c.SchedulerCPU < 0 || (c.SchedulerCPU > 0 && c.SchedulerCPU < 0.01):

@@ -72,6 +72,10 @@ func TestConfigValidate(t *testing.T) {
 		{"drain", func(c *Config) { c.Scenario = "drain" }, ""},
 		{"resize with nothing at once", func(c *Config) { c.Scenario, c.ResizeParallel = "resize", 0 }, "-resize-parallel and -duration must be positive"},
 		{"resize", func(c *Config) { c.Scenario = "resize" }, ""},
+		{"resize under a quota", func(c *Config) { c.Scenario, c.ResizeQuota = "resize", "cores=4000,ram=4096000" }, ""},
+		{"a quota outside resize", func(c *Config) { c.ResizeQuota = "cores=4" }, "-resize-quota is for the resize scenario"},
+		{"a quota that is not one", func(c *Config) { c.Scenario, c.ResizeQuota = "resize", "vcpus=4" }, `-resize-quota "vcpus=4": want name=limit pairs`},
+		{"a quota below unlimited", func(c *Config) { c.Scenario, c.ResizeQuota = "resize", "cores=-2" }, `-resize-quota "cores=-2"`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			c := DefaultConfig()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/backoff"
+	"github.com/berth-project/berth/quotas"
 )
 
 // The resize scenario, a steady resize churn: a loaded cloud (-servers
@@ -200,4 +203,22 @@ func (r *runner) checkActive(ctx context.Context, ids []string) ([]string, error
 	}
 	r.res.Lost = len(lost)
 	return lost, nil
+}
+
+// parseQuota is -resize-quota's "name=limit,..." (nil when malformed or
+// naming no quota resource).
+func parseQuota(s string) map[string]int64 {
+	if s == "" {
+		return nil
+	}
+	q := map[string]int64{}
+	for _, kv := range strings.Split(s, ",") {
+		name, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil || n < quotas.Unlimited || !quotas.Known(name) {
+			return nil
+		}
+		q[name] = n
+	}
+	return q
 }

@@ -110,7 +110,7 @@ func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
 	} else {
 		target, cleanup, err = startTarget(ctx, cfg, log, benchStart{dataDir: c.DataDir, cells: c.Cells, noAuth: c.NoAuth,
 			schedulers: c.Schedulers, workers: c.Workers, condWorkers: c.ConductorWorkers, etcdOnly: c.Scenario == "coldstart",
-			admin: c.Scenario == "drain", procs: procs})
+			admin: c.Scenario == "drain", procs: procs, quota: parseQuota(c.ResizeQuota)})
 	}
 	if err != nil {
 		return nil, err
@@ -213,6 +213,9 @@ type benchStart struct {
 	// procs, when set, runs the schedulers as child processes instead
 	// of in-process stacks.
 	procs *schedProcs
+	// quota, when set, are every project's limits over the unlimited
+	// default (resize: -resize-quota).
+	quota map[string]int64
 }
 
 // startTarget starts Berth in this process with the stack `berth dev`
@@ -268,6 +271,9 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	cfg.API.Quota = map[string]int64{}
 	for _, r := range []string{quotas.Instances, quotas.Cores, quotas.RAM, quotas.ServerGroups, quotas.ServerGroupMembers} {
 		cfg.API.Quota[r] = quotas.Unlimited
+	}
+	for r, v := range o.quota {
+		cfg.API.Quota[r] = v
 	}
 	var creds *Credentials
 	if !o.noAuth {
