@@ -639,9 +639,27 @@ type QuotaFence struct {
 	// server the index may lack: the project is counted the old way until
 	// the leader indexes again.
 	Indexed bool `json:"indexed,omitempty"`
+	// Usage, when present, is the project's usage record: at least what
+	// a count of the project would find at any revision until the fence
+	// moves again (package quotas, record.go), so a check that fits it
+	// needs no count. Absent: unknown (a writer that keeps none, or a
+	// Berth from before it), and the next check counts.
+	Usage *QuotaUsage `json:"usage,omitempty"`
 }
 
 func (*QuotaFence) SchemaVersion() int { return QuotaFenceVersion }
+
+// QuotaUsage is a project's usage record inside its QuotaFence: what it
+// uses of the counted resources, as a count at Basis found it plus what
+// every guarded create and move since added.
+type QuotaUsage struct {
+	Instances    int64 `json:"instances"`
+	Cores        int64 `json:"cores"`
+	RAM          int64 `json:"ram"`
+	ServerGroups int64 `json:"server_groups"`
+	// Basis is the revision of the count the record was last set from.
+	Basis int64 `json:"basis"`
+}
 
 // QuotaInstance is one entry of the per-project index of servers
 // (Keys.QuotaInstance): its key says everything; the value says when.

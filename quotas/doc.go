@@ -10,9 +10,7 @@
 //
 // # Counting
 //
-// Usage is counted from the records, never kept as a counter: there is
-// no number to drift, to leak on a failed build or to repair. Count
-// reads, at one etcd revision R, the project's instance mappings and for
+// Usage is counted from the records: Count reads, at one etcd revision R, the project's instance mappings and for
 // each its build request, instance record and Placement consumer: an
 // instance counts until its delete is accepted (Nova's
 // queued_for_delete); cores and RAM count a build request's flavor, else
@@ -30,6 +28,23 @@
 // idempotent, fenced); a project an older Berth still creates in is
 // counted that way until the next build.
 //
+// # The usage record
+//
+// A count reads every server of the project, so a check that counted
+// would grow with the project (6-7 ms at 100 servers). The fence key
+// therefore carries a usage record (etcdschema.QuotaFence.Usage) that
+// is at least what a count would find for as long as the fence does
+// not move: every guarded write adds its charge to it (a create's
+// servers, a group, a move's hold), and nothing that lowers the usage
+// touches it. A check that fits the record is answered from it in O(1),
+// with the count's answer; one that does not counts as before, answers
+// from the count (every refusal and every range cut to the room comes
+// from a count, in Nova's figures) and resets the record to the count.
+// The record only drifts up, which costs a count near a limit, never a
+// create past one. Per-user limits, the limits API and os-quota-sets'
+// in_use still count. record.go has the argument, audit.go the check
+// that a record is never below the count (AuditUsage) and its repair.
+//
 // # Enforcing without a race
 //
 // Nova checks, creates, then re-checks after the fact, so two API
@@ -40,8 +55,10 @@
 // requests and mappings, or the server group) carries. Of two creates
 // that counted the same usage, the first to commit moves the fence and
 // the second's comparison fails; it counts again, now seeing the first.
+// A check answered from the usage record compares the fence's mod
+// revision it read instead (ModRevision == M), with the same effect.
 // The correctness argument is that usage only grows through a guarded
-// create: every other change lowers it (a delete, a build that fails and
+// create or move start: every other change lowers it (a delete, a build that fails and
 // frees its claim) or moves it between two forms counted alike at R (a
 // claim turns a build request's flavor into an allocation of the same
 // resources; the superconductor turns a build request into an instance
@@ -67,17 +84,18 @@
 // placement counting; while the move is pre-migrating it counts at least
 // its old and new flavors together, whichever step of the hand-over
 // (source to the migration, then the destination's claim) it reached.
-// ReserveResize is Nova's _check_quota_for_upsize: the cores and ram
+// ReserveMove is Nova's _check_quota_for_upsize: the cores and ram
 // deltas (positive parts only) against the project's and the user's
 // limits, words quoting the user's usage, under the same fence as
 // creates; the API calls it for a resize and for a revert (the way back
 // of a resize down). As in Nova, a move in flight counts both flavors,
 // so an upsize checked at the limit may show the project over it until
 // the move is confirmed or reverted, and a revert of a downsize counts
-// the old flavor twice. A move only grows usage through a guarded resize
-// or revert: a migration (same flavor) and a downsize do not move the
-// fence, and their extra count while in flight only refuses
-// conservatively.
+// the old flavor twice. Every move start (resize, cold migration,
+// evacuation, live migration) writes the fence with its hold added to
+// the usage record, checked or not: the count grows by the new flavor
+// (the flavor, for an evacuation or a live migration once its
+// destination is claimed) while the move is in flight.
 //
 // # Shelving
 //

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -49,20 +48,37 @@ type ServerRequest struct {
 // cores or ram, as Nova checks them) and says how many it may create
 // (Max, or fewer down to Min as Nova's check_num_instances_quota allows)
 // with the Guard to commit them under. A commit the Guard fails must
-// call ReserveServers again.
+// call ReserveServers again. A create that fits the project's usage
+// record is not counted (record.go).
 func (s *Store) ReserveServers(ctx context.Context, r ServerRequest) (int, Guard, error) {
-	set, _, err := s.readSet(ctx, r.Project, 0)
+	st, err := s.readState(ctx, r.Project, r.Group)
 	if err != nil {
 		return 0, Guard{}, err
 	}
-	lim, userLim := s.serverLimits(set, r.User)
+	lim, userLim := s.serverLimits(st.set, r.User)
 	counted := lim[Instances] >= 0 || lim[Cores] >= 0 || lim[RAM] >= 0 ||
 		(userLim != nil && (userLim[Instances] >= 0 || userLim[Cores] >= 0 || userLim[RAM] >= 0)) ||
 		(r.Group != "" && lim[ServerGroupMembers] >= 0)
 	if !counted {
 		// Nothing to check, but the fence still moves: a check that
 		// counted before this create must count again.
-		return r.Max, s.fence(r.Project, r.RequestID, 0), nil
+		return r.Max, s.guardUnchecked(r.Project, r.RequestID), nil
+	}
+	servers := func(n int) charge {
+		return charge{instances: int64(n), cores: int64(n) * r.VCPUs, ram: int64(n) * r.RAMMB}
+	}
+	if u, ok := st.recorded(); ok && userLim == nil {
+		// The record bounds the count: all Max servers fitting it is the
+		// count's answer too.
+		if r.Group != "" && lim[ServerGroupMembers] >= 0 {
+			if u.GroupMembers, err = s.groupMembers(ctx, st.members, st.rev); err != nil {
+				return 0, Guard{}, err
+			}
+		}
+		if n, err := instancesAllowed(lim, nil, u, r); err == nil && n == r.Max &&
+			(r.Group == "" || within(lim[ServerGroupMembers], u.GroupMembers, int64(n))) {
+			return n, s.memberGuard(s.guardRecorded(r.Project, r.RequestID, st, servers(n)), r.Group, st.rev), nil
+		}
 	}
 	user := ""
 	if userLim != nil {
@@ -73,7 +89,8 @@ func (s *Store) ReserveServers(ctx context.Context, r ServerRequest) (int, Guard
 		return 0, Guard{}, err
 	}
 	// The limits as of the count.
-	if set, _, err = s.readSet(ctx, r.Project, rev); err != nil {
+	set, _, err := s.readSet(ctx, r.Project, rev)
+	if err != nil {
 		return 0, Guard{}, err
 	}
 	lim, userLim = s.serverLimits(set, r.User)
@@ -85,17 +102,23 @@ func (s *Store) ReserveServers(ctx context.Context, r ServerRequest) (int, Guard
 	if err != nil {
 		return 0, Guard{}, err
 	}
-	g := s.fence(r.Project, r.RequestID, rev)
-	if r.Group != "" {
-		if !within(lim[ServerGroupMembers], u.GroupMembers, int64(n)) {
-			return 0, Guard{}, &OverQuotaError{msgTooManyMembers}
-		}
-		// Members come from any project's creates, which move other
-		// fences: no member may have joined since the count.
-		g.Cmps = append(g.Cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.ServerGroupMembers(r.Group)), "<", rev+1).
+	if r.Group != "" && !within(lim[ServerGroupMembers], u.GroupMembers, int64(n)) {
+		return 0, Guard{}, &OverQuotaError{msgTooManyMembers}
+	}
+	project := u
+	project.User = nil
+	return n, s.memberGuard(s.guardCounted(r.Project, r.RequestID, project, rev, servers(n)), r.Group, rev), nil
+}
+
+// memberGuard is g with, for a create into group, the comparison that no
+// member joined after rev: members come from any project's creates,
+// which move other fences.
+func (s *Store) memberGuard(g Guard, group string, rev int64) Guard {
+	if group != "" {
+		g.Cmps = append(g.Cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.ServerGroupMembers(group)), "<", rev+1).
 			WithPrefix())
 	}
-	return n, g, nil
+	return g
 }
 
 // serverLimits are the project's limits and, when user set instances,
@@ -117,12 +140,17 @@ func (s *Store) serverLimits(set *etcdschema.QuotaSet, user string) (project, us
 // ReserveServerGroup checks a server group create against project's
 // server_groups quota.
 func (s *Store) ReserveServerGroup(ctx context.Context, project, requestID string) (Guard, error) {
-	lim, err := s.Limits(ctx, project, "")
+	st, err := s.readState(ctx, project, "")
 	if err != nil {
 		return Guard{}, err
 	}
+	lim := s.merge(st.set, "")
 	if lim[ServerGroups] < 0 {
-		return s.fence(project, requestID, 0), nil
+		return s.guardUnchecked(project, requestID), nil
+	}
+	group := charge{groups: 1}
+	if u, ok := st.recorded(); ok && within(lim[ServerGroups], u.ServerGroups, 1) {
+		return s.guardRecorded(project, requestID, st, group), nil
 	}
 	u, rev, err := s.Count(ctx, project, "")
 	if err != nil {
@@ -135,19 +163,7 @@ func (s *Store) ReserveServerGroup(ctx context.Context, project, requestID strin
 	if !within(s.merge(set, "")[ServerGroups], u.ServerGroups, 1) {
 		return Guard{}, &OverQuotaError{msgTooManyGroups}
 	}
-	return s.fence(project, requestID, rev), nil
-}
-
-// fence is the Guard of a create checked against the usage counted at
-// rev (0: none counted, so nothing to compare).
-func (s *Store) fence(project, requestID string, rev int64) Guard {
-	key := s.keys.QuotaFence(project)
-	g := Guard{Ops: []clientv3.Op{clientv3.OpPut(key, etcdschema.MustEncode(&etcdschema.QuotaFence{
-		RequestID: requestID, At: time.Now().UTC(), Indexed: true}))}}
-	if rev > 0 {
-		g.Cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "<", rev+1)}
-	}
-	return g
+	return s.guardCounted(project, requestID, u, rev, group), nil
 }
 
 // instancesAllowed is nova.compute.utils.check_num_instances_quota: how
@@ -230,53 +246,81 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// ResizeRequest is a resize of one of Project's servers, owned by User,
-// that needs Cores more cores and RAMMB more MiB of RAM (Nova's
-// upsize_quota_delta: each only when positive).
-type ResizeRequest struct {
-	Project, User string
-	Cores, RAMMB  int64
-	RequestID     string
+// MoveRequest is a move of one of Project's servers, owned by User:
+// Cores more cores and RAMMB more MiB of RAM to check (a resize's or a
+// revert's upsize delta, Nova's upsize_quota_delta: each only when
+// positive), and what the move holds while in flight beyond what the
+// server held before (HeldCores, HeldRAMMB: what a count adds for it,
+// Count's moves), which the usage record must cover.
+type MoveRequest struct {
+	Project, User        string
+	Cores, RAMMB         int64
+	HeldCores, HeldRAMMB int64
+	RequestID            string
 }
 
-// ReserveResize is compute.API._check_quota_for_upsize with the old
-// quota system: Quotas.check_deltas of the cores and ram deltas against
-// the project's limits and the user's (which default to the project's),
-// counted at one revision, with the Guard to commit the move under (a
-// commit the Guard fails must call ReserveResize again). A resize that
-// is not an upsize is not checked, as in Nova.
-func (s *Store) ReserveResize(ctx context.Context, r ResizeRequest) (Guard, error) {
-	if r.Cores <= 0 && r.RAMMB <= 0 {
-		return Guard{}, nil
+// ReserveMove is compute.API._check_quota_for_upsize with the old quota
+// system: Quotas.check_deltas of the cores and ram deltas against the
+// project's limits and the user's (which default to the project's),
+// with the Guard to commit the move under (a commit the Guard fails
+// must call ReserveMove again). A move that is not an upsize is not
+// checked, as in Nova, but its Guard still adds its hold to the usage
+// record (record.go). An upsize that fits the record is not counted.
+func (s *Store) ReserveMove(ctx context.Context, r MoveRequest) (Guard, error) {
+	hold := charge{cores: r.HeldCores, ram: r.HeldRAMMB}
+	if r.Cores <= 0 && r.RAMMB <= 0 && hold == (charge{}) {
+		return Guard{}, nil // nothing to check, and the count does not grow
 	}
-	// Unlimited cores and ram (the project's and the user's) cannot
-	// refuse the upsize: no count, which reads every server of the
-	// project (a resize churn in a 2,000-server project timed out on it
-	// at 100 at once). The fence still moves, as ReserveServers' does.
-	set, _, err := s.readSet(ctx, r.Project, 0)
+	st, err := s.readState(ctx, r.Project, "")
 	if err != nil {
 		return Guard{}, err
 	}
-	if lim, userLim := s.merge(set, ""), s.merge(set, r.User); !upsizeLimited(lim, userLim, r) {
-		return s.fence(r.Project, r.RequestID, 0), nil
+	lim, userLim := s.merge(st.set, ""), s.merge(st.set, r.User)
+	recorded, ok := st.recorded()
+	if !upsizeLimited(lim, userLim, r) {
+		// Unlimited cores and ram (the project's and the user's), or no
+		// upsize, cannot refuse the move: no count.
+		if ok {
+			return s.guardRecorded(r.Project, r.RequestID, st, hold), nil
+		}
+		return s.guardUnchecked(r.Project, r.RequestID), nil
+	}
+	if ok && !userLimitsOwn(st.set, r.User, Cores, RAM) && deltasAllowed(lim, lim, recorded, r) == nil {
+		// Within the record, so within the count; the user's limits are
+		// the project's, which the project's usage already meets.
+		return s.guardRecorded(r.Project, r.RequestID, st, hold), nil
 	}
 	u, rev, err := s.CountUser(ctx, r.Project, r.User, "")
 	if err != nil {
 		return Guard{}, err
 	}
-	if set, _, err = s.readSet(ctx, r.Project, rev); err != nil {
+	set, _, err := s.readSet(ctx, r.Project, rev)
+	if err != nil {
 		return Guard{}, err
 	}
-	lim, userLim := s.merge(set, ""), s.merge(set, r.User)
+	lim, userLim = s.merge(set, ""), s.merge(set, r.User)
 	if err := deltasAllowed(lim, userLim, u, r); err != nil {
 		return Guard{}, err
 	}
-	return s.fence(r.Project, r.RequestID, rev), nil
+	project := u
+	project.User = nil
+	return s.guardCounted(r.Project, r.RequestID, project, rev, hold), nil
+}
+
+// userLimitsOwn reports whether os-quota-sets set any of resources for
+// user itself.
+func userLimitsOwn(set *etcdschema.QuotaSet, user string, resources ...string) bool {
+	for _, k := range resources {
+		if _, ok := set.Users[user][k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // upsizeLimited says whether a limit (the project's or the user's) caps
-// a resource the resize grows.
-func upsizeLimited(lim, userLim Limits, r ResizeRequest) bool {
+// a resource the move grows.
+func upsizeLimited(lim, userLim Limits, r MoveRequest) bool {
 	return (r.Cores > 0 && (lim[Cores] >= 0 || userLim[Cores] >= 0)) ||
 		(r.RAMMB > 0 && (lim[RAM] >= 0 || userLim[RAM] >= 0))
 }
@@ -286,7 +330,7 @@ func upsizeLimited(lim, userLim Limits, r ResizeRequest) bool {
 // over resources sorted, the deltas requested, the user's usage (check
 // deltas reports the user's count when it counted one) and the limits
 // of whichever quota was exceeded.
-func deltasAllowed(lim, userLim Limits, u Usage, r ResizeRequest) error {
+func deltasAllowed(lim, userLim Limits, u Usage, r MoveRequest) error {
 	deltas := map[string]int64{}
 	if r.Cores > 0 {
 		deltas[Cores] = r.Cores

@@ -20,21 +20,21 @@ func TestDeltasAllowed(t *testing.T) {
 		desc         string
 		lim, userLim Limits
 		used         Usage
-		req          ResizeRequest
+		req          MoveRequest
 		msg          string
 	}{
 		{desc: "fits", lim: lim(5, 4096), userLim: lim(5, 4096), used: Usage{Cores: 3, User: &Usage{Cores: 3}},
-			req: ResizeRequest{Cores: 2, RAMMB: 512}},
+			req: MoveRequest{Cores: 2, RAMMB: 512}},
 		{desc: "cores over", lim: lim(5, 4096), userLim: lim(5, 4096), used: Usage{Cores: 4, RAM: 1024, User: &Usage{Cores: 4, RAM: 1024}},
-			req: ResizeRequest{Cores: 2, RAMMB: 512}, msg: "Quota exceeded for cores: Requested 2, but already used 4 of 5 cores"},
+			req: MoveRequest{Cores: 2, RAMMB: 512}, msg: "Quota exceeded for cores: Requested 2, but already used 4 of 5 cores"},
 		{desc: "cores and ram over", lim: lim(5, 1024), userLim: lim(5, 1024), used: Usage{Cores: 4, RAM: 1024, User: &Usage{Cores: 4, RAM: 1024}},
-			req: ResizeRequest{Cores: 2, RAMMB: 512}, msg: "Quota exceeded for cores, ram: Requested 2, 512, but already used 4, 1024 of 5, 1024 cores, ram"},
+			req: MoveRequest{Cores: 2, RAMMB: 512}, msg: "Quota exceeded for cores, ram: Requested 2, 512, but already used 4, 1024 of 5, 1024 cores, ram"},
 		{desc: "only a positive delta is checked", lim: lim(5, 1024), userLim: lim(5, 1024), used: Usage{Cores: 4, RAM: 1024, User: &Usage{Cores: 4, RAM: 1024}},
-			req: ResizeRequest{Cores: 1}},
+			req: MoveRequest{Cores: 1}},
 		{desc: "the project's limit in the user's usage", lim: lim(5, -1), userLim: lim(5, -1), used: Usage{Cores: 5, User: &Usage{Cores: 1}},
-			req: ResizeRequest{Cores: 1}, msg: "Quota exceeded for cores: Requested 1, but already used 1 of 5 cores"},
+			req: MoveRequest{Cores: 1}, msg: "Quota exceeded for cores: Requested 1, but already used 1 of 5 cores"},
 		{desc: "the user's own limit", lim: lim(20, -1), userLim: lim(2, -1), used: Usage{Cores: 5, User: &Usage{Cores: 2}},
-			req: ResizeRequest{Cores: 1}, msg: "Quota exceeded for cores: Requested 1, but already used 2 of 2 cores"},
+			req: MoveRequest{Cores: 1}, msg: "Quota exceeded for cores: Requested 1, but already used 2 of 2 cores"},
 	} {
 		t.Run(c.desc, func(t *testing.T) {
 			err := deltasAllowed(c.lim, c.userLim, c.used, c.req)
@@ -137,7 +137,7 @@ func TestResizeGuardFencesCreates(t *testing.T) {
 			Flavor: etcdschema.Flavor{VCPUs: 1}})).Commit(); err != nil {
 		t.Fatal(err)
 	}
-	rg, err := s.ReserveResize(ctx, ResizeRequest{Project: "p", User: "u", Cores: 1})
+	rg, err := s.ReserveMove(ctx, MoveRequest{Project: "p", User: "u", Cores: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,25 +165,25 @@ func TestUpsizeCountsOnlyUnderALimit(t *testing.T) {
 		desc     string
 		defaults Limits
 		users    map[string]map[string]int64
-		req      ResizeRequest
+		req      MoveRequest
 		counted  bool
 	}{
 		{desc: "unlimited", defaults: Limits{Instances: 10, Cores: -1, RAM: -1},
-			req: ResizeRequest{Project: "p", User: "u", Cores: 2, RAMMB: 512}},
+			req: MoveRequest{Project: "p", User: "u", Cores: 2, RAMMB: 512}},
 		{desc: "only ram grows, cores capped", defaults: Limits{Instances: 10, Cores: 20, RAM: -1},
-			req: ResizeRequest{Project: "p", User: "u", RAMMB: 512}},
+			req: MoveRequest{Project: "p", User: "u", RAMMB: 512}},
 		{desc: "cores grow and are capped", defaults: Limits{Instances: 10, Cores: 20, RAM: -1},
-			req: ResizeRequest{Project: "p", User: "u", Cores: 1}, counted: true},
+			req: MoveRequest{Project: "p", User: "u", Cores: 1}, counted: true},
 		{desc: "the user's own cap", defaults: Limits{Instances: 10, Cores: -1, RAM: -1},
 			users: map[string]map[string]int64{"u": {Cores: 4}},
-			req:   ResizeRequest{Project: "p", User: "u", Cores: 1}, counted: true},
+			req:   MoveRequest{Project: "p", User: "u", Cores: 1}, counted: true},
 	} {
 		t.Run(c.desc, func(t *testing.T) {
 			if _, err := cli.Put(ctx, keys.QuotaSet("p"), string(etcdschema.MustEncode(&etcdschema.QuotaSet{Users: c.users}))); err != nil {
 				t.Fatal(err)
 			}
 			s := New(cli, keys, c.defaults, nil)
-			g, err := s.ReserveResize(ctx, c.req)
+			g, err := s.ReserveMove(ctx, c.req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/quotas"
 )
 
 // Evacuate's API side (nova/compute/api.py evacuate): the server must be
@@ -162,16 +163,20 @@ func (s *Store) Evacuate(ctx context.Context, id string, r EvacuateRequest) (*et
 	ikey := k.CellInstance(in.Cell, id)
 	cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ikey), "=", v.Rev),
 		clientv3.Compare(clientv3.CreateRevision(k.MoveRequest(id)), "=", 0)}, sourceDown...)
-	resp, err := s.cli.Txn(ctx).If(append(cmps, endedCmps...)...).
-		Then(append(endedOps, clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
+	// The destination's claim will hold the flavor beside the source's
+	// (the migration's): the project's quota usage record covers it.
+	held := quotas.MoveRequest{Project: in.ProjectID, User: in.UserID, RequestID: r.RequestID,
+		HeldCores: int64(in.Flavor.VCPUs), HeldRAMMB: int64(in.Flavor.RAMMB)}
+	stored, err := s.commitHeld(ctx, held, append(cmps, endedCmps...),
+		append(endedOps, clientv3.OpPut(ikey, etcdschema.MustEncode(&in)),
 			clientv3.OpPut(k.Migration(in.Cell, mig.UUID), etcdschema.MustEncode(mig)),
 			clientv3.OpPut(k.MoveRequest(id), etcdschema.MustEncode(req)),
 			clientv3.OpPut(k.MigrationMapping(mig.UUID), etcdschema.MustEncode(&etcdschema.InstanceMapping{
-				InstanceUUID: id, Cell: in.Cell, ProjectID: in.ProjectID, CreatedAt: now})))...).Commit()
+				InstanceUUID: id, Cell: in.Cell, ProjectID: in.ProjectID, CreatedAt: now}))))
 	if err != nil {
 		return nil, fmt.Errorf("evacuate %s: %w", id, err)
 	}
-	if !resp.Succeeded {
+	if !stored {
 		return nil, fmt.Errorf("evacuate %s: %w", id, ErrKeptChanging)
 	}
 	s.log.Info("evacuation accepted", "instance", id, "migration", mig.UUID, "source", in.Host,

@@ -155,12 +155,15 @@ func (s *Store) Move(ctx context.Context, id string, r MoveRequest) (*etcdschema
 	// ram as Nova's _check_quota_for_upsize does, and committed under the
 	// quota fence as creates are, so a resize and a create (or two
 	// resizes) checked against the same count cannot both go in.
-	upsize := quotas.ResizeRequest{Project: in.ProjectID, User: in.UserID, RequestID: r.RequestID,
-		Cores: max(0, int64(newFlavor.VCPUs-in.Flavor.VCPUs)), RAMMB: max(0, int64(newFlavor.RAMMB-in.Flavor.RAMMB))}
+	// While in flight the move holds the new flavor beside the old one
+	// (a count adds it), which the project's usage record must cover.
+	upsize := quotas.MoveRequest{Project: in.ProjectID, User: in.UserID, RequestID: r.RequestID,
+		Cores: max(0, int64(newFlavor.VCPUs-in.Flavor.VCPUs)), RAMMB: max(0, int64(newFlavor.RAMMB-in.Flavor.RAMMB)),
+		HeldCores: int64(newFlavor.VCPUs), HeldRAMMB: int64(newFlavor.RAMMB)}
 	for try := 0; ; try++ {
 		var guard quotas.Guard
 		if s.quotas != nil {
-			if guard, err = s.quotas.ReserveResize(ctx, upsize); err != nil {
+			if guard, err = s.quotas.ReserveMove(ctx, upsize); err != nil {
 				return nil, err
 			}
 		}
@@ -274,9 +277,9 @@ func (s *Store) finishMove(ctx context.Context, id, requestID, action, status, o
 	// Nova's revert_resize checks the way back as an upsize ("If this is
 	// a resize down, a revert might go over quota"): the old flavor's
 	// cores and ram beyond the new one's, under the quota fence.
-	var back quotas.ResizeRequest
+	var back quotas.MoveRequest
 	if status == etcdschema.MigrationReverting {
-		back = quotas.ResizeRequest{Project: in.ProjectID, User: in.UserID, RequestID: requestID,
+		back = quotas.MoveRequest{Project: in.ProjectID, User: in.UserID, RequestID: requestID,
 			Cores: max(0, int64(mig.OldFlavor.VCPUs-mig.NewFlavor.VCPUs)), RAMMB: max(0, int64(mig.OldFlavor.RAMMB-mig.NewFlavor.RAMMB))}
 		if in.Group != "" {
 			// The server's group place goes back to the source with it
@@ -287,7 +290,7 @@ func (s *Store) finishMove(ctx context.Context, id, requestID, action, status, o
 	for try := 0; ; try++ {
 		var guard quotas.Guard
 		if s.quotas != nil {
-			if guard, err = s.quotas.ReserveResize(ctx, back); err != nil {
+			if guard, err = s.quotas.ReserveMove(ctx, back); err != nil {
 				return err
 			}
 		}

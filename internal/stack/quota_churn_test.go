@@ -19,6 +19,7 @@ import (
 	"github.com/berth-project/berth/images"
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/testwait"
+	"github.com/berth-project/berth/quotas"
 )
 
 // TestQuotaChurnRecovers churns creates and deletes against a small
@@ -118,6 +119,18 @@ func TestQuotaChurnRecovers(t *testing.T) {
 		return n, vcpus
 	}
 
+	// The project's quota usage record (package quotas, record.go) is
+	// never below its count, whatever the churn is doing.
+	usage := quotas.New(s.cli, s.keys, nil, nil)
+	auditUsage := func(when string) {
+		a, err := usage.AuditUsage(ctx, "churn")
+		if err != nil {
+			t.Errorf("%s: audit the quota usage record: %v", when, err)
+		} else if below := a.Below(); len(below) > 0 {
+			t.Errorf("%s: the quota usage record is below the count: %v", when, below)
+		}
+	}
+
 	var mu sync.Mutex
 	accepted, deleted := map[string]bool{}, map[string]bool{}
 	tried, refused, samples := 0, 0, 0
@@ -162,6 +175,7 @@ func TestQuotaChurnRecovers(t *testing.T) {
 				if n, v := live(list()); n > instances || v > cores {
 					t.Errorf("sample: %d live servers with %d cores, over the quota of %d and %d", n, v, instances, cores)
 				}
+				auditUsage("sample")
 				mu.Lock()
 				samples++
 				mu.Unlock()
@@ -218,6 +232,7 @@ func TestQuotaChurnRecovers(t *testing.T) {
 		}
 		return out
 	}
+	auditUsage("settled")
 	n, v := live(ls)
 	if u := inUse(); u["instances"] != n || u["cores"] != v {
 		t.Errorf("in_use %v, want %d instances and %d cores as listed", u, n, v)
@@ -243,4 +258,5 @@ func TestQuotaChurnRecovers(t *testing.T) {
 	if code, body := create("1"); code != 403 || body != want {
 		t.Errorf("one more than the quota: %d %s\nwant 403 %s", code, body, want)
 	}
+	auditUsage("after the recovery")
 }

@@ -1,0 +1,149 @@
+package quotas
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// The usage record: a check that does not grow with the project.
+//
+// A count reads every server of the project (its index entries and three
+// records each), 6-7 ms for 100 servers, on every create and every
+// limited upsize. The fence key now carries a usage record U
+// (etcdschema.QuotaFence.Usage) that a check reads instead, in O(1).
+//
+// The invariant: while the fence is at mod revision M and holds U, a
+// count at any revision r >= M finds at most U (each resource). It holds
+// because every write of the fence keeps it:
+//   - a check that counted at R writes U = count(R) + its own charge,
+//     under If(ModRevision(fence) <= R): no fence write since R, so
+//     nothing grew the usage since R but this write's own create or move
+//     (doc.go: usage grows only through a guarded write);
+//   - a check that read U at mod revision M writes U + its charge, under
+//     If(ModRevision(fence) == M): everything since M only lowered the
+//     usage, and the charge is at least what its write adds to a count;
+//   - a write that keeps no record (nothing limited, an older Berth)
+//     writes the fence without one, so the next check counts.
+//
+// A charge is what the write adds to what a count finds: a create's
+// servers (instances, their flavor's cores and ram), a server group, a
+// move's hold (the count adds the new flavor of a resize or cold
+// migration while it is in flight, and the flavor of an evacuation or a
+// live migration once the destination is claimed: Nova's
+// migration-based allocations), so every move start writes the fence.
+// What lowers the usage (deletes, a failed build freeing its claim, a
+// confirm or revert freeing a side, a deleted group) does not touch the
+// record: U is an upper bound that drifts up, never down.
+//
+// So a check that fits U fits the count, and is answered as the count
+// would answer it (Max servers, the resize allowed); a check that does
+// not fit U counts at one revision as before, answers from the count
+// (Nova's words, the same figures), and its write resets U to the count
+// plus its charge. Every refusal therefore comes from a count, and the
+// drift costs at most a count where a check comes near a limit. The
+// limits API and os-quota-sets' in_use still count: they show exact
+// figures, U only bounds them.
+//
+// Per-user limits (os-quota-sets with user_id) are checked from a count,
+// as before: U is the project's only.
+
+// fenceState is a project's quota set and fence read at one revision,
+// with the members of a group when one was asked for.
+type fenceState struct {
+	set      *etcdschema.QuotaSet
+	rev      int64 // the revision read at
+	fenceMod int64 // the fence's mod revision (0: no fence yet)
+	usage    *etcdschema.QuotaUsage
+	members  []string // the group's member server uuids, at rev
+}
+
+// readState reads project's quota set and fence (and group's member
+// keys, when group is not "") in one transaction.
+func (s *Store) readState(ctx context.Context, project, group string) (fenceState, error) {
+	k := s.keys
+	ops := []clientv3.Op{clientv3.OpGet(k.QuotaSet(project)), clientv3.OpGet(k.QuotaFence(project))}
+	if group != "" {
+		ops = append(ops, clientv3.OpGet(k.ServerGroupMembers(group), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+	}
+	resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return fenceState{}, fmt.Errorf("read the quotas of %s: %w", project, err)
+	}
+	st := fenceState{set: &etcdschema.QuotaSet{}, rev: resp.Header.Revision}
+	if kv := resp.Responses[0].GetResponseRange().Kvs; len(kv) == 1 {
+		if err := etcdschema.Decode(string(kv[0].Key), kv[0].Value, st.set); err != nil {
+			return fenceState{}, err
+		}
+	}
+	if kv := resp.Responses[1].GetResponseRange().Kvs; len(kv) == 1 {
+		var f etcdschema.QuotaFence
+		if err := etcdschema.Decode(string(kv[0].Key), kv[0].Value, &f); err != nil {
+			return fenceState{}, err
+		}
+		st.fenceMod, st.usage = kv[0].ModRevision, f.Usage
+	}
+	if group != "" {
+		for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
+			if uuid := memberOf(k, string(kv.Key), group); uuid != "" {
+				st.members = append(st.members, uuid)
+			}
+		}
+	}
+	return st, nil
+}
+
+// recorded is the usage st's record says (ok false: none).
+func (st fenceState) recorded() (Usage, bool) {
+	if st.usage == nil {
+		return Usage{}, false
+	}
+	return Usage{Instances: st.usage.Instances, Cores: st.usage.Cores, RAM: st.usage.RAM,
+		ServerGroups: st.usage.ServerGroups}, true
+}
+
+// charge is what a guarded write adds to what a count finds.
+type charge struct{ instances, cores, ram, groups int64 }
+
+// plus is u with c added, as a record set from a count at basis.
+func (u Usage) plus(c charge, basis int64) *etcdschema.QuotaUsage {
+	return &etcdschema.QuotaUsage{Instances: u.Instances + c.instances, Cores: u.Cores + c.cores,
+		RAM: u.RAM + c.ram, ServerGroups: u.ServerGroups + c.groups, Basis: basis}
+}
+
+// fencePut is the write of project's fence holding usage (nil: none).
+func (s *Store) fencePut(project, requestID string, usage *etcdschema.QuotaUsage) clientv3.Op {
+	return clientv3.OpPut(s.keys.QuotaFence(project), etcdschema.MustEncode(&etcdschema.QuotaFence{
+		RequestID: requestID, At: time.Now().UTC(), Indexed: true, Usage: usage}))
+}
+
+// guardRecorded is the Guard of a write checked against st's record: the
+// fence must be as read, and then holds the record plus c.
+func (s *Store) guardRecorded(project, requestID string, st fenceState, c charge) Guard {
+	u, _ := st.recorded()
+	return Guard{
+		Cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.keys.QuotaFence(project)), "=", st.fenceMod)},
+		Ops:  []clientv3.Op{s.fencePut(project, requestID, u.plus(c, st.usage.Basis))},
+	}
+}
+
+// guardCounted is the Guard of a write checked against u, counted at
+// rev: no fence write since rev, and then the fence holds u plus c.
+func (s *Store) guardCounted(project, requestID string, u Usage, rev int64, c charge) Guard {
+	return Guard{
+		Cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.keys.QuotaFence(project)), "<", rev+1)},
+		Ops:  []clientv3.Op{s.fencePut(project, requestID, u.plus(c, rev))},
+	}
+}
+
+// guardUnchecked is the Guard of a write nothing limits: the fence
+// moves, so a check that counted before it counts again, and holds no
+// record (keeping one would need a comparison every such write waits
+// on); the next limited check counts.
+func (s *Store) guardUnchecked(project, requestID string) Guard {
+	return Guard{Ops: []clientv3.Op{s.fencePut(project, requestID, nil)}}
+}
