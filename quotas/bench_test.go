@@ -15,7 +15,10 @@ import (
 // revision, check, guard) in a project of 10 servers, beside others'
 // servers, with the per-project index built: the count reads the
 // project's entries and four records per server of the project, so it
-// no longer grows with the deployment.
+// no longer grows with the deployment. Nothing is committed, so the
+// project never has a usage record: this is the check that counts (a
+// project's first, or one near its limit); BenchmarkReserveAtScale is
+// the usual one.
 func BenchmarkReserveServers(b *testing.B) {
 	for _, others := range []int{0, 1000, 10000} {
 		b.Run(fmt.Sprintf("%d other servers", others), func(b *testing.B) {
