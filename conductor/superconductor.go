@@ -414,8 +414,10 @@ func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels [
 
 func (s *Superconductor) handedOff(g leasedRequest, sels []etcdschema.Selection) {
 	s.cfg.Metrics.Scheduled(metrics.ScheduledHandedOff, 1)
-	s.log.Debug("handed off", "instance", g.br.InstanceUUID, "host", sels[0].ServiceHost,
-		"cell", sels[0].Cell, "alternates", len(sels)-1, "request_id", g.br.RequestID)
+	if s.log.IsDebug() { // its arguments are boxed even when not logged, per server
+		s.log.Debug("handed off", "instance", g.br.InstanceUUID, "host", sels[0].ServiceHost,
+			"cell", sels[0].Cell, "alternates", len(sels)-1, "request_id", g.br.RequestID)
+	}
 }
 
 // lostHandOff runs when a hand-off's compares failed.

@@ -203,8 +203,10 @@ func (s *Scheduler) selectOnce(ctx context.Context, spec *RequestSpec, maySample
 		return nil, err
 	}
 	out = s.alternates(c, picks, last)
-	log.Debug("selected destinations", "instances", len(picks), "candidates", len(hosts), "sampled", sampled,
-		"passed_filters", passed, "elapsed", time.Since(start))
+	if log.IsDebug() { // its arguments are boxed even when not logged, per request
+		log.Debug("selected destinations", "instances", len(picks), "candidates", len(hosts), "sampled", sampled,
+			"passed_filters", passed, "elapsed", time.Since(start))
+	}
 	return out, nil
 }
 
