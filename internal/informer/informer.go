@@ -3,7 +3,9 @@
 // and a fresh list whenever the watch is compacted away or breaks. It is the
 // one way Berth's caches (host manager, queues, agents, the placement index)
 // follow etcd, and List the one way to read a prefix at one revision (the
-// debug dump too).
+// debug dump too). List, and a handler's list, read etcd's RangeStream
+// chunks in place (ListKVs: no protobuf message per key), which a reader
+// of millions of keys can use directly (the placement index's consumers).
 //
 // Most handlers get Events (New, Handler). The placement index, which
 // every scheduler feeds with every claim's writes, gets etcd's own events
