@@ -29,8 +29,10 @@ type flatMember struct {
 // members are plain ASCII strings without escapes or integers, in order.
 // It returns false, having stopped, at anything else — escapes,
 // non-ASCII or control bytes, other value types, nesting, trailing data
-// — or when set does.
-func eachFlatMember(data []byte, set func(m *flatMember) bool) bool {
+// — or when set does. set gets the member by value: a pointer to it,
+// passed to a function value, made it escape, one allocation per record
+// (a million InstanceInfos at a cold start of 100,000 hosts).
+func eachFlatMember(data []byte, set func(m flatMember) bool) bool {
 	i := skipWS(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return false
@@ -76,7 +78,7 @@ func eachFlatMember(data []byte, set func(m *flatMember) bool) bool {
 		default:
 			return false
 		}
-		if !set(&m) {
+		if !set(m) {
 			return false
 		}
 		i = skipWS(data, i)
@@ -153,7 +155,7 @@ func skipWS(data []byte, i int) int {
 }
 
 func (v *InstanceInfo) decodeFast(data []byte) bool {
-	return eachFlatMember(data, func(m *flatMember) bool {
+	return eachFlatMember(data, func(m flatMember) bool {
 		switch string(m.name) {
 		case "version":
 			if m.isStr {
