@@ -258,7 +258,19 @@ func (p *fleetProcs) Hosts() int                 { return p.cfg.Hosts }
 func (p *fleetProcs) HostName(i int) string      { return hostName(p.cfg.HostPrefix, i) }
 func (p *fleetProcs) Liveness() string           { return p.cfg.Liveness }
 func (p *fleetProcs) Intervals() agent.Intervals { return p.every }
-func (p *fleetProcs) Worked() int64              { return p.worked.Load() }
+
+// Worked is the casts the children have worked, asked now (the count of
+// the last answer if one cannot answer).
+func (p *fleetProcs) Worked() int64 {
+	select {
+	case <-p.started:
+		if p.startErr == nil {
+			_, _, _ = p.all("status")
+		}
+	default:
+	}
+	return p.worked.Load()
+}
 
 // Run starts the children, their cast watches from fromRev, and waits
 // until ctx ends or one of them exits unasked (an error).
