@@ -9,7 +9,11 @@
 // scenarios run against (target.go): Berth's own stacks (internal/stack)
 // in this process, the schedulers as child processes (procs.go, each
 // optionally in a CPU cgroup of its own: cgroup.go), or an existing
-// Berth. cmd/berth only parses the flags and prints the Result.
+// Berth. The simulated hosts may run in child processes too
+// (fleet_procs.go, -fleet-procs), so that the tool's process is Berth's.
+// With a profile of the measured phase the report takes the tool's own
+// roles out of the process CPU (profile_roles.go). cmd/berth only parses
+// the flags and prints the Result.
 package bench
 
 import (
