@@ -54,6 +54,15 @@ func isIntLiteral(n json.Number) bool { return !strings.ContainsAny(string(n), "
 // order (a repeated key keeps its first place and its last value),
 // numbers as json.Number.
 func decodeOrdered(body []byte) (any, error) {
+	if v, ok := decodePlain(body); ok {
+		return v, nil
+	}
+	return decodeTokens(body)
+}
+
+// decodeTokens is decodeOrdered through encoding/json's tokens: it
+// decides every document decodePlain does not.
+func decodeTokens(body []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	v, err := decodeValue(dec)
