@@ -37,7 +37,13 @@
 //   - servers (servers*.go: create, list, detail, show, delete, package
 //     servers), imageRef resolved through an ImageCatalog (images.Store,
 //     the image service's, in a stack), and os-instance-actions
-//     (instance_actions.go);
+//     (instance_actions.go). A create checks its flavor and image as a
+//     create last read them (flavorStore.recent, ImageCache) and stores
+//     its servers only while both records are at those revisions
+//     (servers.CreateRequest.Checked); a change meanwhile, or a refusal
+//     decided on remembered records, is checked again over fresh reads,
+//     so no create reads either record from etcd in the usual case and
+//     every answer is the one fresh reads would give;
 //   - the cold moves (server_moves.go: resize, confirmResize,
 //     revertResize, migrate; package servers' move.go), os-migrations
 //     and a server's migrations (migrations.go), and their instance

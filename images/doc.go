@@ -15,7 +15,9 @@
 //   - store.go: the images in etcd (etcdschema.Image under
 //     Keys.Image(id)), created if the id is free, updated and deleted
 //     over the revision read; catalog.go: Store as the compute API's
-//     compute.ImageCatalog, which resolves a server create's imageRef
+//     compute.ImageCatalog (and compute.ImageCache: cache.go keeps the
+//     images creates read, each create comparing its record's revision
+//     where it stores its servers), which resolves a server create's imageRef
 //     as the caller sees images (another project's private one is not
 //     found);
 //   - defaults.go: berth-sleep and berth-fake, created at start-up with
