@@ -101,8 +101,8 @@ func TestConfigFlags(t *testing.T) {
 	c.AddFlags(fs)
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n != 47 {
-		t.Errorf("%d flags, want the 47 of berth bench", n)
+	if n != 48 {
+		t.Errorf("%d flags, want the 48 of berth bench", n)
 	}
 	if err := fs.Parse([]string{"-scenario", "churn", "-hosts", "7", "-syncs=false", "-scheduler-cpu", "0.5",
 		"-report-interval", "3s", "-etcd", "a,b", "-format", "json", "-log-level", "debug", "-noauth"}); err != nil {
