@@ -59,7 +59,9 @@ etcd {
     # lost peers, quota exceeded) in this process's log, as "berth.etcd"
     # lines: debug, info, warn or error (default "warn": a healthy member
     # is silent; "info" shows its start-up, elections and compactions).
-    # log { level } below still applies on top of it.
+    # log { level } below still applies on top of it. Each warning
+    # family (e.g. "apply request took too long") is written at most 5
+    # times a second; the next line written says suppressed=N.
     log_level = "warn"
 
     # raft's timing, as etcd's --heartbeat-interval and --election-timeout

@@ -20,8 +20,8 @@
 // max(live, Headroom) past the live heap, with a soft memory limit it moves
 // after every collection: a small heap gets the whole percent, a large one
 // the growth of GOGC=100, never more. The memory limit only ever lowers
-// the collector's goal, so a process is never made to use more memory than
-// Go's default would.
+// the collector's goal, so a process whose live heap is past Headroom
+// uses no more memory than Go's default would.
 //
 // Package loadgc tightens the GC percent while a role loads its state from
 // etcd (a cold start) and restores the percent it found afterwards. Apply
