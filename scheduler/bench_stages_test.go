@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"syscall"
@@ -34,21 +33,8 @@ func BenchmarkSelectStages(b *testing.B) {
 	if v := benchHosts(); v > 0 {
 		n = v
 	}
-	cli := benchEtcd(b)
-	keys := etcdschema.New("/bench")
-	populateHosts(b, cli, keys, n, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, ps, hm := benchIndexes(b, n)
 	log := hclog.NewNullLogger()
-	ps := placement.New(cli, keys, log)
-	if err := ps.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	hm := NewHostManager(cli, keys, log)
-	go hm.Run(ctx)
-	if err := hm.WaitSynced(ctx); err != nil {
-		b.Fatal(err)
-	}
 	cfg := DefaultConfig()
 	cfg.EnabledFilters = []string{"ComputeFilter", "SameHostFilter", "DifferentHostFilter",
 		"ServerGroupAntiAffinityFilter", "ServerGroupAffinityFilter"}

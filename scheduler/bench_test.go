@@ -154,21 +154,8 @@ func percentile(d []time.Duration, p float64) float64 {
 func BenchmarkSelectDestinations(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
-			cli := benchEtcd(b)
-			keys := etcdschema.New("/bench")
-			populateHosts(b, cli, keys, n, 0)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
+			ctx, ps, hm := benchIndexes(b, n)
 			log := hclog.NewNullLogger()
-			ps := placement.New(cli, keys, log)
-			if err := ps.Start(ctx); err != nil {
-				b.Fatal(err)
-			}
-			hm := NewHostManager(cli, keys, log)
-			go hm.Run(ctx)
-			if err := hm.WaitSynced(ctx); err != nil {
-				b.Fatal(err)
-			}
 			tp := &timedPlacement{Service: ps}
 			cfg := DefaultConfig()
 			cfg.EnabledFilters = []string{"ComputeFilter", "SameHostFilter", "DifferentHostFilter"}
@@ -664,4 +651,26 @@ func threadCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchIndexes is n populated hosts in a fresh etcd, a placement service
+// and a host manager synced over them, both stopped when b ends.
+func benchIndexes(b *testing.B, n int) (context.Context, *placement.Service, *HostManager) {
+	b.Helper()
+	cli := benchEtcd(b)
+	keys := etcdschema.New("/bench")
+	populateHosts(b, cli, keys, n, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	log := hclog.NewNullLogger()
+	ps := placement.New(cli, keys, log)
+	if err := ps.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	hm := NewHostManager(cli, keys, log)
+	go hm.Run(ctx)
+	if err := hm.WaitSynced(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return ctx, ps, hm
 }
