@@ -379,3 +379,53 @@ func TestListEmptyPrefix(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitForRevisionRewatchesAStalledWatch: a resuming informer whose
+// watch answers no progress request (here the first watch's requests
+// are dropped) is watched again after stallAfter, and the waiter then
+// reaches a revision written outside the prefix. Without the restart it
+// would wait until its deadline.
+func TestWaitForRevisionRewatchesAStalledWatch(t *testing.T) {
+	cli := etcdtest.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in := New(cli, "/p/", &recorder{}, hclog.NewNullLogger(), Resume())
+	var mu sync.Mutex
+	var first context.Context
+	dropped, passed := 0, 0
+	in.requestProgress = func(pctx context.Context) error {
+		mu.Lock()
+		if first == nil {
+			first = pctx
+		}
+		stalled := pctx == first
+		if stalled {
+			dropped++
+		} else {
+			passed++
+		}
+		mu.Unlock()
+		if stalled {
+			return nil
+		}
+		return cli.RequestProgress(pctx)
+	}
+	go in.Run(ctx)
+	if err := in.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Put(ctx, "/elsewhere", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, cancelWait := context.WithTimeout(ctx, 4*stallAfter)
+	defer cancelWait()
+	if err := in.WaitForRevision(wait, resp.Header.Revision); err != nil {
+		t.Fatalf("a stalled watch was not watched again: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dropped == 0 || passed == 0 {
+		t.Fatalf("progress requests dropped %d, passed %d: want the first watch's dropped and a new watch's answered", dropped, passed)
+	}
+}
