@@ -123,8 +123,8 @@ type Informer struct {
 	revCh       chan struct{}
 	progressCtx context.Context
 	// watchCancel ends the current watch (a stalled one, see
-	// WaitForRevision); requestProgress is cli.RequestProgress (a test
-	// drops some).
+	// WaitForRevision); requestProgress, when set, stands in for
+	// cli.RequestProgress (a test drops some).
 	watchCancel     context.CancelFunc
 	requestProgress func(context.Context) error
 }
@@ -156,7 +156,7 @@ func Resume() Option { return func(in *Informer) { in.resume = true } }
 
 // New returns an informer for prefix that feeds h.
 func New(cli *clientv3.Client, prefix string, h Handler, log hclog.Logger, opts ...Option) *Informer {
-	in := &Informer{cli: cli, prefix: prefix, h: h, log: log, synced: make(chan struct{}), requestProgress: cli.RequestProgress}
+	in := &Informer{cli: cli, prefix: prefix, h: h, log: log, synced: make(chan struct{})}
 	for _, o := range opts {
 		o(in)
 	}
@@ -166,7 +166,7 @@ func New(cli *clientv3.Client, prefix string, h Handler, log hclog.Logger, opts 
 // NewRaw returns an informer for prefix that feeds h etcd's events, and
 // has h load the prefix itself.
 func NewRaw(cli *clientv3.Client, prefix string, h RawHandler, log hclog.Logger, opts ...Option) *Informer {
-	in := &Informer{cli: cli, prefix: prefix, raw: h, log: log, synced: make(chan struct{}), requestProgress: cli.RequestProgress}
+	in := &Informer{cli: cli, prefix: prefix, raw: h, log: log, synced: make(chan struct{})}
 	for _, o := range opts {
 		o(in)
 	}
@@ -222,7 +222,11 @@ func (in *Informer) WaitForRevision(ctx context.Context, rev int64) error {
 			moved = now
 		}
 		if pctx != nil && pctx.Err() == nil {
-			if err := in.requestProgress(pctx); err != nil && pctx.Err() == nil {
+			request := in.cli.RequestProgress
+			if in.requestProgress != nil {
+				request = in.requestProgress
+			}
+			if err := request(pctx); err != nil && pctx.Err() == nil {
 				in.log.Debug("watch progress request failed", "prefix", in.prefix, "error", err)
 			}
 		}
