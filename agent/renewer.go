@@ -14,7 +14,9 @@ import (
 )
 
 // LeaseRenewer renews liveness leases one beat at a time, as messages on
-// one long-lived LeaseKeepAlive stream shared by every lease it renews.
+// long-lived LeaseKeepAlive streams shared by the leases it renews: one
+// for an agent, several for a fleet (NewLeaseRenewerStreams; a lease
+// always on the same one).
 //
 // Why not clientv3's own calls: KeepAliveOnce opens a new gRPC stream for
 // every renewal (stream setup dominated the client's CPU, and etcd's, in
@@ -34,19 +36,40 @@ import (
 // timeout or more while a beat waits on it to the beat's deadline is
 // taken as stalled and reopened too.
 type LeaseRenewer struct {
-	lc      pb.LeaseClient
-	timeout time.Duration
-	log     hclog.Logger
+	// lanes are the renewer's streams, each with its own goroutines; a
+	// lease always beats on the same lane (by its ID).
+	lanes []*renewLane
 
 	ctx    context.Context // ends with Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// opened counts the streams opened on every lane; tests read it.
+	opened atomic.Int64
+}
+
+// renewLane keeps one LeaseKeepAlive stream open (reopening it when it
+// breaks) for the leases that beat on it.
+//
+// Why more than one lane: etcd answers a stream's requests one after
+// another, and a renewal of a lease that has expired but is not yet
+// revoked waits in etcd until the revocation is through raft (revocations
+// go at most 1,000 a second). Every beat queued behind it on that stream
+// waits too, so one slow answer holds up every lease of a stream, and a
+// lease held up past its TTL expires in turn: in a 100,000-host fleet on
+// one stream that ran away (thousands of leases lost while registering).
+// Real agents each have a stream of their own; a fleet spreads its leases
+// over several lanes so a stuck answer holds up a lane, not all.
+type renewLane struct {
+	lc      pb.LeaseClient
+	timeout time.Duration
+	log     hclog.Logger
+	opened  *atomic.Int64 // the renewer's count
+
+	ctx context.Context // the renewer's; ends with Close
 
 	mu    sync.Mutex
 	cur   *renewStream  // nil while (re)opening
 	ready chan struct{} // closed once cur is set
-	// opened counts the streams opened; tests read it.
-	opened atomic.Int64
 }
 
 // ErrLeaseLost is a renewal's answer for a lease etcd does not have (it
@@ -64,11 +87,17 @@ var errStreamBroken = errors.New("keepalive stream broken")
 // internal/embedetcd): it has no gRPC connection to open a stream on.
 type leaseClientSource interface{ LeaseClient() pb.LeaseClient }
 
-// NewLeaseRenewer starts a renewer on cli's connection (or, for an
-// in-process client, on its lease server). A renewal waits at most
-// timeout for its answer (the agent's Intervals.RenewTimeout). Close
-// stops it.
+// NewLeaseRenewer starts a renewer of one stream on cli's connection (or,
+// for an in-process client, on its lease server), as an agent with its
+// one lease needs. A renewal waits at most timeout for its answer (the
+// agent's Intervals.RenewTimeout). Close stops it.
 func NewLeaseRenewer(cli *clientv3.Client, timeout time.Duration, log hclog.Logger) (*LeaseRenewer, error) {
+	return NewLeaseRenewerStreams(cli, timeout, 1, log)
+}
+
+// NewLeaseRenewerStreams is NewLeaseRenewer with the leases spread over
+// streams keepalive streams (see renewLane), for a caller renewing many.
+func NewLeaseRenewerStreams(cli *clientv3.Client, timeout time.Duration, streams int, log hclog.Logger) (*LeaseRenewer, error) {
 	var lc pb.LeaseClient
 	if src, ok := cli.Lease.(leaseClientSource); ok {
 		lc = src.LeaseClient()
@@ -77,23 +106,52 @@ func NewLeaseRenewer(cli *clientv3.Client, timeout time.Duration, log hclog.Logg
 	} else {
 		return nil, fmt.Errorf("lease renewer: the etcd client has neither a gRPC connection nor an in-process lease server")
 	}
+	return newLeaseRenewer(lc, timeout, streams, log)
+}
+
+func newLeaseRenewer(lc pb.LeaseClient, timeout time.Duration, streams int, log hclog.Logger) (*LeaseRenewer, error) {
 	if timeout <= 0 {
 		return nil, fmt.Errorf("lease renewer: timeout %s must be positive", timeout)
 	}
+	if streams < 1 {
+		return nil, fmt.Errorf("lease renewer: %d streams: at least one is needed", streams)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &LeaseRenewer{lc: lc, timeout: timeout, log: log.Named("renewer"), ctx: ctx, cancel: cancel,
-		ready: make(chan struct{})}
-	r.wg.Add(1)
-	go r.run()
+	r := &LeaseRenewer{ctx: ctx, cancel: cancel, lanes: make([]*renewLane, streams)}
+	log = log.Named("renewer")
+	for i := range r.lanes {
+		l := &renewLane{lc: lc, timeout: timeout, log: log, opened: &r.opened, ctx: ctx, ready: make(chan struct{})}
+		r.lanes[i] = l
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			l.run()
+		}()
+	}
 	return r, nil
 }
 
-// Close stops the renewer: the stream is closed, beats waiting fail with
-// ErrRenewerClosed, and every goroutine it started has ended when Close
-// returns.
+// Close stops the renewer: the streams are closed, beats waiting fail
+// with ErrRenewerClosed, and every goroutine it started has ended when
+// Close returns.
 func (r *LeaseRenewer) Close() {
 	r.cancel()
 	r.wg.Wait()
+}
+
+// Streams is how many keepalive streams the renewer keeps open.
+func (r *LeaseRenewer) Streams() int { return len(r.lanes) }
+
+// lane is the lane lease beats on: the same one every time, so a lease's
+// beats are answered in order.
+func (r *LeaseRenewer) lane(lease clientv3.LeaseID) *renewLane {
+	if len(r.lanes) == 1 {
+		return r.lanes[0]
+	}
+	// etcd's lease IDs count up from a member-derived base: mix the bits
+	// so consecutive IDs land on different lanes.
+	h := uint64(lease) * 0x9e3779b97f4a7c15
+	return r.lanes[(h>>32)%uint64(len(r.lanes))]
 }
 
 // Renew renews lease once and returns its TTL. It fails with ErrLeaseLost
@@ -103,16 +161,17 @@ func (r *LeaseRenewer) Renew(ctx context.Context, lease clientv3.LeaseID) (int64
 	// The renewer's timeout is a pooled timer, not a context per beat:
 	// a fleet beats thousands of times a second, and each context was a
 	// deadline, a timer and a cancel to allocate and collect.
-	limit := newBeatLimit(r.timeout)
+	l := r.lane(lease)
+	limit := newBeatLimit(l.timeout)
 	defer limit.release()
 	for {
-		s, err := r.stream(ctx, limit)
+		s, err := l.stream(ctx, limit)
 		if err != nil {
 			return 0, fmt.Errorf("renew lease %x: %w", int64(lease), err)
 		}
 		// Half the timeout: a beat that first waited for a stream to
 		// open has less than the whole left on this one.
-		ttl, err := s.renew(ctx, limit, int64(lease), r.timeout/2)
+		ttl, err := s.renew(ctx, limit, int64(lease), l.timeout/2)
 		switch {
 		case err == nil && ttl <= 0:
 			return 0, fmt.Errorf("renew lease %x: %w", int64(lease), ErrLeaseLost)
@@ -164,11 +223,13 @@ func (l *beatLimit) release() {
 
 var closedTimeChan = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
 
-// Opened is how many streams the renewer has opened so far.
+// Opened is how many streams the renewer has opened so far, on all its
+// lanes.
 func (r *LeaseRenewer) Opened() int64 { return r.opened.Load() }
 
-// stream waits for an open stream, until ctx ends or limit passes.
-func (r *LeaseRenewer) stream(ctx context.Context, limit *beatLimit) (*renewStream, error) {
+// stream waits for the lane's open stream, until ctx ends or limit
+// passes.
+func (r *renewLane) stream(ctx context.Context, limit *beatLimit) (*renewStream, error) {
 	for {
 		r.mu.Lock()
 		s, ready := r.cur, r.ready
@@ -211,10 +272,9 @@ const (
 	reopenMaxWait = 2 * time.Second
 )
 
-// run keeps one stream open until Close: it opens it, reads its answers
-// until it breaks, fails what waits on it, and opens the next.
-func (r *LeaseRenewer) run() {
-	defer r.wg.Done()
+// run keeps the lane's stream open until Close: it opens it, reads its
+// answers until it breaks, fails what waits on it, and opens the next.
+func (r *renewLane) run() {
 	wait := reopenMinWait
 	for r.ctx.Err() == nil {
 		// Require a leader: a member that loses its leader ends the stream

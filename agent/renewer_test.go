@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/embedetcd"
@@ -481,4 +483,158 @@ func frozenProxyClient(t *testing.T) (*embedetcd.Server, *freezeProxy, *clientv3
 	}
 	t.Cleanup(func() { cli.Close() })
 	return srv, p, cli
+}
+
+// TestLeaseRenewerSpreadsLeasesOverStreams renews 200 leases on a
+// renewer of four streams: every beat is answered with its lease's TTL,
+// four streams are open, and every lane carries some of the leases.
+func TestLeaseRenewerSpreadsLeasesOverStreams(t *testing.T) {
+	_, cli := etcdtest.NetClient(t)
+	const streams, n, ttl = 4, 200, 30
+	r, err := NewLeaseRenewerStreams(cli, 5*time.Second, streams, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	perLane := map[*renewLane]int{}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		id := grant(t, cli, ttl)
+		perLane[r.lane(id)]++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := r.Renew(context.Background(), id)
+			if err == nil && got != ttl {
+				err = fmt.Errorf("lease %x answered TTL %d, want %d", int64(id), got, ttl)
+			}
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := r.Opened(); got != streams {
+		t.Fatalf("%d streams opened, want %d", got, streams)
+	}
+	if len(perLane) != streams {
+		t.Fatalf("leases beat on %d of %d lanes: %v", len(perLane), streams, perLane)
+	}
+	for _, c := range perLane {
+		if c < n/streams/3 {
+			t.Fatalf("lanes unevenly used: %v", perLane)
+		}
+	}
+	if _, err := NewLeaseRenewerStreams(cli, time.Second, 0, hclog.NewNullLogger()); err == nil {
+		t.Fatal("a renewer of 0 streams was made")
+	}
+}
+
+// TestLeaseRenewerStalledStreamHoldsUpOnlyItsLane stops the answers of
+// the first stream a two-stream renewer opens (as etcd holds a stream's
+// answers while it revokes an expired lease renewed on it): beats of the
+// leases on the other lane are answered at once meanwhile, the stalled
+// lane's beat fails by its timeout, and its stream is replaced.
+func TestLeaseRenewerStalledStreamHoldsUpOnlyItsLane(t *testing.T) {
+	_, cli := etcdtest.NetClient(t)
+	lc := &stallFirstStream{LeaseClient: pb.NewLeaseClient(cli.ActiveConnection()), release: make(chan struct{})}
+	const timeout = 800 * time.Millisecond
+	r, err := newLeaseRenewer(lc, timeout, 2, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	t.Cleanup(lc.unstall)
+	testwait.Until(t, "both streams open", func() bool { return r.Opened() == 2 })
+	var stalled, free []clientv3.LeaseID
+	for len(stalled) == 0 || len(free) < 20 {
+		id := grant(t, cli, 60)
+		if r.lane(id) == lc.stalledLane(r) {
+			stalled = append(stalled, id)
+		} else {
+			free = append(free, id)
+		}
+	}
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Renew(ctx, stalled[0])
+		done <- err
+	}()
+	for _, id := range free {
+		start := time.Now()
+		if ttl, err := r.Renew(ctx, id); err != nil || ttl != 60 {
+			t.Fatalf("beat of lease %x on the working lane: ttl %d, error %v", int64(id), ttl, err)
+		}
+		if took := time.Since(start); took > timeout/2 {
+			t.Fatalf("a beat on the working lane took %s while the other lane stalled", took)
+		}
+	}
+	if err := <-done; err == nil {
+		t.Fatal("the beat on the stalled stream was answered: the stall did not hold")
+	}
+	testwait.Until(t, "the stalled stream replaced", func() bool { return r.Opened() >= 3 })
+}
+
+// stallFirstStream is etcd's lease client whose first keepalive stream
+// delivers no answers until released.
+type stallFirstStream struct {
+	pb.LeaseClient
+	mu      sync.Mutex
+	opened  int
+	first   pb.Lease_LeaseKeepAliveClient
+	release chan struct{}
+	once    sync.Once
+}
+
+func (c *stallFirstStream) LeaseKeepAlive(ctx context.Context, opts ...grpc.CallOption) (pb.Lease_LeaseKeepAliveClient, error) {
+	st, err := c.LeaseClient.LeaseKeepAlive(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.opened++
+	if c.opened == 1 {
+		st = &stalledRecv{Lease_LeaseKeepAliveClient: st, release: c.release}
+		c.first = st
+	}
+	return st, nil
+}
+
+// stalledLane is the lane whose current stream is the stalled one.
+func (c *stallFirstStream) stalledLane(r *LeaseRenewer) *renewLane {
+	c.mu.Lock()
+	first := c.first
+	c.mu.Unlock()
+	for _, l := range r.lanes {
+		l.mu.Lock()
+		cur := l.cur
+		l.mu.Unlock()
+		if cur != nil && cur.st == first {
+			return l
+		}
+	}
+	return nil
+}
+
+func (c *stallFirstStream) unstall() { c.once.Do(func() { close(c.release) }) }
+
+type stalledRecv struct {
+	pb.Lease_LeaseKeepAliveClient
+	release chan struct{}
+}
+
+func (s *stalledRecv) Recv() (*pb.LeaseKeepAliveResponse, error) {
+	select {
+	case <-s.release:
+	case <-s.Context().Done():
+		return nil, s.Context().Err()
+	}
+	return s.Lease_LeaseKeepAliveClient.Recv()
 }

@@ -269,7 +269,7 @@ func (f *Fleet) Register(ctx context.Context, progress func(done int)) error {
 		var r *agent.LeaseRenewer
 		var err error
 		rolelabel.Do(ctx, "agent fleet background", func(context.Context) {
-			r, err = agent.NewLeaseRenewer(f.cli, f.every.RenewTimeout(), f.log)
+			r, err = agent.NewLeaseRenewerStreams(f.cli, f.every.RenewTimeout(), renewStreams(len(f.hosts)), f.log)
 		})
 		if err != nil {
 			return fmt.Errorf("fleet: %w", err)
@@ -304,6 +304,21 @@ func (f *Fleet) Register(ctx context.Context, progress func(done int)) error {
 		progress(int(done.Load()))
 	}
 	return ferr
+}
+
+// hostsPerRenewStream is how many hosts' leases share one keepalive
+// stream in a fleet: real agents each have a stream of their own, and
+// etcd answers a stream's beats one after another, so one slow answer
+// (a renewal of a lease being revoked) holds up every host behind it on
+// the stream (agent.renewLane). A stream per 1,000 hosts keeps that to a
+// thousand hosts at most, up to 128 streams (100,000 hosts: 100).
+const (
+	hostsPerRenewStream = 1000
+	maxRenewStreams     = 128
+)
+
+func renewStreams(hosts int) int {
+	return min(max(1, (hosts+hostsPerRenewStream-1)/hostsPerRenewStream), maxRenewStreams)
 }
 
 // registerOne is an agent's start: registration, liveness (a lease of its

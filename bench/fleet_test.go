@@ -211,9 +211,10 @@ func TestFleetPerHostLiveness(t *testing.T) {
 	if bg := f.Background(); bg.Regrants != 0 || bg.Failures != 0 {
 		t.Fatalf("renewals lost leases: %+v", bg)
 	}
-	// Every host's beats went on the fleet's one keepalive stream.
-	if n := f.renewer.Opened(); n != 1 {
-		t.Fatalf("%d keepalive streams opened for %d hosts' beats, want 1", n, hosts)
+	// Every host's beats went on the fleet's keepalive streams, one per
+	// thousand hosts, none reopened.
+	if n, want := f.renewer.Opened(), int64(renewStreams(hosts)); n != want {
+		t.Fatalf("%d keepalive streams opened for %d hosts' beats, want %d", n, hosts, want)
 	}
 
 	// Kill host 7's lease: it alone goes down.
@@ -445,5 +446,15 @@ func TestDispatchStretchesLapsInsteadOfBursting(t *testing.T) {
 	// The slots behind the held run started a period late or more.
 	if bg := f.Background(); bg.PeriodLate < 2 || bg.Overlapped != 0 {
 		t.Fatalf("after a hold of ten periods: %+v", bg)
+	}
+}
+
+func TestRenewStreamsPerThousandHosts(t *testing.T) {
+	for _, c := range []struct{ hosts, want int }{
+		{0, 1}, {1, 1}, {1000, 1}, {1001, 2}, {10000, 10}, {100000, 100}, {1000000, 128},
+	} {
+		if got := renewStreams(c.hosts); got != c.want {
+			t.Errorf("renewStreams(%d) = %d, want %d", c.hosts, got, c.want)
+		}
 	}
 }
