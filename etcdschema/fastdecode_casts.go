@@ -13,8 +13,8 @@ import "encoding/json"
 // encoding/json as it was).
 
 func (b *Build) decodeFast(data []byte) bool {
-	if b.Flavor.ExtraSpecs != nil || b.Image != nil {
-		return false // encoding/json would merge into the existing map or image
+	if b.Flavor.ExtraSpecs != nil || b.Image != nil || b.Instance != nil || b.Alternates != nil {
+		return false // encoding/json would merge into the existing map or image, or reuse a raw value's array
 	}
 	q := *b
 	if !q.read(data, true) {
@@ -70,6 +70,12 @@ func (b *Build) read(data []byte, keep bool) bool {
 		case "image":
 			b.Image, ok = r.image(keep)
 			bit = 2048
+		case "instance":
+			b.Instance, ok = r.rawIf(keep)
+			bit = 4096
+		case "alternates":
+			b.Alternates, ok = r.rawIf(keep)
+			bit = 8192
 		}
 		return
 	})
@@ -245,5 +251,135 @@ func (l *Lease) decodeFast(data []byte) bool {
 		return false
 	}
 	*l = q
+	return true
+}
+
+// rawIf reads any JSON value for a json.RawMessage field: its bytes (a
+// copy, as encoding/json makes) only if keep, checked either way. A
+// host manager reads every cast's op and skips the instance and the
+// alternates a build cast carries this way, without a copy.
+func (r *jsonReader) rawIf(keep bool) (json.RawMessage, bool) {
+	r.i = skipWS(r.data, r.i)
+	start := r.i
+	if !r.skipValue(0) {
+		return nil, false
+	}
+	if !keep {
+		return nil, true
+	}
+	return append(json.RawMessage(nil), r.data[start:r.i]...), true
+}
+
+// maxSkipDepth bounds skipValue's recursion (encoding/json's own limit
+// is 10,000; a record Berth writes nests a few levels).
+const maxSkipDepth = 64
+
+// skipValue reads past one JSON value of any kind, checking its grammar
+// as encoding/json's scanner does (strings with their escapes, no
+// control characters; numbers by JSON's grammar; literals spelled out).
+// Deeper than maxSkipDepth it declines, leaving the value to
+// encoding/json.
+func (r *jsonReader) skipValue(depth int) bool {
+	if depth > maxSkipDepth {
+		return false
+	}
+	r.i = skipWS(r.data, r.i)
+	if r.i >= len(r.data) {
+		return false
+	}
+	switch c := r.data[r.i]; {
+	case c == '{':
+		r.i++
+		if r.next('}') {
+			return true
+		}
+		for {
+			r.i = skipWS(r.data, r.i)
+			if !r.skipString() || !r.next(':') || !r.skipValue(depth+1) {
+				return false
+			}
+			if r.next(',') {
+				continue
+			}
+			return r.next('}')
+		}
+	case c == '[':
+		r.i++
+		if r.next(']') {
+			return true
+		}
+		for {
+			if !r.skipValue(depth + 1) {
+				return false
+			}
+			if r.next(',') {
+				continue
+			}
+			return r.next(']')
+		}
+	case c == '"':
+		return r.skipString()
+	case c == 't':
+		return r.literal("true")
+	case c == 'f':
+		return r.literal("false")
+	case c == 'n':
+		return r.literal("null")
+	default:
+		_, _, ok := r.number()
+		return ok
+	}
+}
+
+// skipString reads past a string at r.i (whitespace already skipped),
+// escapes included: \" \\ \/ \b \f \n \r \t and \u with four hex
+// digits; a byte below 0x20 is refused, as encoding/json refuses it.
+func (r *jsonReader) skipString() bool {
+	d, i := r.data, r.i
+	if i >= len(d) || d[i] != '"' {
+		return false
+	}
+	for i++; i < len(d); i++ {
+		switch c := d[i]; {
+		case c == '"':
+			r.i = i + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			i++
+			if i >= len(d) {
+				return false
+			}
+			switch d[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(d) || !isHex4(d[i+1:i+5]) {
+					return false
+				}
+				i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+func isHex4(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// literal reads the literal lit (true, false or null) at r.i.
+func (r *jsonReader) literal(lit string) bool {
+	if len(r.data)-r.i < len(lit) || string(r.data[r.i:r.i+len(lit)]) != lit {
+		return false
+	}
+	r.i += len(lit)
 	return true
 }

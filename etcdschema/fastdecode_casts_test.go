@@ -40,6 +40,46 @@ func (g genPlacement) build() *Build {
 			b.Image.Command = append(b.Image.Command, g.str())
 		}
 	}
+	if g.rng.Intn(2) == 0 {
+		b.Instance = g.raw(0)
+	}
+	if g.rng.Intn(2) == 0 {
+		b.Alternates = g.raw(0)
+	}
+	return b
+}
+
+// raw is a random JSON value for a json.RawMessage field: nested
+// objects and arrays, numbers, literals and strings, one of them JSON
+// itself (escaped, as an alternate's allocation_request is).
+func (g genPlacement) raw(depth int) json.RawMessage {
+	var v func(d int) any
+	v = func(d int) any {
+		switch n := g.rng.Intn(8); {
+		case n == 0 && d < 4:
+			m := map[string]any{}
+			for k := g.rng.Intn(4); k > 0; k-- {
+				m[g.str()] = v(d + 1)
+			}
+			return m
+		case n == 1 && d < 4:
+			var a []any
+			for k := g.rng.Intn(4); k > 0; k-- {
+				a = append(a, v(d+1))
+			}
+			return a
+		case n == 2:
+			return g.rng.NormFloat64() * 1e6
+		case n == 3:
+			return []any{true, false, nil}[g.rng.Intn(3)]
+		case n == 4:
+			inner, _ := json.Marshal(map[string]any{"allocations": map[string]any{g.str(): map[string]int64{"VCPU": g.int64()}}})
+			return string(inner)
+		default:
+			return g.str()
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"uuid": g.str(), "v": v(depth)})
 	return b
 }
 
@@ -48,7 +88,14 @@ var (
 		Cell: "cell1", Flavor: Flavor{header: header{Version: 1}, ID: "2", Name: "m1.small", VCPUs: 1, RAMMB: 2048, DiskGB: 20,
 			ExtraSpecs: map[string]string{"hw:cpu_policy": "dedicated", "aggregate_instance_extra_specs:ssd": "true"}},
 		ProjectID: "p", UserID: "u", Attempt: 1, RequestID: "req-1", CastAt: providerCreated,
-		Image: &BootImage{ID: "1d4a4b0c-0000-4000-8000-000000000003", Name: "sleeper", Command: []string{"sleep", "600"}}})
+		Image: &BootImage{ID: "1d4a4b0c-0000-4000-8000-000000000003", Name: "sleeper", Command: []string{"sleep", "600"}},
+		Instance: json.RawMessage(MustEncode(&Instance{UUID: "6a0c9b1e-0000-4000-8000-000000000002", Name: "server-1",
+			Status: StatusBuild, TaskState: TaskSpawning, Host: "compute-1", Cell: "cell1", ProjectID: "p", UserID: "u",
+			Metadata: map[string]string{"k": "v \"quoted\""}, CreatedAt: providerCreated, UpdatedAt: providerCreated})),
+		Alternates: json.RawMessage(MustEncode(&Alternates{InstanceUUID: "6a0c9b1e-0000-4000-8000-000000000002", Cell: "cell1",
+			MaxAttempts: 3, Attempts: []Attempt{{Host: "compute-1", At: providerCreated}},
+			Remaining: []Selection{{ServiceHost: "compute-2", Nodename: "compute-2", Cell: "cell1",
+				AllocationRequest: `{"allocations":{"rp-2":{"resources":{"VCPU":1}}}}`, AllocationRequestVersion: "1.36"}}}))})
 	leaseJSON = MustEncode(&Lease{Holder: "berth-1", LeaseID: 7587891349216435205, Since: providerCreated})
 )
 
@@ -80,6 +127,9 @@ func TestCastsFastDecodeMatchesEncodingJSON(t *testing.T) {
 		builds = append(builds, []byte(strings.Replace(buildJSON, `"flavor":{`, `"flavor":`+v+`,"x":{`, 1)))
 		builds = append(builds, []byte(strings.Replace(buildJSON, `"flavor":{`, `"flavor":`+v+`,"flavor":{`, 1)))
 	}
+	for _, v := range rawEdgeCases() {
+		builds = append(builds, []byte(strings.Replace(buildJSON, `"flavor":{`, `"instance":`+v+`,"flavor":{`, 1)))
+	}
 	for _, v := range []string{`"build"`, `"delete"`, `"BUILD"`, `""`, `null`, `"bu\u0069ld"`, `1`} {
 		builds = append(builds, []byte(strings.Replace(buildJSON, `"op":"build"`, `"op":`+v, 1)))
 	}
@@ -96,6 +146,7 @@ func TestCastsFastDecodeMatchesEncodingJSON(t *testing.T) {
 		decodeBoth(t, in, Build{Op: "old", Attempt: 3, Flavor: Flavor{ID: "old", VCPUs: 9}})
 		decodeBoth(t, in, Build{Flavor: Flavor{ExtraSpecs: map[string]string{"old": "x"}}})
 		decodeBoth(t, in, Build{Image: &BootImage{ID: "old", Command: []string{"old"}}})
+		decodeBoth(t, in, Build{Instance: json.RawMessage(`{"old":1}`), Alternates: json.RawMessage(`[]`)})
 	}
 	for _, in := range leases {
 		if decodeBoth(t, in, Lease{}) {
@@ -134,6 +185,9 @@ func TestBuildOpDecodesAsBuild(t *testing.T) {
 		}
 	}
 	inputs = append(inputs, placementEdgeCases(buildJSON)...)
+	for _, v := range rawEdgeCases() {
+		inputs = append(inputs, []byte(strings.Replace(buildJSON, `"flavor":{`, `"alternates":`+v+`,"flavor":{`, 1)))
+	}
 	for _, v := range []string{`null`, `{"vcpus":"1"}`, `{"extra_specs":{"a":1}}`, `{"id":5}`, `{"name":"\u0041"}`} {
 		inputs = append(inputs, []byte(strings.Replace(buildJSON, `"flavor":{`, `"flavor":`+v+`,"x":{`, 1)))
 	}
@@ -180,6 +234,7 @@ func BenchmarkDecodeCasts(b *testing.B) {
 	}{
 		{"build", []byte(buildJSON), func() Versioned { return &Build{} }},
 		{"build-op", []byte(buildJSON), func() Versioned { return &BuildOp{} }},
+		{"build-op-bare", []byte(bareBuildJSON()), func() Versioned { return &BuildOp{} }},
 		{"lease", []byte(leaseJSON), func() Versioned { return &Lease{} }},
 	} {
 		b.Run(tc.name+"/Decode", func(b *testing.B) {
@@ -199,4 +254,25 @@ func BenchmarkDecodeCasts(b *testing.B) {
 			}
 		})
 	}
+}
+
+// rawEdgeCases are values for a json.RawMessage member, valid and not:
+// escapes, literals, numbers, nesting, control characters, truncation.
+func rawEdgeCases() []string {
+	return []string{`{}`, `[]`, `null`, `true`, `false`, `tru`, `nul`, `{"a":}`, `{"a" 1}`, `[1,]`, `[,1]`, `{"a":1,}`,
+		`"\u00zz"`, `"\u00e9"`, `"a\"b"`, `"\x"`, `{"\u0061":1}`, `{"a\"b":[1,{"c":"d"}]}`, `-0.5e+3`, `01`, `1.`, `-`,
+		`{"a":[{"b":[null,false]}]}`, "\"\x01\"", "\"\t\"", ` { "a" : [ 1 , 2 ] } `, `"\/\b\f\n\r\t\\"`,
+		`"{\"allocations\":{}}"`, strings.Repeat("[", 70) + strings.Repeat("]", 70),
+		strings.Repeat("[", 10) + strings.Repeat("]", 10), `{"a":1`, `[`, `"`}
+}
+
+// bareBuildJSON is buildJSON without the instance and alternates a build
+// cast carries (a delete cast's shape, or a build's before they moved in).
+func bareBuildJSON() string {
+	var b Build
+	if err := json.Unmarshal([]byte(buildJSON), &b); err != nil {
+		panic(err)
+	}
+	b.Instance, b.Alternates = nil, nil
+	return MustEncode(&b)
 }

@@ -280,6 +280,43 @@ type Build struct {
 	// Move is the step of a move cast (op "move"); nil otherwise.
 	// Added without a version bump: absent in every other cast.
 	Move *MoveStep `json:"move,omitempty"`
+	// Instance is the instance record exactly as the transaction that
+	// wrote this cast wrote it (a build's hand-off, a retry's), so the
+	// agent need not read it back: the cast's mod revision is then the
+	// instance's, and the outcome transaction compares the instance's
+	// mod revision with it (CarriesInstance). Empty in every other cast
+	// and in casts written before it (the agent reads the instance).
+	// Kept as bytes: nobody but the agent decodes it, and it only when
+	// it builds. Added without a version bump.
+	Instance json.RawMessage `json:"instance,omitempty"`
+	// Alternates is the encoded Alternates record of a build (the hosts
+	// left to retry on and the attempts made), carried here since it
+	// lives exactly as long as the build cast: filing a retry copies the
+	// cast into the Retry, and the cell conductor casts the next attempt
+	// with the list it has left. Before, it was a key of its own
+	// (Keys.Alternates) put by the hand-off and deleted by the agent; such
+	// a key, written by an older Berth, is still read and wins over the
+	// cast (CarriedAlternates). Bytes for the same reason as Instance.
+	Alternates json.RawMessage `json:"alternates,omitempty"`
+}
+
+// CarriesInstance reports whether the cast carries its instance record,
+// written in the same transaction: at revision castRev (the cast's mod
+// revision) the instance's mod revision is castRev as well.
+func (b *Build) CarriesInstance() bool { return len(b.Instance) > 0 }
+
+// CarriedAlternates decodes the alternates the cast carries; ok is false
+// when it carries none (a cast written before they moved into it, or
+// one that is not a build's).
+func (b *Build) CarriedAlternates(key string) (alts *Alternates, ok bool, err error) {
+	if len(b.Alternates) == 0 {
+		return nil, false, nil
+	}
+	alts = new(Alternates)
+	if err := Decode(key, b.Alternates, alts); err != nil {
+		return nil, false, fmt.Errorf("alternates carried in the cast: %w", err)
+	}
+	return alts, true, nil
 }
 
 func (*Build) SchemaVersion() int { return BuildVersion }
