@@ -143,23 +143,88 @@ func (a *Agent) work1(ctx context.Context, ev informer.Event) {
 // build spawns the instance and records the outcome in one transaction
 // that also ends the cast.
 func (a *Agent) build(ctx context.Context, ev informer.Event, b *etcdschema.Build) error {
-	k := a.keys
-	instKey := k.CellInstance(b.Cell, b.InstanceUUID)
-	inst, instRev, err := a.readInstance(ctx, instKey)
+	instKey := a.keys.CellInstance(b.Cell, b.InstanceUUID)
+	inst, instRev, err := a.castInstance(ctx, ev, b, instKey)
 	if err != nil {
 		return err
 	}
-	if inst == nil {
-		// Deleted before we got to it: nothing to build, free any claim.
+	if done, err := a.buildNotWanted(ctx, ev, b, inst); done {
+		return err
+	}
+	// Spawning runs without the caller's cancellation: a build that started
+	// finishes (or fails) even when the agent is asked to stop, so its
+	// outcome is recorded rather than left half done.
+	spawnErr := a.driver.Spawn(context.WithoutCancel(ctx), b)
+	if spawnErr != nil {
+		a.noteBuildResult(ctx, false)
+		_ = a.driver.Destroy(context.WithoutCancel(ctx), b.InstanceUUID)
+		// Free our claim first: a retry claims the alternate's resources, and a
+		// final failure must leave nothing allocated. Freeing is idempotent, so
+		// a crash before the transaction below just repeats it.
 		if err := a.freeClaim(ctx, b.InstanceUUID); err != nil {
 			return err
 		}
-		return a.endCast(ctx, ev, nil)
 	}
-	if inst.Status == etcdschema.StatusActive && inst.Host == a.cfg.Host {
-		return a.endCast(ctx, ev, nil) // built before a restart; only the cast was left
+	for {
+		out, err := a.recordBuild(ctx, ev, b, instKey, inst, instRev, spawnErr)
+		if err != nil || out.ok {
+			return err
+		}
+		if !out.castSame {
+			if spawnErr != nil {
+				return nil // a newer cast (a delete) or none: nothing of ours runs
+			}
+			return a.buildSuperseded(ctx, ev, b)
+		}
+		// Only the instance changed since it was written or read (a rename,
+		// or the copy the cast carries was older than the record): decide
+		// again on the record as it is now.
+		inst, instRev = out.inst, out.instRev
+		if done, err := a.buildNotWanted(ctx, ev, b, inst); done {
+			if spawnErr == nil && !builtHere(inst, a.cfg.Host) {
+				if derr := a.driver.Destroy(context.WithoutCancel(ctx), b.InstanceUUID); derr != nil {
+					return fmt.Errorf("destroy %s, no longer ours to build: %w", b.InstanceUUID, derr)
+				}
+			}
+			return err
+		}
 	}
-	if inst.Host != a.cfg.Host {
+}
+
+// castInstance is the instance a build cast is for, with the mod
+// revision the outcome transaction compares: the copy the cast carries
+// (written in the cast's own transaction, so at the cast's revision:
+// docs/flows.md, R4), else the record read from etcd (a cast an older
+// Berth wrote, or one written without it).
+func (a *Agent) castInstance(ctx context.Context, ev informer.Event, b *etcdschema.Build, instKey string) (*etcdschema.Instance, int64, error) {
+	if !b.CarriesInstance() {
+		return a.readInstance(ctx, instKey)
+	}
+	var inst etcdschema.Instance
+	if err := etcdschema.Decode(instKey, b.Instance, &inst); err != nil {
+		return nil, 0, fmt.Errorf("instance carried in %s: %w", ev.Key, err)
+	}
+	return &inst, ev.Revision, nil
+}
+
+// builtHere reports whether inst is ACTIVE on host: built before.
+func builtHere(inst *etcdschema.Instance, host string) bool {
+	return inst != nil && inst.Status == etcdschema.StatusActive && inst.Host == host
+}
+
+// buildNotWanted ends the cast without building when inst (nil: deleted)
+// is not an instance to build here, reporting done true.
+func (a *Agent) buildNotWanted(ctx context.Context, ev informer.Event, b *etcdschema.Build, inst *etcdschema.Instance) (done bool, err error) {
+	switch {
+	case inst == nil:
+		// Deleted before we got to it: nothing to build, free any claim.
+		if err := a.freeClaim(ctx, b.InstanceUUID); err != nil {
+			return true, err
+		}
+		return true, a.endCast(ctx, ev, nil)
+	case builtHere(inst, a.cfg.Host):
+		return true, a.endCast(ctx, ev, nil) // built before a restart; only the cast was left
+	case inst.Host != a.cfg.Host:
 		// A cast is written in one transaction with the instance naming
 		// its host; an instance naming another host (or none) has moved
 		// on — its cast here was taken back or replaced while this event
@@ -167,70 +232,67 @@ func (a *Agent) build(ctx context.Context, ev informer.Event, b *etcdschema.Buil
 		// instance ACTIVE where it is not; the claim is the new host's.
 		a.log.Info("cast is stale: the instance names another host; not building", "instance", b.InstanceUUID,
 			"instance_host", inst.Host)
-		return a.endCast(ctx, ev, nil)
+		return true, a.endCast(ctx, ev, nil)
 	}
-	// Spawning runs without the caller's cancellation: a build that started
-	// finishes (or fails) even when the agent is asked to stop, so its
-	// outcome is recorded rather than left half done.
-	spawnErr := a.driver.Spawn(context.WithoutCancel(ctx), b)
+	return false, nil
+}
+
+// recordBuild writes a build's outcome (spawnErr nil: ACTIVE; else a
+// reschedule or ERROR) over inst, ending the cast, if neither the cast
+// nor the instance changed.
+func (a *Agent) recordBuild(ctx context.Context, ev informer.Event, b *etcdschema.Build, instKey string,
+	inst *etcdschema.Instance, instRev int64, spawnErr error) (castOutcome, error) {
+	k := a.keys
 	now := time.Now().UTC()
 	if spawnErr == nil {
 		inst.Status, inst.TaskState, inst.Fault, inst.UpdatedAt = etcdschema.StatusActive, "", nil, now
-		// Built: the alternates have served their purpose and are deleted,
-		// keeping the live key count bounded.
-		ops := []clientv3.Op{clientv3.OpPut(instKey, etcdschema.MustEncode(inst)),
-			clientv3.OpDelete(k.Alternates(b.InstanceUUID))}
+		ops := []clientv3.Op{clientv3.OpPut(instKey, etcdschema.MustEncode(inst))}
+		if len(b.Alternates) == 0 {
+			// A cast without its alternates: an older Berth stored them
+			// in a key of their own, which served its purpose now.
+			ops = append(ops, clientv3.OpDelete(k.Alternates(b.InstanceUUID)))
+		}
 		if a.cfg.TrackInstanceChanges {
 			info := &etcdschema.InstanceInfo{UUID: b.InstanceUUID, Host: a.cfg.Host, FlavorID: b.Flavor.ID,
 				Flavor: b.Flavor.Name, State: "active", UpdatedAt: now}
 			ops = append(ops, clientv3.OpPut(k.HostInstance(a.cfg.Host, b.InstanceUUID), etcdschema.MustEncode(info)))
 		}
-		ok, err := a.endCastIf(ctx, ev, instKey, instRev, ops)
-		if err != nil {
-			return err
+		out, err := a.endCastIf(ctx, ev, instKey, instRev, ops)
+		if err == nil && out.ok {
+			a.cfg.Metrics.Build(metrics.BuildActive)
+			a.log.Info("instance active", "instance", b.InstanceUUID, "attempt", b.Attempt, "request_id", b.RequestID)
+			a.noteBuildResult(ctx, true)
 		}
-		if !ok {
-			return a.buildSuperseded(ctx, ev, b)
-		}
-		a.cfg.Metrics.Build(metrics.BuildActive)
-		a.log.Info("instance active", "instance", b.InstanceUUID, "attempt", b.Attempt, "request_id", b.RequestID)
-		a.noteBuildResult(ctx, true)
-		return nil
+		return out, err
 	}
-
 	be := asBuildError(spawnErr)
-	a.noteBuildResult(ctx, false)
-	_ = a.driver.Destroy(context.WithoutCancel(ctx), b.InstanceUUID)
-	// Free our claim first: a retry claims the alternate's resources, and a
-	// final failure must leave nothing allocated. Freeing is idempotent, so
-	// a crash before the transaction below just repeats it.
-	if err := a.freeClaim(ctx, b.InstanceUUID); err != nil {
-		return err
-	}
 	if be.Reschedulable {
+		// The retry carries the cast (its alternates with it) but not its
+		// copy of the instance: the cell conductor reads the record.
+		rb := *b
+		rb.Instance = nil
 		retry := &etcdschema.Retry{InstanceUUID: b.InstanceUUID, Cell: b.Cell, FailedHost: a.cfg.Host,
-			Reason: be.Reason, Build: *b, FiledAt: now}
+			Reason: be.Reason, Build: rb, FiledAt: now}
 		inst.Status, inst.TaskState, inst.Host, inst.Node, inst.UpdatedAt =
 			etcdschema.StatusBuild, etcdschema.TaskScheduling, "", "", now
-		ok, err := a.endCastIf(ctx, ev, instKey, instRev, []clientv3.Op{
+		out, err := a.endCastIf(ctx, ev, instKey, instRev, []clientv3.Op{
 			clientv3.OpPut(instKey, etcdschema.MustEncode(inst)),
 			clientv3.OpPut(k.Retry(b.Cell, b.InstanceUUID), etcdschema.MustEncode(retry)),
 		})
-		if err != nil || !ok {
-			return err
+		if err == nil && out.ok {
+			a.cfg.Metrics.Build(metrics.BuildRescheduled)
+			a.log.Info("build failed, filed a reschedule", "instance", b.InstanceUUID, "reason", be.Reason, "request_id", b.RequestID)
 		}
-		a.cfg.Metrics.Build(metrics.BuildRescheduled)
-		a.log.Info("build failed, filed a reschedule", "instance", b.InstanceUUID, "reason", be.Reason, "request_id", b.RequestID)
-		return nil
+		return out, err
 	}
 	inst.Status, inst.TaskState, inst.UpdatedAt = etcdschema.StatusError, "", now
 	inst.Fault = &etcdschema.Fault{Code: 500, Message: be.Reason, Created: now}
-	ok, err := a.endCastIf(ctx, ev, instKey, instRev, []clientv3.Op{clientv3.OpPut(instKey, etcdschema.MustEncode(inst))})
-	if err == nil && ok {
+	out, err := a.endCastIf(ctx, ev, instKey, instRev, []clientv3.Op{clientv3.OpPut(instKey, etcdschema.MustEncode(inst))})
+	if err == nil && out.ok {
 		a.cfg.Metrics.Build(metrics.BuildFailed)
+		a.log.Warn("build failed, not reschedulable", "instance", b.InstanceUUID, "reason", be.Reason, "request_id", b.RequestID)
 	}
-	a.log.Warn("build failed, not reschedulable", "instance", b.InstanceUUID, "reason", be.Reason, "request_id", b.RequestID)
-	return err
+	return out, err
 }
 
 // buildSuperseded handles a build whose outcome transaction found its cast
@@ -311,20 +373,47 @@ func (a *Agent) endCast(ctx context.Context, ev informer.Event, ops []clientv3.O
 	return err
 }
 
+// castOutcome is what an outcome transaction found: ok, it applied; else
+// castSame says the cast is still the one worked (so the instance
+// changed), and inst and instRev are the instance as it is then (nil:
+// deleted).
+type castOutcome struct {
+	ok       bool
+	castSame bool
+	inst     *etcdschema.Instance
+	instRev  int64
+}
+
 // endCastIf applies ops and deletes the cast, if the cast is the one we
 // worked (not replaced by a newer one) and, when instKey is set, the
-// instance record is unchanged since we read it.
-func (a *Agent) endCastIf(ctx context.Context, ev informer.Event, instKey string, instRev int64, ops []clientv3.Op) (bool, error) {
+// instance record is unchanged since we read it (its mod revision is
+// instRev). When it does not apply, the same round trip reads the cast's
+// revision and the instance, so the caller can tell which changed.
+func (a *Agent) endCastIf(ctx context.Context, ev informer.Event, instKey string, instRev int64, ops []clientv3.Op) (castOutcome, error) {
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ev.Key), "=", ev.Revision)}
+	var orElse []clientv3.Op
 	if instKey != "" {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(instKey), "=", instRev))
+		orElse = []clientv3.Op{clientv3.OpGet(ev.Key, clientv3.WithKeysOnly()), clientv3.OpGet(instKey)}
 	}
 	resp, err := a.cli.Txn(context.WithoutCancel(ctx)).If(cmps...).
-		Then(append(ops, clientv3.OpDelete(ev.Key))...).Commit()
+		Then(append(ops, clientv3.OpDelete(ev.Key))...).Else(orElse...).Commit()
 	if err != nil {
-		return false, fmt.Errorf("record outcome of %s: %w", ev.Key, err)
+		return castOutcome{}, fmt.Errorf("record outcome of %s: %w", ev.Key, err)
 	}
-	return resp.Succeeded, nil
+	if resp.Succeeded || instKey == "" {
+		return castOutcome{ok: resp.Succeeded}, nil
+	}
+	castKVs := resp.Responses[0].GetResponseRange().Kvs
+	out := castOutcome{castSame: len(castKVs) == 1 && castKVs[0].ModRevision == ev.Revision}
+	if instKVs := resp.Responses[1].GetResponseRange().Kvs; out.castSame && len(instKVs) == 1 {
+		var inst etcdschema.Instance
+		if err := etcdschema.Decode(instKey, instKVs[0].Value, &inst); err != nil {
+			return castOutcome{}, err
+		}
+		out.inst, out.instRev = &inst, instKVs[0].ModRevision
+	}
+	return out, nil
 }
 
 // noteBuildResult keeps the failed_builds count the BuildFailure weigher

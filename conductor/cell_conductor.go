@@ -2,12 +2,14 @@ package conductor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
@@ -115,13 +117,9 @@ func (c *CellConductor) process(ctx context.Context, it workqueue.Item) error {
 		return fmt.Errorf("retry %s: %w", uuid, err)
 	}
 	instRev := instKVs[0].ModRevision
-	alts := etcdschema.Alternates{InstanceUUID: uuid, Cell: c.cfg.Cell, MaxAttempts: 1}
-	var altRev int64
-	if len(altKVs) == 1 {
-		if err := etcdschema.Decode(string(altKVs[0].Key), altKVs[0].Value, &alts); err != nil {
-			return fmt.Errorf("retry %s: %w", uuid, err)
-		}
-		altRev = altKVs[0].ModRevision
+	alts, altRev, err := retryAlternates(&retry, altKVs)
+	if err != nil {
+		return fmt.Errorf("retry %s: %w", uuid, err)
 	}
 	// The agent freed its claim before filing the retry, so any allocation
 	// this consumer holds now was made by a conductor that died between its
@@ -150,16 +148,19 @@ func (c *CellConductor) process(ctx context.Context, it workqueue.Item) error {
 		inst.Attempts = len(alts.Attempts)
 		inst.FailedAttempts = append([]etcdschema.Attempt(nil), alts.Attempts[:len(alts.Attempts)-1]...)
 		inst.UpdatedAt = now
+		instJSON := etcdschema.MustEncode(&inst)
 		build := retry.Build
 		build.Op = etcdschema.OpBuild
 		build.Attempt = inst.Attempts
 		build.CastAt = now
+		// The next attempt's cast carries the instance as written here and
+		// what is left of the alternates, as the hand-off's did.
+		build.Instance, build.Alternates = json.RawMessage(instJSON), json.RawMessage(etcdschema.MustEncode(&alts))
 		testhook.Pause(ctx, "cellconductor.before-commit", uuid)
-		ok, err := c.commit(ctx, it, instRev, altRev, []clientv3.Op{
-			clientv3.OpPut(k.CellInstance(c.cfg.Cell, uuid), etcdschema.MustEncode(&inst)),
-			clientv3.OpPut(k.Alternates(uuid), etcdschema.MustEncode(&alts)),
+		ok, err := c.commit(ctx, it, instRev, altRev, dropAlternatesKey(k, uuid, altRev,
+			clientv3.OpPut(k.CellInstance(c.cfg.Cell, uuid), instJSON),
 			clientv3.OpPut(k.Build(sel.ServiceHost, uuid), etcdschema.MustEncode(&build)),
-		})
+		))
 		if err != nil {
 			// The commit may or may not have applied (a timeout): keep the
 			// claim. If it applied, the retry is finished and the claim is the
@@ -189,15 +190,13 @@ func (c *CellConductor) process(ctx context.Context, it workqueue.Item) error {
 	}
 	msg := fmt.Sprintf("Exceeded maximum number of retries. Exhausted all hosts available for retrying build failures for instance %s.", uuid)
 	inst.Status, inst.TaskState, inst.Host, inst.Node = etcdschema.StatusError, "", "", ""
-	// The leader deletes the alternates of a settled instance after a
-	// while; the attempts stay on the instance.
+	// The attempts stay on the instance; the alternates end with the
+	// retry (an older Berth's key for them too).
 	inst.FailedAttempts = append([]etcdschema.Attempt(nil), alts.Attempts...)
 	inst.Fault = &etcdschema.Fault{Code: 500, Message: msg, Details: strings.Join(reasons, "; "), Created: now}
 	inst.UpdatedAt = now
-	ok, err := c.commit(ctx, it, instRev, altRev, []clientv3.Op{
-		clientv3.OpPut(k.CellInstance(c.cfg.Cell, uuid), etcdschema.MustEncode(&inst)),
-		clientv3.OpPut(k.Alternates(uuid), etcdschema.MustEncode(&alts)),
-	})
+	ok, err := c.commit(ctx, it, instRev, altRev, dropAlternatesKey(k, uuid, altRev,
+		clientv3.OpPut(k.CellInstance(c.cfg.Cell, uuid), etcdschema.MustEncode(&inst))))
 	if err != nil {
 		return err
 	}
@@ -207,6 +206,36 @@ func (c *CellConductor) process(ctx context.Context, it workqueue.Item) error {
 	c.cfg.Metrics.Reschedule(metrics.RescheduleExhausted)
 	log.Warn("build failed on every host", "attempts", len(alts.Attempts), "reasons", inst.Fault.Details)
 	return nil
+}
+
+// retryAlternates is what a build's retry has left to try: the
+// alternates key if an older Berth wrote one (its hand-off stored them
+// there, beside a cast without them: an upgrade mid-build), else those
+// the failed cast carried into the retry, else none (MaxAttempts 1: a
+// cast from before alternates existed). altRev is the key's mod
+// revision, 0 when absent; the commit compares it either way, so a
+// writer of the key racing the retry loses nothing.
+func retryAlternates(retry *etcdschema.Retry, altKVs []*mvccpb.KeyValue) (alts etcdschema.Alternates, altRev int64, err error) {
+	alts = etcdschema.Alternates{InstanceUUID: retry.InstanceUUID, Cell: retry.Cell, MaxAttempts: 1}
+	if len(altKVs) == 1 {
+		err = etcdschema.Decode(string(altKVs[0].Key), altKVs[0].Value, &alts)
+		return alts, altKVs[0].ModRevision, err
+	}
+	carried, ok, err := retry.Build.CarriedAlternates("alternates of " + retry.InstanceUUID)
+	if err != nil || !ok {
+		return alts, 0, err
+	}
+	return *carried, 0, nil
+}
+
+// dropAlternatesKey adds to ops the delete of an older Berth's
+// alternates key, when there was one (altRev > 0): its content now
+// travels in the cast or ends here.
+func dropAlternatesKey(k etcdschema.Keys, uuid string, altRev int64, ops ...clientv3.Op) []clientv3.Op {
+	if altRev > 0 {
+		ops = append(ops, clientv3.OpDelete(k.Alternates(uuid)))
+	}
+	return ops
 }
 
 // groupClaimer is what a retry into a server group needs of placement: a

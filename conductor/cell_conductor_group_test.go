@@ -17,8 +17,23 @@ import (
 
 // TestRetryKeepsAntiAffinity retries a member of an anti-affinity group
 // whose first alternate has since taken another member: the conductor must
-// skip it, build on the next one, and move the member's place there.
+// skip it, build on the next one, and move the member's place there. The
+// alternates come from the failed cast (carried into the retry) or from
+// an older Berth's key; either way the next cast carries what is left and
+// the instance as written, and no key is left.
 func TestRetryKeepsAntiAffinity(t *testing.T) {
+	for _, tc := range []struct {
+		desc  string
+		inKey bool
+	}{
+		{"alternates carried in the retry's cast", false},
+		{"alternates in an older Berth's key", true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) { testRetryKeepsAntiAffinity(t, tc.inKey) })
+	}
+}
+
+func testRetryKeepsAntiAffinity(t *testing.T, inKey bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cli := etcdtest.Client(t)
@@ -50,7 +65,14 @@ func TestRetryKeepsAntiAffinity(t *testing.T) {
 		return clientv3.OpPut(key, etcdschema.MustEncode(v))
 	}
 	group := &etcdschema.ServerGroup{UUID: "g", Name: "g", Policy: etcdschema.PolicyAntiAffinity}
+	alts := &etcdschema.Alternates{InstanceUUID: "i", Cell: "cell1", MaxAttempts: 3, Group: "g",
+		Remaining: []etcdschema.Selection{sel("b"), sel("c")}, Attempts: []etcdschema.Attempt{{Host: "a"}}}
 	build := etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: "i", Cell: "cell1", ProjectID: "p", UserID: "u"}
+	altsOp := put(k.Alternates("i"), alts)
+	if !inKey {
+		build.Alternates = json.RawMessage(etcdschema.MustEncode(alts))
+		altsOp = clientv3.OpGet(k.Alternates("i")) // no key
+	}
 	_, err := cli.Txn(ctx).Then(
 		put(k.ServerGroup("g"), group),
 		// "other" was placed on b after i was scheduled with b as an alternate.
@@ -63,8 +85,7 @@ func TestRetryKeepsAntiAffinity(t *testing.T) {
 		put(k.ServerGroupSlot("g", "a", 0), &etcdschema.ServerGroupSlot{InstanceUUID: "i", Host: "a"}),
 		put(k.CellInstance("cell1", "i"), &etcdschema.Instance{UUID: "i", Cell: "cell1", Status: etcdschema.StatusBuild,
 			TaskState: etcdschema.TaskScheduling, ProjectID: "p", UserID: "u"}),
-		put(k.Alternates("i"), &etcdschema.Alternates{InstanceUUID: "i", Cell: "cell1", MaxAttempts: 3, Group: "g",
-			Remaining: []etcdschema.Selection{sel("b"), sel("c")}, Attempts: []etcdschema.Attempt{{Host: "a"}}}),
+		altsOp,
 		put(k.Retry("cell1", "i"), &etcdschema.Retry{InstanceUUID: "i", Cell: "cell1", FailedHost: "a",
 			Reason: "spawn failed", Build: build}),
 	).Commit()
@@ -89,6 +110,23 @@ func TestRetryKeepsAntiAffinity(t *testing.T) {
 	}
 	if inst.Host != "c" {
 		t.Fatalf("retried on %q, want c (b holds another member)", inst.Host)
+	}
+	var next etcdschema.Build
+	resp, err = cli.Get(ctx, k.Build("c", "i"))
+	if err != nil || len(resp.Kvs) != 1 || etcdschema.Decode("cast", resp.Kvs[0].Value, &next) != nil {
+		t.Fatalf("read the cast to c: %v", err)
+	}
+	if got, _ := cli.Get(ctx, k.CellInstance("cell1", "i")); string(next.Instance) != string(got.Kvs[0].Value) ||
+		resp.Kvs[0].ModRevision != got.Kvs[0].ModRevision {
+		t.Errorf("the cast to c carries the instance\n %s\nnot the record written with it\n %s", next.Instance, got.Kvs[0].Value)
+	}
+	left, ok, err := next.CarriedAlternates("cast")
+	if err != nil || !ok || len(left.Remaining) != 0 || left.Group != "g" || len(left.Attempts) != 2 ||
+		left.Attempts[0].Reason != "spawn failed" || left.Attempts[1].Host != "c" {
+		t.Errorf("alternates carried to c: %+v (%v, %v), want none left and attempts a (spawn failed), c", left, ok, err)
+	}
+	if resp, _ := cli.Get(ctx, k.Alternates("i"), clientv3.WithCountOnly()); resp.Count != 0 {
+		t.Error("an alternates key outlived the retry")
 	}
 	cons, err := p.GetAllocations(ctx, "i")
 	if err != nil || cons.Allocations["rp-c"].Resources[placement.VCPU] != 1 || len(cons.Allocations) != 1 {

@@ -2,6 +2,7 @@ package conductor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -352,8 +353,8 @@ func (s *Superconductor) freeClaims(ctx context.Context, uuids []string) error {
 	return nil
 }
 
-// handOff creates the instance in its cell, stores the alternates, casts
-// the build to the host and deletes the BuildRequest: one transaction, so
+// handOff creates the instance in its cell, casts the build (with the
+// alternates) to the host and deletes the BuildRequest: one transaction, so
 // either all of it happened or none did and another holder starts over.
 // Under load it rides in one etcd request with other requests' hand-offs
 // (s.handOffs), as a nested transaction of its own.
@@ -392,17 +393,21 @@ func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels [
 	alts := &etcdschema.Alternates{InstanceUUID: br.InstanceUUID, Cell: chosen.Cell,
 		MaxAttempts: s.cfg.MaxAttempts, Remaining: sels[1:],
 		Attempts: []etcdschema.Attempt{{Host: chosen.ServiceHost, At: now}}, Group: br.Hints.Group}
+	// The cast carries the instance as written here (the agent need not
+	// read it back) and the alternates (no key of their own to put now
+	// and delete at ACTIVE): docs/flows.md, W4.
+	instJSON := etcdschema.MustEncode(inst)
 	build := &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: br.InstanceUUID, Name: br.Name,
 		Cell: chosen.Cell, Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
-		Attempt: 1, RequestID: br.RequestID, CastAt: now, Image: br.Image}
+		Attempt: 1, RequestID: br.RequestID, CastAt: now, Image: br.Image,
+		Instance: json.RawMessage(instJSON), Alternates: json.RawMessage(etcdschema.MustEncode(alts))}
 	held, err := s.queue.StillHeld(ctx, g.item)
 	if err != nil {
 		return nil, nil, err
 	}
 	ops := []clientv3.Op{
-		clientv3.OpPut(k.CellInstance(chosen.Cell, br.InstanceUUID), etcdschema.MustEncode(inst)),
+		clientv3.OpPut(k.CellInstance(chosen.Cell, br.InstanceUUID), instJSON),
 		clientv3.OpPut(k.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(mapping)),
-		clientv3.OpPut(k.Alternates(br.InstanceUUID), etcdschema.MustEncode(alts)),
 		clientv3.OpPut(k.Build(chosen.ServiceHost, br.InstanceUUID), etcdschema.MustEncode(build)),
 	}
 	ops = append(ops, workqueue.FinishOps(g.item)...)

@@ -433,9 +433,21 @@ func TestEtcdctlRecipes(t *testing.T) {
 		}
 	}
 
-	// ---- the alternates of x: compute-1 failed, one alternate left ---------
-	var alt etcdschema.Alternates
-	value(t, c.keys.Alternates(x), rec.run("get /berth/alternates/"+docUUID+" --print-value-only", docUUID, x), &alt)
+	// ---- the alternates of x: compute-1 failed, one alternate left; they
+	// ride in x's cast to compute-2 -----------------------------------------
+	var xCast etcdschema.Build
+	value(t, c.keys.Build("compute-2", x), rec.run("get /berth/hosts/"+docHost+"/builds/"+docUUID+" --print-value-only",
+		docHost, "compute-2", docUUID, x), &xCast)
+	carried, ok, err := xCast.CarriedAlternates(c.keys.Build("compute-2", x))
+	if err != nil || !ok {
+		t.Fatalf("x's cast to compute-2 carries no alternates (%v): %+v", err, xCast)
+	}
+	alt := *carried
+	if r, err := c.cli.Get(ctx, c.keys.AlternatesPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
+		t.Fatal(err)
+	} else if r.Count != 0 {
+		t.Errorf("%d alternates keys written; they ride in the casts", r.Count)
+	}
 	sel, err := c.api.GetSelection(ctx, x)
 	if err != nil {
 		t.Fatal(err)
@@ -460,8 +472,8 @@ func TestEtcdctlRecipes(t *testing.T) {
 	if !slices.Equal(altHosts, selHosts) || !slices.Equal(attHosts, selAttHosts) || alt.MaxAttempts != sel.MaxAttempts || !sel.Kept {
 		t.Errorf("alternates of x: etcdctl remaining %v attempts %v, the API %v and %v (%+v)", altHosts, attHosts, selHosts, selAttHosts, sel)
 	}
-	if out := rec.run("get /berth/alternates/"+docUUID+" --print-value-only", docUUID, a); out != "" {
-		t.Errorf("the ACTIVE a still has alternates: %s", out)
+	if out := rec.run("get /berth/hosts/"+docHost+"/builds/"+docUUID+" --print-value-only", docUUID, a); out != "" {
+		t.Errorf("the ACTIVE a still has a cast (and its alternates): %s", out)
 	}
 
 	// ---- the scheduler leader and the members --------------------------------
@@ -555,19 +567,20 @@ func TestEtcdctlRecipes(t *testing.T) {
 	if len(sum.Leaders) != 1 || sum.Leaders[0].ID != leaderID || sum.Leaders[0].Key != leaderKey || sum.Leaders[0].Candidates != 2 {
 		t.Errorf("dump leaders %+v; etcdctl: %s at %s", sum.Leaders, leaderID, leaderKey)
 	}
-	if sum.InFlight.Alternates != 1 || sum.InFlight.Retries != 0 || sum.InFlight.BuildRequests != 0 {
-		t.Errorf("dump in flight: %+v", sum.InFlight)
+	if sum.InFlight.Alternates != 0 || sum.InFlight.Retries != 0 || sum.InFlight.BuildRequests != 0 {
+		t.Errorf("dump in flight: %+v (no alternates keys: they ride in the casts)", sum.InFlight)
 	}
-	var dalt etcdschema.Alternates
-	for _, e := range d.Kinds["alternates"] {
-		if e.Key == c.keys.Alternates(x) {
-			if err := json.Unmarshal(e.Value, &dalt); err != nil {
+	var dcast etcdschema.Build
+	for _, e := range d.Kinds["builds"] {
+		if e.Key == c.keys.Build("compute-2", x) {
+			if err := json.Unmarshal(e.Value, &dcast); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if dalt.InstanceUUID != x || len(dalt.Attempts) != len(alt.Attempts) || len(dalt.Remaining) != 1 {
-		t.Errorf("dump's alternates of x: %+v; etcdctl's: %+v", dalt, alt)
+	if dalt, ok, err := dcast.CarriedAlternates("dump"); err != nil || !ok || dalt.InstanceUUID != x ||
+		len(dalt.Attempts) != len(alt.Attempts) || len(dalt.Remaining) != 1 {
+		t.Errorf("dump's cast of x carries alternates %+v (%v, %v); etcdctl's: %+v", dalt, ok, err, alt)
 	}
 	// etcd's own view: the members and the leader the dump reports are
 	// the ones etcdctl shows.

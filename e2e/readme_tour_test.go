@@ -23,7 +23,7 @@ var tourNotRun = map[string]string{
 		"retries on alternates are TestRetryOnAlternatesDisableAndExhaust's subject, not the tour's",
 	"ETCDCTL_API=3 etcdctl --endpoints 127.0.0.1:2379 get --prefix /berth/hosts/ --keys-only": "etcdctl is " +
 		"Debian's etcd-client, not part of Berth (TestEtcdctlRecipes runs such reads)",
-	"ETCDCTL_API=3 etcdctl --endpoints 127.0.0.1:2379 get /berth/alternates/<id> --print-value-only": "as above",
+	"ETCDCTL_API=3 etcdctl --endpoints 127.0.0.1:2379 get /berth/hosts/compute-1/builds/<id> --print-value-only": "as above",
 	"curl -H 'X-Auth-Token: admin' -H 'OpenStack-API-Version: placement latest' http://127.0.0.1:8778/resource_providers": "" +
 		"Placement's HTTP API, which placement/httpapi's gabbits and the osc tests cover",
 }

@@ -194,8 +194,12 @@ func (d *duties) rescheduleFromDown(ctx context.Context, f Fence, host string, b
 	}
 	now := d.Now().UTC()
 	reason := fmt.Sprintf("host %s is down", host)
+	// The retry carries the cast, its alternates with it, but not the
+	// cast's copy of the instance: the cell conductor reads the record.
+	rb := *b
+	rb.Instance = nil
 	retry := &etcdschema.Retry{InstanceUUID: b.InstanceUUID, Cell: b.Cell, FailedHost: host,
-		Reason: reason, Build: *b, FiledAt: now}
+		Reason: reason, Build: rb, FiledAt: now}
 	inst.Status, inst.TaskState, inst.Host, inst.Node, inst.UpdatedAt =
 		etcdschema.StatusBuild, etcdschema.TaskScheduling, "", "", now
 	ok, err := f.Txn(ctx, d.Client,
@@ -401,8 +405,11 @@ func listKeys(ctx context.Context, cli *clientv3.Client, prefix string) (map[str
 
 // staleAlternates deletes alternates lists no conductor will read: the
 // instance is gone, or it is no longer building and no retry is pending.
-// The agent deletes them on ACTIVE and on destroy; this catches the lists
-// left when an instance went to ERROR, or a writer died between steps.
+// Berth now carries a build's alternates in its cast and writes no such
+// key; the keys an older Berth wrote are still read (a retry, selection
+// show) and deleted on ACTIVE, on destroy and by a retry, and this
+// catches those left when an instance went to ERROR, or a writer died
+// between steps.
 func (d *duties) staleAlternates(ctx context.Context, f Fence) error {
 	k := d.Keys
 	type entry struct {

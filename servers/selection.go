@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/berth-project/berth/etcdschema"
 )
 
@@ -42,9 +44,12 @@ type Alternate struct {
 	Host, Node, Cell string
 }
 
-// SelectionOf reads v's alternates record: while it is kept it has the
-// attempts and what is left; once gone the instance keeps its failed
-// attempts. Attempts and Alternates are never nil.
+// SelectionOf reads v's alternates: while its build is cast they ride
+// in the cast (Build.Alternates), while a retry waits in the retry's copy
+// of the cast, and an older Berth kept them in a key of their own (read
+// first, as the cell conductor does). Found, they have the attempts and
+// what is left; once gone the instance keeps its failed attempts.
+// Attempts and Alternates are never nil.
 func (s *Store) SelectionOf(ctx context.Context, v *Server) (Selection, error) {
 	id := v.ID()
 	out := Selection{Instance: id, Attempts: []Attempt{}, Alternates: []Alternate{}}
@@ -54,16 +59,11 @@ func (s *Store) SelectionOf(ctx context.Context, v *Server) (Selection, error) {
 	} else {
 		out.Status = etcdschema.StatusBuild
 	}
-	key := s.keys.Alternates(id)
-	resp, err := s.cli.Get(ctx, key)
+	alts, err := s.keptAlternates(ctx, id, in)
 	if err != nil {
-		return out, fmt.Errorf("read alternates of %s: %w", id, err)
+		return out, err
 	}
-	if len(resp.Kvs) == 1 {
-		var alts etcdschema.Alternates
-		if err := etcdschema.Decode(key, resp.Kvs[0].Value, &alts); err != nil {
-			return out, err
-		}
+	if alts != nil {
 		out.Kept, out.MaxAttempts = true, alts.MaxAttempts
 		for _, a := range alts.Attempts {
 			out.Attempts = append(out.Attempts, Attempt{Host: a.Host, Reason: a.Reason, At: a.At})
@@ -82,4 +82,63 @@ func (s *Store) SelectionOf(ctx context.Context, v *Server) (Selection, error) {
 		}
 	}
 	return out, nil
+}
+
+// keptAlternates reads, in one round trip, the places a build's
+// alternates are kept (see SelectionOf) and returns the first found; nil
+// when none is (built, failed for good, or not yet scheduled).
+func (s *Store) keptAlternates(ctx context.Context, id string, in *etcdschema.Instance) (*etcdschema.Alternates, error) {
+	ops := []clientv3.Op{clientv3.OpGet(s.keys.Alternates(id))}
+	var castKey, retryKey string
+	if in != nil && in.Host != "" {
+		castKey = s.keys.Build(in.Host, id)
+		ops = append(ops, clientv3.OpGet(castKey))
+	}
+	if in != nil && in.Cell != "" {
+		retryKey = s.keys.Retry(in.Cell, id)
+		ops = append(ops, clientv3.OpGet(retryKey))
+	}
+	resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("read alternates of %s: %w", id, err)
+	}
+	for _, r := range resp.Responses {
+		kvs := r.GetResponseRange().Kvs
+		if len(kvs) != 1 {
+			continue
+		}
+		key := string(kvs[0].Key)
+		switch key {
+		case castKey:
+			var b etcdschema.Build
+			if err := etcdschema.Decode(key, kvs[0].Value, &b); err != nil {
+				return nil, err
+			}
+			if alts, ok, err := b.CarriedAlternates(key); err != nil || ok {
+				return alts, err
+			}
+		case retryKey:
+			var retry etcdschema.Retry
+			if err := etcdschema.Decode(key, kvs[0].Value, &retry); err != nil {
+				return nil, err
+			}
+			alts, ok, err := retry.Build.CarriedAlternates(key)
+			if err != nil || !ok {
+				return nil, err
+			}
+			// The failed attempt's reason, as the cell conductor will
+			// record it when it takes the retry.
+			if n := len(alts.Attempts); n > 0 && alts.Attempts[n-1].Host == retry.FailedHost && alts.Attempts[n-1].Reason == "" {
+				alts.Attempts[n-1].Reason = retry.Reason
+			}
+			return alts, nil
+		default:
+			var alts etcdschema.Alternates
+			if err := etcdschema.Decode(key, kvs[0].Value, &alts); err != nil {
+				return nil, err
+			}
+			return &alts, nil
+		}
+	}
+	return nil, nil
 }
