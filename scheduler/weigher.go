@@ -248,9 +248,11 @@ type ranking struct {
 }
 
 // newRanking sorts the best k of w to the front (all of w when k is not
-// much smaller) and leaves the rest for later.
+// much smaller) and leaves the rest for later. The default request ranks
+// placement_sample_size = 100 hosts for k = 15: sorting all 100 was half
+// of its weighing, the best 15 found in one pass about a fifth.
 func newRanking(w []weighed, k int) *ranking {
-	if k <= 0 || k*8 >= len(w) {
+	if k <= 0 || k*2 >= len(w) {
 		slices.SortFunc(w, compareWeighed)
 		return &ranking{w: w, sorted: len(w)}
 	}
