@@ -340,7 +340,7 @@ func (st *indexState) anchorFilter(required, forbidden []string) (func(int32) bo
 	}
 	return func(root int32) bool {
 		e := st.slots[root]
-		if e == nil || e.p.ParentProviderUUID != "" {
+		if e == nil || e.hasParent {
 			return false
 		}
 		for _, id := range req {
@@ -360,7 +360,7 @@ func (st *indexState) anchorFilter(required, forbidden []string) (func(int32) bo
 // rootSlot is the slot of the root of e's tree (e's own when the root is
 // not indexed, which only a half-applied tree move can cause).
 func (st *indexState) rootSlot(e *rpEntry) int32 {
-	if e.p.RootProviderUUID == e.p.UUID {
+	if e.isRoot {
 		return e.slot
 	}
 	if r, ok := st.providers[e.p.RootProviderUUID]; ok {

@@ -292,9 +292,14 @@ func (c *classCol) fits(slot int32, a int64) bool {
 }
 
 type rpEntry struct {
-	slot   int32
-	p      *etcdschema.Provider // never mutated once indexed
-	modRev int64
+	slot int32
+	p    *etcdschema.Provider // never mutated once indexed
+	// isRoot is p's RootProviderUUID == UUID and hasParent its
+	// ParentProviderUUID != "", kept with p: every candidate search asks
+	// them of every provider that fits, and reading them from p there
+	// cost a cache miss or two (p, the uuids' bytes) per provider.
+	isRoot, hasParent bool
+	modRev            int64
 	// createRev is the revision that created the provider's key: its
 	// creation order, Placement's provider id order (0: not known yet,
 	// for a provider first indexed from this service's own claim).
@@ -457,7 +462,7 @@ func (st *indexState) putProvider(p *etcdschema.Provider, modRev int64) {
 		for rc := range p.Inventories {
 			st.cols[st.classIDs[rc]].used[e.slot] = p.Usages[rc]
 		}
-		e.p = p
+		e.p = p // sameLinks: the same root and parent, so isRoot and hasParent stand
 		e.modRev = modRev
 		e.summary.Store(nil)
 		return
@@ -480,6 +485,7 @@ func (st *indexState) putProvider(p *etcdschema.Provider, modRev int64) {
 		st.providers[p.UUID] = e
 	}
 	e.p = p
+	e.isRoot, e.hasParent = p.RootProviderUUID == p.UUID, p.ParentProviderUUID != ""
 	e.modRev = modRev
 	e.summary.Store(nil)
 	st.link(e)

@@ -76,6 +76,22 @@ func BenchmarkSelectStages(b *testing.B) {
 		}
 		cpu.report()
 	})
+	b.Run("candidates", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := startThreadCPU(b)
+		for i := 0; i < b.N; i++ {
+			cpu.stop()
+			c, q, _ := newRequest(i)
+			cpu.start()
+			if _, err := s.candidates(ctx, c, q, log); err != nil {
+				b.Fatal(err)
+			}
+			cpu.stop()
+			c.release()
+			cpu.start()
+		}
+		cpu.report()
+	})
 	b.Run("join", func(b *testing.B) {
 		b.ReportAllocs()
 		cpu := startThreadCPU(b)
