@@ -108,14 +108,14 @@ var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return 
 
 const maxPooledEncodeBuf = 64 << 10
 
-// MustEncode is Encode for values that cannot fail to marshal (plain
-// structs of strings, numbers, maps and slices).
+// MustEncode is EncodeString for values that cannot fail to marshal
+// (plain structs of strings, numbers, maps and slices).
 func MustEncode(v Versioned) string {
-	b, err := Encode(v)
+	s, err := EncodeString(v)
 	if err != nil {
 		panic(err)
 	}
-	return string(b)
+	return s
 }
 
 // Decode unmarshals the value stored at key into v and checks its version.
