@@ -16,9 +16,9 @@
 // an allowance in proportion to the live heap is mostly unused memory
 // once that heap is large. After each collection during a load the
 // target is set so the next one starts Headroom past the live heap
-// (Percent at most, MinPercent at least): small heaps collect as before,
-// a 1 GB one at about 25 % growth, for some more GC work late in the load
-// only; afterwards the default returns. An operator's GOGC (the
+// (MaxPercent at most, MinPercent at least): a 1 GB heap collects at
+// about 25 % growth, for some more GC work late in the load only;
+// afterwards the default returns. An operator's GOGC (the
 // environment variable) is always left alone.
 //
 // Since the lists read etcd's chunks without a protobuf message per key
@@ -29,6 +29,13 @@
 // heap: 256 MB of headroom (was 128) took about 1 s of the child's CPU
 // off that cold start (9.8 -> 8.8 s, three runs each) for a peak RSS 30-40
 // MB higher (788-840 -> 833-875 MB).
+//
+// Headroom used to apply only once it was under 50 % of the live heap
+// (a 512 MB one): below that the load collected at every 50 % of growth,
+// 22 collections for that cold start, marking 2.8 GB of live heap in all
+// while most of what they freed was never more than a few pages. With
+// the headroom from the first collection on there are about 7, and the
+// peak is still the live heap plus Headroom.
 package loadgc
 
 import (
@@ -40,8 +47,14 @@ import (
 )
 
 const (
-	// Percent is the GC target while loading, at most.
+	// Percent is the GC target a load starts with, before the first
+	// collection measures its live heap.
 	Percent = 50
+	// MaxPercent is the highest target Headroom sets. The runtime never
+	// collects below 4 MB × GOGC/100 (its minimum heap), so a small heap's
+	// target is capped where that minimum is a quarter of Headroom (64
+	// MB at 1,600 %), not past it.
+	MaxPercent = 100 * (Headroom / 4) / (4 << 20)
 	// MinPercent is the lowest target Headroom sets.
 	MinPercent = 10
 	// Headroom is the heap growth allowed between collections while
@@ -95,12 +108,12 @@ func Tighten() (restore func()) {
 }
 
 // percentFor is the GC target that starts the next collection Headroom
-// past a live heap of live bytes, within [MinPercent, Percent].
+// past a live heap of live bytes, within [MinPercent, MaxPercent].
 func percentFor(live uint64) int {
 	if live == 0 {
 		return Percent
 	}
-	return int(min(max(headroom*100/live, MinPercent), Percent))
+	return int(min(max(headroom*100/live, MinPercent), MaxPercent))
 }
 
 // armAfterGC runs afterGC(r) once the next collection has finished (the

@@ -56,8 +56,10 @@ func TestPercentFor(t *testing.T) {
 		want int
 	}{
 		{0, Percent},
-		{64 << 20, Percent},
-		{512 << 20, Percent},
+		{1 << 20, MaxPercent},
+		{16 << 20, MaxPercent},
+		{64 << 20, 400},
+		{512 << 20, 50},
 		{1 << 30, 25},
 		{2 << 30, 12},
 		{8 << 30, MinPercent},
