@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
@@ -56,6 +57,7 @@ import (
 // with the members of a group when one was asked for.
 type fenceState struct {
 	set      *etcdschema.QuotaSet
+	setMod   int64 // the set's mod revision (0: none, the defaults)
 	rev      int64 // the revision read at
 	fenceMod int64 // the fence's mod revision (0: no fence yet)
 	usage    *etcdschema.QuotaUsage
@@ -74,18 +76,9 @@ func (s *Store) readState(ctx context.Context, project, group string) (fenceStat
 	if err != nil {
 		return fenceState{}, fmt.Errorf("read the quotas of %s: %w", project, err)
 	}
-	st := fenceState{set: &etcdschema.QuotaSet{}, rev: resp.Header.Revision}
-	if kv := resp.Responses[0].GetResponseRange().Kvs; len(kv) == 1 {
-		if err := etcdschema.Decode(string(kv[0].Key), kv[0].Value, st.set); err != nil {
-			return fenceState{}, err
-		}
-	}
-	if kv := resp.Responses[1].GetResponseRange().Kvs; len(kv) == 1 {
-		var f etcdschema.QuotaFence
-		if err := etcdschema.Decode(string(kv[0].Key), kv[0].Value, &f); err != nil {
-			return fenceState{}, err
-		}
-		st.fenceMod, st.usage = kv[0].ModRevision, f.Usage
+	st := fenceState{rev: resp.Header.Revision}
+	if err := st.decode(resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs); err != nil {
+		return fenceState{}, err
 	}
 	if group != "" {
 		for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
@@ -95,6 +88,25 @@ func (s *Store) readState(ctx context.Context, project, group string) (fenceStat
 		}
 	}
 	return st, nil
+}
+
+// decode fills st's set and fence from their reads (no kv: none).
+func (st *fenceState) decode(set, fence []*mvccpb.KeyValue) error {
+	st.set, st.setMod, st.fenceMod, st.usage = &etcdschema.QuotaSet{}, 0, 0, nil
+	if len(set) == 1 {
+		if err := etcdschema.Decode(string(set[0].Key), set[0].Value, st.set); err != nil {
+			return err
+		}
+		st.setMod = set[0].ModRevision
+	}
+	if len(fence) == 1 {
+		var f etcdschema.QuotaFence
+		if err := etcdschema.Decode(string(fence[0].Key), fence[0].Value, &f); err != nil {
+			return err
+		}
+		st.fenceMod, st.usage = fence[0].ModRevision, f.Usage
+	}
+	return nil
 }
 
 // recorded is the usage st's record says (ok false: none).

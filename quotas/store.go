@@ -18,6 +18,9 @@ type Store struct {
 	keys     etcdschema.Keys
 	defaults Limits
 	log      hclog.Logger
+	// fences are the projects' quota states as the batched creates'
+	// plans last left them (batch.go).
+	fences fenceMemory
 }
 
 // New returns the quotas over the records under keys; defaults are the

@@ -76,7 +76,10 @@ func newReservationID() string { return "r-" + uuid.NewString()[:8] }
 // Create stores the BuildRequests and InstanceMappings of req (and the
 // group memberships of a group hint) for the superconductors to pick up.
 // A reservation goes in as few transactions as etcd allows, so the
-// superconductor sees whole multi-instance requests.
+// superconductor sees whole multi-instance requests. A create that fits
+// one transaction and its project's usage record is stored together with
+// the other creates ready at the same moment (create_batch.go); the rest
+// count and go alone.
 func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, error) {
 	if req.Count < 1 || req.Count > MaxCount {
 		return nil, fmt.Errorf("count %d outside 1..%d", req.Count, MaxCount)
@@ -84,14 +87,43 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 	if err := ValidateHints(req.Hints); err != nil {
 		return nil, err
 	}
-	count := req.Count
-	var guard quotas.Guard
-	if s.quotas != nil {
-		var err error
-		if count, guard, err = s.reserve(ctx, req, max(req.MinCount, 1), req.Count); err != nil {
-			return nil, err
+	if s.quotas != nil && req.Count <= perTxnOf(req.Hints.Group) {
+		res, done, lost, err := s.createBatched(ctx, req)
+		if done {
+			return res, err
+		}
+		if lost {
+			// The batch's answer was lost: store these very servers, or
+			// find them stored, as StoreOnce does after a lost answer.
+			return s.createAlone(ctx, req, res)
 		}
 	}
+	return s.createAlone(ctx, req, nil)
+}
+
+// perTxnOf and perSubOf size a create's transactions: a transaction per
+// 62 servers (41 in a group), as before the quota index: three keys a
+// server (four in a group) in sub-transactions of at most 40 servers
+// (30), each within etcd's 128 operations a transaction level beside the
+// few of the level above (the sub-transactions and the quota guard). A
+// multi-create the superconductor schedules as one is then as large as
+// it was.
+func perTxnOf(group string) int {
+	if group != "" {
+		return 41
+	}
+	return 62
+}
+
+func perSubOf(group string) int {
+	if group != "" {
+		return 30
+	}
+	return 40
+}
+
+// newReservation is req's count BuildRequests under a new reservation id.
+func newReservation(req CreateRequest, count int) *Reservation {
 	now := time.Now().UTC()
 	res := &Reservation{ID: newReservationID(), BuildRequests: make([]*etcdschema.BuildRequest, count)}
 	for i := range res.BuildRequests {
@@ -105,17 +137,76 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 			Hints: req.Hints, RequestID: req.RequestID, CreatedAt: now, Host: req.Host, Node: req.Node, Forced: req.Forced,
 			Image: req.Image, Metadata: req.Metadata, Description: req.Description}
 	}
-	group := req.Hints.Group
-	// A transaction per 62 servers (41 in a group), as before the quota
-	// index: three keys a server (four in a group) in sub-transactions of
-	// at most 40 servers (30), each within etcd's 128 operations a
-	// transaction level beside the few of the level above (the sub-
-	// transactions and the quota guard). A multi-create the superconductor
-	// schedules as one is then as large as it was.
-	perTxn, perSub := 62, 40
-	if group != "" {
-		perTxn, perSub = 41, 30
+	return res
+}
+
+// partTxn is the comparisons and operations that store build requests
+// brs of req (without the quota guard): a sub-transaction per perSub
+// servers, the group's existence compared, and for the first part (first)
+// the records req was checked against.
+func (s *Store) partTxn(req CreateRequest, brs []*etcdschema.BuildRequest, first bool) ([]clientv3.Cmp, []clientv3.Op) {
+	group, perSub := req.Hints.Group, perSubOf(req.Hints.Group)
+	var ops, sub []clientv3.Op
+	var cmps []clientv3.Cmp
+	for i, br := range brs {
+		m := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, ProjectID: req.ProjectID, CreatedAt: br.CreatedAt}
+		ops = append(ops,
+			clientv3.OpPut(s.keys.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(m)),
+			// The project's quota index, with the mapping (quotas).
+			clientv3.OpPut(s.keys.QuotaInstance(req.ProjectID, br.InstanceUUID),
+				etcdschema.MustEncode(&etcdschema.QuotaInstance{CreatedAt: br.CreatedAt})),
+			clientv3.OpPut(s.keys.BuildRequest(br.InstanceUUID), etcdschema.MustEncode(br)))
+		if group != "" {
+			// Nova adds the instance to its group at create; the
+			// scheduler later records its host on the same key.
+			ops = append(ops, clientv3.OpPut(s.keys.ServerGroupMember(group, br.InstanceUUID),
+				etcdschema.MustEncode(&etcdschema.ServerGroupMember{InstanceUUID: br.InstanceUUID, CreatedAt: br.CreatedAt})))
+		}
+		if (i+1)%perSub == 0 || i+1 == len(brs) {
+			sub = append(sub, clientv3.OpTxn(nil, ops, nil))
+			ops = nil
+		}
 	}
+	if group != "" {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.ServerGroup(group)), ">", 0))
+	}
+	if first {
+		// The first part commits the request: its checks hold then.
+		// Later parts continue what was accepted, as quotas do.
+		for _, rec := range req.Checked {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(rec.Key), "=", rec.ModRevision))
+		}
+	}
+	return cmps, sub
+}
+
+// createAlone stores req in transactions of its own, each after its own
+// quota check. lost, when not nil, is a reservation whose batch's answer
+// etcd lost: it is stored whole (its count checked again) or found
+// stored, never stored twice nor replaced by other servers.
+func (s *Store) createAlone(ctx context.Context, req CreateRequest, lost *Reservation) (*Reservation, error) {
+	count := req.Count
+	var guard quotas.Guard
+	if s.quotas != nil {
+		least := max(req.MinCount, 1)
+		if lost != nil {
+			least = count
+		}
+		var err error
+		if count, guard, err = s.reserve(ctx, req, least, req.Count); err != nil {
+			if lost != nil {
+				if landed, lerr := s.landed(ctx, lost); lerr != nil || landed {
+					return lost, lerr
+				}
+			}
+			return nil, err
+		}
+	}
+	res, retry := lost, lost != nil
+	if res == nil {
+		res = newReservation(req, count)
+	}
+	perTxn := perTxnOf(req.Hints.Group)
 	for start := 0; start < count; start += perTxn {
 		end := min(start+perTxn, count)
 		if s.quotas != nil && start > 0 {
@@ -126,42 +217,11 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 				return nil, fmt.Errorf("servers %d-%d of %d: %w", start+1, count, count, err)
 			}
 		}
-		var ops, sub []clientv3.Op
-		var cmps []clientv3.Cmp
-		for i, br := range res.BuildRequests[start:end] {
-			m := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, ProjectID: req.ProjectID, CreatedAt: now}
-			ops = append(ops,
-				clientv3.OpPut(s.keys.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(m)),
-				// The project's quota index, with the mapping (quotas).
-				clientv3.OpPut(s.keys.QuotaInstance(req.ProjectID, br.InstanceUUID),
-					etcdschema.MustEncode(&etcdschema.QuotaInstance{CreatedAt: now})),
-				clientv3.OpPut(s.keys.BuildRequest(br.InstanceUUID), etcdschema.MustEncode(br)))
-			if group != "" {
-				// Nova adds the instance to its group at create; the
-				// scheduler later records its host on the same key.
-				ops = append(ops, clientv3.OpPut(s.keys.ServerGroupMember(group, br.InstanceUUID),
-					etcdschema.MustEncode(&etcdschema.ServerGroupMember{InstanceUUID: br.InstanceUUID, CreatedAt: now})))
-			}
-			if (i+1)%perSub == 0 || i+1 == end-start {
-				sub = append(sub, clientv3.OpTxn(nil, ops, nil))
-				ops = nil
-			}
-		}
-		ops = sub
-		if group != "" {
-			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.ServerGroup(group)), ">", 0))
-		}
-		if start == 0 {
-			// The first part commits the request: its checks hold then.
-			// Later parts continue what was accepted, as quotas do.
-			for _, rec := range req.Checked {
-				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(rec.Key), "=", rec.ModRevision))
-			}
-		}
+		cmps, ops := s.partTxn(req, res.BuildRequests[start:end], start == 0)
 		guardKey := s.keys.InstanceMapping(res.BuildRequests[start].InstanceUUID)
 		for try := 0; ; try++ {
-			stored, err := s.StoreOnce(ctx, req.RequestID, guardKey, append(slices.Clip(cmps), guard.Cmps...),
-				append(slices.Clip(ops), guard.Ops...))
+			stored, err := s.storeOnce(ctx, req.RequestID, guardKey, append(slices.Clip(cmps), guard.Cmps...),
+				append(slices.Clip(ops), guard.Ops...), retry)
 			if err != nil {
 				return nil, fmt.Errorf("store build requests: %w", err)
 			}
@@ -177,7 +237,7 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 					return nil, ErrCheckedRecordChanged
 				}
 			}
-			if s.quotas == nil || s.groupGone(ctx, group) {
+			if s.quotas == nil || s.groupGone(ctx, req.Hints.Group) {
 				return nil, ErrGroupDeleted
 			}
 			if try >= maxQuotaTries {
@@ -192,10 +252,30 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*Reservation, er
 				return nil, err
 			}
 		}
+		retry = false
 	}
+	s.logCreated(req, res)
+	return res, nil
+}
+
+// logCreated logs a stored create.
+func (s *Store) logCreated(req CreateRequest, res *Reservation) {
 	s.log.Info("servers requested", "request_id", req.RequestID, "count", req.Count, "flavor", req.Flavor.Name,
 		"reservation", res.ID)
-	return res, nil
+}
+
+// landed reports whether res's first mapping exists (read until etcd
+// answers, for StorePatience).
+func (s *Store) landed(ctx context.Context, res *Reservation) (bool, error) {
+	var n int64
+	err := s.RetryStore(ctx, "read a create whose answer was lost", func(ctx context.Context) error {
+		resp, err := s.cli.Get(ctx, s.keys.InstanceMapping(res.BuildRequests[0].InstanceUUID), clientv3.WithCountOnly())
+		if err == nil {
+			n = resp.Count
+		}
+		return err
+	}, "reservation", res.ID)
+	return n > 0, err
 }
 
 // maxQuotaTries bounds how often one create counts again because other
@@ -246,7 +326,12 @@ func (s *Store) groupGone(ctx context.Context, group string) bool {
 // answer is lost (see StoreAttempt). Transient etcd errors are retried
 // for StorePatience. stored is false only when cmps failed.
 func (s *Store) StoreOnce(ctx context.Context, rid, guard string, cmps []clientv3.Cmp, ops []clientv3.Op) (stored bool, err error) {
-	retry := false
+	return s.storeOnce(ctx, rid, guard, cmps, ops, false)
+}
+
+// storeOnce is StoreOnce; retry says an earlier attempt's answer was
+// already lost (its first attempt compares the guard too).
+func (s *Store) storeOnce(ctx context.Context, rid, guard string, cmps []clientv3.Cmp, ops []clientv3.Op, retry bool) (stored bool, err error) {
 	err = s.RetryStore(ctx, "store build requests", func(ctx context.Context) error {
 		var err error
 		stored, err = s.StoreAttempt(ctx, retry, guard, cmps, ops)

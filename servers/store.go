@@ -31,7 +31,10 @@ type Store struct {
 	// quotas, when set, check every create against its project's
 	// quotas in the transaction that stores it (SetQuotas).
 	quotas *quotas.Store
-	log    hclog.Logger
+	// creates stores the creates ready together in one request
+	// (create_batch.go).
+	creates createBatcher
+	log     hclog.Logger
 }
 
 // New returns the server operations; placement frees the claims of

@@ -1,0 +1,221 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/quotas"
+)
+
+var tinyFlavor = etcdschema.Flavor{ID: "1", Name: "m1.tiny", VCPUs: 1, RAMMB: 512}
+
+// countKeys is how many keys are under prefix.
+func countKeys(t *testing.T, cli *clientv3.Client, prefix string) int64 {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Count
+}
+
+// Two API processes (each its own servers and quotas Store, so its own
+// batches and remembered fences) create in one project at once, many
+// creates in flight in each, until the project's instances quota
+// refuses them: exactly the limit is stored, never more, every refusal
+// is Nova's, and the usage record is still at least the count. Without
+// the shared fence comparison (two processes), or without charging
+// each create of a share against the ones before it (one process), more
+// than the limit would be stored.
+func TestBatchedCreatesHoldTheLimit(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/limit")
+	const limit, perProcess = 60, 24
+	var stores []*Store
+	for range 2 {
+		s := New(cli, keys, noAllocations{}, nil)
+		s.SetQuotas(quotas.New(cli, keys, quotas.Limits{quotas.Instances: limit, quotas.Cores: quotas.Unlimited,
+			quotas.RAM: quotas.Unlimited}, nil))
+		stores = append(stores, s)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	created, refusals := 0, 0
+	var failures []error
+	for p, s := range stores {
+		for c := range perProcess {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					count := 1 + (c+i)%3 // ones, twos and threes, all or nothing
+					res, err := s.Create(ctx, CreateRequest{Name: fmt.Sprintf("p%d-c%d-%d", p, c, i), Count: count, MinCount: count,
+						ProjectID: "p", UserID: "u", Flavor: tinyFlavor})
+					var over *quotas.OverQuotaError
+					mu.Lock()
+					switch {
+					case errors.As(err, &over):
+						refusals++
+					case err != nil:
+						failures = append(failures, err)
+					default:
+						created += len(res.BuildRequests)
+					}
+					mu.Unlock()
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for _, err := range failures {
+		t.Errorf("create: %v", err)
+	}
+	if got := countKeys(t, cli, keys.BuildRequests()); got != int64(created) || got > limit {
+		t.Errorf("%d build requests stored, %d creates answered stored; the limit is %d", got, created, limit)
+	}
+	// Every refusal comes from a count: the limit is reached but for
+	// fewer servers than the smallest refused create (at most 2 left).
+	if created < limit-2 {
+		t.Errorf("%d servers stored, want at least %d of %d", created, limit-2, limit)
+	}
+	if refusals != 2*perProcess {
+		t.Errorf("%d refusals, want one a client (%d)", refusals, 2*perProcess)
+	}
+	audit, err := stores[0].quotas.AuditUsage(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if below := audit.Below(); len(below) > 0 {
+		t.Errorf("usage record below the count: %v", below)
+	}
+	batched := false
+	for _, s := range stores {
+		batches, creates := s.creates.batches, s.creates.creates
+		t.Logf("%d creates in %d batches", creates, batches)
+		batched = batched || creates > batches
+	}
+	if !batched {
+		t.Error("no batch carried two creates: the test did not test batches")
+	}
+}
+
+// One request stores several creates of a project under one fence
+// write: each create stands or falls alone (a changed flavor fails only
+// its own), the record is charged for all, and a create that does not
+// fit the record goes alone (it counts).
+func TestBatchShareCommitsEachCreateAlone(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/share")
+	s := New(cli, keys, noAllocations{}, nil)
+	s.SetQuotas(quotas.New(cli, keys, quotas.Limits{quotas.Instances: 10, quotas.Cores: quotas.Unlimited,
+		quotas.RAM: quotas.Unlimited}, nil))
+	// The project's first create counts and leaves a record of 1.
+	if _, err := s.Create(ctx, CreateRequest{Name: "first", Count: 1, ProjectID: "p", UserID: "u", Flavor: tinyFlavor}); err != nil {
+		t.Fatal(err)
+	}
+	flavorKey := keys.Flavor("m1.tiny")
+	put, err := cli.Put(ctx, flavorKey, "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := []CheckedRecord{{Key: flavorKey, ModRevision: put.Header.Revision}}
+	stale := []CheckedRecord{{Key: flavorKey, ModRevision: put.Header.Revision - 1}}
+	reqs := []struct {
+		desc    string
+		count   int
+		checked []CheckedRecord
+		want    createOutcome
+	}{
+		{desc: "fits", count: 3, checked: checked, want: createStored},
+		{desc: "flavor changed", count: 2, checked: stale, want: createCmpsFailed},
+		{desc: "fits after both", count: 4, checked: checked, want: createStored},
+		{desc: "past the record", count: 1, checked: checked, want: createAlone},
+	}
+	var batch []*queuedCreate
+	for _, r := range reqs {
+		_, q := s.queuedCreate(ctx, CreateRequest{Name: r.desc, Count: r.count, ProjectID: "p", UserID: "u",
+			Flavor: tinyFlavor, Checked: r.checked})
+		batch = append(batch, q)
+	}
+	before := countKeys(t, cli, keys.BuildRequests())
+	rev0 := put.Header.Revision
+	if again := s.creates.sendBatch(ctx, s, batch); len(again) > 0 {
+		t.Fatalf("%d creates to plan again, want none", len(again))
+	}
+	for i, r := range reqs {
+		if batch[i].err != nil || batch[i].out != r.want {
+			t.Errorf("%s: outcome %d (%v), want %d", r.desc, batch[i].out, batch[i].err, r.want)
+		}
+	}
+	if got := countKeys(t, cli, keys.BuildRequests()) - before; got != 7 {
+		t.Errorf("%d build requests stored, want 7 (3 + 4)", got)
+	}
+	resp, err := cli.Get(ctx, keys.QuotaFence("p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Header.Revision != rev0+1 {
+		t.Errorf("the share took %d revisions, want 1", resp.Header.Revision-rev0)
+	}
+	var fence etcdschema.QuotaFence
+	if err := etcdschema.Decode(keys.QuotaFence("p"), resp.Kvs[0].Value, &fence); err != nil {
+		t.Fatal(err)
+	}
+	// 1 before, and the charges of the three admitted: the failed
+	// create's 2 stay, as an upper bound may.
+	if fence.Usage == nil || fence.Usage.Instances != 10 {
+		t.Errorf("record %+v, want 10 instances", fence.Usage)
+	}
+}
+
+// A process whose remembered fence went stale (another process created
+// meanwhile) loses its share whole, learns the fence from the share's
+// Else, and stores the creates in its next request without a read.
+func TestBatchShareRefreshesAStaleFence(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/stale")
+	limits := quotas.Limits{quotas.Instances: 100, quotas.Cores: quotas.Unlimited, quotas.RAM: quotas.Unlimited}
+	a, b := New(cli, keys, noAllocations{}, nil), New(cli, keys, noAllocations{}, nil)
+	a.SetQuotas(quotas.New(cli, keys, limits, nil))
+	b.SetQuotas(quotas.New(cli, keys, limits, nil))
+	create := func(s *Store, name string) {
+		t.Helper()
+		if _, err := s.Create(ctx, CreateRequest{Name: name, Count: 1, ProjectID: "p", UserID: "u", Flavor: tinyFlavor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(a, "a-1") // counts
+	create(a, "a-2") // a share: a remembers the fence it wrote
+	create(b, "b-1") // moves the fence behind a's back
+	_, q := a.queuedCreate(ctx, CreateRequest{Name: "a-3", Count: 1, ProjectID: "p", UserID: "u", Flavor: tinyFlavor})
+	again := a.creates.sendBatch(ctx, a, []*queuedCreate{q})
+	if len(again) != 1 {
+		t.Fatalf("%d creates to plan again, want the stale share's one", len(again))
+	}
+	if again := a.creates.sendBatch(ctx, a, again); len(again) > 0 || q.out != createStored || q.err != nil {
+		t.Fatalf("second send: %d to plan again, outcome %d (%v); want stored", len(again), q.out, q.err)
+	}
+	if got := countKeys(t, cli, keys.BuildRequests()); got != 4 {
+		t.Errorf("%d build requests, want 4", got)
+	}
+	audit, err := a.quotas.AuditUsage(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if below := audit.Below(); len(below) > 0 {
+		t.Errorf("usage record below the count: %v", below)
+	}
+}
