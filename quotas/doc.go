@@ -45,6 +45,20 @@
 // in_use still count. record.go has the argument, audit.go the check
 // that a record is never below the count (AuditUsage) and its repair.
 //
+// # Creates checked together
+//
+// The creates ready together in one API process are stored in one etcd
+// request (servers' create batches); PlanServers plans each project's
+// share of it: the creates that fit the usage record, checked one after
+// another as if each earlier one were stored, under one comparison of
+// the fence and the quota set and one fence write carrying the record
+// plus all their charges. A create whose own comparisons fail leaves its
+// charge in the record, which an upper bound allows. The plans remember
+// each project's set and fence as their last share wrote them (or as a
+// failed share's Else read them), so a create reads nothing; a stale
+// memory costs one failed share. What needs a count goes alone
+// (ReserveServers). batch.go has the argument.
+//
 // # Enforcing without a race
 //
 // Nova checks, creates, then re-checks after the fact, so two API

@@ -8,4 +8,7 @@
 // package compute (Nova's v2.1) and package api (Berth's /v1, which the
 // berth CLI speaks until it goes); each turns its errors into its own
 // answers.
+//
+// Creates ready at the same moment in one process are stored in one etcd
+// request, each still stored or refused on its own (create_batch.go).
 package servers
