@@ -313,10 +313,24 @@ func (b *createBatcher) sendBatch(ctx context.Context, s *Store, batch []*queued
 	if len(ops) == 0 {
 		return nil
 	}
-	resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+	var resp *clientv3.TxnResponse
+	var err error
+	if len(sent) == 1 {
+		// One share is the request itself: a nesting level less to
+		// encode and apply.
+		plan := sent[0].plan
+		_, thens, _ := ops[0].Txn()
+		resp, err = s.cli.Txn(ctx).If(plan.Cmps...).Then(thens...).Else(plan.Refresh...).Commit()
+	} else {
+		resp, err = s.cli.Txn(ctx).Then(ops...).Commit()
+	}
 	for i, sh := range sent {
 		var res *etcdserverpb.TxnResponse
-		if err == nil && i < len(resp.Responses) {
+		switch {
+		case err != nil:
+		case len(sent) == 1:
+			res = (*etcdserverpb.TxnResponse)(resp)
+		case i < len(resp.Responses):
 			res = resp.Responses[i].GetResponseTxn()
 		}
 		switch {
