@@ -89,6 +89,10 @@ type Config struct {
 	// token from Berth's identity. Against an existing Berth the login
 	// is OS_AUTH_URL, OS_USERNAME, OS_PASSWORD and OS_PROJECT_NAME.
 	NoAuth bool
+	// EtcdTally counts the measured phase's etcd requests by kind and
+	// by the role that made them (package etcdtally), for a Berth the
+	// tool starts; off by default, as counting costs a little CPU.
+	EtcdTally bool
 
 	// Outputs.
 	JSONPath     string
@@ -167,6 +171,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Prefix, "prefix", c.Prefix, "etcd key prefix")
 	fs.StringVar(&c.ConfigPath, "config", c.ConfigPath, "HCL config for the started Berth (scheduler options, ...)")
 	fs.BoolVar(&c.NoAuth, "noauth", c.NoAuth, "compute API without authentication (noauth2), to compare with the default keystone auth (a token on every request)")
+	fs.BoolVar(&c.EtcdTally, "etcd-tally", c.EtcdTally, "count the measured phase's etcd requests (ranges, puts, txns and what ran in them, watch events) per server by role (a Berth the tool starts; counting costs a little CPU)")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "embedded etcd data dir (default: a temp dir, removed at exit)")
 	fs.StringVar(&c.JSONPath, "json", c.JSONPath, "append the result as a JSON line to FILE")
 	fs.StringVar(&c.Format, "format", c.Format, "stdout: table or json")
@@ -233,6 +238,8 @@ func (c *Config) Validate() error {
 		return bad("-fleet-procs must be between 0 and -hosts")
 	case c.FleetProcs > 0 && (c.Etcd != "" || c.Scenario == "coldstart"):
 		return bad("-fleet-procs is for a Berth the tool starts, and coldstart runs no fleet")
+	case c.EtcdTally && (c.Etcd != "" || c.SchedulerProcs):
+		return bad("-etcd-tally counts the clients of a Berth the tool starts in its own process (not -etcd's, not -scheduler-procs')")
 	case c.SchedulerProcs && (c.Etcd != "" || c.Scenario == "coldstart"):
 		return bad("-scheduler-procs is for a Berth the tool starts, and coldstart starts no scheduler")
 	case c.Liveness != LivenessPerHost && c.Liveness != LivenessShared:

@@ -75,6 +75,9 @@ func TestConfigValidate(t *testing.T) {
 		{"resize under a quota", func(c *Config) { c.Scenario, c.ResizeQuota = "resize", "cores=4000,ram=4096000" }, ""},
 		{"a quota outside resize", func(c *Config) { c.ResizeQuota = "cores=4" }, "-resize-quota is for the resize scenario"},
 		{"a quota that is not one", func(c *Config) { c.Scenario, c.ResizeQuota = "resize", "vcpus=4" }, `-resize-quota "vcpus=4": want name=limit pairs`},
+		{"tally of another Berth", func(c *Config) { c.EtcdTally, c.Etcd, c.API = true, "a", "http://b" }, "-etcd-tally counts the clients of a Berth the tool starts"},
+		{"tally of scheduler processes", func(c *Config) { c.EtcdTally, c.SchedulerProcs = true, true }, "-etcd-tally counts the clients of a Berth the tool starts"},
+		{"tally", func(c *Config) { c.EtcdTally = true }, ""},
 		{"a quota below unlimited", func(c *Config) { c.Scenario, c.ResizeQuota = "resize", "cores=-2" }, `-resize-quota "cores=-2"`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -101,17 +104,17 @@ func TestConfigFlags(t *testing.T) {
 	c.AddFlags(fs)
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n != 48 {
-		t.Errorf("%d flags, want the 48 of berth bench", n)
+	if n != 49 {
+		t.Errorf("%d flags, want the 49 of berth bench", n)
 	}
 	if err := fs.Parse([]string{"-scenario", "churn", "-hosts", "7", "-syncs=false", "-scheduler-cpu", "0.5",
-		"-report-interval", "3s", "-etcd", "a,b", "-format", "json", "-log-level", "debug", "-noauth"}); err != nil {
+		"-report-interval", "3s", "-etcd", "a,b", "-format", "json", "-log-level", "debug", "-noauth", "-etcd-tally"}); err != nil {
 		t.Fatal(err)
 	}
 	want := DefaultConfig()
 	want.Scenario, want.Hosts, want.Syncs, want.SchedulerCPU = "churn", 7, false, 0.5
 	want.ReportInterval, want.Etcd, want.Format, want.LogLevel = 3*time.Second, "a,b", FormatJSON, "debug"
-	want.NoAuth = true
+	want.NoAuth, want.EtcdTally = true, true
 	if c != want {
 		t.Errorf("after parsing:\n got %+v\nwant %+v", c, want)
 	}

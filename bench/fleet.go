@@ -243,8 +243,13 @@ func (f *Fleet) Register(ctx context.Context, progress func(done int)) error {
 	// Runs under way when Close stops the schedule finish under workCtx
 	// (cancelled only if they outlast a grace), so no call is cut off
 	// in the middle.
-	workCtx, workCancel := context.WithCancel(context.WithoutCancel(ctx))
-	f.workCancel = workCancel
+	// Its context carries the background role, so that the etcd requests
+	// of those runs are counted as the fleet's (-etcd-tally), not as the
+	// caller's (the tool's clients).
+	var workCtx context.Context
+	rolelabel.Do(ctx, "agent fleet background", func(ctx context.Context) {
+		workCtx, f.workCancel = context.WithCancel(context.WithoutCancel(ctx))
+	})
 	if f.cfg.Liveness == LivenessShared {
 		lease, err := f.cli.Grant(ctx, int64(f.every.ServiceDownTime/time.Second))
 		if err != nil {

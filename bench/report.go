@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/berth-project/berth/internal/etcdtally"
 )
 
 // Pct is one stage's latency distribution, in milliseconds.
@@ -157,6 +159,10 @@ type Result struct {
 
 	WritesPerServer float64 `json:"writes_per_server,omitempty"`
 	Writes          *Writes `json:"writes,omitempty"`
+	// EtcdRequests are the measured phase's etcd requests by role and
+	// kind (-etcd-tally): the in-process clients' and the tool's own,
+	// not -fleet-procs children's.
+	EtcdRequests []etcdtally.Row `json:"etcd_requests,omitempty"`
 
 	CPUSeconds     float64 `json:"process_cpu_s,omitempty"`
 	CPUMsPerServer float64 `json:"process_cpu_ms_per_server,omitempty"`
@@ -315,6 +321,7 @@ func (r *Result) WriteTable(w io.Writer) {
 				float64(r.Writes.Puts[k])/float64(r.Measured), float64(r.Writes.Deletes[k])/float64(r.Measured))
 		}
 	}
+	r.etcdRequestRows(tw)
 	if r.SchedulerProcs > 0 {
 		quota := "no CPU quota"
 		if r.SchedulerCPUQuota > 0 {
@@ -472,4 +479,30 @@ func (r *Result) setRoleShares(s roleShares) {
 	}
 	r.CPUMsLessTool = per * (1 - s.Tool)
 	r.CPUMsLessToolAndFleet = per * (1 - s.Tool - s.Fleet)
+}
+
+// etcdRequestRows lists -etcd-tally's counts per measured server, a line
+// per role with its kinds in etcdtally's order.
+func (r *Result) etcdRequestRows(w io.Writer) {
+	if len(r.EtcdRequests) == 0 || r.Measured == 0 {
+		return
+	}
+	fmt.Fprintf(w, "etcd requests\tper measured server, by the role that made them (ranges, puts, txns and what ran in them, watch events delivered)\n")
+	var role string
+	var parts []string
+	flush := func() {
+		if role != "" {
+			fmt.Fprintf(w, "  %s\t%s\n", role, strings.Join(parts, ", "))
+		}
+	}
+	for _, row := range r.EtcdRequests {
+		if row.Role != role {
+			flush()
+			role, parts = row.Role, nil
+		}
+		// Three significant digits: a role's one watch in 10,000 servers
+		// is 0.0001, not 0.00.
+		parts = append(parts, fmt.Sprintf("%s %.3g", row.Kind, float64(row.Count)/float64(r.Measured)))
+	}
+	flush()
 }

@@ -549,6 +549,9 @@ func (r *runner) startMeasuring(ctx context.Context) (measuring, error) {
 	m := measuring{claims: r.claimStats()}
 	m.leaseWon, m.leaseLost = r.t.leaseAttempts()
 	r.rec.StartCounting()
+	if r.t.tally != nil {
+		r.t.tally.Reset()
+	}
 	r.fleet.ResetLate()
 	m.background = r.fleet.Background()
 	rev, err := r.revision(ctx)
@@ -616,6 +619,9 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 	res.BackgroundWrites = (bg.InstanceSyncs - bg0.InstanceSyncs) + (bg.Regrants - bg0.Regrants)
 	w := r.rec.writes()
 	res.Writes = &w
+	if r.t.tally != nil {
+		res.EtcdRequests = r.t.tally.Rows()
+	}
 	res.Measured = len(ids)
 	if len(ids) > 0 {
 		res.CPUMsPerServer = res.CPUSeconds * 1000 / float64(len(ids))

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtally"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/stack"
 	"github.com/berth-project/berth/placement"
@@ -46,6 +47,9 @@ type Target struct {
 	// procs are the scheduler child processes of -scheduler-procs,
 	// instead of scheds.
 	procs *schedProcs
+	// tally counts the in-process clients' etcd requests (-etcd-tally);
+	// nil when off.
+	tally *etcdtally.Tally
 }
 
 // sync waits until every scheduler's placement index and host manager

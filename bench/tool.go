@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtally"
 	"github.com/berth-project/berth/internal/freeport"
 	"github.com/berth-project/berth/internal/logging"
 	"github.com/berth-project/berth/internal/rolelabel"
@@ -110,7 +111,7 @@ func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
 	} else {
 		target, cleanup, err = startTarget(ctx, cfg, log, benchStart{dataDir: c.DataDir, cells: c.Cells, noAuth: c.NoAuth,
 			schedulers: c.Schedulers, workers: c.Workers, condWorkers: c.ConductorWorkers, etcdOnly: c.Scenario == "coldstart",
-			admin: c.Scenario == "drain", procs: procs, quota: parseQuota(c.ResizeQuota)})
+			admin: c.Scenario == "drain", procs: procs, quota: parseQuota(c.ResizeQuota), tally: c.EtcdTally})
 	}
 	if err != nil {
 		return nil, err
@@ -216,6 +217,8 @@ type benchStart struct {
 	// quota, when set, are every project's limits over the unlimited
 	// default (resize: -resize-quota).
 	quota map[string]int64
+	// tally counts every in-process client's etcd requests (-etcd-tally).
+	tally bool
 }
 
 // startTarget starts Berth in this process with the stack `berth dev`
@@ -297,6 +300,12 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 		return nil, nil, err
 	}
 	cleanups = append(cleanups, s0.Stop)
+	var tally *etcdtally.Tally
+	if o.tally {
+		// Before any role shares the client (StartServerRoles).
+		tally = etcdtally.New()
+		etcdtally.Wrap(s0.Client(), tally, "berth stack")
+	}
 	// The tool's own client (fleet, recorder, baseline, coldstart loads)
 	// talks to etcd over the network as agents and a fresh scheduler
 	// would, and keeps its watches off the roles' client streams.
@@ -309,7 +318,10 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 		return nil, nil, fmt.Errorf("etcd client for %s: %w", emb.ClientURL, err)
 	}
 	cleanups = append(cleanups, func() { own.Close() })
-	t := &Target{Client: own, Keys: s0.Keys(), etcdEndpoints: []string{emb.ClientURL}, etcdPrefix: cfg.Etcd.Prefix}
+	if tally != nil {
+		etcdtally.Wrap(own, tally, "bench etcd client")
+	}
+	t := &Target{Client: own, Keys: s0.Keys(), etcdEndpoints: []string{emb.ClientURL}, etcdPrefix: cfg.Etcd.Prefix, tally: tally}
 	if o.etcdOnly {
 		return t, cleanup, nil
 	}
@@ -361,6 +373,9 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 			return nil, nil, err
 		}
 		cleanups = append(cleanups, s.Stop)
+		if tally != nil {
+			etcdtally.Wrap(s.Client(), tally, fmt.Sprintf("berth-%d stack", i+1))
+		}
 		if err := s.StartServerRoles(ctx); err != nil {
 			cleanup()
 			return nil, nil, err

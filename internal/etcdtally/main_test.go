@@ -1,0 +1,9 @@
+package etcdtally
+
+import (
+	"testing"
+
+	"github.com/berth-project/berth/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
