@@ -184,6 +184,14 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 		if (t == nil || t.finished()) && f == nil {
 			return
 		}
+		// A booting server's record that can neither finish it (no
+		// ACTIVE or ERROR anywhere in it, outside cell0) nor be followed
+		// is not decoded: its first put, while it builds, is half of
+		// them. encoding/json writes those words as they are.
+		if f == nil && !r.inCell0(key) && !bytes.Contains(ev.Kv.Value, statusActiveJSON) &&
+			!bytes.Contains(ev.Kv.Value, statusErrorJSON) {
+			return
+		}
 		var in recordedInstance
 		if json.Unmarshal(ev.Kv.Value, &in) != nil {
 			return
@@ -230,6 +238,12 @@ type recordedInstance struct {
 		Name string `json:"name"`
 	} `json:"flavor"`
 }
+
+// The statuses that finish a boot, as an instance record spells them.
+var (
+	statusActiveJSON = []byte(`"` + etcdschema.StatusActive + `"`)
+	statusErrorJSON  = []byte(`"` + etcdschema.StatusError + `"`)
+)
 
 // recorderPrefixes are the key prefixes the recorder matches, made once
 // (etcdschema.Keys builds a prefix per call).

@@ -111,3 +111,47 @@ func BenchmarkRecorderApply(b *testing.B) {
 		b.Fatalf("%d of %d servers finished", r.Finished(), b.N)
 	}
 }
+
+// TestRecorderFinishesOnlyOnAFinishingRecord: the records a boot writes
+// to its cell finish it at ACTIVE, ERROR or in cell0, and not before —
+// also when a word the recorder looks for sits elsewhere in the record.
+func TestRecorderFinishesOnlyOnAFinishingRecord(t *testing.T) {
+	k := etcdschema.New("/berth")
+	for _, tc := range []struct {
+		desc     string
+		cell     string
+		status   string
+		metadata map[string]string
+		want     string // "" for not finished
+	}{
+		{desc: "building", cell: "cell1", status: etcdschema.StatusBuild},
+		{desc: "building, ACTIVE in its metadata", cell: "cell1", status: etcdschema.StatusBuild,
+			metadata: map[string]string{"note": "ACTIVE"}},
+		{desc: "active", cell: "cell1", status: etcdschema.StatusActive, want: "active"},
+		{desc: "error", cell: "cell2", status: etcdschema.StatusError, want: "failed"},
+		{desc: "buried in cell0", cell: "cell0", status: etcdschema.StatusBuild, want: "no valid host"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := NewRecorder(nil, k)
+			r.Expect([]string{"u1"}, time.Now(), time.Now())
+			in := &etcdschema.Instance{UUID: "u1", Status: tc.status, Cell: tc.cell, Metadata: tc.metadata}
+			r.mu.Lock()
+			r.applyLocked(time.Now(), &clientv3.Event{Type: clientv3.EventTypePut,
+				Kv: &mvccpb.KeyValue{Key: []byte(k.CellInstance(tc.cell, "u1")), Value: []byte(etcdschema.MustEncode(in)), ModRevision: 2}})
+			tr := r.traces["u1"]
+			got := ""
+			switch {
+			case !tr.active.IsZero():
+				got = "active"
+			case tr.failed:
+				got = "failed"
+			case tr.noValidHost:
+				got = "no valid host"
+			}
+			r.mu.Unlock()
+			if got != tc.want {
+				t.Errorf("after a %s record in %s: %q, want %q", tc.status, tc.cell, got, tc.want)
+			}
+		})
+	}
+}

@@ -167,7 +167,7 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 		return err
 	}
 	from++
-	r.rec = NewRecorder(t.Client, t.Keys)
+	r.rec = NewRecorder(t.recorderCli(), t.Keys)
 	var bg sync.WaitGroup
 	bgErr := make(chan error, 2)
 	bg.Add(1)

@@ -50,6 +50,18 @@ type Target struct {
 	// tally counts the in-process clients' etcd requests (-etcd-tally);
 	// nil when off.
 	tally *etcdtally.Tally
+	// recorderClient is what the recorder watches etcd with: an
+	// in-process client of the member the tool started, Client for an
+	// existing Berth.
+	recorderClient *clientv3.Client
+}
+
+// recorderCli is the client the recorder watches with.
+func (t *Target) recorderCli() *clientv3.Client {
+	if t.recorderClient != nil {
+		return t.recorderClient
+	}
+	return t.Client
 }
 
 // sync waits until every scheduler's placement index and host manager

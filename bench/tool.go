@@ -322,6 +322,19 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 		etcdtally.Wrap(own, tally, "bench etcd client")
 	}
 	t := &Target{Client: own, Keys: s0.Keys(), etcdEndpoints: []string{emb.ClientURL}, etcdPrefix: cfg.Etcd.Prefix, tally: tally}
+	// The recorder reads the member in process: it stands for no role of
+	// Berth, and over gRPC the member spent as much CPU encoding its
+	// every event (some 17 a server) as the recorder spent decoding them.
+	rec, err := s0.InProcessClient()
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	cleanups = append(cleanups, func() { rec.Close() })
+	if tally != nil {
+		etcdtally.Wrap(rec, tally, "bench recorder client")
+	}
+	t.recorderClient = rec
 	if o.etcdOnly {
 		return t, cleanup, nil
 	}

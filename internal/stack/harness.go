@@ -19,6 +19,16 @@ import (
 // Client is the stack's etcd client, shared by its roles.
 func (s *Stack) Client() *clientv3.Client { return s.cli }
 
+// InProcessClient is a new in-process client of the stack's embedded etcd
+// member, for a harness's own reader (the load tool's recorder); the
+// caller closes it before the stack stops.
+func (s *Stack) InProcessClient() (*clientv3.Client, error) {
+	if s.etcd == nil {
+		return nil, errors.New("stack: an in-process client needs a stack with an embedded etcd member")
+	}
+	return s.etcd.NewClient(), nil
+}
+
 // Keys is the stack's etcd key layout (its config's prefix).
 func (s *Stack) Keys() etcdschema.Keys { return s.keys }
 
