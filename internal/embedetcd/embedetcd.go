@@ -70,6 +70,10 @@ type Config struct {
 	// files at every handshake, so a renewed certificate is served
 	// without a restart.
 	TLS TLSFiles
+
+	// tune changes etcd's config last: the settings benchmark's variants
+	// (settings_bench_test.go), never a deployment.
+	tune func(*embed.Config)
 }
 
 // TLSFiles are the member's PEM files.
@@ -188,6 +192,9 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	ec.LogOutputs = []string{"stderr"}
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 
+	if cfg.tune != nil {
+		cfg.tune(ec)
+	}
 	id, err := newIdentity(cfg.TLS.CertFile, cfg.TLS.KeyFile)
 	if err != nil {
 		return nil, err
