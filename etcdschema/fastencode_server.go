@@ -1,6 +1,11 @@
 package etcdschema
 
-import "strconv"
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
 
 // A superconductor's hand-off writes a server's instance, its mapping
 // and its build cast (and a cell conductor and agent write the instance
@@ -54,7 +59,38 @@ func (b *Build) appendJSON(out []byte) ([]byte, bool) {
 		out = append(out, `,"image":`...)
 		out = appendBootImage(out, b.Image)
 	}
+	if len(b.Instance) > 0 {
+		out = append(out, `,"instance":`...)
+		if out, ok = appendRawJSON(out, b.Instance); !ok {
+			return nil, false
+		}
+	}
+	if len(b.Alternates) > 0 {
+		out = append(out, `,"alternates":`...)
+		if out, ok = appendRawJSON(out, b.Alternates); !ok {
+			return nil, false
+		}
+	}
 	return append(out, '}'), true
+}
+
+// appendRawJSON appends raw as json.Marshal writes a json.RawMessage:
+// compacted, and with <, >, & and U+2028/U+2029 escaped. It declines
+// (false) raw holding any of those characters or any byte outside ASCII,
+// leaving such a record to json.Marshal, and invalid JSON, where
+// json.Marshal fails. A cast's carried records were written by Encode,
+// so they are compact and escaped already: compacting is one pass.
+func appendRawJSON(out, raw []byte) ([]byte, bool) {
+	for _, c := range raw {
+		if c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {
+			return nil, false
+		}
+	}
+	buf := bytes.NewBuffer(out)
+	if err := json.Compact(buf, raw); err != nil {
+		return nil, false
+	}
+	return buf.Bytes(), true
 }
 
 func (m *InstanceMapping) sizeHint() int {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand"
 	"testing"
+	"unicode/utf8"
 )
 
 // richFlavor is flavor with, at random, the members a flavor rarely has
@@ -100,10 +101,22 @@ func TestServerFastEncodeMatchesJSONMarshal(t *testing.T) {
 		if moved {
 			b.Move = &MoveStep{MigrationUUID: g.str(), Step: g.str()}
 		}
-		check(b, moved)
+		switch g.rng.Intn(4) {
+		case 0: // a hand-off's cast: the instance and the alternates carried
+			if enc, err := Encode(in); err == nil { // a random time json.Marshal refuses: none carried
+				b.Instance = enc
+			}
+			b.Alternates = json.RawMessage(MustEncode(&Alternates{InstanceUUID: g.str(), Cell: g.str(), MaxAttempts: 3, Group: g.str()}))
+		case 1: // carried bytes json.Marshal compacts, escapes or refuses
+			raws := []string{`{ "a" : [1, 2] }`, `{"a":"<b>"}`, `{"a":"é"}`, `{"a":`, `"x"`}
+			b.Instance = json.RawMessage(raws[g.rng.Intn(len(raws))])
+		}
+		check(b, moved || !plainASCII(b.Instance) || !plainASCII(b.Alternates))
 		check(&InstanceMapping{InstanceUUID: g.str(), Cell: g.str(), ProjectID: g.str(), CreatedAt: g.time()}, false)
 	}
-	if fast < 6000 {
+	// Random carried bytes are often non-ASCII, which the fast encoder
+	// leaves to json.Marshal: about 5,200 of 9,000 go fast.
+	if fast < 4500 {
 		t.Errorf("only %d of 9000 values took the fast path", fast)
 	}
 }
@@ -144,4 +157,9 @@ func BenchmarkEncodeHandOff(b *testing.B) {
 			}
 		}
 	})
+}
+
+// plainASCII: raw has no byte the fast encoder declines.
+func plainASCII(raw []byte) bool {
+	return !bytes.ContainsAny(raw, "<>&") && !bytes.ContainsFunc(raw, func(r rune) bool { return r >= utf8.RuneSelf })
 }
