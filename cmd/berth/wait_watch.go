@@ -159,7 +159,10 @@ func waitSettledWatching(ctx context.Context, s *streams, bc *api.Client, sc *go
 	}
 	var mine []servers.Server
 	for _, sv := range list {
-		if want[sv.ID] {
+		// A server the wait saw deleted is left out even while the list
+		// still shows it: its delete was accepted (task state deleting)
+		// and its host has not finished yet, so it shows its old status.
+		if want[sv.ID] && status[sv.ID] != statusDeleted {
 			mine = append(mine, sv)
 		}
 	}
