@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -281,11 +282,15 @@ func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 // readBody is Resource._get_request_content: no body (Content-Length 0
 // or unknown and empty) is None, anything else must be JSON.
 func readBody(r *http.Request) (any, *fault) {
-	buf := make([]byte, 0, 512)
-	tmp := make([]byte, 4096)
+	bufp := bodyBuffers.Get().(*[]byte)
+	defer bodyBuffers.Put(bufp)
+	buf := (*bufp)[:0]
 	for {
-		n, err := r.Body.Read(tmp)
-		buf = append(buf, tmp[:n]...)
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
 		if len(buf) > maxBody {
 			return nil, errTooLarge
 		}
@@ -293,15 +298,24 @@ func readBody(r *http.Request) (any, *fault) {
 			break
 		}
 	}
+	if cap(buf) <= maxBody+1 {
+		*bufp = buf // keep a buffer grown for a larger body, within the limit
+	}
 	if len(buf) == 0 {
 		return nil, nil
 	}
+	// The decoded value copies what it keeps (strings, numbers), so the
+	// buffer goes back to the pool.
 	v, err := decodeOrdered(buf)
 	if err != nil {
 		return nil, &fault{status: 400, message: "Malformed request body"}
 	}
 	return v, nil
 }
+
+// bodyBuffers are request bodies' read buffers, reused: a create's body
+// is read for every server created.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // maxBody is oslo's sizelimit middleware default, max_request_body_size.
 const maxBody = 114688

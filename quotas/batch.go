@@ -103,11 +103,11 @@ func (s *Store) PlanServers(ctx context.Context, project, requestID string, reqs
 	sum := charge{}
 	admitted := 0
 	for i, r := range reqs {
-		_, userLim := s.serverLimits(st.set, r.User)
 		n := int64(r.Max)
 		c := charge{instances: n, cores: n * r.VCPUs, ram: n * r.RAMMB}
 		switch {
-		case userLim != nil, r.Group != "" && lim[ServerGroupMembers] >= 0, limited && !recorded:
+		// The user's own limits (serverLimits' condition) need a count.
+		case r.User != "" && userLimitsOwn(st.set, r.User, Instances, Cores, RAM), r.Group != "" && lim[ServerGroupMembers] >= 0, limited && !recorded:
 			p.Alone[i] = true
 		case limited && !(within(lim[Instances], record.Instances+sum.instances, c.instances) &&
 			within(lim[Cores], record.Cores+sum.cores, c.cores) && within(lim[RAM], record.RAM+sum.ram, c.ram)):

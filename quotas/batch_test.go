@@ -1,0 +1,89 @@
+package quotas
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+)
+
+// PlanServers admits what fits the usage record, each create after the
+// ones before it, and sends alone what needs a count: no record yet,
+// past the record, a user's own limits, a group's member limit.
+func TestPlanServersAdmits(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/plan")
+	create := func(project, user string, n int) ServerRequest {
+		return ServerRequest{Project: project, User: user, Min: n, Max: n, VCPUs: 1, RAMMB: 512}
+	}
+	inGroup := func(r ServerRequest) ServerRequest { r.Group = "g"; return r }
+	for i, c := range []struct {
+		desc     string
+		limits   Limits // the defaults
+		userSet  Limits // the user "own"'s limits, set by os-quota-sets (nil: none)
+		recorded bool   // a counted create first leaves a record of 1
+		reqs     []ServerRequest
+		alone    []bool
+		fence    bool // the plan compares the fence (a limit is checked)
+	}{
+		{desc: "nothing limited", limits: Limits{Instances: Unlimited, Cores: Unlimited, RAM: Unlimited},
+			reqs: []ServerRequest{create("p", "u", 5), create("p", "u", 62)}, alone: []bool{false, false}},
+		{desc: "no record yet", limits: Limits{Instances: 10},
+			reqs: []ServerRequest{create("p", "u", 1)}, alone: []bool{true}},
+		{desc: "each after the ones before it", limits: Limits{Instances: 10, Cores: Unlimited, RAM: Unlimited}, recorded: true,
+			reqs:  []ServerRequest{create("p", "u", 4), create("p", "u", 6), create("p", "u", 4), create("p", "u", 5)},
+			alone: []bool{false, true, false, true}, fence: true},
+		{desc: "cores past the record", limits: Limits{Instances: 100, Cores: 3, RAM: Unlimited}, recorded: true,
+			reqs: []ServerRequest{create("p", "u", 2), create("p", "u", 1)}, alone: []bool{false, true}, fence: true},
+		{desc: "a user's own limits count", limits: Limits{Instances: Unlimited, Cores: Unlimited, RAM: Unlimited},
+			userSet: Limits{Instances: 5}, reqs: []ServerRequest{create("p", "own", 1), create("p", "u", 1)},
+			alone: []bool{true, false}},
+		{desc: "a group's member limit counts", limits: Limits{Instances: Unlimited, Cores: Unlimited, RAM: Unlimited, ServerGroupMembers: 10},
+			reqs: []ServerRequest{inGroup(create("p", "u", 1)), create("p", "u", 1)}, alone: []bool{true, false}},
+		{desc: "an unlimited group", limits: Limits{Instances: Unlimited, Cores: Unlimited, RAM: Unlimited, ServerGroupMembers: Unlimited},
+			reqs: []ServerRequest{inGroup(create("p", "u", 1))}, alone: []bool{false}},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			project := fmt.Sprintf("p-%d", i)
+			for j := range c.reqs {
+				c.reqs[j].Project = project
+			}
+			s := New(cli, keys, c.limits, nil)
+			if c.userSet != nil {
+				if _, err := s.Update(ctx, project, "own", c.userSet, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.recorded {
+				_, g, err := s.ReserveServers(ctx, create(project, "u", 1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := cli.Txn(ctx).If(g.Cmps...).Then(g.Ops...).Commit(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := s.PlanServers(ctx, project, "req", c.reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(p.Alone, c.alone) {
+				t.Errorf("alone %v, want %v", p.Alone, c.alone)
+			}
+			if want := 1 + map[bool]int{true: 1}[c.fence]; p.Admitted() && len(p.Cmps) != want {
+				t.Errorf("%d comparisons, want %d (the set, and the fence when a limit is checked)", len(p.Cmps), want)
+			}
+			if p.Admitted() {
+				resp, err := cli.Txn(ctx).If(p.Cmps...).Then(p.Ops...).Else(p.Refresh...).Commit()
+				if err != nil || !resp.Succeeded {
+					t.Fatalf("the share: %v, succeeded %v", err, resp != nil && resp.Succeeded)
+				}
+				s.PlanCommitted(p, resp.Header.Revision)
+			}
+		})
+	}
+}
