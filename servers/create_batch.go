@@ -81,6 +81,17 @@ type createBatcher struct {
 	// batches and creates count the requests sent and the creates they
 	// carried (tests).
 	batches, creates int64
+	// through, when set, is what batches are sent through instead of the
+	// Store's client (tests lose answers with it).
+	through clientv3.KV
+}
+
+// kv is what b sends batches through.
+func (b *createBatcher) kv(s *Store) clientv3.KV {
+	if b.through != nil {
+		return b.through
+	}
+	return s.cli
 }
 
 type queuedCreate struct {
@@ -320,9 +331,9 @@ func (b *createBatcher) sendBatch(ctx context.Context, s *Store, batch []*queued
 		// encode and apply.
 		plan := sent[0].plan
 		_, thens, _ := ops[0].Txn()
-		resp, err = s.cli.Txn(ctx).If(plan.Cmps...).Then(thens...).Else(plan.Refresh...).Commit()
+		resp, err = b.kv(s).Txn(ctx).If(plan.Cmps...).Then(thens...).Else(plan.Refresh...).Commit()
 	} else {
-		resp, err = s.cli.Txn(ctx).Then(ops...).Commit()
+		resp, err = b.kv(s).Txn(ctx).Then(ops...).Commit()
 	}
 	for i, sh := range sent {
 		var res *etcdserverpb.TxnResponse

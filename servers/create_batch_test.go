@@ -219,3 +219,81 @@ func TestBatchShareRefreshesAStaleFence(t *testing.T) {
 		t.Errorf("usage record below the count: %v", below)
 	}
 }
+
+// lossyKV sends transactions, and then loses the answer of the next
+// loseNext ones (committed: true) or the request itself (false), as a
+// connection cut at the wrong moment does.
+type lossyKV struct {
+	clientv3.KV
+	mu        sync.Mutex
+	loseNext  int
+	committed bool
+}
+
+func (l *lossyKV) Txn(ctx context.Context) clientv3.Txn { return &lossyTxn{Txn: l.KV.Txn(ctx), kv: l} }
+
+type lossyTxn struct {
+	clientv3.Txn
+	kv *lossyKV
+}
+
+func (t *lossyTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { t.Txn = t.Txn.If(cs...); return t }
+func (t *lossyTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
+func (t *lossyTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
+func (t *lossyTxn) Commit() (*clientv3.TxnResponse, error) {
+	t.kv.mu.Lock()
+	lose := t.kv.loseNext > 0
+	if lose {
+		t.kv.loseNext--
+	}
+	committed := t.kv.committed
+	t.kv.mu.Unlock()
+	if !lose {
+		return t.Txn.Commit()
+	}
+	if committed {
+		if _, err := t.Txn.Commit(); err != nil {
+			return nil, err
+		}
+	}
+	return nil, errors.New("connection reset: the answer was lost")
+}
+
+// A batch whose answer etcd lost: its creates are stored once, whether
+// the batch had committed or not, and answered with the servers stored.
+func TestBatchWithALostAnswerStoresOnce(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	for _, committed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("committed %v", committed), func(t *testing.T) {
+			keys := etcdschema.New(fmt.Sprintf("/lost-%v", committed))
+			s := New(cli, keys, noAllocations{}, nil)
+			s.SetQuotas(quotas.New(cli, keys, quotas.Limits{quotas.Instances: 10, quotas.Cores: quotas.Unlimited,
+				quotas.RAM: quotas.Unlimited}, nil))
+			// The first create counts, alone; the second is a share.
+			if _, err := s.Create(ctx, CreateRequest{Name: "first", Count: 1, ProjectID: "p", UserID: "u", Flavor: tinyFlavor}); err != nil {
+				t.Fatal(err)
+			}
+			s.creates.through = &lossyKV{KV: cli, loseNext: 1, committed: committed}
+			res, err := s.Create(ctx, CreateRequest{Name: "web", Count: 3, ProjectID: "p", UserID: "u", Flavor: tinyFlavor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := countKeys(t, cli, keys.BuildRequests()); got != 4 {
+				t.Errorf("%d build requests stored, want 4 (1 + 3, once)", got)
+			}
+			for _, br := range res.BuildRequests {
+				if got := countKeys(t, cli, keys.BuildRequest(br.InstanceUUID)); got != 1 {
+					t.Errorf("the answered server %s is not stored", br.InstanceUUID)
+				}
+			}
+			audit, err := s.quotas.AuditUsage(ctx, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if below := audit.Below(); len(below) > 0 {
+				t.Errorf("usage record below the count: %v", below)
+			}
+		})
+	}
+}
