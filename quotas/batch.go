@@ -82,6 +82,9 @@ type BatchPlan struct {
 	// next is the fence state once the share commits (fenceMod unknown
 	// until then).
 	next fenceState
+	// fenced says Cmps compare the fence, at fenceMod.
+	fenced   bool
+	fenceMod int64
 }
 
 // Admitted reports whether any request of the plan was admitted.
@@ -131,6 +134,7 @@ func (s *Store) PlanServers(ctx context.Context, project, requestID string, reqs
 	if limited {
 		g := s.guardRecorded(project, requestID, st, sum)
 		p.Cmps = append(p.Cmps, g.Cmps...)
+		p.fenced, p.fenceMod = true, st.fenceMod
 		p.Ops = g.Ops
 		p.next.usage = record.plus(sum, st.usage.Basis)
 	} else {
@@ -149,18 +153,21 @@ func (s *Store) PlanCommitted(p *BatchPlan, rev int64) {
 
 // PlanFailed records the set and fence that p's share's Else read (the
 // responses of p.Refresh, in order): the share's comparisons failed, and
-// the next plan starts from them.
-func (s *Store) PlanFailed(p *BatchPlan, refresh []*etcdserverpb.ResponseOp, rev int64) {
+// the next plan starts from them. moved reports whether the set or the
+// fence the plan compared did move (true too when the reads cannot
+// tell); false means another of the share's comparisons failed.
+func (s *Store) PlanFailed(p *BatchPlan, refresh []*etcdserverpb.ResponseOp, rev int64) (moved bool) {
 	if len(refresh) != 2 {
 		s.remember(p.Project, nil)
-		return
+		return true
 	}
 	st := fenceState{rev: rev}
 	if err := st.decode(refresh[0].GetResponseRange().GetKvs(), refresh[1].GetResponseRange().GetKvs()); err != nil {
 		s.remember(p.Project, nil)
-		return
+		return true
 	}
 	s.remember(p.Project, &st)
+	return st.setMod != p.next.setMod || (p.fenced && st.fenceMod != p.fenceMod)
 }
 
 // ForgetFence drops what the plans remember of project (its share's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -35,6 +36,11 @@ import (
 //   - a share whose fence or set moved (another process, a create that
 //     counted) fails whole; its Else reads the fresh state, from which
 //     its creates are planned again in the next batch;
+//   - creates checked against the same records (one flavor, image and
+//     group for all: the usual batch) would fail those comparisons all
+//     together, so the share makes them once, for all; when such a share
+//     fails with the set and fence as planned (its Else says so), every
+//     create is told a record it was checked against changed;
 //   - a create the plan does not admit (it needs a count, or a per-user
 //     or group-member check) is handed back and goes alone as before,
 //     refusals and Nova's words unchanged.
@@ -99,12 +105,15 @@ type queuedCreate struct {
 	quota quotas.ServerRequest
 	cmps  []clientv3.Cmp
 	ops   []clientv3.Op
-	bytes int
-	tries int
-	taken bool // sent, or being sent (under createBatcher.mu)
-	done  chan struct{}
-	out   createOutcome
-	err   error
+	// checked and group are what cmps compare (sameChecks).
+	checked []CheckedRecord
+	group   string
+	bytes   int
+	tries   int
+	taken   bool // sent, or being sent (under createBatcher.mu)
+	done    chan struct{}
+	out     createOutcome
+	err     error
 }
 
 // createBatched tries to store req with the other creates ready now.
@@ -141,7 +150,7 @@ func (s *Store) createBatched(ctx context.Context, req CreateRequest) (res *Rese
 func (s *Store) queuedCreate(ctx context.Context, req CreateRequest) (*Reservation, *queuedCreate) {
 	res := newReservation(req, req.Count)
 	cmps, ops := s.partTxn(req, res.BuildRequests, true)
-	q := &queuedCreate{ctx: ctx, cmps: cmps, ops: ops, done: make(chan struct{}),
+	q := &queuedCreate{ctx: ctx, cmps: cmps, ops: ops, checked: req.Checked, group: req.Hints.Group, done: make(chan struct{}),
 		quota: quotas.ServerRequest{Project: req.ProjectID, User: req.UserID, Group: req.Hints.Group,
 			Min: req.Count, Max: req.Count, VCPUs: int64(req.Flavor.VCPUs), RAMMB: int64(req.Flavor.RAMMB),
 			RequestID: req.RequestID}}
@@ -235,6 +244,21 @@ func (b *createBatcher) takeLocked() []*queuedCreate {
 type share struct {
 	plan    *quotas.BatchPlan
 	members []*queuedCreate
+	cmps    []clientv3.Cmp // the plan's, and the members' when hoisted
+	// hoisted says the members' own comparisons, the same for all, are
+	// the share's.
+	hoisted bool
+}
+
+// sameChecks reports whether every create of qs was checked against the
+// same records at the same revisions, in the same group.
+func sameChecks(qs []*queuedCreate) bool {
+	for _, q := range qs[1:] {
+		if q.group != qs[0].group || !slices.Equal(q.checked, qs[0].checked) {
+			return false
+		}
+	}
+	return true
 }
 
 // send plans, sends and answers batch, then sends the next batch from
@@ -305,21 +329,34 @@ func (b *createBatcher) sendBatch(ctx context.Context, s *Store, batch []*queued
 			continue
 		}
 		var admitted []*queuedCreate
-		txns := plan.Ops
 		for i, q := range sh.members {
 			if plan.Alone[i] {
 				answer(q, createAlone, nil)
 				continue
 			}
 			admitted = append(admitted, q)
-			txns = append(txns, clientv3.OpTxn(q.cmps, q.ops, nil))
 		}
 		if len(admitted) == 0 {
 			continue
 		}
-		sh.plan, sh.members = plan, admitted
+		sh.plan, sh.members, sh.cmps = plan, admitted, plan.Cmps
+		// Creates checked against the same records (one flavor, one
+		// image, one group: the usual batch) would all fail one of those
+		// comparisons together: the share compares them once.
+		sh.hoisted = sameChecks(admitted)
+		if sh.hoisted {
+			sh.cmps = append(slices.Clip(plan.Cmps), admitted[0].cmps...)
+		}
+		txns := slices.Clip(plan.Ops)
+		for _, q := range admitted {
+			cmps := q.cmps
+			if sh.hoisted {
+				cmps = nil
+			}
+			txns = append(txns, clientv3.OpTxn(cmps, q.ops, nil))
+		}
 		sent = append(sent, sh)
-		ops = append(ops, clientv3.OpTxn(plan.Cmps, txns, plan.Refresh))
+		ops = append(ops, clientv3.OpTxn(sh.cmps, txns, plan.Refresh))
 	}
 	if len(ops) == 0 {
 		return nil
@@ -329,9 +366,8 @@ func (b *createBatcher) sendBatch(ctx context.Context, s *Store, batch []*queued
 	if len(sent) == 1 {
 		// One share is the request itself: a nesting level less to
 		// encode and apply.
-		plan := sent[0].plan
-		_, thens, _ := ops[0].Txn()
-		resp, err = b.kv(s).Txn(ctx).If(plan.Cmps...).Then(thens...).Else(plan.Refresh...).Commit()
+		cmps, thens, elses := ops[0].Txn()
+		resp, err = b.kv(s).Txn(ctx).If(cmps...).Then(thens...).Else(elses...).Commit()
 	} else {
 		resp, err = b.kv(s).Txn(ctx).Then(ops...).Commit()
 	}
@@ -364,9 +400,14 @@ func (b *createBatcher) sendBatch(ctx context.Context, s *Store, batch []*queued
 					answer(q, createCmpsFailed, nil)
 				}
 			}
+		case !s.quotas.PlanFailed(sh.plan, res.Responses, resp.Header.GetRevision()) && sh.hoisted:
+			// The set and fence are as planned: a record the creates were
+			// checked against changed.
+			for _, q := range sh.members {
+				answer(q, createCmpsFailed, nil)
+			}
 		default:
 			// The fence or set moved: plan again from what the Else read.
-			s.quotas.PlanFailed(sh.plan, res.Responses, resp.Header.GetRevision())
 			for _, q := range sh.members {
 				q.tries++
 				if q.tries >= maxQuotaTries {

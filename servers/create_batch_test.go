@@ -297,3 +297,61 @@ func TestBatchWithALostAnswerStoresOnce(t *testing.T) {
 		})
 	}
 }
+
+// Creates checked against the same flavor at the same revision share
+// that comparison: it holds for all, or fails all (each is then told its
+// flavor changed, and nothing, the fence included, is written).
+func TestBatchShareComparesSharedChecksOnce(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/hoist")
+	s := New(cli, keys, noAllocations{}, nil)
+	s.SetQuotas(quotas.New(cli, keys, quotas.Limits{quotas.Instances: quotas.Unlimited, quotas.Cores: quotas.Unlimited,
+		quotas.RAM: quotas.Unlimited}, nil))
+	flavorKey := keys.Flavor("m1.tiny")
+	put, err := cli.Put(ctx, flavorKey, "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc   string
+		rev    int64
+		want   createOutcome
+		stored int64
+	}{
+		{desc: "as read", rev: put.Header.Revision, want: createStored, stored: 3},
+		{desc: "changed since", rev: put.Header.Revision - 1, want: createCmpsFailed, stored: 0},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			var batch []*queuedCreate
+			for i := range 3 {
+				_, q := s.queuedCreate(ctx, CreateRequest{Name: fmt.Sprint(i), Count: 1, ProjectID: "p", UserID: "u",
+					Flavor: tinyFlavor, Checked: []CheckedRecord{{Key: flavorKey, ModRevision: tc.rev}}})
+				batch = append(batch, q)
+			}
+			before := countKeys(t, cli, keys.BuildRequests())
+			fence0, err := cli.Get(ctx, keys.QuotaFence("p"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again := s.creates.sendBatch(ctx, s, batch); len(again) > 0 {
+				t.Fatalf("%d creates to plan again, want none", len(again))
+			}
+			for i, q := range batch {
+				if q.err != nil || q.out != tc.want {
+					t.Errorf("create %d: outcome %d (%v), want %d", i, q.out, q.err, tc.want)
+				}
+			}
+			if got := countKeys(t, cli, keys.BuildRequests()) - before; got != tc.stored {
+				t.Errorf("%d build requests stored, want %d", got, tc.stored)
+			}
+			fence, err := cli.Get(ctx, keys.QuotaFence("p"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if moved := len(fence.Kvs) != len(fence0.Kvs) || (len(fence.Kvs) == 1 && fence.Kvs[0].ModRevision != fence0.Kvs[0].ModRevision); moved != (tc.stored > 0) {
+				t.Errorf("fence moved %v, want %v", moved, tc.stored > 0)
+			}
+		})
+	}
+}
