@@ -355,3 +355,71 @@ func TestBatchShareComparesSharedChecksOnce(t *testing.T) {
 		})
 	}
 }
+
+// Creates of several projects in one request: a share each, each
+// committing or failing on its own fence. Here one project's fence moved
+// behind the process's back: its share is planned again, the others'
+// creates are stored, all in one revision.
+func TestBatchSharesOfSeveralProjects(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/projects")
+	limits := quotas.Limits{quotas.Instances: 100, quotas.Cores: quotas.Unlimited, quotas.RAM: quotas.Unlimited}
+	a, b := New(cli, keys, noAllocations{}, nil), New(cli, keys, noAllocations{}, nil)
+	a.SetQuotas(quotas.New(cli, keys, limits, nil))
+	b.SetQuotas(quotas.New(cli, keys, limits, nil))
+	create := func(s *Store, project string) {
+		t.Helper()
+		if _, err := s.Create(ctx, CreateRequest{Name: "x", Count: 1, ProjectID: project, UserID: "u", Flavor: tinyFlavor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	projects := []string{"p1", "p2", "p3"}
+	for _, p := range projects {
+		create(a, p) // counts
+		create(a, p) // a share: a remembers the fence it wrote
+	}
+	create(b, "p2") // p2's fence moves behind a's back
+	var batch []*queuedCreate
+	for _, p := range projects {
+		for range 2 {
+			_, q := a.queuedCreate(ctx, CreateRequest{Name: "y", Count: 1, ProjectID: p, UserID: "u", Flavor: tinyFlavor})
+			batch = append(batch, q)
+		}
+	}
+	rev0, err := cli.Get(ctx, keys.QuotaFence("p1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := a.creates.sendBatch(ctx, a, batch)
+	if len(again) != 2 || again[0].quota.Project != "p2" || again[1].quota.Project != "p2" {
+		t.Fatalf("planned again: %d creates, want p2's two", len(again))
+	}
+	for _, q := range batch {
+		if q.quota.Project != "p2" && (q.err != nil || q.out != createStored) {
+			t.Errorf("%s: outcome %d (%v), want stored", q.quota.Project, q.out, q.err)
+		}
+	}
+	after, err := cli.Get(ctx, keys.QuotaFence("p1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Header.Revision != rev0.Header.Revision+1 {
+		t.Errorf("the batch took %d revisions, want 1", after.Header.Revision-rev0.Header.Revision)
+	}
+	if again := a.creates.sendBatch(ctx, a, again); len(again) > 0 {
+		t.Fatalf("p2 planned again twice")
+	}
+	for _, p := range projects {
+		if got, want := countKeys(t, cli, keys.QuotaInstances(p)), map[string]int64{"p2": 5}[p]; got != max(want, 4) {
+			t.Errorf("%s: %d servers, want %d", p, got, max(want, 4))
+		}
+		audit, err := a.quotas.AuditUsage(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if below := audit.Below(); len(below) > 0 {
+			t.Errorf("%s: usage record below the count: %v", p, below)
+		}
+	}
+}
