@@ -2,7 +2,6 @@ package etcdschema
 
 import (
 	"encoding/binary"
-	"time"
 	"unicode/utf8"
 )
 
@@ -173,8 +172,11 @@ func (v *InstanceInfo) decodeFast(data []byte) bool {
 		case "state":
 			v.State = internState(m.str)
 		case "updated_at":
-			var t time.Time
-			if !m.isStr || t.UnmarshalText(m.str) != nil {
+			if !m.isStr {
+				return false
+			}
+			t, err := parseTime(m.str)
+			if err != nil {
 				return false
 			}
 			v.UpdatedAt = t

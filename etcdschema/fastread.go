@@ -224,8 +224,8 @@ func (r *jsonReader) time() (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	var t time.Time
-	if t.UnmarshalText(s) != nil {
+	t, err := parseTime(s)
+	if err != nil {
 		return time.Time{}, false
 	}
 	return t, true
