@@ -62,7 +62,12 @@ type Config struct {
 	SchedulerCPU   float64
 	// FleetProcs runs the simulated hosts in child processes (0: in the
 	// tool's process).
-	FleetProcs       int
+	FleetProcs int
+	// FleetEtcd is how the simulated hosts in the tool's process reach
+	// etcd: FleetEtcdGRPC (default), as agents on other machines do, or
+	// FleetEtcdInProcess, as berth dev's agents do (the member's gRPC
+	// serving of the agents left out of the figures).
+	FleetEtcd        string
 	Workers          int
 	ConductorWorkers int
 
@@ -122,7 +127,7 @@ func DefaultConfig() Config {
 			Duration: 30 * time.Second, InstancesPerHost: 10, DrainHosts: 10, ServersPerHost: 10, DrainParallel: 4,
 			ResizeParallel: 16,
 			BaselineTime:   2 * time.Second, BaselineRounds: 3},
-		Schedulers: 1, RegisterWorkers: 32, Liveness: LivenessPerHost, Syncs: true,
+		Schedulers: 1, RegisterWorkers: 32, Liveness: LivenessPerHost, Syncs: true, FleetEtcd: FleetEtcdGRPC,
 		Prefix: etcdschema.DefaultPrefix, Format: FormatTable, ProfilePhase: "all",
 		Timeout: 10 * time.Minute, LogLevel: "warn",
 	}
@@ -153,6 +158,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.BaselineTime, "baseline-time", c.BaselineTime, "how long each round of the CAS and of the claim baseline runs")
 	fs.IntVar(&c.BaselineRounds, "baseline-rounds", c.BaselineRounds, "rounds of the baselines, CAS and claims alternating (their rates are over all rounds)")
 	fs.IntVar(&c.Schedulers, "schedulers", c.Schedulers, "schedulers (each with its superconductor) to start")
+	fs.StringVar(&c.FleetEtcd, "fleet-etcd", c.FleetEtcd, "how the simulated hosts in the tool's process reach its etcd: grpc (as agents on other machines) or in-process (as berth dev's agents)")
 	fs.IntVar(&c.FleetProcs, "fleet-procs", c.FleetProcs, "run the simulated hosts in N child processes (each a range of the hosts with its own etcd client) instead of the tool's process; their CPU is reported apart")
 	fs.BoolVar(&c.SchedulerProcs, "scheduler-procs", c.SchedulerProcs, "run each scheduler (with its superconductor) as a child process instead of in the tool's process")
 	fs.Float64Var(&c.SchedulerCPU, "scheduler-cpu", c.SchedulerCPU, "with -scheduler-procs: put each scheduler process in a CPU cgroup of its own with this many CPUs of quota (0: none)")
@@ -238,6 +244,10 @@ func (c *Config) Validate() error {
 		return bad("-fleet-procs must be between 0 and -hosts")
 	case c.FleetProcs > 0 && (c.Etcd != "" || c.Scenario == "coldstart"):
 		return bad("-fleet-procs is for a Berth the tool starts, and coldstart runs no fleet")
+	case c.FleetEtcd != FleetEtcdGRPC && c.FleetEtcd != FleetEtcdInProcess:
+		return bad("-fleet-etcd must be %s or %s, not %q", FleetEtcdGRPC, FleetEtcdInProcess, c.FleetEtcd)
+	case c.FleetEtcd == FleetEtcdInProcess && (c.Etcd != "" || c.FleetProcs > 0):
+		return bad("-fleet-etcd in-process is for a fleet in the tool's process beside the etcd the tool starts (not -etcd, not -fleet-procs)")
 	case c.EtcdTally && (c.Etcd != "" || c.SchedulerProcs):
 		return bad("-etcd-tally counts the clients of a Berth the tool starts in its own process (not -etcd's, not -scheduler-procs')")
 	case c.SchedulerProcs && (c.Etcd != "" || c.Scenario == "coldstart"):
@@ -267,6 +277,12 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// The ways the simulated hosts reach etcd (-fleet-etcd).
+const (
+	FleetEtcdGRPC      = "grpc"
+	FleetEtcdInProcess = "in-process"
+)
 
 // checkLiveness: a host's liveness lease must outlive the period it is
 // renewed at.

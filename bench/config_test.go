@@ -78,6 +78,9 @@ func TestConfigValidate(t *testing.T) {
 		{"tally of another Berth", func(c *Config) { c.EtcdTally, c.Etcd, c.API = true, "a", "http://b" }, "-etcd-tally counts the clients of a Berth the tool starts"},
 		{"tally of scheduler processes", func(c *Config) { c.EtcdTally, c.SchedulerProcs = true, true }, "-etcd-tally counts the clients of a Berth the tool starts"},
 		{"tally", func(c *Config) { c.EtcdTally = true }, ""},
+		{"fleet etcd unknown", func(c *Config) { c.FleetEtcd = "unix" }, `-fleet-etcd must be grpc or in-process, not "unix"`},
+		{"fleet etcd in process with fleet processes", func(c *Config) { c.FleetEtcd, c.FleetProcs = FleetEtcdInProcess, 2 }, "-fleet-etcd in-process is for a fleet in the tool's process"},
+		{"fleet etcd in process", func(c *Config) { c.FleetEtcd = FleetEtcdInProcess }, ""},
 		{"a quota below unlimited", func(c *Config) { c.Scenario, c.ResizeQuota = "resize", "cores=-2" }, `-resize-quota "cores=-2"`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -104,17 +107,17 @@ func TestConfigFlags(t *testing.T) {
 	c.AddFlags(fs)
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n != 49 {
-		t.Errorf("%d flags, want the 49 of berth bench", n)
+	if n != 50 {
+		t.Errorf("%d flags, want the 50 of berth bench", n)
 	}
 	if err := fs.Parse([]string{"-scenario", "churn", "-hosts", "7", "-syncs=false", "-scheduler-cpu", "0.5",
-		"-report-interval", "3s", "-etcd", "a,b", "-format", "json", "-log-level", "debug", "-noauth", "-etcd-tally"}); err != nil {
+		"-report-interval", "3s", "-etcd", "a,b", "-format", "json", "-log-level", "debug", "-noauth", "-etcd-tally", "-fleet-etcd", "in-process"}); err != nil {
 		t.Fatal(err)
 	}
 	want := DefaultConfig()
 	want.Scenario, want.Hosts, want.Syncs, want.SchedulerCPU = "churn", 7, false, 0.5
 	want.ReportInterval, want.Etcd, want.Format, want.LogLevel = 3*time.Second, "a,b", FormatJSON, "debug"
-	want.NoAuth, want.EtcdTally = true, true
+	want.NoAuth, want.EtcdTally, want.FleetEtcd = true, true, FleetEtcdInProcess
 	if c != want {
 		t.Errorf("after parsing:\n got %+v\nwant %+v", c, want)
 	}

@@ -189,6 +189,10 @@ type Result struct {
 	// the measured phase (not part of CPUSeconds).
 	FleetProcs           int     `json:"fleet_procs,omitempty"`
 	FleetProcsCPUSeconds float64 `json:"fleet_procs_cpu_s,omitempty"`
+	// FleetEtcd is "in-process" when the simulated hosts reached etcd
+	// through an in-process client (-fleet-etcd in-process); empty for
+	// gRPC, the default.
+	FleetEtcd string `json:"fleet_etcd,omitempty"`
 
 	// Failover.
 	LeaderKilled     string  `json:"leader_killed,omitempty"`
@@ -254,6 +258,9 @@ func (r *Result) WriteTable(w io.Writer) {
 		live := fmt.Sprintf("a lease per host (TTL %s) renewed every %s", r.ServiceDownTime, r.ReportInterval)
 		if r.Liveness == LivenessShared {
 			live = fmt.Sprintf("one shared lease (TTL %s), one keepalive stream", r.ServiceDownTime)
+		}
+		if r.FleetEtcd == FleetEtcdInProcess {
+			syncs += "; the hosts reach etcd in process (as berth dev's agents), not over gRPC"
 		}
 		row("hosts' liveness", "%s: %s; %s", r.Liveness, live, syncs)
 	}

@@ -215,8 +215,11 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 		r.fleet = r.fleetProcs
 		r.res.FleetProcs = cfg.FleetProcs
 	} else {
-		place := placement.New(t.Client, t.Keys, cfg.Log) // its store only, as agents use it
-		r.fleet, err = NewFleet(t.Client, t.Keys, place, fcfg, cfg.Log)
+		place := placement.New(t.fleetCli(), t.Keys, cfg.Log) // its store only, as agents use it
+		r.fleet, err = NewFleet(t.fleetCli(), t.Keys, place, fcfg, cfg.Log)
+		if t.fleetClient != nil {
+			r.res.FleetEtcd = FleetEtcdInProcess
+		}
 	}
 	if err != nil {
 		return err

@@ -54,6 +54,17 @@ type Target struct {
 	// in-process client of the member the tool started, Client for an
 	// existing Berth.
 	recorderClient *clientv3.Client
+	// fleetClient is the simulated hosts' in-process client (-fleet-etcd
+	// in-process); nil: they use Client.
+	fleetClient *clientv3.Client
+}
+
+// fleetCli is the client the simulated hosts in the tool's process use.
+func (t *Target) fleetCli() *clientv3.Client {
+	if t.fleetClient != nil {
+		return t.fleetClient
+	}
+	return t.Client
 }
 
 // recorderCli is the client the recorder watches with.

@@ -111,7 +111,8 @@ func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
 	} else {
 		target, cleanup, err = startTarget(ctx, cfg, log, benchStart{dataDir: c.DataDir, cells: c.Cells, noAuth: c.NoAuth,
 			schedulers: c.Schedulers, workers: c.Workers, condWorkers: c.ConductorWorkers, etcdOnly: c.Scenario == "coldstart",
-			admin: c.Scenario == "drain", procs: procs, quota: parseQuota(c.ResizeQuota), tally: c.EtcdTally})
+			admin: c.Scenario == "drain", procs: procs, quota: parseQuota(c.ResizeQuota), tally: c.EtcdTally,
+			fleetInProcess: c.FleetEtcd == FleetEtcdInProcess})
 	}
 	if err != nil {
 		return nil, err
@@ -219,6 +220,9 @@ type benchStart struct {
 	quota map[string]int64
 	// tally counts every in-process client's etcd requests (-etcd-tally).
 	tally bool
+	// fleetInProcess gives the fleet an in-process client of the member
+	// (-fleet-etcd in-process) instead of the tool's gRPC one.
+	fleetInProcess bool
 }
 
 // startTarget starts Berth in this process with the stack `berth dev`
@@ -334,6 +338,18 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 		etcdtally.Wrap(rec, tally, "bench recorder client")
 	}
 	t.recorderClient = rec
+	if o.fleetInProcess {
+		fc, err := s0.InProcessClient()
+		if err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		cleanups = append(cleanups, func() { fc.Close() })
+		if tally != nil {
+			etcdtally.Wrap(fc, tally, "fleet in-process client")
+		}
+		t.fleetClient = fc
+	}
 	if o.etcdOnly {
 		return t, cleanup, nil
 	}
