@@ -154,6 +154,8 @@ func (st *indexState) summaryOf(e *rpEntry) *ProviderSummary {
 	for rc, inv := range e.p.Inventories {
 		ps.Resources[rc] = ResourceSummary{Capacity: inv.Capacity(), Used: e.p.Usages[rc]}
 	}
+	ps.std = [3]ResourceSummary{ps.Resources[VCPU], ps.Resources[MemoryMB], ps.Resources[DiskGB]}
+	ps.hasStd = true
 	e.summary.Store(ps)
 	return ps
 }

@@ -105,6 +105,21 @@ type ProviderSummary struct {
 	// memo keeps encodings of this summary (Memo), shared by every copy
 	// of it; nil in a summary built by hand.
 	memo *summaryMemo
+	// std is Resources' VCPU, MEMORY_MB and DISK_GB (Standard), set
+	// with Resources by the index (hasStd); not in a summary built by
+	// hand.
+	std    [3]ResourceSummary
+	hasStd bool
+}
+
+// Standard returns the summary's VCPU, MEMORY_MB and DISK_GB, in that
+// order (zero for a class it lacks), and true, when the index rendered
+// it; false for a summary built by hand (read Resources). Every
+// scheduling request weighs up to 1,000 candidates on these three, and
+// a map lookup per class per candidate was a cache miss or two each:
+// these sit beside the Resources pointer a caller reads anyway.
+func (ps *ProviderSummary) Standard() ([3]ResourceSummary, bool) {
+	return ps.std, ps.hasStd
 }
 
 // SummaryMemoSlots is how many encodings of one summary Memo keeps.

@@ -27,13 +27,13 @@ import (
 )
 
 // benchEtcd is an embedded etcd with room for millions of keys.
-func benchEtcd(b *testing.B) *clientv3.Client {
+func benchEtcd(b testing.TB) *clientv3.Client {
 	b.Helper()
 	return benchEtcdServer(b).Client()
 }
 
 // benchEtcdServer is benchEtcd's member itself.
-func benchEtcdServer(b *testing.B) *embedetcd.Server {
+func benchEtcdServer(b testing.TB) *embedetcd.Server {
 	b.Helper()
 	srv, err := embedetcd.Start(embedetcd.Config{
 		DataDir:           b.TempDir(),
@@ -52,7 +52,7 @@ func benchEtcdServer(b *testing.B) *embedetcd.Server {
 // compute node provider (with usages), service, alive, host mapping, and
 // per instance its InstanceInfo and its consumer, plus the HostSync —
 // straight into etcd, 120 operations a transaction, 4 writers at once.
-func populateHosts(b *testing.B, cli *clientv3.Client, keys etcdschema.Keys, n, perHost int) {
+func populateHosts(b testing.TB, cli *clientv3.Client, keys etcdschema.Keys, n, perHost int) {
 	b.Helper()
 	ctx := context.Background()
 	now := time.Now().UTC()
@@ -655,11 +655,16 @@ func threadCPU() time.Duration {
 
 // benchIndexes is n populated hosts in a fresh etcd, a placement service
 // and a host manager synced over them, both stopped when b ends.
-func benchIndexes(b *testing.B, n int) (context.Context, *placement.Service, *HostManager) {
+func benchIndexes(b testing.TB, n int) (context.Context, *placement.Service, *HostManager) {
+	return benchIndexesWith(b, n, 0)
+}
+
+// benchIndexesWith is benchIndexes with perHost instances on each host.
+func benchIndexesWith(b testing.TB, n, perHost int) (context.Context, *placement.Service, *HostManager) {
 	b.Helper()
 	cli := benchEtcd(b)
 	keys := etcdschema.New("/bench")
-	populateHosts(b, cli, keys, n, 0)
+	populateHosts(b, cli, keys, n, perHost)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	log := hclog.NewNullLogger()

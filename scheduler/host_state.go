@@ -41,6 +41,13 @@ type HostState struct {
 	// filter set one.
 	Limits map[string]int64
 
+	// std is Resources' VCPU, MEMORY_MB and DISK_GB when stdOK: copied
+	// from placement's summary (ProviderSummary.Standard) at the join,
+	// so the resource weighers read the host state, not a map per class
+	// per host. A state whose Resources came from elsewhere has none.
+	std   [3]placement.ResourceSummary
+	stdOK bool
+
 	// trusted is the host manager's "instance cache is current" for the
 	// host, taken with the rest of the view when hostStates built this
 	// state (viewed says it was), so fillUntrustedInstances need not look
@@ -57,12 +64,27 @@ func (h *HostState) setLimit(key string, v int64) {
 
 // Free returns capacity minus usage of one resource class.
 func (h *HostState) Free(rc string) int64 {
-	r := h.Resources[rc]
+	r := h.resource(rc)
 	return r.Capacity - r.Used
 }
 
 // Total returns the capacity of one resource class.
-func (h *HostState) Total(rc string) int64 { return h.Resources[rc].Capacity }
+func (h *HostState) Total(rc string) int64 { return h.resource(rc).Capacity }
+
+// resource is Resources[rc], from std for the standard classes.
+func (h *HostState) resource(rc string) placement.ResourceSummary {
+	if h.stdOK {
+		switch rc {
+		case placement.VCPU:
+			return h.std[0]
+		case placement.MemoryMB:
+			return h.std[1]
+		case placement.DiskGB:
+			return h.std[2]
+		}
+	}
+	return h.Resources[rc]
+}
 
 // consume takes a claimed allocation request away from the host's free
 // resources so the next pick in the same request sees it.
@@ -78,6 +100,9 @@ func (h *HostState) consume(c placement.Candidate) {
 			next[rc] = r
 		}
 		h.Resources = next
+		if h.stdOK {
+			h.std = [3]placement.ResourceSummary{next[placement.VCPU], next[placement.MemoryMB], next[placement.DiskGB]}
+		}
 	}
 	h.NumInstances++
 	h.NumIOOps++

@@ -84,8 +84,11 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 		}
 		first := backing[perRoot[j]]
 		var res map[string]placement.ResourceSummary
+		var std [3]placement.ResourceSummary
+		stdOK := false
 		if first.RootSummary != nil {
 			res = first.RootSummary.Resources
+			std, stdOK = first.RootSummary.Standard()
 		}
 		hostAggs := aggs.byHost[v.Host]
 		hs := &all[j]
@@ -97,7 +100,8 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 			Candidates:   backing[perRoot[j]:perRoot[j+1]:perRoot[j+1]],
 			NumIOOps:     v.IOOps, Aggregates: hostAggs,
 			AvailabilityZone: hostAvailabilityZone(hostAggs, s.cfg.DefaultAvailabilityZone),
-			viewed:           true, trusted: v.Updated,
+			std:              std, stdOK: stdOK,
+			viewed: true, trusted: v.Updated,
 		}
 		order = append(order, hs)
 	}
