@@ -98,18 +98,20 @@ type ResourceSummary struct {
 
 // ProviderSummary describes a provider named in the candidates.
 type ProviderSummary struct {
-	Resources          map[string]ResourceSummary `json:"resources"`
-	Traits             []string                   `json:"traits,omitempty"`
-	ParentProviderUUID string                     `json:"parent_provider_uuid,omitempty"`
-	RootProviderUUID   string                     `json:"root_provider_uuid,omitempty"`
+	Resources map[string]ResourceSummary `json:"resources"`
+	// std is Resources' VCPU, MEMORY_MB and DISK_GB (Standard), set
+	// with Resources by the index (hasStd); not in a summary built by
+	// hand. Beside Resources: a scheduler's join reads both, and one
+	// cache line of each candidate's summary is what it can afford.
+	std    [3]ResourceSummary
+	hasStd bool
+
+	Traits             []string `json:"traits,omitempty"`
+	ParentProviderUUID string   `json:"parent_provider_uuid,omitempty"`
+	RootProviderUUID   string   `json:"root_provider_uuid,omitempty"`
 	// memo keeps encodings of this summary (Memo), shared by every copy
 	// of it; nil in a summary built by hand.
 	memo *summaryMemo
-	// std is Resources' VCPU, MEMORY_MB and DISK_GB (Standard), set
-	// with Resources by the index (hasStd); not in a summary built by
-	// hand.
-	std    [3]ResourceSummary
-	hasStd bool
 }
 
 // Standard returns the summary's VCPU, MEMORY_MB and DISK_GB, in that
