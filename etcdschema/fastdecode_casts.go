@@ -13,7 +13,7 @@ import "encoding/json"
 // encoding/json as it was).
 
 func (b *Build) decodeFast(data []byte) bool {
-	if b.Flavor.ExtraSpecs != nil || b.Image != nil || b.Instance != nil || b.Alternates != nil {
+	if !b.Flavor.fastDecodable() || b.Image != nil || b.Instance != nil || b.Alternates != nil {
 		return false // encoding/json would merge into the existing map or image, or reuse a raw value's array
 	}
 	q := *b
@@ -141,7 +141,7 @@ func (r *jsonReader) opString() (string, bool) {
 	return string(s), true
 }
 
-// flavor reads a Flavor object into f (f's ExtraSpecs is nil: the caller
+// flavor reads a Flavor object into f (f.fastDecodable(): the caller
 // checked). null is declined: encoding/json leaves a struct as it is for
 // null, which the rules here leave to it.
 func (r *jsonReader) flavor(f *Flavor, keep bool) bool {
@@ -175,6 +175,18 @@ func (r *jsonReader) flavor(f *Flavor, keep bool) bool {
 		case "extra_specs":
 			f.ExtraSpecs, ok = r.stringMap()
 			bit = 256
+		case "description":
+			f.Description, ok = r.stringPtr()
+			bit = 512
+		case "rxtx_factor":
+			f.RXTXFactor, ok = r.float64()
+			bit = 1024
+		case "private":
+			f.Private, ok = r.bool()
+			bit = 2048
+		case "projects":
+			f.Projects, ok = r.strings()
+			bit = 4096
 		}
 		return
 	})

@@ -8,7 +8,7 @@ package etcdschema
 // success (a value declined halfway reaches encoding/json as it was).
 
 func (br *BuildRequest) decodeFast(data []byte) bool {
-	if br.Flavor.ExtraSpecs != nil || br.Image != nil || br.Metadata != nil || br.Description != nil {
+	if !br.Flavor.fastDecodable() || br.Image != nil || br.Metadata != nil || br.Description != nil {
 		// encoding/json would merge into the existing map, or write
 		// through the existing pointer.
 		return false

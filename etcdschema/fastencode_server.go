@@ -261,3 +261,18 @@ func appendJSONStringMap(b []byte, m map[string]string) []byte {
 	}
 	return append(b, '}')
 }
+
+// A create writes a QuotaInstance per server (W1): its one member is the
+// time.
+func (q *QuotaInstance) sizeHint() int { return 64 }
+
+func (q *QuotaInstance) appendJSON(b []byte) ([]byte, bool) {
+	b = append(b, `{"version":`...)
+	b = strconv.AppendInt(b, int64(q.Version), 10)
+	b = append(b, `,"created_at":`...)
+	b, ok := appendJSONTime(b, q.CreatedAt)
+	if !ok {
+		return nil, false
+	}
+	return append(b, '}'), true
+}

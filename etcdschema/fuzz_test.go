@@ -28,7 +28,7 @@ import (
 //
 // Seeds are in testdata/fuzz/FuzzFastDecode and the records Berth writes.
 func FuzzFastDecode(f *testing.F) {
-	for _, s := range []string{buildJSON, leaseJSON, providerJSON, consumerJSON,
+	for _, s := range []string{buildJSON, leaseJSON, providerJSON, consumerJSON, instanceJSON, instanceMappingJSON,
 		MustEncode(&InstanceInfo{UUID: "2f9c0d1e-0000-4000-8000-000000000001", Host: "compute-000001", FlavorID: "2",
 			Flavor: "m1.small", State: "active", UpdatedAt: providerCreated}),
 		MustEncode(&Service{Host: "compute-000001", Cell: "cell1", ProviderUUID: "rp", Disabled: true, UpdatedAt: providerCreated}),
@@ -57,6 +57,7 @@ func FuzzFastDecode(f *testing.F) {
 		decodeBoth(t, data, Build{Op: "old", Attempt: 3, Flavor: Flavor{ID: "old", VCPUs: 9}})
 		decodeBoth(t, data, Build{Flavor: Flavor{ExtraSpecs: map[string]string{"old": "x"}}})
 		decodeBoth(t, data, Build{Image: &BootImage{ID: "old", Command: []string{"old"}}})
+		decodeBoth(t, data, Build{Flavor: Flavor{Description: new(string), Projects: []string{"old"}}})
 		decodeBoth(t, data, BuildOp{})
 		decodeBoth(t, data, Lease{})
 		decodeBoth(t, data, Lease{Holder: "old", LeaseID: 9, Since: old})
@@ -67,6 +68,13 @@ func FuzzFastDecode(f *testing.F) {
 		decodeBoth(t, data, HostSync{UUIDs: []string{"x", "y", "z"}})
 		decodeBoth(t, data, HostMapping{})
 		decodeBoth(t, data, HostMapping{Host: "old", Cell: "old", CreatedAt: old})
+
+		decodeBoth(t, data, Instance{})
+		decodeBoth(t, data, Instance{Name: "old", Attempts: 3, Flavor: Flavor{ID: "old", RXTXFactor: 2}, Fault: &Fault{Code: 500}})
+		decodeBoth(t, data, Instance{Metadata: map[string]string{"old": "x"}, Image: &BootImage{ID: "old"}})
+		decodeBoth(t, data, Instance{Flavor: Flavor{Description: new(string), Projects: []string{"old"}}})
+		decodeBoth(t, data, InstanceMapping{})
+		decodeBoth(t, data, InstanceMapping{InstanceUUID: "old", Cell: "old", CreatedAt: old})
 
 		decodeBoth(t, data, Provider{})
 		decodeBoth(t, data, Provider{Name: "old", Generation: 7, Traits: []string{"X"}})
