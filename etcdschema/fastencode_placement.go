@@ -40,35 +40,9 @@ func (p *Provider) appendJSON(b []byte) ([]byte, bool) {
 	b = append(b, `,"root_provider_uuid":`...)
 	b = appendJSONString(b, p.RootProviderUUID)
 	b = append(b, `,"inventories":`...)
-	if p.Inventories == nil {
-		b = append(b, "null"...)
-	} else {
-		var buf [8]string
-		b = append(b, '{')
-		for i, rc := range sortedKeys(p.Inventories, buf[:]) {
-			inv := p.Inventories[rc]
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, rc)
-			b = append(b, `:{"total":`...)
-			b = strconv.AppendInt(b, inv.Total, 10)
-			b = append(b, `,"reserved":`...)
-			b = strconv.AppendInt(b, inv.Reserved, 10)
-			b = append(b, `,"min_unit":`...)
-			b = strconv.AppendInt(b, inv.MinUnit, 10)
-			b = append(b, `,"max_unit":`...)
-			b = strconv.AppendInt(b, inv.MaxUnit, 10)
-			b = append(b, `,"step_size":`...)
-			b = strconv.AppendInt(b, inv.StepSize, 10)
-			b = append(b, `,"allocation_ratio":`...)
-			var ok bool
-			if b, ok = appendJSONFloat(b, inv.AllocationRatio); !ok {
-				return nil, false
-			}
-			b = append(b, '}')
-		}
-		b = append(b, '}')
+	var ok bool
+	if b, ok = appendInventories(b, p.Inventories); !ok {
+		return nil, false
 	}
 	b = append(b, `,"traits":`...)
 	b = appendJSONStrings(b, p.Traits)
@@ -157,6 +131,41 @@ func appendTimes(b []byte, created, updated time.Time) ([]byte, bool) {
 	b = append(b, `,"updated_at":`...)
 	if b, ok = appendJSONTime(b, updated); !ok {
 		return nil, false
+	}
+	return append(b, '}'), true
+}
+
+// appendInventories appends a provider's (or a host's capacity's)
+// inventories by resource class: null when nil, keys in json.Marshal's
+// order.
+func appendInventories(b []byte, invs map[string]Inventory) ([]byte, bool) {
+	if invs == nil {
+		return append(b, "null"...), true
+	}
+	var buf [8]string
+	b = append(b, '{')
+	for i, rc := range sortedKeys(invs, buf[:]) {
+		inv := invs[rc]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, rc)
+		b = append(b, `:{"total":`...)
+		b = strconv.AppendInt(b, inv.Total, 10)
+		b = append(b, `,"reserved":`...)
+		b = strconv.AppendInt(b, inv.Reserved, 10)
+		b = append(b, `,"min_unit":`...)
+		b = strconv.AppendInt(b, inv.MinUnit, 10)
+		b = append(b, `,"max_unit":`...)
+		b = strconv.AppendInt(b, inv.MaxUnit, 10)
+		b = append(b, `,"step_size":`...)
+		b = strconv.AppendInt(b, inv.StepSize, 10)
+		b = append(b, `,"allocation_ratio":`...)
+		var ok bool
+		if b, ok = appendJSONFloat(b, inv.AllocationRatio); !ok {
+			return nil, false
+		}
+		b = append(b, '}')
 	}
 	return append(b, '}'), true
 }
