@@ -121,3 +121,39 @@ func (m *HostMapping) decodeFast(data []byte) bool {
 	*m = q
 	return true
 }
+
+// Every scheduler's host manager follows every host's capacity record,
+// rewritten as the host's instances come and go.
+func (c *HostCapacity) decodeFast(data []byte) bool {
+	if c.Inventories != nil || c.Used != nil {
+		return false // encoding/json would merge into the existing maps
+	}
+	q := *c
+	r := jsonReader{data: data}
+	ok := r.members(func(name []byte) (bit uint32, ok bool) {
+		switch string(name) {
+		case "version":
+			var n int64
+			n, ok = r.int64()
+			q.Version, bit = int(n), 1
+		case "host":
+			q.Host, ok = r.string()
+			bit = 2
+		case "inventories":
+			q.Inventories, ok = r.inventories()
+			bit = 4
+		case "used":
+			q.Used, ok = r.int64Map()
+			bit = 8
+		case "at":
+			q.At, ok = r.time()
+			bit = 16
+		}
+		return
+	})
+	if !ok || !r.end() {
+		return false
+	}
+	*c = q
+	return true
+}

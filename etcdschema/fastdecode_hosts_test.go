@@ -1,6 +1,7 @@
 package etcdschema
 
 import (
+	"encoding/json"
 	"math/rand"
 	"strings"
 	"testing"
@@ -83,4 +84,72 @@ func TestHostRecordsFastDecodeMatchesEncodingJSON(t *testing.T) {
 	if !s.decodeFast([]byte(svc)) || !hs.decodeFast([]byte(sync)) || !hm.decodeFast([]byte(mapping)) || !old.decodeFast([]byte(oldSync)) {
 		t.Errorf("the fast path refused a Service, HostSync or HostMapping as Berth writes them")
 	}
+}
+
+// TestHostCapacityFastDecodeMatchesEncodingJSON: random capacity records
+// (inventories with floats at the format boundaries, nil against empty
+// maps), reshaped, and edge cases decode exactly as encoding/json
+// decodes them, or are declined; into empty destinations and into ones
+// whose maps are set.
+func TestHostCapacityFastDecodeMatchesEncodingJSON(t *testing.T) {
+	g := genPlacement{rand.New(rand.NewSource(29)), new(bool)}
+	var caps [][]byte
+	for i := 0; i < 1500; i++ {
+		*g.plain = i%2 == 0
+		p := g.provider()
+		if b, err := Encode(&HostCapacity{Host: g.str(), Inventories: p.Inventories, Used: p.Usages, At: g.time()}); err == nil {
+			caps = append(caps, b, reshape(g.rng, b))
+		}
+	}
+	valid := MustEncode(&HostCapacity{Host: "compute-000001", Inventories: map[string]Inventory{
+		"VCPU": {Total: 16, MinUnit: 1, MaxUnit: 16, StepSize: 1, AllocationRatio: 16}},
+		Used: map[string]int64{"VCPU": 4}, At: providerCreated})
+	caps = append(caps, placementEdgeCases(valid)...)
+	for _, v := range []string{"null", "{}", `{"VCPU":1.5}`, `{"VCPU":"1"}`, `{"VCPU":1,"VCPU":2}`, `[]`} {
+		caps = append(caps, []byte(strings.Replace(valid, `"used":{"VCPU":4}`, `"used":`+v, 1)),
+			[]byte(strings.Replace(valid, `"inventories":{`, `"inventories":`+v+`,"x":{`, 1)))
+	}
+	fast := 0
+	for _, in := range caps {
+		if decodeBoth(t, in, HostCapacity{}) {
+			fast++
+		}
+		decodeBoth(t, in, HostCapacity{Host: "old", At: time.Unix(5, 0).UTC()})
+		decodeBoth(t, in, HostCapacity{Inventories: map[string]Inventory{"OLD": {Total: 1}}})
+		decodeBoth(t, in, HostCapacity{Used: map[string]int64{"OLD": 1}})
+	}
+	t.Logf("%d of %d values took the fast path", fast, len(caps))
+	if fast < 700 {
+		t.Errorf("only %d of %d values took the fast path", fast, len(caps))
+	}
+	if !new(HostCapacity).decodeFast([]byte(valid)) {
+		t.Errorf("the fast path refused a HostCapacity as Berth writes it:\n%s", valid)
+	}
+}
+
+// BenchmarkDecodeHostCapacity: Decode (fast path) of a host's capacity
+// against encoding/json.
+func BenchmarkDecodeHostCapacity(b *testing.B) {
+	inv := func(n int64, ratio float64) Inventory {
+		return Inventory{Total: n, MinUnit: 1, MaxUnit: n, StepSize: 1, AllocationRatio: ratio}
+	}
+	data := []byte(MustEncode(&HostCapacity{Host: "compute-000001", Inventories: map[string]Inventory{"VCPU": inv(16, 16),
+		"MEMORY_MB": inv(65536, 1.5), "DISK_GB": inv(1000, 1)},
+		Used: map[string]int64{"VCPU": 4, "MEMORY_MB": 8192, "DISK_GB": 80}, At: providerCreated}))
+	b.Run("Decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if err := Decode("k", data, &HostCapacity{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if err := json.Unmarshal(data, &HostCapacity{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -35,6 +35,8 @@ func FuzzFastDecode(f *testing.F) {
 		MustEncode(&HostSync{Host: "compute-000001", UUIDs: []string{"a", "b"}}),
 		MustEncode(&HostSync{Host: "compute-000001", UUIDs: []string{"a", "b"}, FlavorIDs: []string{"1", ""}}),
 		MustEncode(&HostMapping{Host: "compute-000001", Cell: "cell1", CreatedAt: providerCreated}),
+		MustEncode(&HostCapacity{Host: "compute-000001", Inventories: map[string]Inventory{"VCPU": {Total: 16, MinUnit: 1,
+			MaxUnit: 16, StepSize: 1, AllocationRatio: 16}}, Used: map[string]int64{"VCPU": 4}, At: providerCreated}),
 	} {
 		f.Add([]byte(s))
 	}
@@ -73,6 +75,8 @@ func FuzzFastDecode(f *testing.F) {
 		decodeBoth(t, data, Instance{Name: "old", Attempts: 3, Flavor: Flavor{ID: "old", RXTXFactor: 2}, Fault: &Fault{Code: 500}})
 		decodeBoth(t, data, Instance{Metadata: map[string]string{"old": "x"}, Image: &BootImage{ID: "old"}})
 		decodeBoth(t, data, Instance{Flavor: Flavor{Description: new(string), Projects: []string{"old"}}})
+		decodeBoth(t, data, HostCapacity{})
+		decodeBoth(t, data, HostCapacity{Host: "old", Used: map[string]int64{"old": 1}})
 		decodeBoth(t, data, InstanceMapping{})
 		decodeBoth(t, data, InstanceMapping{InstanceUUID: "old", Cell: "old", CreatedAt: old})
 
