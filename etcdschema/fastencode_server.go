@@ -79,11 +79,33 @@ func (b *Build) appendJSON(out []byte) ([]byte, bool) {
 // (false) raw holding any of those characters or any byte outside ASCII,
 // leaving such a record to json.Marshal, and invalid JSON, where
 // json.Marshal fails. A cast's carried records were written by Encode,
-// so they are compact and escaped already: compacting is one pass.
+// so they are compact and escaped already: such bytes are checked
+// (one pass, then skipValue's grammar check) and copied, and only
+// others go through json.Compact.
 func appendRawJSON(out, raw []byte) ([]byte, bool) {
+	compact, inStr, esc := true, false, false
 	for _, c := range raw {
-		if c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {
+		switch {
+		case c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf:
 			return nil, false
+		case esc:
+			esc = false
+		case inStr:
+			esc, inStr = c == '\\', c != '"'
+		case c == '"':
+			inStr = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			compact = false
+		}
+	}
+	if compact {
+		// No whitespace outside strings: json.Compact would return raw
+		// unchanged if it is one valid value, which skipValue checks as
+		// encoding/json's scanner does (a value it declines, nested past
+		// its depth, is left to json.Compact).
+		r := jsonReader{data: raw}
+		if r.skipValue(0) && r.i == len(raw) {
+			return append(out, raw...), true
 		}
 	}
 	buf := bytes.NewBuffer(out)
