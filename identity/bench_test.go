@@ -2,8 +2,11 @@ package identity
 
 import "testing"
 
-// BenchmarkVerify is the cost every authenticated API request pays: one
-// HMAC-SHA256, a JSON decode and a directory lookup (no etcd, no bcrypt).
+// BenchmarkVerify is the cost every authenticated API request pays with
+// a token already accepted once (verified.go): a map lookup and the
+// expiry. The first check of a token costs one HMAC-SHA256, a JSON
+// decode and a directory lookup (no etcd, no bcrypt): some 6 µs and 20
+// allocations before the memory existed.
 func BenchmarkVerify(b *testing.B) {
 	s, _ := testService(b)
 	tok, err := s.Issue(PasswordAuth{UserName: "alice", Password: "alice-pw", Scope: Scope{ProjectName: "demo"}})

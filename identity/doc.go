@@ -33,4 +33,7 @@
 // directory (roles are looked up at each check, as Keystone's Fernet
 // tokens do, so a removed assignment takes effect at once). Revoking one
 // token is therefore not possible; changing the signing key revokes all.
+// Since the key and the directory are fixed for a Service's life, a token
+// accepted once is remembered (verified.go) and its later checks compare
+// only its expiry with the clock.
 package identity

@@ -48,6 +48,8 @@ type Service struct {
 	region  string
 	catalog []Endpoint
 	now     func() time.Time
+	// verified remembers accepted tokens (verified.go).
+	verified verifiedTokens
 }
 
 // DefaultTokenTTL is Keystone's [token] expiration: an hour.
@@ -145,7 +147,28 @@ func (s *Service) Issue(a PasswordAuth) (Token, error) {
 // Verify checks token and returns what it stands for: the signature,
 // then the expiry, then that its user and scope still exist and the user
 // still has a role there. Every failure wraps ErrInvalidToken.
+//
+// A token accepted once is remembered (verified.go): later checks of it
+// compare only its expiry with the clock, which is all that can change.
 func (s *Service) Verify(token string) (Token, error) {
+	if t, ok := s.verified.lookup(token); ok {
+		if !s.now().Before(t.ExpiresAt) {
+			s.verified.forget(token)
+			return Token{}, ErrTokenExpired
+		}
+		return t, nil
+	}
+	t, err := s.verifyFully(token)
+	if err != nil {
+		return Token{}, err
+	}
+	s.verified.remember(t)
+	return t, nil
+}
+
+// verifyFully is Verify without the memory: the signature, the claims,
+// the expiry and the directory.
+func (s *Service) verifyFully(token string) (Token, error) {
 	payload, mac, ok := strings.Cut(token, ".")
 	if !ok {
 		return Token{}, fmt.Errorf("%w: malformed", ErrInvalidToken)
