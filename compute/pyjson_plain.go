@@ -73,11 +73,8 @@ func (p *plainParser) value(depth int) (any, bool) {
 // object keeps decodeTokens' order: a repeated key keeps its first place
 // and takes its last value.
 func (p *plainParser) object(depth int) (any, bool) {
-	p.i++ // {
 	o := obj{}
-	p.space()
-	if p.i < len(p.b) && p.b[p.i] == '}' {
-		p.i++
+	if p.open('}') {
 		return o, true
 	}
 	for {
@@ -107,28 +104,19 @@ func (p *plainParser) object(depth int) (any, bool) {
 		if !replaced {
 			o = append(o, member{k, v})
 		}
-		p.space()
-		if p.i >= len(p.b) {
+		closed, ok := p.separator('}')
+		if !ok {
 			return nil, false
 		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
+		if closed {
 			return o, true
-		default:
-			return nil, false
 		}
 	}
 }
 
 func (p *plainParser) array(depth int) (any, bool) {
-	p.i++ // [
 	out := []any{}
-	p.space()
-	if p.i < len(p.b) && p.b[p.i] == ']' {
-		p.i++
+	if p.open(']') {
 		return out, true
 	}
 	for {
@@ -137,20 +125,46 @@ func (p *plainParser) array(depth int) (any, bool) {
 			return nil, false
 		}
 		out = append(out, v)
-		p.space()
-		if p.i >= len(p.b) {
+		closed, ok := p.separator(']')
+		if !ok {
 			return nil, false
 		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
+		if closed {
 			return out, true
-		default:
-			return nil, false
 		}
 	}
+}
+
+// open steps over a container's opening bracket and the whitespace after
+// it, and says whether close follows at once (an empty container, closed
+// and stepped over).
+func (p *plainParser) open(close byte) (empty bool) {
+	p.i++
+	p.space()
+	if p.i < len(p.b) && p.b[p.i] == close {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// separator steps over what follows a container's element: whitespace,
+// then a comma (another element follows) or close (the container ends,
+// closed is true). ok is false for anything else.
+func (p *plainParser) separator(close byte) (closed, ok bool) {
+	p.space()
+	if p.i >= len(p.b) {
+		return false, false
+	}
+	switch p.b[p.i] {
+	case ',':
+		p.i++
+		return false, true
+	case close:
+		p.i++
+		return true, true
+	}
+	return false, false
 }
 
 // str reads a string of printable ASCII without escapes.
