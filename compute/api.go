@@ -69,10 +69,12 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *API {
 		servers: servers.New(cli, keys, nil, log.Named("servers"))}
 	a.SetQuotaDefaults(nil)
 	a.routes = a.routeTable()
-	for _, rt := range a.routes {
+	for i := range a.routes {
+		rt := &a.routes[i]
 		if (rt.handle == nil) == (rt.actions == nil) {
 			panic("compute route " + rt.method + " " + rt.path + ": set exactly one of handle and actions")
 		}
+		rt.segs = strings.Split(rt.path, "/")
 	}
 	return a
 }

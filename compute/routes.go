@@ -14,6 +14,8 @@ import (
 // body's one key (@wsgi.action), each a route of its own.
 type route struct {
 	method, path string
+	// segs is path split at "/", once (New), for match.
+	segs []string
 	// minMinor and maxMinor bound the microversions 2.minMinor to
 	// 2.maxMinor served; 0 means no bound.
 	minMinor, maxMinor int
@@ -221,14 +223,16 @@ func (a *API) match(method, path string) (*route, map[string]string) {
 		if rt.method != method {
 			continue
 		}
-		tmpl := strings.Split(rt.path, "/")
 		if below != nil {
-			if vars, ok := matchTemplate(tmpl, below); ok {
+			if vars, ok := matchTemplate(rt.segs, below); ok {
+				if vars == nil {
+					vars = make(map[string]string, 1)
+				}
 				vars["project_id"] = segs[1]
 				return rt, vars
 			}
 		}
-		if vars, ok := matchTemplate(tmpl, segs); ok {
+		if vars, ok := matchTemplate(rt.segs, segs); ok {
 			return rt, vars
 		}
 	}
@@ -250,25 +254,40 @@ func isProjectIDToken(s string) bool {
 	return true
 }
 
+// matchTemplate matches segs against a route's template segments; the
+// variables map is nil for a template without any (it is built only for
+// a match: a request tries many routes before its own).
 func matchTemplate(tmpl, segs []string) (map[string]string, bool) {
 	if len(tmpl) != len(segs) {
 		return nil, false
 	}
-	vars := map[string]string{}
+	n := 0
 	for i, t := range tmpl {
-		if strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") {
+		if isTemplateVar(t) {
 			if segs[i] == "" {
 				return nil, false
 			}
-			vars[t[1:len(t)-1]] = segs[i]
+			n++
 			continue
 		}
 		if t != segs[i] {
 			return nil, false
 		}
 	}
+	if n == 0 {
+		return nil, true
+	}
+	vars := make(map[string]string, n)
+	for i, t := range tmpl {
+		if isTemplateVar(t) {
+			vars[t[1:len(t)-1]] = segs[i]
+		}
+	}
 	return vars, true
 }
+
+// isTemplateVar says whether a template segment is a variable, {name}.
+func isTemplateVar(t string) bool { return strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") }
 
 // showVersion is versionsV21.VersionsController.show: v2.1's document
 // (any other id is 404).
