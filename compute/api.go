@@ -130,11 +130,22 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // setRequestID is nova's compute_req_id middleware.
+// The two headers share one value slice (neither is ever changed in
+// place) and are spelled as net/http keeps them, which canonicalizing
+// would otherwise allocate at every request.
 func setRequestID(w http.ResponseWriter) {
-	id := "req-" + uuid.NewString()
-	w.Header().Set("X-Compute-Request-Id", id)
-	w.Header().Set("X-OpenStack-Request-Id", id)
+	id := []string{"req-" + uuid.NewString()}
+	h := w.Header()
+	h[headerComputeRequestID] = id
+	h[headerRequestID] = id
 }
+
+// The request id's headers, canonical: X-Compute-Request-Id and
+// X-OpenStack-Request-Id.
+const (
+	headerComputeRequestID = "X-Compute-Request-Id"
+	headerRequestID        = "X-Openstack-Request-Id"
+)
 
 // applicationURL is webob's request.application_url for an application
 // mounted at mount: the request's scheme and Host, then mount.
@@ -215,7 +226,7 @@ func (a *API) serveV21(w http.ResponseWriter, r *http.Request, sub string) {
 		}
 	}
 	c := &reqCtx{r: r, v: v, vars: vars, baseURL: applicationURL(r, "/v2.1"), creds: creds, api: a,
-		requestID: w.Header().Get("X-OpenStack-Request-Id"), header: w.Header()}
+		requestID: w.Header().Get(headerRequestID), header: w.Header()}
 	if r.Method == http.MethodPost || r.Method == http.MethodPut {
 		body, f := readBody(r)
 		if f == errTooLarge {
@@ -363,7 +374,7 @@ func writeFault(w http.ResponseWriter, v *version, f *fault) {
 	h := w.Header()
 	switch {
 	case v != nil:
-		setVersionHeaders(h, v.String())
+		setServedVersionHeaders(h, *v)
 	case f.requested != "":
 		setVersionHeaders(h, f.requested)
 	}
@@ -378,7 +389,7 @@ func writeFault(w http.ResponseWriter, v *version, f *fault) {
 func writeBody(w http.ResponseWriter, v *version, status int, out any) {
 	h := w.Header()
 	if v != nil {
-		setVersionHeaders(h, v.String())
+		setServedVersionHeaders(h, *v)
 	}
 	h.Set("Content-Type", "application/json")
 	if out == nil {

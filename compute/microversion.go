@@ -21,7 +21,36 @@ type version struct{ minor int }
 // is_supported with a min_version).
 func (v version) atLeast(minor int) bool { return v.minor >= minor }
 
-func (v version) String() string { return "2." + strconv.Itoa(v.minor) }
+func (v version) String() string {
+	if v.minor >= minMinor && v.minor <= maxMinor {
+		return servedVersions[v.minor].plain
+	}
+	return "2." + strconv.Itoa(v.minor)
+}
+
+// versionStrings are a served version's spellings, made once (every
+// answer names its version in two headers): "2.74" and "compute 2.74".
+type versionStrings struct{ plain, compute string }
+
+// servedVersions are the versions' spellings by minor; servedMinors
+// reads them back. A request naming one of them exactly asks for it:
+// versionRE matches it and it is in range.
+var servedVersions, servedMinors = func() (by [maxMinor + 1]versionStrings, minors map[string]int) {
+	minors = make(map[string]int, maxMinor)
+	for m := minMinor; m <= maxMinor; m++ {
+		plain := "2." + strconv.Itoa(m)
+		by[m] = versionStrings{plain: plain, compute: "compute " + plain}
+		minors[plain] = m
+	}
+	return by, minors
+}()
+
+// The microversion headers as net/http keeps them (canonical keys: a key
+// spelled otherwise is canonicalized, a new string, at every use).
+const (
+	headerAPIVersion     = "Openstack-Api-Version"        // OpenStack-API-Version
+	headerNovaAPIVersion = "X-Openstack-Nova-Api-Version" // X-OpenStack-Nova-API-Version
+)
 
 // versionRE is APIVersionRequest's format: no leading zeros, minor 0
 // allowed. Python's "$" also matches before a final newline, which an
@@ -39,6 +68,9 @@ func negotiate(h http.Header) (version, *fault) {
 		return version{minor: minMinor}, nil // DEFAULT_API_VERSION
 	case raw == "latest":
 		return version{minor: maxMinor}, nil
+	}
+	if minor, ok := servedMinors[raw]; ok {
+		return version{minor: minor}, nil
 	}
 	m := versionRE.FindStringSubmatch(raw)
 	if m == nil {
@@ -64,8 +96,11 @@ func negotiate(h http.Header) (version, *fault) {
 // when neither says anything; a legacy header present but empty is an
 // (invalid) empty version, as in Nova.
 func requestedVersion(h http.Header) (raw string, ok bool) {
-	if vals := h.Values("OpenStack-API-Version"); len(vals) > 0 {
-		parts := strings.Split(strings.Join(vals, ","), ",")
+	if vals := h.Values(headerAPIVersion); len(vals) > 0 {
+		parts := vals // one header of one entry, as clients send it
+		if len(vals) > 1 || strings.Contains(vals[0], ",") {
+			parts = strings.Split(strings.Join(vals, ","), ",")
+		}
 		for i := len(parts) - 1; i >= 0; i-- {
 			service, ver, found := cutSpace(strings.TrimSpace(parts[i]))
 			if found && strings.EqualFold(service, "compute") {
@@ -73,7 +108,7 @@ func requestedVersion(h http.Header) (raw string, ok bool) {
 			}
 		}
 	}
-	if vals := h.Values("X-OpenStack-Nova-API-Version"); len(vals) > 0 {
+	if vals := h.Values(headerNovaAPIVersion); len(vals) > 0 {
 		parts := strings.Split(strings.Join(vals, ","), ",")
 		return strings.TrimSpace(parts[len(parts)-1]), true
 	}
@@ -92,8 +127,22 @@ func cutSpace(s string) (first, rest string, ok bool) {
 // setVersionHeaders are the headers Nova adds to every answer of a
 // request whose version was set (wsgi.Resource and Fault).
 func setVersionHeaders(h http.Header, v string) {
-	h.Set("OpenStack-API-Version", "compute "+v)
-	h.Set("X-OpenStack-Nova-API-Version", v)
-	h.Add("Vary", "OpenStack-API-Version")
-	h.Add("Vary", "X-OpenStack-Nova-API-Version")
+	putVersionHeaders(h, v, "compute "+v)
+}
+
+// setServedVersionHeaders is setVersionHeaders for a served version, with
+// the strings made once.
+func setServedVersionHeaders(h http.Header, v version) {
+	if v.minor < minMinor || v.minor > maxMinor {
+		setVersionHeaders(h, v.String())
+		return
+	}
+	s := &servedVersions[v.minor]
+	putVersionHeaders(h, s.plain, s.compute)
+}
+
+func putVersionHeaders(h http.Header, plain, compute string) {
+	h[headerAPIVersion] = []string{compute}
+	h[headerNovaAPIVersion] = []string{plain}
+	h["Vary"] = append(h["Vary"], "OpenStack-API-Version", "X-OpenStack-Nova-API-Version")
 }
