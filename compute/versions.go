@@ -34,7 +34,8 @@ func versionHref(base, id, path string) string {
 
 // urlJoin is nova.api.openstack.common.url_join.
 func urlJoin(parts ...string) string {
-	var clean []string
+	var buf [8]string // on the stack: a server view joins several links
+	clean := buf[:0]
 	for _, p := range parts {
 		if p != "" {
 			clean = append(clean, strings.Trim(p, "/"))
