@@ -1,7 +1,6 @@
 package etcdschema
 
 import (
-	"encoding/json"
 	"math/rand"
 	"testing"
 )
@@ -56,24 +55,5 @@ func BenchmarkEncodeHostRecords(b *testing.B) {
 			"MEMORY_MB": inv(65536, 1.5), "DISK_GB": inv(1000, 1)},
 			Used: map[string]int64{"VCPU": 4, "MEMORY_MB": 8192, "DISK_GB": 80}, At: providerCreated},
 	}
-	b.Run("Encode", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			for _, v := range vals {
-				if _, err := EncodeString(v); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
-	b.Run("json.Marshal", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			for _, v := range vals {
-				if _, err := json.Marshal(v); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
+	benchEncodeAgainstMarshal(b, vals)
 }

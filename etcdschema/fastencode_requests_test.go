@@ -125,24 +125,5 @@ func BenchmarkEncodeRequests(b *testing.B) {
 		&Alternates{InstanceUUID: br.InstanceUUID, Cell: "cell1", MaxAttempts: 3,
 			Remaining: []Selection{sel("compute-2"), sel("compute-3")}, Attempts: []Attempt{{Host: "compute-1", At: providerCreated}}},
 	}
-	b.Run("Encode", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			for _, v := range vals {
-				if _, err := EncodeString(v); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
-	b.Run("json.Marshal", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			for _, v := range vals {
-				if _, err := json.Marshal(v); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
+	benchEncodeAgainstMarshal(b, vals)
 }

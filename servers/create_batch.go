@@ -10,6 +10,7 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/berth-project/berth/internal/txnbatch"
 	"github.com/berth-project/berth/quotas"
 )
 
@@ -264,7 +265,7 @@ func sameChecks(qs []*queuedCreate) bool {
 // send plans, sends and answers batch, then sends the next batch from
 // the queue if one is waiting.
 func (b *createBatcher) send(s *Store, batch []*queuedCreate) {
-	ctx, cancel := allCreatesGone(batch)
+	ctx, cancel := txnbatch.AllGone(len(batch), func(i int) context.Context { return batch[i].ctx })
 	retry := b.sendBatch(ctx, s, batch)
 	cancel()
 	b.mu.Lock()
@@ -419,30 +420,4 @@ func (b *createBatcher) sendBatch(ctx context.Context, s *Store, batch []*queued
 		}
 	}
 	return again
-}
-
-// allCreatesGone is a context for a batch's request that ends once every
-// create's context has ended.
-func allCreatesGone(batch []*queuedCreate) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var mu sync.Mutex
-	left := len(batch)
-	stops := make([]func() bool, len(batch))
-	for i, q := range batch {
-		stops[i] = context.AfterFunc(q.ctx, func() {
-			mu.Lock()
-			left--
-			gone := left == 0
-			mu.Unlock()
-			if gone {
-				cancel()
-			}
-		})
-	}
-	return ctx, func() {
-		for _, stop := range stops {
-			stop()
-		}
-		cancel()
-	}
 }

@@ -251,12 +251,21 @@ func writesAny(m *member, written map[string]bool) bool {
 // member's context has ended, with the values of none (etcd's client
 // reads none it needs).
 func allGone(batch []*member) (context.Context, context.CancelFunc) {
+	return AllGone(len(batch), func(i int) context.Context { return batch[i].ctx })
+}
+
+// AllGone is a context for one request made for n callers (a batch): it
+// ends once every caller's context (ctxOf(i)) has ended, so a request
+// some caller still waits for is not cancelled by the others giving up,
+// and it carries the values of none. Its cancel releases what it
+// watches.
+func AllGone(n int, ctxOf func(i int) context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
-	left := len(batch)
-	stops := make([]func() bool, len(batch))
-	for i, m := range batch {
-		stops[i] = context.AfterFunc(m.ctx, func() {
+	left := n
+	stops := make([]func() bool, n)
+	for i := range n {
+		stops[i] = context.AfterFunc(ctxOf(i), func() {
 			mu.Lock()
 			left--
 			gone := left == 0
