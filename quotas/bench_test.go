@@ -126,6 +126,31 @@ func seedPlaced(tb testing.TB, cli *clientv3.Client, keys etcdschema.Keys, n, pr
 	}
 }
 
+// atScale is the at-scale benchmarks' cloud under prefix: servers ACTIVE
+// servers in projects projects (seedPlaced), the quota index built, and a
+// quota service whose limits the benchmarks' creates stay under.
+func atScale(b *testing.B, prefix string, servers, projects int) (*clientv3.Client, etcdschema.Keys, *Store) {
+	cli := etcdtest.Client(b)
+	keys := etcdschema.New(prefix)
+	seedPlaced(b, cli, keys, servers, projects)
+	if _, err := BuildIndex(context.Background(), cli, keys, testFence(b, cli, keys), "bench"); err != nil {
+		b.Fatal(err)
+	}
+	return cli, keys, New(cli, keys, Limits{Instances: 100000, Cores: 100000, RAM: 100000 * 512}, nil)
+}
+
+// createOps are the keys servers.Create stores with a create's quota
+// writes: the mapping, the quota index entry and the build request.
+func createOps(keys etcdschema.Keys, uuid, project string) []clientv3.Op {
+	flavor := etcdschema.Flavor{Name: "m1.tiny", VCPUs: 1, RAMMB: 512}
+	return []clientv3.Op{
+		clientv3.OpPut(keys.InstanceMapping(uuid), etcdschema.MustEncode(&etcdschema.InstanceMapping{InstanceUUID: uuid, ProjectID: project})),
+		clientv3.OpPut(keys.QuotaInstance(project, uuid), etcdschema.MustEncode(&etcdschema.QuotaInstance{})),
+		clientv3.OpPut(keys.BuildRequest(uuid), etcdschema.MustEncode(&etcdschema.BuildRequest{InstanceUUID: uuid,
+			ProjectID: project, UserID: "u", Flavor: flavor})),
+	}
+}
+
 // BenchmarkReserveAtScale is one create's quota check and its commit (the
 // guard with the create's mapping and build request, as servers.Create
 // commits them) in a project of 100 ACTIVE servers among 10,000 in 100
@@ -134,15 +159,8 @@ func seedPlaced(tb testing.TB, cli *clientv3.Client, keys etcdschema.Keys, n, pr
 // project's first create is made before the timer starts.
 func BenchmarkReserveAtScale(b *testing.B) {
 	const servers, projects = 10000, 100
-	cli := etcdtest.Client(b)
-	keys := etcdschema.New("/bres")
+	cli, keys, s := atScale(b, "/bres", servers, projects)
 	ctx := context.Background()
-	seedPlaced(b, cli, keys, servers, projects)
-	if _, err := BuildIndex(ctx, cli, keys, testFence(b, cli, keys), "bench"); err != nil {
-		b.Fatal(err)
-	}
-	s := New(cli, keys, Limits{Instances: 100000, Cores: 100000, RAM: 100000 * 512}, nil)
-	flavor := etcdschema.Flavor{Name: "m1.tiny", VCPUs: 1, RAMMB: 512}
 	create := func(project string, i int) {
 		r := ServerRequest{Project: project, User: "u", Min: 1, Max: 1, VCPUs: 1, RAMMB: 512}
 		for {
@@ -151,11 +169,7 @@ func BenchmarkReserveAtScale(b *testing.B) {
 				b.Fatal(err)
 			}
 			uuid := fmt.Sprintf("10000000-0000-4000-8000-%012d", i)
-			ops := append(g.Ops,
-				clientv3.OpPut(keys.InstanceMapping(uuid), etcdschema.MustEncode(&etcdschema.InstanceMapping{InstanceUUID: uuid, ProjectID: project})),
-				clientv3.OpPut(keys.QuotaInstance(project, uuid), etcdschema.MustEncode(&etcdschema.QuotaInstance{})),
-				clientv3.OpPut(keys.BuildRequest(uuid), etcdschema.MustEncode(&etcdschema.BuildRequest{InstanceUUID: uuid,
-					ProjectID: project, UserID: "u", Flavor: flavor})))
+			ops := append(g.Ops, createOps(keys, uuid, project)...)
 			resp, err := cli.Txn(ctx).If(g.Cmps...).Then(ops...).Commit()
 			if err != nil {
 				b.Fatal(err)
@@ -194,15 +208,8 @@ func processCPU(b *testing.B) time.Duration {
 // are ready with it) in each request. ns/op and allocs/op are per create.
 func BenchmarkPlanAtScale(b *testing.B) {
 	const servers, projects = 10000, 100
-	cli := etcdtest.Client(b)
-	keys := etcdschema.New("/bplan")
+	cli, keys, s := atScale(b, "/bplan", servers, projects)
 	ctx := context.Background()
-	seedPlaced(b, cli, keys, servers, projects)
-	if _, err := BuildIndex(ctx, cli, keys, testFence(b, cli, keys), "bench"); err != nil {
-		b.Fatal(err)
-	}
-	s := New(cli, keys, Limits{Instances: 100000, Cores: 100000, RAM: 100000 * 512}, nil)
-	flavor := etcdschema.Flavor{Name: "m1.tiny", VCPUs: 1, RAMMB: 512}
 	r := ServerRequest{Project: "", User: "u", Min: 1, Max: 1, VCPUs: 1, RAMMB: 512}
 	next := 0
 	// share stores n creates of project in one request (the first of a
@@ -232,11 +239,7 @@ func BenchmarkPlanAtScale(b *testing.B) {
 			for range n {
 				uuid := fmt.Sprintf("10000000-0000-4000-8000-%012d", next)
 				next++
-				ops = append(ops, clientv3.OpTxn(nil, []clientv3.Op{
-					clientv3.OpPut(keys.InstanceMapping(uuid), etcdschema.MustEncode(&etcdschema.InstanceMapping{InstanceUUID: uuid, ProjectID: project})),
-					clientv3.OpPut(keys.QuotaInstance(project, uuid), etcdschema.MustEncode(&etcdschema.QuotaInstance{})),
-					clientv3.OpPut(keys.BuildRequest(uuid), etcdschema.MustEncode(&etcdschema.BuildRequest{InstanceUUID: uuid,
-						ProjectID: project, UserID: "u", Flavor: flavor}))}, nil))
+				ops = append(ops, clientv3.OpTxn(nil, createOps(keys, uuid, project), nil))
 			}
 			// One project's share is the whole request, as servers sends it.
 			resp, err := cli.Txn(ctx).If(p.Cmps...).Then(ops...).Else(p.Refresh...).Commit()
