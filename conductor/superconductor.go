@@ -89,6 +89,10 @@ func NewSuperconductor(cfg SuperconductorConfig) *Superconductor {
 		// a claim can only be left by an earlier holder, so this read is
 		// as good as one made after the lease, and costs no round trip.
 		AlsoRead: func(id string) []string { return []string{cfg.Keys.Consumer(id)} },
+		// A BuildRequest is put once (W1) and then only deleted (a user's
+		// delete, W4, cell0): the lease compares its mod revision with
+		// the watch's instead of reading it back.
+		WrittenOnce: true,
 		// Under load many workers lease requests at once: their W2s go as
 		// one etcd request (each a nested transaction of its own), as
 		// their hand-offs do (handOffs).

@@ -69,6 +69,7 @@ type Queue struct {
 	process     ProcessFunc
 	deferFn     func(it Item, all iter.Seq[Item]) bool
 	alsoRead    func(id string) []string
+	writtenOnce bool              // Config.WrittenOnce
 	leases      *txnbatch.Batcher // nil: each lease its own transaction
 	log         hclog.Logger
 	holderKey   func(id string) string // "" prefix: no registration, no affinity
@@ -139,6 +140,15 @@ type Config struct {
 	// leases an item (Item.Extra): state the work needs to see as of the
 	// moment it was leased, without another round trip to etcd.
 	AlsoRead func(id string) []string
+	// WrittenOnce says the items are put once and then only deleted (a
+	// BuildRequest): the item a watch delivered is the item as it is for
+	// as long as it exists. The lease transaction then compares the
+	// item's mod revision with the watch's instead of reading the item
+	// back (one range fewer in every lease; etcd reads and decodes the
+	// whole record for a compare and again for a get), and the Item's
+	// Value is the watch's. Unset, the lease reads the item, which may
+	// have been rewritten since the watch showed it.
+	WrittenOnce bool
 	// BatchLeases, when set, sends the leases of items that workers take
 	// at the same moment as one etcd request (package txnbatch), each a
 	// nested transaction that wins or loses on its own: one revision for
@@ -196,7 +206,7 @@ func New(c Config) *Queue {
 	}
 	q := &Queue{
 		cli: c.Client, itemPrefix: c.ItemPrefix, leasePrefix: c.LeasePrefix, leaseKey: c.LeaseKey,
-		holder: c.Holder, ttl: ttl, workers: c.Workers, process: c.Process, deferFn: c.Defer, alsoRead: c.AlsoRead, log: c.Log,
+		holder: c.Holder, ttl: ttl, workers: c.Workers, process: c.Process, deferFn: c.Defer, alsoRead: c.AlsoRead, writtenOnce: c.WrittenOnce, log: c.Log,
 		holderKey: c.HolderKey, holderPfx: c.HolderPrefix, grace: c.Grace, idleAfter: c.IdleAfter, stealAfter: c.StealAfter, name: c.Name, metrics: c.Metrics,
 		recs: map[string]*record{}, parked: map[string]*record{},
 		active: map[string]time.Time{}, wake: make(chan struct{}, 1), work: make(chan string, 1024),
@@ -497,9 +507,17 @@ func (q *Queue) acquireMany(ctx context.Context, its []Item) ([]Item, error) {
 }
 
 // acquireOps is one item's lease: if its lease key is absent and the
-// item exists, put the lease key and read the item and the extra keys.
+// item exists, put the lease key and read the item and the extra keys. An
+// item written once is not read: it exists as the watch showed it if its
+// mod revision is the watch's.
 func (q *Queue) acquireOps(it Item, val string, lease clientv3.LeaseID) ([]clientv3.Cmp, []clientv3.Op, []string) {
-	ops := []clientv3.Op{clientv3.OpPut(it.LeaseKey, val, clientv3.WithLease(lease)), clientv3.OpGet(it.Key)}
+	ops := []clientv3.Op{clientv3.OpPut(it.LeaseKey, val, clientv3.WithLease(lease))}
+	exists := clientv3.Compare(clientv3.CreateRevision(it.Key), ">", 0)
+	if q.writtenOnce {
+		exists = clientv3.Compare(clientv3.ModRevision(it.Key), "=", it.ModRev)
+	} else {
+		ops = append(ops, clientv3.OpGet(it.Key))
+	}
 	var extra []string
 	if q.alsoRead != nil {
 		extra = q.alsoRead(it.ID)
@@ -507,21 +525,25 @@ func (q *Queue) acquireOps(it Item, val string, lease clientv3.LeaseID) ([]clien
 			ops = append(ops, clientv3.OpGet(k))
 		}
 	}
-	return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.LeaseKey), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(it.Key), ">", 0)}, ops, extra
+	return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.LeaseKey), "=", 0), exists}, ops, extra
 }
 
 // leased1 fills an item from its lease's read responses (as acquireOps
-// ordered them).
+// ordered them: the lease's put, the item unless written once, the extra
+// keys).
 func (q *Queue) leased1(it Item, extra []string, resps []*etcdResponseOp) Item {
-	if kvs := resps[1].GetResponseRange().Kvs; len(kvs) == 1 { // the freshest value
-		it.Value = kvs[0].Value
-		it.ModRev = kvs[0].ModRevision
+	next := 1
+	if !q.writtenOnce {
+		if kvs := resps[next].GetResponseRange().Kvs; len(kvs) == 1 { // the freshest value
+			it.Value = kvs[0].Value
+			it.ModRev = kvs[0].ModRevision
+		}
+		next++
 	}
 	if len(extra) > 0 {
 		it.Extra = make(map[string][]byte, len(extra))
 		for i, k := range extra {
-			if kvs := resps[2+i].GetResponseRange().Kvs; len(kvs) == 1 {
+			if kvs := resps[next+i].GetResponseRange().Kvs; len(kvs) == 1 {
 				it.Extra[k] = kvs[0].Value
 			}
 		}

@@ -47,20 +47,23 @@ func finish(q *Queue, cli *clientv3.Client) ProcessFunc {
 
 func TestQueueWorksEachItemOnceAcrossHolders(t *testing.T) {
 	for _, tc := range []struct {
-		desc  string
-		batch bool
+		desc               string
+		batch, writtenOnce bool
 	}{
 		{desc: "a lease transaction each"},
 		// Three holders racing for the same items, each sending the
 		// leases its workers take together as one request: every lease
 		// still wins or loses on its own.
 		{desc: "leases batched", batch: true},
+		// The leases compare the items' mod revisions instead of reading
+		// them: the value worked is the watch's.
+		{desc: "items written once, leases batched", batch: true, writtenOnce: true},
 	} {
-		t.Run(tc.desc, func(t *testing.T) { worksEachItemOnceAcrossHolders(t, tc.batch) })
+		t.Run(tc.desc, func(t *testing.T) { worksEachItemOnceAcrossHolders(t, tc.batch, tc.writtenOnce) })
 	}
 }
 
-func worksEachItemOnceAcrossHolders(t *testing.T, batch bool) {
+func worksEachItemOnceAcrossHolders(t *testing.T, batch, writtenOnce bool) {
 	_, cli := etcdtest.NetClient(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -84,7 +87,7 @@ func worksEachItemOnceAcrossHolders(t *testing.T, batch bool) {
 			done <- struct{}{}
 			return nil
 		})
-		c.BatchLeases = batch
+		c.BatchLeases, c.WrittenOnce = batch, writtenOnce
 		c.Workers = 8
 		q = New(c)
 		queues = append(queues, q)
@@ -173,8 +176,21 @@ func TestQueueHandsOverADeadHoldersItem(t *testing.T) {
 }
 
 // AlsoRead's keys are read in the transaction that leases the item: a
-// key that exists is in Item.Extra with its value, an absent one is not.
+// key that exists is in Item.Extra with its value, an absent one is not;
+// whether or not the lease reads the item too (WrittenOnce).
 func TestQueueReadsExtraKeysWithTheLease(t *testing.T) {
+	for _, tc := range []struct {
+		desc        string
+		writtenOnce bool
+	}{
+		{desc: "item read with the lease"},
+		{desc: "item written once, not read", writtenOnce: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) { readsExtraKeysWithTheLease(t, tc.writtenOnce) })
+	}
+}
+
+func readsExtraKeysWithTheLease(t *testing.T, writtenOnce bool) {
 	cli := etcdtest.Client(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -182,7 +198,7 @@ func TestQueueReadsExtraKeysWithTheLease(t *testing.T) {
 	var q *Queue
 	q = New(Config{Client: cli, ItemPrefix: "/q/items/", LeasePrefix: "/q/leases/",
 		LeaseKey: func(id string) string { return "/q/leases/" + id }, Holder: "a",
-		LeaseTTL: 2 * time.Second, Workers: 1, Log: hclog.NewNullLogger(),
+		LeaseTTL: 2 * time.Second, Workers: 1, Log: hclog.NewNullLogger(), WrittenOnce: writtenOnce,
 		AlsoRead: func(id string) []string { return []string{"/q/extra/" + id} },
 		Process: func(ctx context.Context, it Item) error {
 			got <- it
@@ -193,7 +209,7 @@ func TestQueueReadsExtraKeysWithTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"with", "without"} {
-		if _, err := cli.Put(ctx, "/q/items/"+id, "x"); err != nil {
+		if _, err := cli.Put(ctx, "/q/items/"+id, "x-"+id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -202,6 +218,8 @@ func TestQueueReadsExtraKeysWithTheLease(t *testing.T) {
 		case it := <-got:
 			v, ok := it.Extra["/q/extra/"+it.ID]
 			switch {
+			case string(it.Value) != "x-"+it.ID || it.ModRev == 0:
+				t.Errorf("item %s: value %q at mod revision %d, want x-%s at its put's", it.ID, it.Value, it.ModRev, it.ID)
 			case it.Extra == nil:
 				t.Errorf("item %s: no Extra map", it.ID)
 			case it.ID == "with" && (!ok || string(v) != "claim"):
@@ -212,6 +230,71 @@ func TestQueueReadsExtraKeysWithTheLease(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatal("items were not worked")
 		}
+	}
+}
+
+// A queue whose items are written once leases an item only at the mod
+// revision it knows: an item rewritten since (which the contract rules
+// out, but a lease must not then act on a value that is not the item's)
+// or deleted is not leased, and no lease key is left behind.
+func TestQueueWrittenOnceLeasesOnlyTheKnownRevision(t *testing.T) {
+	cli := etcdtest.Client(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := testQueueConfig(cli, "a", nil)
+	c.WrittenOnce = true
+	q := New(c)
+	put := func(v string) int64 {
+		t.Helper()
+		resp, err := cli.Put(ctx, "/q/items/i", v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	item := func(rev int64, v string) Item {
+		return Item{ID: "i", Key: "/q/items/i", LeaseKey: "/q/leases/i", ModRev: rev, Value: []byte(v)}
+	}
+	leaseKeys := func() int64 {
+		t.Helper()
+		resp, err := cli.Get(ctx, "/q/leases/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Count
+	}
+	first := put("v1")
+	second := put("v2")
+	for _, tc := range []struct {
+		desc string
+		it   Item
+		want bool
+	}{
+		{desc: "an older revision", it: item(first, "v1")},
+		{desc: "the current revision", it: item(second, "v2"), want: true},
+	} {
+		ok, got, err := q.acquire(ctx, tc.it)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.desc, err)
+		}
+		if ok != tc.want {
+			t.Fatalf("%s: leased %v, want %v", tc.desc, ok, tc.want)
+		}
+		if n := leaseKeys(); (n == 1) != tc.want {
+			t.Fatalf("%s: %d lease keys after the lease (leased %v)", tc.desc, n, ok)
+		}
+		if ok && (string(got.Value) != "v2" || got.ModRev != second) {
+			t.Errorf("%s: leased item %q at %d, want the known v2 at %d", tc.desc, got.Value, got.ModRev, second)
+		}
+	}
+	if _, err := cli.Delete(ctx, "/q/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := q.acquire(ctx, item(second, "v2")); err != nil || ok {
+		t.Fatalf("a deleted item: leased %v (%v), want not leased", ok, err)
+	}
+	if n := leaseKeys(); n != 0 {
+		t.Fatalf("a deleted item: %d lease keys left", n)
 	}
 }
 
