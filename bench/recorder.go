@@ -9,9 +9,12 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/embedetcd"
+	"github.com/berth-project/berth/internal/etcdtally"
 )
 
 // trace is one server's way through the pipeline, each stage the time the
@@ -26,6 +29,7 @@ type trace struct {
 	failed             bool      // ERROR status (in a cell, not cell0)
 	noValidHost        bool      // buried in cell0
 	casts              int       // build casts (1 + reschedules)
+	finishRev          int64     // the revision of the record that finished it
 	deleted            bool      // instance mapping deleted
 	done               chan struct{}
 }
@@ -42,22 +46,31 @@ func (t *trace) finished() bool { return !t.active.IsZero() || t.failed || t.noV
 // purpose: a measurement must see every event from its first revision, and
 // a gap (a compacted watch) must invalidate the run. The informer is built
 // for the opposite, to hide a gap by listing the prefix again.
+//
+// With the member in the tool's own process (member set), it watches
+// only what it times and counts the writes afterwards: the member's work
+// for the recorder during the measured phase is then about seven events
+// a server instead of some fourteen (runTimed, writes).
 type Recorder struct {
-	cli  *clientv3.Client
-	keys etcdschema.Keys
-	pfx  recorderPrefixes
+	cli    *clientv3.Client
+	keys   etcdschema.Keys
+	pfx    recorderPrefixes
+	member recorderMember // nil: one watch of everything, counted as it arrives
+	// tally counts the member's watch stream (-etcd-tally), which the
+	// tally's client wrapper does not see; nil when off.
+	tally *etcdtally.Tally
 
-	// kinds interns the key kinds named so far; kindBuf is kind's
-	// scratch (both under mu).
-	kinds   map[string]string
-	kindBuf []byte
+	// kinds names the events' key kinds (under mu).
+	kinds keyKinds
 
-	mu        sync.Mutex
-	traces    map[string]*trace
-	puts      map[string]int64
-	deletes   map[string]int64
-	revs      int64
-	lastRev   int64
+	mu      sync.Mutex
+	traces  map[string]*trace
+	puts    map[string]int64
+	deletes map[string]int64
+	revs    int64
+	lastRev int64
+	// reordered counts events delivered after one of a later revision.
+	reordered int64
 	counting  bool
 	firstRev  int64
 	finished  int
@@ -68,13 +81,33 @@ type Recorder struct {
 
 // NewRecorder returns a recorder; Run starts it.
 func NewRecorder(cli *clientv3.Client, keys etcdschema.Keys) *Recorder {
-	return &Recorder{cli: cli, keys: keys, pfx: newRecorderPrefixes(keys), kinds: map[string]string{},
+	pfx := newRecorderPrefixes(keys)
+	return &Recorder{cli: cli, keys: keys, pfx: pfx, kinds: newKeyKinds(pfx.all),
 		traces: map[string]*trace{}, puts: map[string]int64{},
 		deletes: map[string]int64{}, cond: make(chan struct{})}
 }
 
+// recorderMember is what the recorder reads of an etcd member in the
+// tool's own process (embedetcd.Server).
+type recorderMember interface {
+	WatchClient() pb.WatchClient
+	History(prefix string, from, to int64, fn func(embedetcd.Change)) error
+}
+
+// ReadMember makes the recorder read m, the member in the tool's process
+// that it watches, directly: one ordered watch stream over the prefixes
+// it times, and the measured phase's writes from m's history once the
+// phase is over. tally, when set, counts the stream's responses and
+// events as the client's watches are counted. Call it before Run.
+func (r *Recorder) ReadMember(m recorderMember, tally *etcdtally.Tally) {
+	r.member, r.tally = m, tally
+}
+
 // Run watches from fromRev until ctx ends.
 func (r *Recorder) Run(ctx context.Context, fromRev int64) error {
+	if r.member != nil {
+		return r.runTimed(ctx, fromRev)
+	}
 	wch := r.cli.Watch(clientv3.WithRequireLeader(ctx), r.keys.All(), clientv3.WithPrefix(), clientv3.WithRev(fromRev))
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
@@ -101,7 +134,10 @@ func (r *Recorder) Run(ctx context.Context, fromRev int64) error {
 func (r *Recorder) StartCounting() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.puts, r.deletes, r.revs, r.counting, r.firstRev = map[string]int64{}, map[string]int64{}, 0, true, 0
+	// Reading the member, the writes are counted from its history
+	// (writes), not from the watch, which sees only what it times.
+	r.puts, r.deletes, r.revs, r.counting, r.firstRev = map[string]int64{}, map[string]int64{}, 0, r.member == nil, 0
+	r.reordered = 0
 }
 
 func (r *Recorder) traceLocked(id string) *trace {
@@ -115,7 +151,7 @@ func (r *Recorder) traceLocked(id string) *trace {
 
 func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 	key := ev.Kv.Key
-	kind := r.kind(key)
+	kind := r.kinds.of(key)
 	del := ev.Type == clientv3.EventTypeDelete
 	if r.counting {
 		if del {
@@ -132,6 +168,11 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 	}
 	if ev.Kv.ModRevision > r.lastRev {
 		r.lastRev = ev.Kv.ModRevision
+	} else if ev.Kv.ModRevision < r.lastRev {
+		// Only the member's stream, several watches on it, can do this:
+		// one watch caught up after falling behind (etcd's victims and
+		// unsynced watchers), behind another.
+		r.reordered++
 	}
 	// Every key the recorder times ends in the server's uuid; it is looked
 	// up as bytes (no string is made) and decoded only for a server it
@@ -162,9 +203,11 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 		}
 		// A cast of a server not followed, or of one that has finished
 		// booting (a move's or a delete's), is not decoded: during a
-		// drain or a resize churn those are most casts.
+		// drain or a resize churn those are most casts. Finished means
+		// by a later revision: a cast delivered late (above) is still
+		// the boot's.
 		t := r.traces[string(id)]
-		if t == nil || t.finished() {
+		if t == nil || (t.finished() && ev.Kv.ModRevision >= t.finishRev) {
 			return
 		}
 		var b etcdschema.BuildOp // the op alone: no string copied
@@ -212,6 +255,7 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 		default:
 			return
 		}
+		t.finishRev = ev.Kv.ModRevision
 		close(t.done)
 		r.finished++
 		close(r.cond)
@@ -271,16 +315,25 @@ func (r *Recorder) inCell0(key []byte) bool {
 // lastSegment is what follows key's last slash.
 func lastSegment(key []byte) []byte { return key[bytes.LastIndexByte(key, '/')+1:] }
 
-// kind names a key's family: its first segment, or two for placement,
-// leases and server groups, with host and cell names made "*". The names
-// are made once each (r.kinds): the recorder names every event.
-func (r *Recorder) kind(key []byte) string {
-	rel := bytes.TrimPrefix(key, []byte(r.pfx.all))
+// keyKinds names keys' families: a key's first segment, or two for
+// placement, leases and server groups, with host and cell names made "*".
+// The names are made once each: every event is named.
+type keyKinds struct {
+	all   string // the prefix
+	names map[string]string
+	buf   []byte // of's scratch
+}
+
+func newKeyKinds(all string) keyKinds { return keyKinds{all: all, names: map[string]string{}} }
+
+// of is key's family.
+func (kk *keyKinds) of(key []byte) string {
+	rel := bytes.TrimPrefix(key, []byte(kk.all))
 	seg0, rest, _ := bytes.Cut(rel, []byte{'/'})
 	var seg1, seg2 []byte
 	seg1, rest, _ = bytes.Cut(rest, []byte{'/'})
 	seg2, _, _ = bytes.Cut(rest, []byte{'/'})
-	buf := r.kindBuf[:0]
+	buf := kk.buf[:0]
 	switch string(seg0) {
 	case "hosts", "cells":
 		buf = append(buf, seg0...)
@@ -300,12 +353,12 @@ func (r *Recorder) kind(key []byte) string {
 	default:
 		buf = append(buf, seg0...)
 	}
-	r.kindBuf = buf
-	if k, ok := r.kinds[string(buf)]; ok {
+	kk.buf = buf
+	if k, ok := kk.names[string(buf)]; ok {
 		return k
 	}
 	k := string(buf)
-	r.kinds[k] = k
+	kk.names[k] = k
 	return k
 }
 
@@ -346,6 +399,13 @@ func (r *Recorder) WaitFinished(ctx context.Context, n int) error {
 	}
 }
 
+// late is how many events arrived after one of a later revision.
+func (r *Recorder) late() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reordered
+}
+
 // Finished is how many servers have finished.
 func (r *Recorder) Finished() int {
 	r.mu.Lock()
@@ -361,7 +421,13 @@ type Writes struct {
 	Deletes   map[string]int64 `json:"deletes"`
 }
 
-func (r *Recorder) writes() Writes {
+// writes is what the measured phase wrote. Reading the member, they are
+// the changes under the prefix in the revisions (from, to], read from its history; otherwise what the watch
+// counted since StartCounting (from and to unused).
+func (r *Recorder) writes(from, to int64) (Writes, error) {
+	if r.member != nil {
+		return r.writesFromHistory(from, to)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := Writes{Revisions: r.revs, Puts: map[string]int64{}, Deletes: map[string]int64{}}
@@ -371,7 +437,7 @@ func (r *Recorder) writes() Writes {
 	for k, v := range r.deletes {
 		w.Deletes[k] = v
 	}
-	return w
+	return w, nil
 }
 
 // stageSamples returns per-stage durations over the servers in ids.

@@ -30,7 +30,7 @@ func TestRecorderKind(t *testing.T) {
 		{"a group's member", k.All() + "server_groups/g1/members/u1", "server_groups/*/members"},
 	} {
 		for range 2 { // the second time from the interned names
-			if got := r.kind([]byte(c.key)); got != c.want {
+			if got := r.kinds.of([]byte(c.key)); got != c.want {
 				t.Errorf("%s: kind(%q) = %q, want %q", c.desc, c.key, got, c.want)
 			}
 		}
@@ -153,5 +153,33 @@ func TestRecorderFinishesOnlyOnAFinishingRecord(t *testing.T) {
 				t.Errorf("after a %s record in %s: %q, want %q", tc.status, tc.cell, got, tc.want)
 			}
 		})
+	}
+}
+
+// A boot's cast delivered after the record that finished it (a watch of
+// the member's stream that fell behind another) still counts as the
+// boot's cast, and the late delivery is counted; a cast of a later
+// revision (a move's) does not count.
+func TestRecorderCountsALateBootCast(t *testing.T) {
+	k := etcdschema.New("/berth")
+	r := NewRecorder(nil, k)
+	r.Expect([]string{"u1"}, time.Now(), time.Now())
+	put := func(key, value string, rev int64) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.applyLocked(time.Now(), &clientv3.Event{Type: clientv3.EventTypePut,
+			Kv: &mvccpb.KeyValue{Key: []byte(key), Value: []byte(value), ModRevision: rev}})
+	}
+	cast := etcdschema.MustEncode(&etcdschema.Build{Op: etcdschema.OpBuild})
+	put(k.CellInstance("cell1", "u1"), etcdschema.MustEncode(&etcdschema.Instance{UUID: "u1", Status: etcdschema.StatusActive}), 5)
+	put(k.Build("h1", "u1"), cast, 4) // the boot's, late
+	put(k.Build("h2", "u1"), cast, 9) // a move's
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if tr := r.traces["u1"]; tr.casts != 1 || tr.cast.IsZero() {
+		t.Errorf("casts %d (first at %v), want the boot's one", tr.casts, tr.cast)
+	}
+	if r.reordered != 1 {
+		t.Errorf("%d events counted late, want 1", r.reordered)
 	}
 }

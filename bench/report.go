@@ -159,6 +159,11 @@ type Result struct {
 
 	WritesPerServer float64 `json:"writes_per_server,omitempty"`
 	Writes          *Writes `json:"writes,omitempty"`
+	// RecorderLate counts the events the recorder's watches delivered
+	// after one of a later revision: several watches on the member's
+	// stream, one of which fell behind. Those servers' stage times are
+	// late (a negative one is left out). Zero on a run that kept up.
+	RecorderLate int64 `json:"recorder_late_events,omitempty"`
 	// EtcdRequests are the measured phase's etcd requests by role and
 	// kind (-etcd-tally): the in-process clients' and the tool's own,
 	// not -fleet-procs children's.
@@ -327,6 +332,10 @@ func (r *Result) WriteTable(w io.Writer) {
 			fmt.Fprintf(tw, "  %s\t%.2f puts, %.2f deletes per server\n", k,
 				float64(r.Writes.Puts[k])/float64(r.Measured), float64(r.Writes.Deletes[k])/float64(r.Measured))
 		}
+	}
+	if r.RecorderLate > 0 {
+		row("recorder fell behind", "%d events delivered after a later revision's: those servers' stage times are late, and a stage that came out negative is not counted",
+			r.RecorderLate)
 	}
 	r.etcdRequestRows(tw)
 	if r.SchedulerProcs > 0 {

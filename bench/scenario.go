@@ -168,13 +168,16 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 	}
 	from++
 	r.rec = NewRecorder(t.recorderCli(), t.Keys)
+	if m := t.etcdMember(); m != nil {
+		r.rec.ReadMember(m, t.tally)
+	}
 	var bg sync.WaitGroup
 	bgErr := make(chan error, 2)
 	bg.Add(1)
 	recCtx, stopRec := context.WithCancel(ctx)
 	defer stopRec()
 	recDone := make(chan struct{})
-	rolelabel.Go(recCtx, "bench recorder", func(recCtx context.Context) {
+	rolelabel.Go(recCtx, recorderRole, func(recCtx context.Context) {
 		defer bg.Done()
 		defer close(recDone)
 		if err := r.rec.Run(recCtx, from); err != nil && recCtx.Err() == nil {
@@ -620,8 +623,12 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 	// Each instance sync puts the host's uuid list; a re-granted lease
 	// puts the alive key again. Provider syncs write only on a change.
 	res.BackgroundWrites = (bg.InstanceSyncs - bg0.InstanceSyncs) + (bg.Regrants - bg0.Regrants)
-	w := r.rec.writes()
+	w, err := r.rec.writes(rev0, rev1)
+	if err != nil {
+		return err
+	}
 	res.Writes = &w
+	res.RecorderLate = r.rec.late()
 	if r.t.tally != nil {
 		res.EtcdRequests = r.t.tally.Rows()
 	}

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/etcdtally"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/internal/stack"
@@ -65,6 +66,15 @@ func (t *Target) fleetCli() *clientv3.Client {
 		return t.fleetClient
 	}
 	return t.Client
+}
+
+// etcdMember is the etcd member the tool started in its process, nil
+// for an existing Berth.
+func (t *Target) etcdMember() *embedetcd.Server {
+	if t.base == nil {
+		return nil
+	}
+	return t.base.EtcdMember()
 }
 
 // recorderCli is the client the recorder watches with.

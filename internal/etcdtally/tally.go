@@ -50,6 +50,11 @@ type key struct{ role, kind string }
 // New is an empty tally.
 func New() *Tally { return &Tally{counts: map[key]*atomic.Int64{}} }
 
+// Add counts n of kind for role: requests a client made outside the
+// wrapped clientv3.Client (a raw watch stream of the member's: the load
+// tool's recorder).
+func (t *Tally) Add(role, kind string, n int64) { t.add(role, kind, n) }
+
 // add adds n to role's kind: a read lock and an atomic add once the
 // counter exists, which it does after the first request of its kind.
 func (t *Tally) add(role, kind string, n int64) {

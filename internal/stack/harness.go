@@ -9,6 +9,7 @@ import (
 
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/metrics"
 	"github.com/berth-project/berth/placement"
 )
@@ -28,6 +29,12 @@ func (s *Stack) InProcessClient() (*clientv3.Client, error) {
 	}
 	return s.etcd.NewClient(), nil
 }
+
+// EtcdMember is the stack's embedded etcd member (nil without one), for a
+// harness that reads it directly in the same process: the load tool's
+// recorder reads a measured phase's writes from its history afterwards,
+// and follows the stages on one ordered watch stream.
+func (s *Stack) EtcdMember() *embedetcd.Server { return s.etcd }
 
 // Keys is the stack's etcd key layout (its config's prefix).
 func (s *Stack) Keys() etcdschema.Keys { return s.keys }
