@@ -131,6 +131,10 @@ type runner struct {
 	apiErrors atomic.Int64
 	ids       []string
 	idsMu     sync.Mutex
+	// pendingWrites is the measured phase's revision range (from, to]
+	// whose writes a recorder reading the member counts once the phase
+	// is over (readPendingWrites); nil when none is pending.
+	pendingWrites *[2]int64
 }
 
 func (r *runner) progress(ctx context.Context, what func() string) func() {
@@ -290,6 +294,9 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 		err = r.resize(ctx)
 	}
 	endPhase()
+	if werr := r.readPendingWrites(ctx); err == nil {
+		err = werr
+	}
 	if err == nil && cfg.Baseline {
 		// The recorder's watch of the whole prefix is the tool's, not
 		// Berth's: it is stopped before the baselines, so neither the
@@ -301,6 +308,24 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 		endPhase()
 	}
 	return err
+}
+
+// readPendingWrites fills the result's write table from the member's
+// history, for a phase that finished with the recorder reading it.
+func (r *runner) readPendingWrites(ctx context.Context) error {
+	if r.pendingWrites == nil {
+		return nil
+	}
+	from, to := r.pendingWrites[0], r.pendingWrites[1]
+	r.pendingWrites = nil
+	var w Writes
+	var err error
+	rolelabel.Do(ctx, recorderRole, func(context.Context) { w, err = r.rec.writes(from, to) })
+	if err != nil {
+		return err
+	}
+	r.res.Writes = &w
+	return nil
 }
 
 func (r *runner) makeGroups(ctx context.Context) error {
@@ -623,11 +648,17 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 	// Each instance sync puts the host's uuid list; a re-granted lease
 	// puts the alive key again. Provider syncs write only on a change.
 	res.BackgroundWrites = (bg.InstanceSyncs - bg0.InstanceSyncs) + (bg.Regrants - bg0.Regrants)
-	w, err := r.rec.writes(rev0, rev1)
-	if err != nil {
-		return err
+	if r.rec.member != nil {
+		// Read from the member's history once the phase is over, outside
+		// its profile: the read is the tool's work, not Berth's.
+		r.pendingWrites = &[2]int64{rev0, rev1}
+	} else {
+		w, err := r.rec.writes(rev0, rev1)
+		if err != nil {
+			return err
+		}
+		res.Writes = &w
 	}
-	res.Writes = &w
 	res.RecorderLate = r.rec.late()
 	if r.t.tally != nil {
 		res.EtcdRequests = r.t.tally.Rows()
