@@ -39,10 +39,13 @@ package txnbatch
 import (
 	"context"
 	"errors"
+	"runtime/pprof"
 	"sync"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/internal/rolelabel"
 )
 
 // Defaults.
@@ -248,19 +251,27 @@ func writesAny(m *member, written map[string]bool) bool {
 }
 
 // allGone is a context for a batch's request that ends once every
-// member's context has ended, with the values of none (etcd's client
-// reads none it needs).
+// member's context has ended, with the values of none but the first's
+// role label (etcd's client reads none it needs).
 func allGone(batch []*member) (context.Context, context.CancelFunc) {
 	return AllGone(len(batch), func(i int) context.Context { return batch[i].ctx })
 }
 
 // AllGone is a context for one request made for n callers (a batch): it
 // ends once every caller's context (ctxOf(i)) has ended, so a request
-// some caller still waits for is not cancelled by the others giving up,
-// and it carries the values of none. Its cancel releases what it
-// watches.
+// some caller still waits for is not cancelled by the others giving up.
+// It carries none of their values but the first caller's role label
+// (package rolelabel), so that an etcd request tally (package etcdtally)
+// counts the batch for the role that made it rather than for none. Its
+// cancel releases what it watches.
 func AllGone(n int, ctxOf func(i int) context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
+	base := context.Background()
+	if n > 0 {
+		if role := rolelabel.Of(ctxOf(0)); role != "" {
+			base = pprof.WithLabels(base, pprof.Labels(rolelabel.Key, role))
+		}
+	}
+	ctx, cancel := context.WithCancel(base)
 	var mu sync.Mutex
 	left := n
 	stops := make([]func() bool, n)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/leakcheck"
+	"github.com/berth-project/berth/internal/rolelabel"
 	"github.com/berth-project/berth/internal/testwait"
 )
 
@@ -247,4 +248,37 @@ func TestManyConcurrentMembersAllCommitWithinEtcdLimits(t *testing.T) {
 		t.Fatalf("%d transactions sent, want %d", txns, n)
 	}
 	t.Logf("%d transactions in %d requests", txns, reqs)
+}
+
+// A batch's request context carries the first caller's role label (what
+// an etcd tally counts it under) and none of the callers' values, and
+// ends only once every caller has given up.
+func TestAllGoneCarriesTheFirstRoleAndEndsWithTheLast(t *testing.T) {
+	type key struct{}
+	var ctxs []context.Context
+	var cancels []context.CancelFunc
+	for _, role := range []string{"superconductor", "other"} {
+		var ctx context.Context
+		rolelabel.Do(context.WithValue(context.Background(), key{}, "value"), role, func(c context.Context) { ctx = c })
+		ctx, cancel := context.WithCancel(ctx)
+		ctxs, cancels = append(ctxs, ctx), append(cancels, cancel)
+	}
+	ctx, release := AllGone(len(ctxs), func(i int) context.Context { return ctxs[i] })
+	defer release()
+	if got := rolelabel.Of(ctx); got != "superconductor" {
+		t.Errorf("role label %q, want the first caller's", got)
+	}
+	if v := ctx.Value(key{}); v != nil {
+		t.Errorf("carries a caller's value %v", v)
+	}
+	cancels[0]()
+	if ctx.Err() != nil {
+		t.Fatal("ended while a caller still waits")
+	}
+	cancels[1]()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not end once every caller gave up")
+	}
 }
