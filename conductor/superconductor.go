@@ -2,7 +2,6 @@ package conductor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -399,12 +398,15 @@ func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels [
 		Attempts: []etcdschema.Attempt{{Host: chosen.ServiceHost, At: now}}, Group: br.Hints.Group}
 	// The cast carries the instance as written here (the agent need not
 	// read it back) and the alternates (no key of their own to put now
-	// and delete at ACTIVE): docs/flows.md, W4.
-	instJSON := etcdschema.MustEncode(inst)
+	// and delete at ACTIVE): docs/flows.md, W4. EncodeCast writes each
+	// record once, the instance's own value a substring of the cast.
 	build := &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: br.InstanceUUID, Name: br.Name,
 		Cell: chosen.Cell, Flavor: br.Flavor, ProjectID: br.ProjectID, UserID: br.UserID,
-		Attempt: 1, RequestID: br.RequestID, CastAt: now, Image: br.Image,
-		Instance: json.RawMessage(instJSON), Alternates: json.RawMessage(etcdschema.MustEncode(alts))}
+		Attempt: 1, RequestID: br.RequestID, CastAt: now, Image: br.Image}
+	cast, instJSON, err := etcdschema.EncodeCast(build, inst, alts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("hand off %s: %w", br.InstanceUUID, err)
+	}
 	held, err := s.queue.StillHeld(ctx, g.item)
 	if err != nil {
 		return nil, nil, err
@@ -412,7 +414,7 @@ func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels [
 	ops := []clientv3.Op{
 		clientv3.OpPut(k.CellInstance(chosen.Cell, br.InstanceUUID), instJSON),
 		clientv3.OpPut(k.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(mapping)),
-		clientv3.OpPut(k.Build(chosen.ServiceHost, br.InstanceUUID), etcdschema.MustEncode(build)),
+		clientv3.OpPut(k.Build(chosen.ServiceHost, br.InstanceUUID), cast),
 	}
 	ops = append(ops, workqueue.FinishOps(g.item)...)
 	testhook.Pause(ctx, "superconductor.before-handoff", br.InstanceUUID)

@@ -23,6 +23,29 @@ func (b *Build) sizeHint() int {
 }
 
 func (b *Build) appendJSON(out []byte) ([]byte, bool) {
+	out, ok := b.appendHead(out)
+	if !ok {
+		return nil, false
+	}
+	if len(b.Instance) > 0 {
+		out = append(out, `,"instance":`...)
+		if out, ok = appendRawJSON(out, b.Instance); !ok {
+			return nil, false
+		}
+	}
+	if len(b.Alternates) > 0 {
+		out = append(out, `,"alternates":`...)
+		if out, ok = appendRawJSON(out, b.Alternates); !ok {
+			return nil, false
+		}
+	}
+	return append(out, '}'), true
+}
+
+// appendHead is the cast's object up to its carried records (instance,
+// alternates) and the closing brace: every field json.Marshal writes
+// before them. EncodeCast appends the carried records itself.
+func (b *Build) appendHead(out []byte) ([]byte, bool) {
 	if b.Move != nil {
 		return nil, false // a move step, written rarely: json.Marshal's
 	}
@@ -59,19 +82,7 @@ func (b *Build) appendJSON(out []byte) ([]byte, bool) {
 		out = append(out, `,"image":`...)
 		out = appendBootImage(out, b.Image)
 	}
-	if len(b.Instance) > 0 {
-		out = append(out, `,"instance":`...)
-		if out, ok = appendRawJSON(out, b.Instance); !ok {
-			return nil, false
-		}
-	}
-	if len(b.Alternates) > 0 {
-		out = append(out, `,"alternates":`...)
-		if out, ok = appendRawJSON(out, b.Alternates); !ok {
-			return nil, false
-		}
-	}
-	return append(out, '}'), true
+	return out, true
 }
 
 // appendRawJSON appends raw as json.Marshal writes a json.RawMessage:
