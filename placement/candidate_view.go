@@ -161,6 +161,8 @@ func (st *indexState) viewFor(plan *mergePlan) (*indexState, map[int32]int32) {
 			ve.summary.Store(ps)
 		}
 		remap[slot] = ve.slot
+		view.indexSlots = append(view.indexSlots, make([]int32, int(ve.slot)+1-len(view.indexSlots))...)
+		view.indexSlots[ve.slot] = slot
 	}
 	return view, remap
 }

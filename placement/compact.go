@@ -26,6 +26,14 @@ type CandidatePart struct {
 type Candidate struct {
 	// Root is the uuid of the tree root the request is anchored at.
 	Root string
+	// RootSlot is one more than Root's slot in the index that answered
+	// (0: not known, a candidate made elsewhere). It is a hint for a
+	// caller that keeps something per provider (the scheduler's host
+	// join, scheduler/provider_slots.go) to find it without hashing the
+	// uuid: within one answer a slot is one root, but a slot is reused
+	// once its provider is gone, so whatever is kept by slot must be
+	// checked against Root.
+	RootSlot int32
 	// RootSummary is Root's provider summary (capacity and usage per
 	// class), shared with the index and every other answer: read-only.
 	// nil only when the root is not indexed (a half-applied tree move).
@@ -108,7 +116,7 @@ func (st *indexState) compact(areqs []*areq) []Candidate {
 	var lastMap map[string]int64
 	for i, a := range areqs {
 		root := st.slots[a.anchor]
-		out[i].Root = root.p.UUID
+		out[i].Root, out[i].RootSlot = root.p.UUID, st.indexSlot(a.anchor)+1
 		out[i].RootSummary = st.summaryOf(root)
 		if single, ok := singleProviderRes(a.res); ok {
 			if lastMap == nil || !sameAmounts(lastRes, a.res) {

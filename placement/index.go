@@ -344,6 +344,20 @@ type indexState struct {
 
 	consumers   map[string]consumerEntry
 	rpConsumers map[string]map[string]struct{}
+
+	// indexSlots is, in a search's view (candidate_view.go), each slot's
+	// slot in the index it was copied from: the one Candidate.RootSlot
+	// names. nil in the index itself.
+	indexSlots []int32
+}
+
+// indexSlot is slot's number in the index: itself, or in a view the
+// index slot its provider was copied from.
+func (st *indexState) indexSlot(slot int32) int32 {
+	if st.indexSlots != nil {
+		return st.indexSlots[slot]
+	}
+	return slot
 }
 
 func newIndexState() *indexState {

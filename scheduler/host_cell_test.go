@@ -23,7 +23,7 @@ func TestViewCellFollowsMappings(t *testing.T) {
 	}
 	cellNow := func() string {
 		t.Helper()
-		views, oks := hm.viewsForProviders([]string{"rp"}, make([]hostView, 1), make([]bool, 1))
+		views, oks := hm.viewsForProviders([]string{"rp"}, nil, make([]hostView, 1), make([]bool, 1))
 		if !oks[0] {
 			t.Fatal("no view of rp")
 		}

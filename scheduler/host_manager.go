@@ -63,8 +63,12 @@ type HostManager struct {
 
 	mu         sync.RWMutex
 	hosts      map[string]*hostRecord
-	byProvider map[string]*hostRecord // root provider uuid -> its host's record: one lookup per candidate
-	cells      map[string]string      // host -> cell (host mappings)
+	byProvider map[string]*hostRecord // root provider uuid -> its host's record
+	// slots remembers byProvider's answers by placement slot, for the
+	// candidate join (provider_slots.go); emptied (forget) whenever an
+	// answer changes.
+	slots providerSlots
+	cells map[string]string // host -> cell (host mappings)
 	// mappingsGen counts changes to cells (host_cell.go).
 	mappingsGen atomic.Uint64
 
@@ -204,13 +208,25 @@ func (hm *HostManager) ReportsInstance(provider, instance string) (compute, repo
 // round per candidate queued them behind every watch update.
 // The views are written into views and oks (each len(uuids); oks zeroed):
 // views[i] is written, and means something, only where oks[i].
-func (hm *HostManager) viewsForProviders(uuids []string, views []hostView, oks []bool) ([]hostView, []bool) {
+// slots[i] is uuids[i]'s Candidate.RootSlot (0 when not known; slots may
+// be nil): a record found through the slot table skips the map.
+func (hm *HostManager) viewsForProviders(uuids []string, slots []int32, views []hostView, oks []bool) ([]hostView, []bool) {
 	hm.mu.RLock()
 	defer hm.mu.RUnlock()
 	for i, uuid := range uuids {
-		if r, ok := hm.byProvider[uuid]; ok {
-			views[i], oks[i] = hm.viewOf(r)
+		var slot int32
+		if slots != nil {
+			slot = slots[i]
 		}
+		r := hm.slots.lookup(slot, uuid)
+		if r == nil {
+			var ok bool
+			if r, ok = hm.byProvider[uuid]; !ok {
+				continue
+			}
+			hm.slots.remember(slot, uuid, r)
+		}
+		views[i], oks[i] = hm.viewOf(r)
 	}
 	return views, oks
 }
@@ -283,6 +299,7 @@ func (h hostsHandler) Reset(kvs []informer.Event, rev int64) {
 	}
 	hm.hosts = make(map[string]*hostRecord, n)
 	hm.byProvider = make(map[string]*hostRecord, n)
+	hm.slots.forget()
 	for _, kv := range kvs {
 		hm.applyLocked(kv, true)
 	}
@@ -319,6 +336,7 @@ func (h hostsHandler) ResetPaged(rev int64, list func(page func([]informer.Event
 	}
 	hm.mu.Lock()
 	hm.hosts, hm.byProvider, hm.names = next.hosts, next.byProvider, next.names
+	hm.slots.forget()
 	for host := range next.reread {
 		hm.reread[host] = true
 	}
@@ -368,7 +386,7 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 	case rest == "service":
 		if ev.Deleted {
 			if r, ok := hm.hosts[host]; ok && r.service != nil {
-				delete(hm.byProvider, r.service.ProviderUUID)
+				hm.unmapProviderLocked(r.service.ProviderUUID)
 				r.service = nil
 			}
 			return
@@ -380,9 +398,12 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 		}
 		r := hm.record(host)
 		if r.service != nil && r.service.ProviderUUID != s.ProviderUUID {
-			delete(hm.byProvider, r.service.ProviderUUID)
+			hm.unmapProviderLocked(r.service.ProviderUUID)
 		}
 		r.service = s
+		if old, ok := hm.byProvider[s.ProviderUUID]; ok && old != r {
+			hm.slots.forget() // another host's provider now: the slot table's answer changes
+		}
 		hm.byProvider[s.ProviderUUID] = r
 	case rest == "alive":
 		hm.record(host).alive = !ev.Deleted
@@ -434,6 +455,13 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 			}
 		}
 	}
+}
+
+// unmapProviderLocked deletes provider uuid's record from byProvider,
+// and the slot table's answers with it; the caller holds the write lock.
+func (hm *HostManager) unmapProviderLocked(uuid string) {
+	delete(hm.byProvider, uuid)
+	hm.slots.forget()
 }
 
 type mappingsHandler struct{ hm *HostManager }

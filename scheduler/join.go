@@ -23,23 +23,8 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 	// are the cycle's scratch (scratch.go).
 	sc := c.joinScratch()
 	rootIdx := resize(sc.rootIdx, len(cands)) // each written below
-	pos := sc.pos
-	clear(pos) // the last request's roots
-	roots := sc.roots[:0]
-	for i, c := range cands {
-		if c.Root == "" {
-			rootIdx[i] = -1
-			continue
-		}
-		j, ok := pos[c.Root]
-		if !ok {
-			j = len(roots)
-			pos[c.Root] = j
-			roots = append(roots, c.Root)
-		}
-		rootIdx[i] = j
-	}
-	views, oks := s.hosts.viewsForProviders(roots, resize(sc.views, len(roots)), grow(sc.oks, len(roots)))
+	roots, rootSlots := sc.distinctRoots(cands, rootIdx)
+	views, oks := s.hosts.viewsForProviders(roots, rootSlots, resize(sc.views, len(roots)), grow(sc.oks, len(roots)))
 	// Every state and every state's candidate list come from one array
 	// each: a request joins up to 1,000 hosts, and one allocation per
 	// host was the join's largest cost after the views.
@@ -63,7 +48,7 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 	all := resize(sc.states, len(roots)) // each state in order is written whole below
 	order := sc.order[:0]
 	defer func() {
-		sc.rootIdx, sc.roots, sc.views, sc.oks, sc.perRoot = rootIdx, roots, views, oks, perRoot
+		sc.rootIdx, sc.roots, sc.rootSlots, sc.views, sc.oks, sc.perRoot = rootIdx, roots, rootSlots, views, oks, perRoot
 		sc.backing, sc.fill, sc.states, sc.order = backing, fill, all, order
 	}()
 	for j, root := range roots {

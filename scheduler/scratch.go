@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math/bits"
 	"sync"
 
 	"github.com/berth-project/berth/placement"
@@ -17,13 +18,17 @@ type joinScratch struct {
 	rootIdx []int
 	pos     map[string]int
 	roots   []string
-	views   []hostView
-	oks     []bool
-	perRoot []int
-	fill    []int
-	backing []placement.Candidate
-	states  []HostState
-	order   []*HostState
+	// rootSlots are roots' Candidate.RootSlot; bySlot is the table
+	// distinctRoots de-duplicates them in.
+	rootSlots []int32
+	bySlot    []slotMark
+	views     []hostView
+	oks       []bool
+	perRoot   []int
+	fill      []int
+	backing   []placement.Candidate
+	states    []HostState
+	order     []*HostState
 	// rank is what each pick's weighing ranks in (weighRanking).
 	rank rankBuf
 }
@@ -59,4 +64,71 @@ func resize[T any](s []T, n int) []T {
 		return make([]T, n)
 	}
 	return s[:n]
+}
+
+// slotMark says slot's root is roots[j] (slot 0: an empty place).
+type slotMark struct {
+	slot, j int32
+}
+
+// distinctRoots lists the candidates' roots, each once, in answer order,
+// with their RootSlots, and sets rootIdx[i] to cands[i]'s root's place in
+// them (-1 for a candidate with no root). Within one placement answer a
+// slot is one root, so roots are told apart by slot, in a small open
+// addressing table keyed by it (twice the candidates, so it stays in the
+// cache): a map keyed by the uuid hashed 36 bytes per candidate. An
+// answer with a candidate of unknown slot (one not made by placement's
+// index) is de-duplicated by uuid. The caller keeps the slices it
+// returns in the scratch.
+func (j *joinScratch) distinctRoots(cands []placement.Candidate, rootIdx []int) ([]string, []int32) {
+	roots, slots := j.roots[:0], j.rootSlots[:0]
+	if len(cands) == 0 {
+		return roots, slots
+	}
+	for i := range cands {
+		if cands[i].RootSlot <= 0 && cands[i].Root != "" {
+			return j.distinctRootsByUUID(cands, rootIdx, roots, slots)
+		}
+	}
+	width := bits.Len(uint(2*len(cands) - 1))
+	table := grow(j.bySlot, 1<<width)
+	j.bySlot = table
+	mask := uint32(len(table) - 1)
+	for i := range cands {
+		c := &cands[i]
+		if c.Root == "" {
+			rootIdx[i] = -1
+			continue
+		}
+		// Fibonacci hashing: the product's high bits.
+		h := (uint32(c.RootSlot) * 2654435769) >> (32 - width) & mask
+		for table[h].slot != 0 && table[h].slot != c.RootSlot {
+			h = (h + 1) & mask
+		}
+		if table[h].slot == 0 {
+			table[h] = slotMark{slot: c.RootSlot, j: int32(len(roots))}
+			roots, slots = append(roots, c.Root), append(slots, c.RootSlot)
+		}
+		rootIdx[i] = int(table[h].j)
+	}
+	return roots, slots
+}
+
+// distinctRootsByUUID is distinctRoots keyed by the roots' uuids.
+func (j *joinScratch) distinctRootsByUUID(cands []placement.Candidate, rootIdx []int, roots []string, slots []int32) ([]string, []int32) {
+	clear(j.pos) // the last request's roots
+	for i, c := range cands {
+		if c.Root == "" {
+			rootIdx[i] = -1
+			continue
+		}
+		k, ok := j.pos[c.Root]
+		if !ok {
+			k = len(roots)
+			j.pos[c.Root] = k
+			roots, slots = append(roots, c.Root), append(slots, c.RootSlot)
+		}
+		rootIdx[i] = k
+	}
+	return roots, slots
 }
