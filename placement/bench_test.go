@@ -200,3 +200,34 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkCompactCandidates10k is the scheduler's in-process search: a
+// sample of 100 candidates from a random start over 10,000 providers, in
+// fresh arrays (CompactCandidates) and in lent ones reused from search
+// to search (CompactCandidatesInto, what a scheduler's request does).
+func BenchmarkCompactCandidates10k(b *testing.B) {
+	s, cli := newStarted(b)
+	populate(b, cli, s.keys, 10_000)
+	syncIdx(b, s)
+	ctx := context.Background()
+	q := benchQuery
+	q.Limit, q.RandomStart = 100, true
+	var buf CompactBuffers
+	for _, into := range []bool{false, true} {
+		b.Run(fmt.Sprintf("into=%v", into), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var c []Candidate
+				var err error
+				if into {
+					c, err = s.CompactCandidatesInto(ctx, q, &buf)
+				} else {
+					c, err = s.CompactCandidates(ctx, q)
+				}
+				if err != nil || len(c) != 100 {
+					b.Fatalf("%v %d", err, len(c))
+				}
+			}
+		})
+	}
+}

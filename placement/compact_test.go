@@ -17,6 +17,22 @@ func checkCompact(t *testing.T, s *Service, q CandidateQuery, want *Candidates) 
 	if len(got) != len(want.AllocationRequests) {
 		t.Fatalf("compact: %d candidates, rendered %d", len(got), len(want.AllocationRequests))
 	}
+	// In lent buffers that hold an older, larger answer: the same.
+	stale := Candidate{Root: "stale", RootSlot: 99, RootSummary: &ProviderSummary{},
+		Parts: []CandidatePart{{Provider: "stale", Resources: map[string]int64{"X": 1}}}}
+	buf := CompactBuffers{cands: make([]Candidate, len(got)+8), parts: make([]CandidatePart, len(got)+8)}
+	for i := range buf.cands {
+		buf.cands[i], buf.parts[i] = stale, stale.Parts[0]
+	}
+	for round := 0; round < 2; round++ {
+		into, err := s.CompactCandidatesInto(testCtx(t), q, &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(into) != len(got) || len(got) > 0 && !reflect.DeepEqual(into, got) {
+			t.Fatalf("compact into lent buffers (round %d):\n%+v\nfresh:\n%+v", round, into, got)
+		}
+	}
 	for i, c := range got {
 		if ar := c.AllocationRequest(); !reflect.DeepEqual(ar.Allocations, want.AllocationRequests[i].Allocations) {
 			t.Errorf("compact %d: allocations %v, rendered %v", i, ar.Allocations, want.AllocationRequests[i].Allocations)

@@ -80,7 +80,7 @@ func (c *Cycle) release() {
 		c.scratch.release()
 		c.scratch = nil
 	}
-	c.hosts = nil
+	c.hosts, c.cands = nil, nil // both in the scratch's arrays
 }
 
 // claim is one instance's claim and the revision that wrote it.

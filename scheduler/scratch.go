@@ -31,6 +31,9 @@ type joinScratch struct {
 	order     []*HostState
 	// rank is what each pick's weighing ranks in (weighRanking).
 	rank rankBuf
+	// compact is what placement builds the request's candidates in
+	// (candidates in select.go).
+	compact placement.CompactBuffers
 }
 
 var joinScratchPool = sync.Pool{New: func() any { return &joinScratch{pos: map[string]int{}} }}

@@ -33,6 +33,12 @@ type Placement interface {
 	DeleteAllocationsGuarded(ctx context.Context, consumer string, guards ...clientv3.Cmp) error
 }
 
+// compactInto is placement.Service's CompactCandidates into arrays the
+// caller lends, which a request keeps in its pooled scratch.
+type compactInto interface {
+	CompactCandidatesInto(ctx context.Context, q placement.CandidateQuery, buf *placement.CompactBuffers) ([]placement.Candidate, error)
+}
+
 // Config is the scheduler's tuning, from the HCL scheduler block.
 type Config struct {
 	MaxAttempts                 int
@@ -255,7 +261,15 @@ func (s *Scheduler) loadRequestGroup(ctx context.Context, c *Cycle) error {
 // candidates is stage 3: placement's allocation candidates for q, from its
 // in-memory index. None is a NoValidHost, which says why (explain.go).
 func (s *Scheduler) candidates(ctx context.Context, c *Cycle, q placement.CandidateQuery, log hclog.Logger) ([]placement.Candidate, error) {
-	cands, err := s.placement.CompactCandidates(ctx, q)
+	var cands []placement.Candidate
+	var err error
+	if p, ok := s.placement.(compactInto); ok {
+		// In the cycle's scratch: nothing reads the candidates once the
+		// request has answered (scratch.go).
+		cands, err = p.CompactCandidatesInto(ctx, q, &c.joinScratch().compact)
+	} else {
+		cands, err = s.placement.CompactCandidates(ctx, q)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("select destinations: allocation candidates: %w", err)
 	}
