@@ -198,19 +198,3 @@ func (a *Agent) periodic(ctx context.Context) {
 		}
 	}
 }
-
-// providerTick is the periodic provider sync: inventory and the disabled
-// trait, then the host's cell mapping if it is still missing. Failures
-// are logged; the next tick retries.
-func (a *Agent) providerTick(ctx context.Context) (syncErr, mapErr error) {
-	if syncErr = a.syncProvider(ctx); syncErr != nil && ctx.Err() == nil {
-		a.log.Warn("provider sync failed", "error", syncErr)
-	}
-	if err := a.reportCapacity(ctx); err != nil && ctx.Err() == nil {
-		a.log.Warn("capacity report failed", "error", err)
-	}
-	if mapErr = a.ensureHostMapping(ctx); mapErr != nil && ctx.Err() == nil {
-		a.log.Warn("host mapping failed", "error", mapErr)
-	}
-	return syncErr, mapErr
-}

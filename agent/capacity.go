@@ -18,11 +18,35 @@ import (
 // scheduler's empty-Placement fallback reads it while no provider exists;
 // it is written at registration and every provider sync.
 func (a *Agent) reportCapacity(ctx context.Context) error {
-	inv, err := a.inventories()
+	onHost, err := a.instancesOnHost(ctx)
 	if err != nil {
 		return err
 	}
-	onHost, err := a.instancesOnHost(ctx)
+	return a.writeCapacity(ctx, onHost)
+}
+
+// reportCapacityOf is reportCapacity with the host's instance info uuids
+// already read (providerTick's one read): with track_instance_changes
+// only their records are read; without it the cell is listed, as
+// instancesOnHost does.
+func (a *Agent) reportCapacityOf(ctx context.Context, uuids []string) error {
+	var onHost map[string]hostInstance
+	var err error
+	if a.cfg.TrackInstanceChanges {
+		onHost, err = a.instanceRecords(ctx, uuids, true)
+	} else {
+		onHost, err = a.instancesOnHost(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	return a.writeCapacity(ctx, onHost)
+}
+
+// writeCapacity writes the HostCapacity of the instances onHost, unless
+// it is what this agent wrote last.
+func (a *Agent) writeCapacity(ctx context.Context, onHost map[string]hostInstance) error {
+	inv, err := a.inventories()
 	if err != nil {
 		return err
 	}

@@ -148,11 +148,16 @@ func (a *Agent) inventories() (map[string]etcdschema.Inventory, error) {
 // the host (claims compare the provider's revision), 1/60 of a fleet's
 // hosts each second at the default interval.
 func (a *Agent) syncProvider(ctx context.Context) error {
-	inv, err := a.inventories()
+	svc, err := a.service(ctx)
 	if err != nil {
 		return err
 	}
-	svc, err := a.service(ctx)
+	return a.syncProviderWith(ctx, svc)
+}
+
+// syncProviderWith is syncProvider with the service record already read.
+func (a *Agent) syncProviderWith(ctx context.Context, svc etcdschema.Service) error {
+	inv, err := a.inventories()
 	if err != nil {
 		return err
 	}
@@ -203,17 +208,28 @@ var errProviderUnchanged = errors.New("provider unchanged")
 // host checks its mapping (at 10,000 hosts, ~170 such proposals a
 // second that wrote nothing). A read costs etcd a read index, no entry.
 func (a *Agent) ensureHostMapping(ctx context.Context) error {
-	k := a.keys
-	look, err := a.cli.Txn(ctx).If(
-		clientv3.Compare(clientv3.CreateRevision(k.Cell(a.cfg.Cell)), ">", 0),
-		clientv3.Compare(clientv3.CreateRevision(k.HostMapping(a.cfg.Host)), ">", 0),
-	).Commit()
+	look, err := a.cli.Txn(ctx).If(hostMappedCmps(a.keys, a.cfg.Host, a.cfg.Cell)...).Commit()
 	if err != nil {
 		return fmt.Errorf("map host %s to cell %s: look up the mapping: %w", a.cfg.Host, a.cfg.Cell, err)
 	}
 	if look.Succeeded {
 		return nil // mapped, in a cell that exists
 	}
+	return a.mapHost(ctx)
+}
+
+// hostMappedCmps hold when cell exists and host is mapped.
+func hostMappedCmps(k etcdschema.Keys, host, cell string) []clientv3.Cmp {
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(k.Cell(cell)), ">", 0),
+		clientv3.Compare(clientv3.CreateRevision(k.HostMapping(host)), ">", 0),
+	}
+}
+
+// mapHost writes the host's mapping if it is missing and its cell exists
+// (ensureHostMapping's write, after a look found it unmapped).
+func (a *Agent) mapHost(ctx context.Context) error {
+	k := a.keys
 	m := &etcdschema.HostMapping{Host: a.cfg.Host, Cell: a.cfg.Cell, CreatedAt: time.Now().UTC()}
 	resp, err := a.cli.Txn(ctx).If(
 		clientv3.Compare(clientv3.CreateRevision(k.Cell(a.cfg.Cell)), ">", 0),

@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/placement"
+)
+
+// requestCount counts the requests sent through its KV (a transaction is
+// one, whatever it holds): each is a round trip to etcd.
+type requestCount struct {
+	clientv3.KV
+	n int
+}
+
+func (c *requestCount) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	c.n++
+	return c.KV.Get(ctx, key, opts...)
+}
+
+func (c *requestCount) Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error) {
+	c.n++
+	return c.KV.Put(ctx, key, val, opts...)
+}
+
+func (c *requestCount) Txn(ctx context.Context) clientv3.Txn {
+	c.n++
+	return c.KV.Txn(ctx)
+}
+
+// syncedHost is a registered, mapped host with instances instances
+// (records and instance info), as a fleet's host is between builds.
+func syncedHost(tb testing.TB, cli *clientv3.Client, instances int) *Agent {
+	tb.Helper()
+	ctx := context.Background()
+	keys := etcdschema.New("/t")
+	a, err := New(Config{Host: "h1", Cell: "cell1", ReportInterval: time.Second, TrackInstanceChanges: true,
+		Inventory: Inventory{VCPUs: 64, MemoryMB: 65536, DiskGB: 1000}},
+		cli, keys, placement.New(cli, keys, hclog.NewNullLogger()), NewFakeDriver("h1", FakeConfig{}), hclog.NewNullLogger())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, keys.Cell("cell1"), etcdschema.MustEncode(&etcdschema.Cell{Name: "cell1", UUID: "c1"})); err != nil {
+		tb.Fatal(err)
+	}
+	f := etcdschema.Flavor{ID: "2", Name: "m", VCPUs: 2, RAMMB: 1024, DiskGB: 1}
+	for i := range instances {
+		u := fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
+		if _, err := cli.Txn(ctx).Then(
+			clientv3.OpPut(keys.CellInstance("cell1", u), etcdschema.MustEncode(&etcdschema.Instance{
+				UUID: u, Cell: "cell1", Host: "h1", Status: etcdschema.StatusActive, Flavor: f})),
+			clientv3.OpPut(keys.HostInstance("h1", u), etcdschema.MustEncode(&etcdschema.InstanceInfo{
+				UUID: u, Host: "h1", FlavorID: f.ID, Flavor: f.Name}))).Commit(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := a.Register(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	return a
+}
+
+// TestProviderTickRoundTrips: an idle provider sync of a mapped host
+// with instances makes three round trips to etcd (its reads, Placement's
+// read of the provider, the instance records) and writes nothing; one
+// of an unmapped host maps it.
+func TestProviderTickRoundTrips(t *testing.T) {
+	cli := etcdtest.Client(t)
+	a := syncedHost(t, cli, 3)
+	c := &requestCount{KV: cli.KV}
+	cli.KV = c
+	ctx := context.Background()
+	rev := func() int64 {
+		t.Helper()
+		resp, err := c.KV.Get(ctx, "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	before := rev()
+	if syncErr, mapErr := a.providerTick(ctx); syncErr != nil || mapErr != nil {
+		t.Fatal(syncErr, mapErr)
+	}
+	if c.n != 3 {
+		t.Errorf("an idle provider sync made %d round trips to etcd, want 3", c.n)
+	}
+	if after := rev(); after != before {
+		t.Errorf("an idle provider sync wrote (revision %d -> %d)", before, after)
+	}
+	if _, err := cli.Delete(ctx, a.keys.HostMapping("h1")); err != nil {
+		t.Fatal(err)
+	}
+	if syncErr, mapErr := a.providerTick(ctx); syncErr != nil || mapErr != nil {
+		t.Fatal(syncErr, mapErr)
+	}
+	resp, err := cli.Get(ctx, a.keys.HostMapping("h1"))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("host mapping after a sync of an unmapped host: %v %v", resp, err)
+	}
+}
+
+// BenchmarkHostSyncs is one periodic run of a fleet host's provider sync
+// ("provider") and instance sync ("instances"), each against a host
+// with 4 instances over a networked client to an embedded etcd (both in
+// this process), idle (nothing to write but the instance sync's list).
+// cpu-us/op is the process's user+system CPU per run, client and etcd
+// together; requests/op the round trips to etcd.
+func BenchmarkHostSyncs(b *testing.B) {
+	_, cli := etcdtest.NetClient(b)
+	a := syncedHost(b, cli, 4)
+	c := &requestCount{KV: cli.KV}
+	cli.KV = c
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name string
+		run  func() error
+	}{
+		{"provider", func() error { return a.SyncProvider(ctx) }},
+		{"instances", func() error { return a.SyncInstances(ctx) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			c.n = 0
+			cpu0 := processCPU(b)
+			for b.Loop() {
+				if err := bc.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
+			b.ReportMetric(float64(c.n)/float64(b.N), "requests/op")
+		})
+	}
+}
