@@ -397,11 +397,23 @@ func writeBody(w http.ResponseWriter, v *version, status int, out any) {
 		w.WriteHeader(status)
 		return
 	}
-	b := dumps(out)
+	bp := answerBuffers.Get().(*[]byte)
+	b := pycompat.AppendDumps((*bp)[:0], out)
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	_, _ = w.Write(b) // copied (into the connection's buffer, or sent) before it returns
+	if cap(b) <= maxPooledAnswer {
+		*bp = b[:0]
+		answerBuffers.Put(bp)
+	}
 }
+
+// answerBuffers are writeBody's buffers, reused: every answer was a
+// buffer of its own, grown from 64 bytes by doubling. One grown for an
+// unusually large answer (a long server list) is not kept.
+var answerBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+const maxPooledAnswer = 64 << 10
 
 // writeRouterNotFound is the 404 of Nova's router for a path or method it
 // has no route for: webob's own HTTPNotFound page, not a Fault.

@@ -41,6 +41,11 @@ func (o obj) EachMember(f func(k string, v any)) {
 	}
 }
 
+// Len and Member make an obj a pycompat.Members, which Dumps walks
+// without a closure.
+func (o obj) Len() int                   { return len(o) }
+func (o obj) Member(i int) (string, any) { return o[i].k, o[i].v }
+
 // dumps is Python's json.dumps(v) as Nova writes its answers
 // (pycompat.Dumps: ensure_ascii, <, > and & plain).
 func dumps(v any) []byte { return pycompat.Dumps(v) }

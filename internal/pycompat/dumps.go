@@ -1,12 +1,11 @@
 package pycompat
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"sort"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Object is a JSON object whose members keep the order they were added
@@ -33,125 +32,197 @@ func Dumps(v any) []byte { return dumps(v, true) }
 // its answers: non-ASCII characters as they are.
 func DumpsUnicode(v any) []byte { return dumps(v, false) }
 
+// AppendDumps appends Dumps(v) to dst: a caller writing many answers
+// can keep one buffer (or a pool of them) instead of one per answer.
+func AppendDumps(dst []byte, v any) []byte { return appendValue(dst, v, true) }
+
 func dumps(v any, ascii bool) []byte {
-	var b bytes.Buffer
-	writeValue(&b, v, ascii)
-	return b.Bytes()
+	// Most answers are a few hundred bytes: one allocation of this size
+	// instead of a buffer doubling from 64.
+	return appendValue(make([]byte, 0, 512), v, ascii)
 }
 
-func writeValue(b *bytes.Buffer, v any, ascii bool) {
+// Members is an Object that can also be read member by member: Dumps
+// walks it without the closure EachMember takes (one allocation an
+// object, every object of every answer).
+type Members interface {
+	Object
+	// Len is the number of members; Member(i) the i-th, in order.
+	Len() int
+	Member(i int) (k string, v any)
+}
+
+func appendValue(b []byte, v any, ascii bool) []byte {
 	switch t := v.(type) {
 	case nil:
-		b.WriteString("null")
+		return append(b, "null"...)
 	case bool:
-		b.WriteString(strconv.FormatBool(t))
+		return strconv.AppendBool(b, t)
 	case int:
-		b.WriteString(strconv.Itoa(t))
+		return strconv.AppendInt(b, int64(t), 10)
 	case int64:
-		b.WriteString(strconv.FormatInt(t, 10))
+		return strconv.AppendInt(b, t, 10)
 	case float64:
-		b.WriteString(FloatJSON(t))
+		return append(b, FloatJSON(t)...)
 	case json.Number:
-		b.WriteString(NumberJSON(t))
+		return append(b, NumberJSON(t)...)
 	case string:
-		writeString(b, t, ascii)
+		return appendString(b, t, ascii)
 	case *string:
 		if t == nil {
-			b.WriteString("null")
-		} else {
-			writeString(b, *t, ascii)
+			return append(b, "null"...)
 		}
-	case Object:
-		b.WriteByte('{')
-		first := true
-		t.EachMember(func(k string, v any) {
-			if !first {
-				b.WriteString(", ")
+		return appendString(b, *t, ascii)
+	case Members:
+		b = append(b, '{')
+		for i, n := 0, t.Len(); i < n; i++ {
+			if i > 0 {
+				b = append(b, ", "...)
 			}
-			first = false
-			writeString(b, k, ascii)
-			b.WriteString(": ")
-			writeValue(b, v, ascii)
-		})
-		b.WriteByte('}')
+			k, v := t.Member(i)
+			b = appendString(b, k, ascii)
+			b = append(b, ": "...)
+			b = appendValue(b, v, ascii)
+		}
+		return append(b, '}')
+	case Object:
+		return appendObject(b, t, ascii)
 	case map[string]string:
 		keys := make([]string, 0, len(t))
 		for k := range t {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		b.WriteByte('{')
+		b = append(b, '{')
 		for i, k := range keys {
 			if i > 0 {
-				b.WriteString(", ")
+				b = append(b, ", "...)
 			}
-			writeString(b, k, ascii)
-			b.WriteString(": ")
-			writeString(b, t[k], ascii)
+			b = appendString(b, k, ascii)
+			b = append(b, ": "...)
+			b = appendString(b, t[k], ascii)
 		}
-		b.WriteByte('}')
+		return append(b, '}')
 	case []any:
-		writeList(b, len(t), func(i int) any { return t[i] }, ascii)
+		b = append(b, '[')
+		for i, e := range t {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendValue(b, e, ascii)
+		}
+		return append(b, ']')
 	case []string:
-		writeList(b, len(t), func(i int) any { return t[i] }, ascii)
-	default:
-		if rv := reflect.ValueOf(t); rv.Kind() == reflect.Slice {
-			// []obj and the like: a list of whatever they hold.
-			writeList(b, rv.Len(), func(i int) any { return rv.Index(i).Interface() }, ascii)
-			return
+		b = append(b, '[')
+		for i, e := range t {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendString(b, e, ascii)
 		}
-		// Not a value the views build (a client's value quoted in an
-		// error, say): encoding/json's spelling.
-		j, err := json.Marshal(t)
-		if err != nil {
-			j = []byte("null")
-		}
-		b.Write(j)
+		return append(b, ']')
 	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice {
+		// []obj and the like: a list of whatever they hold. An element
+		// that is an Object goes by its address (an Object too, its
+		// methods being the element's), which an interface holds
+		// without allocating: the element itself, a slice or a struct,
+		// would be copied to the heap.
+		byAddr := rv.Type().Elem().Implements(objectType)
+		b = append(b, '[')
+		for i, n := 0, rv.Len(); i < n; i++ {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			e := rv.Index(i)
+			if byAddr {
+				e = e.Addr()
+			}
+			b = appendValue(b, e.Interface(), ascii)
+		}
+		return append(b, ']')
+	}
+	// Not a value the views build (a client's value quoted in an error,
+	// say): encoding/json's spelling.
+	j, err := json.Marshal(v)
+	if err != nil {
+		j = []byte("null")
+	}
+	return append(b, j...)
 }
 
-func writeList(b *bytes.Buffer, n int, at func(int) any, ascii bool) {
-	b.WriteByte('[')
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b.WriteString(", ")
+var objectType = reflect.TypeFor[Object]()
+
+// appendObject writes an Object through its EachMember. (A function of
+// its own: the closure captures b, which would move every appendValue's
+// b to the heap.)
+func appendObject(b []byte, o Object, ascii bool) []byte {
+	b = append(b, '{')
+	first := true
+	o.EachMember(func(k string, v any) {
+		if !first {
+			b = append(b, ", "...)
 		}
-		writeValue(b, at(i), ascii)
-	}
-	b.WriteByte(']')
+		first = false
+		b = appendString(b, k, ascii)
+		b = append(b, ": "...)
+		b = appendValue(b, v, ascii)
+	})
+	return append(b, '}')
 }
 
-// writeString is json's encoder for a str: ", \ and the control
+// appendString is json's encoder for a str: ", \ and the control
 // characters escaped; with ascii (ensure_ascii) every character past
 // '~' as \uXXXX too (a surrogate pair past U+FFFF), else as it is.
-func writeString(b *bytes.Buffer, s string, ascii bool) {
-	b.WriteByte('"')
-	for _, r := range s {
+// Printable ASCII without quotes or backslashes, most of every answer,
+// is copied as it is, a run at a time.
+func appendString(b []byte, s string, ascii bool) []byte {
+	b = append(b, '"')
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && plainByte(s[i]) {
+			i++
+		}
+		b = append(b, s[:i]...)
+		if i == len(s) {
+			break
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		s = s[i+size:]
 		switch {
 		case r == '"':
-			b.WriteString(`\"`)
+			b = append(b, `\"`...)
 		case r == '\\':
-			b.WriteString(`\\`)
+			b = append(b, `\\`...)
 		case r == '\n':
-			b.WriteString(`\n`)
+			b = append(b, `\n`...)
 		case r == '\r':
-			b.WriteString(`\r`)
+			b = append(b, `\r`...)
 		case r == '\t':
-			b.WriteString(`\t`)
+			b = append(b, `\t`...)
 		case r == '\b':
-			b.WriteString(`\b`)
+			b = append(b, `\b`...)
 		case r == '\f':
-			b.WriteString(`\f`)
+			b = append(b, `\f`...)
 		case r < ' ':
-			fmt.Fprintf(b, `\u%04x`, r)
+			b = appendU(b, r)
 		case r <= '~' || !ascii:
-			b.WriteRune(r)
+			b = utf8.AppendRune(b, r)
 		case r > 0xFFFF:
 			r -= 0x10000
-			fmt.Fprintf(b, `\u%04x\u%04x`, 0xD800+(r>>10)&0x3FF, 0xDC00+r&0x3FF)
+			b = appendU(appendU(b, 0xD800+(r>>10)&0x3FF), 0xDC00+r&0x3FF)
 		default:
-			fmt.Fprintf(b, `\u%04x`, r)
+			b = appendU(b, r)
 		}
 	}
-	b.WriteByte('"')
+	return append(b, '"')
+}
+
+// plainByte: c is written as it is in every mode.
+func plainByte(c byte) bool { return c >= ' ' && c <= '~' && c != '"' && c != '\\' }
+
+// appendU appends \u and r's four lowercase hex digits (r <= 0xFFFF).
+func appendU(b []byte, r rune) []byte {
+	const hex = "0123456789abcdef"
+	return append(b, '\\', 'u', hex[r>>12&0xF], hex[r>>8&0xF], hex[r>>4&0xF], hex[r&0xF])
 }

@@ -13,6 +13,13 @@ func (o ordered) EachMember(f func(k string, v any)) {
 	}
 }
 
+// indexed is an ordered that Dumps walks by index (Members).
+type indexed [][2]any
+
+func (o indexed) EachMember(f func(k string, v any)) { ordered(o).EachMember(f) }
+func (o indexed) Len() int                           { return len(o) }
+func (o indexed) Member(i int) (string, any)         { return o[i][0].(string), o[i][1] }
+
 // TestDumps: each answer is what python3's json.dumps wrote for the same
 // value (ensure_ascii on for Dumps, off for DumpsUnicode).
 func TestDumps(t *testing.T) {
@@ -31,6 +38,11 @@ func TestDumps(t *testing.T) {
 		{"numbers, null, true", []any{1.0, 1e100, 10, nil, true, json.Number("1E2")}, `[1.0, 1e+100, 10, null, true, 100.0]`, `[1.0, 1e+100, 10, null, true, 100.0]`},
 		{"a slice of objects and string pointers", []any{[]ordered{{{"k", none}}}, &s}, `[[{"k": null}], "x"]`, `[[{"k": null}], "x"]`},
 		{"a nil object is {}", ordered(nil), `{}`, `{}`},
+		{"members by index, a slice of them, a nil one", indexed{{"b", indexed{{"c", "d"}}}, {"a", []indexed{{{"x", 1}}, nil}}},
+			`{"b": {"c": "d"}, "a": [{"x": 1}, {}]}`, `{"b": {"c": "d"}, "a": [{"x": 1}, {}]}`},
+		{"escapes between plain runs", "ab\"c\\d\ne\u00e9f\x01g", `"ab\"c\\d\ne\u00e9f\u0001g"`, "\"ab\\\"c\\\\d\\ne\u00e9f\\u0001g\""},
+		{"invalid UTF-8 as U+FFFD, as it always was", "a\xffb", `"a\ufffdb"`, "\"a\ufffdb\""},
+		{"a []string", []string{"a", "é"}, `["a", "\u00e9"]`, `["a", "é"]`},
 	}
 	for _, c := range cases {
 		if got := string(Dumps(c.v)); got != c.ascii {
