@@ -387,26 +387,37 @@ type castOutcome struct {
 // endCastIf applies ops and deletes the cast, if the cast is the one we
 // worked (not replaced by a newer one) and, when instKey is set, the
 // instance record is unchanged since we read it (its mod revision is
-// instRev). When it does not apply, the same round trip reads the cast's
+// instRev). When it does not apply, a read that follows gets the cast's
 // revision and the instance, so the caller can tell which changed.
+//
+// That read is a round trip of its own rather than the transaction's
+// Else branch: nearly every outcome applies, and an Else carried its two
+// reads in every build's request, to be encoded, sent and decoded for
+// nothing. Reading after the failed compare sees the cast and the
+// instance as they are then, possibly newer than at the compare, which
+// the caller handles as it would a change made just before it: a cast
+// replaced or gone is superseded, an instance changed is decided again
+// at its newest revision.
 func (a *Agent) endCastIf(ctx context.Context, ev informer.Event, instKey string, instRev int64, ops []clientv3.Op) (castOutcome, error) {
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ev.Key), "=", ev.Revision)}
-	var orElse []clientv3.Op
 	if instKey != "" {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(instKey), "=", instRev))
-		orElse = []clientv3.Op{clientv3.OpGet(ev.Key, clientv3.WithKeysOnly()), clientv3.OpGet(instKey)}
 	}
-	resp, err := a.cli.Txn(context.WithoutCancel(ctx)).If(cmps...).
-		Then(append(ops, clientv3.OpDelete(ev.Key))...).Else(orElse...).Commit()
+	ctx = context.WithoutCancel(ctx)
+	resp, err := a.cli.Txn(ctx).If(cmps...).Then(append(ops, clientv3.OpDelete(ev.Key))...).Commit()
 	if err != nil {
 		return castOutcome{}, fmt.Errorf("record outcome of %s: %w", ev.Key, err)
 	}
 	if resp.Succeeded || instKey == "" {
 		return castOutcome{ok: resp.Succeeded}, nil
 	}
-	castKVs := resp.Responses[0].GetResponseRange().Kvs
+	now, err := a.cli.Txn(ctx).Then(clientv3.OpGet(ev.Key, clientv3.WithKeysOnly()), clientv3.OpGet(instKey)).Commit()
+	if err != nil {
+		return castOutcome{}, fmt.Errorf("read %s and %s after their outcome did not apply: %w", ev.Key, instKey, err)
+	}
+	castKVs := now.Responses[0].GetResponseRange().Kvs
 	out := castOutcome{castSame: len(castKVs) == 1 && castKVs[0].ModRevision == ev.Revision}
-	if instKVs := resp.Responses[1].GetResponseRange().Kvs; out.castSame && len(instKVs) == 1 {
+	if instKVs := now.Responses[1].GetResponseRange().Kvs; out.castSame && len(instKVs) == 1 {
 		var inst etcdschema.Instance
 		if err := etcdschema.Decode(instKey, instKVs[0].Value, &inst); err != nil {
 			return castOutcome{}, err
