@@ -74,6 +74,7 @@ type Agent struct {
 	driver    Driver
 	log       hclog.Logger
 	provider  string
+	own       ownKeys
 
 	builds   *informer.Informer
 	mu       sync.Mutex
@@ -120,11 +121,11 @@ func New(cfg Config, cli *clientv3.Client, keys etcdschema.Keys, p Placement, d 
 		cfg.MaxConcurrentBuilds = 10
 	}
 	a := &Agent{cfg: cfg, cli: cli, keys: keys, placement: p, driver: d,
-		log: log.With("host", cfg.Host, "cell", cfg.Cell), provider: ProviderUUIDForHost(cfg.Host),
+		log: log.With("host", cfg.Host, "cell", cfg.Cell), provider: ProviderUUIDForHost(cfg.Host), own: newOwnKeys(keys, cfg),
 		pending: map[string]informer.Event{}, inFlight: map[string]bool{},
 		sem: make(chan struct{}, cfg.MaxConcurrentBuilds), wake: make(chan struct{}, 1),
 		syncNow: make(chan struct{}, 1), failedBuilds: -1}
-	a.builds = informer.New(cli, keys.Builds(cfg.Host), buildsHandler{a}, a.log)
+	a.builds = informer.New(cli, a.own.builds, buildsHandler{a}, a.log)
 	return a, nil
 }
 
@@ -197,4 +198,17 @@ func (a *Agent) periodic(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// ownKeys are the keys of the agent's own host and cell, spelled once:
+// every cast, liveness beat and periodic sync used them, and each use
+// built its string again.
+type ownKeys struct {
+	builds, service, instances, sync, capacity, mapping, cell string
+}
+
+func newOwnKeys(k etcdschema.Keys, cfg Config) ownKeys {
+	return ownKeys{builds: k.Builds(cfg.Host), service: k.Service(cfg.Host), instances: k.HostInstances(cfg.Host),
+		sync: k.HostSync(cfg.Host), capacity: k.HostCapacity(cfg.Host), mapping: k.HostMapping(cfg.Host),
+		cell: k.Cell(cfg.Cell)}
 }

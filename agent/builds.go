@@ -40,7 +40,7 @@ func (h buildsHandler) Apply(evs []informer.Event) {
 // cast at the same key, and the build's final transaction, which compares
 // the cast's revision, then does nothing.
 func (a *Agent) offer(ev informer.Event) {
-	id, ok := etcdschema.LastSegment(ev.Key, a.keys.Builds(a.cfg.Host))
+	id, ok := etcdschema.LastSegment(ev.Key, a.own.builds)
 	if !ok {
 		return
 	}
@@ -82,7 +82,7 @@ func (a *Agent) dispatch(ctx context.Context) {
 				defer a.wg.Done()
 				defer func() { <-a.sem }()
 				a.work1(ctx, ev)
-				id, _ := etcdschema.LastSegment(ev.Key, a.keys.Builds(a.cfg.Host))
+				id, _ := etcdschema.LastSegment(ev.Key, a.own.builds)
 				a.mu.Lock()
 				delete(a.inFlight, id)
 				a.mu.Unlock()

@@ -66,7 +66,7 @@ func (a *Agent) writeCapacity(ctx context.Context, onHost map[string]hostInstanc
 		return nil
 	}
 	rec := &etcdschema.HostCapacity{Host: a.cfg.Host, Inventories: inv, Used: used, At: time.Now().UTC()}
-	if _, err := a.cli.Put(ctx, a.keys.HostCapacity(a.cfg.Host), etcdschema.MustEncode(rec)); err != nil {
+	if _, err := a.cli.Put(ctx, a.own.capacity, etcdschema.MustEncode(rec)); err != nil {
 		return fmt.Errorf("agent %s: write capacity: %w", a.cfg.Host, err)
 	}
 	a.lastCapacity = rec

@@ -62,13 +62,12 @@ type tickReads struct {
 // service record and (with track_instance_changes) the host's instance
 // info keys.
 func (a *Agent) readTick(ctx context.Context) (tickReads, error) {
-	k := a.keys
-	svcKey, prefix := k.Service(a.cfg.Host), k.HostInstances(a.cfg.Host)
+	svcKey, prefix := a.own.service, a.own.instances
 	reads := []clientv3.Op{clientv3.OpGet(svcKey)}
 	if a.cfg.TrackInstanceChanges {
 		reads = append(reads, clientv3.OpGet(prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly()))
 	}
-	resp, err := a.cli.Txn(ctx).If(hostMappedCmps(k, a.cfg.Host, a.cfg.Cell)...).Then(reads...).Else(reads...).Commit()
+	resp, err := a.cli.Txn(ctx).If(a.own.hostMapped()...).Then(reads...).Else(reads...).Commit()
 	if err != nil {
 		return tickReads{}, fmt.Errorf("agent %s: read service, host mapping and instance info: %w", a.cfg.Host, err)
 	}

@@ -40,7 +40,7 @@ func (a *Agent) instancesOnHost(ctx context.Context) (map[string]hostInstance, e
 
 // infoUUIDs lists the instances this host's instance info keys name.
 func (a *Agent) infoUUIDs(ctx context.Context) ([]string, error) {
-	prefix := a.keys.HostInstances(a.cfg.Host)
+	prefix := a.own.instances
 	resp, err := a.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		return nil, fmt.Errorf("list instance info of %s: %w", a.cfg.Host, err)
@@ -114,13 +114,13 @@ func (a *Agent) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	castResp, err := a.cli.Get(ctx, a.keys.Builds(a.cfg.Host), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	castResp, err := a.cli.Get(ctx, a.own.builds, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		return fmt.Errorf("agent %s: list casts: %w", a.cfg.Host, err)
 	}
 	casts := map[string]bool{}
 	for _, kv := range castResp.Kvs {
-		if u, ok := etcdschema.LastSegment(string(kv.Key), a.keys.Builds(a.cfg.Host)); ok {
+		if u, ok := etcdschema.LastSegment(string(kv.Key), a.own.builds); ok {
 			casts[u] = true
 		}
 	}

@@ -53,7 +53,7 @@ func (a *Agent) register(ctx context.Context) error {
 // updateService read-modify-writes the service record with a compare on
 // its mod revision: the API writes the disabled fields of the same record.
 func (a *Agent) updateService(ctx context.Context, mutate func(s *etcdschema.Service)) error {
-	key := a.keys.Service(a.cfg.Host)
+	key := a.own.service
 	for try := 0; try < 20; try++ {
 		resp, err := a.cli.Get(ctx, key)
 		if err != nil {
@@ -88,7 +88,7 @@ func (a *Agent) updateService(ctx context.Context, mutate func(s *etcdschema.Ser
 
 // service reads the current service record.
 func (a *Agent) service(ctx context.Context) (etcdschema.Service, error) {
-	key := a.keys.Service(a.cfg.Host)
+	key := a.own.service
 	resp, err := a.cli.Get(ctx, key)
 	if err != nil {
 		return etcdschema.Service{}, fmt.Errorf("agent %s: read service: %w", a.cfg.Host, err)
@@ -208,7 +208,7 @@ var errProviderUnchanged = errors.New("provider unchanged")
 // host checks its mapping (at 10,000 hosts, ~170 such proposals a
 // second that wrote nothing). A read costs etcd a read index, no entry.
 func (a *Agent) ensureHostMapping(ctx context.Context) error {
-	look, err := a.cli.Txn(ctx).If(hostMappedCmps(a.keys, a.cfg.Host, a.cfg.Cell)...).Commit()
+	look, err := a.cli.Txn(ctx).If(a.own.hostMapped()...).Commit()
 	if err != nil {
 		return fmt.Errorf("map host %s to cell %s: look up the mapping: %w", a.cfg.Host, a.cfg.Cell, err)
 	}
@@ -218,11 +218,11 @@ func (a *Agent) ensureHostMapping(ctx context.Context) error {
 	return a.mapHost(ctx)
 }
 
-// hostMappedCmps hold when cell exists and host is mapped.
-func hostMappedCmps(k etcdschema.Keys, host, cell string) []clientv3.Cmp {
+// hostMapped holds when the agent's cell exists and its host is mapped.
+func (o ownKeys) hostMapped() []clientv3.Cmp {
 	return []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(k.Cell(cell)), ">", 0),
-		clientv3.Compare(clientv3.CreateRevision(k.HostMapping(host)), ">", 0),
+		clientv3.Compare(clientv3.CreateRevision(o.cell), ">", 0),
+		clientv3.Compare(clientv3.CreateRevision(o.mapping), ">", 0),
 	}
 }
 
@@ -377,7 +377,7 @@ func (a *Agent) syncInstances(ctx context.Context) error {
 	for i, u := range uuids {
 		s.FlavorIDs[i] = records[u].inst.Flavor.ID
 	}
-	if _, err := a.cli.Put(ctx, a.keys.HostSync(a.cfg.Host), etcdschema.MustEncode(s)); err != nil {
+	if _, err := a.cli.Put(ctx, a.own.sync, etcdschema.MustEncode(s)); err != nil {
 		return fmt.Errorf("agent %s: write instance sync: %w", a.cfg.Host, err)
 	}
 	return nil

@@ -54,7 +54,7 @@ func (h *serviceHandler) note(ev informer.Event) {
 // runServiceWatch syncs the provider whenever the service's disabled flag
 // changes, until ctx ends.
 func (a *Agent) runServiceWatch(ctx context.Context) {
-	inf := informer.New(a.cli, a.keys.Service(a.cfg.Host), &serviceHandler{a: a}, a.log)
+	inf := informer.New(a.cli, a.own.service, &serviceHandler{a: a}, a.log)
 	go inf.Run(ctx)
 	for {
 		select {
