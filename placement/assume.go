@@ -136,7 +136,7 @@ func (st *indexState) applyOwn(w ownWrite, rev int64) {
 	case w.consumer != nil:
 		st.putConsumer(w.consumer, rev)
 	default:
-		st.removeConsumer(w.goneConsumer)
+		st.removeConsumer(w.goneConsumer, rev)
 	}
 }
 

@@ -28,26 +28,14 @@ func (s *Service) load(ctx context.Context) (int64, error) {
 // racing a claim does.
 func (s *Service) loadAt(ctx context.Context, at int64) (int64, error) {
 	for attempt := 0; ; attempt++ {
-		st := newIndexState()
-		var inventories sharedInventories
-		rev, err := informer.List(ctx, s.cli, s.keys.Providers(), at, decodeProvider, func(page []informer.Event) error {
-			for _, ev := range page {
-				if s.loaded(ev) {
-					p := ev.Decoded.(*etcdschema.Provider)
-					p.Inventories = inventories.share(p.Inventories)
-					st.putProvider(p, ev.Revision)
-					st.noteCreated(p.UUID, ev.CreateRevision)
-				}
-			}
-			return nil
-		})
+		st, rev, err := s.listProviders(ctx, at)
 		if err == nil {
 			err = s.sizeConsumers(ctx, st, rev)
 		}
 		if err == nil {
 			err = s.listConsumers(ctx, st, rev)
 		}
-		if errors.Is(err, rpctypes.ErrCompacted) && attempt < 5 {
+		if isCompacted(err) && attempt < 5 {
 			// The pinned revision was compacted mid-load: start over.
 			s.log.Warn("index load hit a compaction, reloading", "revision", rev)
 			continue
@@ -63,6 +51,29 @@ func (s *Service) loadAt(ctx context.Context, at int64) (int64, error) {
 		s.log.Debug("index loaded", "revision", rev, "providers", providers, "consumers", consumers)
 		return rev, nil
 	}
+}
+
+// isCompacted says whether err is etcd's answer that a list's revision
+// was compacted.
+func isCompacted(err error) bool { return errors.Is(err, rpctypes.ErrCompacted) }
+
+// listProviders reads every provider at revision at (0: the current
+// one) into a fresh index state, and returns it with the revision read.
+func (s *Service) listProviders(ctx context.Context, at int64) (*indexState, int64, error) {
+	st := newIndexState()
+	var inventories sharedInventories
+	rev, err := informer.List(ctx, s.cli, s.keys.Providers(), at, decodeProvider, func(page []informer.Event) error {
+		for _, ev := range page {
+			if s.loaded(ev) {
+				p := ev.Decoded.(*etcdschema.Provider)
+				p.Inventories = inventories.share(p.Inventories)
+				st.putProvider(p, ev.Revision)
+				st.noteCreated(p.UUID, ev.CreateRevision)
+			}
+		}
+		return nil
+	})
+	return st, rev, err
 }
 
 // loaded says whether a listed record was decoded; one this build cannot

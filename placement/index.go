@@ -209,7 +209,7 @@ func (ix *index) applyEvents(evs []*clientv3.Event, rev int64, keys etcdschema.K
 		case ch.key.provider:
 			st.removeProvider(ch.key.uuid)
 		default:
-			st.removeConsumer(ch.key.uuid)
+			st.removeConsumer(ch.key.uuid, ch.modRev)
 		}
 	}
 	if rev > st.rev {
@@ -349,6 +349,11 @@ type indexState struct {
 	// slot in the index it was copied from: the one Candidate.RootSlot
 	// names. nil in the index itself.
 	indexSlots []int32
+
+	// pending is set while the consumers are still being listed into
+	// this state, after it was installed (consumers_deferred.go); nil
+	// once they are all in, and in a state loaded whole.
+	pending *pendingConsumers
 }
 
 // indexSlot is slot's number in the index: itself, or in a view the
@@ -634,7 +639,11 @@ func (st *indexState) putConsumer(c *etcdschema.Consumer, modRev int64) {
 	}
 }
 
-func (st *indexState) removeConsumer(uuid string) {
+// removeConsumer unindexes a consumer deleted at revision rev.
+func (st *indexState) removeConsumer(uuid string, rev int64) {
+	if st.pending != nil {
+		st.pending.deleted(uuid, rev)
+	}
 	if old, ok := st.consumers[uuid]; ok {
 		st.unlinkConsumer(old.c)
 		delete(st.consumers, uuid)

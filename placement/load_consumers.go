@@ -11,22 +11,41 @@ import (
 )
 
 // listConsumers reads every consumer at rev into st, whose providers are
-// loaded already. The records are decoded straight from etcd's chunks as
-// received (informer.ListKVs: no protobuf message, key string or event
-// per record), in chunks on up to GOMAXPROCS
-// goroutines while the next page is fetched, each chunk's goroutine with
-// a sharer of its own that keeps across pages: an allocation's provider
-// uuid is the indexed provider's string, and resources maps, projects and
-// users repeated from one record to the next are held once. At 100,000
-// hosts a million consumers are most of a scheduler's heap.
+// loaded already.
 func (s *Service) listConsumers(ctx context.Context, st *indexState, rev int64) error {
+	// st.providers is only read while consumers load.
 	provider := func(uuid []byte) (string, bool) {
-		// st.providers is only read while consumers load.
 		if e, ok := st.providers[string(uuid)]; ok {
 			return e.p.UUID, true
 		}
 		return "", false
 	}
+	return s.listConsumerPages(ctx, rev, provider, func(page []listedConsumer) {
+		for _, lc := range page {
+			st.putConsumer(lc.c, lc.modRev)
+		}
+	})
+}
+
+// listedConsumer is one consumer record as listed, with its mod revision.
+type listedConsumer struct {
+	c      *etcdschema.Consumer
+	modRev int64
+}
+
+// listConsumerPages reads every consumer at rev (0: the current
+// revision) and hands them to index a page at a time, in key order; an
+// unreadable record is logged and left out. The records are decoded
+// straight from etcd's chunks as received (informer.ListKVs: no protobuf
+// message, key string or event per record), in chunks on up to
+// GOMAXPROCS goroutines while the next page is fetched, each chunk's
+// goroutine with a sharer of its own that keeps across pages: an
+// allocation's provider uuid is provider's string for it (the indexed
+// provider's), and resources maps, projects and users repeated from one
+// record to the next are held once. At 100,000 hosts a million consumers
+// are most of a scheduler's heap. index must not keep the page slice.
+func (s *Service) listConsumerPages(ctx context.Context, rev int64, provider func(uuid []byte) (string, bool),
+	index func(page []listedConsumer)) error {
 	sharers := make([]etcdschema.ConsumerSharer, max(1, runtime.GOMAXPROCS(0)))
 	for i := range sharers {
 		sharers[i].Provider = provider
@@ -36,6 +55,7 @@ func (s *Service) listConsumers(ctx context.Context, st *indexState, rev int64) 
 		err error
 	}
 	var out []decoded
+	var page []listedConsumer
 	_, err := informer.ListKVs(ctx, s.cli, s.keys.Consumers(), rev, func(kvs []informer.KV) error {
 		if cap(out) < len(kvs) {
 			out = make([]decoded, len(kvs))
@@ -60,14 +80,17 @@ func (s *Service) listConsumers(ctx context.Context, st *indexState, rev int64) 
 			}
 			wg.Wait()
 		}
+		page = page[:0]
 		for i, kv := range kvs {
 			if out[i].err != nil {
 				s.log.Error("skipping unreadable placement record", "key", string(kv.Key), "error", out[i].err)
 			} else {
-				st.putConsumer(out[i].c, kv.ModRevision)
+				page = append(page, listedConsumer{c: out[i].c, modRev: kv.ModRevision})
 			}
 			out[i] = decoded{}
 		}
+		index(page)
+		clear(page)
 		return nil
 	})
 	return err

@@ -243,6 +243,9 @@ func (s *Service) subtree(root string) []*etcdschema.Provider {
 // since, and what was there by then is in the provider's usages and in the
 // index once it has caught up with that read.
 func (s *Service) DeleteProvider(ctx context.Context, id string) error {
+	if err := s.WaitConsumers(ctx); err != nil {
+		return err
+	}
 	for attempt := 0; attempt <= s.retryCount; attempt++ {
 		sp, err := s.getProvider(ctx, id)
 		if err != nil {

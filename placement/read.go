@@ -25,6 +25,9 @@ type ProviderConsumer struct {
 // ProviderAllocations returns the consumers with allocations on the
 // provider uuid, by consumer uuid.
 func (s *Service) ProviderAllocations(ctx context.Context, uuid string) (map[string]ProviderConsumer, error) {
+	if err := s.WaitConsumers(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.syncIndex(ctx); err != nil {
 		return nil, err
 	}
@@ -175,6 +178,9 @@ type TypeUsage struct {
 
 // Usages sums the allocations of the consumers q selects, by group.
 func (s *Service) Usages(ctx context.Context, q UsageQuery) (map[string]*TypeUsage, error) {
+	if err := s.WaitConsumers(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.syncIndex(ctx); err != nil {
 		return nil, err
 	}

@@ -187,6 +187,8 @@ type ConsumerRecord struct {
 
 // Consumers returns every consumer the index holds, for sweeps (the
 // leader's orphaned-allocation clean-up) that must not re-read etcd.
+// While a deferred list runs (StartDeferred) those are the ones listed
+// so far: a sweep sees fewer, and guards what it deletes.
 func (s *Service) Consumers() []ConsumerRecord {
 	s.idx.mu.RLock()
 	defer s.idx.mu.RUnlock()

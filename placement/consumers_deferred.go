@@ -1,0 +1,216 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/berth-project/berth/internal/backoff"
+	"github.com/berth-project/berth/internal/loadgc"
+)
+
+// Consumers after providers: a scheduler's cold start.
+//
+// A candidate search reads providers only (a provider's usages are in its
+// own record), and so does a claim of a new consumer, which is what a
+// scheduler's claims mostly are. At 100,000 hosts the million consumers
+// were about half of a scheduler's cold start on both sides of the wire
+// (BenchmarkColdStart100k/process on the shared machine: 7.7 CPU s of the
+// scheduler and 7.5 of its etcd with them, 3.8 and 4.3 without).
+// StartDeferred installs an index with the providers alone, follows etcd
+// from that revision at once, and lists the consumers afterwards into the
+// live index.
+//
+// Correctness is the index's own per-key rule (assume.go): a change is
+// applied only when it is newer than what the index knows of the key.
+// The watch applies consumer events from the providers' revision on, to
+// an index that does not have the listed consumers yet; a listed record
+// is indexed only when the index knows no newer state of its key: no entry
+// at or above its mod revision (a watch event or an assumed claim since),
+// and no delete at or above it. Deletes are remembered while the list
+// runs (pendingConsumers.gone), since a delete leaves no entry to compare
+// with. So a key ends as the newest of what was listed and what was
+// followed, whatever their order; the list may even be read at a later
+// revision than the providers' (a retry after a compaction) under the
+// same rule.
+//
+// Until the list is in, what reads consumers from the index waits for it
+// (waitConsumers: the allocations of a provider, usages, a provider's
+// delete), except two readers for which the index is only a hint: a claim
+// planned from the index compares the mod revision of every consumer it
+// planned from, so an existing consumer the index does not have yet costs
+// a lost compare and the claim's read from etcd, as a stale index always
+// did; and Consumers (the leader's orphaned-allocation sweep, whose
+// deletes are guarded by the consumer's mod revision) sees those listed
+// so far.
+
+// pendingConsumers is what an installed index state still lacks: its
+// consumers are being listed into it.
+type pendingConsumers struct {
+	// done is closed when the list ends: complete (the state's pending is
+	// then nil), replaced by a whole re-list (the index has another
+	// state), or given up (err is set first).
+	done chan struct{}
+	err  error
+	// gone is, by consumer uuid, the revision of the last delete applied
+	// while the list runs.
+	gone map[string]int64
+}
+
+func newPendingConsumers() *pendingConsumers {
+	return &pendingConsumers{done: make(chan struct{}), gone: map[string]int64{}}
+}
+
+// deleted records that consumer uuid was deleted at revision rev.
+func (p *pendingConsumers) deleted(uuid string, rev int64) {
+	if rev > p.gone[uuid] {
+		p.gone[uuid] = rev
+	}
+}
+
+// StartDeferred is Start for a process that needs the providers first: it
+// returns once the providers are indexed and followed, and lists the
+// consumers into the index once after returns (nil: at once), so a
+// scheduler's host manager and this index's providers load first, without
+// the consumers' list on the same cores. WaitConsumers says when they are
+// in. An error of after (ctx ending) leaves the consumers unlisted, and
+// WaitConsumers answers it.
+func (s *Service) StartDeferred(ctx context.Context, after func(context.Context) error) error {
+	st, rev, err := s.loadProvidersOnly(ctx)
+	if err != nil {
+		return fmt.Errorf("placement start: %w", err)
+	}
+	// The uuid strings the listed consumers share with the providers,
+	// copied now: the live state's providers change under the index's
+	// lock while the consumers are decoded.
+	uuids := make(map[string]string, len(st.providers))
+	for k, e := range st.providers {
+		uuids[k] = e.p.UUID
+	}
+	st.pending = newPendingConsumers()
+	st.rev = rev
+	s.idx.install(st)
+	s.log.Debug("index loaded without consumers", "revision", rev, "providers", len(uuids))
+	go s.follow(ctx, rev)
+	go s.loadPending(ctx, st, rev, uuids, after)
+	return nil
+}
+
+// loadProvidersOnly is loadAt's providers and the consumer maps sized,
+// at the current revision, retried as loadAt is after a compaction.
+func (s *Service) loadProvidersOnly(ctx context.Context) (*indexState, int64, error) {
+	for attempt := 0; ; attempt++ {
+		st, rev, err := s.listProviders(ctx, 0)
+		if err == nil {
+			err = s.sizeConsumers(ctx, st, rev)
+		}
+		if isCompacted(err) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("load placement providers: %w", err)
+		}
+		return st, rev, nil
+	}
+}
+
+// loadPending lists the consumers into st, installed at rev, once after
+// returns; an attempt that fails is retried at the current revision
+// (the merge rule makes any revision from rev on right).
+func (s *Service) loadPending(ctx context.Context, st *indexState, rev int64, uuids map[string]string,
+	after func(context.Context) error) {
+	p := st.pending
+	if after != nil {
+		if err := after(ctx); err != nil {
+			s.endPending(st, fmt.Errorf("placement consumers not listed: %w", err))
+			return
+		}
+	}
+	start := time.Now()
+	// As the stack does for the loads it starts (the list allocates what
+	// the index keeps, and the GC would otherwise let the heap double).
+	defer loadgc.Tighten()()
+	provider := func(uuid []byte) (string, bool) {
+		u, ok := uuids[string(uuid)]
+		return u, ok
+	}
+	wait := backoff.Default()
+	for {
+		replaced := false
+		err := s.listConsumerPages(ctx, rev, provider, func(page []listedConsumer) {
+			s.idx.mu.Lock()
+			defer s.idx.mu.Unlock()
+			if s.idx.st != st {
+				replaced = true // a whole re-list since: nothing to add
+				return
+			}
+			for _, lc := range page {
+				k := recordKey{uuid: lc.c.UUID}
+				if s.idx.knownRevLocked(st, k) >= lc.modRev || p.gone[lc.c.UUID] >= lc.modRev {
+					continue
+				}
+				st.putConsumer(lc.c, lc.modRev)
+			}
+		})
+		if replaced {
+			s.endPending(st, nil)
+			return
+		}
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			s.endPending(st, fmt.Errorf("placement consumers not listed: %w", ctx.Err()))
+			return
+		}
+		s.log.Warn("listing placement consumers failed; listing them again", "error", err)
+		rev = 0 // a compacted revision included: the merge rule holds at any later one
+		if !wait.Wait(ctx) {
+			s.endPending(st, fmt.Errorf("placement consumers not listed: %w", ctx.Err()))
+			return
+		}
+	}
+	s.idx.mu.Lock()
+	consumers := len(st.consumers)
+	if s.idx.st == st {
+		st.pending = nil
+	}
+	s.idx.mu.Unlock()
+	close(p.done)
+	s.log.Debug("index consumers loaded", "consumers", consumers, "took", time.Since(start))
+}
+
+// endPending ends st's pending list without completing it: err is what
+// WaitConsumers answers while st is the index's state (nil: it was
+// replaced by a state loaded whole).
+func (s *Service) endPending(st *indexState, err error) {
+	s.idx.mu.Lock()
+	p := st.pending
+	p.err = err
+	s.idx.mu.Unlock()
+	close(p.done)
+}
+
+// WaitConsumers returns once the index holds every consumer (at once for
+// a service started with Start), or the error that left them unlisted.
+func (s *Service) WaitConsumers(ctx context.Context) error {
+	for {
+		s.idx.mu.RLock()
+		p := s.idx.st.pending
+		s.idx.mu.RUnlock()
+		if p == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for placement consumers: %w", ctx.Err())
+		}
+		s.idx.mu.RLock()
+		current := s.idx.st.pending == p
+		s.idx.mu.RUnlock()
+		if current && p.err != nil {
+			return p.err
+		}
+	}
+}

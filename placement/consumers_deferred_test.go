@@ -1,0 +1,192 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/etcdschema"
+)
+
+// startDeferredOn starts a service on cli with StartDeferred, its
+// consumers listed once release is closed.
+func startDeferredOn(t *testing.T, cli *clientv3.Client, release <-chan struct{}) *Service {
+	t.Helper()
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
+	s := New(cli, etcdschema.New("/test"), log)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	after := func(ctx context.Context) error {
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := s.StartDeferred(ctx, after); err != nil {
+		t.Fatalf("start deferred: %v", err)
+	}
+	return s
+}
+
+// TestDeferredConsumersEndAsFollowed: a service started with its
+// consumers deferred serves the providers at once; while its consumer
+// list waits, consumers are deleted, changed, created, deleted and made
+// again (some through the deferred service itself, whose claim of an
+// existing consumer it has not listed yet must still see that consumer),
+// and its watch applies those changes first; the list, at the older
+// revision, then adds only what the index knows nothing newer of. The
+// end state equals that of a service that followed every write, and a
+// reader of consumers (a provider's allocations) waits for the list.
+func TestDeferredConsumersEndAsFollowed(t *testing.T) {
+	s, cli := newStarted(t)
+	ctx := testCtx(t)
+	at := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
+	const hosts, perHost = 24, 25 // 600 consumers: decoded in parallel chunks
+	uuidOf := func(h, j int) string {
+		return fmt.Sprintf("%08x-0000-4000-8000-%012d", (j*7919+h*104729)%1000003, h*perHost+j)
+	}
+	flavor := map[string]int64{VCPU: 1, MemoryMB: 512}
+	for h := 0; h < hosts; h++ {
+		p := bootProvider(h, perHost, 1, at)
+		ops := []clientv3.Op{opPut(s.keys.Provider(p.UUID), etcdschema.MustEncode(p))}
+		for j := 0; j < perHost; j++ {
+			c := &etcdschema.Consumer{UUID: uuidOf(h, j), Generation: 1, ProjectID: "project", UserID: "user",
+				Allocations: map[string]etcdschema.ConsumerAllocation{p.UUID: {Resources: flavor}},
+				CreatedAt:   at, UpdatedAt: at}
+			ops = append(ops, opPut(s.keys.Consumer(c.UUID), etcdschema.MustEncode(c)))
+		}
+		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := make(chan struct{})
+	d := startDeferredOn(t, cli, release)
+	if n := d.ProviderCount(); n != hosts {
+		t.Fatalf("deferred start indexed %d providers, want %d", n, hosts)
+	}
+	d.idx.mu.RLock()
+	listed := len(d.idx.st.consumers)
+	d.idx.mu.RUnlock()
+	if listed != 0 {
+		t.Fatalf("deferred start indexed %d consumers before its list was released", listed)
+	}
+	host0 := bootProvider(0, 0, 1, at).UUID
+	host1 := bootProvider(1, 0, 1, at).UUID
+	type allocsResult struct {
+		got map[string]ProviderConsumer
+		err error
+	}
+	waited := make(chan allocsResult, 1)
+	go func() {
+		got, err := d.ProviderAllocations(ctx, host0)
+		waited <- allocsResult{got, err}
+	}()
+
+	// Changes while the list waits: deleted, changed, created, deleted
+	// and made again, and changed through the deferred service.
+	deleted, changed, remade, viaDeferred := uuidOf(0, 1), uuidOf(0, 2), uuidOf(1, 3), uuidOf(1, 4)
+	created := "feedface-0000-4000-8000-000000000001"
+	if err := s.DeleteAllocations(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutAllocations(ctx, changed, AllocationWrite{ProjectID: "project", UserID: "user", ConsumerGeneration: gen(1),
+		Allocations: alloc(host0, map[string]int64{VCPU: 2, MemoryMB: 512})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutAllocations(ctx, created, AllocationWrite{ProjectID: "project", UserID: "user",
+		Allocations: alloc(host0, map[string]int64{VCPU: 1})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteAllocations(ctx, remade); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutAllocations(ctx, remade, AllocationWrite{ProjectID: "other", UserID: "user",
+		Allocations: alloc(host1, map[string]int64{VCPU: 3})}); err != nil {
+		t.Fatal(err)
+	}
+	// The deferred index does not have this consumer yet: the claim
+	// must still find it at generation 1 (as etcd has it), not new.
+	if err := d.PutAllocations(ctx, viaDeferred, AllocationWrite{ProjectID: "project", UserID: "user", ConsumerGeneration: gen(1),
+		Allocations: alloc(host1, map[string]int64{VCPU: 1, MemoryMB: 1024})}); err != nil {
+		t.Fatalf("claim of an existing consumer not listed yet: %v", err)
+	}
+	syncIdx(t, d) // the watch has applied every change before the list
+	select {
+	case r := <-waited:
+		t.Fatalf("a provider's allocations answered before the consumers were listed: %+v, %v", r.got, r.err)
+	default:
+	}
+
+	close(release)
+	if err := d.WaitConsumers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-waited
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if _, ok := r.got[deleted]; ok || len(r.got) != perHost /* -deleted +created */ {
+		t.Errorf("host 0's allocations after the wait: %d consumers (deleted one present: %v), want %d", len(r.got), ok, perHost)
+	}
+	syncIdx(t, s)
+	syncIdx(t, d)
+	fresh := startOn(t, cli)
+	for _, want := range []struct {
+		name string
+		svc  *Service
+	}{{"followed", s}, {"loaded whole", fresh}} {
+		d.idx.mu.RLock()
+		want.svc.idx.mu.RLock()
+		got, exp := d.idx.st, want.svc.idx.st
+		if len(got.consumers) != len(exp.consumers) {
+			t.Errorf("deferred index holds %d consumers, the %s one %d", len(got.consumers), want.name, len(exp.consumers))
+		}
+		for u, we := range exp.consumers {
+			ge, ok := got.consumers[u]
+			if !ok {
+				t.Errorf("consumer %s: in the %s index, not in the deferred one", u, want.name)
+				continue
+			}
+			if !reflect.DeepEqual(ge.c, we.c) || ge.modRev != we.modRev {
+				t.Errorf("consumer %s: deferred %+v (rev %d), %s %+v (rev %d)", u, ge.c, ge.modRev, want.name, we.c, we.modRev)
+			}
+		}
+		if !reflect.DeepEqual(got.rpConsumers, exp.rpConsumers) {
+			t.Errorf("provider-consumer links differ from the %s index", want.name)
+		}
+		if got.pending != nil {
+			t.Errorf("the deferred index still has a pending list")
+		}
+		want.svc.idx.mu.RUnlock()
+		d.idx.mu.RUnlock()
+	}
+}
+
+// TestDeferredConsumersNotListed: when what the list waits for fails (the
+// process stops first), WaitConsumers answers that error, not forever
+// and not nil.
+func TestDeferredConsumersNotListed(t *testing.T) {
+	_, cli := newStarted(t)
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
+	d := New(cli, etcdschema.New("/test"), log)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	failed := errors.New("host manager never synced")
+	if err := d.StartDeferred(ctx, func(context.Context) error { return failed }); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WaitConsumers(testCtx(t)); !errors.Is(err, failed) {
+		t.Fatalf("WaitConsumers = %v, want %v", err, failed)
+	}
+	if _, err := d.Usages(testCtx(t), UsageQuery{ProjectID: "p"}); !errors.Is(err, failed) {
+		t.Fatalf("Usages = %v, want %v", err, failed)
+	}
+}
