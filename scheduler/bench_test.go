@@ -436,7 +436,11 @@ const coldStartEnv = "BERTH_COLDSTART_CHILD_ETCD"
 
 // childResult is what TestColdStartChild prints, one JSON line.
 type childResult struct {
+	// Seconds is until everything is loaded; ReadySeconds until the
+	// scheduler can serve (the providers and the host manager), before
+	// the placement index's consumers (ConsumersSeconds).
 	Seconds, PlacementSeconds, HostManagerSeconds, CPUSeconds float64
+	ReadySeconds, ReadyCPUSeconds, ConsumersSeconds           float64
 	HeapMB, PeakRSSMB                                         float64
 	Hosts, Instances, Trusted                                 int
 }
@@ -489,6 +493,9 @@ func coldStartProcess(b *testing.B, etcdURL string, n, perHost int) {
 	b.ReportMetric(r.Seconds, "s-both-loaded")
 	b.ReportMetric(r.PlacementSeconds, "s-placement-load")
 	b.ReportMetric(r.HostManagerSeconds, "s-hostmanager-load")
+	b.ReportMetric(r.ReadySeconds, "s-ready")
+	b.ReportMetric(r.ReadyCPUSeconds, "cpu-s-ready")
+	b.ReportMetric(r.ConsumersSeconds, "s-consumers-loaded")
 	b.ReportMetric(r.CPUSeconds, "cpu-s-both")
 	b.ReportMetric(parentCPU.Seconds(), "cpu-s-etcd")
 	b.ReportMetric(r.HeapMB, "MB-heap-both")
@@ -531,13 +538,22 @@ func TestColdStartChild(t *testing.T) {
 		r.HostManagerSeconds = time.Since(start).Seconds()
 		hostsErr <- err
 	}()
-	if err := ps.Start(ctx); err != nil {
+	// The placement index's consumers are listed once the host manager
+	// has synced, as berth server's stack does: the scheduler serves from
+	// the providers and the hosts first.
+	if err := ps.StartDeferred(ctx, hm.WaitSynced); err != nil {
 		t.Fatal(err)
 	}
 	r.PlacementSeconds = time.Since(start).Seconds()
 	if err := <-hostsErr; err != nil {
 		t.Fatal(err)
 	}
+	r.ReadySeconds = time.Since(start).Seconds()
+	r.ReadyCPUSeconds = (cpuTime() - cpu0).Seconds()
+	if err := ps.WaitConsumers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.ConsumersSeconds = time.Since(start).Seconds()
 	loaded()
 	r.Seconds = time.Since(start).Seconds()
 	r.CPUSeconds = (cpuTime() - cpu0).Seconds()
