@@ -227,9 +227,16 @@ func (s *Stack) startPlacement(ctx context.Context) error {
 	s.placementIndexed = true
 	loaded := make(chan error, 1)
 	indexReady := make(chan struct{})
-	s.status.Ready("placement index", indexReady, "the placement index has not loaded the providers and consumers yet")
+	s.status.Ready("placement index", indexReady, "the placement index has not loaded the providers yet")
 	s.run("placement", func(ctx context.Context) error {
-		err := s.placement.Start(ctx)
+		start := s.placement.Start
+		if s.hosts != nil {
+			// A scheduler's: the consumers are listed once the host
+			// manager has synced, so the scheduler serves from the
+			// providers and hosts first (placement.StartDeferred).
+			start = func(ctx context.Context) error { return s.placement.StartDeferred(ctx, s.hosts.WaitSynced) }
+		}
+		err := start(ctx)
 		loaded <- err
 		if err == nil {
 			close(indexReady)
