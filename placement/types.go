@@ -2,7 +2,8 @@
 // Placement's records on etcd (store.go, providers.go), an in-memory
 // watch-fed index that answers allocation-candidate queries (index.go,
 // candidates.go; bounded by their work, candidate_budget.go, and merged
-// off the index's lock when large, candidate_view.go), the claim
+// off the index's lock when large, candidate_view.go; a scheduler's
+// loads its consumers after its providers, consumers_deferred.go), the claim
 // transactions and their group commit
 // (claims.go, claim_batch.go), and reshapes (reshape.go). The REST API is
 // placement/httpapi, which reaches the index only through the read API in
