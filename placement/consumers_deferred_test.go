@@ -39,8 +39,9 @@ func startDeferredOn(t *testing.T, cli *clientv3.Client, release <-chan struct{}
 // TestDeferredConsumersEndAsFollowed: a service started with its
 // consumers deferred serves the providers at once; while its consumer
 // list waits, consumers are deleted, changed, created, deleted and made
-// again (some through the deferred service itself, whose claim of an
-// existing consumer it has not listed yet must still see that consumer),
+// again (some through the deferred service itself, whose claim or delete
+// of an existing consumer it has not listed yet must still see that
+// consumer),
 // and its watch applies those changes first; the list, at the older
 // revision, then adds only what the index knows nothing newer of. The
 // end state equals that of a service that followed every write, and a
@@ -117,6 +118,10 @@ func TestDeferredConsumersEndAsFollowed(t *testing.T) {
 	if err := d.PutAllocations(ctx, viaDeferred, AllocationWrite{ProjectID: "project", UserID: "user", ConsumerGeneration: gen(1),
 		Allocations: alloc(host1, map[string]int64{VCPU: 1, MemoryMB: 1024})}); err != nil {
 		t.Fatalf("claim of an existing consumer not listed yet: %v", err)
+	}
+	// Nor a delete of one (which must exist).
+	if err := d.DeleteAllocations(ctx, uuidOf(2, 5)); err != nil {
+		t.Fatalf("delete of an existing consumer not listed yet: %v", err)
 	}
 	syncIdx(t, d) // the watch has applied every change before the list
 	select {
