@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -68,6 +69,10 @@ func (p *pendingConsumers) deleted(uuid string, rev int64) {
 	}
 }
 
+// errReplaced ends a deferred list whose index state was replaced by a
+// state loaded whole (a re-list after a compaction): nothing to add.
+var errReplaced = errors.New("placement index re-listed")
+
 // StartDeferred is Start for a process that needs the providers first: it
 // returns once the providers are indexed and followed, and lists the
 // consumers into the index once after returns (nil: at once), so a
@@ -126,6 +131,13 @@ func (s *Service) loadPending(ctx context.Context, st *indexState, rev int64, uu
 			return
 		}
 	}
+	s.idx.mu.RLock()
+	replaced := s.idx.st != st
+	s.idx.mu.RUnlock()
+	if replaced {
+		s.endPending(st, nil)
+		return
+	}
 	start := time.Now()
 	// As the stack does for the loads it starts (the list allocates what
 	// the index keeps, and the GC would otherwise let the heap double).
@@ -136,13 +148,11 @@ func (s *Service) loadPending(ctx context.Context, st *indexState, rev int64, uu
 	}
 	wait := backoff.Default()
 	for {
-		replaced := false
-		err := s.listConsumerPages(ctx, rev, provider, func(page []listedConsumer) {
+		err := s.listConsumerPages(ctx, rev, provider, func(page []listedConsumer) error {
 			s.idx.mu.Lock()
 			defer s.idx.mu.Unlock()
 			if s.idx.st != st {
-				replaced = true // a whole re-list since: nothing to add
-				return
+				return errReplaced
 			}
 			for _, lc := range page {
 				k := recordKey{uuid: lc.c.UUID}
@@ -151,8 +161,9 @@ func (s *Service) loadPending(ctx context.Context, st *indexState, rev int64, uu
 				}
 				st.putConsumer(lc.c, lc.modRev)
 			}
+			return nil
 		})
-		if replaced {
+		if errors.Is(err, errReplaced) {
 			s.endPending(st, nil)
 			return
 		}

@@ -195,3 +195,47 @@ func TestDeferredConsumersNotListed(t *testing.T) {
 		t.Fatalf("Usages = %v, want %v", err, failed)
 	}
 }
+
+// TestDeferredConsumersReplacedByRelist: a whole re-list (after a
+// compaction) installed while the deferred list waits replaces it: the
+// deferred list adds nothing and ends, and WaitConsumers answers at once
+// with the re-listed consumers in the index.
+func TestDeferredConsumersReplacedByRelist(t *testing.T) {
+	s, cli := newStarted(t)
+	ctx := testCtx(t)
+	mkProvider(t, s, "5f0a9e4c-1b7d-4a37-9a8e-2e6c1f0d3b21", "", map[string]etcdschema.Inventory{VCPU: inv(8)})
+	const consumers = 5
+	for i := range consumers {
+		if err := s.PutAllocations(ctx, fmt.Sprintf("6d4f2f8e-3c1a-4e5b-9a57-%012d", i), AllocationWrite{ProjectID: "p", UserID: "u",
+			Allocations: alloc("5f0a9e4c-1b7d-4a37-9a8e-2e6c1f0d3b21", map[string]int64{VCPU: 1})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := make(chan struct{})
+	d := startDeferredOn(t, cli, release)
+	d.idx.mu.RLock()
+	pending := d.idx.st.pending
+	d.idx.mu.RUnlock()
+	if _, err := d.load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	select {
+	case <-pending.done:
+	case <-ctx.Done():
+		t.Fatal("the replaced deferred list never ended")
+	}
+	if pending.err != nil {
+		t.Fatalf("the replaced deferred list ended with %v", pending.err)
+	}
+	if err := d.WaitConsumers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.ProviderAllocations(ctx, "5f0a9e4c-1b7d-4a37-9a8e-2e6c1f0d3b21")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != consumers {
+		t.Fatalf("the re-listed index holds %d consumers on the provider, want %d", len(got), consumers)
+	}
+}

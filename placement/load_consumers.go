@@ -20,10 +20,11 @@ func (s *Service) listConsumers(ctx context.Context, st *indexState, rev int64) 
 		}
 		return "", false
 	}
-	return s.listConsumerPages(ctx, rev, provider, func(page []listedConsumer) {
+	return s.listConsumerPages(ctx, rev, provider, func(page []listedConsumer) error {
 		for _, lc := range page {
 			st.putConsumer(lc.c, lc.modRev)
 		}
+		return nil
 	})
 }
 
@@ -43,9 +44,10 @@ type listedConsumer struct {
 // allocation's provider uuid is provider's string for it (the indexed
 // provider's), and resources maps, projects and users repeated from one
 // record to the next are held once. At 100,000 hosts a million consumers
-// are most of a scheduler's heap. index must not keep the page slice.
+// are most of a scheduler's heap. index must not keep the page slice; an
+// error of index ends the list with that error.
 func (s *Service) listConsumerPages(ctx context.Context, rev int64, provider func(uuid []byte) (string, bool),
-	index func(page []listedConsumer)) error {
+	index func(page []listedConsumer) error) error {
 	sharers := make([]etcdschema.ConsumerSharer, max(1, runtime.GOMAXPROCS(0)))
 	for i := range sharers {
 		sharers[i].Provider = provider
@@ -89,9 +91,9 @@ func (s *Service) listConsumerPages(ctx context.Context, rev int64, provider fun
 			}
 			out[i] = decoded{}
 		}
-		index(page)
+		err := index(page)
 		clear(page)
-		return nil
+		return err
 	})
 	return err
 }
