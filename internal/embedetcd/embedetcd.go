@@ -3,6 +3,14 @@
 // a cluster (`berth etcd`, InitialCluster set). It always runs with periodic
 // auto-compaction: Berth writes claims at thousands per second, and etcd
 // refuses writes once its backend reaches its quota.
+//
+// The process's roles reach the member through in-process clients
+// (Client, NewClient: no gRPC over loopback); other processes, the
+// agents among them, through ClientURL. A harness in the same process
+// (the load tool) may also read the member directly: its write history
+// (History) and one ordered watch stream over several prefixes
+// (WatchClient), so that measuring Berth costs the member little while
+// it is measured.
 package embedetcd
 
 import (
