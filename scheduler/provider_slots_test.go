@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -131,5 +132,83 @@ func TestDistinctRoots(t *testing.T) {
 			t.Errorf("%s: roots %v idx %v, want %v %v", c.desc, roots, idx, c.want, c.idx)
 		}
 		sc.roots = roots
+	}
+}
+
+// TestViewsBySlotConcurrent: requests reading views through the slot
+// table while the watch moves providers between hosts, deletes services
+// and lists afresh (run with -race). Provider rp<i> only ever belongs to
+// host a<i> or b<i>, and the slots are shuffled between readers, so a
+// view that names any other host came from a stale or misread entry.
+func TestViewsBySlotConcurrent(t *testing.T) {
+	const n = 64
+	keys := etcdschema.New("/t")
+	hm := NewHostManager(nil, keys, hclog.NewNullLogger())
+	service := func(host, rp string) informer.Event {
+		return informer.Event{Key: keys.Service(host),
+			Decoded: &etcdschema.Service{Host: host, Cell: "cell1", ProviderUUID: rp}}
+	}
+	rps := make([]string, n)
+	var initial []informer.Event
+	for i := range rps {
+		rps[i] = fmt.Sprint("rp", i)
+		initial = append(initial, service(fmt.Sprint("a", i), rps[i]))
+	}
+	hostsHandler{hm}.Reset(initial, 1)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			views, oks, slots := make([]hostView, n), make([]bool, n), make([]int32, n)
+			for round := 0; ; round++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for i := range slots {
+					// Each provider at one of two slots, as a reused or
+					// renumbered slot would be.
+					slots[i] = int32(1 + (i+round*w)%(2*n))
+				}
+				clear(oks)
+				hm.viewsForProviders(rps, slots, views, oks)
+				for i, ok := range oks {
+					if !ok {
+						continue
+					}
+					if h := views[i].Host; h != fmt.Sprint("a", i) && h != fmt.Sprint("b", i) {
+						errs <- fmt.Errorf("round %d: %s on host %s", round, rps[i], h)
+						return
+					}
+				}
+			}
+		}(w)
+	}
+	for step := 0; step < 2000; step++ {
+		i := step % n
+		switch step % 5 {
+		case 0:
+			hostsHandler{hm}.Apply([]informer.Event{service(fmt.Sprint("b", i), rps[i])})
+		case 1:
+			hostsHandler{hm}.Apply([]informer.Event{{Key: keys.Service(fmt.Sprint("b", i)), Deleted: true}})
+		case 2:
+			hostsHandler{hm}.Apply([]informer.Event{service(fmt.Sprint("a", i), rps[i])})
+		case 3:
+			hostsHandler{hm}.Apply([]informer.Event{{Key: keys.Service(fmt.Sprint("a", i)), Deleted: true}})
+		case 4:
+			if step%100 == 4 {
+				hostsHandler{hm}.Reset(initial, int64(step))
+			}
+		}
+	}
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
