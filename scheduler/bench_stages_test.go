@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -18,8 +20,9 @@ import (
 // claim left out: the candidate search, the join with the host manager,
 // the filters and the weighing of one m1.small-like request over 10,000
 // hosts with the default config's filters, weighers and
-// placement_sample_size (100 candidates from a random start). The claim is
-// an etcd transaction whose time is mostly waiting;
+// placement_sample_size (100 candidates from a random start;
+// BERTH_BENCH_SAMPLE overrides it, 0 for Nova's 1,000 in index order).
+// The claim is an etcd transaction whose time is mostly waiting;
 // BenchmarkSelectDestinations measures the whole call. Each stage is also
 // timed alone over the same requests, so a change to one shows there
 // without the others' noise. Each request's cycle is released as
@@ -41,6 +44,15 @@ func BenchmarkSelectStages(b *testing.B) {
 	cfg.Weights = map[string]float64{"ram": 1, "cpu": 1, "disk": 1, "io_ops": -1, "build_failure": 1e6,
 		"soft_affinity": 1, "soft_anti_affinity": 1, "num_instances": 0}
 	cfg.PlacementSampleSize = 100
+	// BERTH_BENCH_SAMPLE=0 is Nova's behaviour: max_placement_results
+	// (1,000) candidates in index order.
+	if v, ok := os.LookupEnv("BERTH_BENCH_SAMPLE"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatalf("BERTH_BENCH_SAMPLE: %v", err)
+		}
+		cfg.PlacementSampleSize = n
+	}
 	s, err := New(cfg, ps, hm, log)
 	if err != nil {
 		b.Fatal(err)
@@ -53,7 +65,9 @@ func BenchmarkSelectStages(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		q.Limit, q.RandomStart = s.sampleSize(c), true
+		if n := s.sampleSize(c); n > 0 {
+			q.Limit, q.RandomStart = n, true
+		}
 		return c, q, aggs
 	}
 	b.Run("all", func(b *testing.B) {
