@@ -140,3 +140,31 @@ func BenchmarkDecodePlain(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckCreateBody is the create schema's check (2.74) of the
+// bodies BenchmarkDecodePlain decodes, both valid.
+func BenchmarkCheckCreateBody(b *testing.B) {
+	s := serverCreate(version{minor: 74})
+	for _, bc := range []struct{ name, body string }{
+		{"bench-create", `{"server": {"name": "bench-1", "flavorRef": "1", "imageRef": "7b2e9d40-1f6a-4c1b-9a57-0b3c2d4e5f60", "networks": "none"}}`},
+		{"nested", `{"server": {"name": "a", "flavorRef": "1", "min_count": 2, "max_count": "3", "metadata": {"k1": "v1", "k2": "v2"},
+		  "security_groups": [{"name": "default"}, {"name": "web"}], "networks": [{"uuid": "7b2e9d40-1f6a-4c1b-9a57-0b3c2d4e5f60"}]},
+		  "os:scheduler_hints": {"same_host": ["7b2e9d40-1f6a-4c1b-9a57-0b3c2d4e5f60"], "group": "7b2e9d40-1f6a-4c1b-9a57-0b3c2d4e5f61"}}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			body, ok := decodePlain([]byte(bc.body))
+			if !ok {
+				b.Fatal("not plain")
+			}
+			if e := s.check(body, nil); e != nil {
+				b.Fatal(e.bodyError())
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if e := s.check(body, nil); e != nil {
+					b.Fatal(e.bodyError())
+				}
+			}
+		})
+	}
+}

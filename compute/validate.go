@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,7 +79,7 @@ func (e *vErr) queryError() string {
 }
 
 func fail(inst any, path []any, msg string) *vErr {
-	return &vErr{msg: msg, path: path, instance: inst}
+	return &vErr{msg: msg, path: keptPath(path), instance: inst}
 }
 
 // isType is Draft 4's type check: an integer has no fraction or exponent
@@ -335,7 +336,7 @@ func (kFormatName) check(inst any, path []any) *vErr {
 	if ok && validName(s) {
 		return nil
 	}
-	return &vErr{msg: "is not a 'name'", path: path, instance: inst, nameReason: nameReason}
+	return &vErr{msg: "is not a 'name'", path: keptPath(path), instance: inst, nameReason: nameReason}
 }
 
 // validName is parameter_types.valid_name_regex,
@@ -510,6 +511,21 @@ func (k kItems) check(inst any, path []any) *vErr {
 	return nil
 }
 
+// appendPath is the path of a member or item of the instance at path.
+// Siblings share one backing array, each writing the slot after their
+// parent's path in turn, so a body's check allocates a path per depth,
+// not per member and item: a path is kept only by an error (failAt
+// copies it), and the check returns as soon as one is found (a
+// combinator's branches, checked one after another, keep none).
 func appendPath(path []any, el any) []any {
-	return append(path[:len(path):len(path)], el)
+	if len(path) == cap(path) {
+		grown := make([]any, len(path), 2*len(path)+4)
+		copy(grown, path)
+		path = grown
+	}
+	return append(path, el)
 }
+
+// keptPath is path as an error keeps it: its own copy, as appendPath's
+// backing array is written again by the next sibling.
+func keptPath(path []any) []any { return slices.Clip(slices.Clone(path)) }

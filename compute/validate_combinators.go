@@ -132,7 +132,7 @@ func (kFormatAZName) check(inst any, path []any) *vErr {
 	if ok && validName(s) && !strings.Contains(strings.TrimSuffix(s, "\n"), ":") {
 		return nil
 	}
-	return &vErr{msg: "is not a 'az_name'", path: path, instance: inst, nameReason: azNameReason}
+	return &vErr{msg: "is not a 'az_name'", path: keptPath(path), instance: inst, nameReason: azNameReason}
 }
 
 // kFormatNameSpaces is "format": "name_with_leading_trailing_spaces":
@@ -153,7 +153,7 @@ func (kFormatNameSpaces) check(inst any, path []any) *vErr {
 			return nil
 		}
 	}
-	return &vErr{msg: "is not a 'name_with_leading_trailing_spaces'", path: path, instance: inst, nameReason: nameSpacesReason}
+	return &vErr{msg: "is not a 'name_with_leading_trailing_spaces'", path: keptPath(path), instance: inst, nameReason: nameSpacesReason}
 }
 
 // strReprs is Python's repr of a list of strings: ['a', 'b'].
