@@ -86,7 +86,7 @@ func (k kFormatString) check(inst any, path []any) *vErr {
 	s, ok := inst.(string)
 	if !ok {
 		if k == "uuid" {
-			return fail(inst, path, pyRepr(inst)+" is not a 'uuid'")
+			return failRepr(inst, path, " is not a 'uuid'")
 		}
 		return nil
 	}
@@ -105,7 +105,7 @@ func (k kFormatString) check(inst any, path []any) *vErr {
 		valid = err == nil
 	}
 	if !valid {
-		return fail(inst, path, pyRepr(inst)+" is not a "+pycompat.StrRepr(string(k)))
+		return failRepr(inst, path, " is not a "+pycompat.StrRepr(string(k)))
 	}
 	return nil
 }

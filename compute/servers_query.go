@@ -21,7 +21,7 @@ func (k kFormat) check(inst any, path []any) *vErr {
 	s, ok := inst.(string)
 	if !ok {
 		if k == "regex" {
-			return fail(inst, path, pyRepr(inst)+" is not a "+pycompat.StrRepr(string(k)))
+			return failRepr(inst, path, " is not a "+pycompat.StrRepr(string(k)))
 		}
 		return nil // jsonschema's date-time checker raises on non-strings only for strings
 	}
@@ -34,7 +34,7 @@ func (k kFormat) check(inst any, path []any) *vErr {
 		_, valid = parseISOTime(s)
 	}
 	if !valid {
-		return fail(inst, path, pyRepr(inst)+" is not a "+pycompat.StrRepr(string(k)))
+		return failRepr(inst, path, " is not a "+pycompat.StrRepr(string(k)))
 	}
 	return nil
 }

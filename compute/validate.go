@@ -45,6 +45,11 @@ type vErr struct {
 	msg      string
 	path     []any
 	instance any
+	// reprFirst: the message is the instance's repr, then msg. Spelled
+	// only when an answer needs it: most errors are a oneOf or anyOf
+	// branch's, dropped (a create's networks "none" fails the list
+	// branch), and the repr was most of a valid body's check.
+	reprFirst bool
 	// nameReason is set for a failed "name" format: Nova answers with
 	// its InvalidName message instead.
 	nameReason string
@@ -65,21 +70,34 @@ func (e *vErr) bodyError() string {
 	case e.nameReason != "":
 		return "An invalid 'name' value was provided. The name must be: " + e.nameReason
 	case len(e.path) > 0:
-		return "Invalid input for field/attribute " + pyStr(e.path[len(e.path)-1]) + ". Value: " + pyStr(e.instance) + ". " + e.msg
+		return "Invalid input for field/attribute " + pyStr(e.path[len(e.path)-1]) + ". Value: " + pyStr(e.instance) + ". " + e.message()
 	}
-	return e.msg
+	return e.message()
 }
 
 // queryError is Nova's detail for an invalid query.
 func (e *vErr) queryError() string {
 	if len(e.path) > 0 {
-		return "Invalid input for query parameters " + pyStr(e.path[0]) + ". Value: " + pyStr(e.instance) + ". " + e.msg
+		return "Invalid input for query parameters " + pyStr(e.path[0]) + ". Value: " + pyStr(e.instance) + ". " + e.message()
+	}
+	return e.message()
+}
+
+// message is the ValidationError's message.
+func (e *vErr) message() string {
+	if e.reprFirst {
+		return pyRepr(e.instance) + e.msg
 	}
 	return e.msg
 }
 
 func fail(inst any, path []any, msg string) *vErr {
 	return &vErr{msg: msg, path: keptPath(path), instance: inst}
+}
+
+// failRepr is fail with the message pyRepr(inst)+rest, spelled when read.
+func failRepr(inst any, path []any, rest string) *vErr {
+	return &vErr{msg: rest, path: keptPath(path), instance: inst, reprFirst: true}
 }
 
 // isType is Draft 4's type check: an integer has no fraction or exponent
@@ -123,14 +141,14 @@ func (k kType) check(inst any, path []any) *vErr {
 	for i, t := range k {
 		reprs[i] = pycompat.StrRepr(t)
 	}
-	return fail(inst, path, pyRepr(inst)+" is not of type "+strings.Join(reprs, ", "))
+	return failRepr(inst, path, " is not of type "+strings.Join(reprs, ", "))
 }
 
 type kMinLength int
 
 func (k kMinLength) check(inst any, path []any) *vErr {
 	if s, ok := inst.(string); ok && utf8.RuneCountInString(s) < int(k) {
-		return fail(inst, path, pyRepr(inst)+" is too short")
+		return failRepr(inst, path, " is too short")
 	}
 	return nil
 }
@@ -139,7 +157,7 @@ type kMaxLength int
 
 func (k kMaxLength) check(inst any, path []any) *vErr {
 	if s, ok := inst.(string); ok && utf8.RuneCountInString(s) > int(k) {
-		return fail(inst, path, pyRepr(inst)+" is too long")
+		return failRepr(inst, path, " is too long")
 	}
 	return nil
 }
@@ -165,7 +183,7 @@ func (k kPattern) srcRepr() string {
 
 func (k kPattern) check(inst any, path []any) *vErr {
 	if s, ok := inst.(string); ok && !k.match(s) {
-		return fail(inst, path, pyRepr(inst)+" does not match "+k.srcRepr())
+		return failRepr(inst, path, " does not match "+k.srcRepr())
 	}
 	return nil
 }
@@ -185,7 +203,7 @@ func (k kEnum) check(inst any, path []any) *vErr {
 			return nil
 		}
 	}
-	return fail(inst, path, pyRepr(inst)+" is not one of "+pyRepr([]any(k)))
+	return failRepr(inst, path, " is not one of "+pyRepr([]any(k)))
 }
 
 // pyEqual is == for the scalars enums hold (True == 1 in Python, but
@@ -481,7 +499,7 @@ type kMinProperties int
 
 func (k kMinProperties) check(inst any, path []any) *vErr {
 	if o, ok := inst.(obj); ok && len(o) < int(k) {
-		return fail(inst, path, pyRepr(inst)+" does not have enough properties")
+		return failRepr(inst, path, " does not have enough properties")
 	}
 	return nil
 }
@@ -490,7 +508,7 @@ type kMaxProperties int
 
 func (k kMaxProperties) check(inst any, path []any) *vErr {
 	if o, ok := inst.(obj); ok && len(o) > int(k) {
-		return fail(inst, path, pyRepr(inst)+" has too many properties")
+		return failRepr(inst, path, " has too many properties")
 	}
 	return nil
 }

@@ -25,9 +25,9 @@ func (k kOneOf) check(inst any, path []any) *vErr {
 	}
 	switch {
 	case passed == 0:
-		return fail(inst, path, pyRepr(inst)+" is not valid under any of the given schemas")
+		return failRepr(inst, path, " is not valid under any of the given schemas")
 	case passed > 1:
-		return fail(inst, path, pyRepr(inst)+" is valid under each of "+strings.Repeat("<schema>, ", passed-1)+"<schema>")
+		return failRepr(inst, path, " is valid under each of "+strings.Repeat("<schema>, ", passed-1)+"<schema>")
 	}
 	return nil
 }
@@ -41,7 +41,7 @@ func (k kAnyOf) check(inst any, path []any) *vErr {
 			return nil
 		}
 	}
-	return fail(inst, path, pyRepr(inst)+" is not valid under any of the given schemas")
+	return failRepr(inst, path, " is not valid under any of the given schemas")
 }
 
 // kMinItems and kMaxItems are "minItems" and "maxItems".
@@ -52,14 +52,14 @@ type (
 
 func (k kMinItems) check(inst any, path []any) *vErr {
 	if a, ok := inst.([]any); ok && len(a) < int(k) {
-		return fail(inst, path, pyRepr(inst)+" is too short")
+		return failRepr(inst, path, " is too short")
 	}
 	return nil
 }
 
 func (k kMaxItems) check(inst any, path []any) *vErr {
 	if a, ok := inst.([]any); ok && len(a) > int(k) {
-		return fail(inst, path, pyRepr(inst)+" is too long")
+		return failRepr(inst, path, " is too long")
 	}
 	return nil
 }
@@ -75,7 +75,7 @@ func (kUniqueItems) check(inst any, path []any) *vErr {
 	for i := range a {
 		for j := i + 1; j < len(a); j++ {
 			if pyEqual(a[i], a[j]) {
-				return fail(inst, path, pyRepr(inst)+" has non-unique elements")
+				return failRepr(inst, path, " has non-unique elements")
 			}
 		}
 	}
