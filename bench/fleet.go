@@ -82,11 +82,14 @@ type FleetConfig struct {
 	LeaveLeases bool
 	// RegisterWorkers is how many hosts register at once.
 	RegisterWorkers int
-	// BackgroundWorkers is how many goroutines do the hosts' periodic
-	// work (0: one per 20 hosts, at least 64, at most 1,024). A real
-	// fleet has as many calls in flight as etcd's latency makes it
-	// (1,000 renewals/s at 100 ms each are 100 at once); too few workers
-	// would queue the calls in the tool instead and make them late.
+	// BackgroundWorkers is how many goroutines do each of the hosts'
+	// periodic tasks (0: one per 20 hosts, at least 64, at most 1,024):
+	// renewals, provider syncs and instance syncs each have a pool of
+	// their own, as an agent's liveness beat has its own goroutine and
+	// never waits for a sync. A real fleet has as many calls in flight
+	// as etcd's latency makes it (1,000 renewals/s at 100 ms each are
+	// 100 at once); too few workers would queue the calls in the tool
+	// instead and make them late.
 	BackgroundWorkers int
 }
 
@@ -141,6 +144,7 @@ type Fleet struct {
 	tasks      []*periodicTask
 	regrants   atomic.Int64
 	maxLate    atomic.Int64 // ns, since the last ResetLate
+	trace      livenessTrace
 }
 
 // fleetHost is one host's agent and liveness lease.
@@ -148,23 +152,29 @@ type fleetHost struct {
 	ag    *agent.Agent
 	lease atomic.Int64 // clientv3.LeaseID; 0 until registered
 	busy  [numTasks]atomic.Bool
+	// lastAnswer is when etcd last answered for the lease (its grant
+	// or a renewal), unix ns; renewed says a renewal was answered since
+	// the grant (livenessTrace).
+	lastAnswer atomic.Int64
+	renewed    atomic.Bool
 }
 
 type castQueue struct {
 	next *informer.Event // newest cast waiting behind the running one
 }
 
-// NewFleet prepares the hosts; Register writes them.
-func NewFleet(cli *clientv3.Client, keys etcdschema.Keys, place agent.Placement, cfg FleetConfig, log hclog.Logger) (*Fleet, error) {
+// withDefaults is cfg with its zero fields given their defaults, for
+// a fleet of cfg.Hosts hosts.
+func (cfg FleetConfig) withDefaults() (FleetConfig, error) {
 	if cfg.Hosts < 1 || cfg.Cells < 1 {
-		return nil, fmt.Errorf("fleet: need at least 1 host and 1 cell, have %d and %d", cfg.Hosts, cfg.Cells)
+		return cfg, fmt.Errorf("fleet: need at least 1 host and 1 cell, have %d and %d", cfg.Hosts, cfg.Cells)
 	}
 	switch cfg.Liveness {
 	case "":
 		cfg.Liveness = LivenessPerHost
 	case LivenessPerHost, LivenessShared:
 	default:
-		return nil, fmt.Errorf("fleet: liveness %q: want %s or %s", cfg.Liveness, LivenessPerHost, LivenessShared)
+		return cfg, fmt.Errorf("fleet: liveness %q: want %s or %s", cfg.Liveness, LivenessPerHost, LivenessShared)
 	}
 	if cfg.HostPrefix == "" {
 		cfg.HostPrefix = "bench-"
@@ -186,6 +196,15 @@ func NewFleet(cli *clientv3.Client, keys etcdschema.Keys, place agent.Placement,
 	}
 	if cfg.BackgroundWorkers <= 0 {
 		cfg.BackgroundWorkers = min(max(cfg.Hosts/20, 64), 1024)
+	}
+	return cfg, nil
+}
+
+// NewFleet prepares the hosts; Register writes them.
+func NewFleet(cli *clientv3.Client, keys etcdschema.Keys, place agent.Placement, cfg FleetConfig, log hclog.Logger) (*Fleet, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	f := &Fleet{cli: cli, keys: keys, place: place, cfg: cfg, log: log,
 		agents: make(map[string]*agent.Agent, cfg.Hosts), hosts: make([]*fleetHost, 0, cfg.Hosts),
@@ -339,9 +358,13 @@ func (f *Fleet) registerOne(ctx context.Context, h *fleetHost) error {
 		}
 	} else {
 		var err error
+		asked := time.Now()
 		if lease, err = h.ag.GrantAlive(ctx); err != nil {
 			return err
 		}
+		now := time.Now()
+		f.trace.grant.add(now.Sub(asked))
+		h.lastAnswer.Store(now.UnixNano())
 	}
 	h.lease.Store(int64(lease))
 	return h.ag.SyncInstances(ctx)

@@ -238,6 +238,13 @@ func newFleetProcs(n int, cfg FleetConfig, endpoints []string, prefix, logLevel 
 	if n < 1 || n > cfg.Hosts {
 		return nil, fmt.Errorf("fleet processes: %d for %d hosts", n, cfg.Hosts)
 	}
+	// The defaults of the whole fleet (not of one host: its worker
+	// pools are sized by the hosts, and each child gets its share).
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg.FirstHost = 1
 	// The periods after the agent's defaults, from one agent never run.
 	one := cfg
 	one.Hosts = 1
@@ -245,9 +252,6 @@ func newFleetProcs(n int, cfg FleetConfig, endpoints []string, prefix, logLevel 
 	if err != nil {
 		return nil, err
 	}
-	hosts := cfg.Hosts
-	cfg = f.cfg // its defaults filled in
-	cfg.Hosts, cfg.FirstHost = hosts, 1
 	p := &fleetProcs{cfg: cfg, every: f.Intervals(), endpoints: endpoints, prefix: prefix, logLevel: logLevel,
 		stderr: stderr, started: make(chan struct{})}
 	p.procs = make([]*fleetProc, n)
@@ -323,7 +327,7 @@ func (p *fleetProcs) startOne(exe string, fromRev int64, first, hosts int) (*fle
 		"-provider-sync-interval", cfg.ProviderSyncInterval.String(), "-instance-sync-interval", cfg.InstanceSyncInterval.String(),
 		"-skip-syncs=" + strconv.FormatBool(cfg.SkipSyncs), "-leave-leases=" + strconv.FormatBool(cfg.LeaveLeases),
 		"-register-workers", strconv.Itoa(max(1, cfg.RegisterWorkers/len(p.procs))),
-		"-background-workers", strconv.Itoa(cfg.BackgroundWorkers / len(p.procs))}
+		"-background-workers", strconv.Itoa(max(1, cfg.BackgroundWorkers/len(p.procs)))}
 	c := &fleetProc{cmd: exec.Command(exe, args...), done: make(chan struct{})}
 	// The child dies with the tool, however the tool ends (as a
 	// scheduler child does).
@@ -389,6 +393,7 @@ func (p *fleetProcs) all(cmd string) (fleetStatus, bool, error) {
 		b.Overlapped += s.Overlapped
 		b.PeriodLate += s.PeriodLate
 		b.MaxLate = max(b.MaxLate, s.MaxLate)
+		b.Liveness.Add(s.Liveness)
 	}
 	p.worked.Store(sum.Worked)
 	return sum, done, nil

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"runtime"
 	"slices"
@@ -393,9 +394,10 @@ func TestFleetGoroutinesBounded(t *testing.T) {
 		return n >= hosts, fmt.Sprintf("%d renewals", n)
 	})
 	stopSampling()
-	// The pools, the dispatchers and the calls in flight (a few gRPC
-	// goroutines each); a goroutine per host would be 2,000 more.
-	if limit := base + 4*(workers+regWorkers) + 50; most > limit {
+	// The pools (one per task), the dispatchers and the calls in flight
+	// (a few gRPC goroutines each); a goroutine per host would be 2,000
+	// more.
+	if limit := base + 4*(numTasks*workers+regWorkers) + 50; most > limit {
 		t.Fatalf("%d goroutines with %d hosts (%d before the fleet; limit %d)", most, hosts, base, limit)
 	}
 	// Whether the periodic work kept up is this machine's business (under
@@ -446,6 +448,80 @@ func TestDispatchStretchesLapsInsteadOfBursting(t *testing.T) {
 	// The slots behind the held run started a period late or more.
 	if bg := f.Background(); bg.PeriodLate < 2 || bg.Overlapped != 0 {
 		t.Fatalf("after a hold of ten periods: %+v", bg)
+	}
+}
+
+// TestRenewalsNotHeldBySlowSyncs: a sync that holds its worker does not
+// hold up the hosts' liveness beats, as an agent's beat has a goroutine
+// of its own. (With one pool for every task, the held worker was the
+// renewals' too: a 20,000-host fleet lost 7,450 leases registering.)
+func TestRenewalsNotHeldBySlowSyncs(t *testing.T) {
+	const hosts, every = 4, 20 * time.Millisecond
+	f := &Fleet{cfg: FleetConfig{BackgroundWorkers: 1}, log: hclog.NewNullLogger()}
+	for i := 0; i < hosts; i++ {
+		h := &fleetHost{}
+		h.lease.Store(1)
+		f.hosts = append(f.hosts, h)
+	}
+	release := make(chan struct{})
+	var renewals atomic.Int64
+	f.tasks = []*periodicTask{
+		{kind: taskProvider, every: every, run: func(ctx context.Context, h *fleetHost) error {
+			select { // the first sync holds its worker until the end
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}},
+		{kind: taskRenew, every: every, run: func(ctx context.Context, h *fleetHost) error {
+			renewals.Add(1)
+			return nil
+		}},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.startPeriodic(ctx, ctx)
+	defer func() { close(release); cancel(); f.bgWG.Wait() }()
+	testwait.Poll(t, fleetWait, "three laps of renewals while a sync holds its worker", func() (bool, string) {
+		n := renewals.Load()
+		return n >= 3*hosts, fmt.Sprintf("%d renewals", n)
+	})
+}
+
+// TestFleetProcsSizeWorkersForTheWholeFleet: the children's worker pools
+// are the whole fleet's default, shared among them (they were sized for
+// a fleet of one host: 32 workers a child at 100,000 hosts).
+func TestFleetProcsSizeWorkersForTheWholeFleet(t *testing.T) {
+	for _, c := range []struct{ hosts, given, want int }{
+		{100000, 0, 1024}, {20000, 0, 1000}, {1000, 0, 64}, {100000, 10, 10},
+	} {
+		p, err := newFleetProcs(2, FleetConfig{Hosts: c.hosts, Cells: 1, BackgroundWorkers: c.given}, nil, "", "warn",
+			io.Discard, hclog.NewNullLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.cfg.BackgroundWorkers != c.want || p.cfg.Hosts != c.hosts {
+			t.Errorf("%d hosts, -background-workers %d: %d workers for %d hosts, want %d", c.hosts, c.given,
+				p.cfg.BackgroundWorkers, p.cfg.Hosts, c.want)
+		}
+	}
+}
+
+func TestHistCountsQuantile(t *testing.T) {
+	var h latencyHist
+	for _, d := range []time.Duration{0, 500 * time.Microsecond, 3 * time.Millisecond, 3 * time.Millisecond, 90 * time.Second} {
+		h.add(d)
+	}
+	c := h.snapshot()
+	for _, q := range []struct {
+		q    float64
+		want time.Duration
+	}{{0, time.Millisecond}, {0.5, 4 * time.Millisecond}, {1, 131072 * time.Millisecond}} {
+		if got := c.Quantile(q.q); got != q.want {
+			t.Errorf("quantile %g = %s, want %s", q.q, got, q.want)
+		}
+	}
+	if got := (HistCounts{}).String(); got != "-" {
+		t.Errorf("empty: %q", got)
 	}
 }
 

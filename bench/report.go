@@ -152,6 +152,9 @@ type Result struct {
 	BackgroundOverlapped int64   `json:"background_overlapped,omitempty"`
 	BackgroundPeriodLate int64   `json:"background_period_late,omitempty"`
 	BackgroundMaxLateMs  float64 `json:"background_max_late_ms,omitempty"`
+	// LivenessTrace is the measured phase's grants and beats: how long
+	// they took and why leases were lost (per-host leases only).
+	LivenessTrace string `json:"liveness_trace,omitempty"`
 	// BackgroundWrites are the etcd writes of that work (instance sync
 	// puts, re-granted alive keys), part of WritesPerServer.
 	BackgroundWrites          int64   `json:"background_writes,omitempty"`
@@ -312,6 +315,9 @@ func (r *Result) WriteTable(w io.Writer) {
 		row("hosts' background", "%.0f renewals/s, %.1f provider syncs/s, %.1f instance syncs/s; %d leases re-granted, %d failed, %d overlapped, %d started a period or more late, worst start %.0f ms late",
 			r.RenewalsPerSec, r.ProviderSyncsPerSec, r.InstanceSyncsPerSec, r.LeasesRegranted, r.BackgroundFailures,
 			r.BackgroundOverlapped, r.BackgroundPeriodLate, r.BackgroundMaxLateMs)
+		if r.LivenessTrace != "" {
+			row("hosts' liveness", "%s", r.LivenessTrace)
+		}
 	}
 	if r.Writes != nil && r.Measured > 0 {
 		row("etcd writes", "%.2f revisions per measured server (%d servers, %d revisions seen; %.2f of them the hosts' background writes)",

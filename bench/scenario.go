@@ -249,7 +249,14 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 		}
 	})
 	var registered atomic.Int64
-	stop := r.progress(ctx, func() string { return fmt.Sprintf("registered %d/%d hosts", registered.Load(), cfg.Hosts) })
+	stop := r.progress(ctx, func() string {
+		line := fmt.Sprintf("registered %d/%d hosts", registered.Load(), cfg.Hosts)
+		if r.fleet.Liveness() == LivenessPerHost {
+			bg := r.fleet.Background()
+			line += fmt.Sprintf("; %d leases re-granted, %d renewals; %s", bg.Regrants, bg.Renewals, bg.Liveness)
+		}
+		return line
+	})
 	start := time.Now()
 	endPhase := cfg.OnPhase("populate")
 	err = r.fleet.Register(ctx, func(n int) { registered.Store(int64(n)) })
@@ -455,8 +462,13 @@ func (r *runner) boot(ctx context.Context) error {
 	}
 	r.res.Servers, r.res.Clients, r.res.Rate, r.res.BuildTime = cfg.Servers, cfg.Clients, cfg.Rate, cfg.BuildTime.String()
 	stop := r.progress(ctx, func() string {
-		return fmt.Sprintf("posted %d/%d, finished %d, API errors %d, casts worked %d", r.posted.Load(), n,
+		line := fmt.Sprintf("posted %d/%d, finished %d, API errors %d, casts worked %d", r.posted.Load(), n,
 			r.rec.Finished(), r.apiErrors.Load(), r.fleet.Worked())
+		if r.fleet.Liveness() == LivenessPerHost {
+			bg := r.fleet.Background()
+			line += fmt.Sprintf("; %d leases re-granted; %s", bg.Regrants, bg.Liveness)
+		}
+		return line
 	})
 	defer stop()
 	m, err := r.startMeasuring(ctx)
@@ -645,6 +657,9 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 	res.LeasesRegranted, res.BackgroundFailures = bg.Regrants-bg0.Regrants, bg.Failures-bg0.Failures
 	res.BackgroundOverlapped, res.BackgroundPeriodLate = bg.Overlapped-bg0.Overlapped, bg.PeriodLate-bg0.PeriodLate
 	res.BackgroundMaxLateMs = float64(bg.MaxLate.Microseconds()) / 1000
+	if r.fleet.Liveness() == LivenessPerHost {
+		res.LivenessTrace = bg.Liveness.Sub(bg0.Liveness).String()
+	}
 	// Each instance sync puts the host's uuid list; a re-granted lease
 	// puts the alive key again. Provider syncs write only on a change.
 	res.BackgroundWrites = (bg.InstanceSyncs - bg0.InstanceSyncs) + (bg.Regrants - bg0.Regrants)
