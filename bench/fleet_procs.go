@@ -83,7 +83,7 @@ func FleetProcess(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	fs.BoolVar(&cfg.SkipSyncs, "skip-syncs", false, "no periodic syncs")
 	fs.BoolVar(&cfg.LeaveLeases, "leave-leases", false, "leave the leases to expire at the end")
 	fs.IntVar(&cfg.RegisterWorkers, "register-workers", 0, "hosts registering at once")
-	fs.IntVar(&cfg.BackgroundWorkers, "background-workers", 0, "periodic work goroutines")
+	fs.IntVar(&cfg.BackgroundWorkers, "background-workers", 0, "goroutines of each periodic task")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
