@@ -171,7 +171,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ServiceDownTime, "service-down-time", c.ServiceDownTime, "hosts' liveness lease TTL (0: the config's agent service_down_time)")
 	fs.DurationVar(&c.ProviderSyncInterval, "provider-sync-interval", c.ProviderSyncInterval, "hosts' provider sync period (0: the config's agent provider_sync_interval)")
 	fs.DurationVar(&c.InstanceSyncInterval, "instance-sync-interval", c.InstanceSyncInterval, "hosts' instance sync period (0: the config's agent instance_sync_interval)")
-	fs.IntVar(&c.BackgroundWorkers, "background-workers", c.BackgroundWorkers, "goroutines doing each of the hosts' periodic tasks, renewals, provider syncs and instance syncs each a pool of its own (0: one per 20 hosts, 64 to 1024; -fleet-procs children share them)")
+	fs.IntVar(&c.BackgroundWorkers, "background-workers", c.BackgroundWorkers, "goroutines doing each of the hosts' periodic tasks, renewals, provider syncs and instance syncs each a pool of its own (0: one per 20 hosts, 64 to 1024; renewals at least one per beat due in a second; -fleet-procs children share them)")
 	fs.StringVar(&c.Etcd, "etcd", c.Etcd, "comma-separated endpoints of an existing Berth's etcd (with -api)")
 	fs.StringVar(&c.API, "api", c.API, "an existing Berth's compute API URL (with -etcd)")
 	fs.StringVar(&c.Prefix, "prefix", c.Prefix, "etcd key prefix")

@@ -86,7 +86,8 @@ type FleetConfig struct {
 	// periodic tasks (0: one per 20 hosts, at least 64, at most 1,024):
 	// renewals, provider syncs and instance syncs each have a pool of
 	// their own, as an agent's liveness beat has its own goroutine and
-	// never waits for a sync. A real fleet has as many calls in flight
+	// never waits for a sync; renewals get at least one worker per beat
+	// due in a second (renewWorkers). A real fleet has as many calls in flight
 	// as etcd's latency makes it (1,000 renewals/s at 100 ms each are
 	// 100 at once); too few workers would queue the calls in the tool
 	// instead and make them late.

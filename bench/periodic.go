@@ -125,8 +125,12 @@ func (f *Fleet) startPeriodic(ctx, work context.Context) {
 		return
 	}
 	for _, t := range f.tasks {
-		jobs := make(chan periodicJob, f.cfg.BackgroundWorkers)
-		for w := 0; w < f.cfg.BackgroundWorkers; w++ {
+		workers := f.cfg.BackgroundWorkers
+		if t.kind == taskRenew {
+			workers = max(workers, renewWorkers(len(f.hosts), t.every))
+		}
+		jobs := make(chan periodicJob, workers)
+		for w := 0; w < workers; w++ {
 			f.bgWG.Add(1)
 			// The hosts' liveness and syncs, profiled apart from their builds.
 			rolelabel.Go(ctx, "agent fleet background", func(context.Context) {
@@ -143,6 +147,20 @@ func (f *Fleet) startPeriodic(ctx, work context.Context) {
 			f.dispatch(ctx, t, jobs)
 		}()
 	}
+}
+
+// renewWorkers is how many workers the renewals of hosts beating every
+// period need at least: enough for every beat due in a second, so
+// beats are not queued in the tool until etcd takes a second on
+// average to answer them. A worker waiting on an answer is a parked
+// goroutine; queued beats were what lost leases (a 100,000-host run
+// with 512 renewal workers a child: beats started p50 0.5 s, p99 16 s
+// after their slots at 75,000 hosts, while answered p50 64 ms).
+func renewWorkers(hosts int, period time.Duration) int {
+	if period <= 0 {
+		return 1
+	}
+	return int((int64(hosts)*int64(time.Second) + int64(period) - 1) / int64(period))
 }
 
 // runJob runs one slot of a task, counting it.
