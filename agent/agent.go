@@ -96,6 +96,12 @@ type Agent struct {
 	// lastCapacity is the HostCapacity this agent last wrote (capacity.go).
 	capacityMu   sync.Mutex
 	lastCapacity *etcdschema.HostCapacity
+
+	// lastSync is the HostSync this agent last wrote, and unwritten how
+	// many syncs since found the same list (register.go syncInstances).
+	syncMu    sync.Mutex
+	lastSync  *etcdschema.HostSync
+	unwritten int
 }
 
 // New builds an agent; Run starts it.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/testwait"
 )
 
 // TestHostSyncCarriesFlavors: the sync lists the host's instance info
@@ -40,5 +41,70 @@ func TestHostSyncCarriesFlavors(t *testing.T) {
 	}
 	if !slices.Equal(hs.UUIDs, []string{"here", "moved"}) || !slices.Equal(hs.FlavorIDs, []string{"2", ""}) {
 		t.Fatalf("sync uuids %v flavors %v, want [here moved] [2 \"\"]", hs.UUIDs, hs.FlavorIDs)
+	}
+}
+
+// TestHostSyncWrittenWhenChanged: a sync whose list is the one this agent
+// last wrote writes nothing (the schedulers compared it when it came), a
+// changed list is written at once, and an unchanged one is written again
+// every syncRewriteEvery syncs.
+func TestHostSyncWrittenWhenChanged(t *testing.T) {
+	cli, keys, _, a := startAgent(t, FakeConfig{})
+	ctx := context.Background()
+	modRev := func() int64 {
+		t.Helper()
+		resp, err := cli.Get(ctx, keys.HostSync("h1"))
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("no sync record: %v", err)
+		}
+		return resp.Kvs[0].ModRevision
+	}
+	sync := func() {
+		t.Helper()
+		if err := a.SyncInstances(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The agent's start-up sync writes the first list.
+	testwait.Until(t, "h1's HostSync written at start", func() bool {
+		resp, err := cli.Get(ctx, keys.HostSync("h1"))
+		return err == nil && len(resp.Kvs) == 1
+	})
+	written := modRev()
+	for i := 0; i < syncRewriteEvery-1; i++ {
+		sync()
+		if got := modRev(); got != written {
+			t.Fatalf("unchanged list rewritten at sync %d (mod revision %d, was %d)", i+1, got, written)
+		}
+	}
+	// The syncRewriteEvery-th unchanged sync writes it again.
+	sync()
+	if got := modRev(); got == written {
+		t.Fatalf("unchanged list not rewritten after %d syncs", syncRewriteEvery)
+	}
+	written = modRev()
+	flavor := etcdschema.Flavor{ID: "1", Name: "small", VCPUs: 1}
+	if _, err := cli.Put(ctx, keys.CellInstance("cell1", "new"), etcdschema.MustEncode(&etcdschema.Instance{
+		UUID: "new", Cell: "cell1", Host: "h1", Status: etcdschema.StatusActive, Flavor: flavor})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, keys.HostInstance("h1", "new"), etcdschema.MustEncode(&etcdschema.InstanceInfo{
+		UUID: "new", Host: "h1", FlavorID: flavor.ID, Flavor: flavor.Name})); err != nil {
+		t.Fatal(err)
+	}
+	sync()
+	if got := modRev(); got == written {
+		t.Fatal("a changed list was not written")
+	}
+	resp, err := cli.Get(ctx, keys.HostSync("h1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hs etcdschema.HostSync
+	if err := etcdschema.Decode(keys.HostSync("h1"), resp.Kvs[0].Value, &hs); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(hs.UUIDs, []string{"new"}) || !slices.Equal(hs.FlavorIDs, []string{"1"}) {
+		t.Fatalf("sync uuids %v flavors %v, want [new] [1]", hs.UUIDs, hs.FlavorIDs)
 	}
 }
