@@ -409,12 +409,7 @@ func TestFleetGoroutinesBounded(t *testing.T) {
 // a burst, as an agent's ticker drops the ticks of a slow receiver.
 func TestDispatchStretchesLapsInsteadOfBursting(t *testing.T) {
 	const hosts, every = 4, 40 * time.Millisecond
-	f := &Fleet{cfg: FleetConfig{BackgroundWorkers: 1}, log: hclog.NewNullLogger()}
-	for i := 0; i < hosts; i++ {
-		h := &fleetHost{}
-		h.lease.Store(1)
-		f.hosts = append(f.hosts, h)
-	}
+	f := leasedFleet(hosts)
 	start := time.Now()
 	var runs atomic.Int64
 	var released atomic.Int64 // ns after start
@@ -455,12 +450,7 @@ func TestDispatchStretchesLapsInsteadOfBursting(t *testing.T) {
 // renewals' too: a 20,000-host fleet lost 7,450 leases registering.)
 func TestRenewalsNotHeldBySlowSyncs(t *testing.T) {
 	const hosts, every = 4, 20 * time.Millisecond
-	f := &Fleet{cfg: FleetConfig{BackgroundWorkers: 1}, log: hclog.NewNullLogger()}
-	for i := 0; i < hosts; i++ {
-		h := &fleetHost{}
-		h.lease.Store(1)
-		f.hosts = append(f.hosts, h)
-	}
+	f := leasedFleet(hosts)
 	release := make(chan struct{})
 	var renewals atomic.Int64
 	f.tasks = []*periodicTask{
@@ -543,4 +533,16 @@ func TestRenewStreamsPerThousandHosts(t *testing.T) {
 			t.Errorf("renewStreams(%d) = %d, want %d", c.hosts, got, c.want)
 		}
 	}
+}
+
+// leasedFleet is a fleet of hosts that each hold a lease, with one
+// background worker, for tests that drive its periodic dispatch alone.
+func leasedFleet(hosts int) *Fleet {
+	f := &Fleet{cfg: FleetConfig{BackgroundWorkers: 1}, log: hclog.NewNullLogger()}
+	for i := 0; i < hosts; i++ {
+		h := &fleetHost{}
+		h.lease.Store(1)
+		f.hosts = append(f.hosts, h)
+	}
+	return f
 }
