@@ -153,7 +153,19 @@ func skipWS(data []byte, i int) int {
 	return i
 }
 
-func (v *InstanceInfo) decodeFast(data []byte) bool {
+func (v *InstanceInfo) decodeFast(data []byte) bool { return v.decodeFastSharing(data, "", nil) }
+
+// decodeFastSharing is decodeFast taking the host name from host when
+// the record's equals it, and the flavor name and id from names (when
+// not nil): strings a reader already holds instead of three new ones a
+// record.
+func (v *InstanceInfo) decodeFastSharing(data []byte, host string, names StringSharer) bool {
+	str := func(b []byte) string {
+		if names != nil {
+			return names.Share(b)
+		}
+		return string(b)
+	}
 	return eachFlatMember(data, func(m flatMember) bool {
 		switch string(m.name) {
 		case "version":
@@ -164,11 +176,15 @@ func (v *InstanceInfo) decodeFast(data []byte) bool {
 		case "uuid":
 			v.UUID = string(m.str)
 		case "host":
-			v.Host = string(m.str)
+			if host != "" && string(m.str) == host {
+				v.Host = host
+			} else {
+				v.Host = string(m.str)
+			}
 		case "flavor_id":
-			v.FlavorID = string(m.str)
+			v.FlavorID = str(m.str)
 		case "flavor":
-			v.Flavor = string(m.str)
+			v.Flavor = str(m.str)
 		case "state":
 			v.State = internState(m.str)
 		case "updated_at":

@@ -19,6 +19,7 @@ import (
 //   - The decoders that decode into a copy (every one but InstanceInfo's,
 //     which writes as it reads) leave a destination they decline as it
 //     was (decodeBoth).
+//   - DecodeInstanceInfoSharing gives Decode's value and error.
 //   - DecodeProviderAfter(Key) and DecodeConsumerKey, which share strings
 //     and maps with a record decoded before, give exactly Decode's value
 //     and error and leave that record as it was.
@@ -53,6 +54,7 @@ func FuzzFastDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		decodeAsJSON(t, data, InstanceInfo{})
 		decodeAsJSON(t, data, InstanceInfo{UUID: "old", State: "old", UpdatedAt: old})
+		sharingMatchesDecode(t, data)
 
 		decodeAsJSON(t, data, Build{})
 		decodeBoth(t, data, Build{})

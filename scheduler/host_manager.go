@@ -82,7 +82,7 @@ type HostManager struct {
 	mapsPrefix string
 
 	// names holds the flavor names and ids instance info repeats
-	// (shared.go).
+	// (shared_strings.go); the decoder shares them, on any goroutine.
 	names internTable
 
 	// aggs is the aggregate cache (aggregates.go), fed by its own watch.
@@ -259,7 +259,7 @@ type hostsHandler struct{ hm *HostManager }
 // manager's lock, and during a list on a few goroutines while the next
 // page is fetched. Keys applyLocked reads nothing from decode to nil.
 func (h hostsHandler) Decode(key string, value []byte) (any, error) {
-	_, rest, err := h.hm.keys.ParseHostKey(key)
+	host, rest, err := h.hm.keys.ParseHostKey(key)
 	if err != nil {
 		return nil, nil
 	}
@@ -274,8 +274,9 @@ func (h hostsHandler) Decode(key string, value []byte) (any, error) {
 		hc := &etcdschema.HostCapacity{}
 		return hc, etcdschema.Decode(key, value, hc)
 	case strings.HasPrefix(rest, "instances/") && h.hm.track:
-		info := &etcdschema.InstanceInfo{}
-		return info, etcdschema.Decode(key, value, info)
+		// Straight into shared strings: applyLocked swaps the key's host
+		// for the host record's name.
+		return etcdschema.DecodeInstanceInfoSharing(key, value, host, &h.hm.names)
 	case strings.HasPrefix(rest, "builds/"):
 		// Only the op is kept (the record is checked whole): every
 		// scheduler decodes every cast.
@@ -335,7 +336,7 @@ func (h hostsHandler) ResetPaged(rev int64, list func(page func([]informer.Event
 		r.instRev = rev
 	}
 	hm.mu.Lock()
-	hm.hosts, hm.byProvider, hm.names = next.hosts, next.byProvider, next.names
+	hm.hosts, hm.byProvider = next.hosts, next.byProvider
 	hm.slots.forget()
 	for host := range next.reread {
 		hm.reread[host] = true

@@ -1,27 +1,47 @@
 package scheduler
 
-import "github.com/berth-project/berth/etcdschema"
+import (
+	"sync"
+
+	"github.com/berth-project/berth/etcdschema"
+)
 
 // Every scheduler keeps every instance's info (a million records at
 // 100,000 hosts), and each record's host name and flavor were strings of
 // their own, decoded from its value. The host manager holds each once:
 // the host's name is its record's, and flavor names and ids come from a
-// small table (a cloud has few flavors).
+// small table (a cloud has few flavors). The list decodes on several
+// goroutines (informer.List), straight into these strings
+// (etcdschema.DecodeInstanceInfoSharing): decoding new strings only to
+// swap them for shared ones was three throwaway strings a record.
 
 // maxInterned bounds the table: past it, new strings are kept as decoded.
 const maxInterned = 4096
 
 // internTable holds one copy of each string it was given (up to
-// maxInterned). The host manager's lock guards it; the zero value is
-// ready to use.
-type internTable struct{ m map[string]string }
+// maxInterned). It is safe for concurrent use; the zero value is ready.
+// Lookups take the read lock only: after the first records, every flavor
+// is already there.
+type internTable struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
 
-// intern returns the table's string equal to s, adding s when the table
-// has room.
-func (t *internTable) intern(s string) string {
-	if s == "" {
-		return s
+// Share returns the table's string equal to b (etcdschema.StringSharer),
+// adding a copy of b when the table has room.
+func (t *internTable) Share(b []byte) string {
+	if len(b) == 0 {
+		return ""
 	}
+	t.mu.RLock()
+	held, ok := t.m[string(b)]
+	t.mu.RUnlock()
+	if ok {
+		return held
+	}
+	s := string(b)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if held, ok := t.m[s]; ok {
 		return held
 	}
@@ -35,11 +55,10 @@ func (t *internTable) intern(s string) string {
 }
 
 // shareInfoStrings makes a freshly decoded info (not yet shared with
-// anyone) hold r's name and the table's flavor strings where equal.
+// anyone) hold r's name where equal: the decoder gave it the host its key
+// names, a substring that would keep the whole key alive.
 func (hm *HostManager) shareInfoStrings(r *hostRecord, info *etcdschema.InstanceInfo) {
 	if info.Host == r.name {
 		info.Host = r.name
 	}
-	info.Flavor = hm.names.intern(info.Flavor)
-	info.FlavorID = hm.names.intern(info.FlavorID)
 }

@@ -1,0 +1,88 @@
+package etcdschema
+
+import (
+	"reflect"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// tableSharer is a StringSharer holding one copy of each string.
+type tableSharer map[string]string
+
+func (t tableSharer) Share(b []byte) string {
+	if s, ok := t[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	t[s] = s
+	return s
+}
+
+// sharingMatchesDecode: DecodeInstanceInfoSharing gives Decode's value
+// and success for data, for a host that matches the record's, one that
+// does not, and none; with a sharer and without.
+func sharingMatchesDecode(t *testing.T, data []byte) {
+	t.Helper()
+	var want InstanceInfo
+	wantErr := Decode("k", data, &want)
+	for _, host := range []string{"", "compute-000001", want.Host} {
+		for _, names := range []StringSharer{nil, tableSharer{}} {
+			got, err := DecodeInstanceInfoSharing("k", data, host, names)
+			if (err == nil) != (wantErr == nil) {
+				t.Fatalf("%q host %q: error %v, Decode's %v", data, host, err, wantErr)
+			}
+			if err == nil && !reflect.DeepEqual(*got, want) {
+				t.Fatalf("%q host %q:\nsharing %+v\nDecode  %+v", data, host, *got, want)
+			}
+		}
+	}
+}
+
+// TestDecodeInstanceInfoSharingMatchesDecode runs sharingMatchesDecode
+// on the records agents write and on JSON the fast path leaves to
+// encoding/json (FuzzFastDecode runs it on any bytes).
+func TestDecodeInstanceInfoSharingMatchesDecode(t *testing.T) {
+	for _, s := range []string{
+		MustEncode(&InstanceInfo{UUID: "u1", Host: "compute-000001", FlavorID: "2", Flavor: "m1.small", State: "active",
+			UpdatedAt: time.Unix(1700000000, 5).UTC()}),
+		MustEncode(&InstanceInfo{UUID: "u2", Host: "other", FlavorID: "é", Flavor: "a\"b", State: "x"}),
+		`{"version":1,"host":"compute-000001","Flavor":"m1","flavor_id":"1"}`,
+		`{"version":1,"host":"compute-000001","flavor":"m1","flavor":"m2","flavor_id":null}`,
+		`{"version":1,"host":"a\u0062","other":[1]}`, `{"version":2}`, `{"version":1,"flavor":5}`, `null`, ``,
+	} {
+		sharingMatchesDecode(t, []byte(s))
+	}
+}
+
+// TestDecodeInstanceInfoSharingShares: the common record takes the
+// caller's host and the sharer's flavor strings, so a scheduler keeping a
+// million of them holds each once.
+func TestDecodeInstanceInfoSharingShares(t *testing.T) {
+	names := tableSharer{"m1.small": "m1.small", "2": "2"}
+	host := "compute-000001"
+	data := []byte(MustEncode(&InstanceInfo{UUID: "u1", Host: host, FlavorID: "2", Flavor: "m1.small", State: "active"}))
+	got, err := DecodeInstanceInfoSharing("k", data, host, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(a, b string) bool { return len(a) > 0 && len(a) == len(b) && unsafeData(a) == unsafeData(b) }
+	if !same(got.Host, host) || !same(got.Flavor, names["m1.small"]) || !same(got.FlavorID, names["2"]) {
+		t.Fatalf("strings not shared: %+v", got)
+	}
+}
+
+func BenchmarkDecodeInstanceInfoSharing(b *testing.B) {
+	host := "compute-000001"
+	data := []byte(MustEncode(&InstanceInfo{UUID: "2f9c0d1e-0000-4000-8000-000000000001", Host: host,
+		FlavorID: "2", Flavor: "m1.small", State: "active", UpdatedAt: time.Now().UTC()}))
+	names := tableSharer{}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := DecodeInstanceInfoSharing("k", data, host, names); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func unsafeData(s string) *byte { return unsafe.StringData(s) }
