@@ -26,17 +26,9 @@ func (a *Agent) reportCapacity(ctx context.Context) error {
 }
 
 // reportCapacityOf is reportCapacity with the host's instance info uuids
-// already read (providerTick's one read): with track_instance_changes
-// only their records are read; without it the cell is listed, as
-// instancesOnHost does.
+// already read (providerTick's one read; instancesOf).
 func (a *Agent) reportCapacityOf(ctx context.Context, uuids []string) error {
-	var onHost map[string]hostInstance
-	var err error
-	if a.cfg.TrackInstanceChanges {
-		onHost, err = a.instanceRecords(ctx, uuids, true)
-	} else {
-		onHost, err = a.instancesOnHost(ctx)
-	}
+	onHost, err := a.instancesOf(ctx, uuids)
 	if err != nil {
 		return err
 	}

@@ -62,10 +62,10 @@ type tickReads struct {
 // service record and (with track_instance_changes) the host's instance
 // info keys.
 func (a *Agent) readTick(ctx context.Context) (tickReads, error) {
-	svcKey, prefix := a.own.service, a.own.instances
+	svcKey := a.own.service
 	reads := []clientv3.Op{clientv3.OpGet(svcKey)}
 	if a.cfg.TrackInstanceChanges {
-		reads = append(reads, clientv3.OpGet(prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+		reads = append(reads, clientv3.OpGet(a.own.instances, clientv3.WithPrefix(), clientv3.WithKeysOnly()))
 	}
 	resp, err := a.cli.Txn(ctx).If(a.own.hostMapped()...).Then(reads...).Else(reads...).Commit()
 	if err != nil {
@@ -78,13 +78,7 @@ func (a *Agent) readTick(ctx context.Context) (tickReads, error) {
 		r.svcErr = etcdschema.Decode(svcKey, kvs[0].Value, &r.svc)
 	}
 	if a.cfg.TrackInstanceChanges {
-		kvs := resp.Responses[1].GetResponseRange().Kvs
-		r.uuids = make([]string, 0, len(kvs))
-		for _, kv := range kvs {
-			if u, ok := etcdschema.LastSegment(string(kv.Key), prefix); ok {
-				r.uuids = append(r.uuids, u)
-			}
-		}
+		r.uuids = a.infoUUIDsOf(resp.Responses[1].GetResponseRange().Kvs)
 	}
 	return r, nil
 }

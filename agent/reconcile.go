@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
@@ -20,11 +21,21 @@ type hostInstance struct {
 // track_instance_changes the host's instance info keys index them (one
 // read per instance, not per cell); without it the cell is listed.
 func (a *Agent) instancesOnHost(ctx context.Context) (map[string]hostInstance, error) {
+	var uuids []string
 	if a.cfg.TrackInstanceChanges {
-		uuids, err := a.infoUUIDs(ctx)
-		if err != nil {
+		var err error
+		if uuids, err = a.infoUUIDs(ctx); err != nil {
 			return nil, err
 		}
+	}
+	return a.instancesOf(ctx, uuids)
+}
+
+// instancesOf is instancesOnHost with the host's instance info uuids
+// already read (providerTick's one read): with track_instance_changes
+// only their records are read; without it the cell is listed.
+func (a *Agent) instancesOf(ctx context.Context, uuids []string) (map[string]hostInstance, error) {
+	if a.cfg.TrackInstanceChanges {
 		return a.instanceRecords(ctx, uuids, true)
 	}
 	out := map[string]hostInstance{}
@@ -40,18 +51,23 @@ func (a *Agent) instancesOnHost(ctx context.Context) (map[string]hostInstance, e
 
 // infoUUIDs lists the instances this host's instance info keys name.
 func (a *Agent) infoUUIDs(ctx context.Context) ([]string, error) {
-	prefix := a.own.instances
-	resp, err := a.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	resp, err := a.cli.Get(ctx, a.own.instances, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		return nil, fmt.Errorf("list instance info of %s: %w", a.cfg.Host, err)
 	}
-	uuids := make([]string, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		if u, ok := etcdschema.LastSegment(string(kv.Key), prefix); ok {
+	return a.infoUUIDsOf(resp.Kvs), nil
+}
+
+// infoUUIDsOf are the instance uuids this host's instance info keys kvs
+// name.
+func (a *Agent) infoUUIDsOf(kvs []*mvccpb.KeyValue) []string {
+	uuids := make([]string, 0, len(kvs))
+	for _, kv := range kvs {
+		if u, ok := etcdschema.LastSegment(string(kv.Key), a.own.instances); ok {
 			uuids = append(uuids, u)
 		}
 	}
-	return uuids, nil
+	return uuids
 }
 
 // instanceRecords reads the cell's records of uuids, 64 a transaction;

@@ -229,13 +229,12 @@ func (o ownKeys) hostMapped() []clientv3.Cmp {
 // mapHost writes the host's mapping if it is missing and its cell exists
 // (ensureHostMapping's write, after a look found it unmapped).
 func (a *Agent) mapHost(ctx context.Context) error {
-	k := a.keys
 	m := &etcdschema.HostMapping{Host: a.cfg.Host, Cell: a.cfg.Cell, CreatedAt: time.Now().UTC()}
 	resp, err := a.cli.Txn(ctx).If(
-		clientv3.Compare(clientv3.CreateRevision(k.Cell(a.cfg.Cell)), ">", 0),
-		clientv3.Compare(clientv3.CreateRevision(k.HostMapping(a.cfg.Host)), "=", 0),
-	).Then(clientv3.OpPut(k.HostMapping(a.cfg.Host), etcdschema.MustEncode(m))).
-		Else(clientv3.OpGet(k.Cell(a.cfg.Cell))).Commit()
+		clientv3.Compare(clientv3.CreateRevision(a.own.cell), ">", 0),
+		clientv3.Compare(clientv3.CreateRevision(a.own.mapping), "=", 0),
+	).Then(clientv3.OpPut(a.own.mapping, etcdschema.MustEncode(m))).
+		Else(clientv3.OpGet(a.own.cell)).Commit()
 	if err != nil {
 		return fmt.Errorf("map host %s to cell %s: %w", a.cfg.Host, a.cfg.Cell, err)
 	}
