@@ -102,21 +102,13 @@ func (s *Service) StartDeferred(ctx context.Context, after func(context.Context)
 }
 
 // loadProvidersOnly is loadAt's providers and the consumer maps sized,
-// at the current revision, retried as loadAt is after a compaction.
+// at the current revision.
 func (s *Service) loadProvidersOnly(ctx context.Context) (*indexState, int64, error) {
-	for attempt := 0; ; attempt++ {
-		st, rev, err := s.listProviders(ctx, 0)
-		if err == nil {
-			err = s.sizeConsumers(ctx, st, rev)
-		}
-		if isCompacted(err) && attempt < 5 {
-			continue
-		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("load placement providers: %w", err)
-		}
-		return st, rev, nil
+	st, rev, err := s.listIndex(ctx, 0, false)
+	if err != nil {
+		return nil, 0, fmt.Errorf("load placement providers: %w", err)
 	}
+	return st, rev, nil
 }
 
 // loadPending lists the consumers into st, installed at rev, once after

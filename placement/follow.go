@@ -27,12 +27,30 @@ func (s *Service) load(ctx context.Context) (int64, error) {
 // install a list older than this service's last claim, as a re-list
 // racing a claim does.
 func (s *Service) loadAt(ctx context.Context, at int64) (int64, error) {
+	st, rev, err := s.listIndex(ctx, at, true)
+	if err != nil {
+		return 0, fmt.Errorf("load placement index: %w", err)
+	}
+	st.rev = rev
+	// Counted before install: once installed, the state is the
+	// index's, and claims change it under the index's lock.
+	providers, consumers := len(st.providers), len(st.consumers)
+	s.idx.install(st)
+	s.log.Debug("index loaded", "revision", rev, "providers", providers, "consumers", consumers)
+	return rev, nil
+}
+
+// listIndex reads the providers at revision at (0: the current one)
+// into a fresh index state with its consumer maps sized, and with
+// consumers the consumers too, starting over (up to 5 times) when that
+// revision is compacted mid-list.
+func (s *Service) listIndex(ctx context.Context, at int64, consumers bool) (*indexState, int64, error) {
 	for attempt := 0; ; attempt++ {
 		st, rev, err := s.listProviders(ctx, at)
 		if err == nil {
 			err = s.sizeConsumers(ctx, st, rev)
 		}
-		if err == nil {
+		if err == nil && consumers {
 			err = s.listConsumers(ctx, st, rev)
 		}
 		if isCompacted(err) && attempt < 5 {
@@ -40,16 +58,7 @@ func (s *Service) loadAt(ctx context.Context, at int64) (int64, error) {
 			s.log.Warn("index load hit a compaction, reloading", "revision", rev)
 			continue
 		}
-		if err != nil {
-			return 0, fmt.Errorf("load placement index: %w", err)
-		}
-		st.rev = rev
-		// Counted before install: once installed, the state is the
-		// index's, and claims change it under the index's lock.
-		providers, consumers := len(st.providers), len(st.consumers)
-		s.idx.install(st)
-		s.log.Debug("index loaded", "revision", rev, "providers", providers, "consumers", consumers)
-		return rev, nil
+		return st, rev, err
 	}
 }
 
