@@ -43,3 +43,12 @@ func Of(ctx context.Context) string {
 	v, _ := pprof.Label(ctx, Key)
 	return v
 }
+
+// With is ctx carrying the role label role (ctx itself for ""), for work
+// done on behalf of a role outside its goroutines: Of reads it back.
+func With(ctx context.Context, role string) context.Context {
+	if role == "" {
+		return ctx
+	}
+	return pprof.WithLabels(ctx, pprof.Labels(Key, role))
+}

@@ -39,7 +39,6 @@ package txnbatch
 import (
 	"context"
 	"errors"
-	"runtime/pprof"
 	"sync"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -267,9 +266,7 @@ func allGone(batch []*member) (context.Context, context.CancelFunc) {
 func AllGone(n int, ctxOf func(i int) context.Context) (context.Context, context.CancelFunc) {
 	base := context.Background()
 	if n > 0 {
-		if role := rolelabel.Of(ctxOf(0)); role != "" {
-			base = pprof.WithLabels(base, pprof.Labels(rolelabel.Key, role))
-		}
+		base = rolelabel.With(base, rolelabel.Of(ctxOf(0)))
 	}
 	ctx, cancel := context.WithCancel(base)
 	var mu sync.Mutex
