@@ -33,6 +33,7 @@ import (
 	"go.etcd.io/etcd/server/v3/proxy/grpcproxy/adapter"
 
 	"github.com/berth-project/berth/internal/etcdcluster"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // Config says where the member keeps its data and listens.
@@ -238,7 +239,11 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	g := newGate()
 	s := &Server{etcd: e, gate: g, url: cu.String(), closing: closing}
+	// What v3client's KV sends through, for transactions sent as built
+	// (package rawtxn).
+	kvc := adapter.KvServerToKvClient(v3rpc.NewQuotaKVServer(e.Server))
 	s.wrap = func(cli *clientv3.Client) {
+		cli.KV = rawtxn.NewKV(cli.KV, kvc)
 		if id != nil {
 			id.wrap(cli)
 		}

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/freeport"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 func freePort(t *testing.T) int {
@@ -59,6 +61,10 @@ func TestCloseWhileReading(t *testing.T) {
 						_, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.Version("k"), ">", 0)).
 							Then(clientv3.OpGet("k", clientv3.WithSerializable())).Commit()
 					}
+					if err == nil {
+						_, err = rawtxn.Commit(ctx, cli.KV, &pb.TxnRequest{Compare: []*pb.Compare{rawtxn.Present("k")},
+							Success: []*pb.RequestOp{rawtxn.Range(&pb.RangeRequest{Key: []byte("k"), Serializable: true})}})
+					}
 					if errors.Is(err, ErrClosed) || (err != nil && closing.Load()) {
 						return
 					}
@@ -73,6 +79,9 @@ func TestCloseWhileReading(t *testing.T) {
 		wg.Wait()
 		if _, err := cli.Get(ctx, "k"); !errors.Is(err, ErrClosed) {
 			t.Fatalf("Get after Close: %v, want ErrClosed", err)
+		}
+		if _, err := rawtxn.Commit(ctx, cli.KV, &pb.TxnRequest{Success: []*pb.RequestOp{rawtxn.Get("k")}}); !errors.Is(err, ErrClosed) {
+			t.Fatalf("a raw transaction after Close: %v, want ErrClosed", err)
 		}
 	}
 }

@@ -6,7 +6,10 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // ErrClosed is what the in-process client's KV calls return once the
@@ -155,6 +158,16 @@ func (t gatedTxn) Commit() (*clientv3.TxnResponse, error) {
 	}
 	defer t.g.exit()
 	return t.txn.Commit()
+}
+
+// SendTxn gates a transaction sent as built (package rawtxn), as Commit
+// gates a clientv3.Txn.
+func (k gatedKV) SendTxn(ctx context.Context, r *pb.TxnRequest) (*clientv3.TxnResponse, error) {
+	if err := k.g.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer k.g.exit()
+	return rawtxn.Commit(ctx, k.kv, r)
 }
 
 // GetStream holds the gate until the stream's last chunk is delivered.

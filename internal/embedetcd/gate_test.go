@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // TestGateRefusesDoneContext: every KV call of the in-process client whose
@@ -24,6 +27,9 @@ func TestGateRefusesDoneContext(t *testing.T) {
 	}
 	t.Cleanup(srv.Close)
 	kv := srv.Client().KV
+	if _, ok := kv.(rawtxn.Sender); !ok {
+		t.Fatal("the in-process client's KV sends no transaction as built")
+	}
 	bg := context.Background()
 	put, err := kv.Put(bg, "k", "v")
 	if err != nil {
@@ -51,6 +57,11 @@ func TestGateRefusesDoneContext(t *testing.T) {
 		{"txn", func(ctx context.Context) error {
 			_, err := kv.Txn(ctx).If(clientv3.Compare(clientv3.Value("k"), "=", "v")).
 				Then(clientv3.OpPut("k", "changed")).Commit()
+			return err
+		}},
+		{"raw txn", func(ctx context.Context) error {
+			_, err := rawtxn.Commit(ctx, kv, &pb.TxnRequest{Compare: []*pb.Compare{rawtxn.ModRevisionIs("k", rev)},
+				Success: []*pb.RequestOp{rawtxn.Put("k", "changed")}})
 			return err
 		}},
 		{"compact", func(ctx context.Context) error { _, err := kv.Compact(ctx, rev); return err }},

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"net"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // identity makes the in-process client's requests those of the member's
@@ -95,6 +98,10 @@ func (k idKV) Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse, erro
 }
 
 func (k idKV) Txn(ctx context.Context) clientv3.Txn { return k.kv.Txn(k.id.ctx(ctx)) }
+
+func (k idKV) SendTxn(ctx context.Context, r *pb.TxnRequest) (*clientv3.TxnResponse, error) {
+	return rawtxn.Commit(k.id.ctx(ctx), k.kv, r)
+}
 
 type idWatcher struct {
 	clientv3.Watcher

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"testing"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 var (
@@ -34,6 +36,12 @@ func TestRolesAllowOnlyTheirKeys(t *testing.T) {
 	// write the signing key (a server makes it) and anything else.
 	if _, err := c.srv.Client().Put(ctx(t), keys.IdentitySigningKey(), "secret"); err != nil {
 		t.Fatalf("the server machine's in-process client after auth: %v", err)
+	}
+	// A transaction sent as built (package rawtxn) carries the identity too.
+	if _, err := rawtxn.Commit(ctx(t), c.srv.Client().KV, &pb.TxnRequest{
+		Compare: []*pb.Compare{rawtxn.Present(keys.IdentitySigningKey())},
+		Success: []*pb.RequestOp{rawtxn.Get(keys.IdentitySigningKey())}}); err != nil {
+		t.Fatalf("a raw transaction of the server machine's in-process client after auth: %v", err)
 	}
 	for _, tc := range []struct {
 		machine, key string

@@ -6,6 +6,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/internal/rolelabel"
 )
 
@@ -133,6 +134,18 @@ func (c *countedTxn) Commit() (*clientv3.TxnResponse, error) {
 	return r, err
 }
 
+// SendTxn counts a transaction sent as built (package rawtxn) as Commit
+// counts a clientv3.Txn.
+func (k countedKV) SendTxn(ctx context.Context, r *pb.TxnRequest) (*clientv3.TxnResponse, error) {
+	role := roleOf(ctx, k.fallback)
+	k.t.add(role, Txn, 1)
+	resp, err := rawtxn.Commit(ctx, k.kv, r)
+	if err == nil {
+		k.t.countRawTxn(role, r, (*pb.TxnResponse)(resp))
+	}
+	return resp, err
+}
+
 // countTxn counts what the server ran of a transaction it answered.
 func (t *Tally) countTxn(role string, cmps []clientv3.Cmp, thenOps, elseOps []clientv3.Op, r *clientv3.TxnResponse) {
 	t.add(role, TxnCompare, int64(len(cmps)))
@@ -141,10 +154,35 @@ func (t *Tally) countTxn(role string, cmps []clientv3.Cmp, thenOps, elseOps []cl
 		t.add(role, TxnFailed, 1)
 		ops = elseOps
 	}
-	t.countOps(role, ops, r.Responses)
+	t.countResponses(role, r.Responses, func(i int, nested *pb.TxnResponse) {
+		if i < len(ops) {
+			cmps, thenOps, elseOps := ops[i].Txn()
+			t.countTxn(role, cmps, thenOps, elseOps, (*clientv3.TxnResponse)(nested))
+		}
+	})
 }
 
-func (t *Tally) countOps(role string, ops []clientv3.Op, resps []*pb.ResponseOp) {
+// countRawTxn is countTxn for a transaction built as etcdserverpb
+// messages.
+func (t *Tally) countRawTxn(role string, req *pb.TxnRequest, r *pb.TxnResponse) {
+	t.add(role, TxnCompare, int64(len(req.Compare)))
+	ops := req.Success
+	if !r.Succeeded {
+		t.add(role, TxnFailed, 1)
+		ops = req.Failure
+	}
+	t.countResponses(role, r.Responses, func(i int, nested *pb.TxnResponse) {
+		if i < len(ops) {
+			if sub := ops[i].GetRequestTxn(); sub != nil {
+				t.countRawTxn(role, sub, nested)
+			}
+		}
+	})
+}
+
+// countResponses counts the operations the server ran, by their
+// responses; nested(i, r) counts the i-th's, a nested transaction.
+func (t *Tally) countResponses(role string, resps []*pb.ResponseOp, nested func(i int, r *pb.TxnResponse)) {
 	for i, ro := range resps {
 		switch v := ro.Response.(type) {
 		case *pb.ResponseOp_ResponseRange:
@@ -155,18 +193,7 @@ func (t *Tally) countOps(role string, ops []clientv3.Op, resps []*pb.ResponseOp)
 		case *pb.ResponseOp_ResponseDeleteRange:
 			t.add(role, TxnDelete, 1)
 		case *pb.ResponseOp_ResponseTxn:
-			if i >= len(ops) {
-				continue
-			}
-			cmps, thenOps, elseOps := ops[i].Txn()
-			nested := v.ResponseTxn
-			t.add(role, TxnCompare, int64(len(cmps)))
-			inner := thenOps
-			if !nested.Succeeded {
-				t.add(role, TxnFailed, 1)
-				inner = elseOps
-			}
-			t.countOps(role, inner, nested.Responses)
+			nested(i, v.ResponseTxn)
 		}
 	}
 }

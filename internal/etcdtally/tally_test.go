@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/internal/rolelabel"
 )
 
@@ -33,6 +35,9 @@ func TestWrapCountsWhatTheServerRanByRole(t *testing.T) {
 	defer cli.Close()
 	tally := New()
 	Wrap(cli, tally, "test client")
+	if _, ok := cli.KV.(rawtxn.Sender); !ok {
+		t.Fatal("the wrapped KV sends no transaction as built: every one would take clientv3's path")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
@@ -68,6 +73,25 @@ func TestWrapCountsWhatTheServerRanByRole(t *testing.T) {
 					[]clientv3.Op{clientv3.OpPut("/t/d", "4")}, nil)
 				_, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.Version("/t/none"), ">", 0)).
 					Then(clientv3.OpPut("/t/never", "x")).Else(nested).Commit()
+				return err
+			},
+			want: map[string]int64{Txn: 1, TxnFailed: 1, TxnCompare: 2, TxnPut: 1}},
+		{desc: "a txn sent as built counts as its clientv3 twin", role: "raw claimer",
+			do: func(ctx context.Context) error {
+				_, err := rawtxn.Commit(ctx, cli.KV, &pb.TxnRequest{
+					Compare: []*pb.Compare{rawtxn.Present("/t/a")},
+					Success: []*pb.RequestOp{rawtxn.Put("/t/c", "3"), rawtxn.Get("/t/a"), rawtxn.Delete("/t/b")},
+					Failure: []*pb.RequestOp{rawtxn.Put("/t/never", "x")}})
+				return err
+			},
+			want: map[string]int64{Txn: 1, TxnCompare: 1, TxnPut: 1, TxnRange: 1, RangeKeys: 1, TxnDelete: 1}},
+		{desc: "a failed txn sent as built runs its Else, a nested txn counted inside", role: "raw claimer2",
+			do: func(ctx context.Context) error {
+				nested := rawtxn.Nested(&pb.TxnRequest{Compare: []*pb.Compare{rawtxn.Absent("/t/none")},
+					Success: []*pb.RequestOp{rawtxn.Put("/t/d", "4")}})
+				_, err := rawtxn.Commit(ctx, cli.KV, &pb.TxnRequest{
+					Compare: []*pb.Compare{rawtxn.Present("/t/none")},
+					Success: []*pb.RequestOp{rawtxn.Put("/t/never", "x")}, Failure: []*pb.RequestOp{nested}})
 				return err
 			},
 			want: map[string]int64{Txn: 1, TxnFailed: 1, TxnCompare: 2, TxnPut: 1}},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/freeport"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
@@ -71,10 +72,12 @@ func Client(t testing.TB) *clientv3.Client {
 func NetClient(t testing.TB) (*embedetcd.Server, *clientv3.Client) {
 	t.Helper()
 	srv := Start(t)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.ClientURL()}})
+	cc := clientv3.Config{Endpoints: []string{srv.ClientURL()}}
+	cli, err := clientv3.New(cc)
 	if err != nil {
 		t.Fatalf("etcd client: %v", err)
 	}
+	rawtxn.Networked(cli, cc) // as the stack's networked client is
 	t.Cleanup(func() { cli.Close() })
 	return srv, cli
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // InstrumentKV wraps kv so every request's latency is observed in
@@ -96,4 +99,13 @@ func (t timedTxn) Commit() (*clientv3.TxnResponse, error) {
 	r, err := t.txn.Commit()
 	t.m.observeEtcd("txn", start, err)
 	return r, err
+}
+
+// SendTxn times a transaction sent as built (package rawtxn) as Commit
+// times a clientv3.Txn.
+func (k timedKV) SendTxn(ctx context.Context, r *pb.TxnRequest) (*clientv3.TxnResponse, error) {
+	start := time.Now()
+	resp, err := rawtxn.Commit(ctx, k.kv, r)
+	k.m.observeEtcd("txn", start, err)
+	return resp, err
 }

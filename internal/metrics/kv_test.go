@@ -4,9 +4,11 @@ import (
 	"context"
 	"testing"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // TestInstrumentKV: the in-process client (through embedetcd's gate) and a
@@ -19,6 +21,9 @@ func TestInstrumentKV(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := New()
 			kv := m.InstrumentKV(cli.KV)
+			if _, ok := kv.(rawtxn.Sender); !ok {
+				t.Fatal("the timed KV sends no transaction as built")
+			}
 			ctx := context.Background()
 			if _, err := kv.Put(ctx, "/k", "v"); err != nil {
 				t.Fatal(err)
@@ -30,6 +35,10 @@ func TestInstrumentKV(t *testing.T) {
 			}
 			if _, err := kv.Txn(ctx).If(clientv3.Compare(clientv3.Value("/k"), "=", "v")).
 				Then(clientv3.OpDelete("/k")).Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rawtxn.Commit(ctx, kv, &pb.TxnRequest{Compare: []*pb.Compare{rawtxn.Absent("/k")},
+				Success: []*pb.RequestOp{rawtxn.Get("/k")}}); err != nil {
 				t.Fatal(err)
 			}
 			cancelled, cancel := context.WithCancel(ctx)
@@ -53,8 +62,8 @@ func TestInstrumentKV(t *testing.T) {
 					}
 				}
 			}
-			if counts["put"] != 1 || counts["get"] != 3 || counts["txn"] != 1 || errs["get"] != 1 || errs["put"] != 0 {
-				t.Errorf("counts %v, errors %v; want put 1, get 3 (1 error), txn 1", counts, errs)
+			if counts["put"] != 1 || counts["get"] != 3 || counts["txn"] != 2 || errs["get"] != 1 || errs["put"] != 0 {
+				t.Errorf("counts %v, errors %v; want put 1, get 3 (1 error), txn 2 (one sent as built)", counts, errs)
 			}
 		})
 	}

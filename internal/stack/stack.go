@@ -31,6 +31,7 @@ import (
 	"github.com/berth-project/berth/internal/loadgc"
 	"github.com/berth-project/berth/internal/members"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/internal/rolelabel"
 	"github.com/berth-project/berth/internal/status"
 	"github.com/berth-project/berth/leader"
@@ -118,6 +119,7 @@ func Connect(ctx context.Context, cfg *configs.Config, log hclog.Logger) (*Stack
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %v: %w", cc.Endpoints, err)
 	}
+	rawtxn.Networked(cli, cc)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Etcd.DialTimeout+5*time.Second)
 	defer cancel()
 	if _, err := cli.Get(ctx, s.keys.Cell("health-check")); err != nil {
