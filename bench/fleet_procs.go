@@ -23,6 +23,7 @@ import (
 	"github.com/berth-project/berth/agent"
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/logging"
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -113,6 +114,7 @@ func runFleetProcess(cc clientv3.Config, keys etcdschema.Keys, cfg FleetConfig, 
 	if err != nil {
 		return fmt.Errorf("etcd client: %w", err)
 	}
+	rawtxn.Networked(cli, cc)
 	defer cli.Close()
 	f, err := NewFleet(cli, keys, placement.New(cli, keys, log), cfg, log)
 	if err != nil {

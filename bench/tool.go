@@ -21,6 +21,7 @@ import (
 	"github.com/berth-project/berth/internal/etcdtally"
 	"github.com/berth-project/berth/internal/freeport"
 	"github.com/berth-project/berth/internal/logging"
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/internal/rolelabel"
 	"github.com/berth-project/berth/internal/stack"
 	"github.com/berth-project/berth/quotas"
@@ -194,6 +195,7 @@ func existingTarget(ctx context.Context, cfg *configs.Config, endpoints []string
 	if err != nil {
 		return nil, nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
 	}
+	rawtxn.Networked(cli, cc)
 	keys := etcdschema.New(cfg.Etcd.Prefix)
 	resp, err := cli.Get(ctx, keys.Members(scheduler.Role), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
@@ -313,13 +315,13 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	// talks to etcd over the network as agents and a fresh scheduler
 	// would, and keeps its watches off the roles' client streams.
 	var own *clientv3.Client
-	rolelabel.Do(ctx, "bench etcd client", func(context.Context) {
-		own, err = clientv3.New(clientv3.Config{Endpoints: []string{emb.ClientURL}, DialTimeout: cfg.Etcd.DialTimeout})
-	})
+	ownCfg := clientv3.Config{Endpoints: []string{emb.ClientURL}, DialTimeout: cfg.Etcd.DialTimeout}
+	rolelabel.Do(ctx, "bench etcd client", func(context.Context) { own, err = clientv3.New(ownCfg) })
 	if err != nil {
 		cleanup()
 		return nil, nil, fmt.Errorf("etcd client for %s: %w", emb.ClientURL, err)
 	}
+	rawtxn.Networked(own, ownCfg)
 	cleanups = append(cleanups, func() { own.Close() })
 	if tally != nil {
 		etcdtally.Wrap(own, tally, "bench etcd client")
