@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/etcdschema/records"
 	"github.com/berth-project/berth/internal/informer"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -246,16 +248,17 @@ func (a *Agent) recordBuild(ctx context.Context, ev informer.Event, b *etcdschem
 	now := time.Now().UTC()
 	if spawnErr == nil {
 		inst.Status, inst.TaskState, inst.Fault, inst.UpdatedAt = etcdschema.StatusActive, "", nil, now
-		ops := []clientv3.Op{clientv3.OpPut(instKey, etcdschema.MustEncode(inst))}
+		ops := make([]*pb.RequestOp, 0, 4)
+		ops = append(ops, rawtxn.Put(instKey, etcdschema.MustEncode(inst)))
 		if len(b.Alternates) == 0 {
 			// A cast without its alternates: an older Berth stored them
 			// in a key of their own, which served its purpose now.
-			ops = append(ops, clientv3.OpDelete(k.Alternates(b.InstanceUUID)))
+			ops = append(ops, rawtxn.Delete(k.Alternates(b.InstanceUUID)))
 		}
 		if a.cfg.TrackInstanceChanges {
 			info := &etcdschema.InstanceInfo{UUID: b.InstanceUUID, Host: a.cfg.Host, FlavorID: b.Flavor.ID,
 				Flavor: b.Flavor.Name, State: "active", UpdatedAt: now}
-			ops = append(ops, clientv3.OpPut(k.HostInstance(a.cfg.Host, b.InstanceUUID), etcdschema.MustEncode(info)))
+			ops = append(ops, rawtxn.Put(k.HostInstance(a.cfg.Host, b.InstanceUUID), etcdschema.MustEncode(info)))
 		}
 		out, err := a.endCastIf(ctx, ev, instKey, instRev, ops)
 		if err == nil && out.ok {
@@ -275,9 +278,9 @@ func (a *Agent) recordBuild(ctx context.Context, ev informer.Event, b *etcdschem
 			Reason: be.Reason, Build: rb, FiledAt: now}
 		inst.Status, inst.TaskState, inst.Host, inst.Node, inst.UpdatedAt =
 			etcdschema.StatusBuild, etcdschema.TaskScheduling, "", "", now
-		out, err := a.endCastIf(ctx, ev, instKey, instRev, []clientv3.Op{
-			clientv3.OpPut(instKey, etcdschema.MustEncode(inst)),
-			clientv3.OpPut(k.Retry(b.Cell, b.InstanceUUID), etcdschema.MustEncode(retry)),
+		out, err := a.endCastIf(ctx, ev, instKey, instRev, []*pb.RequestOp{
+			rawtxn.Put(instKey, etcdschema.MustEncode(inst)),
+			rawtxn.Put(k.Retry(b.Cell, b.InstanceUUID), etcdschema.MustEncode(retry)),
 		})
 		if err == nil && out.ok {
 			a.cfg.Metrics.Build(metrics.BuildRescheduled)
@@ -287,7 +290,7 @@ func (a *Agent) recordBuild(ctx context.Context, ev informer.Event, b *etcdschem
 	}
 	inst.Status, inst.TaskState, inst.UpdatedAt = etcdschema.StatusError, "", now
 	inst.Fault = &etcdschema.Fault{Code: 500, Message: be.Reason, Created: now}
-	out, err := a.endCastIf(ctx, ev, instKey, instRev, []clientv3.Op{clientv3.OpPut(instKey, etcdschema.MustEncode(inst))})
+	out, err := a.endCastIf(ctx, ev, instKey, instRev, []*pb.RequestOp{rawtxn.Put(instKey, etcdschema.MustEncode(inst))})
 	if err == nil && out.ok {
 		a.cfg.Metrics.Build(metrics.BuildFailed)
 		a.log.Warn("build failed, not reschedulable", "instance", b.InstanceUUID, "reason", be.Reason, "request_id", b.RequestID)
@@ -339,7 +342,7 @@ func (a *Agent) destroy(ctx context.Context, ev informer.Event, b *etcdschema.Bu
 		}
 		ops = append(ops, more...)
 	}
-	_, err := a.endCastIf(ctx, ev, "", 0, ops)
+	err := a.endCast(ctx, ev, ops)
 	if err == nil {
 		a.log.Info("instance deleted", "instance", b.InstanceUUID)
 	}
@@ -368,9 +371,16 @@ func (a *Agent) readInstance(ctx context.Context, key string) (*etcdschema.Insta
 	return &inst, resp.Kvs[0].ModRevision, nil
 }
 
+// endCast applies ops and deletes the cast if the cast is the one worked:
+// the rare ends (a stale cast, a delete, a move's step), on clientv3's
+// builders; a build's outcome is endCastIf's.
 func (a *Agent) endCast(ctx context.Context, ev informer.Event, ops []clientv3.Op) error {
-	_, err := a.endCastIf(ctx, ev, "", 0, ops)
-	return err
+	_, err := a.cli.Txn(context.WithoutCancel(ctx)).If(clientv3.Compare(clientv3.ModRevision(ev.Key), "=", ev.Revision)).
+		Then(append(ops, clientv3.OpDelete(ev.Key))...).Commit()
+	if err != nil {
+		return fmt.Errorf("record outcome of %s: %w", ev.Key, err)
+	}
+	return nil
 }
 
 // castOutcome is what an outcome transaction found: ok, it applied; else
@@ -385,8 +395,8 @@ type castOutcome struct {
 }
 
 // endCastIf applies ops and deletes the cast, if the cast is the one we
-// worked (not replaced by a newer one) and, when instKey is set, the
-// instance record is unchanged since we read it (its mod revision is
+// worked (not replaced by a newer one) and the instance record (instKey)
+// is unchanged since we read it (its mod revision is
 // instRev). When it does not apply, a read that follows gets the cast's
 // revision and the instance, so the caller can tell which changed.
 //
@@ -398,20 +408,24 @@ type castOutcome struct {
 // the caller handles as it would a change made just before it: a cast
 // replaced or gone is superseded, an instance changed is decided again
 // at its newest revision.
-func (a *Agent) endCastIf(ctx context.Context, ev informer.Event, instKey string, instRev int64, ops []clientv3.Op) (castOutcome, error) {
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(ev.Key), "=", ev.Revision)}
-	if instKey != "" {
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(instKey), "=", instRev))
+//
+// It is one per build (W5), so it is built as etcd's messages (package
+// rawtxn), without clientv3's per-compare cloning.
+func (a *Agent) endCastIf(ctx context.Context, ev informer.Event, instKey string, instRev int64, ops []*pb.RequestOp) (castOutcome, error) {
+	r := &pb.TxnRequest{
+		Compare: []*pb.Compare{rawtxn.ModRevisionIs(ev.Key, ev.Revision), rawtxn.ModRevisionIs(instKey, instRev)},
+		Success: append(ops, rawtxn.Delete(ev.Key)),
 	}
 	ctx = context.WithoutCancel(ctx)
-	resp, err := a.cli.Txn(ctx).If(cmps...).Then(append(ops, clientv3.OpDelete(ev.Key))...).Commit()
+	resp, err := rawtxn.Commit(ctx, a.cli.KV, r)
 	if err != nil {
 		return castOutcome{}, fmt.Errorf("record outcome of %s: %w", ev.Key, err)
 	}
-	if resp.Succeeded || instKey == "" {
-		return castOutcome{ok: resp.Succeeded}, nil
+	if resp.Succeeded {
+		return castOutcome{ok: true}, nil
 	}
-	now, err := a.cli.Txn(ctx).Then(clientv3.OpGet(ev.Key, clientv3.WithKeysOnly()), clientv3.OpGet(instKey)).Commit()
+	now, err := rawtxn.Commit(ctx, a.cli.KV, &pb.TxnRequest{Success: []*pb.RequestOp{
+		rawtxn.Range(&pb.RangeRequest{Key: []byte(ev.Key), KeysOnly: true}), rawtxn.Get(instKey)}})
 	if err != nil {
 		return castOutcome{}, fmt.Errorf("read %s and %s after their outcome did not apply: %w", ev.Key, instKey, err)
 	}

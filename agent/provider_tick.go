@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // providerTick is the periodic provider sync: inventory and the disabled
@@ -60,14 +61,17 @@ type tickReads struct {
 // readTick reads a provider sync's inputs in one read-only transaction:
 // its compare is ensureHostMapping's look, and both branches read the
 // service record and (with track_instance_changes) the host's instance
-// info keys.
+// info keys. It is built as etcd's messages (package rawtxn): clientv3's
+// builders cloned each compare three times by reflection, most of a
+// tick's client-side CPU.
 func (a *Agent) readTick(ctx context.Context) (tickReads, error) {
 	svcKey := a.own.service
-	reads := []clientv3.Op{clientv3.OpGet(svcKey)}
+	reads := []*pb.RequestOp{rawtxn.Get(svcKey)}
 	if a.cfg.TrackInstanceChanges {
-		reads = append(reads, clientv3.OpGet(a.own.instances, clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+		reads = append(reads, rawtxn.Range(&pb.RangeRequest{Key: []byte(a.own.instances),
+			RangeEnd: rawtxn.PrefixEnd(a.own.instances), KeysOnly: true}))
 	}
-	resp, err := a.cli.Txn(ctx).If(a.own.hostMapped()...).Then(reads...).Else(reads...).Commit()
+	resp, err := rawtxn.Commit(ctx, a.cli.KV, &pb.TxnRequest{Compare: a.own.hostMapped(), Success: reads, Failure: reads})
 	if err != nil {
 		return tickReads{}, fmt.Errorf("agent %s: read service, host mapping and instance info: %w", a.cfg.Host, err)
 	}

@@ -9,9 +9,11 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -208,7 +210,7 @@ var errProviderUnchanged = errors.New("provider unchanged")
 // host checks its mapping (at 10,000 hosts, ~170 such proposals a
 // second that wrote nothing). A read costs etcd a read index, no entry.
 func (a *Agent) ensureHostMapping(ctx context.Context) error {
-	look, err := a.cli.Txn(ctx).If(a.own.hostMapped()...).Commit()
+	look, err := rawtxn.Commit(ctx, a.cli.KV, &pb.TxnRequest{Compare: a.own.hostMapped()})
 	if err != nil {
 		return fmt.Errorf("map host %s to cell %s: look up the mapping: %w", a.cfg.Host, a.cfg.Cell, err)
 	}
@@ -219,11 +221,8 @@ func (a *Agent) ensureHostMapping(ctx context.Context) error {
 }
 
 // hostMapped holds when the agent's cell exists and its host is mapped.
-func (o ownKeys) hostMapped() []clientv3.Cmp {
-	return []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(o.cell), ">", 0),
-		clientv3.Compare(clientv3.CreateRevision(o.mapping), ">", 0),
-	}
+func (o ownKeys) hostMapped() []*pb.Compare {
+	return []*pb.Compare{rawtxn.Present(o.cell), rawtxn.Present(o.mapping)}
 }
 
 // mapHost writes the host's mapping if it is missing and its cell exists

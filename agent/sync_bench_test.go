@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/placement"
 )
 
@@ -34,6 +36,11 @@ func (c *requestCount) Put(ctx context.Context, key, val string, opts ...clientv
 func (c *requestCount) Txn(ctx context.Context) clientv3.Txn {
 	c.n++
 	return c.KV.Txn(ctx)
+}
+
+func (c *requestCount) SendTxn(ctx context.Context, r *pb.TxnRequest) (*clientv3.TxnResponse, error) {
+	c.n++
+	return rawtxn.Commit(ctx, c.KV, r)
 }
 
 // syncedHost is a registered, mapped host with instances instances
