@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/etcdschema/records"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/internal/testhook"
 	"github.com/berth-project/berth/internal/txnbatch"
 	"github.com/berth-project/berth/internal/workqueue"
@@ -274,15 +276,15 @@ func (s *Superconductor) handOffAll(ctx context.Context, group []leasedRequest, 
 	}
 	for start := 0; start < len(group); start += maxHandOffsPerTxn {
 		end := min(start+maxHandOffsPerTxn, len(group))
-		subs := make([]clientv3.Op, 0, end-start)
+		subs := make([]*pb.RequestOp, 0, end-start)
 		for i := start; i < end; i++ {
 			cmps, ops, err := s.handOffOps(ctx, group[i], sels[i])
 			if err != nil {
 				return err
 			}
-			subs = append(subs, clientv3.OpTxn(cmps, ops, nil))
+			subs = append(subs, rawtxn.Nested(&pb.TxnRequest{Compare: cmps, Success: ops}))
 		}
-		resp, err := s.cfg.Client.Txn(ctx).Then(subs...).Commit()
+		resp, err := rawtxn.Commit(ctx, s.cfg.Client.KV, &pb.TxnRequest{Success: subs})
 		if err != nil {
 			return fmt.Errorf("hand off %d instances: %w", end-start, err)
 		}
@@ -379,7 +381,9 @@ func (s *Superconductor) handOff(ctx context.Context, g leasedRequest, sels []et
 
 // handOffOps are one instance's hand-off: the compares (the lease is still
 // ours, the BuildRequest unchanged, the mapping present) and the writes.
-func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels []etcdschema.Selection) ([]clientv3.Cmp, []clientv3.Op, error) {
+// One per server (W4), so they are built as etcd's messages (package
+// rawtxn), without clientv3's per-compare cloning.
+func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels []etcdschema.Selection) ([]*pb.Compare, []*pb.RequestOp, error) {
 	k := s.cfg.Keys
 	br := g.br
 	chosen := sels[0]
@@ -407,19 +411,19 @@ func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels [
 	if err != nil {
 		return nil, nil, fmt.Errorf("hand off %s: %w", br.InstanceUUID, err)
 	}
-	held, err := s.queue.StillHeld(ctx, g.item)
+	held, err := s.queue.StillHeldCompare(ctx, g.item)
 	if err != nil {
 		return nil, nil, err
 	}
-	ops := []clientv3.Op{
-		clientv3.OpPut(k.CellInstance(chosen.Cell, br.InstanceUUID), instJSON),
-		clientv3.OpPut(k.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(mapping)),
-		clientv3.OpPut(k.Build(chosen.ServiceHost, br.InstanceUUID), cast),
+	mappingKey := k.InstanceMapping(br.InstanceUUID)
+	ops := []*pb.RequestOp{
+		rawtxn.Put(k.CellInstance(chosen.Cell, br.InstanceUUID), instJSON),
+		rawtxn.Put(mappingKey, etcdschema.MustEncode(mapping)),
+		rawtxn.Put(k.Build(chosen.ServiceHost, br.InstanceUUID), cast),
 	}
-	ops = append(ops, workqueue.FinishOps(g.item)...)
+	ops = append(ops, workqueue.FinishRequests(g.item)...)
 	testhook.Pause(ctx, "superconductor.before-handoff", br.InstanceUUID)
-	cmps := []clientv3.Cmp{held, clientv3.Compare(clientv3.ModRevision(g.item.Key), "=", g.item.ModRev),
-		clientv3.Compare(clientv3.CreateRevision(k.InstanceMapping(br.InstanceUUID)), ">", 0)}
+	cmps := []*pb.Compare{held, rawtxn.ModRevisionIs(g.item.Key, g.item.ModRev), rawtxn.Present(mappingKey)}
 	return cmps, ops, nil
 }
 

@@ -26,6 +26,9 @@
 // the batches in flight leave together, within etcd's 128 operations per
 // transaction level and a byte budget under its request size limit.
 //
+// Members are etcd's messages as built (package rawtxn): wrapping each in
+// clientv3's OpTxn cloned every compare by reflection twice more.
+//
 // A member whose caller gives up before its batch is sent is dropped; a
 // sent batch is cancelled only once every member's caller has given up
 // (its outcome is then unknown to all of them, as a cancelled single
@@ -41,9 +44,10 @@ import (
 	"errors"
 	"sync"
 
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/internal/rolelabel"
 )
 
@@ -65,7 +69,7 @@ const (
 // responses of its operations (in order) when they did.
 type Outcome struct {
 	Succeeded bool
-	Responses []*etcdserverpb.ResponseOp
+	Responses []*pb.ResponseOp
 	// Revision is the request's header revision.
 	Revision int64
 }
@@ -87,8 +91,8 @@ type Batcher struct {
 
 type member struct {
 	ctx    context.Context
-	cmps   []clientv3.Cmp
-	ops    []clientv3.Op
+	cmps   []*pb.Compare
+	ops    []*pb.RequestOp
 	writes []string
 	bytes  int
 	taken  bool // sent, or being sent (under Batcher.mu)
@@ -113,20 +117,29 @@ func (b *Batcher) Stats() (requests, transactions int64) {
 // sends, and returns its outcome. ops must be puts, deletes of single
 // keys and gets (no range writes, no nested transactions), and must
 // write no key another transaction sent through b may read or write.
-// An error means the outcome is unknown (as for a single transaction).
-func (b *Batcher) Commit(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op) (Outcome, error) {
+// cmps and ops must not be changed until Commit returns. An error means
+// the outcome is unknown (as for a single transaction).
+func (b *Batcher) Commit(ctx context.Context, cmps []*pb.Compare, ops []*pb.RequestOp) (Outcome, error) {
 	m := &member{ctx: ctx, cmps: cmps, ops: ops, done: make(chan struct{})}
 	for _, op := range ops {
-		if op.IsTxn() || (len(op.RangeBytes()) > 0 && !op.IsGet()) {
-			return Outcome{}, errors.New("txnbatch: a range write or a nested transaction cannot be batched")
+		switch v := op.GetRequest().(type) {
+		case *pb.RequestOp_RequestPut:
+			m.writes = append(m.writes, string(v.RequestPut.Key))
+			m.bytes += len(v.RequestPut.Key) + len(v.RequestPut.Value) + 16
+		case *pb.RequestOp_RequestDeleteRange:
+			if len(v.RequestDeleteRange.RangeEnd) > 0 {
+				return Outcome{}, errors.New("txnbatch: a range write cannot be batched")
+			}
+			m.writes = append(m.writes, string(v.RequestDeleteRange.Key))
+			m.bytes += len(v.RequestDeleteRange.Key) + 16
+		case *pb.RequestOp_RequestRange:
+			m.bytes += len(v.RequestRange.Key) + len(v.RequestRange.RangeEnd) + 16
+		default:
+			return Outcome{}, errors.New("txnbatch: a nested transaction cannot be batched")
 		}
-		if op.IsPut() || op.IsDelete() {
-			m.writes = append(m.writes, string(op.KeyBytes()))
-		}
-		m.bytes += len(op.KeyBytes()) + len(op.ValueBytes()) + 16
 	}
 	for _, c := range cmps {
-		m.bytes += len(c.KeyBytes()) + 32
+		m.bytes += len(c.Key) + len(c.GetValue()) + 32
 	}
 	b.mu.Lock()
 	b.queue = append(b.queue, m)
@@ -166,7 +179,7 @@ func (b *Batcher) Commit(ctx context.Context, cmps []clientv3.Cmp, ops []clientv
 func (b *Batcher) send(batch []*member) {
 	if len(batch) == 1 {
 		m := batch[0]
-		resp, err := b.kv.Txn(m.ctx).If(m.cmps...).Then(m.ops...).Commit()
+		resp, err := rawtxn.Commit(m.ctx, b.kv, &pb.TxnRequest{Compare: m.cmps, Success: m.ops})
 		if err != nil {
 			m.err = err
 		} else {
@@ -175,11 +188,11 @@ func (b *Batcher) send(batch []*member) {
 		close(m.done)
 	} else {
 		ctx, cancel := allGone(batch)
-		subs := make([]clientv3.Op, len(batch))
+		subs := make([]*pb.RequestOp, len(batch))
 		for i, m := range batch {
-			subs[i] = clientv3.OpTxn(m.cmps, m.ops, nil)
+			subs[i] = rawtxn.Nested(&pb.TxnRequest{Compare: m.cmps, Success: m.ops})
 		}
-		resp, err := b.kv.Txn(ctx).Then(subs...).Commit()
+		resp, err := rawtxn.Commit(ctx, b.kv, &pb.TxnRequest{Success: subs})
 		cancel()
 		for i, m := range batch {
 			switch {

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/leakcheck"
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/internal/rolelabel"
 	"github.com/berth-project/berth/internal/testwait"
 )
@@ -19,7 +21,8 @@ import (
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // gatedKV holds the first transaction it commits until gate is closed,
-// so that the test can queue transactions behind it.
+// so that the test can queue transactions behind it. It sends them as
+// built (a rawtxn.Sender), as the batcher's real KVs do.
 type gatedKV struct {
 	clientv3.KV
 	mu      sync.Mutex
@@ -28,29 +31,16 @@ type gatedKV struct {
 	gate    chan struct{}
 }
 
-func (g *gatedKV) Txn(ctx context.Context) clientv3.Txn {
+func (g *gatedKV) SendTxn(ctx context.Context, r *pb.TxnRequest) (*clientv3.TxnResponse, error) {
 	g.mu.Lock()
 	g.calls++
 	first := g.calls == 1
 	g.mu.Unlock()
 	if first {
-		return gatedTxn{Txn: g.KV.Txn(ctx), g: g}
+		g.entered <- struct{}{}
+		<-g.gate
 	}
-	return g.KV.Txn(ctx)
-}
-
-type gatedTxn struct {
-	clientv3.Txn
-	g *gatedKV
-}
-
-func (t gatedTxn) If(c ...clientv3.Cmp) clientv3.Txn  { return gatedTxn{t.Txn.If(c...), t.g} }
-func (t gatedTxn) Then(o ...clientv3.Op) clientv3.Txn { return gatedTxn{t.Txn.Then(o...), t.g} }
-func (t gatedTxn) Else(o ...clientv3.Op) clientv3.Txn { return gatedTxn{t.Txn.Else(o...), t.g} }
-func (t gatedTxn) Commit() (*clientv3.TxnResponse, error) {
-	t.g.entered <- struct{}{}
-	<-t.g.gate
-	return t.Txn.Commit()
+	return rawtxn.Commit(ctx, g.KV, r)
 }
 
 type fixture struct {
@@ -70,7 +60,7 @@ func newFixture(t *testing.T) (*fixture, <-chan result) {
 	b := New(kv)
 	b.maxInFlight = 1
 	f := &fixture{cli: cli, kv: kv, b: b, ctx: ctx}
-	first := f.async(ctx, nil, []clientv3.Op{clientv3.OpPut("/tb/first", "1")})
+	first := f.async(ctx, nil, []*pb.RequestOp{rawtxn.Put("/tb/first", "1")})
 	select {
 	case <-kv.entered:
 	case <-ctx.Done():
@@ -84,7 +74,7 @@ type result struct {
 	err error
 }
 
-func (f *fixture) async(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op) <-chan result {
+func (f *fixture) async(ctx context.Context, cmps []*pb.Compare, ops []*pb.RequestOp) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
 		out, err := f.b.Commit(ctx, cmps, ops)
@@ -105,8 +95,6 @@ func (f *fixture) waitQueued(t *testing.T, n int) {
 	}
 }
 
-func absent(key string) clientv3.Cmp { return clientv3.Compare(clientv3.CreateRevision(key), "=", 0) }
-
 func TestQueuedTransactionsGoTogetherAndEachCommitsOrFailsAlone(t *testing.T) {
 	f, first := newFixture(t)
 	if _, err := f.cli.Put(f.ctx, "/tb/taken", "x"); err != nil {
@@ -124,11 +112,11 @@ func TestQueuedTransactionsGoTogetherAndEachCommitsOrFailsAlone(t *testing.T) {
 	}
 	chans := make([]<-chan result, len(tests))
 	for i, tc := range tests {
-		ops := []clientv3.Op{clientv3.OpPut(tc.key, tc.desc)}
+		ops := []*pb.RequestOp{rawtxn.Put(tc.key, tc.desc)}
 		if tc.readKey != "" {
-			ops = append(ops, clientv3.OpGet(tc.readKey))
+			ops = append(ops, rawtxn.Get(tc.readKey))
 		}
-		chans[i] = f.async(f.ctx, []clientv3.Cmp{absent(tc.key)}, ops)
+		chans[i] = f.async(f.ctx, []*pb.Compare{rawtxn.Absent(tc.key)}, ops)
 	}
 	f.waitQueued(t, len(tests))
 	close(f.kv.gate)
@@ -162,9 +150,9 @@ func TestQueuedTransactionsGoTogetherAndEachCommitsOrFailsAlone(t *testing.T) {
 
 func TestMembersWritingOneKeyGoInSeparateRequests(t *testing.T) {
 	f, first := newFixture(t)
-	a := f.async(f.ctx, nil, []clientv3.Op{clientv3.OpPut("/tb/same", "a")})
+	a := f.async(f.ctx, nil, []*pb.RequestOp{rawtxn.Put("/tb/same", "a")})
 	f.waitQueued(t, 1)
-	b := f.async(f.ctx, nil, []clientv3.Op{clientv3.OpPut("/tb/same", "b")})
+	b := f.async(f.ctx, nil, []*pb.RequestOp{rawtxn.Put("/tb/same", "b")})
 	f.waitQueued(t, 2)
 	close(f.kv.gate)
 	<-first
@@ -181,7 +169,7 @@ func TestMembersWritingOneKeyGoInSeparateRequests(t *testing.T) {
 func TestCallerGivingUpBeforeItsBatchIsNeverSent(t *testing.T) {
 	f, first := newFixture(t)
 	cctx, cancel := context.WithCancel(f.ctx)
-	gone := f.async(cctx, nil, []clientv3.Op{clientv3.OpPut("/tb/gone", "1")})
+	gone := f.async(cctx, nil, []*pb.RequestOp{rawtxn.Put("/tb/gone", "1")})
 	f.waitQueued(t, 1)
 	cancel()
 	if r := <-gone; !errors.Is(r.err, context.Canceled) {
@@ -189,7 +177,7 @@ func TestCallerGivingUpBeforeItsBatchIsNeverSent(t *testing.T) {
 	}
 	close(f.kv.gate)
 	<-first
-	if out, err := f.b.Commit(f.ctx, nil, []clientv3.Op{clientv3.OpPut("/tb/after", "1")}); err != nil || !out.Succeeded {
+	if out, err := f.b.Commit(f.ctx, nil, []*pb.RequestOp{rawtxn.Put("/tb/after", "1")}); err != nil || !out.Succeeded {
 		t.Fatalf("after: %+v %v", out, err)
 	}
 	resp, err := f.cli.Get(f.ctx, "/tb/gone")
@@ -201,11 +189,16 @@ func TestCallerGivingUpBeforeItsBatchIsNeverSent(t *testing.T) {
 	}
 }
 
-func TestRangeWritesAreRefused(t *testing.T) {
+func TestRangeWritesAndNestedTransactionsAreRefused(t *testing.T) {
 	b := New(etcdtest.Client(t))
-	_, err := b.Commit(context.Background(), nil, []clientv3.Op{clientv3.OpDelete("/tb/", clientv3.WithPrefix())})
+	_, err := b.Commit(context.Background(), nil, []*pb.RequestOp{{Request: &pb.RequestOp_RequestDeleteRange{
+		RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte("/tb/"), RangeEnd: rawtxn.PrefixEnd("/tb/")}}}})
 	if err == nil {
 		t.Fatal("a range delete was accepted")
+	}
+	_, err = b.Commit(context.Background(), nil, []*pb.RequestOp{rawtxn.Nested(&pb.TxnRequest{})})
+	if err == nil {
+		t.Fatal("a nested transaction was accepted")
 	}
 }
 
@@ -224,8 +217,8 @@ func TestManyConcurrentMembersAllCommitWithinEtcdLimits(t *testing.T) {
 			key := fmt.Sprintf("/tb/many/%d", i)
 			// Three writes and a read each: 64 members are 64 operations
 			// at the top level and 4 in each nested transaction.
-			out, err := b.Commit(ctx, []clientv3.Cmp{absent(key)}, []clientv3.Op{clientv3.OpPut(key, "v"),
-				clientv3.OpPut(key+"/b", "v"), clientv3.OpDelete(key + "/c"), clientv3.OpGet(key)})
+			out, err := b.Commit(ctx, []*pb.Compare{rawtxn.Absent(key)}, []*pb.RequestOp{rawtxn.Put(key, "v"),
+				rawtxn.Put(key+"/b", "v"), rawtxn.Delete(key + "/c"), rawtxn.Get(key)})
 			if err == nil && !out.Succeeded {
 				err = fmt.Errorf("%s did not commit", key)
 			}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -19,11 +19,12 @@ import (
 	"github.com/berth-project/berth/internal/backoff"
 	"github.com/berth-project/berth/internal/informer"
 	"github.com/berth-project/berth/internal/metrics"
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/internal/txnbatch"
 )
 
 // etcdResponseOp is one operation's answer inside a transaction.
-type etcdResponseOp = etcdserverpb.ResponseOp
+type etcdResponseOp = pb.ResponseOp
 
 // Item is one work item read from etcd.
 type Item struct {
@@ -485,13 +486,13 @@ func (q *Queue) acquireMany(ctx context.Context, its []Item) ([]Item, error) {
 		return nil, err
 	}
 	val := etcdschema.MustEncode(&etcdschema.Lease{Holder: q.holder, LeaseID: int64(sess.Lease()), Since: time.Now().UTC()})
-	subs := make([]clientv3.Op, len(its))
+	subs := make([]*pb.RequestOp, len(its))
 	extras := make([][]string, len(its))
 	for i, it := range its {
 		cmps, ops, extra := q.acquireOps(it, val, sess.Lease())
-		subs[i], extras[i] = clientv3.OpTxn(cmps, ops, nil), extra
+		subs[i], extras[i] = rawtxn.Nested(&pb.TxnRequest{Compare: cmps, Success: ops}), extra
 	}
-	resp, err := q.cli.Txn(ctx).Then(subs...).Commit()
+	resp, err := rawtxn.Commit(ctx, q.cli.KV, &pb.TxnRequest{Success: subs})
 	if err != nil {
 		return nil, fmt.Errorf("lease %d items under %s: %w", len(its), q.itemPrefix, err)
 	}
@@ -509,23 +510,25 @@ func (q *Queue) acquireMany(ctx context.Context, its []Item) ([]Item, error) {
 // acquireOps is one item's lease: if its lease key is absent and the
 // item exists, put the lease key and read the item and the extra keys. An
 // item written once is not read: it exists as the watch showed it if its
-// mod revision is the watch's.
-func (q *Queue) acquireOps(it Item, val string, lease clientv3.LeaseID) ([]clientv3.Cmp, []clientv3.Op, []string) {
-	ops := []clientv3.Op{clientv3.OpPut(it.LeaseKey, val, clientv3.WithLease(lease))}
-	exists := clientv3.Compare(clientv3.CreateRevision(it.Key), ">", 0)
-	if q.writtenOnce {
-		exists = clientv3.Compare(clientv3.ModRevision(it.Key), "=", it.ModRev)
-	} else {
-		ops = append(ops, clientv3.OpGet(it.Key))
-	}
+// mod revision is the watch's. One per item leased (W2), so it is built
+// as etcd's messages (package rawtxn), without clientv3's cloning.
+func (q *Queue) acquireOps(it Item, val string, lease clientv3.LeaseID) ([]*pb.Compare, []*pb.RequestOp, []string) {
 	var extra []string
 	if q.alsoRead != nil {
 		extra = q.alsoRead(it.ID)
-		for _, k := range extra {
-			ops = append(ops, clientv3.OpGet(k))
-		}
 	}
-	return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.LeaseKey), "=", 0), exists}, ops, extra
+	ops := make([]*pb.RequestOp, 0, 2+len(extra))
+	ops = append(ops, rawtxn.PutWithLease(it.LeaseKey, val, int64(lease)))
+	exists := rawtxn.Present(it.Key)
+	if q.writtenOnce {
+		exists = rawtxn.ModRevisionIs(it.Key, it.ModRev)
+	} else {
+		ops = append(ops, rawtxn.Get(it.Key))
+	}
+	for _, k := range extra {
+		ops = append(ops, rawtxn.Get(k))
+	}
+	return []*pb.Compare{rawtxn.Absent(it.LeaseKey), exists}, ops, extra
 }
 
 // leased1 fills an item from its lease's read responses (as acquireOps
@@ -599,6 +602,12 @@ func FinishOps(it Item) []clientv3.Op {
 	return []clientv3.Op{clientv3.OpDelete(it.Key), clientv3.OpDelete(it.LeaseKey)}
 }
 
+// FinishRequests are FinishOps as etcd's messages, for a final
+// transaction built with package rawtxn.
+func FinishRequests(it Item) []*pb.RequestOp {
+	return []*pb.RequestOp{rawtxn.Delete(it.Key), rawtxn.Delete(it.LeaseKey)}
+}
+
 // StillHeld is the comparison that keeps a final transaction from acting
 // on an item we no longer hold (our lease expired and another took it).
 func (q *Queue) StillHeld(ctx context.Context, it Item) (clientv3.Cmp, error) {
@@ -607,6 +616,16 @@ func (q *Queue) StillHeld(ctx context.Context, it Item) (clientv3.Cmp, error) {
 		return clientv3.Cmp{}, err
 	}
 	return clientv3.Compare(clientv3.LeaseValue(it.LeaseKey), "=", leaseID), nil
+}
+
+// StillHeldCompare is StillHeld as etcd's message, for a final
+// transaction built with package rawtxn.
+func (q *Queue) StillHeldCompare(ctx context.Context, it Item) (*pb.Compare, error) {
+	leaseID, err := q.LeaseID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return rawtxn.LeaseIs(it.LeaseKey, int64(leaseID)), nil
 }
 
 func (q *Queue) acquire(ctx context.Context, it Item) (bool, Item, error) {
@@ -628,7 +647,7 @@ func (q *Queue) acquire(ctx context.Context, it Item) (bool, Item, error) {
 		}
 		return true, q.leased1(it, extra, out.Responses), nil
 	}
-	resp, err := q.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	resp, err := rawtxn.Commit(ctx, q.cli.KV, &pb.TxnRequest{Compare: cmps, Success: ops})
 	if err != nil {
 		return false, it, fmt.Errorf("lease %s: %w", it.Key, err)
 	}
