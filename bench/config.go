@@ -104,9 +104,12 @@ type Config struct {
 	Format       string
 	CPUProfile   string
 	ProfilePhase string
-	MemProfile   string
-	Timeout      time.Duration
-	LogLevel     string
+	// FleetCPUProfile is where -fleet-procs children write their CPU
+	// profiles of -profile-phase: FleetCPUProfile.N for child N.
+	FleetCPUProfile string
+	MemProfile      string
+	Timeout         time.Duration
+	LogLevel        string
 }
 
 // The scenario and output names Config accepts.
@@ -183,6 +186,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Format, "format", c.Format, "stdout: table or json")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", c.CPUProfile, "write a CPU profile to FILE (of the whole run, or of -profile-phase)")
 	fs.StringVar(&c.ProfilePhase, "profile-phase", c.ProfilePhase, "what -cpuprofile covers: all, populate, scenario (the boot, churn or failover itself), moves (drain, resize: only the measured moves, not the load's boot) or baseline")
+	fs.StringVar(&c.FleetCPUProfile, "fleet-cpuprofile", c.FleetCPUProfile, "with -fleet-procs: each fleet child writes a CPU profile of -profile-phase to PREFIX.N (N from 1)")
 	fs.StringVar(&c.MemProfile, "memprofile", c.MemProfile, "write a heap profile at the end to FILE")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "how long to wait for servers to finish")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level of the started roles")
@@ -272,6 +276,8 @@ func (c *Config) Validate() error {
 	switch {
 	case !slices.Contains(profilePhases, c.ProfilePhase):
 		return bad("-profile-phase %q: want all, populate, scenario, moves or baseline", c.ProfilePhase)
+	case c.FleetCPUProfile != "" && c.FleetProcs == 0:
+		return bad("-fleet-cpuprofile profiles the -fleet-procs children: give -fleet-procs too")
 	case c.BaselineRounds < 1:
 		return bad("-baseline-rounds %d: want at least 1", c.BaselineRounds)
 	}

@@ -65,6 +65,7 @@ func TestConfigValidate(t *testing.T) {
 		{"instance sync too short", func(c *Config) { c.InstanceSyncInterval = 10 * time.Millisecond }, "-provider-sync-interval and -instance-sync-interval must be at least 100ms"},
 		{"down time not past the report interval", func(c *Config) { c.ReportInterval, c.ServiceDownTime = 20*time.Second, 20*time.Second },
 			"-service-down-time and -report-interval: the hosts' service_down_time (20s) must exceed their report_interval (20s)"},
+		{"fleet profile without fleet processes", func(c *Config) { c.FleetCPUProfile = "/tmp/f" }, "-fleet-cpuprofile profiles the -fleet-procs children"},
 		{"profile phase", func(c *Config) { c.ProfilePhase = "build" }, `-profile-phase "build": want all, populate, scenario, moves or baseline`},
 		{"baseline rounds", func(c *Config) { c.BaselineRounds = 0 }, "-baseline-rounds 0: want at least 1"},
 		{"drain every host", func(c *Config) { c.Scenario, c.DrainHosts = "drain", c.Hosts }, "-drain-hosts must be at least 1 and fewer than -hosts"},
@@ -107,17 +108,18 @@ func TestConfigFlags(t *testing.T) {
 	c.AddFlags(fs)
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n != 50 {
-		t.Errorf("%d flags, want the 50 of berth bench", n)
+	if n != 51 {
+		t.Errorf("%d flags, want the 51 of berth bench", n)
 	}
 	if err := fs.Parse([]string{"-scenario", "churn", "-hosts", "7", "-syncs=false", "-scheduler-cpu", "0.5",
-		"-report-interval", "3s", "-etcd", "a,b", "-format", "json", "-log-level", "debug", "-noauth", "-etcd-tally", "-fleet-etcd", "in-process"}); err != nil {
+		"-report-interval", "3s", "-etcd", "a,b", "-format", "json", "-log-level", "debug", "-noauth", "-etcd-tally", "-fleet-etcd", "in-process",
+		"-fleet-cpuprofile", "/tmp/fleet"}); err != nil {
 		t.Fatal(err)
 	}
 	want := DefaultConfig()
 	want.Scenario, want.Hosts, want.Syncs, want.SchedulerCPU = "churn", 7, false, 0.5
 	want.ReportInterval, want.Etcd, want.Format, want.LogLevel = 3*time.Second, "a,b", FormatJSON, "debug"
-	want.NoAuth, want.EtcdTally, want.FleetEtcd = true, true, FleetEtcdInProcess
+	want.NoAuth, want.EtcdTally, want.FleetEtcd, want.FleetCPUProfile = true, true, FleetEtcdInProcess, "/tmp/fleet"
 	if c != want {
 		t.Errorf("after parsing:\n got %+v\nwant %+v", c, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,6 +70,7 @@ func FleetProcess(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		prefix   = fs.String("prefix", "", "etcd key prefix")
 		logLevel = fs.String("log-level", "warn", "log level")
 		fromRev  = fs.Int64("from-rev", 0, "revision the cast watch starts from (required)")
+		profile  = fs.String("cpuprofile", "", "write a CPU profile between the profile-start and profile-stop commands to FILE")
 	)
 	fs.IntVar(&cfg.FirstHost, "first", 1, "number of the first host (1-based)")
 	fs.IntVar(&cfg.Hosts, "hosts", 0, "how many hosts from -first")
@@ -101,14 +103,14 @@ func FleetProcess(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	log := logging.New(conf.Log, stderr).Named(fmt.Sprintf("fleet-%d", cfg.FirstHost))
 	// A client as the tool's own (startTarget): the etcd the tool started.
 	cc := clientv3.Config{Endpoints: strings.Split(*etcdEps, ","), DialTimeout: conf.Etcd.DialTimeout}
-	if err := runFleetProcess(cc, etcdschema.New(*prefix), cfg, *fromRev, stdin, stdout, log); err != nil {
+	if err := runFleetProcess(cc, etcdschema.New(*prefix), cfg, *fromRev, *profile, stdin, stdout, log); err != nil {
 		fmt.Fprintf(stderr, "berth bench %s: %v\n", FleetProcessCmd, err)
 		return 1
 	}
 	return 0
 }
 
-func runFleetProcess(cc clientv3.Config, keys etcdschema.Keys, cfg FleetConfig, fromRev int64,
+func runFleetProcess(cc clientv3.Config, keys etcdschema.Keys, cfg FleetConfig, fromRev int64, profile string,
 	stdin io.Reader, stdout io.Writer, log hclog.Logger) error {
 	cli, err := clientv3.New(cc)
 	if err != nil {
@@ -120,6 +122,8 @@ func runFleetProcess(cc clientv3.Config, keys etcdschema.Keys, cfg FleetConfig, 
 	if err != nil {
 		return err
 	}
+	prof := &childProfile{path: profile}
+	defer prof.stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runErr := make(chan error, 1)
@@ -180,6 +184,12 @@ func runFleetProcess(cc clientv3.Config, keys etcdschema.Keys, cfg FleetConfig, 
 				}()
 			case "reset-late":
 				f.ResetLate()
+			case "profile-start":
+				if err := prof.start(); err != nil {
+					return err
+				}
+			case "profile-stop":
+				prof.stop()
 			case "status":
 			default:
 				return fmt.Errorf("unknown command %q", cmd)
@@ -189,6 +199,39 @@ func runFleetProcess(cc clientv3.Config, keys etcdschema.Keys, cfg FleetConfig, 
 			}
 		}
 	}
+}
+
+// childProfile is a fleet child's CPU profile (-cpuprofile): the tool
+// starts and stops it with its own profile's phase, so the two cover the
+// same time.
+type childProfile struct {
+	path string
+	f    *os.File // open while profiling
+}
+
+func (p *childProfile) start() error {
+	if p.path == "" || p.f != nil {
+		return nil
+	}
+	f, err := os.Create(p.path)
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	p.f = f
+	return nil
+}
+
+func (p *childProfile) stop() {
+	if p.f == nil {
+		return
+	}
+	pprof.StopCPUProfile()
+	p.f.Close()
+	p.f = nil
 }
 
 // hostFleet is what the scenarios use of the simulated hosts: a Fleet in
@@ -219,6 +262,9 @@ type fleetProcs struct {
 	prefix    string
 	logLevel  string
 	stderr    io.Writer
+	// profile is the prefix of the children's CPU profiles (child N
+	// writes profile.N); "" for none.
+	profile string
 
 	started  chan struct{} // closed once Run has started the children (or failed to)
 	startErr error
@@ -309,7 +355,7 @@ func (p *fleetProcs) start(fromRev int64) error {
 	n, hosts := len(p.procs), p.cfg.Hosts
 	for i := range p.procs {
 		first, last := 1+i*hosts/n, (i+1)*hosts/n
-		c, err := p.startOne(exe, fromRev, first, last-first+1)
+		c, err := p.startOne(exe, fromRev, i+1, first, last-first+1)
 		if err != nil {
 			return fmt.Errorf("fleet process %d: %w", i+1, err)
 		}
@@ -318,7 +364,7 @@ func (p *fleetProcs) start(fromRev int64) error {
 	return nil
 }
 
-func (p *fleetProcs) startOne(exe string, fromRev int64, first, hosts int) (*fleetProc, error) {
+func (p *fleetProcs) startOne(exe string, fromRev int64, child, first, hosts int) (*fleetProc, error) {
 	cfg := p.cfg
 	args := []string{"bench", FleetProcessCmd, "-etcd", strings.Join(p.endpoints, ","), "-prefix", p.prefix,
 		"-log-level", p.logLevel, "-from-rev", strconv.FormatInt(fromRev, 10),
@@ -330,6 +376,9 @@ func (p *fleetProcs) startOne(exe string, fromRev int64, first, hosts int) (*fle
 		"-skip-syncs=" + strconv.FormatBool(cfg.SkipSyncs), "-leave-leases=" + strconv.FormatBool(cfg.LeaveLeases),
 		"-register-workers", strconv.Itoa(max(1, cfg.RegisterWorkers/len(p.procs))),
 		"-background-workers", strconv.Itoa(max(1, cfg.BackgroundWorkers/len(p.procs)))}
+	if p.profile != "" {
+		args = append(args, "-cpuprofile", fmt.Sprintf("%s.%d", p.profile, child))
+	}
 	c := &fleetProc{cmd: exec.Command(exe, args...), done: make(chan struct{})}
 	// The child dies with the tool, however the tool ends (as a
 	// scheduler child does).
@@ -440,6 +489,34 @@ func (p *fleetProcs) Register(ctx context.Context, progress func(done int)) erro
 func (p *fleetProcs) Background() BackgroundStats {
 	st, _, _ := p.all("status")
 	return st.Background
+}
+
+// profiling wraps onPhase so that the children profile phase too
+// (-fleet-cpuprofile): from its start, or from the first phase's for
+// "all", to its end (to the children's end for "all").
+func (p *fleetProcs) profiling(phase string, onPhase func(string) func()) func(string) func() {
+	if p.profile == "" {
+		return onPhase
+	}
+	return func(ph string) func() {
+		end := onPhase(ph)
+		if phase != "all" && ph != phase {
+			return end
+		}
+		if <-p.started; p.startErr != nil {
+			return end
+		}
+		if _, _, err := p.all("profile-start"); err != nil {
+			fmt.Fprintf(p.stderr, "berth bench: fleet processes' CPU profiles: %v\n", err)
+		}
+		if phase == "all" {
+			return end
+		}
+		return func() {
+			_, _, _ = p.all("profile-stop")
+			end()
+		}
+	}
 }
 
 // ResetLate restarts every child's MaxLate.

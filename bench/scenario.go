@@ -59,6 +59,11 @@ type RunConfig struct {
 	FleetProcs    int
 	FleetLogLevel string
 	FleetStderr   io.Writer
+	// FleetCPUProfile, with FleetProcs, is the prefix of the children's
+	// CPU profiles (child N writes FleetCPUProfile.N) of the phase
+	// FleetProfilePhase ("all" or one OnPhase names).
+	FleetCPUProfile   string
+	FleetProfilePhase string
 	// Progress receives a progress line every ProgressEvery (nil: none).
 	Progress      io.Writer
 	ProgressEvery time.Duration
@@ -221,6 +226,10 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 		r.fleetProcs, err = newFleetProcs(cfg.FleetProcs, fcfg, t.etcdEndpoints, t.etcdPrefix, cfg.FleetLogLevel, stderr, cfg.Log)
 		r.fleet = r.fleetProcs
 		r.res.FleetProcs = cfg.FleetProcs
+		if err == nil {
+			r.fleetProcs.profile = cfg.FleetCPUProfile
+			cfg.OnPhase = r.fleetProcs.profiling(cfg.FleetProfilePhase, cfg.OnPhase)
+		}
 	} else {
 		place := placement.New(t.fleetCli(), t.Keys, cfg.Log) // its store only, as agents use it
 		r.fleet, err = NewFleet(t.fleetCli(), t.Keys, place, fcfg, cfg.Log)

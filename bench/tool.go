@@ -126,6 +126,7 @@ func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
 	rolelabel.Do(ctx, "bench clients", func(ctx context.Context) {
 		res, runErr = Run(ctx, target, RunConfig{Load: c.Load, OnPhase: onPhase, Timeout: c.Timeout,
 			FleetProcs: c.FleetProcs, FleetLogLevel: c.LogLevel, FleetStderr: stderr,
+			FleetCPUProfile: c.FleetCPUProfile, FleetProfilePhase: c.ProfilePhase,
 			RegisterWorkers: c.RegisterWorkers, Liveness: c.Liveness, SkipSyncs: !c.Syncs, ReportInterval: report,
 			// A temporary etcd goes with the tool: no need to down its hosts
 			// (and send its leader after them) while it is stopped.

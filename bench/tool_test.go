@@ -196,12 +196,15 @@ func TestBenchSchedulerProcsSmoke(t *testing.T) {
 // TestBenchFleetProcsSmoke runs the simulated hosts in two child
 // processes with per-host leases and periodic syncs: every server is
 // built by a child's agents, the children's periodic work and CPU are
-// reported apart from the process's, and they stop with the tool.
+// reported apart from the process's, each child profiles the boot
+// (-fleet-cpuprofile), and they stop with the tool.
 func TestBenchFleetProcsSmoke(t *testing.T) {
 	const servers = 200
+	prof := filepath.Join(t.TempDir(), "fleet.prof")
 	res := runBench(t, "boot", "-hosts", "300", "-cells", "2", "-servers", "200", "-clients", "8",
 		"-fleet-procs", "2", "-timeout", "5m", "-report-interval", "1s", "-service-down-time", "30s",
-		"-provider-sync-interval", "2s", "-instance-sync-interval", "2s")
+		"-provider-sync-interval", "2s", "-instance-sync-interval", "2s",
+		"-fleet-cpuprofile", prof, "-profile-phase", "scenario")
 	if res.Lost != 0 || res.APIErrors != 0 {
 		t.Fatalf("%d servers lost, %d API errors: %+v", res.Lost, res.APIErrors, res)
 	}
@@ -213,6 +216,12 @@ func TestBenchFleetProcsSmoke(t *testing.T) {
 	}
 	if res.BackgroundFailures != 0 {
 		t.Fatalf("%d of the hosts' periodic runs failed", res.BackgroundFailures)
+	}
+	for _, child := range []string{prof + ".1", prof + ".2"} {
+		// A whole profile: the child stopped it at the boot's end.
+		if _, err := profileCPUByRole(child); err != nil {
+			t.Errorf("fleet child's profile %s: %v", child, err)
+		}
 	}
 }
 
