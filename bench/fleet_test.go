@@ -546,3 +546,23 @@ func leasedFleet(hosts int) *Fleet {
 	}
 	return f
 }
+
+func TestFleetChildEnv(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		env  []string
+		want []string
+	}{
+		{"no GODEBUG", []string{"HOME=/root"}, []string{"HOME=/root", "GODEBUG=gcshrinkstackoff=1"}},
+		{"empty GODEBUG", []string{"GODEBUG=", "HOME=/root"}, []string{"HOME=/root", "GODEBUG=gcshrinkstackoff=1"}},
+		// The operator's settings come after ours: theirs win a clash.
+		{"the operator's GODEBUG kept", []string{"GODEBUG=madvdontneed=1,gcshrinkstackoff=0"},
+			[]string{"GODEBUG=gcshrinkstackoff=1,madvdontneed=1,gcshrinkstackoff=0"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := fleetChildEnv(tc.env); !slices.Equal(got, tc.want) {
+				t.Fatalf("fleetChildEnv(%q) = %q, want %q", tc.env, got, tc.want)
+			}
+		})
+	}
+}
