@@ -24,7 +24,7 @@ type trace struct {
 	buildRequest       time.Time // /build_requests/<uuid> put (API)
 	lease              time.Time // /leases/build_requests/<uuid> put (superconductor took it)
 	claim              time.Time // first /placement/consumers/<uuid> put (the claim transaction)
-	cast               time.Time // first /hosts/<h>/builds/<uuid> put of op build (hand-off transaction)
+	cast               time.Time // first build cast: its instance record's put in the hand-off transaction (castRecord)
 	active             time.Time // /cells/<c>/instances/<uuid> put with status ACTIVE
 	failed             bool      // ERROR status (in a cell, not cell0)
 	noValidHost        bool      // buried in cell0
@@ -32,6 +32,9 @@ type trace struct {
 	finishRev          int64     // the revision of the record that finished it
 	deleted            bool      // instance mapping deleted
 	done               chan struct{}
+	// spawning: the last record of its boot the recorder saw was a cast's
+	// (castRecord); the next cast's record follows one that is not.
+	spawning bool
 }
 
 func (t *trace) finished() bool { return !t.active.IsZero() || t.failed || t.noValidHost }
@@ -49,7 +52,7 @@ func (t *trace) finished() bool { return !t.active.IsZero() || t.failed || t.noV
 //
 // With the member in the tool's own process (member set), it watches
 // only what it times and counts the writes afterwards: the member's work
-// for the recorder during the measured phase is then about seven events
+// for the recorder during the measured phase is then about five events
 // a server instead of some fourteen (runTimed, writes).
 type Recorder struct {
 	cli    *clientv3.Client
@@ -197,27 +200,6 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 				t.claim = now
 			}
 		}
-	case "hosts/*/builds":
-		if del {
-			return
-		}
-		// A cast of a server not followed, or of one that has finished
-		// booting (a move's or a delete's), is not decoded: during a
-		// drain or a resize churn those are most casts. Finished means
-		// by a later revision: a cast delivered late (above) is still
-		// the boot's.
-		t := r.traces[string(id)]
-		if t == nil || (t.finished() && ev.Kv.ModRevision >= t.finishRev) {
-			return
-		}
-		var b etcdschema.BuildOp // the op alone: no string copied
-		if etcdschema.Decode("", ev.Kv.Value, &b) != nil || b.Op != etcdschema.OpBuild {
-			return
-		}
-		if t.cast.IsZero() {
-			t.cast = now
-		}
-		t.casts++
 	case "cells/*/instances":
 		if del {
 			return
@@ -226,6 +208,19 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 		f := r.follows[string(id)]
 		if (t == nil || t.finished()) && f == nil {
 			return
+		}
+		if t != nil && !t.finished() {
+			// A build cast is timed and counted from the instance record
+			// its transaction writes beside it (castRecord), in the same
+			// revision: no watch of /hosts/ for it.
+			cast := castRecord(ev.Kv.Value)
+			if cast && !t.spawning {
+				if t.cast.IsZero() {
+					t.cast = now
+				}
+				t.casts++
+			}
+			t.spawning = cast
 		}
 		// A booting server's record that can neither finish it (no
 		// ACTIVE or ERROR anywhere in it, outside cell0) nor be followed
@@ -268,6 +263,31 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 		}
 	}
 }
+
+// castRecord says whether value, an instance record in its cell, is the
+// one a build cast's transaction writes beside the cast: BUILD and
+// spawning. Every build cast of a boot is written so, in the same
+// transaction as its instance (the superconductor's hand-off, W4, and
+// the cell conductor's reschedule), and the writes between two casts are
+// not (a failed build's record is back to scheduling; nothing writes
+// between the hand-off and the outcome on the happy path). So a cast is
+// a record that says so after one that did not, and its time is the
+// cast's revision's, as the cast's own event was. A rename while
+// spawning writes the words again after a cast's record: not a cast.
+//
+// The record is not decoded: the first "status" is the record's own
+// (uuid and name come before it, and a string's quotes are escaped),
+// and encoding/json writes task_state right after it
+// (TestCastRecordReadsTheEncodedInstance keeps that so).
+func castRecord(value []byte) bool {
+	i := bytes.Index(value, statusKeyJSON)
+	return i >= 0 && bytes.HasPrefix(value[i:], castRecordJSON)
+}
+
+var (
+	statusKeyJSON  = []byte(`"status":`)
+	castRecordJSON = []byte(`"status":"` + etcdschema.StatusBuild + `","task_state":"` + etcdschema.TaskSpawning + `"`)
+)
 
 // recordedInstance is what the recorder reads of an instance record
 // (etcdschema.Instance's members of the same names): its status for a

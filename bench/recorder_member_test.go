@@ -129,8 +129,8 @@ func bootForRecorder(ctx context.Context, t *testing.T, cli *clientv3.Client, k 
 		}
 		rev = resp.Header.Revision
 	}
-	inst := func(id, status string) string {
-		return etcdschema.MustEncode(&etcdschema.Instance{UUID: id, Status: status, Cell: "cell1"})
+	inst := func(id, status, taskState string) string {
+		return etcdschema.MustEncode(&etcdschema.Instance{UUID: id, Status: status, TaskState: taskState, Cell: "cell1"})
 	}
 	cast := etcdschema.MustEncode(&etcdschema.Build{Op: etcdschema.OpBuild})
 	for _, id := range ids {
@@ -138,10 +138,10 @@ func bootForRecorder(ctx context.Context, t *testing.T, cli *clientv3.Client, k 
 			clientv3.OpPut(k.All()+"quotas/p1", "{}"))
 		txn(clientv3.OpPut(k.BuildRequestLease(id), "{}"))
 		txn(clientv3.OpPut(k.Consumer(id), "{}"), clientv3.OpPut(k.Provider("p1"), "{}"))
-		txn(clientv3.OpPut(k.CellInstance("cell1", id), inst(id, etcdschema.StatusBuild)),
+		txn(clientv3.OpPut(k.CellInstance("cell1", id), inst(id, etcdschema.StatusBuild, etcdschema.TaskSpawning)),
 			clientv3.OpPut(k.InstanceMapping(id), "{}"), clientv3.OpPut(k.Build("h1", id), cast),
 			clientv3.OpDelete(k.BuildRequest(id)), clientv3.OpDelete(k.BuildRequestLease(id)))
-		txn(clientv3.OpPut(k.CellInstance("cell1", id), inst(id, etcdschema.StatusActive)),
+		txn(clientv3.OpPut(k.CellInstance("cell1", id), inst(id, etcdschema.StatusActive, "")),
 			clientv3.OpPut(k.HostInstance("h1", id), "{}"), clientv3.OpDelete(k.Build("h1", id)))
 	}
 	return rev

@@ -62,7 +62,7 @@ func BenchmarkRecorderApply(b *testing.B) {
 	r := NewRecorder(nil, k)
 	r.StartCounting()
 	now := time.Now()
-	inst := &etcdschema.Instance{UUID: "u", Name: "bench-1", Status: etcdschema.StatusBuild, Cell: "cell1",
+	inst := &etcdschema.Instance{UUID: "u", Name: "bench-1", Status: etcdschema.StatusBuild, TaskState: etcdschema.TaskSpawning, Cell: "cell1",
 		Host: "bench-000001", Flavor: etcdschema.Flavor{ID: "1", Name: "m1.tiny", VCPUs: 1, RAMMB: 512, DiskGB: 1},
 		ProjectID: "p", UserID: "u", CreatedAt: now, UpdatedAt: now}
 	build := &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: "u", Name: "bench-1", Cell: "cell1",
@@ -81,9 +81,9 @@ func BenchmarkRecorderApply(b *testing.B) {
 	rev := int64(1)
 	for i, id := range ids {
 		inst.UUID, build.InstanceUUID = id, id
-		inst.Status = etcdschema.StatusBuild
+		inst.Status, inst.TaskState = etcdschema.StatusBuild, etcdschema.TaskSpawning
 		building := etcdschema.MustEncode(inst)
-		inst.Status = etcdschema.StatusActive
+		inst.Status, inst.TaskState = etcdschema.StatusActive, ""
 		active := etcdschema.MustEncode(inst)
 		evs[i] = []*clientv3.Event{
 			put(k.BuildRequests()+id, `{"v":1}`, rev), put(k.InstanceMapping(id), `{"v":1}`, rev),
@@ -156,11 +156,92 @@ func TestRecorderFinishesOnlyOnAFinishingRecord(t *testing.T) {
 	}
 }
 
-// A boot's cast delivered after the record that finished it (a watch of
-// the member's stream that fell behind another) still counts as the
-// boot's cast, and the late delivery is counted; a cast of a later
-// revision (a move's) does not count.
-func TestRecorderCountsALateBootCast(t *testing.T) {
+// TestCastRecordReadsTheEncodedInstance: castRecord tells a cast's
+// instance record (BUILD, spawning) from the others as the hand-off
+// (etcdschema.EncodeCast) and the cell conductor (MustEncode) write them,
+// also when its words sit elsewhere in the record.
+func TestCastRecordReadsTheEncodedInstance(t *testing.T) {
+	now := time.Now()
+	flavor := etcdschema.Flavor{ID: "1", Name: "m1.tiny", VCPUs: 1, RAMMB: 512, DiskGB: 1}
+	for _, tc := range []struct {
+		desc              string
+		status, taskState string
+		name              string
+		metadata          map[string]string
+		want              bool
+	}{
+		{desc: "a hand-off's", status: etcdschema.StatusBuild, taskState: etcdschema.TaskSpawning, want: true},
+		{desc: "a failed build's, back to scheduling", status: etcdschema.StatusBuild, taskState: etcdschema.TaskScheduling},
+		{desc: "active", status: etcdschema.StatusActive},
+		{desc: "error", status: etcdschema.StatusError},
+		{desc: "the words in the name", status: etcdschema.StatusBuild, taskState: etcdschema.TaskScheduling,
+			name: `"status":"BUILD","task_state":"spawning"`},
+		{desc: "the words in the metadata", status: etcdschema.StatusActive,
+			metadata: map[string]string{"status": "BUILD", "task_state": "spawning"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			in := &etcdschema.Instance{UUID: "u1", Name: tc.name, Status: tc.status, TaskState: tc.taskState,
+				Host: "h1", Node: "h1", Cell: "cell1", Flavor: flavor, ProjectID: "p", UserID: "u", Attempts: 1,
+				Metadata: tc.metadata, CreatedAt: now, UpdatedAt: now}
+			if got := castRecord([]byte(etcdschema.MustEncode(in))); got != tc.want {
+				t.Errorf("encoded: castRecord = %v, want %v", got, tc.want)
+			}
+			build := &etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: "u1", Cell: "cell1", Flavor: flavor,
+				ProjectID: "p", UserID: "u", Attempt: 1, CastAt: now}
+			alts := &etcdschema.Alternates{InstanceUUID: "u1", Cell: "cell1", MaxAttempts: 3}
+			_, inst, err := etcdschema.EncodeCast(build, in, alts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := castRecord([]byte(inst)); got != tc.want {
+				t.Errorf("encoded with its cast: castRecord = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRecorderCountsCastsFromTheRecords: a boot's casts are its
+// instance's cast records, each after one that is not (a reschedule's
+// comes after the failed build's), and only until it finishes.
+func TestRecorderCountsCastsFromTheRecords(t *testing.T) {
+	k := etcdschema.New("/berth")
+	record := func(status, taskState string) string {
+		return etcdschema.MustEncode(&etcdschema.Instance{UUID: "u1", Status: status, TaskState: taskState, Cell: "cell1"})
+	}
+	spawning := record(etcdschema.StatusBuild, etcdschema.TaskSpawning)
+	failed := record(etcdschema.StatusBuild, etcdschema.TaskScheduling)
+	active := record(etcdschema.StatusActive, "")
+	for _, tc := range []struct {
+		desc      string
+		records   []string
+		wantCasts int
+	}{
+		{desc: "hand-off, active", records: []string{spawning, active}, wantCasts: 1},
+		{desc: "hand-off, failed, reschedule, active", records: []string{spawning, failed, spawning, active}, wantCasts: 2},
+		{desc: "hand-off, renamed while spawning, active", records: []string{spawning, spawning, active}, wantCasts: 1},
+		{desc: "a cast record after it finished (a move's)", records: []string{spawning, active, failed, spawning}, wantCasts: 1},
+		{desc: "not cast yet", records: []string{failed}, wantCasts: 0},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := NewRecorder(nil, k)
+			r.Expect([]string{"u1"}, time.Now(), time.Now())
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for i, v := range tc.records {
+				r.applyLocked(time.Now(), &clientv3.Event{Type: clientv3.EventTypePut,
+					Kv: &mvccpb.KeyValue{Key: []byte(k.CellInstance("cell1", "u1")), Value: []byte(v), ModRevision: int64(i + 2)}})
+			}
+			tr := r.traces["u1"]
+			if tr.casts != tc.wantCasts || tr.cast.IsZero() != (tc.wantCasts == 0) {
+				t.Errorf("casts %d (first at %v), want %d", tr.casts, tr.cast, tc.wantCasts)
+			}
+		})
+	}
+}
+
+// An event delivered after one of a later revision (a watch of the
+// member's stream that fell behind another) is counted late.
+func TestRecorderCountsALateEvent(t *testing.T) {
 	k := etcdschema.New("/berth")
 	r := NewRecorder(nil, k)
 	r.Expect([]string{"u1"}, time.Now(), time.Now())
@@ -170,14 +251,13 @@ func TestRecorderCountsALateBootCast(t *testing.T) {
 		r.applyLocked(time.Now(), &clientv3.Event{Type: clientv3.EventTypePut,
 			Kv: &mvccpb.KeyValue{Key: []byte(key), Value: []byte(value), ModRevision: rev}})
 	}
-	cast := etcdschema.MustEncode(&etcdschema.Build{Op: etcdschema.OpBuild})
-	put(k.CellInstance("cell1", "u1"), etcdschema.MustEncode(&etcdschema.Instance{UUID: "u1", Status: etcdschema.StatusActive}), 5)
-	put(k.Build("h1", "u1"), cast, 4) // the boot's, late
-	put(k.Build("h2", "u1"), cast, 9) // a move's
+	put(k.CellInstance("cell1", "u1"), etcdschema.MustEncode(&etcdschema.Instance{UUID: "u1", Status: etcdschema.StatusBuild,
+		TaskState: etcdschema.TaskSpawning}), 4)
+	put(k.Consumer("u1"), "{}", 3) // the claim, late
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if tr := r.traces["u1"]; tr.casts != 1 || tr.cast.IsZero() {
-		t.Errorf("casts %d (first at %v), want the boot's one", tr.casts, tr.cast)
+	if tr := r.traces["u1"]; tr.claim.IsZero() || tr.casts != 1 {
+		t.Errorf("claim at %v, %d casts; want the late claim timed and the one cast", tr.claim, tr.casts)
 	}
 	if r.reordered != 1 {
 		t.Errorf("%d events counted late, want 1", r.reordered)
