@@ -131,7 +131,10 @@ func New(cfg Config, cli *clientv3.Client, keys etcdschema.Keys, p Placement, d 
 		pending: map[string]informer.Event{}, inFlight: map[string]bool{},
 		sem: make(chan struct{}, cfg.MaxConcurrentBuilds), wake: make(chan struct{}, 1),
 		syncNow: make(chan struct{}, 1), failedBuilds: -1}
-	a.builds = informer.New(cli, a.own.builds, buildsHandler{a}, a.log)
+	// The handler works puts only (a cast's delete is the agent's own
+	// outcome, or a take-back its outcome's compare finds): etcd leaves
+	// the deletes out, one event per build fewer.
+	a.builds = informer.New(cli, a.own.builds, buildsHandler{a}, a.log, informer.PutsOnly())
 	return a, nil
 }
 

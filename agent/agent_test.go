@@ -16,9 +16,14 @@ import (
 
 func startAgent(t *testing.T, fake FakeConfig) (*clientv3.Client, etcdschema.Keys, *placement.Service, *Agent) {
 	t.Helper()
+	return startAgentOn(t, etcdtest.Client(t), fake)
+}
+
+// startAgentOn is startAgent with a client of the test's.
+func startAgentOn(t *testing.T, cli *clientv3.Client, fake FakeConfig) (*clientv3.Client, etcdschema.Keys, *placement.Service, *Agent) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	cli := etcdtest.Client(t)
 	keys := etcdschema.New("/t")
 	p := placement.New(cli, keys, hclog.NewNullLogger())
 	a, err := New(Config{Host: "h1", Cell: "cell1", ReportInterval: time.Second, TrackInstanceChanges: true,

@@ -54,7 +54,8 @@ func (h *serviceHandler) note(ev informer.Event) {
 // runServiceWatch syncs the provider whenever the service's disabled flag
 // changes, until ctx ends.
 func (a *Agent) runServiceWatch(ctx context.Context) {
-	inf := informer.New(a.cli, a.own.service, &serviceHandler{a: a}, a.log)
+	// note reads puts only: a deleted service record syncs nothing.
+	inf := informer.New(a.cli, a.own.service, &serviceHandler{a: a}, a.log, informer.PutsOnly())
 	go inf.Run(ctx)
 	for {
 		select {

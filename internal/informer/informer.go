@@ -111,6 +111,8 @@ type Informer struct {
 	// resume: watch again from the revision reached after a watch breaks
 	// (Resume).
 	resume bool
+	// putsOnly: the watch leaves deletes out (PutsOnly).
+	putsOnly bool
 
 	// revMu guards the applied revision, the channel closed when it moves,
 	// and the current watch's context (for progress requests). revCh is
@@ -153,6 +155,17 @@ func OwnStream() Option { return func(in *Informer) { in.ownStream = true } }
 // and consumer), so an etcd leader election does not cost a cold start.
 // A compaction still lists again: the events in between are gone.
 func Resume() Option { return func(in *Informer) { in.resume = true } }
+
+// PutsOnly has etcd leave deletes out of the informer's watch
+// (clientv3.WithFilterDelete): for a Handler whose Apply does nothing
+// with a deleted key, so that etcd neither encodes nor sends, nor the
+// informer decodes, an event it would drop. An agent's casts are the
+// case: every build's outcome deletes its cast, one event per server
+// booted that the agent skipped. A re-list still hands Reset what exists
+// (the deletes are in it), and WaitForRevision still reaches a revision
+// that only deleted, through a progress notification. A handler that
+// forgets a key on its delete (a queue, a cache) must not use it.
+func PutsOnly() Option { return func(in *Informer) { in.putsOnly = true } }
 
 // New returns an informer for prefix that feeds h.
 func New(cli *clientv3.Client, prefix string, h Handler, log hclog.Logger, opts ...Option) *Informer {
@@ -414,7 +427,11 @@ func (in *Informer) watch(ctx context.Context, rev int64) (delivered bool, err e
 	in.progressCtx, in.watchCancel = wctx, cancel
 	in.revMu.Unlock()
 	dec, _ := in.h.(Decoder)
-	wch := in.cli.Watch(wctx, in.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(rev + 1)}
+	if in.putsOnly {
+		opts = append(opts, clientv3.WithFilterDelete())
+	}
+	wch := in.cli.Watch(wctx, in.prefix, opts...)
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
 			if errors.Is(err, rpctypes.ErrCompacted) {

@@ -429,3 +429,89 @@ func TestWaitForRevisionRewatchesAStalledWatch(t *testing.T) {
 		t.Fatalf("progress requests dropped %d, passed %d: want the first watch's dropped and a new watch's answered", dropped, passed)
 	}
 }
+
+// eventLog keeps every event the informer applied, deletes included.
+type eventLog struct {
+	mu  sync.Mutex
+	evs []Event
+}
+
+func (l *eventLog) Reset([]Event, int64) {}
+
+func (l *eventLog) Apply(evs []Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.evs = append(l.evs, evs...)
+}
+
+func (l *eventLog) deleted() (keys []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.evs {
+		if e.Deleted {
+			keys = append(keys, e.Key)
+		}
+	}
+	return keys
+}
+
+func (l *eventLog) puts() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.evs {
+		if !e.Deleted {
+			n++
+		}
+	}
+	return n
+}
+
+// TestPutsOnlyLeavesDeletesOut: a PutsOnly informer is handed every put
+// and no delete, and still reaches a revision that only deleted
+// (WaitForRevision, through a progress notification); beside it an
+// informer without the option is handed the delete.
+func TestPutsOnlyLeavesDeletesOut(t *testing.T) {
+	cli := etcdtest.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	putsOnly, all := &eventLog{}, &eventLog{}
+	ins := []*Informer{
+		New(cli, "/p/", putsOnly, hclog.NewNullLogger(), PutsOnly()),
+		New(cli, "/p/", all, hclog.NewNullLogger()),
+	}
+	for _, in := range ins {
+		go in.Run(ctx)
+		if err := in.WaitSynced(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rev int64
+	for _, op := range []clientv3.Op{clientv3.OpPut("/p/a", "1"), clientv3.OpPut("/p/b", "1"),
+		clientv3.OpDelete("/p/a"), clientv3.OpPut("/p/c", "1"), clientv3.OpDelete("/p/b")} {
+		resp, err := cli.Do(ctx, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case resp.Put() != nil:
+			rev = resp.Put().Header.Revision
+		default:
+			rev = resp.Del().Header.Revision
+		}
+	}
+	for _, in := range ins {
+		if err := in.WaitForRevision(ctx, rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := putsOnly.deleted(); len(got) != 0 {
+		t.Errorf("PutsOnly informer was handed deletes of %v", got)
+	}
+	if got := putsOnly.puts(); got != 3 {
+		t.Errorf("PutsOnly informer was handed %d puts, want 3", got)
+	}
+	if got := all.deleted(); len(got) != 2 {
+		t.Errorf("informer without the option was handed deletes of %v, want /p/a and /p/b", got)
+	}
+}
