@@ -20,15 +20,22 @@ import (
 type hostRecord struct {
 	// name is the host's name, the hosts map's key: its instances' info
 	// shares it.
-	name    string
+	name string
+	// ready is what a request's view reads of the record besides name,
+	// service and instances, kept current by refreshLocked (host_view.go).
+	// name, ready, service, instances and cell are all a request's
+	// view reads: kept together, they are a cache line or two.
+	ready   readyFields
 	service *etcdschema.Service
-	alive   bool
-	// down is the leader's /hosts/<h>/down record being present.
-	down bool
 	// instances is the agent-reported instance info (seed
 	// isolate-scheduler-db), replaced (never mutated) on change so request
 	// views can share it without the lock.
 	instances map[string]*etcdschema.InstanceInfo
+	// cell remembers the host mapping's cell (host_cell.go).
+	cell  cellMemo
+	alive bool
+	// down is the leader's /hosts/<h>/down record being present.
+	down bool
 	// synced turns true once the agent's periodic uuid list (HostSync) was
 	// seen: only then is the cache trusted (Nova's "updated"). An agent
 	// that never writes one (an older agent) is read from etcd per request.
@@ -49,8 +56,6 @@ type hostRecord struct {
 	// IoOpsWeigher's num_io_ops (Nova counts instances in building task
 	// states; a Berth build is in flight exactly while its cast exists).
 	builds map[string]bool
-	// cell remembers the host mapping's cell (host_cell.go).
-	cell cellMemo
 }
 
 // HostManager keeps every host's service, liveness and instances current
@@ -159,20 +164,6 @@ func (hm *HostManager) HostForProvider(uuid string) (string, bool) {
 	return r.name, true
 }
 
-// hostView is a consistent copy of one host's record for a request.
-type hostView struct {
-	Host string
-	Cell string
-	// Service is the host's record, shared read-only: a change replaces
-	// the record, never writes into it, and a copy per candidate per
-	// request was a third of the candidate join.
-	Service   *etcdschema.Service
-	Up        bool
-	Instances map[string]*etcdschema.InstanceInfo
-	Updated   bool
-	IOOps     int
-}
-
 func (hm *HostManager) view(host string) (hostView, bool) {
 	hm.mu.RLock()
 	defer hm.mu.RUnlock()
@@ -239,20 +230,6 @@ func (hm *HostManager) viewLocked(host string) (hostView, bool) {
 	return hm.viewOf(r)
 }
 
-// viewOf is the view of record r; the caller holds the read lock.
-func (hm *HostManager) viewOf(r *hostRecord) (hostView, bool) {
-	if r.service == nil {
-		return hostView{}, false
-	}
-	cell := hm.mappedCellLocked(r)
-	if cell == "" {
-		cell = r.service.Cell
-	}
-	return hostView{Host: r.name, Cell: cell, Service: r.service,
-		Up: r.alive && !r.service.ForcedDown, Instances: r.instances,
-		Updated: hm.track && r.synced && !r.stale, IOOps: len(r.builds)}, true
-}
-
 type hostsHandler struct{ hm *HostManager }
 
 // Decode reads one host key's value (informer.Decoder): outside the host
@@ -309,6 +286,7 @@ func (h hostsHandler) Reset(kvs []informer.Event, rev int64) {
 	// older than this list must not replace it.
 	for _, r := range hm.hosts {
 		r.instRev = rev
+		r.refreshLocked(hm.track)
 	}
 }
 
@@ -334,6 +312,7 @@ func (h hostsHandler) ResetPaged(rev int64, list func(page func([]informer.Event
 	// As in Reset: a re-read older than this list must not replace it.
 	for _, r := range next.hosts {
 		r.instRev = rev
+		r.refreshLocked(hm.track)
 	}
 	hm.mu.Lock()
 	hm.hosts, hm.byProvider = next.hosts, next.byProvider
@@ -383,6 +362,18 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 	if err != nil {
 		return
 	}
+	hm.applyHostKeyLocked(host, rest, ev, fresh)
+	// A list (fresh) refreshes every record once it is done (Reset,
+	// ResetPaged).
+	if !fresh {
+		if r, ok := hm.hosts[host]; ok {
+			r.refreshLocked(hm.track)
+		}
+	}
+}
+
+// applyHostKeyLocked is applyLocked for key rest of host.
+func (hm *HostManager) applyHostKeyLocked(host, rest string, ev informer.Event, fresh bool) {
 	switch {
 	case rest == "service":
 		if ev.Deleted {
@@ -605,6 +596,7 @@ func (hm *HostManager) rereadHost(ctx context.Context, host string) error {
 		r.instances, r.instRev = next, resp.Header.Revision
 	}
 	r.stale = hm.reread[host] // a newer difference arrived meanwhile
+	r.refreshLocked(hm.track)
 	return nil
 }
 

@@ -79,8 +79,8 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 		hs := &all[j]
 		*hs = HostState{
 			Host: v.Host, Cell: v.Cell, ProviderUUID: root, Service: v.Service, Up: v.Up,
-			Instances: v.Instances, NumInstances: len(v.Instances),
-			FailedBuilds: v.Service.FailedBuilds,
+			Instances: v.Instances, NumInstances: v.NumInstances,
+			FailedBuilds: v.FailedBuilds,
 			Resources:    res,
 			Candidates:   backing[perRoot[j]:perRoot[j+1]:perRoot[j+1]],
 			NumIOOps:     v.IOOps, Aggregates: hostAggs,
