@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // heldService returns a service whose index is loaded but not followed:
@@ -338,19 +340,13 @@ func TestReListKeepsNewerOwnClaims(t *testing.T) {
 	matchesEtcd(t, s, []string{"rp"}, []string{"c1", "c2"})
 }
 
-// lostAnswerTxn commits for real and then reports an error, as when the
-// connection drops before etcd's answer arrives: the outcome is unknown
-// to the caller.
-type lostAnswerTxn struct{ clientv3.Txn }
+// lostAnswerKV commits a transaction for real and then reports an error,
+// as when the connection drops before etcd's answer arrives: the outcome
+// is unknown to the caller.
+type lostAnswerKV struct{ clientv3.KV }
 
-func (l lostAnswerTxn) If(cs ...clientv3.Cmp) clientv3.Txn { l.Txn = l.Txn.If(cs...); return l }
-func (l lostAnswerTxn) Then(ops ...clientv3.Op) clientv3.Txn {
-	l.Txn = l.Txn.Then(ops...)
-	return l
-}
-func (l lostAnswerTxn) Else(ops ...clientv3.Op) clientv3.Txn { l.Txn = l.Txn.Else(ops...); return l }
-func (l lostAnswerTxn) Commit() (*clientv3.TxnResponse, error) {
-	if _, err := l.Txn.Commit(); err != nil {
+func (l lostAnswerKV) SendTxn(ctx context.Context, r *pb.TxnRequest) (*clientv3.TxnResponse, error) {
+	if _, err := rawtxn.Commit(ctx, l.KV, r); err != nil {
 		return nil, err
 	}
 	return nil, errors.New("connection lost before the answer")
@@ -365,7 +361,7 @@ func TestUnknownOrRefusedClaimsApplyNothing(t *testing.T) {
 	before := indexedProvider(s, "rp")
 
 	real := s.claims
-	s.claims = newClaimBatcher(func(ctx context.Context) clientv3.Txn { return lostAnswerTxn{cli.Txn(ctx)} })
+	s.claims = newClaimBatcher(lostAnswerKV{cli.KV})
 	if err := s.PutAllocations(testCtx(t), "c1", AllocationWrite{Allocations: alloc("rp", map[string]int64{VCPU: 2})}); err == nil {
 		t.Fatal("a claim whose answer was lost reported success")
 	}
@@ -531,16 +527,7 @@ func TestConcurrentOwnClaimsOnOneProviderFollowEachOther(t *testing.T) {
 	mkProvider(t, storeOnly(cli), "rp", "", map[string]etcdschema.Inventory{VCPU: inv(8)})
 	s, _ := heldService(t, cli)
 	entered, gate := make(chan struct{}, 1), make(chan struct{})
-	var calls sync.Mutex
-	n := 0
-	s.claims = newClaimBatcher(func(ctx context.Context) clientv3.Txn {
-		calls.Lock()
-		defer calls.Unlock()
-		if n++; n == 1 {
-			return gatedTxn{Txn: cli.Txn(ctx), entered: entered, gate: gate}
-		}
-		return cli.Txn(ctx)
-	})
+	s.claims = newClaimBatcher(&gatedKV{KV: cli.KV, entered: entered, gate: gate})
 	g := &gatedBatcher{claimBatcher: s.claims}
 	ctx := testCtx(t)
 	claim := func(c string) <-chan error {

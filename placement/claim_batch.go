@@ -4,8 +4,10 @@ import (
 	"context"
 	"sync"
 
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // Group commit of claims.
@@ -42,8 +44,14 @@ import (
 // (its committed hook has run by then: the placement index has it). So
 // a scheduler's concurrent claims on its best host follow one another
 // instead of racing.
+//
+// Claims and batches are etcd's messages as built (package rawtxn): a
+// claim is one per server, and clientv3's If, OpTxn and toTxnRequest
+// cloned each of its compares by reflection once more at every level.
 type claimBatcher struct {
-	txn func(ctx context.Context) clientv3.Txn
+	// kv sends the transactions (rawtxn.Commit: as built when kv is a
+	// rawtxn.Sender, through its clientv3.Txn otherwise).
+	kv clientv3.KV
 
 	// maxInFlight is how many batches may be outstanding at once; more
 	// overlap etcd's round trips, fewer make batches larger.
@@ -71,9 +79,9 @@ type claimBatcher struct {
 // batchedClaim is one claim waiting for, or sent in, a batch.
 type batchedClaim struct {
 	ctx    context.Context
-	cmps   []clientv3.Cmp
-	ops    []clientv3.Op
-	guards []clientv3.Cmp
+	cmps   []*pb.Compare
+	ops    []*pb.RequestOp
+	guards []*pb.Compare
 	// committed, if set, runs once the claim has committed, before its
 	// caller and any claim it makes stale are answered.
 	committed committedHook
@@ -134,8 +142,8 @@ const (
 	defaultBatchBytes = 512 << 10
 )
 
-func newClaimBatcher(txn func(ctx context.Context) clientv3.Txn) *claimBatcher {
-	return &claimBatcher{txn: txn, maxInFlight: defaultClaimsInFlight,
+func newClaimBatcher(kv clientv3.KV) *claimBatcher {
+	return &claimBatcher{kv: kv, maxInFlight: defaultClaimsInFlight,
 		maxClaims: defaultClaimsPerBatch, maxBytes: defaultBatchBytes,
 		sentReads: map[string]int{}, sentWrites: map[string]int{}}
 }
@@ -143,16 +151,17 @@ func newClaimBatcher(txn func(ctx context.Context) clientv3.Txn) *claimBatcher {
 // commit runs one claim, batched with others when they are ready at the
 // same time. Its answer is what the claim's own transaction would have
 // answered, or stale when it certainly would have lost.
-func (b *claimBatcher) commit(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op, guards []clientv3.Cmp) claimResult {
+func (b *claimBatcher) commit(ctx context.Context, cmps []*pb.Compare, ops []*pb.RequestOp, guards []*pb.Compare) claimResult {
 	return b.commitThen(ctx, cmps, nil, ops, nil, guards, nil)
 }
 
 // commitThen is commit with a hook run once the claim has committed,
 // before anyone is answered (the placement index applies the claim's
 // records there). cmpKeys and opKeys (either may be nil or shorter) are
-// the keys of cmps and ops as strings, when the caller has them.
-func (b *claimBatcher) commitThen(ctx context.Context, cmps []clientv3.Cmp, cmpKeys []string, ops []clientv3.Op, opKeys []string,
-	guards []clientv3.Cmp, committed committedHook) claimResult {
+// the keys of cmps and ops as strings, when the caller has them. The
+// messages must not be changed until it returns.
+func (b *claimBatcher) commitThen(ctx context.Context, cmps []*pb.Compare, cmpKeys []string, ops []*pb.RequestOp, opKeys []string,
+	guards []*pb.Compare, committed committedHook) claimResult {
 	c := &batchedClaim{ctx: ctx, cmps: cmps, cmpKeys: cmpKeys, ops: ops, opKeys: opKeys, guards: guards, committed: committed, done: make(chan struct{})}
 	if !c.describe() {
 		b.send([]*batchedClaim{c})
@@ -382,28 +391,26 @@ func (c *batchedClaim) describe() bool {
 	if n := len(c.guards) + len(c.cmps); n > len(c.readsBuf) {
 		c.reads = make([]string, 0, n)
 	}
-	for i := range c.guards {
-		cmp := &c.guards[i]
-		if len(cmp.GetCompare().RangeEnd) > 0 {
+	for _, cmp := range c.guards {
+		if len(cmp.RangeEnd) > 0 {
 			return false
 		}
-		c.reads = append(c.reads, string(cmp.KeyBytes()))
-		c.bytes += len(cmp.KeyBytes()) + 16
+		c.reads = append(c.reads, string(cmp.Key))
+		c.bytes += len(cmp.Key) + 16
 	}
 	c.modRevs = c.modRevsBuf[:0]
 	if len(c.cmps) > len(c.modRevsBuf) {
 		c.modRevs = make([]keyRev, 0, len(c.cmps))
 	}
-	for i := range c.cmps {
-		cmp := c.cmps[i].GetCompare()
+	for i, cmp := range c.cmps {
 		if len(cmp.RangeEnd) > 0 {
 			return false
 		}
 		k := keyString(cmp.Key, c.cmpKeys, i)
 		c.reads = append(c.reads, k)
 		c.bytes += len(cmp.Key) + 16
-		mr, ok := cmp.TargetUnion.(*etcdserverpb.Compare_ModRevision)
-		if ok && cmp.Target == etcdserverpb.Compare_MOD && cmp.Result == etcdserverpb.Compare_EQUAL {
+		mr, ok := cmp.TargetUnion.(*pb.Compare_ModRevision)
+		if ok && cmp.Target == pb.Compare_MOD && cmp.Result == pb.Compare_EQUAL {
 			c.modRevs = append(c.modRevs, keyRev{key: k, rev: mr.ModRevision})
 		}
 	}
@@ -412,13 +419,23 @@ func (c *batchedClaim) describe() bool {
 		c.writes = make([]string, 0, len(c.ops))
 	}
 	for i, op := range c.ops {
-		if !(op.IsPut() || op.IsDelete()) || len(op.RangeBytes()) > 0 {
+		var key, value []byte
+		del := false
+		switch v := op.GetRequest().(type) {
+		case *pb.RequestOp_RequestPut:
+			key, value = v.RequestPut.Key, v.RequestPut.Value
+		case *pb.RequestOp_RequestDeleteRange:
+			if len(v.RequestDeleteRange.RangeEnd) > 0 {
+				return false
+			}
+			key, del = v.RequestDeleteRange.Key, true
+		default:
 			return false
 		}
-		k := keyString(op.KeyBytes(), c.opKeys, i)
+		k := keyString(key, c.opKeys, i)
 		c.writes = append(c.writes, k)
-		c.bytes += len(k) + len(op.ValueBytes()) + 16
-		if op.IsDelete() {
+		c.bytes += len(k) + len(value) + 16
+		if del {
 			if c.deletes == nil {
 				c.deletes = map[string]bool{}
 			}
@@ -453,19 +470,20 @@ func (b *claimBatcher) send(batch []*batchedClaim) {
 	b.mu.Unlock()
 	if len(batch) == 1 {
 		c := batch[0]
-		c.res = commitOne(ctx, b.txn, c)
+		c.res = commitOne(ctx, b.kv, c)
 		c.answer()
 		return
 	}
-	subs := make([]clientv3.Op, len(batch))
+	subs := make([]*pb.RequestOp, len(batch))
 	for i, c := range batch {
+		claim := &pb.TxnRequest{Compare: c.cmps, Success: c.ops}
 		if len(c.guards) == 0 {
-			subs[i] = clientv3.OpTxn(c.cmps, c.ops, nil)
+			subs[i] = rawtxn.Nested(claim)
 		} else {
-			subs[i] = clientv3.OpTxn(c.guards, []clientv3.Op{clientv3.OpTxn(c.cmps, c.ops, nil)}, nil)
+			subs[i] = rawtxn.Nested(&pb.TxnRequest{Compare: c.guards, Success: []*pb.RequestOp{rawtxn.Nested(claim)}})
 		}
 	}
-	resp, err := b.txn(ctx).Then(subs...).Commit()
+	resp, err := rawtxn.Commit(ctx, b.kv, &pb.TxnRequest{Success: subs})
 	for i, c := range batch {
 		switch {
 		case err != nil:
@@ -497,15 +515,16 @@ func (c *batchedClaim) answer() {
 // commitOne is a claim's own transaction: the claim's compares, or the
 // caller's guards as the outer condition and the claim as the inner one
 // (so a failed guard is told apart from a lost race).
-func commitOne(ctx context.Context, txn func(ctx context.Context) clientv3.Txn, c *batchedClaim) claimResult {
+func commitOne(ctx context.Context, kv clientv3.KV, c *batchedClaim) claimResult {
+	claim := &pb.TxnRequest{Compare: c.cmps, Success: c.ops}
 	if len(c.guards) == 0 {
-		resp, err := txn(ctx).If(c.cmps...).Then(c.ops...).Commit()
+		resp, err := rawtxn.Commit(ctx, kv, claim)
 		if err != nil {
 			return claimResult{err: err}
 		}
 		return claimResult{rev: resp.Header.Revision, ok: resp.Succeeded}
 	}
-	resp, err := txn(ctx).If(c.guards...).Then(clientv3.OpTxn(c.cmps, c.ops, nil)).Commit()
+	resp, err := rawtxn.Commit(ctx, kv, &pb.TxnRequest{Compare: c.guards, Success: []*pb.RequestOp{rawtxn.Nested(claim)}})
 	if err != nil {
 		return claimResult{err: err}
 	}

@@ -10,30 +10,30 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
-// gatedTxn is a real etcd transaction whose Commit first reports that it
-// was entered and then waits for the gate: it holds a batch in flight so
-// that the next claims queue behind it.
-type gatedTxn struct {
-	clientv3.Txn
+// gatedKV sends transactions as built (a rawtxn.Sender, as a client's
+// KV is); the first one first reports that it was entered and then waits
+// for the gate: it holds a batch in flight so that the next claims queue
+// behind it.
+type gatedKV struct {
+	clientv3.KV
+	calls   atomic.Int64
 	entered chan<- struct{}
 	gate    <-chan struct{}
 }
 
-func (g gatedTxn) If(cs ...clientv3.Cmp) clientv3.Txn { g.Txn = g.Txn.If(cs...); return g }
-func (g gatedTxn) Then(ops ...clientv3.Op) clientv3.Txn {
-	g.Txn = g.Txn.Then(ops...)
-	return g
-}
-func (g gatedTxn) Else(ops ...clientv3.Op) clientv3.Txn { g.Txn = g.Txn.Else(ops...); return g }
-func (g gatedTxn) Commit() (*clientv3.TxnResponse, error) {
-	g.entered <- struct{}{}
-	<-g.gate
-	return g.Txn.Commit()
+func (g *gatedKV) SendTxn(ctx context.Context, r *pb.TxnRequest) (*clientv3.TxnResponse, error) {
+	if g.calls.Add(1) == 1 {
+		g.entered <- struct{}{}
+		<-g.gate
+	}
+	return rawtxn.Commit(ctx, g.KV, r)
 }
 
 // gatedBatcher is a batcher with one batch in flight at a time whose
@@ -48,13 +48,7 @@ type gatedBatcher struct {
 func newGatedBatcher(t *testing.T) *gatedBatcher {
 	cli := etcdtest.Client(t)
 	g := &gatedBatcher{cli: cli, entered: make(chan struct{}, 1), gate: make(chan struct{})}
-	var calls atomic.Int64
-	g.claimBatcher = newClaimBatcher(func(ctx context.Context) clientv3.Txn {
-		if calls.Add(1) == 1 {
-			return gatedTxn{Txn: cli.Txn(ctx), entered: g.entered, gate: g.gate}
-		}
-		return cli.Txn(ctx)
-	})
+	g.claimBatcher = newClaimBatcher(&gatedKV{KV: cli.KV, entered: g.entered, gate: g.gate})
 	g.maxInFlight = 1
 	return g
 }
@@ -64,7 +58,7 @@ func newGatedBatcher(t *testing.T) *gatedBatcher {
 func (g *gatedBatcher) hold(t *testing.T, ctx context.Context) <-chan claimResult {
 	t.Helper()
 	out := make(chan claimResult, 1)
-	go func() { out <- g.commit(ctx, nil, []clientv3.Op{clientv3.OpPut("/bt/first", "1")}, nil) }()
+	go func() { out <- g.commit(ctx, nil, []*pb.RequestOp{rawtxn.Put("/bt/first", "1")}, nil) }()
 	select {
 	case <-g.entered:
 	case <-ctx.Done():
@@ -91,13 +85,13 @@ func (g *gatedBatcher) waitPending(t *testing.T, ctx context.Context, n int) {
 	}
 }
 
-func (g *gatedBatcher) async(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op, guards []clientv3.Cmp) <-chan claimResult {
+func (g *gatedBatcher) async(ctx context.Context, cmps []*pb.Compare, ops []*pb.RequestOp, guards []*pb.Compare) <-chan claimResult {
 	out := make(chan claimResult, 1)
 	go func() { out <- g.commit(ctx, cmps, ops, guards) }()
 	return out
 }
 
-func absent(key string) clientv3.Cmp { return clientv3.Compare(clientv3.CreateRevision(key), "=", 0) }
+func absent(key string) *pb.Compare { return rawtxn.Absent(key) }
 
 func TestClaimBatchCommitsDisjointClaimsTogetherAndConflictsApart(t *testing.T) {
 	g := newGatedBatcher(t)
@@ -105,11 +99,11 @@ func TestClaimBatchCommitsDisjointClaimsTogetherAndConflictsApart(t *testing.T) 
 	first := g.hold(t, ctx)
 	// b and d both create /bt/p1 from the same (absent) state: d must not
 	// share b's batch, and loses once b has committed. c is independent.
-	b := g.async(ctx, []clientv3.Cmp{absent("/bt/p1")}, []clientv3.Op{clientv3.OpPut("/bt/p1", "b"), clientv3.OpPut("/bt/cb", "b")}, nil)
+	b := g.async(ctx, []*pb.Compare{absent("/bt/p1")}, []*pb.RequestOp{rawtxn.Put("/bt/p1", "b"), rawtxn.Put("/bt/cb", "b")}, nil)
 	g.waitPending(t, ctx, 1)
-	c := g.async(ctx, []clientv3.Cmp{absent("/bt/p2")}, []clientv3.Op{clientv3.OpPut("/bt/p2", "c"), clientv3.OpPut("/bt/cc", "c")}, nil)
+	c := g.async(ctx, []*pb.Compare{absent("/bt/p2")}, []*pb.RequestOp{rawtxn.Put("/bt/p2", "c"), rawtxn.Put("/bt/cc", "c")}, nil)
 	g.waitPending(t, ctx, 2)
-	d := g.async(ctx, []clientv3.Cmp{absent("/bt/p1")}, []clientv3.Op{clientv3.OpPut("/bt/p1", "d"), clientv3.OpPut("/bt/cd", "d")}, nil)
+	d := g.async(ctx, []*pb.Compare{absent("/bt/p1")}, []*pb.RequestOp{rawtxn.Put("/bt/p1", "d"), rawtxn.Put("/bt/cd", "d")}, nil)
 	g.waitPending(t, ctx, 3)
 	close(g.gate)
 
@@ -152,11 +146,11 @@ func TestClaimBatchTellsFailedGuardsFromLostRacesPerClaim(t *testing.T) {
 	}
 	first := g.hold(t, ctx)
 	// guarded: the guard fails; raced: its claim compare fails; fine: both hold.
-	guarded := g.async(ctx, []clientv3.Cmp{absent("/bt/g1")}, []clientv3.Op{clientv3.OpPut("/bt/g1", "1")}, []clientv3.Cmp{absent("/bt/taken")})
+	guarded := g.async(ctx, []*pb.Compare{absent("/bt/g1")}, []*pb.RequestOp{rawtxn.Put("/bt/g1", "1")}, []*pb.Compare{absent("/bt/taken")})
 	g.waitPending(t, ctx, 1)
-	raced := g.async(ctx, []clientv3.Cmp{absent("/bt/taken")}, []clientv3.Op{clientv3.OpPut("/bt/g2", "1")}, []clientv3.Cmp{absent("/bt/free")})
+	raced := g.async(ctx, []*pb.Compare{absent("/bt/taken")}, []*pb.RequestOp{rawtxn.Put("/bt/g2", "1")}, []*pb.Compare{absent("/bt/free")})
 	g.waitPending(t, ctx, 2)
-	fine := g.async(ctx, []clientv3.Cmp{absent("/bt/g3")}, []clientv3.Op{clientv3.OpPut("/bt/g3", "1")}, []clientv3.Cmp{absent("/bt/free")})
+	fine := g.async(ctx, []*pb.Compare{absent("/bt/g3")}, []*pb.RequestOp{rawtxn.Put("/bt/g3", "1")}, []*pb.Compare{absent("/bt/free")})
 	g.waitPending(t, ctx, 3)
 	close(g.gate)
 	<-first
@@ -186,7 +180,7 @@ func TestClaimBatchCallerGivingUpBeforeItsBatchIsNeverSent(t *testing.T) {
 	ctx := testCtx(t)
 	first := g.hold(t, ctx)
 	cctx, cancel := context.WithCancel(ctx)
-	gone := g.async(cctx, nil, []clientv3.Op{clientv3.OpPut("/bt/gone", "1")}, nil)
+	gone := g.async(cctx, nil, []*pb.RequestOp{rawtxn.Put("/bt/gone", "1")}, nil)
 	g.waitPending(t, ctx, 1)
 	cancel()
 	if r := <-gone; !errors.Is(r.err, context.Canceled) {
@@ -195,7 +189,7 @@ func TestClaimBatchCallerGivingUpBeforeItsBatchIsNeverSent(t *testing.T) {
 	close(g.gate)
 	<-first
 	// A claim after it is sent on its own and the cancelled one never.
-	if r := g.commit(ctx, nil, []clientv3.Op{clientv3.OpPut("/bt/after", "1")}, nil); r.err != nil || !r.ok {
+	if r := g.commit(ctx, nil, []*pb.RequestOp{rawtxn.Put("/bt/after", "1")}, nil); r.err != nil || !r.ok {
 		t.Fatalf("after: %+v", r)
 	}
 	resp, err := g.cli.Get(ctx, "/bt/gone")
@@ -216,15 +210,15 @@ func TestClaimBatchStaysWithinEtcdLimits(t *testing.T) {
 	// etcd refuses inside one request, must go in different ones.
 	var outs []<-chan claimResult
 	for i := 0; i < 20; i++ {
-		ops := make([]clientv3.Op, 120)
+		ops := make([]*pb.RequestOp, 120)
 		for j := range ops {
-			ops[j] = clientv3.OpPut(fmt.Sprintf("/bt/wide/%02d/%03d", i, j), "v")
+			ops[j] = rawtxn.Put(fmt.Sprintf("/bt/wide/%02d/%03d", i, j), "v")
 		}
 		outs = append(outs, g.async(ctx, nil, ops, nil))
 		g.waitPending(t, ctx, len(outs))
 	}
 	for i := 0; i < 2; i++ {
-		outs = append(outs, g.async(ctx, nil, []clientv3.Op{clientv3.OpPut("/bt/same", strconv.Itoa(i))}, nil))
+		outs = append(outs, g.async(ctx, nil, []*pb.RequestOp{rawtxn.Put("/bt/same", strconv.Itoa(i))}, nil))
 		g.waitPending(t, ctx, len(outs))
 	}
 	close(g.gate)
@@ -249,8 +243,9 @@ func TestClaimBatchSendsRangeComparesAlone(t *testing.T) {
 	first := g.hold(t, ctx)
 	// Its compare covers a range the batcher cannot check against others:
 	// it goes out at once, beside the batch in flight.
-	r := g.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision("/bt/r/"), "=", 0).WithPrefix()},
-		[]clientv3.Op{clientv3.OpPut("/bt/ranged", "1")}, nil)
+	r := g.commit(ctx, []*pb.Compare{{Key: []byte("/bt/r/"), RangeEnd: rawtxn.PrefixEnd("/bt/r/"),
+		Target: pb.Compare_CREATE, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_CreateRevision{}}},
+		[]*pb.RequestOp{rawtxn.Put("/bt/ranged", "1")}, nil)
 	if r.err != nil || !r.ok {
 		t.Fatalf("ranged claim: %+v", r)
 	}
@@ -263,7 +258,7 @@ func TestClaimBatchSendsRangeComparesAlone(t *testing.T) {
 // were, every counter must equal the increments that reported success.
 func TestClaimBatchLosesNoUpdate(t *testing.T) {
 	cli := etcdtest.Client(t)
-	b := newClaimBatcher(func(ctx context.Context) clientv3.Txn { return cli.Txn(ctx) })
+	b := newClaimBatcher(cli)
 	b.maxInFlight = 2
 	ctx := testCtx(t)
 	const counters, workers, each = 5, 24, 20
@@ -288,8 +283,8 @@ func TestClaimBatchLosesNoUpdate(t *testing.T) {
 						n, _ = strconv.Atoi(string(resp.Kvs[0].Value))
 						rev = resp.Kvs[0].ModRevision
 					}
-					r := b.commit(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)},
-						[]clientv3.Op{clientv3.OpPut(key, strconv.Itoa(n+1)), clientv3.OpPut(fmt.Sprintf("/bt/log/%d/%d", w, i), key)}, nil)
+					r := b.commit(ctx, []*pb.Compare{rawtxn.ModRevisionIs(key, rev)},
+						[]*pb.RequestOp{rawtxn.Put(key, strconv.Itoa(n+1)), rawtxn.Put(fmt.Sprintf("/bt/log/%d/%d", w, i), key)}, nil)
 					if r.err != nil {
 						errc <- r.err
 						return
@@ -333,16 +328,16 @@ func TestClaimBatchHoldsConflictsBehindInFlightAndAnswersStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := clientv3.Compare(clientv3.ModRevision("/bt/k"), "=", put.Header.Revision)
-	first := g.async(ctx, []clientv3.Cmp{at}, []clientv3.Op{clientv3.OpPut("/bt/k", "first")}, nil)
+	at := rawtxn.ModRevisionIs("/bt/k", put.Header.Revision)
+	first := g.async(ctx, []*pb.Compare{at}, []*pb.RequestOp{rawtxn.Put("/bt/k", "first")}, nil)
 	select {
 	case <-g.entered:
 	case <-ctx.Done():
 		t.Fatal("the first claim never went out")
 	}
-	second := g.async(ctx, []clientv3.Cmp{at}, []clientv3.Op{clientv3.OpPut("/bt/k", "second")}, nil)
+	second := g.async(ctx, []*pb.Compare{at}, []*pb.RequestOp{rawtxn.Put("/bt/k", "second")}, nil)
 	g.waitPending(t, ctx, 1)
-	other := g.commit(ctx, []clientv3.Cmp{absent("/bt/other")}, []clientv3.Op{clientv3.OpPut("/bt/other", "1")}, nil)
+	other := g.commit(ctx, []*pb.Compare{absent("/bt/other")}, []*pb.RequestOp{rawtxn.Put("/bt/other", "1")}, nil)
 	if other.err != nil || !other.ok {
 		t.Fatalf("an unrelated claim beside the one in flight: %+v", other)
 	}

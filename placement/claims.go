@@ -9,9 +9,11 @@ import (
 	"sort"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // PutAllocations replaces consumer's allocations in one etcd transaction
@@ -218,7 +220,7 @@ func (s *Service) commitClaim(ctx context.Context, plan *claimPlan, opts ClaimOp
 		return 0, false, detailf(ErrTooManyOps, "the write needs %d compares and %d operations, etcd allows %d of each in one transaction", len(plan.cmps), len(ops), maxTxnOps)
 	}
 	plan.idx = s.idx
-	r := s.claims.commitThen(ctx, plan.cmps, plan.cmpKeys, ops, plan.opKeys, opts.Guards, plan)
+	r := s.claims.commitThen(ctx, plan.cmps, plan.cmpKeys, ops, plan.opKeys, guardCompares(opts.Guards), plan)
 	switch {
 	case r.err != nil:
 		return 0, false, r.err
@@ -228,6 +230,20 @@ func (s *Service) commitClaim(ctx context.Context, plan *claimPlan, opts ClaimOp
 		return 0, false, errStalePlan
 	}
 	return r.rev, r.ok, nil
+}
+
+// guardCompares are a claim's guards as etcd's messages: each Cmp's own
+// (clientv3.Compare made it; GetCompare hands it out without a copy), so
+// the caller must not change a guard while the claim runs.
+func guardCompares(guards []clientv3.Cmp) []*pb.Compare {
+	if len(guards) == 0 {
+		return nil
+	}
+	out := make([]*pb.Compare, len(guards))
+	for i := range guards {
+		out[i] = guards[i].GetCompare()
+	}
+	return out
 }
 
 // readFromIndex is readForClaim answered from the watch-fed index, when
@@ -390,8 +406,8 @@ func (s *Service) planClaim(rd *claimRead, consumers []string, writes map[string
 // operations, and the records those operations put or delete, which the
 // index applies once the transaction commits (assume.go).
 type claimPlan struct {
-	cmps []clientv3.Cmp
-	ops  []clientv3.Op
+	cmps []*pb.Compare
+	ops  []*pb.RequestOp
 	own  []ownWrite
 	// cmpKeys and opKeys are the keys of cmps and ops, which the group
 	// commit would otherwise copy out of them again.
@@ -401,8 +417,8 @@ type claimPlan struct {
 	idx *index
 
 	// The slices' arrays for the usual claim: a consumer and a provider.
-	cmpsBuf [2]clientv3.Cmp
-	opsBuf  [2]clientv3.Op
+	cmpsBuf [2]*pb.Compare
+	opsBuf  [2]*pb.RequestOp
 	ownBuf  [2]ownWrite
 	keysBuf [4]string
 }
@@ -448,8 +464,8 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 	cmps, ops, own := plan.cmpsBuf[:0], plan.opsBuf[:0], plan.ownBuf[:0]
 	keys := plan.keysBuf[:]
 	if n > len(plan.cmpsBuf) {
-		cmps = make([]clientv3.Cmp, 0, n)
-		ops = make([]clientv3.Op, 0, n)
+		cmps = make([]*pb.Compare, 0, n)
+		ops = make([]*pb.RequestOp, 0, n)
 		own = make([]ownWrite, 0, n)
 		keys = make([]string, 2*n)
 	}
@@ -504,11 +520,11 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			}
 		}
 		ck := s.keys.Consumer(c)
-		cmps = append(cmps, modRevisionIs(ck, rd.consumerRevs[c]))
+		cmps = append(cmps, rawtxn.ModRevisionIs(ck, rd.consumerRevs[c]))
 		cmpKeys = append(cmpKeys, ck)
 		if len(w.Allocations) == 0 {
 			if old != nil {
-				ops = append(ops, clientv3.OpDelete(ck))
+				ops = append(ops, rawtxn.Delete(ck))
 				opKeys = append(opKeys, ck)
 				own = append(own, ownWrite{goneConsumer: c})
 			}
@@ -558,7 +574,7 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, clientv3.OpPut(ck, val))
+		ops = append(ops, rawtxn.Put(ck, val))
 		opKeys = append(opKeys, ck)
 		own = append(own, ownWrite{consumer: rec})
 	}
@@ -634,9 +650,9 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			return nil, err
 		}
 		pk := s.keys.Provider(rp)
-		cmps = append(cmps, modRevisionIs(pk, sp.modRev))
+		cmps = append(cmps, rawtxn.ModRevisionIs(pk, sp.modRev))
 		cmpKeys = append(cmpKeys, pk)
-		ops = append(ops, clientv3.OpPut(pk, val))
+		ops = append(ops, rawtxn.Put(pk, val))
 		opKeys = append(opKeys, pk)
 		own = append(own, ownWrite{provider: next})
 	}

@@ -220,7 +220,7 @@ func TestPlannedProviderRecordIsTheClonedOne(t *testing.T) {
 		want.Usages[VCPU]++
 		want.Generation++
 		want.UpdatedAt = at
-		if got, wantJSON := string(plan.ops[1].ValueBytes()), etcdschema.MustEncode(want); got != wantJSON {
+		if got, wantJSON := string(plan.ops[1].GetRequestPut().GetValue()), etcdschema.MustEncode(want); got != wantJSON {
 			t.Errorf("case %d: put\n%s\nwant (cloned)\n%s", i, got, wantJSON)
 		}
 		if after := etcdschema.MustEncode(&p); after != before {

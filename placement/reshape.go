@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"strings"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // Reshape is one POST /reshaper: the complete new inventories of some
@@ -98,7 +100,7 @@ func (s *Service) Reshape(ctx context.Context, r Reshape) (int64, error) {
 		if len(cmps) > maxTxnOps || len(ops) > maxTxnOps {
 			return 0, fmt.Errorf("%s: %w", what, detailf(ErrTooManyOps, "the reshape needs %d compares and %d operations, etcd allows %d of each in one transaction", len(cmps), len(ops), maxTxnOps))
 		}
-		resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		resp, err := rawtxn.Commit(ctx, s.cli, &pb.TxnRequest{Compare: cmps, Success: ops})
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", what, err)
 		}
@@ -198,7 +200,7 @@ func (s *Service) readForReshape(ctx context.Context, consumers []string, r Resh
 
 // planReshape checks r against what was read and returns the
 // transaction. It owns rd: the providers' records are changed in place.
-func (s *Service) planReshape(rd *claimRead, classes map[string]classRead, consumers []string, r Reshape) ([]clientv3.Cmp, []clientv3.Op, error) {
+func (s *Service) planReshape(rd *claimRead, classes map[string]classRead, consumers []string, r Reshape) ([]*pb.Compare, []*pb.RequestOp, error) {
 	providers := sortedKeys(r.Inventories)
 	// 1. The inventories' providers and their generations.
 	old := make(map[string]map[string]etcdschema.Inventory, len(providers))
@@ -333,8 +335,8 @@ func (s *Service) planReshape(rd *claimRead, classes map[string]classRead, consu
 			return nil, nil, err
 		}
 		pk := s.keys.Provider(rp)
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(pk), "=", sp.modRev))
-		ops = append(ops, clientv3.OpPut(pk, string(val)))
+		cmps = append(cmps, rawtxn.ModRevisionIs(pk, sp.modRev))
+		ops = append(ops, rawtxn.Put(pk, string(val)))
 	}
 	// 6. Inventory removed under allocations.
 	for _, rp := range providers {
@@ -352,7 +354,7 @@ func (s *Service) planReshape(rd *claimRead, classes map[string]classRead, consu
 	}
 	for _, rc := range sortedKeys(used) {
 		if cr := classes[rc]; cr.key != "" {
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(cr.key), "=", cr.modRev))
+			cmps = append(cmps, rawtxn.ModRevisionIs(cr.key, cr.modRev))
 		}
 	}
 	return cmps, ops, nil

@@ -121,7 +121,7 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *Service 
 		idx:        newIndex(),
 		now:        func() time.Time { return time.Now().UTC() },
 		retryCount: allocationConflictRetryCount,
-		claims:     newClaimBatcher(func(ctx context.Context) clientv3.Txn { return cli.Txn(ctx) }),
+		claims:     newClaimBatcher(cli), // its KV read at each send, as cli.Txn did
 	}
 	s.candidateWorkLimit.Store(DefaultCandidateWorkLimit)
 	s.searchViewAbove.Store(lockedMergeSteps)

@@ -1,6 +1,9 @@
 package placement
 
-import clientv3 "go.etcd.io/etcd/client/v3"
+import (
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
 
 // The contract in types.go is extended here (fields cannot be added to
 // types.go's structs without editing it, so the extension is by new
@@ -19,5 +22,7 @@ type ClaimOptions struct {
 	// GuardOps are the caller's writes made together with the claim, only
 	// when it succeeds: the scheduler takes a server group's place this
 	// way, so a claim and the place it relies on are one atomic step.
-	GuardOps []clientv3.Op
+	// They are etcd's messages (package rawtxn), as the claim's own
+	// operations are, to be sent in the claim's transaction as built.
+	GuardOps []*pb.RequestOp
 }

@@ -7,11 +7,13 @@ import (
 	"strconv"
 	"strings"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // ErrGroupNotFound is returned for a group hint naming no server group.
@@ -256,11 +258,11 @@ func parseSlot(rest string) (string, int, bool) {
 // committed must be called with the transaction's revision when the claim
 // succeeds: it records the guard taken, so the next pick of the same
 // request compares against it rather than losing to itself.
-func groupGuard(k etcdschema.Keys, g *GroupInfo, host, instance string) (cmps []clientv3.Cmp, ops []clientv3.Op, committed func(rev int64)) {
+func groupGuard(k etcdschema.Keys, g *GroupInfo, host, instance string) (cmps []clientv3.Cmp, ops []*pb.RequestOp, committed func(rev int64)) {
 	uuid := g.Group.UUID
 	// A moving member's claim adds the destination and keeps its source.
 	source := g.moveSource[instance]
-	ops = []clientv3.Op{clientv3.OpPut(k.ServerGroupMember(uuid, instance), etcdschema.MustEncode(
+	ops = []*pb.RequestOp{rawtxn.Put(k.ServerGroupMember(uuid, instance), etcdschema.MustEncode(
 		&etcdschema.ServerGroupMember{InstanceUUID: instance, Host: host, MoveSource: source}))}
 	committed = func(int64) {}
 	slot := &etcdschema.ServerGroupSlot{InstanceUUID: instance, Host: host}
@@ -277,7 +279,7 @@ func groupGuard(k etcdschema.Keys, g *GroupInfo, host, instance string) (cmps []
 			if _, taken := g.slots[host][n]; !taken {
 				key := k.ServerGroupSlot(uuid, host, n)
 				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
-				ops = append(ops, clientv3.OpPut(key, etcdschema.MustEncode(slot)))
+				ops = append(ops, rawtxn.Put(key, etcdschema.MustEncode(slot)))
 				taken := n
 				committed = func(int64) {
 					if g.slots[host] == nil {
@@ -300,7 +302,7 @@ func groupGuard(k etcdschema.Keys, g *GroupInfo, host, instance string) (cmps []
 		for h, byN := range g.slots {
 			for n, inst := range byN {
 				if inst == instance && h != host && h != source {
-					ops = append(ops, clientv3.OpDelete(k.ServerGroupSlot(uuid, h, n)))
+					ops = append(ops, rawtxn.Delete(k.ServerGroupSlot(uuid, h, n)))
 				}
 			}
 		}
@@ -308,7 +310,7 @@ func groupGuard(k etcdschema.Keys, g *GroupInfo, host, instance string) (cmps []
 		key := k.ServerGroupAffinityHost(uuid)
 		if g.AffinityHost == "" {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
-			ops = append(ops, clientv3.OpPut(key, etcdschema.MustEncode(slot)))
+			ops = append(ops, rawtxn.Put(key, etcdschema.MustEncode(slot)))
 			committed = func(rev int64) { g.AffinityHost, g.affinityRev = host, rev }
 		} else if host == g.AffinityHost {
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", g.affinityRev))
@@ -368,10 +370,11 @@ var ErrGroupPolicy = errors.New("server group policy")
 // group's filter when the request was scheduled, but other members may
 // have been placed since. It reads the group as the scheduler does and
 // answers ErrGroupPolicy if host would now break a hard policy; otherwise
-// the guard and writes that move the member's place to host in the
+// the guard and writes (etcd's messages, as placement.ClaimOptions.GuardOps
+// takes them) that move the member's place to host in the
 // claim's own transaction (Nova's late check in the compute, made atomic
 // with the claim). A group that no longer exists needs no guard.
-func GroupRetryGuard(ctx context.Context, cli *clientv3.Client, k etcdschema.Keys, log hclog.Logger, group, host, instance string) ([]clientv3.Cmp, []clientv3.Op, error) {
+func GroupRetryGuard(ctx context.Context, cli *clientv3.Client, k etcdschema.Keys, log hclog.Logger, group, host, instance string) ([]clientv3.Cmp, []*pb.RequestOp, error) {
 	g, err := readGroup(ctx, cli, k, log, group)
 	if errors.Is(err, ErrGroupNotFound) {
 		return nil, nil, nil
@@ -401,9 +404,9 @@ func GroupRetryGuard(ctx context.Context, cli *clientv3.Client, k etcdschema.Key
 			// with it, unless someone joined meanwhile.
 			key := k.ServerGroupAffinityHost(group)
 			cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", g.affinityRev)}
-			ops := []clientv3.Op{
-				clientv3.OpPut(key, etcdschema.MustEncode(&etcdschema.ServerGroupSlot{InstanceUUID: instance, Host: host})),
-				clientv3.OpPut(k.ServerGroupMember(group, instance), etcdschema.MustEncode(
+			ops := []*pb.RequestOp{
+				rawtxn.Put(key, etcdschema.MustEncode(&etcdschema.ServerGroupSlot{InstanceUUID: instance, Host: host})),
+				rawtxn.Put(k.ServerGroupMember(group, instance), etcdschema.MustEncode(
 					&etcdschema.ServerGroupMember{InstanceUUID: instance, Host: host})),
 			}
 			return cmps, ops, nil

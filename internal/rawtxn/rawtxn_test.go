@@ -168,3 +168,42 @@ func TestRawAndClientv3AgreeOnEtcd(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildersAreClientv3s: each builder makes the message clientv3's
+// builders put on the wire for the same compare or operation.
+func TestBuildersAreClientv3s(t *testing.T) {
+	for _, key := range []string{"/berth/consumers/c1", "/k"} {
+		for _, rev := range []int64{0, 7, 1 << 40} {
+			want := &capture{}
+			if _, err := clientv3.NewKVFromKVClient(want, nil).Txn(context.Background()).If(
+				clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+				clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
+				clientv3.Compare(clientv3.ModRevision(key), "=", rev),
+				clientv3.Compare(clientv3.LeaseValue(key), "=", rev),
+			).Then(
+				clientv3.OpPut(key, "v"),
+				clientv3.OpPut(key, "v", clientv3.WithLease(clientv3.LeaseID(rev))),
+				clientv3.OpDelete(key),
+				clientv3.OpGet(key),
+				clientv3.OpGet(key, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+				clientv3.OpTxn(nil, []clientv3.Op{clientv3.OpGet(key)}, nil),
+			).Commit(); err != nil {
+				t.Fatal(err)
+			}
+			got := &pb.TxnRequest{
+				Compare: []*pb.Compare{rawtxn.Absent(key), rawtxn.Present(key), rawtxn.ModRevisionIs(key, rev), rawtxn.LeaseIs(key, rev)},
+				Success: []*pb.RequestOp{
+					rawtxn.Put(key, "v"),
+					rawtxn.PutWithLease(key, "v", rev),
+					rawtxn.Delete(key),
+					rawtxn.Get(key),
+					rawtxn.Range(&pb.RangeRequest{Key: []byte(key), RangeEnd: rawtxn.PrefixEnd(key), KeysOnly: true}),
+					rawtxn.Nested(&pb.TxnRequest{Success: []*pb.RequestOp{rawtxn.Get(key)}}),
+				},
+			}
+			if !proto.Equal(got, want.got) {
+				t.Errorf("key %q rev %d: built\n%v\nclientv3 sends\n%v", key, rev, got, want.got)
+			}
+		}
+	}
+}
