@@ -45,3 +45,34 @@ func BenchmarkProviderTickRead(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkProviderTickReadClientSide is BenchmarkProviderTickRead's
+// build and send with no server: the request goes to a pb.KVClient that
+// keeps it, so ns/op and allocs/op are the client's side alone.
+func BenchmarkProviderTickReadClientSide(b *testing.B) {
+	ctx := context.Background()
+	c := &capture{}
+	kv := rawtxn.NewKV(clientv3.NewKVFromKVClient(c, nil), c)
+	b.Run("clientv3", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			reads := []clientv3.Op{clientv3.OpGet("/svc"), clientv3.OpGet("/info/", clientv3.WithPrefix(), clientv3.WithKeysOnly())}
+			if _, err := kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision("/cell"), ">", 0),
+				clientv3.Compare(clientv3.CreateRevision("/mapping"), ">", 0)).Then(reads...).Else(reads...).Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			reads := []*pb.RequestOp{rawtxn.Get("/svc"),
+				rawtxn.Range(&pb.RangeRequest{Key: []byte("/info/"), RangeEnd: rawtxn.PrefixEnd("/info/"), KeysOnly: true})}
+			if _, err := rawtxn.Commit(ctx, kv, &pb.TxnRequest{
+				Compare: []*pb.Compare{rawtxn.Present("/cell"), rawtxn.Present("/mapping")},
+				Success: reads, Failure: reads}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
