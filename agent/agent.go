@@ -97,6 +97,11 @@ type Agent struct {
 	capacityMu   sync.Mutex
 	lastCapacity *etcdschema.HostCapacity
 
+	// seen is what this agent last read or wrote of its provider
+	// (provider_cache.go).
+	seenMu sync.Mutex
+	seen   seenProvider
+
 	// lastSync is the HostSync this agent last wrote, and unwritten how
 	// many syncs since found the same list (register.go syncInstances).
 	syncMu    sync.Mutex

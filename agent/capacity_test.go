@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/berth-project/berth/etcdschema"
@@ -12,8 +13,9 @@ import (
 // TestAgentReportsCapacityAndRecreatesItsProvider: the agent reports its
 // inventories and its instances' usage (HostCapacity) at registration and
 // at each provider sync when they changed, and a provider deleted from
-// Placement is created again at the next provider sync, so an empty
-// Placement fills up again (the scheduler's fallback waits for it).
+// Placement is created again at the first provider sync once the
+// provider refresh is due, so an empty Placement fills up again (the
+// scheduler's fallback waits for it).
 func TestAgentReportsCapacityAndRecreatesItsProvider(t *testing.T) {
 	cli, keys, p, a := startAgent(t, FakeConfig{})
 	ctx := context.Background()
@@ -53,6 +55,20 @@ func TestAgentReportsCapacityAndRecreatesItsProvider(t *testing.T) {
 	if err := p.DeleteProvider(ctx, a.ProviderUUID()); err != nil {
 		t.Fatal(err)
 	}
+	// Within providerRefresh of the registration the sync trusts what it
+	// wrote, as Nova's report client trusts its provider tree, and does
+	// not read the provider: it is not back yet.
+	if syncErr, _ := a.providerTick(ctx); syncErr != nil {
+		t.Fatal(syncErr)
+	}
+	if _, err := p.Provider(ctx, a.ProviderUUID()); !errors.Is(err, placement.ErrProviderNotFound) {
+		t.Fatalf("provider read before the refresh was due: %v, want it still missing", err)
+	}
+	// Once the refresh is due the sync reads the provider, finds it
+	// gone and creates it again.
+	a.seenMu.Lock()
+	a.seen.at = a.seen.at.Add(-providerRefresh)
+	a.seenMu.Unlock()
 	if syncErr, _ := a.providerTick(ctx); syncErr != nil {
 		t.Fatal(syncErr)
 	}

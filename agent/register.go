@@ -158,10 +158,15 @@ func (a *Agent) syncProvider(ctx context.Context) error {
 }
 
 // syncProviderWith is syncProvider with the service record already read.
+// A provider seen as wanted within providerRefresh is not read again
+// (provider_cache.go).
 func (a *Agent) syncProviderWith(ctx context.Context, svc etcdschema.Service) error {
 	inv, err := a.inventories()
 	if err != nil {
 		return err
+	}
+	if a.providerIsAsSeen(inv, svc.Disabled) {
+		return nil
 	}
 	update := func(p *etcdschema.Provider) error {
 		same := maps.Equal(p.Inventories, inv)
@@ -191,9 +196,11 @@ func (a *Agent) syncProviderWith(ctx context.Context, svc etcdschema.Service) er
 		}
 		err = a.placement.UpdateProvider(ctx, a.provider, update)
 	}
-	if errors.Is(err, errProviderUnchanged) {
+	if err == nil || errors.Is(err, errProviderUnchanged) {
+		a.sawProvider(inv, svc.Disabled)
 		return nil
 	}
+	a.sawProvider(nil, false)
 	return err
 }
 

@@ -76,9 +76,9 @@ func syncedHost(tb testing.TB, cli *clientv3.Client, instances int) *Agent {
 }
 
 // TestProviderTickRoundTrips: an idle provider sync of a mapped host
-// with instances makes three round trips to etcd (its reads, Placement's
-// read of the provider, the instance records) and writes nothing; one
-// of an unmapped host maps it.
+// with instances makes two round trips to etcd (its reads, the instance
+// records) and writes nothing; once the provider refresh is due, a third
+// (Placement's read of the provider); one of an unmapped host maps it.
 func TestProviderTickRoundTrips(t *testing.T) {
 	cli := etcdtest.Client(t)
 	a := syncedHost(t, cli, 3)
@@ -97,8 +97,18 @@ func TestProviderTickRoundTrips(t *testing.T) {
 	if syncErr, mapErr := a.providerTick(ctx); syncErr != nil || mapErr != nil {
 		t.Fatal(syncErr, mapErr)
 	}
+	if c.n != 2 {
+		t.Errorf("an idle provider sync made %d round trips to etcd, want 2", c.n)
+	}
+	a.seenMu.Lock()
+	a.seen.at = a.seen.at.Add(-providerRefresh)
+	a.seenMu.Unlock()
+	c.n = 0
+	if syncErr, mapErr := a.providerTick(ctx); syncErr != nil || mapErr != nil {
+		t.Fatal(syncErr, mapErr)
+	}
 	if c.n != 3 {
-		t.Errorf("an idle provider sync made %d round trips to etcd, want 3", c.n)
+		t.Errorf("an idle provider sync with the refresh due made %d round trips to etcd, want 3", c.n)
 	}
 	if after := rev(); after != before {
 		t.Errorf("an idle provider sync wrote (revision %d -> %d)", before, after)
