@@ -380,7 +380,7 @@ func (s *Superconductor) handOff(ctx context.Context, g leasedRequest, sels []et
 }
 
 // handOffOps are one instance's hand-off: the compares (the lease is still
-// ours, the BuildRequest unchanged, the mapping present) and the writes.
+// ours, the mapping present) and the writes.
 // One per server (W4), so they are built as etcd's messages (package
 // rawtxn), without clientv3's per-compare cloning.
 func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels []etcdschema.Selection) ([]*pb.Compare, []*pb.RequestOp, error) {
@@ -423,7 +423,11 @@ func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels [
 	}
 	ops = append(ops, workqueue.FinishRequests(g.item)...)
 	testhook.Pause(ctx, "superconductor.before-handoff", br.InstanceUUID)
-	cmps := []*pb.Compare{held, rawtxn.ModRevisionIs(g.item.Key, g.item.ModRev), rawtxn.Present(mappingKey)}
+	// No compare of the BuildRequest's mod revision: it is put once (W1)
+	// and then only deleted, by a writer holding its lease key (a
+	// hand-off, a bury: held fails) or with its mapping (a user's delete:
+	// the mapping compare fails). TestHandOffGuards.
+	cmps := []*pb.Compare{held, rawtxn.Present(mappingKey)}
 	return cmps, ops, nil
 }
 
