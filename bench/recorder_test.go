@@ -121,12 +121,19 @@ func TestRecorderFinishesOnlyOnAFinishingRecord(t *testing.T) {
 		desc     string
 		cell     string
 		status   string
+		name     string
 		metadata map[string]string
 		want     string // "" for not finished
 	}{
 		{desc: "building", cell: "cell1", status: etcdschema.StatusBuild},
 		{desc: "building, ACTIVE in its metadata", cell: "cell1", status: etcdschema.StatusBuild,
 			metadata: map[string]string{"note": "ACTIVE"}},
+		{desc: "building, a status of ERROR in its metadata", cell: "cell1", status: etcdschema.StatusBuild,
+			metadata: map[string]string{"status": "ERROR"}},
+		{desc: "building, a status of ACTIVE in its name", cell: "cell1", status: etcdschema.StatusBuild,
+			name: `x","status":"ACTIVE`},
+		{desc: "active, a status of BUILD in its metadata", cell: "cell1", status: etcdschema.StatusActive,
+			metadata: map[string]string{"status": "BUILD"}, want: "active"},
 		{desc: "active", cell: "cell1", status: etcdschema.StatusActive, want: "active"},
 		{desc: "error", cell: "cell2", status: etcdschema.StatusError, want: "failed"},
 		{desc: "buried in cell0", cell: "cell0", status: etcdschema.StatusBuild, want: "no valid host"},
@@ -134,7 +141,7 @@ func TestRecorderFinishesOnlyOnAFinishingRecord(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			r := NewRecorder(nil, k)
 			r.Expect([]string{"u1"}, time.Now(), time.Now())
-			in := &etcdschema.Instance{UUID: "u1", Status: tc.status, Cell: tc.cell, Metadata: tc.metadata}
+			in := &etcdschema.Instance{UUID: "u1", Name: tc.name, Status: tc.status, Cell: tc.cell, Metadata: tc.metadata}
 			r.mu.Lock()
 			r.applyLocked(time.Now(), &clientv3.Event{Type: clientv3.EventTypePut,
 				Kv: &mvccpb.KeyValue{Key: []byte(k.CellInstance(tc.cell, "u1")), Value: []byte(etcdschema.MustEncode(in)), ModRevision: 2}})
