@@ -79,8 +79,8 @@ func TestRecorderReadingTheMemberReportsTheSame(t *testing.T) {
 		rec  *Recorder
 	}{{"watching", watching}, {"reading the member", reading}} {
 		samples, o := r.rec.stageSamples(ids)
-		if o.Active != servers || o.Lost != 0 {
-			t.Errorf("%s: %+v, want %d active", r.name, o, servers)
+		if o.Active != servers || o.Lost != 0 || o.Reschedules != 1 {
+			t.Errorf("%s: %+v, want %d active, 1 reschedule", r.name, o, servers)
 		}
 		for _, stage := range []string{"queue", "schedule", "handoff", "build"} {
 			if n := len(samples[stage]); n != servers {
@@ -133,7 +133,7 @@ func bootForRecorder(ctx context.Context, t *testing.T, cli *clientv3.Client, k 
 		return etcdschema.MustEncode(&etcdschema.Instance{UUID: id, Status: status, TaskState: taskState, Cell: "cell1"})
 	}
 	cast := etcdschema.MustEncode(&etcdschema.Build{Op: etcdschema.OpBuild})
-	for _, id := range ids {
+	for i, id := range ids {
 		txn(clientv3.OpPut(k.BuildRequest(id), "{}"), clientv3.OpPut(k.InstanceMapping(id), "{}"),
 			clientv3.OpPut(k.All()+"quotas/p1", "{}"))
 		txn(clientv3.OpPut(k.BuildRequestLease(id), "{}"))
@@ -141,6 +141,15 @@ func bootForRecorder(ctx context.Context, t *testing.T, cli *clientv3.Client, k 
 		txn(clientv3.OpPut(k.CellInstance("cell1", id), inst(id, etcdschema.StatusBuild, etcdschema.TaskSpawning)),
 			clientv3.OpPut(k.InstanceMapping(id), "{}"), clientv3.OpPut(k.Build("h1", id), cast),
 			clientv3.OpDelete(k.BuildRequest(id)), clientv3.OpDelete(k.BuildRequestLease(id)))
+		if i == 0 {
+			// The first build fails and is rescheduled: the agent's
+			// outcome (the record back to scheduling, a retry filed, the
+			// cast deleted), then the cell conductor's cast to h2.
+			txn(clientv3.OpPut(k.CellInstance("cell1", id), inst(id, etcdschema.StatusBuild, etcdschema.TaskScheduling)),
+				clientv3.OpPut(k.Retry("cell1", id), "{}"), clientv3.OpDelete(k.Build("h1", id)))
+			txn(clientv3.OpPut(k.CellInstance("cell1", id), inst(id, etcdschema.StatusBuild, etcdschema.TaskSpawning)),
+				clientv3.OpPut(k.Build("h2", id), cast), clientv3.OpDelete(k.Retry("cell1", id)))
+		}
 		txn(clientv3.OpPut(k.CellInstance("cell1", id), inst(id, etcdschema.StatusActive, "")),
 			clientv3.OpPut(k.HostInstance("h1", id), "{}"), clientv3.OpDelete(k.Build("h1", id)))
 	}
