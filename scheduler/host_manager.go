@@ -215,7 +215,7 @@ func (hm *HostManager) viewsForProviders(uuids []string, slots []int32, views []
 			if r, ok = hm.byProvider[uuid]; !ok {
 				continue
 			}
-			hm.slots.remember(slot, uuid, r)
+			hm.slots.remember(slot, r)
 		}
 		views[i], oks[i] = hm.viewOf(r)
 	}
