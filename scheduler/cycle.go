@@ -35,7 +35,8 @@ type Cycle struct {
 	// placed maps each instance whose claim took a server group place to
 	// its host, so abort gives the places back.
 	placed map[string]string
-	// removed tallies, per filter name, the hosts it turned down.
+	// removed tallies, per filter name, the hosts it turned down (nil
+	// until one does).
 	removed map[string]*FilterCount
 	// requested is why the requested host (requested_destination) was
 	// turned down, the first time it was.
@@ -95,7 +96,9 @@ const maxSampleReasons = 3
 
 // newCycle starts the cycle of one call for spec, at its first instance.
 func newCycle(spec *RequestSpec) *Cycle {
-	c := &Cycle{Spec: spec, removed: map[string]*FilterCount{}}
+	// removed is made by the first rejection: most requests' filters
+	// reject no host.
+	c := &Cycle{Spec: spec}
 	if len(spec.InstanceUUIDs) > 0 {
 		c.Instance = spec.InstanceUUIDs[0]
 	}
@@ -112,6 +115,9 @@ func (c *Cycle) at(i int) {
 func (c *Cycle) reject(filter string, h *HostState, st Status) {
 	fc := c.removed[filter]
 	if fc == nil {
+		if c.removed == nil {
+			c.removed = map[string]*FilterCount{}
+		}
 		fc = &FilterCount{Filter: filter}
 		c.removed[filter] = fc
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/berth-project/berth/placement"
 )
@@ -43,7 +44,10 @@ func allocationRequestJSON(c placement.Candidate) string {
 		b = strconv.AppendInt(b, res[rc], 10)
 	}
 	b = append(b, `}}}}`...)
-	return string(b)
+	// b is written no more: the string shares its bytes, as
+	// strings.Builder's does, instead of copying them (a request makes
+	// max_attempts of these per instance).
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 func marshalAllocationRequest(c placement.Candidate) string {
