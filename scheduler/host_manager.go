@@ -215,7 +215,7 @@ func (hm *HostManager) viewsForProviders(uuids []string, slots []int32, views []
 			if r, ok = hm.byProvider[uuid]; !ok {
 				continue
 			}
-			hm.slots.remember(slot, r)
+			hm.slots.remember(slot, uuid, r)
 		}
 		views[i], oks[i] = hm.viewOf(r)
 	}

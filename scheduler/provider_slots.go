@@ -16,20 +16,16 @@ import (
 //
 // A slot is a hint, never trusted alone: placement reuses a slot once its
 // provider is gone, and another index (a restarted one) numbers providers
-// afresh. An entry is the record itself, used only when its service's
-// provider is the candidate's root (the same string as a rule: placement's
-// decoder keeps a provider's uuid string from update to update, and Go
-// compares strings that share their bytes without reading them). Every
-// entry was byProvider's answer for its uuid when a request stored it
-// under the read lock, and the table is emptied under the write lock
-// whenever a uuid stops leading to the record it led to (a service
-// deleted or moved to another provider, a list replacing every record):
-// so an entry found is byProvider's answer now. A provider new to
-// byProvider changes no entry's answer: hosts registering keep the table.
-// The record is stored directly, not in an entry of its own with the
-// uuid: that entry was an allocation per slot and one more cache miss per
-// candidate, and the service the check reads is one the filters read
-// anyway.
+// afresh. An entry is used only when its uuid equals the candidate's
+// root (the same string as a rule: placement's decoder keeps a provider's
+// uuid string from update to update, and Go compares strings that share
+// their bytes without reading them). Every entry was byProvider's answer
+// for its uuid when a request stored it under the read lock, and the
+// table is emptied under the write lock whenever a uuid stops leading to
+// the record it led to (a service deleted or moved to another provider, a
+// list replacing every record): so an entry found is byProvider's answer
+// now. A provider new to byProvider changes no entry's answer: hosts
+// registering keep the table.
 
 const (
 	slotChunkBits = 10
@@ -46,11 +42,17 @@ type providerSlots struct {
 	dir  atomic.Pointer[[]*slotChunk]
 }
 
-type slotChunk [slotChunkSize]atomic.Pointer[hostRecord]
+type slotChunk [slotChunkSize]atomic.Pointer[slotEntry]
+
+// slotEntry is what one slot led to: record rec, whose compute node is
+// provider root.
+type slotEntry struct {
+	root string
+	rec  *hostRecord
+}
 
 // lookup is the record remembered for slot (Candidate.RootSlot, 1-based)
-// if it is root's; nil otherwise. The caller holds the host manager's
-// read lock (the record's service is read).
+// if it is root's; nil otherwise.
 func (t *providerSlots) lookup(slot int32, root string) *hostRecord {
 	if slot <= 0 {
 		return nil
@@ -60,16 +62,16 @@ func (t *providerSlots) lookup(slot int32, root string) *hostRecord {
 	if d == nil || i>>slotChunkBits >= len(*d) {
 		return nil
 	}
-	r := (*d)[i>>slotChunkBits][i&(slotChunkSize-1)].Load()
-	if r == nil || r.service == nil || r.service.ProviderUUID != root {
+	e := (*d)[i>>slotChunkBits][i&(slotChunkSize-1)].Load()
+	if e == nil || e.root != root {
 		return nil
 	}
-	return r
+	return e.rec
 }
 
-// remember stores that slot leads to rec, byProvider's record for the
-// slot's root; the caller holds the host manager's lock (read or write).
-func (t *providerSlots) remember(slot int32, rec *hostRecord) {
+// remember stores that slot leads to rec, provider root's record; the
+// caller holds the host manager's lock (read or write).
+func (t *providerSlots) remember(slot int32, root string, rec *hostRecord) {
 	if slot <= 0 {
 		return
 	}
@@ -78,7 +80,7 @@ func (t *providerSlots) remember(slot int32, rec *hostRecord) {
 	if d == nil || i>>slotChunkBits >= len(*d) {
 		d = t.grown(i >> slotChunkBits)
 	}
-	(*d)[i>>slotChunkBits][i&(slotChunkSize-1)].Store(rec)
+	(*d)[i>>slotChunkBits][i&(slotChunkSize-1)].Store(&slotEntry{root: root, rec: rec})
 }
 
 // grown returns a directory with chunk c, making it if no one has.
