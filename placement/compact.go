@@ -150,7 +150,7 @@ func (st *indexState) compact(areqs []*areq, buf *CompactBuffers) []Candidate {
 	var lastMap map[string]int64
 	for i, a := range areqs {
 		root := st.slots[a.anchor]
-		out[i] = Candidate{Root: root.p.UUID, RootSlot: st.indexSlot(a.anchor) + 1, RootSummary: st.summaryOf(root)}
+		out[i] = Candidate{Root: root.uuid, RootSlot: st.indexSlot(a.anchor) + 1, RootSummary: st.summaryOf(root)}
 		if single, ok := singleProviderRes(a.res); ok {
 			if lastMap == nil || !sameAmounts(lastRes, a.res) {
 				lastRes, lastMap = a.res, make(map[string]int64, len(a.res))
@@ -159,14 +159,14 @@ func (st *indexState) compact(areqs []*areq, buf *CompactBuffers) []Candidate {
 				}
 			}
 			at := len(backing)
-			backing = append(backing, CandidatePart{Provider: st.slots[single].p.UUID, Resources: lastMap})
+			backing = append(backing, CandidatePart{Provider: st.slots[single].uuid, Resources: lastMap})
 			out[i].Parts = backing[at : at+1 : at+1]
 			continue
 		}
 		// Several providers: one part per provider, in first-use order.
 		var parts []CandidatePart
 		for _, r := range a.res {
-			uuid := st.slots[r.slot].p.UUID
+			uuid := st.slots[r.slot].uuid
 			k := -1
 			for j := range parts {
 				if parts[j].Provider == uuid {

@@ -294,6 +294,12 @@ func (c *classCol) fits(slot int32, a int64) bool {
 type rpEntry struct {
 	slot int32
 	p    *etcdschema.Provider // never mutated once indexed
+	// uuid is p.UUID, kept here: the compact candidates name every
+	// candidate's root and provider, and reading the uuid from p cost a
+	// cache miss per candidate (the entry's line is one the search has
+	// just read). Set when the entry is made: a provider's uuid is its
+	// key.
+	uuid string
 	// isRoot is p's RootProviderUUID == UUID and hasParent its
 	// ParentProviderUUID != "", kept with p: every candidate search asks
 	// them of every provider that fits, and reading them from p there
@@ -489,7 +495,7 @@ func (st *indexState) putProvider(p *etcdschema.Provider, modRev int64) {
 	if ok {
 		st.unlink(e)
 	} else {
-		e = &rpEntry{}
+		e = &rpEntry{uuid: p.UUID}
 		if n := len(st.free); n > 0 {
 			e.slot = st.free[n-1]
 			st.free = st.free[:n-1]
