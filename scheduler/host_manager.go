@@ -21,6 +21,8 @@ type hostRecord struct {
 	// name is the host's name, the hosts map's key: its instances' info
 	// shares it.
 	name string
+	// nameHash is hostNameHash(name), the weighing's tie key input.
+	nameHash uint64
 	// ready is what a request's view reads of the record besides name,
 	// service and instances, kept current by refreshLocked (host_view.go).
 	// name, ready, service, instances and cell are all a request's
@@ -348,7 +350,7 @@ func (hm *HostManager) record(host string) *hostRecord {
 		// host's first instance replaced one.
 		// host is a substring of an etcd key: a copy does not keep the
 		// whole key alive.
-		r = &hostRecord{name: strings.Clone(host)}
+		r = &hostRecord{name: strings.Clone(host), nameHash: hostNameHash(host)}
 		hm.hosts[r.name] = r
 	}
 	return r

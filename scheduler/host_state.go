@@ -48,6 +48,10 @@ type HostState struct {
 	std   [3]placement.ResourceSummary
 	stdOK bool
 
+	// nameHash is hostNameHash(Host), from the host record (0: not
+	// known, worked out when needed).
+	nameHash uint64
+
 	// trusted is the host manager's "instance cache is current" for the
 	// host, taken with the rest of the view when hostStates built this
 	// state (viewed says it was), so fillUntrustedInstances need not look

@@ -17,7 +17,9 @@ import "github.com/berth-project/berth/etcdschema"
 // hostView is a consistent copy of one host's record for a request.
 type hostView struct {
 	Host string
-	Cell string
+	// NameHash is hostNameHash(Host), worked out once per record.
+	NameHash uint64
+	Cell     string
 	// Service is the host's record, shared read-only: a change replaces
 	// the record, never writes into it, and a copy per candidate per
 	// request was a third of the candidate join.
@@ -63,7 +65,7 @@ func (hm *HostManager) viewOf(r *hostRecord) (hostView, bool) {
 		cell = r.service.Cell
 	}
 	f := &r.ready
-	return hostView{Host: r.name, Cell: cell, Service: r.service, Up: f.up, Updated: f.updated,
+	return hostView{Host: r.name, NameHash: r.nameHash, Cell: cell, Service: r.service, Up: f.up, Updated: f.updated,
 		Instances: r.instances, NumInstances: int(f.numInstances), FailedBuilds: int(f.failedBuilds),
 		IOOps: int(f.ioOps)}, true
 }

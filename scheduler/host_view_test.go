@@ -73,6 +73,9 @@ func TestReadyViewFollowsChanges(t *testing.T) {
 			if oks[0] {
 				got = want{known: true, cell: v.Cell, up: v.Up, updated: v.Updated, instances: v.NumInstances,
 					ioOps: v.IOOps, failedBuilds: v.FailedBuilds}
+				if v.NameHash != hostNameHash("h") {
+					t.Fatalf("%s: name hash %d, want hostNameHash's %d", st.desc, v.NameHash, hostNameHash("h"))
+				}
 				if len(v.Instances) != v.NumInstances {
 					t.Fatalf("%s: %d instances counted, %d in the map", st.desc, v.NumInstances, len(v.Instances))
 				}

@@ -86,7 +86,8 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 			NumIOOps:     v.IOOps, Aggregates: hostAggs,
 			AvailabilityZone: hostAvailabilityZone(hostAggs, s.cfg.DefaultAvailabilityZone),
 			std:              std, stdOK: stdOK,
-			viewed: true, trusted: v.Updated,
+			nameHash: v.NameHash,
+			viewed:   true, trusted: v.Updated,
 		}
 		order = append(order, hs)
 	}

@@ -107,7 +107,11 @@ func weighRanking(ws []weigherWithMultiplier, hosts []*HostState, c *Cycle, k in
 	for i, h := range hosts {
 		out[i] = weighed{host: h, order: i} // whole: buf's array is reused
 		if tieSeed != 0 {
-			out[i].tie = tieKey(tieSeed, h.Host)
+			nh := h.nameHash
+			if nh == 0 { // a state not made by the join
+				nh = hostNameHash(h.Host)
+			}
+			out[i].tie = tieKey(tieSeed, nh)
 		}
 	}
 	if len(hosts) < 2 {
@@ -232,11 +236,19 @@ func tieSeedOf(id string) uint64 {
 	return rendezvous.Mix(rendezvous.Add(rendezvous.Offset, id)) | 1
 }
 
-// tieKey is host's rank among equals for seed (higher first):
-// independent for each seed. The seed is folded once per instance, not
-// once per host of a 10,000-host pick.
-func tieKey(seed uint64, host string) uint64 {
-	return rendezvous.Mix(rendezvous.Add(seed, host))
+// hostNameHash is a host's half of its tie keys: its name hashed, which
+// the host manager does once per host record (hostRecord.nameHash), not
+// once per candidate of every pick (the name's bytes were a cache miss
+// apiece, and the hash a chain of multiplications).
+func hostNameHash(host string) uint64 {
+	return rendezvous.Add(rendezvous.Offset, host)
+}
+
+// tieKey is the rank among equals, for seed, of the host whose name
+// hashes to nameHash (higher first): independent for each seed (the
+// seed and the name's hash are mixed whole).
+func tieKey(seed, nameHash uint64) uint64 {
+	return rendezvous.Mix(seed ^ nameHash)
 }
 
 // ranking is weighed hosts best first, sorted only as far as looked at:

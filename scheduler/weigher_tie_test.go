@@ -21,7 +21,7 @@ func hostsNamed(freeRAM map[string]int64, names ...string) []*HostState {
 func byTieKey(seed uint64, names ...string) []string {
 	out := slices.Clone(names)
 	slices.SortFunc(out, func(a, b string) int {
-		ka, kb := tieKey(seed, a), tieKey(seed, b)
+		ka, kb := tieKey(seed, hostNameHash(a)), tieKey(seed, hostNameHash(b))
 		switch {
 		case ka > kb:
 			return -1
