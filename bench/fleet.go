@@ -10,7 +10,10 @@
 // in this process, the schedulers as child processes (procs.go, each
 // optionally in a CPU cgroup of its own: cgroup.go), or an existing
 // Berth. The simulated hosts may run in child processes too
-// (fleet_procs.go, -fleet-procs), so that the tool's process is Berth's.
+// (fleet_procs.go, -fleet-procs; -fleet-cpuprofile profiles them), so
+// that the tool's process is Berth's. Their periodic work (liveness
+// beats, provider and instance syncs) is a schedule per task worked by a
+// pool of workers (periodic.go, periodic_pool.go), not a ticker per host.
 // With a profile of the measured phase the report takes the tool's own
 // roles out of the process CPU (profile_roles.go). cmd/berth only parses
 // the flags and prints the Result.

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/berth-project/berth/internal/rolelabel"
 )
 
 // The hosts' periodic work, as a real agent's tickers would do it: each
@@ -16,8 +14,8 @@ import (
 // is spread evenly over the period as a fleet of agents started at random
 // moments spreads it. One dispatcher per task walks this schedule lap by
 // lap (sorted by construction; see dispatch for a lap that runs long) and
-// hands due slots to a pool of workers: no goroutine, timer or watch per
-// host. The schedule starts with the fleet, before the hosts register, so
+// hands due slots to a pool of workers (periodic_pool.go): no goroutine,
+// timer or watch per host. The schedule starts with the fleet, before the hosts register, so
 // the rates are a steady fleet's from the first host on rather than
 // nothing for a period and then a burst (a host's first slot may come
 // soon after its registration: a renewal or sync early, which only a
@@ -129,22 +127,13 @@ func (f *Fleet) startPeriodic(ctx, work context.Context) {
 		if t.kind == taskRenew {
 			workers = max(workers, renewWorkers(len(f.hosts), t.every))
 		}
-		jobs := make(chan periodicJob, workers)
-		for w := 0; w < workers; w++ {
-			f.bgWG.Add(1)
-			// The hosts' liveness and syncs, profiled apart from their builds.
-			rolelabel.Go(ctx, "agent fleet background", func(context.Context) {
-				defer f.bgWG.Done()
-				for j := range jobs {
-					f.runJob(work, j)
-				}
-			})
-		}
+		// The hosts' liveness and syncs, profiled apart from their builds.
+		pool := newTaskPool(ctx, workers, func(j periodicJob) { f.runJob(work, j) }, &f.bgWG)
 		f.bgWG.Add(1)
 		go func() {
 			defer f.bgWG.Done()
-			defer close(jobs) // the task's workers end once they drained it
-			f.dispatch(ctx, t, jobs)
+			defer pool.close() // the task's workers end once their runs are done
+			f.dispatch(ctx, t, pool)
 		}()
 	}
 }
@@ -194,7 +183,7 @@ func (f *Fleet) runJob(work context.Context, j periodicJob) {
 // moment it ended, not from its nominal start: the missed beats are not
 // made up in a burst (an agent's time.Ticker drops the ticks of a slow
 // receiver), so no host runs t twice within a period.
-func (f *Fleet) dispatch(ctx context.Context, t *periodicTask, jobs chan<- periodicJob) {
+func (f *Fleet) dispatch(ctx context.Context, t *periodicTask, pool *taskPool) {
 	n := int64(len(f.hosts))
 	every := int64(t.every)
 	lap := time.Now()
@@ -225,9 +214,7 @@ func (f *Fleet) dispatch(ctx context.Context, t *periodicTask, jobs chan<- perio
 			t.overlapped.Add(1)
 			continue
 		}
-		select {
-		case jobs <- periodicJob{t: t, h: h, due: due}:
-		case <-ctx.Done():
+		if !pool.submit(ctx, periodicJob{t: t, h: h, due: due}) {
 			h.busy[t.kind].Store(false)
 			return
 		}
