@@ -42,6 +42,32 @@ type Candidate struct {
 	Parts []CandidatePart
 }
 
+// standardCols are the index's VCPU, MEMORY_MB and DISK_GB columns (nil
+// for a class no provider has).
+type standardCols [3]*classCol
+
+func (st *indexState) standardCols() standardCols {
+	var out standardCols
+	for i, rc := range [3]string{VCPU, MemoryMB, DiskGB} {
+		if id, ok := st.classIDs[rc]; ok {
+			out[i] = st.cols[id]
+		}
+	}
+	return out
+}
+
+// of is slot's capacity and usage of the three classes as its summary
+// has them (summaryOf): zero for a class it has no inventory of.
+func (c standardCols) of(slot int32) [3]ResourceSummary {
+	var out [3]ResourceSummary
+	for i, col := range c {
+		if col != nil && col.capacity[slot] >= 0 {
+			out[i] = ResourceSummary{Capacity: col.capacity[slot], Used: col.used[slot]}
+		}
+	}
+	return out
+}
+
 // AllocationRequest renders c as the contract's allocation request (no
 // mappings: nothing in-process reads them). Its resources maps are shared
 // with the answer: read-only.
@@ -106,6 +132,22 @@ func (s *Service) CompactCandidates(ctx context.Context, q CandidateQuery) ([]Ca
 type CompactBuffers struct {
 	cands []Candidate
 	parts []CandidatePart
+	// std is each candidate's root's standard classes (RootStandard).
+	std [][3]ResourceSummary
+}
+
+// RootStandard is cands[i].RootSummary.Standard(), the root's VCPU,
+// MEMORY_MB and DISK_GB, as the search read them from the index's class
+// columns when it built cands in b: a scheduler weighs every candidate on
+// these, and reading them from the summary was a cache miss per candidate
+// (a claim on a provider makes its summary anew). false when cands is not
+// b's last answer (read the summary). Kept beside the answer rather than
+// in Candidate, whose size every copy of a candidate pays.
+func (b *CompactBuffers) RootStandard(cands []Candidate, i int) ([3]ResourceSummary, bool) {
+	if b == nil || len(cands) == 0 || len(b.std) != len(cands) || len(b.cands) == 0 || &b.cands[0] != &cands[0] || i >= len(cands) {
+		return [3]ResourceSummary{}, false
+	}
+	return b.std[i], true
 }
 
 // CompactCandidatesInto is CompactCandidates building its answer in buf
@@ -138,10 +180,15 @@ func (st *indexState) compact(areqs []*areq, buf *CompactBuffers) []Candidate {
 			buf.parts = make([]CandidatePart, 0, len(areqs))
 		}
 		out, backing = buf.cands[:len(areqs)], buf.parts[:0]
+		buf.std = buf.std[:0]
 	} else {
 		out, backing = make([]Candidate, len(areqs)), make([]CandidatePart, 0, len(areqs))
 	}
 	names := st.classNames()
+	var std standardCols
+	if buf != nil {
+		std = st.standardCols()
+	}
 	// The usual request takes everything from one provider: its part is a
 	// one-element window of one backing array (never grown past its
 	// capacity, len(areqs), so the windows stay in it), and requests
@@ -151,6 +198,9 @@ func (st *indexState) compact(areqs []*areq, buf *CompactBuffers) []Candidate {
 	for i, a := range areqs {
 		root := st.slots[a.anchor]
 		out[i] = Candidate{Root: root.uuid, RootSlot: st.indexSlot(a.anchor) + 1, RootSummary: st.summaryOf(root)}
+		if buf != nil {
+			buf.std = append(buf.std, std.of(a.anchor))
+		}
 		if single, ok := singleProviderRes(a.res); ok {
 			if lastMap == nil || !sameAmounts(lastRes, a.res) {
 				lastRes, lastMap = a.res, make(map[string]int64, len(a.res))

@@ -32,6 +32,16 @@ func checkCompact(t *testing.T, s *Service, q CandidateQuery, want *Candidates) 
 		if len(into) != len(got) || len(got) > 0 && !reflect.DeepEqual(into, got) {
 			t.Fatalf("compact into lent buffers (round %d):\n%+v\nfresh:\n%+v", round, into, got)
 		}
+		for i, c := range into {
+			std, ok := buf.RootStandard(into, i)
+			sum := want.ProviderSummaries[c.Root]
+			if wantStd := [3]ResourceSummary{sum.Resources[VCPU], sum.Resources[MemoryMB], sum.Resources[DiskGB]}; !ok || std != wantStd {
+				t.Errorf("compact %d: root's standard classes %+v (%v), rendered %+v", i, std, ok, wantStd)
+			}
+		}
+		if _, ok := buf.RootStandard(got, 0); ok && len(got) > 0 {
+			t.Errorf("standard classes for an answer not in the buffers")
+		}
 	}
 	for i, c := range got {
 		if ar := c.AllocationRequest(); !reflect.DeepEqual(ar.Allocations, want.AllocationRequests[i].Allocations) {

@@ -106,7 +106,7 @@ func (s *Scheduler) joinedVerdict(h *HostState, c *Cycle, unweighed bool) hostVe
 	}
 	rcs := sortedKeys(c.requestedRes)
 	for _, rc := range rcs {
-		r, ok := h.Resources[rc]
+		r, ok := h.resourceMap()[rc]
 		if !ok {
 			continue // from a child or a sharing provider: placement's to judge
 		}

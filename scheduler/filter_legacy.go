@@ -22,7 +22,7 @@ type legacyFilter interface {
 // total times ratio, since it is what the claim is checked against.
 func legacyFits(h *HostState, c *Cycle, rc, limitKey string) Status {
 	want := c.requestedAmount(rc)
-	r, ok := h.Resources[rc]
+	r, ok := h.resourceMap()[rc]
 	if want == 0 || !ok || r.Capacity == 0 {
 		return pass
 	}

@@ -20,7 +20,9 @@ type HostState struct {
 	Up      bool
 	// Instances on the host, as reported by its agent.
 	Instances map[string]*etcdschema.InstanceInfo
-	// Resources is capacity and usage per class of the root provider.
+	// Resources is capacity and usage per class of the root provider;
+	// read it through resourceMap (a joined state leaves it nil and keeps
+	// placement's summary instead, until consume replaces it).
 	Resources map[string]placement.ResourceSummary
 	// Candidates are the allocation requests placement offered, in its
 	// order, in placement's compact in-process form.
@@ -41,12 +43,18 @@ type HostState struct {
 	// filter set one.
 	Limits map[string]int64
 
-	// std is Resources' VCPU, MEMORY_MB and DISK_GB when stdOK: copied
-	// from placement's summary (ProviderSummary.Standard) at the join,
-	// so the resource weighers read the host state, not a map per class
-	// per host. A state whose Resources came from elsewhere has none.
+	// std is the root's VCPU, MEMORY_MB and DISK_GB when stdOK: set at
+	// the join from placement's search (CompactBuffers.RootStandard, else
+	// ProviderSummary.Standard), so the resource weighers read the host
+	// state, not a map per class per host. A state whose Resources came
+	// from elsewhere has none.
 	std   [3]placement.ResourceSummary
 	stdOK bool
+	// summary is placement's summary of the root, whose Resources stand
+	// for Resources while that is nil: the join takes the pointer
+	// without reading the summary (a cache miss per candidate), since
+	// std is all most requests read.
+	summary *placement.ProviderSummary
 
 	// nameHash is hostNameHash(Host), from the host record (0: not
 	// known, worked out when needed).
@@ -87,15 +95,24 @@ func (h *HostState) resource(rc string) placement.ResourceSummary {
 			return h.std[2]
 		}
 	}
-	return h.Resources[rc]
+	return h.resourceMap()[rc]
+}
+
+// resourceMap is Resources, or the summary's when a join left it nil.
+func (h *HostState) resourceMap() map[string]placement.ResourceSummary {
+	if h.Resources == nil && h.summary != nil {
+		return h.summary.Resources
+	}
+	return h.Resources
 }
 
 // consume takes a claimed allocation request away from the host's free
 // resources so the next pick in the same request sees it.
 func (h *HostState) consume(c placement.Candidate) {
 	if amounts := c.Amounts(h.ProviderUUID); amounts != nil {
-		next := make(map[string]placement.ResourceSummary, len(h.Resources))
-		for rc, r := range h.Resources {
+		cur := h.resourceMap()
+		next := make(map[string]placement.ResourceSummary, len(cur))
+		for rc, r := range cur {
 			next[rc] = r
 		}
 		for rc, amount := range amounts {

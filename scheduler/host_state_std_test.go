@@ -43,7 +43,7 @@ func TestJoinedStandardResourcesMatchResources(t *testing.T) {
 			t.Fatalf("%s %s: no standard classes from placement's summary", when, h.Host)
 		}
 		for _, rc := range []string{placement.VCPU, placement.MemoryMB, placement.DiskGB, "CUSTOM_X"} {
-			r := h.Resources[rc]
+			r := h.resourceMap()[rc]
 			if got, want := h.Free(rc), r.Capacity-r.Used; got != want {
 				t.Errorf("%s %s: Free(%s) = %d, Resources say %d", when, h.Host, rc, got, want)
 			}

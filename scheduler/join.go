@@ -39,8 +39,12 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 	}
 	backing := resize(sc.backing, len(cands)) // each slot a root's candidate reads is written below
 	fill := grow(sc.fill, len(roots))
+	firstIdx := resize(sc.firstIdx, len(roots)) // each root's first candidate's place in cands, written below
 	for i, c := range cands {
 		if j := rootIdx[i]; j >= 0 {
+			if fill[j] == 0 {
+				firstIdx[j] = i
+			}
 			backing[perRoot[j]+fill[j]] = c
 			fill[j]++
 		}
@@ -49,7 +53,7 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 	order := sc.order[:0]
 	defer func() {
 		sc.rootIdx, sc.roots, sc.rootSlots, sc.views, sc.oks, sc.perRoot = rootIdx, roots, rootSlots, views, oks, perRoot
-		sc.backing, sc.fill, sc.states, sc.order = backing, fill, all, order
+		sc.backing, sc.fill, sc.firstIdx, sc.states, sc.order = backing, fill, firstIdx, all, order
 	}()
 	for j, root := range roots {
 		v := &views[j]
@@ -68,11 +72,12 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 			continue
 		}
 		first := backing[perRoot[j]]
-		var res map[string]placement.ResourceSummary
-		var std [3]placement.ResourceSummary
-		stdOK := false
-		if first.RootSummary != nil {
-			res = first.RootSummary.Resources
+		// The summary's standard classes as the search read them, when it
+		// built cands in the scratch: the summary itself is not read (a
+		// cache miss per candidate); HostState.resourceMap reads it if a
+		// filter or weigher wants another class.
+		std, stdOK := sc.compact.RootStandard(cands, firstIdx[j])
+		if !stdOK && first.RootSummary != nil {
 			std, stdOK = first.RootSummary.Standard()
 		}
 		hostAggs := aggs.byHost[v.Host]
@@ -81,7 +86,7 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 			Host: v.Host, Cell: v.Cell, ProviderUUID: root, Service: v.Service, Up: v.Up,
 			Instances: v.Instances, NumInstances: v.NumInstances,
 			FailedBuilds: v.FailedBuilds,
-			Resources:    res,
+			summary:      first.RootSummary,
 			Candidates:   backing[perRoot[j]:perRoot[j+1]:perRoot[j+1]],
 			NumIOOps:     v.IOOps, Aggregates: hostAggs,
 			AvailabilityZone: hostAvailabilityZone(hostAggs, s.cfg.DefaultAvailabilityZone),

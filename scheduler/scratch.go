@@ -26,6 +26,7 @@ type joinScratch struct {
 	oks       []bool
 	perRoot   []int
 	fill      []int
+	firstIdx  []int
 	backing   []placement.Candidate
 	states    []HostState
 	order     []*HostState
