@@ -34,3 +34,32 @@ func DecodeInstanceInfoSharing(key string, data []byte, host string, names Strin
 	}
 	return v, checkVersion(key, v)
 }
+
+// DecodeHostSyncSharing is Decode for a HostSync at key whose uuids are
+// uuid's strings for them and whose flavor ids are flavors' (either may
+// be nil): a scheduler compares every host's sync with the instances it
+// holds (100,000 syncs of ten uuids each at a cold start of 100,000
+// hosts), so the uuids it holds already need no copy, and the flavors
+// it keeps by uuid share the strings of those it holds. uuid must not
+// keep its bytes. The value is Decode's, field for field.
+func DecodeHostSyncSharing(key string, data []byte, uuid func(b []byte) string, flavors StringSharer) (*HostSync, error) {
+	h := &HostSync{}
+	if !h.decodeFastSharing(data, uuid, flavors) {
+		*h = HostSync{}
+		if err := json.Unmarshal(data, h); err != nil {
+			return h, fmt.Errorf("decode %s: %w", key, err)
+		}
+		share := func(ss []string, str func(b []byte) string) {
+			for i, s := range ss {
+				ss[i] = str([]byte(s))
+			}
+		}
+		if uuid != nil {
+			share(h.UUIDs, uuid)
+		}
+		if flavors != nil {
+			share(h.FlavorIDs, flavors.Share)
+		}
+	}
+	return h, checkVersion(key, h)
+}

@@ -85,4 +85,49 @@ func BenchmarkDecodeInstanceInfoSharing(b *testing.B) {
 	}
 }
 
+// syncSharingMatchesDecode: DecodeHostSyncSharing gives Decode's value
+// and success for data, with sharers and without.
+func syncSharingMatchesDecode(t *testing.T, data []byte) {
+	t.Helper()
+	var want HostSync
+	wantErr := Decode("k", data, &want)
+	for _, share := range []bool{false, true} {
+		var uuid func([]byte) string
+		var flavors StringSharer
+		if share {
+			uuid, flavors = tableSharer{}.Share, tableSharer{}
+		}
+		got, err := DecodeHostSyncSharing("k", data, uuid, flavors)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("%q sharing %v: error %v, Decode's %v", data, share, err, wantErr)
+		}
+		if err == nil && !reflect.DeepEqual(*got, want) {
+			t.Fatalf("%q sharing %v:\nsharing %+v\nDecode  %+v", data, share, *got, want)
+		}
+	}
+}
+
+// TestDecodeHostSyncSharingShares: a sync's uuids are the caller's
+// strings and its flavor ids the sharer's, on the fast path and on
+// encoding/json's (an escape in the host name sends it there).
+func TestDecodeHostSyncSharingShares(t *testing.T) {
+	for _, host := range []string{"compute-000001", "compute-\u0030"} {
+		held := tableSharer{"u1": "u1", "u2": "u2"}
+		flavors := tableSharer{"2": "2"}
+		data := []byte(`{"version":1,"host":"` + host + `","uuids":["u1","u2"],"flavor_ids":["2","2"],"at":"2026-01-02T03:04:05Z"}`)
+		hs, err := DecodeHostSyncSharing("k", data, held.Share, flavors)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hs.UUIDs) != 2 || len(hs.FlavorIDs) != 2 {
+			t.Fatalf("%s: decoded %+v", host, hs)
+		}
+		for i, u := range hs.UUIDs {
+			if unsafeData(u) != unsafeData(held[u]) || unsafeData(hs.FlavorIDs[i]) != unsafeData(flavors["2"]) {
+				t.Errorf("%s: uuid %s or its flavor is a copy, not the caller's string", host, u)
+			}
+		}
+	}
+}
+
 func unsafeData(s string) *byte { return unsafe.StringData(s) }

@@ -59,9 +59,17 @@ func (s *Service) decodeFast(data []byte) bool {
 	return true
 }
 
-func (h *HostSync) decodeFast(data []byte) bool {
+func (h *HostSync) decodeFast(data []byte) bool { return h.decodeFastSharing(data, nil, nil) }
+
+// decodeFastSharing is decodeFast taking each uuid from uuid and each
+// flavor id from flavors (either nil: a copy of its own).
+func (h *HostSync) decodeFastSharing(data []byte, uuid func(b []byte) string, flavors StringSharer) bool {
 	if h.UUIDs != nil || h.FlavorIDs != nil {
 		return false // encoding/json would reuse its arrays
+	}
+	var flavor func(b []byte) string
+	if flavors != nil {
+		flavor = flavors.Share
 	}
 	q := *h
 	r := jsonReader{data: data}
@@ -75,13 +83,13 @@ func (h *HostSync) decodeFast(data []byte) bool {
 			q.Host, ok = r.string()
 			bit = 2
 		case "uuids":
-			q.UUIDs, ok = r.strings()
+			q.UUIDs, ok = r.stringsFrom(uuid)
 			bit = 4
 		case "at":
 			q.At, ok = r.time()
 			bit = 8
 		case "flavor_ids":
-			q.FlavorIDs, ok = r.strings()
+			q.FlavorIDs, ok = r.stringsFrom(flavor)
 			bit = 16
 		}
 		return

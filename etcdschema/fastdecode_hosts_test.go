@@ -72,6 +72,7 @@ func TestHostRecordsFastDecodeMatchesEncodingJSON(t *testing.T) {
 		decodeBoth(t, in, HostSync{Host: "old"})
 		decodeBoth(t, in, HostSync{UUIDs: []string{"x", "y", "z"}})
 		decodeBoth(t, in, HostSync{FlavorIDs: []string{"x"}})
+		syncSharingMatchesDecode(t, in)
 	}
 	t.Logf("%d of %d values took the fast path", fast, len(svcs)+len(syncs)+len(maps))
 	if fast < 2000 {

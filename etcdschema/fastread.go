@@ -102,27 +102,38 @@ func (r *jsonReader) object(member func(name []byte) bool) bool {
 
 // strings reads an array of strings. An empty array gives an empty,
 // non-nil slice, as encoding/json does; null a nil one.
-func (r *jsonReader) strings() ([]string, bool) {
+func (r *jsonReader) strings() ([]string, bool) { return r.stringsFrom(nil) }
+
+// stringsFrom is strings taking each element from str (nil: a copy of
+// its bytes), which must not keep the bytes.
+func (r *jsonReader) stringsFrom(str func(b []byte) string) ([]string, bool) {
+	if str == nil {
+		str = func(b []byte) string { return string(b) }
+	}
 	if r.null() {
 		return nil, true
 	}
 	if !r.next('[') {
 		return nil, false
 	}
-	out := []string{}
 	if r.next(']') {
-		return out, true
+		return []string{}, true
 	}
+	// Gathered on the stack and copied once into a slice of their
+	// number: a host's sync lists its instances (ten or so), and growing
+	// the slice by appends left four smaller ones to the GC per sync.
+	var buf [16]string
+	out := buf[:0]
 	for {
 		s, ok := r.str()
 		if !ok {
 			return nil, false
 		}
-		out = append(out, string(s))
+		out = append(out, str(s))
 		if r.next(',') {
 			continue
 		}
-		return out, r.next(']')
+		return append(make([]string, 0, len(out)), out...), r.next(']')
 	}
 }
 

@@ -55,6 +55,7 @@ func FuzzFastDecode(f *testing.F) {
 		decodeAsJSON(t, data, InstanceInfo{})
 		decodeAsJSON(t, data, InstanceInfo{UUID: "old", State: "old", UpdatedAt: old})
 		sharingMatchesDecode(t, data)
+		syncSharingMatchesDecode(t, data)
 
 		decodeAsJSON(t, data, Build{})
 		decodeBoth(t, data, Build{})

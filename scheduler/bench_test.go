@@ -646,6 +646,9 @@ func startLoadProfile(b testing.TB) func() {
 			cpuf.Close()
 		}
 		if path := os.Getenv("BERTH_BENCH_MEMPROFILE"); path != "" {
+			// The allocs profile counts what was allocated up to the
+			// last collection: one now takes in the load's tail.
+			runtime.GC()
 			writeAllocs(path)
 		}
 	}

@@ -69,6 +69,7 @@ func toInformerEvents(h hostsHandler, resp []followEvent, rev *int64) []informer
 		if fe.value == nil {
 			ev.Deleted = true
 		} else {
+			ev.Value = fe.value // as a watch's events carry it
 			ev.Decoded, ev.DecodeErr = h.Decode(ev.Key, fe.value)
 		}
 		evs = append(evs, ev)

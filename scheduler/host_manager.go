@@ -88,9 +88,10 @@ type HostManager struct {
 	// follows every host's mapping as hosts register.
 	mapsPrefix string
 
-	// names holds the flavor names and ids instance info repeats
-	// (shared_strings.go); the decoder shares them, on any goroutine.
-	names internTable
+	// names holds the flavor names and ids instance info and syncs
+	// repeat (shared_strings.go); the decoder shares them, on any
+	// goroutine, and so does the state a list builds (ResetPaged).
+	names *internTable
 
 	// aggs is the aggregate cache (aggregates.go), fed by its own watch.
 	aggs    aggregateCache
@@ -111,7 +112,8 @@ func WithTrackInstanceChanges(track bool) HostManagerOption {
 func NewHostManager(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger, opts ...HostManagerOption) *HostManager {
 	hm := &HostManager{cli: cli, keys: keys, log: log, track: true, hosts: map[string]*hostRecord{},
 		byProvider: map[string]*hostRecord{}, cells: map[string]string{},
-		reread: map[string]bool{}, rereadCh: make(chan struct{}, 1), mapsPrefix: keys.HostMappings()}
+		reread: map[string]bool{}, rereadCh: make(chan struct{}, 1), mapsPrefix: keys.HostMappings(),
+		names: &internTable{}}
 	for _, o := range opts {
 		o(hm)
 	}
@@ -236,7 +238,11 @@ type hostsHandler struct{ hm *HostManager }
 
 // Decode reads one host key's value (informer.Decoder): outside the host
 // manager's lock, and during a list on a few goroutines while the next
-// page is fetched. Keys applyLocked reads nothing from decode to nil.
+// page is fetched. Keys applyLocked reads nothing from decode to nil, and
+// so do syncs, which applySyncLocked reads itself (their uuids are the
+// strings of the instances the host manager holds). During a list key
+// and value alias the list's buffer (informer.PagedResetter): nothing
+// decoded keeps them.
 func (h hostsHandler) Decode(key string, value []byte) (any, error) {
 	host, rest, err := h.hm.keys.ParseHostKey(key)
 	if err != nil {
@@ -246,16 +252,13 @@ func (h hostsHandler) Decode(key string, value []byte) (any, error) {
 	case rest == "service":
 		s := &etcdschema.Service{}
 		return s, etcdschema.Decode(key, value, s)
-	case rest == "sync" && h.hm.track:
-		hs := &etcdschema.HostSync{}
-		return hs, etcdschema.Decode(key, value, hs)
 	case rest == "capacity":
 		hc := &etcdschema.HostCapacity{}
 		return hc, etcdschema.Decode(key, value, hc)
 	case strings.HasPrefix(rest, "instances/") && h.hm.track:
 		// Straight into shared strings: applyLocked swaps the key's host
-		// for the host record's name.
-		return etcdschema.DecodeInstanceInfoSharing(key, value, host, &h.hm.names)
+		// (the key's bytes, during a list) for the host record's name.
+		return etcdschema.DecodeInstanceInfoSharing(key, value, host, h.hm.names)
 	case strings.HasPrefix(rest, "builds/"):
 		// Only the op is kept (the record is checked whole): every
 		// scheduler decodes every cast.
@@ -265,31 +268,13 @@ func (h hostsHandler) Decode(key string, value []byte) (any, error) {
 	return nil, nil
 }
 
+// Reset is ResetPaged for a list in one page (the informer hands a
+// PagedResetter its list page by page; tests build one).
 func (h hostsHandler) Reset(kvs []informer.Event, rev int64) {
-	hm := h.hm
-	hm.mu.Lock()
-	defer hm.mu.Unlock()
-	// Every host has one service key: counting them sizes the maps once
-	// instead of growing them through every doubling.
-	n := 0
-	for _, kv := range kvs {
-		if strings.HasSuffix(kv.Key, "/service") {
-			n++
-		}
-	}
-	hm.hosts = make(map[string]*hostRecord, n)
-	hm.byProvider = make(map[string]*hostRecord, n)
-	hm.slots.forget()
-	for _, kv := range kvs {
-		hm.applyLocked(kv, true)
-	}
-	// A host's keys list in order (instances/ < service < sync), so each
-	// HostSync was compared with the listed instances already. A re-read
-	// older than this list must not replace it.
-	for _, r := range hm.hosts {
-		r.instRev = rev
-		r.refreshLocked(hm.track)
-	}
+	_ = h.ResetPaged(rev, func(page func([]informer.Event)) error {
+		page(kvs)
+		return nil
+	})
 }
 
 // ResetPaged (informer.PagedResetter) builds the listed state page by
@@ -298,20 +283,45 @@ func (h hostsHandler) Reset(kvs []informer.Event, rev int64) {
 // as they are applied instead of all held until a Reset, and requests
 // keep reading the old state meanwhile, as they did during a list before.
 // Hosts whose sync differed from their listed instances are re-read after
-// the swap.
+// the swap. The events are borrowed (their keys and values are the list's
+// buffer): what the state keeps of a key is copied or shared.
+//
+// A host's keys list together and in order (builds/ < instances/ <
+// service < sync), so its instances are gathered as they come and put
+// into a map of their number once its next key comes (fillInstances):
+// growing each host's map one instance at a time left every smaller
+// table to the GC. Each sync is then compared with the host's listed
+// instances.
 func (h hostsHandler) ResetPaged(rev int64, list func(page func([]informer.Event)) error) error {
 	hm := h.hm
 	next := &HostManager{keys: hm.keys, log: hm.log, track: hm.track,
 		hosts: map[string]*hostRecord{}, byProvider: map[string]*hostRecord{},
-		reread: map[string]bool{}, rereadCh: make(chan struct{}, 1)}
+		reread: map[string]bool{}, rereadCh: make(chan struct{}, 1), names: hm.names}
+	var listed listedInstances
 	if err := list(func(page []informer.Event) {
 		for _, ev := range page {
-			next.applyLocked(ev, true)
+			host, rest, err := next.keys.ParseHostKey(ev.Key)
+			if err != nil {
+				continue
+			}
+			if uuid, ok := strings.CutPrefix(rest, "instances/"); ok && next.track && !ev.Deleted {
+				if listed.r == nil || listed.r.name != host {
+					next.fillInstances(&listed)
+					listed.r = next.record(host)
+				}
+				if key, info, ok := next.decodedInstance(listed.r, uuid, ev); ok {
+					listed.keys, listed.infos = append(listed.keys, key), append(listed.infos, info)
+				}
+				continue
+			}
+			next.fillInstances(&listed)
+			next.applyParsedLocked(host, rest, ev, true)
 		}
 	}); err != nil {
 		return err
 	}
-	// As in Reset: a re-read older than this list must not replace it.
+	next.fillInstances(&listed)
+	// A re-read older than this list must not replace it.
 	for _, r := range next.hosts {
 		r.instRev = rev
 		r.refreshLocked(hm.track)
@@ -356,15 +366,61 @@ func (hm *HostManager) record(host string) *hostRecord {
 	return r
 }
 
+// listedInstances are one host's instances as a list hands them over,
+// until its next key (ResetPaged).
+type listedInstances struct {
+	r     *hostRecord
+	keys  []string
+	infos []*etcdschema.InstanceInfo
+}
+
+// fillInstances puts the gathered instances into their host's map (made
+// for their number) and empties l; the caller builds a fresh state.
+func (hm *HostManager) fillInstances(l *listedInstances) {
+	if l.r == nil || len(l.keys) == 0 {
+		l.r = nil
+		return
+	}
+	m := l.r.instances
+	if m == nil {
+		m = make(map[string]*etcdschema.InstanceInfo, len(l.keys))
+	}
+	for i, k := range l.keys {
+		m[k] = l.infos[i]
+	}
+	l.r.instances = m
+	clear(l.keys)
+	clear(l.infos)
+	l.r, l.keys, l.infos = nil, l.keys[:0], l.infos[:0]
+}
+
+// decodedInstance is the instance info ev (a put of r's instance uuid)
+// decoded, with its cache key, sharing r's strings; false when it is
+// unreadable (logged) or older than r's last re-read.
+func (hm *HostManager) decodedInstance(r *hostRecord, uuid string, ev informer.Event) (string, *etcdschema.InstanceInfo, bool) {
+	if ev.Revision <= r.instRev {
+		return "", nil, false // already in the last re-read
+	}
+	info, err := decoded[*etcdschema.InstanceInfo](ev)
+	if err != nil {
+		hm.log.Warn("ignoring unreadable instance info", "host", r.name, "instance", uuid, "error", err)
+		return "", nil, false
+	}
+	hm.shareInfoStrings(r, info)
+	return keyOf(uuid, info), info, true
+}
+
 // applyLocked applies one key. During a Reset (fresh) the instance maps
 // are new and not yet shared with any request, so they are filled in
 // place; afterwards every change copies the host's map (copy on write).
+// The key may be a list's borrowed bytes (ResetPaged): what is kept of
+// it is copied (record, keyOf).
 func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 	host, rest, err := hm.keys.ParseHostKey(ev.Key)
 	if err != nil {
 		return
 	}
-	hm.applyHostKeyLocked(host, rest, ev, fresh)
+	hm.applyParsedLocked(host, rest, ev, fresh)
 	// A list (fresh) refreshes every record once it is done (Reset,
 	// ResetPaged).
 	if !fresh {
@@ -374,8 +430,8 @@ func (hm *HostManager) applyLocked(ev informer.Event, fresh bool) {
 	}
 }
 
-// applyHostKeyLocked is applyLocked for key rest of host.
-func (hm *HostManager) applyHostKeyLocked(host, rest string, ev informer.Event, fresh bool) {
+// applyParsedLocked is applyLocked of ev's key parsed into host and rest.
+func (hm *HostManager) applyParsedLocked(host, rest string, ev informer.Event, fresh bool) {
 	switch {
 	case rest == "service":
 		if ev.Deleted {
@@ -413,6 +469,14 @@ func (hm *HostManager) applyHostKeyLocked(host, rest string, ev informer.Event, 
 		if ev.Revision <= r.instRev {
 			return // already in the last re-read
 		}
+		var key string
+		var info *etcdschema.InstanceInfo
+		if !ev.Deleted {
+			var ok bool
+			if key, info, ok = hm.decodedInstance(r, uuid, ev); !ok {
+				return
+			}
+		}
 		// Copy on write: request-time views share the map without locks.
 		next := r.instances
 		if fresh && next == nil {
@@ -427,13 +491,7 @@ func (hm *HostManager) applyHostKeyLocked(host, rest string, ev informer.Event, 
 		if ev.Deleted {
 			delete(next, uuid)
 		} else {
-			info, err := decoded[*etcdschema.InstanceInfo](ev)
-			if err != nil {
-				hm.log.Warn("ignoring unreadable instance info", "host", host, "instance", uuid, "error", err)
-				return
-			}
-			hm.shareInfoStrings(r, info)
-			next[keyOf(uuid, info)] = info
+			next[key] = info
 		}
 		r.instances = next
 	case strings.HasPrefix(rest, "builds/"):
@@ -445,7 +503,7 @@ func (hm *HostManager) applyHostKeyLocked(host, rest string, ev informer.Event, 
 				if r.builds == nil {
 					r.builds = map[string]bool{}
 				}
-				r.builds[uuid] = true
+				r.builds[strings.Clone(uuid)] = true // the key may be a list's borrowed bytes
 			}
 		}
 	}
@@ -507,7 +565,15 @@ func (hm *HostManager) applySyncLocked(host string, ev informer.Event) {
 		r.synced = false
 		return
 	}
-	hs, err := decoded[*etcdschema.HostSync](ev)
+	// Decoded here, not by Decode: its uuids are the strings of the
+	// instances r holds (one lookup each, no copy), and so are the keys of
+	// the flavors r keeps.
+	hs, err := etcdschema.DecodeHostSyncSharing(ev.Key, ev.Value, func(uuid []byte) string {
+		if info, ok := r.instances[string(uuid)]; ok && info.UUID == string(uuid) {
+			return info.UUID
+		}
+		return string(uuid)
+	}, hm.names)
 	if err != nil {
 		hm.log.Warn("ignoring unreadable instance sync", "host", host, "error", err)
 		return

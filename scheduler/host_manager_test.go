@@ -2,12 +2,18 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/testwait"
 )
 
@@ -157,6 +163,122 @@ func TestHostManagerListPageByPage(t *testing.T) {
 		v, _ := hm.view("b")
 		return v.Updated && len(v.Instances) == 2 && v.Instances["i4"] != nil
 	})
+}
+
+// TestHostManagerSyncSharesInstanceStrings: the flavors a host manager
+// keeps from each host's sync, listed at its start or followed after,
+// are keyed by the uuid strings of the instances it holds and give the
+// flavor ids of its table: a scheduler keeps one sync's flavors per host.
+func TestHostManagerSyncSharesInstanceStrings(t *testing.T) {
+	c := newCloud(t)
+	c.addHost("a", "cell1", 8, 8192, false)
+	put := func(uuid string) {
+		c.put(c.keys.HostInstance("a", uuid), &etcdschema.InstanceInfo{UUID: uuid, Host: "a", FlavorID: "2", Flavor: "m1.small", State: "active"})
+	}
+	sync := func(uuids ...string) {
+		c.put(c.keys.HostSync("a"), &etcdschema.HostSync{Host: "a", UUIDs: uuids, FlavorIDs: slices.Repeat([]string{"2"}, len(uuids))})
+	}
+	put("i1")
+	put("i2")
+	sync("i1", "i2")
+
+	hm := NewHostManager(c.cli, c.keys, hclog.NewNullLogger())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go hm.Run(ctx)
+	if err := hm.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	shared := func(when string, want int) {
+		t.Helper()
+		hm.mu.RLock()
+		defer hm.mu.RUnlock()
+		r := hm.hosts["a"]
+		if !hm.track || !r.synced || r.stale || len(r.syncFlavors) != want {
+			t.Fatalf("%s: synced %v, stale %v, flavors %v; want %d trusted", when, r.synced, r.stale, r.syncFlavors, want)
+		}
+		for u, f := range r.syncFlavors {
+			info := r.instances[u]
+			if info == nil || unsafe.StringData(u) != unsafe.StringData(info.UUID) || unsafe.StringData(f) != unsafe.StringData(info.FlavorID) {
+				t.Errorf("%s: the sync's %s (flavor %s) are copies, not the held instance's strings", when, u, f)
+			}
+		}
+	}
+	shared("listed", 2)
+	put("i3") // followed, not listed
+	testwait.Until(t, "i3 followed", func() bool { v, _ := hm.view("a"); return v.Instances["i3"] != nil })
+	sync("i1", "i2", "i3")
+	testwait.Until(t, "the new sync followed", func() bool {
+		hm.mu.RLock()
+		defer hm.mu.RUnlock()
+		return len(hm.hosts["a"].syncFlavors) == 3
+	})
+	shared("followed", 3)
+}
+
+// TestHostManagerListKeepsNoBorrowedBytes: a host manager's list hands
+// it etcd's chunks in place (informer.PagedResetter), each reused for a
+// later one; over a networked client (RangeStream, many chunks) every
+// host name, provider, instance, build and sync flavor it keeps reads as
+// written once the list is done, so none of them is still the list's
+// bytes. Each service record is padded (16 KB) so that etcd's chunks
+// reach their full size early and the list reuses its buffers.
+func TestHostManagerListKeepsNoBorrowedBytes(t *testing.T) {
+	_, cli := etcdtest.NetClient(t)
+	keys := etcdschema.New("/t")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const hosts, perHost = 300, 3
+	pad := strings.Repeat("x", 16<<10)
+	host := func(i int) string { return fmt.Sprintf("host-%03d", i) }
+	uuid := func(i, j int) string { return fmt.Sprintf("%08d-0000-4000-8000-%012d", i, j) }
+	for i := range hosts {
+		h := host(i)
+		ops := []clientv3.Op{
+			clientv3.OpPut(keys.Service(h), etcdschema.MustEncode(&etcdschema.Service{Host: h, Cell: "cell1", ProviderUUID: "rp-" + h, DisabledReason: pad})),
+			clientv3.OpPut(keys.Alive(h), etcdschema.MustEncode(&etcdschema.Alive{Host: h})),
+			clientv3.OpPut(keys.Build(h, "build-"+h), etcdschema.MustEncode(&etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: "build-" + h})),
+		}
+		sync := &etcdschema.HostSync{Host: h}
+		for j := range perHost {
+			u := uuid(i, j)
+			sync.UUIDs, sync.FlavorIDs = append(sync.UUIDs, u), append(sync.FlavorIDs, fmt.Sprint(j))
+			ops = append(ops, clientv3.OpPut(keys.HostInstance(h, u), etcdschema.MustEncode(&etcdschema.InstanceInfo{
+				UUID: u, Host: h, FlavorID: fmt.Sprint(j), Flavor: "m1", State: "active"})))
+		}
+		ops = append(ops, clientv3.OpPut(keys.HostSync(h), etcdschema.MustEncode(sync)))
+		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hm := NewHostManager(cli, keys, hclog.NewNullLogger())
+	go hm.Run(ctx)
+	if err := hm.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hm.mu.RLock()
+	defer hm.mu.RUnlock()
+	if len(hm.hosts) != hosts {
+		t.Fatalf("%d hosts listed, want %d", len(hm.hosts), hosts)
+	}
+	for i := range hosts {
+		h := host(i)
+		r := hm.hosts[h]
+		if r == nil || r.name != h || !r.alive || r.service == nil || hm.byProvider["rp-"+h] != r {
+			t.Fatalf("%s: record %+v", h, r)
+		}
+		if !r.synced || r.stale || len(r.instances) != perHost || len(r.syncFlavors) != perHost || !r.builds["build-"+h] || len(r.builds) != 1 {
+			t.Fatalf("%s: synced %v stale %v, instances %v, sync flavors %v, builds %v", h, r.synced, r.stale,
+				slices.Sorted(maps.Keys(r.instances)), r.syncFlavors, r.builds)
+		}
+		for j := range perHost {
+			u := uuid(i, j)
+			info := r.instances[u]
+			if info == nil || info.UUID != u || info.Host != h || info.FlavorID != fmt.Sprint(j) || r.syncFlavors[u] != fmt.Sprint(j) {
+				t.Fatalf("%s: instance %s is %+v, its sync flavor %q", h, u, info, r.syncFlavors[u])
+			}
+		}
+	}
 }
 
 // TestHostManagerSharesInstanceStrings: the instance info a host manager

@@ -39,8 +39,11 @@ const PageSize = 50000
 
 // Event is one change under the prefix.
 type Event struct {
-	Key      string
-	Value    []byte // nil for deletes, and once decoded (Decoder)
+	Key string
+	// Value is nil for deletes, and in a Reset's events once decoded
+	// (Decoder); a watch's events and a paged list's carry etcd's bytes
+	// even when decoded (not copied: read, never modify).
+	Value    []byte
 	Deleted  bool
 	Revision int64 // mod revision of the change
 	// CreateRevision is the revision that created the key (0 for
@@ -67,13 +70,22 @@ type Handler interface {
 // so the listed events are garbage once applied rather than all held
 // until the end (at 100,000 hosts the host manager's 1.4M events were
 // ~200 MB of the cold start's peak heap).
+//
+// The events are borrowed: their Key and Value are the bytes etcd sent,
+// in a buffer the list reuses for the next chunk once page returns, so a
+// list of millions of keys makes no string per key (the host manager's
+// 1.4M keys were the largest allocation of a scheduler's cold start
+// before it is ready). Value is set whether the handler's Decoder
+// decoded the key or not (nil from Decode: the handler reads the value
+// itself, in page).
 type PagedResetter interface {
 	// ResetPaged replaces everything known with the keys listed at rev.
 	// It calls list once; list hands every chunk to page, in key order,
-	// and returns the list's error. The chunk's slice is reused for the
-	// next one once page returns: page keeps events, not the slice. On an
-	// error ResetPaged must keep what it knew before and return the error
-	// (the informer lists again).
+	// and returns the list's error. The chunk's slice and the bytes its
+	// events' Key and Value alias are reused for the next one once page
+	// returns: page copies what it keeps of a key or a value (strings.Clone),
+	// never the events or the slice. On an error ResetPaged must keep
+	// what it knew before and return the error (the informer lists again).
 	ResetPaged(rev int64, list func(page func([]Event)) error) error
 }
 
@@ -464,10 +476,11 @@ func (in *Informer) watch(ctx context.Context, rev int64) (delivered bool, err e
 			ev := Event{Key: string(e.Kv.Key), Revision: e.Kv.ModRevision, CreateRevision: e.Kv.CreateRevision}
 			if e.Type == mvccpb.DELETE {
 				ev.Deleted = true
-			} else if dec != nil {
-				ev.Decoded, ev.DecodeErr = dec.Decode(ev.Key, e.Kv.Value)
 			} else {
 				ev.Value = e.Kv.Value
+				if dec != nil {
+					ev.Decoded, ev.DecodeErr = dec.Decode(ev.Key, e.Kv.Value)
+				}
 			}
 			evs = append(evs, ev)
 		}

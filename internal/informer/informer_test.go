@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,10 +91,12 @@ func TestWaitForRevision(t *testing.T) {
 }
 
 // decodingRecorder is a recorder that is also a Decoder: it keeps the
-// decoded values, and notes any event that still carries its raw value.
+// decoded values, and notes any listed event that still carries its raw
+// value (Reset's are garbage once decoded) and any watched one that does
+// not carry the value it decoded (a watch's events carry etcd's bytes).
 type decodingRecorder struct {
 	recorder
-	raw int
+	raw, watchedWithout int
 }
 
 func (d *decodingRecorder) Decode(key string, value []byte) (any, error) {
@@ -103,10 +106,13 @@ func (d *decodingRecorder) Decode(key string, value []byte) (any, error) {
 	return "decoded:" + string(value), nil
 }
 
-func (d *decodingRecorder) keep(evs []Event) {
+func (d *decodingRecorder) keep(evs []Event, listed bool) {
 	for _, e := range evs {
-		if e.Value != nil {
+		if listed && e.Value != nil {
 			d.raw++
+		}
+		if !listed && e.DecodeErr == nil && !e.Deleted && e.Decoded != "decoded:"+string(e.Value) {
+			d.watchedWithout++
 		}
 		switch {
 		case e.Deleted:
@@ -123,13 +129,13 @@ func (d *decodingRecorder) Reset(evs []Event, _ int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.vals = map[string]string{}
-	d.keep(evs)
+	d.keep(evs, true)
 }
 
 func (d *decodingRecorder) Apply(evs []Event) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.keep(evs)
+	d.keep(evs, false)
 }
 
 // TestListPagesAtOneRevision lists a prefix in many pages (each decoded
@@ -259,8 +265,9 @@ func testListAtOneRevision(t *testing.T, cli *clientv3.Client, paged bool) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.raw != 0 {
-		t.Errorf("%d events reached the handler with their raw value", d.raw)
+	if d.raw != 0 || d.watchedWithout != 0 {
+		t.Errorf("%d listed events reached the handler with their raw value, %d watched ones without it",
+			d.raw, d.watchedWithout)
 	}
 
 	// A PagedResetter gets the same list chunk by chunk, in key order,
@@ -273,6 +280,9 @@ func testListAtOneRevision(t *testing.T, cli *clientv3.Client, paged bool) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.mismatched != 0 {
+		t.Errorf("%d paged events did not carry the value they decoded", p.mismatched)
+	}
 	if p.resets != 0 || p.pages < 2 || len(p.keys) != n {
 		t.Fatalf("paged reset: %d Resets, %d pages, %d keys; want 0, several, %d", p.resets, p.pages, len(p.keys), n)
 	}
@@ -293,7 +303,9 @@ type pagedRecorder struct {
 	decodingRecorder
 	keys          []string
 	pages, resets int
-	rev           int64
+	// mismatched counts events whose Value is not what they decoded.
+	mismatched int
+	rev        int64
 }
 
 func (p *pagedRecorder) Reset(evs []Event, rev int64) {
@@ -306,13 +318,18 @@ func (p *pagedRecorder) Reset(evs []Event, rev int64) {
 func (p *pagedRecorder) ResetPaged(rev int64, list func(page func([]Event)) error) error {
 	vals := map[string]string{}
 	var keys []string
-	pages := 0
+	pages, mismatched := 0, 0
 	err := list(func(page []Event) {
 		pages++
 		for _, e := range page {
-			keys = append(keys, e.Key)
+			// Borrowed: the key and the value are the list's buffer.
+			k := strings.Clone(e.Key)
+			keys = append(keys, k)
 			if e.DecodeErr == nil {
-				vals[e.Key] = e.Decoded.(string)
+				vals[k] = e.Decoded.(string)
+			}
+			if want := "decoded:" + string(e.Value); e.DecodeErr == nil && e.Decoded != want {
+				mismatched++
 			}
 		}
 	})
@@ -321,7 +338,7 @@ func (p *pagedRecorder) ResetPaged(rev int64, list func(page func([]Event)) erro
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.vals, p.keys, p.pages, p.rev = vals, keys, pages, rev
+	p.vals, p.keys, p.pages, p.rev, p.mismatched = vals, keys, pages, rev, mismatched
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -16,11 +17,14 @@ import (
 
 // Decoder is an optional interface of a Handler. Decode turns one value
 // into what the handler keeps; the result is in Event.Decoded (and a
-// failure in Event.DecodeErr), and Event.Value is then nil, so a list's
-// raw pages are garbage as soon as they are decoded. During a list it
+// failure in Event.DecodeErr), and a Reset's Event.Value is then nil,
+// so a list's raw pages are garbage as soon as they are decoded. During a list it
 // runs outside the handler, on a few goroutines at once, while the next
 // page is fetched: it must be safe for concurrent use and touch no
-// handler state. Return nil for a key the handler reads nothing from.
+// handler state. Return nil for a key the handler reads nothing from (or
+// reads itself from Event.Value: a watch's and a paged list's events
+// carry it). The key and the value may alias a list's buffer (a
+// PagedResetter's list): Decode keeps neither, only copies.
 type Decoder interface {
 	Decode(key string, value []byte) (any, error)
 }
@@ -53,19 +57,21 @@ func List(ctx context.Context, cli *clientv3.Client, prefix string, rev int64, d
 	return listEvents(ctx, cli, prefix, rev, decode, false, fn)
 }
 
-// listEvents is List; with reuse one slice of events serves every chunk
-// (cleared after fn), for an fn that keeps none of them.
+// listEvents is List; with borrow one slice of events serves every
+// chunk (cleared after fn), for an fn that keeps none of them, and each
+// event's Key and Value alias the chunk as etcd sent it (valid only until
+// fn returns; Value set whether decoded or not).
 func listEvents(ctx context.Context, cli *clientv3.Client, prefix string, rev int64, decode DecodeFunc,
-	reuse bool, fn func(page []Event) error) (int64, error) {
+	borrow bool, fn func(page []Event) error) (int64, error) {
 	var evs []Event
 	return ListKVs(ctx, cli, prefix, rev, func(kvs []KV) error {
-		if !reuse || cap(evs) < len(kvs) {
+		if !borrow || cap(evs) < len(kvs) {
 			evs = make([]Event, len(kvs))
 		}
 		evs = evs[:len(kvs)]
-		toEvents(evs, kvs, decode)
+		toEvents(evs, kvs, decode, borrow)
 		err := fn(evs)
-		if reuse {
+		if borrow {
 			clear(evs)
 		}
 		return err
@@ -195,12 +201,18 @@ func listOpts(end string, rev int64) []clientv3.OpOption {
 // toEvents turns a chunk into events, each with a key of its own, and
 // the value copied or, when decode is set, decoded: in parts on up to
 // GOMAXPROCS goroutines, each writing only its own events, so the
-// chunk's order is kept.
-func toEvents(evs []Event, kvs []KV, decode DecodeFunc) {
+// chunk's order is kept. With borrow the key and the value are the
+// chunk's bytes, not copies (listEvents).
+func toEvents(evs []Event, kvs []KV, decode DecodeFunc, borrow bool) {
 	for i, kv := range kvs {
-		evs[i] = Event{Key: string(kv.Key), Revision: kv.ModRevision, CreateRevision: kv.CreateRevision}
-		if decode == nil {
-			evs[i].Value = bytes.Clone(kv.Value)
+		evs[i] = Event{Revision: kv.ModRevision, CreateRevision: kv.CreateRevision}
+		switch {
+		case borrow:
+			evs[i].Key, evs[i].Value = borrowString(kv.Key), kv.Value
+		case decode == nil:
+			evs[i].Key, evs[i].Value = string(kv.Key), bytes.Clone(kv.Value)
+		default:
+			evs[i].Key = string(kv.Key)
 		}
 	}
 	if decode == nil {
@@ -222,6 +234,15 @@ func toEvents(evs []Event, kvs []KV, decode DecodeFunc) {
 		}()
 	}
 	wg.Wait()
+}
+
+// borrowString is b's bytes as a string, without a copy: for a key that
+// lives only as long as the chunk it is in (a borrowed event's).
+func borrowString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 func decodeAll(evs []Event, kvs []KV, decode DecodeFunc) {
