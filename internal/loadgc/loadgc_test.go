@@ -58,10 +58,11 @@ func TestPercentFor(t *testing.T) {
 		{0, Percent},
 		{1 << 20, MaxPercent},
 		{16 << 20, MaxPercent},
-		{64 << 20, 400},
-		{512 << 20, 50},
-		{1 << 30, 25},
-		{2 << 30, 12},
+		{64 << 20, 800},
+		{512 << 20, 100},
+		{1 << 30, 50},
+		{2 << 30, 25},
+		{4 << 30, 12},
 		{8 << 30, MinPercent},
 	} {
 		if got := percentFor(tc.live); got != tc.want {
