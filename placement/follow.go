@@ -69,7 +69,21 @@ func isCompacted(err error) bool { return errors.Is(err, rpctypes.ErrCompacted) 
 // listProviders reads every provider at revision at (0: the current
 // one) into a fresh index state, and returns it with the revision read.
 func (s *Service) listProviders(ctx context.Context, at int64) (*indexState, int64, error) {
+	// A count at the list's revision sizes the state (reserve), and pins
+	// that revision (List would otherwise read it with a Get of its own).
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}
+	if at > 0 {
+		opts = append(opts, clientv3.WithRev(at))
+	}
+	resp, err := s.cli.Get(ctx, s.keys.Providers(), opts...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count %s: %w", s.keys.Providers(), err)
+	}
+	if at == 0 {
+		at = resp.Header.Revision
+	}
 	st := newIndexState()
+	st.reserve(int(resp.Count))
 	var inventories sharedInventories
 	rev, err := informer.List(ctx, s.cli, s.keys.Providers(), at, decodeProvider, func(page []informer.Event) error {
 		for _, ev := range page {
@@ -82,6 +96,7 @@ func (s *Service) listProviders(ctx context.Context, at int64) (*indexState, int
 		}
 		return nil
 	})
+	st.slotsHint = 0 // later classes are made for the slots there are
 	return st, rev, err
 }
 
