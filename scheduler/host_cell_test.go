@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"maps"
 	"testing"
+	"unsafe"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -19,7 +21,10 @@ func TestViewCellFollowsMappings(t *testing.T) {
 		Decoded: &etcdschema.Service{Host: "h", Cell: "service-cell", ProviderUUID: "rp"}}
 	hostsHandler{hm}.Apply([]informer.Event{service})
 	mapping := func(cell string) informer.Event {
-		return informer.Event{Key: keys.HostMapping("h"), Value: []byte(etcdschema.MustEncode(&etcdschema.HostMapping{Host: "h", Cell: cell}))}
+		key, value := keys.HostMapping("h"), []byte(etcdschema.MustEncode(&etcdschema.HostMapping{Host: "h", Cell: cell}))
+		ev := informer.Event{Key: key, Value: value} // as the informer hands it over, decoded
+		ev.Decoded, ev.DecodeErr = mappingsHandler{hm}.Decode(key, value)
+		return ev
 	}
 	cellNow := func() string {
 		t.Helper()
@@ -48,5 +53,40 @@ func TestViewCellFollowsMappings(t *testing.T) {
 		if got := cellNow(); got != st.want {
 			t.Fatalf("%s: cell %q, want %q", st.desc, got, st.want)
 		}
+	}
+}
+
+// TestMappingsListKeepsNoBorrowedBytes: a list hands the mappings'
+// handler borrowed keys (informer.PagedResetter); the host names it keeps
+// read as listed after the list's buffer is overwritten.
+func TestMappingsListKeepsNoBorrowedBytes(t *testing.T) {
+	keys := etcdschema.New("/t")
+	hm := NewHostManager(nil, keys, hclog.NewNullLogger())
+	var evs []informer.Event
+	var bufs [][]byte
+	for _, h := range []string{"h1", "h2", "h3"} {
+		buf := []byte(keys.HostMapping(h))
+		bufs = append(bufs, buf)
+		value := []byte(etcdschema.MustEncode(&etcdschema.HostMapping{Host: h, Cell: "cell-" + h}))
+		ev := informer.Event{Key: unsafe.String(&buf[0], len(buf)), Value: value}
+		ev.Decoded, ev.DecodeErr = mappingsHandler{hm}.Decode(ev.Key, value)
+		evs = append(evs, ev)
+	}
+	if err := (mappingsHandler{hm}).ResetPaged(1, func(page func([]informer.Event)) error {
+		page(evs)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bufs {
+		for i := range b {
+			b[i] = 'x' // the list's next chunk
+		}
+	}
+	hm.mu.RLock()
+	defer hm.mu.RUnlock()
+	want := map[string]string{"h1": "cell-h1", "h2": "cell-h2", "h3": "cell-h3"}
+	if !maps.Equal(hm.cells, want) {
+		t.Fatalf("cells after the list's buffer changed: %v, want %v", hm.cells, want)
 	}
 }

@@ -518,15 +518,45 @@ func (hm *HostManager) unmapProviderLocked(uuid string) {
 
 type mappingsHandler struct{ hm *HostManager }
 
-func (h mappingsHandler) Reset(kvs []informer.Event, _ int64) {
+// Decode (informer.Decoder) reads a host mapping's cell outside the lock
+// (during a list on a few goroutines), as the cell names' one shared
+// string (internCell): every scheduler keeps every host's mapping.
+func (h mappingsHandler) Decode(key string, value []byte) (any, error) {
+	var m etcdschema.HostMapping
+	if err := etcdschema.Decode(key, value, &m); err != nil {
+		return nil, err
+	}
+	return internCell(m.Cell), nil
+}
+
+// Reset is ResetPaged for a list in one page.
+func (h mappingsHandler) Reset(kvs []informer.Event, rev int64) {
+	_ = h.ResetPaged(rev, func(page func([]informer.Event)) error {
+		page(kvs)
+		return nil
+	})
+}
+
+// ResetPaged (informer.PagedResetter) builds the listed mappings page by
+// page outside the lock and swaps them in; the events are borrowed, so
+// each host name kept is copied.
+func (h mappingsHandler) ResetPaged(_ int64, list func(page func([]informer.Event)) error) error {
 	hm := h.hm
+	cells := map[string]string{}
+	if err := list(func(page []informer.Event) {
+		for _, ev := range page {
+			if host, cell, ok := hm.mappingOf(ev); ok && !ev.Deleted {
+				cells[strings.Clone(host)] = cell
+			}
+		}
+	}); err != nil {
+		return err
+	}
 	hm.mu.Lock()
 	defer hm.mu.Unlock()
-	hm.cells = map[string]string{}
+	hm.cells = cells
 	hm.mappingsGen.Add(1)
-	for _, kv := range kvs {
-		hm.applyMappingLocked(kv)
-	}
+	return nil
 }
 
 func (h mappingsHandler) Apply(evs []informer.Event) {
@@ -538,8 +568,24 @@ func (h mappingsHandler) Apply(evs []informer.Event) {
 	}
 }
 
+// mappingOf is the host ev's key names and, for a put, the cell its
+// mapping gives; false for a key that is not a host's mapping or an
+// unreadable one (logged).
+func (hm *HostManager) mappingOf(ev informer.Event) (host, cell string, ok bool) {
+	host, ok = etcdschema.LastSegment(ev.Key, hm.mapsPrefix)
+	if !ok || ev.Deleted {
+		return host, "", ok
+	}
+	p, err := decoded[*string](ev)
+	if err != nil {
+		hm.log.Warn("ignoring unreadable host mapping", "host", host, "error", err)
+		return host, "", false
+	}
+	return host, *p, true
+}
+
 func (hm *HostManager) applyMappingLocked(ev informer.Event) {
-	host, ok := etcdschema.LastSegment(ev.Key, hm.mapsPrefix)
+	host, cell, ok := hm.mappingOf(ev)
 	if !ok {
 		return
 	}
@@ -548,12 +594,7 @@ func (hm *HostManager) applyMappingLocked(ev informer.Event) {
 		delete(hm.cells, host)
 		return
 	}
-	var m etcdschema.HostMapping
-	if err := etcdschema.Decode(ev.Key, ev.Value, &m); err != nil {
-		hm.log.Warn("ignoring unreadable host mapping", "host", host, "error", err)
-		return
-	}
-	hm.cells[host] = m.Cell
+	hm.cells[host] = cell
 }
 
 // applySyncLocked compares an agent's periodic uuid list with the cache
