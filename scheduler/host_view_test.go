@@ -25,10 +25,25 @@ func TestReadyViewFollowsChanges(t *testing.T) {
 	}
 	build := informer.Event{Key: keys.Build("h", "i9"), Decoded: &etcdschema.BuildOp{Op: etcdschema.OpBuild}}
 	sync := func(uuids ...string) informer.Event {
-		return informer.Event{Key: keys.HostSync("h"), Decoded: &etcdschema.HostSync{Host: "h", UUIDs: uuids}}
+		// A sync is decoded when applied (it shares the held uuids), so
+		// the event carries its bytes as the informer hands them.
+		return informer.Event{Key: keys.HostSync("h"),
+			Value: []byte(etcdschema.MustEncode(&etcdschema.HostSync{Host: "h", UUIDs: uuids}))}
 	}
 	hosts := func(evs ...informer.Event) func() { return func() { hostsHandler{hm}.Apply(evs) } }
-	mapping := func(evs ...informer.Event) func() { return func() { mappingsHandler{hm}.Apply(evs) } }
+	// The informer hands Apply what the handler's Decode made.
+	mapping := func(evs ...informer.Event) func() {
+		return func() {
+			for i := range evs {
+				d, err := mappingsHandler{hm}.Decode(evs[i].Key, evs[i].Value)
+				if err != nil {
+					t.Fatalf("decode mapping: %v", err)
+				}
+				evs[i].Decoded = d
+			}
+			mappingsHandler{hm}.Apply(evs)
+		}
+	}
 	type want struct {
 		known            bool
 		cell             string
