@@ -20,10 +20,7 @@ import (
 // scheduler and 7.5 of its etcd with them, 3.8 and 4.3 without).
 // StartDeferred installs an index with the providers alone, follows etcd
 // from that revision at once, and lists the consumers afterwards into the
-// live index. A scheduler's stack lists them at once, beside its host
-// manager's list (session 16): listed after it, the consumers took 3.2 s
-// of a 8.1 s cold start on their own, while the hosts' list before them
-// kept the two cores (the scheduler's and etcd's) only ~70% busy.
+// live index.
 //
 // Correctness is the index's own per-key rule (assume.go): a change is
 // applied only when it is newer than what the index knows of the key.

@@ -538,16 +538,10 @@ func TestColdStartChild(t *testing.T) {
 		r.HostManagerSeconds = time.Since(start).Seconds()
 		hostsErr <- err
 	}()
-	// The placement index's consumers are listed at once, beside the
-	// host manager's list, as berth server's stack does (the scheduler is
-	// ready once the providers and the hosts are in);
-	// BERTH_BENCH_CONSUMERS=after-hosts lists them once the host manager
-	// has synced instead (session 15's order), to compare.
-	var after func(context.Context) error
-	if os.Getenv("BERTH_BENCH_CONSUMERS") == "after-hosts" {
-		after = hm.WaitSynced
-	}
-	if err := ps.StartDeferred(ctx, after); err != nil {
+	// The placement index's consumers are listed once the host manager
+	// has synced, as berth server's stack does: the scheduler serves from
+	// the providers and the hosts first.
+	if err := ps.StartDeferred(ctx, hm.WaitSynced); err != nil {
 		t.Fatal(err)
 	}
 	r.PlacementSeconds = time.Since(start).Seconds()

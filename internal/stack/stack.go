@@ -233,12 +233,10 @@ func (s *Stack) startPlacement(ctx context.Context) error {
 	s.run("placement", func(ctx context.Context) error {
 		start := s.placement.Start
 		if s.hosts != nil {
-			// A scheduler's: it serves once the providers and the hosts
-			// are in, and the consumers are listed beside the host
-			// manager's list (placement.StartDeferred): the two lists
-			// and etcd serving them keep both cores busy, where one list
-			// after the other left each waiting for the other side.
-			start = func(ctx context.Context) error { return s.placement.StartDeferred(ctx, nil) }
+			// A scheduler's: the consumers are listed once the host
+			// manager has synced, so the scheduler serves from the
+			// providers and hosts first (placement.StartDeferred).
+			start = func(ctx context.Context) error { return s.placement.StartDeferred(ctx, s.hosts.WaitSynced) }
 		}
 		err := start(ctx)
 		loaded <- err
