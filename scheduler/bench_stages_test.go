@@ -70,22 +70,26 @@ func BenchmarkSelectStages(b *testing.B) {
 		}
 		return c, q, aggs
 	}
+	// allStages runs every stage of one request, as selectOnce does.
+	allStages := func(b *testing.B, c *Cycle, q placement.CandidateQuery, aggs *aggregateSnapshot) {
+		cands, err := s.candidates(ctx, c, q, log)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hosts, err := s.hostStates(ctx, c, cands, aggs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := s.sortHosts(s.filter(hosts, c, log), c); r.len() == 0 {
+			b.Fatal("no host passed")
+		}
+	}
 	b.Run("all", func(b *testing.B) {
 		b.ReportAllocs()
 		cpu := startThreadCPU(b)
 		for i := 0; i < b.N; i++ {
 			c, q, aggs := newRequest(i)
-			cands, err := s.candidates(ctx, c, q, log)
-			if err != nil {
-				b.Fatal(err)
-			}
-			hosts, err := s.hostStates(ctx, c, cands, aggs)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if r := s.sortHosts(s.filter(hosts, c, log), c); r.len() == 0 {
-				b.Fatal("no host passed")
-			}
+			allStages(b, c, q, aggs)
 			c.release()
 		}
 		cpu.report()
@@ -141,17 +145,7 @@ func BenchmarkSelectStages(b *testing.B) {
 				evict[j]++
 			}
 			cpu.start()
-			cands, err := s.candidates(ctx, c, q, log)
-			if err != nil {
-				b.Fatal(err)
-			}
-			hosts, err := s.hostStates(ctx, c, cands, aggs)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if r := s.sortHosts(s.filter(hosts, c, log), c); r.len() == 0 {
-				b.Fatal("no host passed")
-			}
+			allStages(b, c, q, aggs)
 			cpu.stop()
 			c.release()
 			cpu.start()
