@@ -215,7 +215,7 @@ func (a *Agent) periodic(ctx context.Context) {
 	// One uuid list at once: until a host's first HostSync the schedulers
 	// read its instances from its cell on every request that needs them.
 	if a.cfg.TrackInstanceChanges {
-		if err := a.syncInstances(ctx); err != nil && ctx.Err() == nil {
+		if _, err := a.syncInstances(ctx); err != nil && ctx.Err() == nil {
 			a.log.Warn("instance sync failed", "error", err)
 		}
 	}
@@ -227,7 +227,7 @@ func (a *Agent) periodic(ctx context.Context) {
 			a.providerTick(ctx)
 		case <-sync.C:
 			if a.cfg.TrackInstanceChanges {
-				if err := a.syncInstances(ctx); err != nil && ctx.Err() == nil {
+				if _, err := a.syncInstances(ctx); err != nil && ctx.Err() == nil {
 					a.log.Warn("instance sync failed", "error", err)
 				}
 			}

@@ -78,8 +78,11 @@ func (a *Agent) PutAlive(ctx context.Context, lease clientv3.LeaseID) error {
 	return a.putAlive(ctx, lease)
 }
 
-// SyncInstances writes the host's instance uuid list (HostSync).
-func (a *Agent) SyncInstances(ctx context.Context) error { return a.syncInstances(ctx) }
+// SyncInstances writes the host's instance uuid list (HostSync) when it
+// changed or is due for its periodic rewrite, and says whether it wrote.
+func (a *Agent) SyncInstances(ctx context.Context) (wrote bool, err error) {
+	return a.syncInstances(ctx)
+}
 
 // Work works one cast (a put under Builds(host)) to its end, as Run's
 // dispatcher does: build or destroy through the driver and the outcome

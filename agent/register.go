@@ -373,14 +373,14 @@ func (a *Agent) putAlive(ctx context.Context, lease clientv3.LeaseID) error {
 // record places elsewhere (this host is the source of a move in flight,
 // which keeps its info until confirmed) has no flavor in the list: its
 // truth is the migration's, and the uuid alone is compared.
-func (a *Agent) syncInstances(ctx context.Context) error {
+func (a *Agent) syncInstances(ctx context.Context) (wrote bool, err error) {
 	uuids, err := a.infoUUIDs(ctx)
 	if err != nil {
-		return fmt.Errorf("agent %s: %w", a.cfg.Host, err)
+		return false, fmt.Errorf("agent %s: %w", a.cfg.Host, err)
 	}
 	records, err := a.instanceRecords(ctx, uuids, true)
 	if err != nil {
-		return fmt.Errorf("agent %s: %w", a.cfg.Host, err)
+		return false, fmt.Errorf("agent %s: %w", a.cfg.Host, err)
 	}
 	s := &etcdschema.HostSync{Host: a.cfg.Host, At: time.Now().UTC(), UUIDs: uuids, FlavorIDs: make([]string, len(uuids))}
 	for i, u := range uuids {
@@ -391,13 +391,13 @@ func (a *Agent) syncInstances(ctx context.Context) error {
 	if last := a.lastSync; last != nil && a.unwritten < syncRewriteEvery-1 &&
 		slices.Equal(last.UUIDs, s.UUIDs) && slices.Equal(last.FlavorIDs, s.FlavorIDs) {
 		a.unwritten++
-		return nil
+		return false, nil
 	}
 	if _, err := a.cli.Put(ctx, a.own.sync, etcdschema.MustEncode(s)); err != nil {
-		return fmt.Errorf("agent %s: write instance sync: %w", a.cfg.Host, err)
+		return false, fmt.Errorf("agent %s: write instance sync: %w", a.cfg.Host, err)
 	}
 	a.lastSync, a.unwritten = s, 0
-	return nil
+	return true, nil
 }
 
 // syncRewriteEvery is how often an instance sync whose list has not

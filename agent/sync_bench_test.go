@@ -142,7 +142,7 @@ func BenchmarkHostSyncs(b *testing.B) {
 		run  func() error
 	}{
 		{"provider", func() error { return a.SyncProvider(ctx) }},
-		{"instances", func() error { return a.SyncInstances(ctx) }},
+		{"instances", func() error { _, err := a.SyncInstances(ctx); return err }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -147,6 +147,9 @@ type Fleet struct {
 	bgWG       sync.WaitGroup
 	tasks      []*periodicTask
 	regrants   atomic.Int64
+	// syncWrites are instance syncs that put the host's HostSync (an
+	// unchanged list is rewritten only every 10th interval).
+	syncWrites atomic.Int64
 	maxLate    atomic.Int64 // ns, since the last ResetLate
 	trace      livenessTrace
 }
@@ -373,7 +376,16 @@ func (f *Fleet) registerOne(ctx context.Context, h *fleetHost) error {
 		return err
 	}
 	h.lease.Store(int64(lease))
-	return h.ag.SyncInstances(ctx)
+	return f.syncInstances(ctx, h)
+}
+
+// syncInstances runs h's instance sync, counting the ones that wrote.
+func (f *Fleet) syncInstances(ctx context.Context, h *fleetHost) error {
+	wrote, err := h.ag.SyncInstances(ctx)
+	if wrote {
+		f.syncWrites.Add(1)
+	}
+	return err
 }
 
 // Run works every cast to its hosts

@@ -463,6 +463,7 @@ func (p *fleetProcs) all(cmd string) (fleetStatus, bool, error) {
 		b.Renewals += s.Renewals
 		b.ProviderSyncs += s.ProviderSyncs
 		b.InstanceSyncs += s.InstanceSyncs
+		b.InstanceSyncWrites += s.InstanceSyncWrites
 		b.Failures += s.Failures
 		b.Regrants += s.Regrants
 		b.Overlapped += s.Overlapped

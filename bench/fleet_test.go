@@ -323,6 +323,22 @@ func TestFleetPeriodicSyncs(t *testing.T) {
 	if bg.Failures != 0 {
 		t.Fatalf("periodic work failed: %+v", bg)
 	}
+	// The syncs counted as writes are the HostSync puts etcd has (each
+	// key's version), not every sync: an unchanged list is not rewritten.
+	testwait.Poll(t, fleetWait, "HostSync writes counted as etcd has them", func() (bool, string) {
+		before := f.Background().InstanceSyncWrites
+		var versions int64
+		for i := 1; i <= hosts; i++ {
+			resp, err := e.cli.Get(ctx, e.keys.HostSync(f.HostName(i)))
+			if err != nil || len(resp.Kvs) != 1 {
+				return false, fmt.Sprintf("%s's HostSync: %v", f.HostName(i), err)
+			}
+			versions += resp.Kvs[0].Version
+		}
+		after := f.Background()
+		return before == after.InstanceSyncWrites && versions == before && before < after.InstanceSyncs,
+			fmt.Sprintf("%d writes counted (%d after), %d puts in etcd, %d syncs", before, after.InstanceSyncWrites, versions, after.InstanceSyncs)
+	})
 
 	// Disable host 3 in its service record as the API does.
 	host := f.HostName(3)

@@ -64,7 +64,7 @@ func (f *Fleet) periodicTasks() []*periodicTask {
 			&periodicTask{kind: taskInstances, every: f.every.InstanceSyncInterval,
 				run: func(ctx context.Context, h *fleetHost) error {
 					defer f.trace.instances.since(time.Now())
-					return h.ag.SyncInstances(ctx)
+					return f.syncInstances(ctx, h)
 				}})
 	}
 	return ts
@@ -236,6 +236,9 @@ type BackgroundStats struct {
 	// Renewals are liveness beats answered (per-host leases only),
 	// ProviderSyncs and InstanceSyncs the periodic syncs, that succeeded.
 	Renewals, ProviderSyncs, InstanceSyncs int64
+	// InstanceSyncWrites are the instance syncs (periodic or at
+	// registration) that wrote the host's HostSync.
+	InstanceSyncWrites int64
 	// Failures are periodic runs that returned an error.
 	Failures int64
 	// Regrants are leases found lost and granted again (alive key
@@ -256,7 +259,7 @@ type BackgroundStats struct {
 
 // Background snapshots the periodic work's counters.
 func (f *Fleet) Background() BackgroundStats {
-	s := BackgroundStats{Regrants: f.regrants.Load(), MaxLate: time.Duration(f.maxLate.Load()),
+	s := BackgroundStats{Regrants: f.regrants.Load(), InstanceSyncWrites: f.syncWrites.Load(), MaxLate: time.Duration(f.maxLate.Load()),
 		Liveness: f.trace.snapshot()}
 	for _, t := range f.tasks {
 		switch t.kind {

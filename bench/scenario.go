@@ -669,9 +669,10 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 	if r.fleet.Liveness() == LivenessPerHost {
 		res.LivenessTrace = bg.Liveness.Sub(bg0.Liveness).String()
 	}
-	// Each instance sync puts the host's uuid list; a re-granted lease
-	// puts the alive key again. Provider syncs write only on a change.
-	res.BackgroundWrites = (bg.InstanceSyncs - bg0.InstanceSyncs) + (bg.Regrants - bg0.Regrants)
+	// An instance sync puts the host's uuid list when it changed or is
+	// due for its periodic rewrite; a re-granted lease puts the alive key
+	// again. Provider syncs write only on a change.
+	res.BackgroundWrites = (bg.InstanceSyncWrites - bg0.InstanceSyncWrites) + (bg.Regrants - bg0.Regrants)
 	if r.rec.member != nil {
 		// Read from the member's history once the phase is over, outside
 		// its profile: the read is the tool's work, not Berth's.
