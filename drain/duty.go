@@ -79,7 +79,9 @@ func (d *duty) run(ctx context.Context, f leader.Fence) error {
 		}
 	}
 	follow := func(prefix string) {
-		wch := d.Client.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		// A wake-up only: the events' values are not read (a watch
+		// always carries them; clientv3 ignores WithKeysOnly on a watch).
+		wch := d.Client.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix())
 		go func() {
 			for range wch {
 				notify()
