@@ -150,20 +150,17 @@ func (a *Agent) ProviderUUID() string { return a.provider }
 // taking work, lets running builds finish, and revokes its liveness lease
 // so the host reads down at once instead of after service_down_time.
 func (a *Agent) Run(ctx context.Context) error {
-	// Liveness first, then the service record: a host whose service
-	// record exists but whose alive key does not yet reads down to the
-	// scheduler leader, which recorded new hosts down (and up again a
-	// moment later) while the lease came after registration and
-	// reconciliation (35 hosts in a 100,000-host populate). Nova counts
-	// a service up from its record's creation (is_up: updated_at or
-	// created_at within service_down_time), so a new host is never down
-	// in between; here its alive key is there before its record.
-	lease, err := a.startLiveness(ctx)
-	if err != nil {
+	if err := a.register(ctx); err != nil {
 		return err
 	}
-	if err := a.start(ctx); err != nil {
-		a.endLiveness(lease)
+	// Like Nova's init_host, before the host reads up and before any cast
+	// is worked: the driver and etcd must agree on what runs here.
+	a.watchExits(ctx)
+	if err := a.reconcile(ctx); err != nil {
+		return err
+	}
+	lease, err := a.startLiveness(ctx)
+	if err != nil {
 		return err
 	}
 	go a.builds.Run(ctx)
@@ -175,31 +172,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	<-ctx.Done()
 	<-dispatched // no wg.Add after this point
 	a.wg.Wait()
-	a.endLiveness(lease)
-	return nil
-}
-
-// start registers the host and reconciles it before any cast is worked:
-// like Nova's init_host, the driver and etcd must agree on what runs
-// here. (The build informer starts after it, so a cast that arrives
-// meanwhile waits in etcd.)
-func (a *Agent) start(ctx context.Context) error {
-	if err := a.register(ctx); err != nil {
-		return err
-	}
-	a.watchExits(ctx)
-	return a.reconcile(ctx)
-}
-
-// endLiveness stops the liveness ticker and revokes the lease, so the
-// host reads down at once instead of after service_down_time.
-func (a *Agent) endLiveness(lease *liveness) {
 	lease.close() // the ticker has ended: lease.get() is the last lease
 	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if _, err := a.cli.Revoke(rctx, lease.get()); err != nil {
 		a.log.Debug("revoke liveness lease", "error", err)
 	}
+	return nil
 }
 
 // WaitSynced blocks until the agent has read its pending builds once.

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -305,51 +304,4 @@ func TestAgentRenewAliveRegrantsALostLease(t *testing.T) {
 	if err != nil || len(resp.Kvs) != 1 || clientv3.LeaseID(resp.Kvs[0].Lease) != got {
 		t.Fatalf("alive key not rewritten under the new lease %v: %v %v", got, resp, err)
 	}
-}
-
-// TestAgentAliveBeforeItsServiceRecord: a new host's alive key is written
-// before its service record, so no reader ever sees the host registered
-// and down (the scheduler leader recorded such hosts down, and up again a
-// moment later, while the lease came after registration).
-func TestAgentAliveBeforeItsServiceRecord(t *testing.T) {
-	cli, keys, _, _ := startAgent(t, FakeConfig{})
-	ctx := context.Background()
-	alive, err := cli.Get(ctx, keys.Alive("h1"))
-	if err != nil || len(alive.Kvs) != 1 {
-		t.Fatalf("alive key: %v (%d keys)", err, len(alive.Kvs))
-	}
-	svc, err := cli.Get(ctx, keys.Service("h1"))
-	if err != nil || len(svc.Kvs) != 1 {
-		t.Fatalf("service record: %v (%d keys)", err, len(svc.Kvs))
-	}
-	if a, s := alive.Kvs[0].CreateRevision, svc.Kvs[0].CreateRevision; a >= s {
-		t.Fatalf("alive key created at revision %d, service record at %d: want the alive key first", a, s)
-	}
-}
-
-// TestAgentFailedStartRevokesItsLease: an agent whose registration fails
-// (here its context ends first) does not leave its host alive.
-func TestAgentFailedStartRevokesItsLease(t *testing.T) {
-	cli := etcdtest.Client(t)
-	keys := etcdschema.New("/t")
-	p := placement.New(cli, keys, hclog.NewNullLogger())
-	a, err := New(Config{Host: "h1", Cell: "cell1", ReportInterval: time.Second, TrackInstanceChanges: true,
-		Inventory: Inventory{VCPUs: 4, MemoryMB: 4096, DiskGB: 10}},
-		cli, keys, failingPlacement{p}, NewFakeDriver("h1", FakeConfig{}), hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Run(context.Background()); err == nil {
-		t.Fatal("Run with a Placement that refuses the provider returned no error")
-	}
-	if resp, err := cli.Get(context.Background(), keys.Alive("h1")); err != nil || len(resp.Kvs) != 0 {
-		t.Fatalf("alive key after a failed start: %v (%d keys), want none", err, len(resp.Kvs))
-	}
-}
-
-// failingPlacement refuses to create providers.
-type failingPlacement struct{ *placement.Service }
-
-func (failingPlacement) EnsureProvider(context.Context, string, string, string) error {
-	return errors.New("placement unavailable")
 }

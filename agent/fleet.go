@@ -15,20 +15,19 @@ import (
 // writes are exactly a real agent's, without running each host's
 // goroutines (an informer, a liveness ticker, periodic syncs and a
 // service watch per host would be 100,000s of watches at scale). The
-// fleet calls them in the order Run does: GrantAlive (or PutAlive under
-// a lease of its own), Register, SyncInstances, then Work for each
+// fleet calls them in the order Run does: Register, GrantAlive (or
+// PutAlive under a lease of its own), SyncInstances, then Work for each
 // cast it sees under the host's builds prefix; and on the agent's own
 // schedule (Intervals) RenewAlive, SyncProvider and SyncInstances, the
 // bodies of Run's liveness ticker and periodic tasks. Start-up
 // reconciliation and the service watch are not run.
 
 // Register writes the service record, the compute node provider with its
-// inventory, and the host mapping, as Run does once its liveness lease is
-// granted.
+// inventory, and the host mapping, as Run does first.
 func (a *Agent) Register(ctx context.Context) error { return a.register(ctx) }
 
 // GrantAlive grants the host's liveness lease (TTL service_down_time) and
-// writes its alive key under it, as Run does before it registers; the caller
+// writes its alive key under it, as Run does before it serves; the caller
 // renews it with RenewAlive every report_interval.
 func (a *Agent) GrantAlive(ctx context.Context) (clientv3.LeaseID, error) { return a.grantAlive(ctx) }
 

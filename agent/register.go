@@ -256,8 +256,7 @@ type liveness struct {
 	mu      sync.Mutex
 	id      clientv3.LeaseID
 	renewer *LeaseRenewer
-	stop    context.CancelFunc // ends the ticker
-	done    chan struct{}      // the ticker goroutine has ended
+	done    chan struct{} // the ticker goroutine has ended
 }
 
 func (l *liveness) get() clientv3.LeaseID {
@@ -266,9 +265,8 @@ func (l *liveness) get() clientv3.LeaseID {
 	return l.id
 }
 
-// close stops the ticker, waits for it and closes the renewer.
+// close waits for the ticker (its ctx has ended) and closes the renewer.
 func (l *liveness) close() {
-	l.stop()
 	<-l.done
 	l.renewer.Close()
 }
@@ -277,8 +275,7 @@ func (l *liveness) close() {
 // under it and keeps it alive every report_interval, each beat one
 // request on the renewer's long-lived keepalive stream. If the lease is
 // lost (etcd unreachable past the TTL) a new one is granted when etcd
-// returns. The ticker stops when ctx ends or at close, which then closes
-// the renewer.
+// returns. The ticker stops when ctx ends; close then closes the renewer.
 func (a *Agent) startLiveness(ctx context.Context) (*liveness, error) {
 	r, err := NewLeaseRenewer(a.cli, a.Intervals().RenewTimeout(), a.log)
 	if err != nil {
@@ -289,8 +286,7 @@ func (a *Agent) startLiveness(ctx context.Context) (*liveness, error) {
 		r.Close()
 		return nil, err
 	}
-	ctx, stop := context.WithCancel(ctx)
-	l := &liveness{id: id, renewer: r, stop: stop, done: make(chan struct{})}
+	l := &liveness{id: id, renewer: r, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		t := time.NewTicker(a.cfg.ReportInterval)

@@ -352,11 +352,12 @@ func renewStreams(hosts int) int {
 	return min(max(1, (hosts+hostsPerRenewStream-1)/hostsPerRenewStream), maxRenewStreams)
 }
 
-// registerOne is an agent's start, in Run's order: liveness (a lease of
-// its own, or the fleet's) before the registration, so the host is never
-// seen with a service record and no alive key; then the first instance
-// sync. The host's periodic work starts once it is registered.
+// registerOne is an agent's start: registration, liveness (a lease of its
+// own, or the fleet's), the first instance sync.
 func (f *Fleet) registerOne(ctx context.Context, h *fleetHost) error {
+	if err := h.ag.Register(ctx); err != nil {
+		return err
+	}
 	lease := f.lease
 	if f.cfg.Liveness == LivenessShared {
 		if err := h.ag.PutAlive(ctx, lease); err != nil {
@@ -371,9 +372,6 @@ func (f *Fleet) registerOne(ctx context.Context, h *fleetHost) error {
 		now := time.Now()
 		f.trace.grant.add(now.Sub(asked))
 		h.lastAnswer.Store(now.UnixNano())
-	}
-	if err := h.ag.Register(ctx); err != nil {
-		return err
 	}
 	h.lease.Store(int64(lease))
 	return f.syncInstances(ctx, h)
