@@ -145,13 +145,7 @@ func TestHostManagerListPageByPage(t *testing.T) {
 	c.info("b", "i4")
 	c.hostSync("b", "i3") // differs from b's listed instances
 
-	hm := NewHostManager(c.cli, c.keys, hclog.NewNullLogger())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go hm.Run(ctx)
-	if err := hm.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	hm := syncedHostManager(t, c)
 	if h, ok := hm.HostForProvider("rp-a"); !ok || h != "a" {
 		t.Errorf("provider rp-a maps to %q, %v; want a", h, ok)
 	}
@@ -182,13 +176,7 @@ func TestHostManagerSyncSharesInstanceStrings(t *testing.T) {
 	put("i2")
 	sync("i1", "i2")
 
-	hm := NewHostManager(c.cli, c.keys, hclog.NewNullLogger())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go hm.Run(ctx)
-	if err := hm.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	hm := syncedHostManager(t, c)
 	shared := func(when string, want int) {
 		t.Helper()
 		hm.mu.RLock()
@@ -295,13 +283,7 @@ func TestHostManagerSharesInstanceStrings(t *testing.T) {
 	put("a", "i2")
 	put("b", "i3")
 
-	hm := NewHostManager(c.cli, c.keys, hclog.NewNullLogger())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go hm.Run(ctx)
-	if err := hm.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	hm := syncedHostManager(t, c)
 	put("b", "i4") // followed, not listed
 	testwait.Until(t, "i4 followed", func() bool { v, _ := hm.view("b"); return v.Instances["i4"] != nil })
 
@@ -323,4 +305,18 @@ func TestHostManagerSharesInstanceStrings(t *testing.T) {
 			t.Errorf("%s: its flavor name is a copy of its own", want.uuid)
 		}
 	}
+}
+
+// syncedHostManager runs a host manager on c's etcd until the test ends
+// and returns it synced.
+func syncedHostManager(t *testing.T, c *cloud) *HostManager {
+	t.Helper()
+	hm := NewHostManager(c.cli, c.keys, hclog.NewNullLogger())
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go hm.Run(ctx)
+	if err := hm.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return hm
 }
