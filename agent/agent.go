@@ -102,6 +102,11 @@ type Agent struct {
 	seenMu sync.Mutex
 	seen   seenProvider
 
+	// readAtRegister is the service record register read, for goUp's
+	// first try (nil once used).
+	upMu           sync.Mutex
+	readAtRegister *serviceRead
+
 	// lastSync is the HostSync this agent last wrote, and unwritten how
 	// many syncs since found the same list (register.go syncInstances).
 	syncMu    sync.Mutex
@@ -146,7 +151,9 @@ func New(cfg Config, cli *clientv3.Client, keys etcdschema.Keys, p Placement, d 
 // ProviderUUID is the host's compute node provider.
 func (a *Agent) ProviderUUID() string { return a.provider }
 
-// Run registers the host and serves it until ctx ends; then it stops
+// Run registers the host, reconciles it with its driver, makes it up
+// (service record and alive key in one transaction) and serves it until
+// ctx ends; then it stops
 // taking work, lets running builds finish, and revokes its liveness lease
 // so the host reads down at once instead of after service_down_time.
 func (a *Agent) Run(ctx context.Context) error {

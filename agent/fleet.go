@@ -22,14 +22,16 @@ import (
 // bodies of Run's liveness ticker and periodic tasks. Start-up
 // reconciliation and the service watch are not run.
 
-// Register writes the service record, the compute node provider with its
-// inventory, and the host mapping, as Run does first.
+// Register creates the compute node provider with its inventory and the
+// host mapping, and reads the service record, as Run does first. The host
+// is not up yet: GrantAlive or PutAlive makes it up.
 func (a *Agent) Register(ctx context.Context) error { return a.register(ctx) }
 
 // GrantAlive grants the host's liveness lease (TTL service_down_time) and
-// writes its alive key under it, as Run does before it serves; the caller
-// renews it with RenewAlive every report_interval.
-func (a *Agent) GrantAlive(ctx context.Context) (clientv3.LeaseID, error) { return a.grantAlive(ctx) }
+// makes the host up under it, as Run does before it serves: the service
+// record and the alive key in one transaction. The caller renews the
+// lease with RenewAlive every report_interval.
+func (a *Agent) GrantAlive(ctx context.Context) (clientv3.LeaseID, error) { return a.grantUp(ctx) }
 
 // RenewAlive is one beat of Run's liveness ticker: one renewal of lease
 // on r's keepalive stream (a fleet shares one renewer among its hosts, as
@@ -71,10 +73,11 @@ func (a *Agent) Intervals() Intervals {
 		ProviderSyncInterval: a.cfg.ProviderSyncInterval, InstanceSyncInterval: a.cfg.InstanceSyncInterval}
 }
 
-// PutAlive writes the host's alive key bound to lease, which the caller
-// keeps alive (a fleet may share one lease among its hosts).
+// PutAlive makes the host up under lease, which the caller keeps alive
+// (a fleet may share one lease among its hosts): the service record and
+// the alive key in one transaction, as GrantAlive.
 func (a *Agent) PutAlive(ctx context.Context, lease clientv3.LeaseID) error {
-	return a.putAlive(ctx, lease)
+	return a.goUp(ctx, lease)
 }
 
 // SyncInstances writes the host's instance uuid list (HostSync) when it

@@ -17,30 +17,37 @@ import (
 	"github.com/berth-project/berth/placement"
 )
 
-// register writes the service record (keeping the fields the API owns),
-// creates the compute node provider and reports its inventory, and maps
-// the host to its cell when the cell is known.
+// register creates the compute node provider and reports its inventory
+// (with the disabled trait the service record, if any, asks for), reports
+// the host's capacity, and maps the host to its cell when the cell is
+// known. It reads the service record but does not write it: the record
+// appears, or is brought up to date, in goUp's one transaction with the
+// alive key. A host is "up" (service record and alive key) only when both
+// exist, so it is never up before its provider and mapping exist (tests,
+// e2e and `berth dev` users create servers as soon as hosts read up), and
+// a new host's record never shows without its alive key, which the
+// scheduler leader took for a host gone down (at 100,000 hosts, 35 false
+// "host is down" during a populate).
 func (a *Agent) register(ctx context.Context) error {
-	failed := -1
-	if err := a.updateService(ctx, func(s *etcdschema.Service) {
-		s.Cell = a.cfg.Cell
-		s.ProviderUUID = a.provider
-		s.AgentVersion = Version
-		s.CanLiveMigrate = canLiveMigrate(a.driver)
-		failed = s.FailedBuilds
-	}); err != nil {
+	s, rev, err := a.readService(ctx)
+	if err != nil {
 		return err
 	}
-	// The record just read (and kept) has the current failed_builds: the
-	// agent is its only writer, so the first build's success needs no
-	// read of it (noteBuildResult).
+	// The record just read has the current failed_builds: the agent is
+	// its only writer (the API and goUp keep it) and builds only once up,
+	// so the first build's success needs no read of it (noteBuildResult).
 	a.failedMu.Lock()
-	a.failedBuilds = failed
+	a.failedBuilds = s.FailedBuilds
 	a.failedMu.Unlock()
+	a.upMu.Lock()
+	a.readAtRegister = &serviceRead{svc: s, rev: rev}
+	a.upMu.Unlock()
 	if err := a.placement.EnsureProvider(ctx, a.provider, a.cfg.Host, ""); err != nil {
 		return fmt.Errorf("agent %s: ensure provider: %w", a.cfg.Host, err)
 	}
-	if err := a.syncProvider(ctx); err != nil {
+	// A host without a record yet is enabled: Nova creates a compute
+	// service enabled.
+	if err := a.syncProviderWith(ctx, s); err != nil {
 		return err
 	}
 	if err := a.reportCapacity(ctx); err != nil {
@@ -52,30 +59,105 @@ func (a *Agent) register(ctx context.Context) error {
 	return nil
 }
 
+// serviceRead is the service record as read, with its mod revision (0:
+// there is none).
+type serviceRead struct {
+	svc etcdschema.Service
+	rev int64
+}
+
+// readService reads the service record; with none it returns a new one
+// (created now) and revision 0.
+func (a *Agent) readService(ctx context.Context) (etcdschema.Service, int64, error) {
+	key := a.own.service
+	resp, err := a.cli.Get(ctx, key)
+	if err != nil {
+		return etcdschema.Service{}, 0, fmt.Errorf("agent %s: read service: %w", a.cfg.Host, err)
+	}
+	s := etcdschema.Service{Host: a.cfg.Host, CreatedAt: time.Now().UTC()}
+	if len(resp.Kvs) == 0 {
+		return s, 0, nil
+	}
+	if err := etcdschema.Decode(key, resp.Kvs[0].Value, &s); err != nil {
+		return etcdschema.Service{}, 0, fmt.Errorf("agent %s: %w", a.cfg.Host, err)
+	}
+	return s, resp.Kvs[0].ModRevision, nil
+}
+
+// registered sets the fields of the service record the agent owns at
+// start; the API's (disabled, its reason, forced_down) and
+// failed_builds are kept.
+func (a *Agent) registered(s *etcdschema.Service) {
+	s.Cell = a.cfg.Cell
+	s.ProviderUUID = a.provider
+	s.AgentVersion = Version
+	s.CanLiveMigrate = canLiveMigrate(a.driver)
+}
+
+// goUp makes the host up: in one transaction it writes the alive key
+// under lease and the service record (created, or updated with the
+// agent's fields when they differ), compared on the record's mod
+// revision as the API writes its disabled fields. Run calls it after
+// register and reconcile, as Nova's Service.start runs init_host before
+// it creates or updates the service record and joins the service group:
+// a host reads up once etcd and its driver agree, and casts are worked
+// only from then on.
+//
+// On a restart the record exists and the host reads down (its alive key
+// expired with the old lease, or was revoked) until this transaction;
+// the leader may meanwhile have recorded it down, and it clears that
+// record when it sees the alive key back. Its take-back of casts
+// compares the alive key's absence, so none is taken once this commits.
+func (a *Agent) goUp(ctx context.Context, lease clientv3.LeaseID) error {
+	key := a.own.service
+	a.upMu.Lock()
+	read := a.readAtRegister
+	a.readAtRegister = nil // only for the first try: the record moves on
+	a.upMu.Unlock()
+	for try := 0; try < 20; try++ {
+		if read == nil {
+			s, rev, err := a.readService(ctx)
+			if err != nil {
+				return err
+			}
+			read = &serviceRead{svc: s, rev: rev}
+		}
+		s := read.svc
+		a.registered(&s)
+		now := time.Now().UTC()
+		alive := &etcdschema.Alive{Host: a.cfg.Host, LeaseID: int64(lease), Since: now}
+		ops := []clientv3.Op{clientv3.OpPut(a.keys.Alive(a.cfg.Host), etcdschema.MustEncode(alive), clientv3.WithLease(lease))}
+		if read.rev == 0 || s != read.svc {
+			s.UpdatedAt = now
+			ops = append(ops, clientv3.OpPut(key, etcdschema.MustEncode(&s)))
+		}
+		t, err := a.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", read.rev)).Then(ops...).Commit()
+		if err != nil {
+			return fmt.Errorf("agent %s: write service record and alive key: %w", a.cfg.Host, err)
+		}
+		if t.Succeeded {
+			return nil
+		}
+		read = nil
+	}
+	return fmt.Errorf("agent %s: service record kept changing under us", a.cfg.Host)
+}
+
 // updateService read-modify-writes the service record with a compare on
 // its mod revision: the API writes the disabled fields of the same record.
 func (a *Agent) updateService(ctx context.Context, mutate func(s *etcdschema.Service)) error {
 	key := a.own.service
 	for try := 0; try < 20; try++ {
-		resp, err := a.cli.Get(ctx, key)
+		s, rev, err := a.readService(ctx)
 		if err != nil {
-			return fmt.Errorf("agent %s: read service: %w", a.cfg.Host, err)
-		}
-		now := time.Now().UTC()
-		s := etcdschema.Service{Host: a.cfg.Host, CreatedAt: now}
-		var rev int64
-		if len(resp.Kvs) == 1 {
-			if err := etcdschema.Decode(key, resp.Kvs[0].Value, &s); err != nil {
-				return fmt.Errorf("agent %s: %w", a.cfg.Host, err)
-			}
-			rev = resp.Kvs[0].ModRevision
+			return err
 		}
 		before := s
 		mutate(&s)
 		if rev != 0 && s == before {
 			return nil // nothing to write
 		}
-		s.UpdatedAt = now
+		s.UpdatedAt = time.Now().UTC()
 		t, err := a.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
 			Then(clientv3.OpPut(key, etcdschema.MustEncode(&s))).Commit()
 		if err != nil {
@@ -271,8 +353,9 @@ func (l *liveness) close() {
 	l.renewer.Close()
 }
 
-// startLiveness grants a lease of service_down_time, writes the alive key
-// under it and keeps it alive every report_interval, each beat one
+// startLiveness grants a lease of service_down_time, makes the host up
+// under it (goUp: service record and alive key) and keeps it alive every
+// report_interval, each beat one
 // request on the renewer's long-lived keepalive stream. If the lease is
 // lost (etcd unreachable past the TTL) a new one is granted when etcd
 // returns. The ticker stops when ctx ends; close then closes the renewer.
@@ -281,7 +364,7 @@ func (a *Agent) startLiveness(ctx context.Context) (*liveness, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", a.cfg.Host, err)
 	}
-	id, err := a.grantAlive(ctx)
+	id, err := a.grantUp(ctx)
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -335,9 +418,37 @@ func (a *Agent) renewAlive(ctx context.Context, r *LeaseRenewer, lease clientv3.
 	return id, nil
 }
 
+// grantUp grants a liveness lease of service_down_time and makes the host
+// up under it (goUp): the agent's start.
+func (a *Agent) grantUp(ctx context.Context) (clientv3.LeaseID, error) {
+	lease, err := a.grantLease(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := a.goUp(ctx, lease); err != nil {
+		return 0, err
+	}
+	return lease, nil
+}
+
 // grantAlive grants a liveness lease of service_down_time and writes the
-// alive key under it.
+// alive key under it: a lost lease replaced. The service record is left
+// as it is: it exists since the host came up, and if an operator deleted
+// it meanwhile, writing it again would list the host up without the
+// provider and mapping a delete removes.
 func (a *Agent) grantAlive(ctx context.Context) (clientv3.LeaseID, error) {
+	lease, err := a.grantLease(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := a.putAlive(ctx, lease); err != nil {
+		return 0, err
+	}
+	return lease, nil
+}
+
+// grantLease grants a liveness lease of service_down_time.
+func (a *Agent) grantLease(ctx context.Context) (clientv3.LeaseID, error) {
 	ttl := int64(a.cfg.ServiceDownTime / time.Second)
 	if ttl < 1 {
 		ttl = 1
@@ -345,9 +456,6 @@ func (a *Agent) grantAlive(ctx context.Context) (clientv3.LeaseID, error) {
 	lease, err := a.cli.Grant(ctx, ttl)
 	if err != nil {
 		return 0, fmt.Errorf("agent %s: grant liveness lease: %w", a.cfg.Host, err)
-	}
-	if err := a.putAlive(ctx, lease.ID); err != nil {
-		return 0, err
 	}
 	return lease.ID, nil
 }

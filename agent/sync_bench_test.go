@@ -72,6 +72,11 @@ func syncedHost(tb testing.TB, cli *clientv3.Client, instances int) *Agent {
 	if err := a.Register(ctx); err != nil {
 		tb.Fatal(err)
 	}
+	// Up, as a fleet host is before its periodic syncs: the service
+	// record is written with the alive key.
+	if _, err := a.GrantAlive(ctx); err != nil {
+		tb.Fatal(err)
+	}
 	return a
 }
 
