@@ -55,6 +55,10 @@ type Config struct {
 	ReportInterval       time.Duration
 	ServiceDownTime      time.Duration
 	ProviderSyncInterval time.Duration
+	// ProviderRefresh is how long a provider sync trusts what it last
+	// read or wrote of the provider (provider_cache.go): 0 is the
+	// default, 300 s; NeverRefreshProvider trusts it until a sync fails.
+	ProviderRefresh      time.Duration
 	MaxConcurrentBuilds  int
 	TrackInstanceChanges bool
 	InstanceSyncInterval time.Duration
@@ -129,6 +133,9 @@ func New(cfg Config, cli *clientv3.Client, keys etcdschema.Keys, p Placement, d 
 	}
 	if cfg.ProviderSyncInterval <= 0 {
 		cfg.ProviderSyncInterval = 60 * time.Second
+	}
+	if cfg.ProviderRefresh == 0 {
+		cfg.ProviderRefresh = DefaultProviderRefresh
 	}
 	if cfg.InstanceSyncInterval <= 0 {
 		cfg.InstanceSyncInterval = 120 * time.Second

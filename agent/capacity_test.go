@@ -55,7 +55,7 @@ func TestAgentReportsCapacityAndRecreatesItsProvider(t *testing.T) {
 	if err := p.DeleteProvider(ctx, a.ProviderUUID()); err != nil {
 		t.Fatal(err)
 	}
-	// Within providerRefresh of the registration the sync trusts what it
+	// Within the provider refresh of the registration the sync trusts what it
 	// wrote, as Nova's report client trusts its provider tree, and does
 	// not read the provider: it is not back yet.
 	if syncErr, _ := a.providerTick(ctx); syncErr != nil {
@@ -67,7 +67,7 @@ func TestAgentReportsCapacityAndRecreatesItsProvider(t *testing.T) {
 	// Once the refresh is due the sync reads the provider, finds it
 	// gone and creates it again.
 	a.seenMu.Lock()
-	a.seen.at = a.seen.at.Add(-providerRefresh)
+	a.seen.at = a.seen.at.Add(-DefaultProviderRefresh)
 	a.seenMu.Unlock()
 	if syncErr, _ := a.providerTick(ctx); syncErr != nil {
 		t.Fatal(syncErr)

@@ -7,7 +7,7 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 )
 
-// providerRefresh is how long the provider sync trusts what it last read
+// DefaultProviderRefresh is how long the provider sync trusts what it last read
 // or wrote of its provider before it reads the provider again: Nova's
 // resource_provider_association_refresh (300 s). Nova's report client
 // keeps a ProviderTree of what it knows Placement has and calls Placement
@@ -19,11 +19,21 @@ import (
 //
 // What waits for the refresh: a change made to the provider behind the
 // agent's back (an operator's inventory edit is put back, a provider
-// deleted from Placement is created again) within providerRefresh, not
+// deleted from Placement is created again) within the refresh, not
 // within one provider_sync_interval. What does not: a change of the
 // host's own inventory or of its service's disabled flag, which differs
 // from what was seen and so reaches Placement at once.
-const providerRefresh = 300 * time.Second
+//
+// It is the default of Config.ProviderRefresh, the agent block's
+// resource_provider_association_refresh.
+const DefaultProviderRefresh = 300 * time.Second
+
+// NeverRefreshProvider, as Config.ProviderRefresh, trusts what the agent
+// last read or wrote of its provider until a sync fails (which forgets
+// it): Nova's resource_provider_association_refresh = 0, which loads the
+// provider once and never refreshes it on its own. A change of the
+// host's inventory or disabled flag still reaches Placement at once.
+const NeverRefreshProvider time.Duration = -1
 
 // seenProvider is what the agent's provider had when the agent last read
 // or wrote it: its inventories and whether it had the disabled trait.
@@ -34,13 +44,15 @@ type seenProvider struct {
 }
 
 // providerIsAsSeen says whether the provider was seen with inv and the
-// disabled trait as wanted within providerRefresh: then a sync has
-// nothing to write and need not read it.
+// disabled trait as wanted within the refresh (ever, with
+// NeverRefreshProvider): then a sync has nothing to write and need not
+// read it.
 func (a *Agent) providerIsAsSeen(inv map[string]etcdschema.Inventory, disabled bool) bool {
 	a.seenMu.Lock()
 	defer a.seenMu.Unlock()
 	s := a.seen
-	return !s.at.IsZero() && time.Since(s.at) < providerRefresh && s.disabled == disabled && maps.Equal(s.inv, inv)
+	fresh := a.cfg.ProviderRefresh < 0 || time.Since(s.at) < a.cfg.ProviderRefresh
+	return !s.at.IsZero() && fresh && s.disabled == disabled && maps.Equal(s.inv, inv)
 }
 
 // sawProvider notes what the provider has after a sync read or wrote it

@@ -240,7 +240,7 @@ func (a *Agent) syncProvider(ctx context.Context) error {
 }
 
 // syncProviderWith is syncProvider with the service record already read.
-// A provider seen as wanted within providerRefresh is not read again
+// A provider seen as wanted within its refresh is not read again
 // (provider_cache.go).
 func (a *Agent) syncProviderWith(ctx context.Context, svc etcdschema.Service) error {
 	inv, err := a.inventories()

@@ -106,7 +106,7 @@ func TestProviderTickRoundTrips(t *testing.T) {
 		t.Errorf("an idle provider sync made %d round trips to etcd, want 2", c.n)
 	}
 	a.seenMu.Lock()
-	a.seen.at = a.seen.at.Add(-providerRefresh)
+	a.seen.at = a.seen.at.Add(-DefaultProviderRefresh)
 	a.seenMu.Unlock()
 	c.n = 0
 	if syncErr, mapErr := a.providerTick(ctx); syncErr != nil || mapErr != nil {

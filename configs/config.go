@@ -386,9 +386,15 @@ type Agent struct {
 	// ProviderSyncInterval is the period of update_provider_tree: inventory
 	// and the disabled trait, the backstop for a missed service change.
 	ProviderSyncInterval time.Duration
-	Inventory            Inventory
-	Fake                 FakeDriver
-	Process              ProcessDriver
+	// ProviderRefresh is Nova's [compute]
+	// resource_provider_association_refresh: how long a provider sync
+	// trusts what it last read or wrote of the host's provider before it
+	// reads it again. 0 reads it once and then never again on its own,
+	// as in Nova.
+	ProviderRefresh time.Duration
+	Inventory       Inventory
+	Fake            FakeDriver
+	Process         ProcessDriver
 
 	declRange hcl.Range
 }

@@ -664,6 +664,7 @@ func (d *decoder) agent(r *rawAgent) *Agent {
 		TrackInstanceChanges: d.boolean(r.TrackInstanceChanges, def.TrackInstanceChanges),
 		InstanceSyncInterval: d.duration(r.Body, "instance_sync_interval", r.InstanceSyncInterval, def.InstanceSyncInterval, time.Second, "schedulers re-list a host whose sync differs"),
 		ProviderSyncInterval: d.duration(r.Body, "provider_sync_interval", r.ProviderSyncInterval, def.ProviderSyncInterval, time.Second, "the agent would re-sync its provider without pause"),
+		ProviderRefresh:      d.duration(r.Body, "resource_provider_association_refresh", r.ProviderRefresh, def.ProviderRefresh, 0, "0 never re-reads the provider on its own"),
 		Inventory:            def.Inventory,
 		Fake:                 def.Fake,
 		Process:              def.Process,

@@ -587,3 +587,45 @@ func TestParseEmbeddedLogLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestParseProviderRefresh: the agent's resource_provider_association_refresh
+// (Nova's [compute] option) defaults to 300 s, takes 0 (never refresh on
+// its own, as in Nova) and any positive duration, and a negative or
+// unreadable value is an error naming the setting, with file and line.
+func TestParseProviderRefresh(t *testing.T) {
+	for _, tc := range []struct {
+		desc, src string
+		want      time.Duration
+		err       string // a diagnostic's prefix and detail, "" for none
+		detail    string
+	}{
+		{desc: "unset", src: "agent {\n}\n", want: 300 * time.Second},
+		{desc: "zero never refreshes", src: "agent {\n  resource_provider_association_refresh = \"0s\"\n}\n", want: 0},
+		{desc: "ten minutes", src: "agent {\n  resource_provider_association_refresh = \"10m\"\n}\n", want: 10 * time.Minute},
+		{desc: "negative", src: "agent {\n  resource_provider_association_refresh = \"-1s\"\n}\n",
+			err:    "t.hcl:2:43: Invalid resource_provider_association_refresh: ",
+			detail: "resource_provider_association_refresh must be at least 0s (0 never re-reads the provider on its own); got -1s."},
+		{desc: "not a duration", src: "agent {\n  resource_provider_association_refresh = 300\n}\n",
+			err:    "t.hcl:2:43: Invalid duration: ",
+			detail: `resource_provider_association_refresh = "300" is not a duration`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cfg, err := Parse([]byte(tc.src), "t.hcl")
+			if tc.err != "" {
+				if err == nil {
+					t.Fatalf("Parse succeeded (refresh %s), want %s%s", cfg.Agent.ProviderRefresh, tc.err, tc.detail)
+				}
+				if msg := err.Error(); !strings.HasPrefix(msg, tc.err) || !strings.Contains(msg, tc.detail) || strings.Contains(msg, "\n") {
+					t.Fatalf("error:\n got %s\nwant %s...%s", msg, tc.err, tc.detail)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Agent.ProviderRefresh; got != tc.want {
+				t.Fatalf("ProviderRefresh = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -188,7 +188,8 @@ func Defaults() *Config {
 			MaxConcurrentBuilds:  10,
 			TrackInstanceChanges: true,
 			InstanceSyncInterval: 120 * time.Second,
-			ProviderSyncInterval: 60 * time.Second, // Nova's update_resources_interval is 60 s too
+			ProviderSyncInterval: 60 * time.Second,  // Nova's update_resources_interval is 60 s too
+			ProviderRefresh:      300 * time.Second, // Nova's resource_provider_association_refresh
 			Inventory: Inventory{
 				ReservedHostMemoryMB: 512,
 				CPUAllocationRatio:   4.0,

@@ -223,6 +223,7 @@ type rawAgent struct {
 	TrackInstanceChanges *bool         `hcl:"track_instance_changes"`
 	InstanceSyncInterval *string       `hcl:"instance_sync_interval"`
 	ProviderSyncInterval *string       `hcl:"provider_sync_interval"`
+	ProviderRefresh      *string       `hcl:"resource_provider_association_refresh"`
 	Inventory            *rawInventory `hcl:"inventory,block"`
 	Fake                 *rawFake      `hcl:"fake,block"`
 	Process              *rawProcess   `hcl:"process,block"`

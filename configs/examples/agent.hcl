@@ -80,6 +80,16 @@ agent {
   # while the agent was down is applied at its start anyway (default "60s").
   provider_sync_interval = "60s"
 
+  # Nova's [compute] resource_provider_association_refresh: how long a
+  # provider sync trusts what it last read or wrote of the host's provider
+  # before it reads the provider again. A change of the host's inventory or
+  # disabled flag reaches Placement at the next sync regardless; what waits
+  # for the refresh is a change made to the provider behind the agent's
+  # back (an operator's inventory edit is put back, a deleted provider is
+  # created again). "0s" reads it once and never again on its own, as in
+  # Nova; a failed sync still forgets what it saw. Default "300s".
+  resource_provider_association_refresh = "300s"
+
   # Settings of the process driver, used only when driver = "process".
   # Each instance is a child process in its own process group running the
   # flavor's "berth:command" extra spec, or this command when the flavor

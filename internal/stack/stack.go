@@ -668,7 +668,8 @@ func (s *Stack) StartAgent(ctx context.Context, a *configs.Agent, dataDir string
 		Host: a.Host, Cell: a.Cell, ReportInterval: a.ReportInterval, ServiceDownTime: a.ServiceDownTime,
 		MaxConcurrentBuilds: a.MaxConcurrentBuilds, TrackInstanceChanges: a.TrackInstanceChanges,
 		InstanceSyncInterval: a.InstanceSyncInterval, ProviderSyncInterval: a.ProviderSyncInterval, DataDir: dataDir,
-		Metrics: s.metrics,
+		ProviderRefresh: providerRefresh(a.ProviderRefresh),
+		Metrics:         s.metrics,
 		Inventory: agent.Inventory{VCPUs: inv.VCPUs, MemoryMB: inv.MemoryMB, DiskGB: inv.DiskGB,
 			ReservedHostCPUs: inv.ReservedHostCPUs, ReservedHostMemoryMB: inv.ReservedHostMemoryMB,
 			ReservedHostDiskGB: inv.ReservedHostDiskGB, CPUAllocationRatio: inv.CPUAllocationRatio,
@@ -682,6 +683,15 @@ func (s *Stack) StartAgent(ctx context.Context, a *configs.Agent, dataDir string
 	// alive, so its first list means the agent is taking work.
 	s.readyWhen("agent "+a.Host, "the agent has not registered its host and read its builds yet", ag.WaitSynced)
 	return nil
+}
+
+// providerRefresh is the agent's ProviderRefresh for the agent block's
+// resource_provider_association_refresh, where 0 means never (Nova's).
+func providerRefresh(d time.Duration) time.Duration {
+	if d == 0 {
+		return agent.NeverRefreshProvider
+	}
+	return d
 }
 
 // wait blocks until a signal or a role's failure, then stops everything.
