@@ -36,6 +36,7 @@ func BenchmarkMemberSettings(b *testing.B) {
 	}{
 		{name: "berth"},
 		{name: "grpc-client", grpc: true},
+		{name: "grpc-client-goroutine-per-stream", grpc: true, tune: func(c *embed.Config) { c.GRPCAdditionalServerOptions = nil }},
 		{name: "metrics-extensive", tune: func(c *embed.Config) { c.Metrics = "extensive" }},
 		{name: "snapshot-count-100k", tune: func(c *embed.Config) { c.SnapshotCount = 100_000 }},
 		{name: "backend-batch-1s", tune: func(c *embed.Config) {
