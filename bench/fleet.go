@@ -138,6 +138,8 @@ type Fleet struct {
 	// (under mu), so only a flip syncs its provider (serviceChanged).
 	disabled map[string]bool
 	wg       sync.WaitGroup
+	// workers run the casts (offer), counted in wg; Run closes them.
+	workers castWorkers
 
 	worked atomic.Int64
 
@@ -216,6 +218,7 @@ func NewFleet(cli *clientv3.Client, keys etcdschema.Keys, place agent.Placement,
 	f := &Fleet{cli: cli, keys: keys, place: place, cfg: cfg, log: log,
 		agents: make(map[string]*agent.Agent, cfg.Hosts), hosts: make([]*fleetHost, 0, cfg.Hosts),
 		casts: map[string]*castQueue{}, disabled: map[string]bool{}}
+	f.workers.wg = &f.wg
 	for i := cfg.FirstHost; i < cfg.FirstHost+cfg.Hosts; i++ {
 		host := f.HostName(i)
 		drv := agent.NewFakeDriver(host, agent.FakeConfig{BuildTime: cfg.BuildTime, FailureRate: cfg.FailureRate,
@@ -394,6 +397,7 @@ func (f *Fleet) syncInstances(ctx context.Context, h *fleetHost) error {
 // re-list and hide the gap the run must fail on.)
 func (f *Fleet) Run(ctx context.Context, fromRev int64) error {
 	defer f.wg.Wait()
+	defer f.workers.close()
 	wch := f.cli.Watch(clientv3.WithRequireLeader(ctx), f.keys.HostsPrefix(), clientv3.WithPrefix(),
 		clientv3.WithRev(fromRev), clientv3.WithFilterDelete())
 	for resp := range wch {
@@ -464,9 +468,7 @@ func (f *Fleet) offer(ctx context.Context, ag *agent.Agent, ev informer.Event) {
 	}
 	f.casts[id] = &castQueue{}
 	f.mu.Unlock()
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
+	f.workers.run(func() {
 		for {
 			ag.Work(ctx, ev)
 			f.worked.Add(1)
@@ -480,7 +482,7 @@ func (f *Fleet) offer(ctx context.Context, ag *agent.Agent, ev informer.Event) {
 			ev, q.next = *q.next, nil
 			f.mu.Unlock()
 		}
-	}()
+	})
 }
 
 // Worked is how many casts the fleet has worked.
