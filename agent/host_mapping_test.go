@@ -94,3 +94,50 @@ func TestEnsureHostMappingWritesOnlyWhenUnmapped(t *testing.T) {
 		t.Fatalf("checks of a mapped host sent %d transactions that could write", w.n-before)
 	}
 }
+
+// TestProviderTickMapsAnUnmappedHost: the provider sync reads whether the
+// cell and the host's mapping exist (counts in its one read) and maps the
+// host only when the cell exists and the mapping does not: again after
+// the mapping is deleted, and never with a write while it is mapped.
+func TestProviderTickMapsAnUnmappedHost(t *testing.T) {
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/t")
+	a, err := New(Config{Host: "h1", Cell: "cell1", ReportInterval: time.Second,
+		Inventory: Inventory{VCPUs: 4, MemoryMB: 4096, DiskGB: 10}},
+		cli, keys, placement.New(cli, keys, hclog.NewNullLogger()), NewFakeDriver("h1", FakeConfig{}), hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &writingTxns{KV: cli.KV}
+	cli.KV = w
+	ctx := context.Background()
+	mapped := func() bool {
+		t.Helper()
+		resp, err := cli.Get(ctx, keys.HostMapping("h1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(resp.Kvs) == 1
+	}
+	if _, mapErr := a.providerTick(ctx); mapErr == nil || mapped() {
+		t.Fatalf("tick without the cell: mapping error %v, mapped %v; want an error and no mapping", mapErr, mapped())
+	}
+	if _, err := cli.Put(ctx, keys.Cell("cell1"), etcdschema.MustEncode(&etcdschema.Cell{Name: "cell1", UUID: "c1"})); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		if _, mapErr := a.providerTick(ctx); mapErr != nil || !mapped() {
+			t.Fatalf("round %d: tick with the cell: mapping error %v, mapped %v; want the host mapped", round, mapErr, mapped())
+		}
+		before := w.n
+		if _, mapErr := a.providerTick(ctx); mapErr != nil {
+			t.Fatal(mapErr)
+		}
+		if w.n != before {
+			t.Fatalf("round %d: a tick of a mapped host sent %d transactions that could write", round, w.n-before)
+		}
+		if _, err := cli.Delete(ctx, keys.HostMapping("h1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
