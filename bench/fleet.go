@@ -104,7 +104,7 @@ func CellName(c int) string { return fmt.Sprintf("cell%d", c) }
 // Run: the fleet calls its Register, GrantAlive, SyncInstances, Work,
 // RenewAlive and SyncProvider, so every key, value, transaction and lease
 // call is the agent's own. What the fleet shares instead of running per
-// host: one etcd watch on the hosts prefix that hands each cast to its
+// host: one etcd watch on its hosts' keys that hands each cast to its
 // host, and one schedule of the hosts' periodic work (liveness renewals,
 // provider syncs, instance syncs) spread evenly over each period and
 // worked by a few goroutines, not a ticker per host. With
@@ -398,11 +398,12 @@ func (f *Fleet) syncInstances(ctx context.Context, h *fleetHost) error {
 func (f *Fleet) Run(ctx context.Context, fromRev int64) error {
 	defer f.wg.Wait()
 	defer f.workers.close()
-	wch := f.cli.Watch(clientv3.WithRequireLeader(ctx), f.keys.HostsPrefix(), clientv3.WithPrefix(),
+	from, end := f.watchedRange()
+	wch := f.cli.Watch(clientv3.WithRequireLeader(ctx), from, clientv3.WithRange(end),
 		clientv3.WithRev(fromRev), clientv3.WithFilterDelete())
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
-			return fmt.Errorf("fleet: watch %s: %w", f.keys.HostsPrefix(), err)
+			return fmt.Errorf("fleet: watch [%s, %s): %w", from, end, err)
 		}
 		for _, ev := range resp.Events {
 			key := string(ev.Kv.Key)
@@ -424,7 +425,26 @@ func (f *Fleet) Run(ctx context.Context, fromRev int64) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	return fmt.Errorf("fleet: watch %s closed", f.keys.HostsPrefix())
+	return fmt.Errorf("fleet: watch [%s, %s) closed", from, end)
+}
+
+// watchedRange is the key range Run watches: the keys of the fleet's own
+// hosts, from its first host's prefix to the end of its last's, as a
+// real agent watches its own host's keys and not every host's. With
+// -fleet-procs each child had watched the whole hosts prefix, so every
+// cast, instance info and background write of the other children's
+// hosts was sent to it by etcd and decoded there only to be dropped.
+// The range holds exactly the fleet's hosts when their names sort as
+// their numbers (all the same width, hostName); otherwise (numbers past
+// the padding) it is the whole hosts prefix. A key in the range of a
+// host that is not the fleet's is dropped as before.
+func (f *Fleet) watchedRange() (from, end string) {
+	first := hostName(f.cfg.HostPrefix, f.cfg.FirstHost)
+	last := hostName(f.cfg.HostPrefix, f.cfg.FirstHost+f.cfg.Hosts-1)
+	if len(first) != len(last) {
+		return f.keys.HostsPrefix(), clientv3.GetPrefixRangeEnd(f.keys.HostsPrefix())
+	}
+	return f.keys.HostPrefix(first), clientv3.GetPrefixRangeEnd(f.keys.HostPrefix(last))
 }
 
 // serviceChanged syncs host's provider when its service's disabled flag

@@ -582,3 +582,28 @@ func TestFleetChildEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetWatchesItsOwnHostsKeys: a fleet's cast watch covers every key
+// of each of its hosts and no key of the hosts before or after it (the
+// next fleet process's), and falls back to the whole hosts prefix when
+// its hosts' names are not all one width.
+func TestFleetWatchesItsOwnHostsKeys(t *testing.T) {
+	keys := etcdschema.New(etcdschema.DefaultPrefix)
+	inRange := func(from, end, key string) bool { return key >= from && key < end }
+	f := &Fleet{keys: keys, cfg: FleetConfig{FirstHost: 9, Hosts: 3, HostPrefix: "bench-"}}
+	from, end := f.watchedRange()
+	for i := 8; i <= 12; i++ {
+		h := hostName("bench-", i)
+		own := i >= 9 && i <= 11
+		for _, k := range []string{keys.Service(h), keys.Build(h, "u1"), keys.HostInstance(h, "u1"), keys.HostSync(h), keys.Alive(h)} {
+			if got := inRange(from, end, k); got != own {
+				t.Errorf("key %s in the watch [%s, %s): %v, want %v", k, from, end, got, own)
+			}
+		}
+	}
+	f.cfg.FirstHost, f.cfg.Hosts = 999_999, 2 // bench-999999 and bench-1000000
+	from, end = f.watchedRange()
+	if from != keys.HostsPrefix() || end != clientv3.GetPrefixRangeEnd(keys.HostsPrefix()) {
+		t.Errorf("names of two widths: watch [%s, %s), want the hosts prefix %s", from, end, keys.HostsPrefix())
+	}
+}
