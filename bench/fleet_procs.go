@@ -444,11 +444,28 @@ func (c *fleetProc) do(cmd string) (fleetStatus, error) {
 	return st, nil
 }
 
+// children is the child processes once Run has started them (an entry is
+// nil for one a failed start never reached), and none before: start
+// writes p.procs while the tool may already ask for its progress, CPU or
+// background counts, and a read ordered after started's close sees every
+// write start made.
+func (p *fleetProcs) children() []*fleetProc {
+	select {
+	case <-p.started:
+		return p.procs
+	default:
+		return nil
+	}
+}
+
 // all sends cmd to every child and sums their answers.
 func (p *fleetProcs) all(cmd string) (fleetStatus, bool, error) {
 	var sum fleetStatus
 	done := true
-	for _, c := range p.procs {
+	for _, c := range p.children() {
+		if c == nil {
+			continue
+		}
 		st, err := c.do(cmd)
 		if err != nil {
 			return sum, false, err
@@ -550,7 +567,7 @@ func (p *fleetProcs) ResetLate() { _, _, _ = p.all("reset-late") }
 // CPU is the CPU the children used so far (user + system).
 func (p *fleetProcs) CPU() time.Duration {
 	var sum time.Duration
-	for _, c := range p.procs {
+	for _, c := range p.children() {
 		if c != nil {
 			sum += childCPU(c.cmd, c.done)
 		}
