@@ -5,7 +5,8 @@ import (
 	"sync"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // Creates checked together: one fence write for several creates of a
@@ -63,7 +64,10 @@ type fenceMemory struct {
 }
 
 // BatchPlan is one project's share of a request that stores several
-// creates (see above).
+// creates (see above). Its comparisons and operations are etcd's messages
+// as built (package rawtxn): a share is in every batch of creates, and
+// clientv3's builders clone each comparison by reflection again at If,
+// at OpTxn and when the nested Op becomes a request.
 type BatchPlan struct {
 	Project string
 	// Alone says, for each request planned, that it was not admitted: it
@@ -72,12 +76,12 @@ type BatchPlan struct {
 	Alone []bool
 	// Cmps guard the share: the project's quota set (and fence, when a
 	// limit is checked) as the plan read them.
-	Cmps []clientv3.Cmp
+	Cmps []*etcdserverpb.Compare
 	// Ops is the fence write (nil when no request was admitted).
-	Ops []clientv3.Op
+	Ops []*etcdserverpb.RequestOp
 	// Refresh reads the set and fence for the share's Else branch: a
 	// failed share hands their answers to PlanFailed.
-	Refresh []clientv3.Op
+	Refresh []*etcdserverpb.RequestOp
 
 	// next is the fence state once the share commits (fenceMod unknown
 	// until then).
@@ -99,7 +103,7 @@ func (s *Store) PlanServers(ctx context.Context, project, requestID string, reqs
 		return nil, err
 	}
 	p := &BatchPlan{Project: project, Alone: make([]bool, len(reqs)),
-		Refresh: []clientv3.Op{clientv3.OpGet(s.keys.QuotaSet(project)), clientv3.OpGet(s.keys.QuotaFence(project))}}
+		Refresh: []*etcdserverpb.RequestOp{rawtxn.Get(s.keys.QuotaSet(project)), rawtxn.Get(s.keys.QuotaFence(project))}}
 	lim := s.merge(st.set, "")
 	limited := lim[Instances] >= 0 || lim[Cores] >= 0 || lim[RAM] >= 0
 	record, recorded := st.recorded()
@@ -129,16 +133,18 @@ func (s *Store) PlanServers(ctx context.Context, project, requestID string, reqs
 	if admitted == 0 {
 		return p, nil
 	}
-	p.Cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.keys.QuotaSet(project)), "=", st.setMod)}
+	p.Cmps = []*etcdserverpb.Compare{rawtxn.ModRevisionIs(s.keys.QuotaSet(project), st.setMod)}
 	p.next = fenceState{set: st.set, setMod: st.setMod}
+	fence := s.keys.QuotaFence(project)
 	if limited {
-		g := s.guardRecorded(project, requestID, st, sum)
-		p.Cmps = append(p.Cmps, g.Cmps...)
-		p.fenced, p.fenceMod = true, st.fenceMod
-		p.Ops = g.Ops
+		// guardRecorded's comparison and write.
 		p.next.usage = record.plus(sum, st.usage.Basis)
+		p.Cmps = append(p.Cmps, rawtxn.ModRevisionIs(fence, st.fenceMod))
+		p.fenced, p.fenceMod = true, st.fenceMod
+		p.Ops = []*etcdserverpb.RequestOp{rawtxn.Put(fence, fenceValue(requestID, p.next.usage))}
 	} else {
-		p.Ops = s.guardUnchecked(project, requestID).Ops
+		// guardUnchecked's write.
+		p.Ops = []*etcdserverpb.RequestOp{rawtxn.Put(fence, fenceValue(requestID, nil))}
 	}
 	return p, nil
 }

@@ -6,8 +6,11 @@ import (
 	"slices"
 	"testing"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // PlanServers admits what fits the usage record, each create after the
@@ -78,7 +81,7 @@ func TestPlanServersAdmits(t *testing.T) {
 				t.Errorf("%d comparisons, want %d (the set, and the fence when a limit is checked)", len(p.Cmps), want)
 			}
 			if p.Admitted() {
-				resp, err := cli.Txn(ctx).If(p.Cmps...).Then(p.Ops...).Else(p.Refresh...).Commit()
+				resp, err := rawtxn.Commit(ctx, cli, &pb.TxnRequest{Compare: p.Cmps, Success: p.Ops, Failure: p.Refresh})
 				if err != nil || !resp.Succeeded {
 					t.Fatalf("the share: %v, succeeded %v", err, resp != nil && resp.Succeeded)
 				}

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // BenchmarkReserveServers is one create's quota check (count at one
@@ -239,10 +241,14 @@ func BenchmarkPlanAtScale(b *testing.B) {
 			for range n {
 				uuid := fmt.Sprintf("10000000-0000-4000-8000-%012d", next)
 				next++
-				ops = append(ops, clientv3.OpTxn(nil, createOps(keys, uuid, project), nil))
+				var sub []*pb.RequestOp
+				for _, op := range createOps(keys, uuid, project) {
+					sub = append(sub, rawtxn.Put(string(op.KeyBytes()), string(op.ValueBytes())))
+				}
+				ops = append(ops, rawtxn.Nested(&pb.TxnRequest{Success: sub}))
 			}
 			// One project's share is the whole request, as servers sends it.
-			resp, err := cli.Txn(ctx).If(p.Cmps...).Then(ops...).Else(p.Refresh...).Commit()
+			resp, err := rawtxn.Commit(ctx, cli, &pb.TxnRequest{Compare: p.Cmps, Success: ops, Failure: p.Refresh})
 			if err != nil {
 				b.Fatal(err)
 			}

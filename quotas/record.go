@@ -129,8 +129,13 @@ func (u Usage) plus(c charge, basis int64) *etcdschema.QuotaUsage {
 
 // fencePut is the write of project's fence holding usage (nil: none).
 func (s *Store) fencePut(project, requestID string, usage *etcdschema.QuotaUsage) clientv3.Op {
-	return clientv3.OpPut(s.keys.QuotaFence(project), etcdschema.MustEncode(&etcdschema.QuotaFence{
-		RequestID: requestID, At: time.Now().UTC(), Indexed: true, Usage: usage}))
+	return clientv3.OpPut(s.keys.QuotaFence(project), fenceValue(requestID, usage))
+}
+
+// fenceValue is the fence a write made for requestID leaves, holding
+// usage (nil: none).
+func fenceValue(requestID string, usage *etcdschema.QuotaUsage) string {
+	return etcdschema.MustEncode(&etcdschema.QuotaFence{RequestID: requestID, At: time.Now().UTC(), Indexed: true, Usage: usage})
 }
 
 // guardRecorded is the Guard of a write checked against st's record: the

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/quotas"
 )
 
@@ -145,29 +147,16 @@ func newReservation(req CreateRequest, count int) *Reservation {
 // servers, the group's existence compared, and for the first part (first)
 // the records req was checked against.
 func (s *Store) partTxn(req CreateRequest, brs []*etcdschema.BuildRequest, first bool) ([]clientv3.Cmp, []clientv3.Op) {
-	group, perSub := req.Hints.Group, perSubOf(req.Hints.Group)
-	var ops, sub []clientv3.Op
-	var cmps []clientv3.Cmp
-	for i, br := range brs {
-		m := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, ProjectID: req.ProjectID, CreatedAt: br.CreatedAt}
-		ops = append(ops,
-			clientv3.OpPut(s.keys.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(m)),
-			// The project's quota index, with the mapping (quotas).
-			clientv3.OpPut(s.keys.QuotaInstance(req.ProjectID, br.InstanceUUID),
-				etcdschema.MustEncode(&etcdschema.QuotaInstance{CreatedAt: br.CreatedAt})),
-			clientv3.OpPut(s.keys.BuildRequest(br.InstanceUUID), etcdschema.MustEncode(br)))
-		if group != "" {
-			// Nova adds the instance to its group at create; the
-			// scheduler later records its host on the same key.
-			ops = append(ops, clientv3.OpPut(s.keys.ServerGroupMember(group, br.InstanceUUID),
-				etcdschema.MustEncode(&etcdschema.ServerGroupMember{InstanceUUID: br.InstanceUUID, CreatedAt: br.CreatedAt})))
+	var sub []clientv3.Op
+	for _, writes := range s.partWrites(req, brs) {
+		ops := make([]clientv3.Op, len(writes))
+		for i, w := range writes {
+			ops[i] = clientv3.OpPut(w.key, w.value)
 		}
-		if (i+1)%perSub == 0 || i+1 == len(brs) {
-			sub = append(sub, clientv3.OpTxn(nil, ops, nil))
-			ops = nil
-		}
+		sub = append(sub, clientv3.OpTxn(nil, ops, nil))
 	}
-	if group != "" {
+	var cmps []clientv3.Cmp
+	if group := req.Hints.Group; group != "" {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.ServerGroup(group)), ">", 0))
 	}
 	if first {
@@ -178,6 +167,61 @@ func (s *Store) partTxn(req CreateRequest, brs []*etcdschema.BuildRequest, first
 		}
 	}
 	return cmps, sub
+}
+
+// partRequests is partTxn as etcd's messages (package rawtxn), for the
+// batched create (W1 in docs/flows.md), which every create of a busy API
+// takes: clientv3's builders clone each comparison by reflection at
+// Compare, If and OpTxn and again when a nested Op becomes a request.
+// It always stores the first part.
+func (s *Store) partRequests(req CreateRequest, brs []*etcdschema.BuildRequest) ([]*pb.Compare, []*pb.RequestOp) {
+	var sub []*pb.RequestOp
+	for _, writes := range s.partWrites(req, brs) {
+		ops := make([]*pb.RequestOp, len(writes))
+		for i, w := range writes {
+			ops[i] = rawtxn.Put(w.key, w.value)
+		}
+		sub = append(sub, rawtxn.Nested(&pb.TxnRequest{Success: ops}))
+	}
+	cmps := make([]*pb.Compare, 0, 1+len(req.Checked))
+	if group := req.Hints.Group; group != "" {
+		cmps = append(cmps, rawtxn.Present(s.keys.ServerGroup(group)))
+	}
+	for _, rec := range req.Checked {
+		cmps = append(cmps, rawtxn.ModRevisionIs(rec.Key, rec.ModRevision))
+	}
+	return cmps, sub
+}
+
+// write is one key a create puts.
+type write struct{ key, value string }
+
+// partWrites are the keys that store build requests brs of req, a
+// sub-transaction's worth (perSub servers) each.
+func (s *Store) partWrites(req CreateRequest, brs []*etcdschema.BuildRequest) [][]write {
+	group, perSub := req.Hints.Group, perSubOf(req.Hints.Group)
+	var subs [][]write
+	var writes []write
+	for i, br := range brs {
+		m := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, ProjectID: req.ProjectID, CreatedAt: br.CreatedAt}
+		writes = append(writes,
+			write{s.keys.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(m)},
+			// The project's quota index, with the mapping (quotas).
+			write{s.keys.QuotaInstance(req.ProjectID, br.InstanceUUID),
+				etcdschema.MustEncode(&etcdschema.QuotaInstance{CreatedAt: br.CreatedAt})},
+			write{s.keys.BuildRequest(br.InstanceUUID), etcdschema.MustEncode(br)})
+		if group != "" {
+			// Nova adds the instance to its group at create; the
+			// scheduler later records its host on the same key.
+			writes = append(writes, write{s.keys.ServerGroupMember(group, br.InstanceUUID),
+				etcdschema.MustEncode(&etcdschema.ServerGroupMember{InstanceUUID: br.InstanceUUID, CreatedAt: br.CreatedAt})})
+		}
+		if (i+1)%perSub == 0 || i+1 == len(brs) {
+			subs = append(subs, writes)
+			writes = nil
+		}
+	}
+	return subs
 }
 
 // createAlone stores req in transactions of its own, each after its own

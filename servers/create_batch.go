@@ -9,7 +9,9 @@ import (
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/internal/txnbatch"
 	"github.com/berth-project/berth/quotas"
 )
@@ -104,8 +106,8 @@ func (b *createBatcher) kv(s *Store) clientv3.KV {
 type queuedCreate struct {
 	ctx   context.Context
 	quota quotas.ServerRequest
-	cmps  []clientv3.Cmp
-	ops   []clientv3.Op
+	cmps  []*etcdserverpb.Compare
+	ops   []*etcdserverpb.RequestOp
 	// checked and group are what cmps compare (sameChecks).
 	checked []CheckedRecord
 	group   string
@@ -150,7 +152,7 @@ func (s *Store) createBatched(ctx context.Context, req CreateRequest) (res *Rese
 // a batch to store them.
 func (s *Store) queuedCreate(ctx context.Context, req CreateRequest) (*Reservation, *queuedCreate) {
 	res := newReservation(req, req.Count)
-	cmps, ops := s.partTxn(req, res.BuildRequests, true)
+	cmps, ops := s.partRequests(req, res.BuildRequests)
 	q := &queuedCreate{ctx: ctx, cmps: cmps, ops: ops, checked: req.Checked, group: req.Hints.Group, done: make(chan struct{}),
 		quota: quotas.ServerRequest{Project: req.ProjectID, User: req.UserID, Group: req.Hints.Group,
 			Min: req.Count, Max: req.Count, VCPUs: int64(req.Flavor.VCPUs), RAMMB: int64(req.Flavor.RAMMB),
@@ -163,16 +165,23 @@ func (s *Store) queuedCreate(ctx context.Context, req CreateRequest) (*Reservati
 
 // opBytes is about what op adds to a request (nested transactions
 // included).
-func opBytes(op clientv3.Op) int {
-	if !op.IsTxn() {
-		return len(op.KeyBytes()) + len(op.ValueBytes()) + 16
+func opBytes(op *etcdserverpb.RequestOp) int {
+	switch v := op.GetRequest().(type) {
+	case *etcdserverpb.RequestOp_RequestPut:
+		return len(v.RequestPut.Key) + len(v.RequestPut.Value) + 16
+	case *etcdserverpb.RequestOp_RequestTxn:
+		t := v.RequestTxn
+		n := 16 + 32*len(t.Compare)
+		for _, o := range t.Success {
+			n += opBytes(o)
+		}
+		for _, o := range t.Failure {
+			n += opBytes(o)
+		}
+		return n
+	default:
+		return proto.Size(op)
 	}
-	cmps, thens, elses := op.Txn()
-	n := 16 + 32*len(cmps)
-	for _, o := range append(thens, elses...) {
-		n += opBytes(o)
-	}
-	return n
 }
 
 // commit sends q in the next batch and waits for its outcome (or q's
@@ -245,7 +254,7 @@ func (b *createBatcher) takeLocked() []*queuedCreate {
 type share struct {
 	plan    *quotas.BatchPlan
 	members []*queuedCreate
-	cmps    []clientv3.Cmp // the plan's, and the members' when hoisted
+	cmps    []*etcdserverpb.Compare // the plan's, and the members' when hoisted
 	// hoisted says the members' own comparisons, the same for all, are
 	// the share's.
 	hoisted bool
@@ -314,7 +323,8 @@ func (b *createBatcher) sendBatch(ctx context.Context, s *Store, batch []*queued
 		}
 		sh.members = append(sh.members, q)
 	}
-	var ops []clientv3.Op
+	// Built as etcd's messages (package rawtxn): no clientv3 cloning.
+	var shareTxns []*etcdserverpb.TxnRequest
 	var sent []*share
 	for _, sh := range shares {
 		reqs := make([]quotas.ServerRequest, len(sh.members))
@@ -354,24 +364,24 @@ func (b *createBatcher) sendBatch(ctx context.Context, s *Store, batch []*queued
 			if sh.hoisted {
 				cmps = nil
 			}
-			txns = append(txns, clientv3.OpTxn(cmps, q.ops, nil))
+			txns = append(txns, rawtxn.Nested(&etcdserverpb.TxnRequest{Compare: cmps, Success: q.ops}))
 		}
 		sent = append(sent, sh)
-		ops = append(ops, clientv3.OpTxn(sh.cmps, txns, plan.Refresh))
+		shareTxns = append(shareTxns, &etcdserverpb.TxnRequest{Compare: sh.cmps, Success: txns, Failure: plan.Refresh})
 	}
-	if len(ops) == 0 {
+	if len(shareTxns) == 0 {
 		return nil
 	}
-	var resp *clientv3.TxnResponse
-	var err error
-	if len(sent) == 1 {
-		// One share is the request itself: a nesting level less to
-		// encode and apply.
-		cmps, thens, elses := ops[0].Txn()
-		resp, err = b.kv(s).Txn(ctx).If(cmps...).Then(thens...).Else(elses...).Commit()
-	} else {
-		resp, err = b.kv(s).Txn(ctx).Then(ops...).Commit()
+	// One share is the request itself: a nesting level less to encode
+	// and apply.
+	r := shareTxns[0]
+	if len(sent) > 1 {
+		r = &etcdserverpb.TxnRequest{Success: make([]*etcdserverpb.RequestOp, len(shareTxns))}
+		for i, t := range shareTxns {
+			r.Success[i] = rawtxn.Nested(t)
+		}
 	}
+	resp, err := rawtxn.Commit(ctx, b.kv(s), r)
 	for i, sh := range sent {
 		var res *etcdserverpb.TxnResponse
 		switch {

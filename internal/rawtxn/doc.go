@@ -25,7 +25,8 @@
 // field for field, so nothing is ever sent around a wrapper.
 //
 // The hot transactions (the agent's provider tick and build outcome, the
-// work queue's leases, the superconductor's hand-offs, Placement's
-// claims, txnbatch's nested transactions) are built here; rare ones stay
+// API's batched creates, the work queue's leases, the superconductor's
+// hand-offs, Placement's claims, txnbatch's nested transactions) are
+// built here; rare ones stay
 // on clientv3's builders, which remain correct, only slower.
 package rawtxn
