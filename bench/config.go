@@ -187,7 +187,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.CPUProfile, "cpuprofile", c.CPUProfile, "write a CPU profile to FILE (of the whole run, or of -profile-phase)")
 	fs.StringVar(&c.ProfilePhase, "profile-phase", c.ProfilePhase, "what -cpuprofile covers: all, populate, scenario (the boot, churn or failover itself), moves (drain, resize: only the measured moves, not the load's boot) or baseline")
 	fs.StringVar(&c.FleetCPUProfile, "fleet-cpuprofile", c.FleetCPUProfile, "with -fleet-procs: each fleet child writes a CPU profile of -profile-phase to PREFIX.N (N from 1)")
-	fs.StringVar(&c.MemProfile, "memprofile", c.MemProfile, "write a heap profile at the end to FILE")
+	fs.StringVar(&c.MemProfile, "memprofile", c.MemProfile, "write a heap profile at the end to FILE (with -profile-phase P other than all, also FILE.start and FILE.end around P, after a forced collection each)")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "how long to wait for servers to finish")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level of the started roles")
 }

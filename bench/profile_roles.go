@@ -23,16 +23,26 @@ var (
 
 // roleShares is how a CPU profile's samples split by role: the share of
 // the tool's roles and of the simulated fleet's in all the profile's CPU
-// (unlabelled CPU, mostly the garbage collector, is left in the rest).
+// (unlabelled CPU, mostly the garbage collector, is left in the rest),
+// and the garbage collector's own share, whatever the labels (gcFrames).
 type roleShares struct {
-	Total       time.Duration
-	Tool, Fleet float64
+	Total           time.Duration
+	Tool, Fleet, GC float64
+}
+
+// gcFrames are the runtime functions a sample of the garbage collector's
+// work has on its stack: background and assist marking, and sweeping
+// (what docs/operations.md "Garbage collection" counts as GC CPU).
+var gcFrames = map[string]bool{
+	"runtime.gcBgMarkWorker": true,
+	"runtime.gcAssistAlloc":  true,
+	"runtime.bgsweep":        true,
 }
 
 // profileRoleShares reads a CPU profile as runtime/pprof writes it (a
 // gzipped profile.proto) and sums its CPU by the role label.
 func profileRoleShares(path string) (roleShares, error) {
-	byRole, err := profileCPUByRole(path)
+	byRole, gc, err := profileCPU(path)
 	if err != nil {
 		return roleShares{}, err
 	}
@@ -51,32 +61,45 @@ func profileRoleShares(path string) (roleShares, error) {
 		return float64(d) / float64(s.Total)
 	}
 	s.Tool, s.Fleet = sum(toolRoles), sum(fleetRoles)
+	s.GC = float64(gc) / float64(s.Total)
 	return s, nil
 }
 
 // profileCPUByRole is the profile's CPU time per role label value (""
-// for samples without one). Only the fields it needs of profile.proto are
-// read: sample_type (1), sample (2: value 2, label 3 with key 1 and str
-// 2) and string_table (6).
+// for samples without one).
 func profileCPUByRole(path string) (map[string]time.Duration, error) {
+	byRole, _, err := profileCPU(path)
+	return byRole, err
+}
+
+// profileCPU is the profile's CPU time per role label value and the
+// garbage collector's CPU time (samples with a gcFrames function on their
+// stack). Only the fields it needs of profile.proto are read: sample_type
+// (1), sample (2: location_id 1, value 2, label 3 with key 1 and str 2),
+// location (4: id 1, line 4 with function_id 1), function (5: id 1, name
+// 2) and string_table (6).
+func profileCPU(path string) (map[string]time.Duration, time.Duration, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", path, err)
+		return nil, 0, fmt.Errorf("profile %s: %w", path, err)
 	}
 	data, err := io.ReadAll(zr)
 	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", path, err)
+		return nil, 0, fmt.Errorf("profile %s: %w", path, err)
 	}
 	type sample struct {
-		values []int64
-		labels [][2]int64 // key, str: string table indexes
+		locations []uint64
+		values    []int64
+		labels    [][2]int64 // key, str: string table indexes
 	}
-	var types []int64 // sample_type's type: string table indexes
+	locFuncs := map[uint64][]uint64{} // location id: its lines' function ids
+	funcNames := map[uint64]int64{}   // function id: name's string index
+	var types []int64                 // sample_type's type: string table indexes
 	var samples []sample
 	var strs []string
 	err = eachField(data, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
@@ -92,6 +115,8 @@ func profileCPUByRole(path string) (map[string]time.Duration, error) {
 			var s sample
 			err := eachField(v, func(num protowire.Number, typ protowire.Type, b []byte, x uint64) error {
 				switch num {
+				case 1:
+					return eachInt(typ, b, x, func(n int64) { s.locations = append(s.locations, uint64(n)) })
 				case 2:
 					return eachInt(typ, b, x, func(n int64) { s.values = append(s.values, n) })
 				case 3:
@@ -109,13 +134,46 @@ func profileCPUByRole(path string) (map[string]time.Duration, error) {
 			})
 			samples = append(samples, s)
 			return err
+		case 4:
+			var id uint64
+			var fns []uint64
+			err := eachField(v, func(num protowire.Number, _ protowire.Type, b []byte, x uint64) error {
+				switch num {
+				case 1:
+					id = x
+				case 4:
+					return eachField(b, func(num protowire.Number, _ protowire.Type, _ []byte, x uint64) error {
+						if num == 1 {
+							fns = append(fns, x)
+						}
+						return nil
+					})
+				}
+				return nil
+			})
+			locFuncs[id] = fns
+			return err
+		case 5:
+			var id uint64
+			var name int64
+			err := eachField(v, func(num protowire.Number, _ protowire.Type, _ []byte, x uint64) error {
+				switch num {
+				case 1:
+					id = x
+				case 2:
+					name = int64(x)
+				}
+				return nil
+			})
+			funcNames[id] = name
+			return err
 		case 6:
 			strs = append(strs, string(v))
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", path, err)
+		return nil, 0, fmt.Errorf("profile %s: %w", path, err)
 	}
 	str := func(i int64) string {
 		if i < 0 || int(i) >= len(strs) {
@@ -130,12 +188,26 @@ func profileCPUByRole(path string) (map[string]time.Duration, error) {
 		}
 	}
 	if cpu < 0 {
-		return nil, fmt.Errorf("profile %s: not a CPU profile (no cpu sample type)", path)
+		return nil, 0, fmt.Errorf("profile %s: not a CPU profile (no cpu sample type)", path)
+	}
+	isGC := func(s sample) bool {
+		for _, loc := range s.locations {
+			for _, fn := range locFuncs[loc] {
+				if gcFrames[str(funcNames[fn])] {
+					return true
+				}
+			}
+		}
+		return false
 	}
 	out := map[string]time.Duration{}
+	var gc time.Duration
 	for _, s := range samples {
 		if cpu >= len(s.values) {
 			continue
+		}
+		if isGC(s) {
+			gc += time.Duration(s.values[cpu])
 		}
 		role := ""
 		for _, kv := range s.labels {
@@ -145,7 +217,7 @@ func profileCPUByRole(path string) (map[string]time.Duration, error) {
 		}
 		out[role] += time.Duration(s.values[cpu])
 	}
-	return out, nil
+	return out, gc, nil
 }
 
 // eachField calls fn with every field of a protobuf message: its number,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"testing"
@@ -69,5 +70,40 @@ func TestProfileRoleSharesRefusesOtherFiles(t *testing.T) {
 	}
 	if _, err := profileRoleShares(path); err == nil {
 		t.Fatal("read a file that is not a profile")
+	}
+}
+
+// TestProfileGCShare profiles forced collections of a heap full of
+// pointers and reads their share back: the report's GC row rests on it.
+func TestProfileGCShare(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	// A linked list: every collection marks all of it.
+	type node struct{ next *node }
+	var head *node
+	for i := 0; i < 1<<20; i++ {
+		head = &node{next: head}
+	}
+	start := processCPU(t)
+	for processCPU(t)-start < 400*time.Millisecond {
+		runtime.GC()
+	}
+	runtime.KeepAlive(head)
+	pprof.StopCPUProfile()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := profileRoleShares(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.GC < 0.3 || s.GC > 1 {
+		t.Errorf("GC share %.2f of %v: want most of a profile of forced collections", s.GC, s.Total)
 	}
 }

@@ -175,6 +175,8 @@ type Result struct {
 	CPUSeconds     float64 `json:"process_cpu_s,omitempty"`
 	CPUMsPerServer float64 `json:"process_cpu_ms_per_server,omitempty"`
 	HeapMB         float64 `json:"heap_mb,omitempty"`
+	// GC is the tool process's garbage collection in the measured phase.
+	GC *GCStats `json:"gc,omitempty"`
 	// The measured phase's CPU profile (-cpuprofile with -profile-phase
 	// scenario, or moves for drain and resize) split by its role labels:
 	// the share of the tool's own roles (its API clients, recorder and
@@ -361,6 +363,9 @@ func (r *Result) WriteTable(w io.Writer) {
 		row("process", "%.1f CPU s (%.1f ms per measured server, everything in the process), heap %.0f MB",
 			r.CPUSeconds, r.CPUMsPerServer, r.HeapMB)
 	}
+	if r.GC != nil && r.DrainedHosts == 0 && r.ResizeParallel == 0 {
+		row("garbage collection", "%s", r.GC)
+	}
 	if r.DrainedHosts == 0 && r.ResizeParallel == 0 {
 		r.lessToolRow(row, "server")
 	}
@@ -501,6 +506,9 @@ func (r *Result) setRoleShares(s roleShares) {
 	}
 	r.CPUMsLessTool = per * (1 - s.Tool)
 	r.CPUMsLessToolAndFleet = per * (1 - s.Tool - s.Fleet)
+	if r.GC != nil {
+		r.GC.ProfileShare, r.GC.CPUMsPerServer = s.GC, per*s.GC
+	}
 }
 
 // etcdRequestRows lists -etcd-tally's counts per measured server, a line

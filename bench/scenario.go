@@ -592,6 +592,7 @@ type measuring struct {
 	cpu                 time.Duration
 	child               time.Duration
 	fleetCPU            time.Duration // fleet processes' (not in cpu)
+	gc                  gcSnapshot
 	start               time.Time
 }
 
@@ -612,6 +613,7 @@ func (r *runner) startMeasuring(ctx context.Context) (measuring, error) {
 	}
 	m.rev, m.cpu, m.child, m.start = rev, r.cpuTime(), r.childCPU(), time.Now()
 	m.fleetCPU = r.fleetCPU()
+	m.gc = readGC()
 	return m, nil
 }
 
@@ -621,6 +623,7 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 	r.res.CPUSeconds = (r.cpuTime() - m.cpu).Seconds()
 	r.res.SchedulerProcsCPUSeconds = (r.childCPU() - m.child).Seconds()
 	r.res.FleetProcsCPUSeconds = (r.fleetCPU() - m.fleetCPU).Seconds()
+	gcEnd := readGC()
 	rev1, err := r.revision(ctx)
 	if err != nil {
 		return err
@@ -697,6 +700,7 @@ func (r *runner) finish(ctx context.Context, m measuring) error {
 		res.WritesPerServer = float64(rev1-rev0) / float64(len(ids))
 		res.BackgroundWritesPerServer = float64(res.BackgroundWrites) / float64(len(ids))
 	}
+	res.GC = gcStats(m.gc, gcEnd, len(ids))
 	res.HeapMB = heapMB()
 	return nil
 }

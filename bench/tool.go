@@ -66,6 +66,9 @@ func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
 	log := logging.New(cfg.Log, stderr).Named("bench")
 
 	onPhase := func(string) func() { return func() {} }
+	if c.MemProfile != "" && c.ProfilePhase != "all" {
+		onPhase = heapProfilesAround(c.MemProfile, c.ProfilePhase, onPhase, log)
+	}
 	if c.CPUProfile != "" {
 		f, err := os.Create(c.CPUProfile)
 		if err != nil {
@@ -78,15 +81,20 @@ func Main(ctx context.Context, c Config, stderr io.Writer) (*Result, error) {
 			}
 			defer pprof.StopCPUProfile()
 		} else {
+			inner := onPhase
 			onPhase = func(phase string) func() {
 				if phase != c.ProfilePhase {
-					return func() {}
+					return inner(phase)
 				}
+				endInner := inner(phase)
 				if err := pprof.StartCPUProfile(f); err != nil {
 					log.Warn("could not start the CPU profile", "phase", phase, "error", err)
-					return func() {}
+					return endInner
 				}
-				return pprof.StopCPUProfile
+				return func() {
+					pprof.StopCPUProfile()
+					endInner()
+				}
 			}
 		}
 	}
@@ -169,6 +177,30 @@ func measuredPhase(scenario string) string {
 		return "moves"
 	}
 	return "scenario"
+}
+
+// heapProfilesAround wraps onPhase so that phase is bracketed by heap
+// profiles, PATH.start and PATH.end: `go tool pprof -sample_index=alloc_space
+// -base PATH.start PATH.end` is what the phase allocated. Each is taken
+// after a forced collection (a heap profile's figures are the last
+// collection's), so a run with them collects once more at the phase's
+// start than one without: its GC figures are not the phase's usual.
+func heapProfilesAround(path, phase string, onPhase func(string) func(), log hclog.Logger) func(string) func() {
+	return func(ph string) func() {
+		if ph != phase {
+			return onPhase(ph)
+		}
+		if err := writeHeapProfile(path + ".start"); err != nil {
+			log.Warn("could not write the heap profile", "phase", ph, "error", err)
+		}
+		end := onPhase(ph)
+		return func() {
+			end()
+			if err := writeHeapProfile(path + ".end"); err != nil {
+				log.Warn("could not write the heap profile", "phase", ph, "error", err)
+			}
+		}
+	}
 }
 
 func writeHeapProfile(path string) error {
