@@ -50,7 +50,8 @@ func benchEtcdServer(b testing.TB) *embedetcd.Server {
 
 // populateHosts writes n hosts the way agents and claims leave them:
 // compute node provider (with usages), service, alive, host mapping, and
-// per instance its InstanceInfo and its consumer, plus the HostSync —
+// per instance its InstanceInfo and its consumer, plus the HostSync with
+// each instance's flavor id, as agents write it (agent/register.go) —
 // straight into etcd, 120 operations a transaction, 4 writers at once.
 func populateHosts(b testing.TB, cli *clientv3.Client, keys etcdschema.Keys, n, perHost int) {
 	b.Helper()
@@ -100,6 +101,7 @@ func populateHosts(b testing.TB, cli *clientv3.Client, keys etcdschema.Keys, n, 
 				for j := 0; j < perHost; j++ {
 					u := fmt.Sprintf("%08d-0000-4000-8000-%012d", i, j)
 					sync.UUIDs = append(sync.UUIDs, u)
+					sync.FlavorIDs = append(sync.FlavorIDs, "2")
 					ops = append(ops,
 						clientv3.OpPut(keys.HostInstance(host, u), etcdschema.MustEncode(&etcdschema.InstanceInfo{UUID: u, Host: host, FlavorID: "2", Flavor: "m1.small", State: "active", UpdatedAt: now})),
 						clientv3.OpPut(keys.Consumer(u), etcdschema.MustEncode(&etcdschema.Consumer{UUID: u, Generation: 1, ProjectID: "p", UserID: "u",
@@ -231,7 +233,9 @@ func heapMB() float64 {
 // concurrent loads both at once, as `berth server` does; sequential loads
 // one after the other, which gives each its own CPU and heap.
 // BERTH_BENCH_CPUPROFILE and BERTH_BENCH_MEMPROFILE write profiles of the
-// loads alone (without populating etcd, which -cpuprofile would include);
+// loads alone (without populating etcd, which -cpuprofile would include;
+// process: the child's), BERTH_BENCH_ETCD_CPUPROFILE one of the embedded
+// etcd while it serves process's child;
 // BERTH_BENCH_CHILD_LOG=FILE writes the process child's output to FILE;
 // BERTH_BENCH_COLD_DATA=DIR keeps the populated etcd in DIR for the next
 // run with the same host count (coldStartEtcd).
@@ -337,8 +341,12 @@ func markColdData(b *testing.B, n, perHost int) {
 	}
 }
 
+// coldDataMarker names the marker of n hosts × perHost instances as
+// populateHosts writes them now: "with-flavors" since its syncs carry
+// their instances' flavor ids (a directory populated before is written
+// again, not read as if it had them).
 func coldDataMarker(dir string, n, perHost int) string {
-	return filepath.Join(dir, fmt.Sprintf("populated-%d-hosts-%d-instances", n, perHost))
+	return filepath.Join(dir, fmt.Sprintf("populated-%d-hosts-%d-instances-with-flavors", n, perHost))
 }
 
 // coldStart loads a placement index and a host manager from cli and
@@ -460,9 +468,11 @@ func coldStartProcess(b *testing.B, etcdURL string, n, perHost int) {
 	// the child's lists (this process does nothing else meanwhile): on
 	// the same cores as the child, so the wall time is about the two
 	// summed over the cores they share.
+	stopEtcdProfile := startEtcdProfile(b)
 	parentCPU0 := cpuTime()
 	out, err := cmd.CombinedOutput()
 	parentCPU := cpuTime() - parentCPU0
+	stopEtcdProfile()
 	if err != nil {
 		b.Fatalf("cold start child: %v\n%s", err, out)
 	}
@@ -500,6 +510,28 @@ func coldStartProcess(b *testing.B, etcdURL string, n, perHost int) {
 	b.ReportMetric(parentCPU.Seconds(), "cpu-s-etcd")
 	b.ReportMetric(r.HeapMB, "MB-heap-both")
 	b.ReportMetric(r.PeakRSSMB, "MB-peak-rss")
+}
+
+// startEtcdProfile starts a CPU profile of this process into
+// $BERTH_BENCH_ETCD_CPUPROFILE when set, for the time the child runs:
+// the embedded etcd serving the child's lists alone (cpu-s-etcd); the
+// returned func stops it.
+func startEtcdProfile(b *testing.B) func() {
+	path := os.Getenv("BERTH_BENCH_ETCD_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // TestColdStartChild is BenchmarkColdStart100k/process's child: it loads
