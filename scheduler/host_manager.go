@@ -46,8 +46,8 @@ type hostRecord struct {
 	// host's instance info has been re-read.
 	stale bool
 	// syncFlavors are the flavor ids the last HostSync gave its
-	// instances (host_sync.go); nil for an older agent's uuid-only list.
-	syncFlavors map[string]string
+	// instances (host_sync.go); empty for an older agent's uuid-only list.
+	syncFlavors syncedFlavors
 	// capacity is the agent's HostCapacity report, what the
 	// empty-Placement fallback filters on (fallback.go); nil until one.
 	capacity *etcdschema.HostCapacity
@@ -620,7 +620,7 @@ func (hm *HostManager) applySyncLocked(host string, ev informer.Event) {
 		return
 	}
 	r.synced = true
-	r.syncFlavors = hs.Flavors()
+	r.syncFlavors = syncedFlavorsOf(hs)
 	diff := syncDiffers(hs.UUIDs, r.syncFlavors, r.instances)
 	if diff == "" {
 		return
@@ -668,7 +668,7 @@ func (hm *HostManager) reconcile(ctx context.Context) {
 // flavor is not the one the host's last sync reported (correctFlavors).
 func (hm *HostManager) rereadHost(ctx context.Context, host string) error {
 	prefix := hm.keys.HostInstances(host)
-	var synced map[string]string
+	var synced syncedFlavors
 	hm.mu.RLock()
 	cell := hm.cells[host]
 	if r, ok := hm.hosts[host]; ok {

@@ -182,10 +182,11 @@ func TestHostManagerSyncSharesInstanceStrings(t *testing.T) {
 		hm.mu.RLock()
 		defer hm.mu.RUnlock()
 		r := hm.hosts["a"]
-		if !hm.track || !r.synced || r.stale || len(r.syncFlavors) != want {
+		if !hm.track || !r.synced || r.stale || len(r.syncFlavors.uuids) != want || len(r.syncFlavors.ids) != want {
 			t.Fatalf("%s: synced %v, stale %v, flavors %v; want %d trusted", when, r.synced, r.stale, r.syncFlavors, want)
 		}
-		for u, f := range r.syncFlavors {
+		for i, u := range r.syncFlavors.uuids {
+			f := r.syncFlavors.ids[i]
 			info := r.instances[u]
 			if info == nil || unsafe.StringData(u) != unsafe.StringData(info.UUID) || unsafe.StringData(f) != unsafe.StringData(info.FlavorID) {
 				t.Errorf("%s: the sync's %s (flavor %s) are copies, not the held instance's strings", when, u, f)
@@ -199,7 +200,7 @@ func TestHostManagerSyncSharesInstanceStrings(t *testing.T) {
 	testwait.Until(t, "the new sync followed", func() bool {
 		hm.mu.RLock()
 		defer hm.mu.RUnlock()
-		return len(hm.hosts["a"].syncFlavors) == 3
+		return len(hm.hosts["a"].syncFlavors.asMap()) == 3
 	})
 	shared("followed", 3)
 }
@@ -255,15 +256,15 @@ func TestHostManagerListKeepsNoBorrowedBytes(t *testing.T) {
 		if r == nil || r.name != h || !r.alive || r.service == nil || hm.byProvider["rp-"+h] != r {
 			t.Fatalf("%s: record %+v", h, r)
 		}
-		if !r.synced || r.stale || len(r.instances) != perHost || len(r.syncFlavors) != perHost || !r.builds["build-"+h] || len(r.builds) != 1 {
+		if !r.synced || r.stale || len(r.instances) != perHost || len(r.syncFlavors.asMap()) != perHost || !r.builds["build-"+h] || len(r.builds) != 1 {
 			t.Fatalf("%s: synced %v stale %v, instances %v, sync flavors %v, builds %v", h, r.synced, r.stale,
 				slices.Sorted(maps.Keys(r.instances)), r.syncFlavors, r.builds)
 		}
 		for j := range perHost {
 			u := uuid(i, j)
 			info := r.instances[u]
-			if info == nil || info.UUID != u || info.Host != h || info.FlavorID != fmt.Sprint(j) || r.syncFlavors[u] != fmt.Sprint(j) {
-				t.Fatalf("%s: instance %s is %+v, its sync flavor %q", h, u, info, r.syncFlavors[u])
+			if info == nil || info.UUID != u || info.Host != h || info.FlavorID != fmt.Sprint(j) || r.syncFlavors.asMap()[u] != fmt.Sprint(j) {
+				t.Fatalf("%s: instance %s is %+v, its sync flavor %q", h, u, info, r.syncFlavors.asMap()[u])
 			}
 		}
 	}
@@ -319,4 +320,11 @@ func syncedHostManager(t *testing.T, c *cloud) *HostManager {
 		t.Fatal(err)
 	}
 	return hm
+}
+
+// asMap is sf by uuid (the known flavors), as tests compare it.
+func (sf syncedFlavors) asMap() map[string]string {
+	m := map[string]string{}
+	sf.each(func(u, f string) { m[u] = f })
+	return m
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -20,23 +21,54 @@ import (
 // instance record (the truth, as Nova's re-read takes the instance table)
 // where the host's instance info still says another.
 
+// syncedFlavors are the flavor ids a HostSync gave its instances: the
+// sync's own uuid and flavor id slices, paired by index (their strings
+// are those of the instances and names the host manager holds), a ""
+// flavor id unknown; empty for an older agent's uuid-only list or ids
+// that do not pair (etcdschema.HostSync.Flavors's rule). Every host keeps
+// its last sync's: as a map by uuid they were 64 MB of the heap at a cold
+// start of 100,000 hosts of ten instances (a ten-entry map is about 640
+// bytes), the two slices are 320 bytes a host.
+type syncedFlavors struct {
+	uuids, ids []string
+}
+
+// syncedFlavorsOf is what hs says of its instances' flavors.
+func syncedFlavorsOf(hs *etcdschema.HostSync) syncedFlavors {
+	if len(hs.FlavorIDs) == 0 || len(hs.FlavorIDs) != len(hs.UUIDs) {
+		return syncedFlavors{}
+	}
+	return syncedFlavors{uuids: hs.UUIDs, ids: hs.FlavorIDs}
+}
+
+// each calls fn with every synced instance whose flavor id is known.
+func (sf syncedFlavors) each(fn func(uuid, flavorID string)) {
+	for i, u := range sf.uuids {
+		if sf.ids[i] != "" {
+			fn(u, sf.ids[i])
+		}
+	}
+}
+
 // syncDiffers says how a host's sync (uuids, and the flavors it knows,
-// nil for an older agent's uuid-only list) differs from the cached
+// empty for an older agent's uuid-only list) differs from the cached
 // instances: "" when it does not.
-func syncDiffers(uuids []string, flavors map[string]string, cached map[string]*etcdschema.InstanceInfo) string {
+func syncDiffers(uuids []string, flavors syncedFlavors, cached map[string]*etcdschema.InstanceInfo) string {
 	if len(uuids) != len(cached) {
 		return "instances"
 	}
 	for _, u := range uuids {
-		info, ok := cached[u]
-		if !ok {
+		if _, ok := cached[u]; !ok {
 			return "instances"
 		}
-		if f, known := flavors[u]; known && f != info.FlavorID {
-			return "flavor"
-		}
 	}
-	return ""
+	diff := ""
+	flavors.each(func(u, f string) {
+		if info, ok := cached[u]; ok && f != info.FlavorID {
+			diff = "flavor"
+		}
+	})
+	return diff
 }
 
 // correctFlavors replaces, in next (a host's instance info as just
@@ -44,13 +76,13 @@ func syncDiffers(uuids []string, flavors map[string]string, cached map[string]*e
 // sync reported with what its instance record in cell says, when that
 // record places it on host. The records are read 64 a transaction, only
 // for the instances that differ.
-func (hm *HostManager) correctFlavors(ctx context.Context, host, cell string, synced map[string]string, next map[string]*etcdschema.InstanceInfo) error {
+func (hm *HostManager) correctFlavors(ctx context.Context, host, cell string, synced syncedFlavors, next map[string]*etcdschema.InstanceInfo) error {
 	var differ []string
-	for u, f := range synced {
-		if info, ok := next[u]; ok && info.FlavorID != f {
+	synced.each(func(u, f string) {
+		if info, ok := next[u]; ok && info.FlavorID != f && !slices.Contains(differ, u) {
 			differ = append(differ, u)
 		}
-	}
+	})
 	if len(differ) == 0 || cell == "" {
 		return nil
 	}

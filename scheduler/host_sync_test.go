@@ -12,18 +12,20 @@ func TestSyncDiffers(t *testing.T) {
 	for _, tc := range []struct {
 		desc    string
 		uuids   []string
-		flavors map[string]string
+		flavors []string // the sync's flavor ids, paired with uuids
 		want    string
 	}{
 		{"same uuids, uuid-only list", []string{"a", "b"}, nil, ""},
-		{"same uuids and flavors", []string{"b", "a"}, map[string]string{"a": "1", "b": "2"}, ""},
-		{"a flavor unknown (move source) is not compared", []string{"a", "b"}, map[string]string{"b": "2"}, ""},
-		{"a resize the cache missed", []string{"a", "b"}, map[string]string{"a": "3", "b": "2"}, "flavor"},
+		{"same uuids and flavors", []string{"b", "a"}, []string{"2", "1"}, ""},
+		{"a flavor unknown (move source) is not compared", []string{"a", "b"}, []string{"", "2"}, ""},
+		{"a resize the cache missed", []string{"a", "b"}, []string{"3", "2"}, "flavor"},
+		{"flavors that do not pair are not compared", []string{"a", "b"}, []string{"3"}, ""},
 		{"an instance missing", []string{"a"}, nil, "instances"},
-		{"another instance", []string{"a", "c"}, map[string]string{"a": "1", "c": "1"}, "instances"},
+		{"another instance", []string{"a", "c"}, []string{"1", "1"}, "instances"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			if got := syncDiffers(tc.uuids, tc.flavors, cached); got != tc.want {
+			synced := syncedFlavorsOf(&etcdschema.HostSync{UUIDs: tc.uuids, FlavorIDs: tc.flavors})
+			if got := syncDiffers(tc.uuids, synced, cached); got != tc.want {
 				t.Errorf("syncDiffers = %q, want %q", got, tc.want)
 			}
 		})
