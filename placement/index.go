@@ -660,6 +660,11 @@ func (st *indexState) putConsumer(c *etcdschema.Consumer, modRev int64) {
 		st.unlinkConsumer(old.c)
 	}
 	st.consumers[c.UUID] = consumerEntry{c: c, modRev: modRev}
+	st.linkConsumer(c)
+}
+
+// linkConsumer records c under each provider it allocates from.
+func (st *indexState) linkConsumer(c *etcdschema.Consumer) {
 	for rp := range c.Allocations {
 		m := st.rpConsumers[rp]
 		if m == nil {
