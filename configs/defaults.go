@@ -174,7 +174,14 @@ func Defaults() *Config {
 		// of a server's time, and etcd batched fewer writes per fsync. 64
 		// took `berth bench boot` at 10,000 hosts from 126 to 340
 		// servers/s (docs/benchmarks-history.md). Idle workers cost nothing.
-		Superconductor: &Superconductor{Workers: 64, LeaseTTL: 10 * time.Second, SelectTimeout: 30 * time.Second,
+		// By session 17 a request's CPU had fallen to ~1 ms and 64 workers
+		// were the limit again: requests queued 1.1-1.6 s (p50) for a
+		// worker while the cores were ~20% idle; 128 took the boot from
+		// 1,580-1,704 to 1,860-1,872 servers/s at the same CPU per server
+		// (1.0 ms) and a request's whole time from 1.2-1.7 s to 0.16-0.17 s
+		// (p50); 192 and 256 gave 1,930 and 1,870, with longer schedule
+		// and build stages (docs/benchmarks.md).
+		Superconductor: &Superconductor{Workers: 128, LeaseTTL: 10 * time.Second, SelectTimeout: 30 * time.Second,
 			Ranking: defaultRanking},
 		Conductor: &Conductor{
 			Workers:  4,

@@ -110,7 +110,7 @@ var deployTunables = map[string]tunable{
 	"leader_interval":           {"duration", "30s", "scheduler: leader duty period"},
 	"down_host_grace":           {"duration", "60s", "scheduler: wait before rescheduling a down host's builds"},
 	"orphan_grace":              {"duration", "10m", "scheduler: age of orphaned allocations removed"},
-	"superconductor_workers":    {"int", "64", "superconductor: build requests at once"},
+	"superconductor_workers":    {"int", "128", "superconductor: build requests at once"},
 	"superconductor_lease_ttl":  {"duration", "10s", "superconductor: lease TTL"},
 	"select_timeout":            {"duration", "30s", "superconductor: wait for one scheduler"},
 	"conductor_workers":         {"int", "4", "conductor: retries at once"},

@@ -76,5 +76,5 @@ scheduler {
 }
 
 superconductor {
-  workers = 64
+  workers = 128
 }

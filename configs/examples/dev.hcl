@@ -52,7 +52,7 @@ scheduler {
 }
 
 superconductor {
-  workers = 64
+  workers = 128
 }
 
 conductor {

@@ -535,8 +535,8 @@ scheduler {
 # The superconductor: leases build requests, asks a scheduler, hands the
 # build to the chosen host's cell.
 superconductor {
-  # Build requests handled concurrently by this process (at least 1, default 64).
-  workers = 64
+  # Build requests handled concurrently by this process (at least 1, default 128).
+  workers = 128
 
   # Lease TTL of its build-request leases, whole seconds (default "10s"):
   # a dead superconductor's requests are taken over after at most this long.
