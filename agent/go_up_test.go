@@ -15,6 +15,18 @@ import (
 	"github.com/berth-project/berth/placement"
 )
 
+// cellOneClient is an etcd client with cell1 defined under /t: the cell
+// the agents of these tests map their host to.
+func cellOneClient(t *testing.T) (*clientv3.Client, etcdschema.Keys) {
+	t.Helper()
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/t")
+	if _, err := cli.Put(context.Background(), keys.Cell("cell1"), etcdschema.MustEncode(&etcdschema.Cell{Name: "cell1", UUID: "c1"})); err != nil {
+		t.Fatal(err)
+	}
+	return cli, keys
+}
+
 // runAgent starts an agent for h1 in cell1 that runs until the returned
 // stop is called (which waits for Run to return), and waits until it
 // works casts (it is up then).
@@ -113,12 +125,8 @@ func registeredAt(t *testing.T, cli *clientv3.Client, keys etcdschema.Keys, a *A
 // leader; the alive key written first made a host up before a server
 // could be placed on it.
 func TestAgentNewHostIsUpOnlyOnceRegistered(t *testing.T) {
-	cli := etcdtest.Client(t)
-	keys := etcdschema.New("/t")
+	cli, keys := cellOneClient(t)
 	ctx := context.Background()
-	if _, err := cli.Put(ctx, keys.Cell("cell1"), etcdschema.MustEncode(&etcdschema.Cell{Name: "cell1", UUID: "c1"})); err != nil {
-		t.Fatal(err)
-	}
 	a, _ := runAgent(t, cli, keys)
 	up, svc := upRevision(t, cli, keys)
 	resp, err := cli.Get(ctx, keys.Service("h1"))
@@ -141,12 +149,8 @@ func TestAgentNewHostIsUpOnlyOnceRegistered(t *testing.T) {
 // provider has the disabled trait by then, and the agent knows the
 // failed_builds it found.
 func TestAgentRestartComesBackUpRegistered(t *testing.T) {
-	cli := etcdtest.Client(t)
-	keys := etcdschema.New("/t")
+	cli, keys := cellOneClient(t)
 	ctx := context.Background()
-	if _, err := cli.Put(ctx, keys.Cell("cell1"), etcdschema.MustEncode(&etcdschema.Cell{Name: "cell1", UUID: "c1"})); err != nil {
-		t.Fatal(err)
-	}
 	first, stop := runAgent(t, cli, keys)
 	if err := first.updateService(ctx, func(s *etcdschema.Service) {
 		s.Disabled, s.DisabledReason, s.ForcedDown, s.FailedBuilds = true, "maintenance", true, 2
@@ -189,12 +193,8 @@ func TestAgentRestartComesBackUpRegistered(t *testing.T) {
 // older agent (another version, no provider uuid) is brought up to date
 // in the transaction that writes the alive key, not before it.
 func TestAgentGoUpUpdatesAnOldRecordWithTheAliveKey(t *testing.T) {
-	cli := etcdtest.Client(t)
-	keys := etcdschema.New("/t")
+	cli, keys := cellOneClient(t)
 	ctx := context.Background()
-	if _, err := cli.Put(ctx, keys.Cell("cell1"), etcdschema.MustEncode(&etcdschema.Cell{Name: "cell1", UUID: "c1"})); err != nil {
-		t.Fatal(err)
-	}
 	old := &etcdschema.Service{Host: "h1", Cell: "cell1", AgentVersion: "0.0.1", CreatedAt: time.Now().UTC()}
 	if _, err := cli.Put(ctx, keys.Service("h1"), etcdschema.MustEncode(old)); err != nil {
 		t.Fatal(err)

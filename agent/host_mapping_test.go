@@ -56,10 +56,10 @@ func (t *countedTxn) Commit() (*clientv3.TxnResponse, error) {
 	return t.Txn.Commit()
 }
 
-// TestEnsureHostMappingWritesOnlyWhenUnmapped: the first check maps the
-// host; later checks of a mapped host send no transaction that could
-// write (a raft proposal each), and a missing cell is still an error.
-func TestEnsureHostMappingWritesOnlyWhenUnmapped(t *testing.T) {
+// mappingAgent is agent h1 of cell1 (not started) whose client counts
+// the transactions that could write.
+func mappingAgent(t *testing.T) (*clientv3.Client, etcdschema.Keys, *Agent, *writingTxns) {
+	t.Helper()
 	cli := etcdtest.Client(t)
 	keys := etcdschema.New("/t")
 	a, err := New(Config{Host: "h1", Cell: "cell1", ReportInterval: time.Second,
@@ -70,6 +70,14 @@ func TestEnsureHostMappingWritesOnlyWhenUnmapped(t *testing.T) {
 	}
 	w := &writingTxns{KV: cli.KV}
 	cli.KV = w
+	return cli, keys, a, w
+}
+
+// TestEnsureHostMappingWritesOnlyWhenUnmapped: the first check maps the
+// host; later checks of a mapped host send no transaction that could
+// write (a raft proposal each), and a missing cell is still an error.
+func TestEnsureHostMappingWritesOnlyWhenUnmapped(t *testing.T) {
+	cli, keys, a, w := mappingAgent(t)
 	ctx := context.Background()
 	if err := a.ensureHostMapping(ctx); err == nil {
 		t.Fatal("mapped to a cell that does not exist")
@@ -100,16 +108,7 @@ func TestEnsureHostMappingWritesOnlyWhenUnmapped(t *testing.T) {
 // host only when the cell exists and the mapping does not: again after
 // the mapping is deleted, and never with a write while it is mapped.
 func TestProviderTickMapsAnUnmappedHost(t *testing.T) {
-	cli := etcdtest.Client(t)
-	keys := etcdschema.New("/t")
-	a, err := New(Config{Host: "h1", Cell: "cell1", ReportInterval: time.Second,
-		Inventory: Inventory{VCPUs: 4, MemoryMB: 4096, DiskGB: 10}},
-		cli, keys, placement.New(cli, keys, hclog.NewNullLogger()), NewFakeDriver("h1", FakeConfig{}), hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &writingTxns{KV: cli.KV}
-	cli.KV = w
+	cli, keys, a, w := mappingAgent(t)
 	ctx := context.Background()
 	mapped := func() bool {
 		t.Helper()
