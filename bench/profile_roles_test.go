@@ -13,10 +13,11 @@ import (
 	"github.com/berth-project/berth/internal/rolelabel"
 )
 
-// TestProfileRoleShares profiles CPU burnt under a tool role and reads
-// the share back: the report's "less the tool" figure rests on it.
-func TestProfileRoleShares(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cpu.prof")
+// startCPUProfile starts the process's CPU profile into a temporary
+// file; stop ends it and closes the file, whose path it returns first.
+func startCPUProfile(t *testing.T) (path string, stop func()) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "cpu.prof")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -24,6 +25,18 @@ func TestProfileRoleShares(t *testing.T) {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		t.Fatal(err)
 	}
+	return path, func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestProfileRoleShares profiles CPU burnt under a tool role and reads
+// the share back: the report's "less the tool" figure rests on it.
+func TestProfileRoleShares(t *testing.T) {
+	path, stop := startCPUProfile(t)
 	// CPU, not wall time: 400 ms of it, however loaded the machine.
 	start := processCPU(t)
 	var sink uint64
@@ -34,10 +47,7 @@ func TestProfileRoleShares(t *testing.T) {
 			}
 		}
 	})
-	pprof.StopCPUProfile()
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	_ = sink
 	byRole, err := profileCPUByRole(path)
 	if err != nil {
@@ -76,14 +86,7 @@ func TestProfileRoleSharesRefusesOtherFiles(t *testing.T) {
 // TestProfileGCShare profiles forced collections of a heap full of
 // pointers and reads their share back: the report's GC row rests on it.
 func TestProfileGCShare(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cpu.prof")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		t.Fatal(err)
-	}
+	path, stop := startCPUProfile(t)
 	// A linked list: every collection marks all of it.
 	type node struct{ next *node }
 	var head *node
@@ -95,10 +98,7 @@ func TestProfileGCShare(t *testing.T) {
 		runtime.GC()
 	}
 	runtime.KeepAlive(head)
-	pprof.StopCPUProfile()
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	s, err := profileRoleShares(path)
 	if err != nil {
 		t.Fatal(err)
