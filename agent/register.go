@@ -109,11 +109,26 @@ func (a *Agent) registered(s *etcdschema.Service) {
 // record when it sees the alive key back. Its take-back of casts
 // compares the alive key's absence, so none is taken once this commits.
 func (a *Agent) goUp(ctx context.Context, lease clientv3.LeaseID) error {
-	key := a.own.service
 	a.upMu.Lock()
 	read := a.readAtRegister
 	a.readAtRegister = nil // only for the first try: the record moves on
 	a.upMu.Unlock()
+	key, val := a.alive(lease)
+	return a.writeService(ctx, read, a.registered, clientv3.OpPut(key, val, clientv3.WithLease(lease)))
+}
+
+// updateService read-modify-writes the service record with a compare on
+// its mod revision: the API writes the disabled fields of the same record.
+func (a *Agent) updateService(ctx context.Context, mutate func(s *etcdschema.Service)) error {
+	return a.writeService(ctx, nil, mutate)
+}
+
+// writeService is updateService starting from read (the record as last
+// read; nil reads it) and writing also in the same transaction: with
+// also the transaction commits even when the record is unchanged, and
+// also is written only if the record has not changed since read.
+func (a *Agent) writeService(ctx context.Context, read *serviceRead, mutate func(s *etcdschema.Service), also ...clientv3.Op) error {
+	key := a.own.service
 	for try := 0; try < 20; try++ {
 		if read == nil {
 			s, rev, err := a.readService(ctx)
@@ -123,17 +138,18 @@ func (a *Agent) goUp(ctx context.Context, lease clientv3.LeaseID) error {
 			read = &serviceRead{svc: s, rev: rev}
 		}
 		s := read.svc
-		a.registered(&s)
-		now := time.Now().UTC()
-		alive := &etcdschema.Alive{Host: a.cfg.Host, LeaseID: int64(lease), Since: now}
-		ops := []clientv3.Op{clientv3.OpPut(a.keys.Alive(a.cfg.Host), etcdschema.MustEncode(alive), clientv3.WithLease(lease))}
+		mutate(&s)
+		ops := also
 		if read.rev == 0 || s != read.svc {
-			s.UpdatedAt = now
-			ops = append(ops, clientv3.OpPut(key, etcdschema.MustEncode(&s)))
+			s.UpdatedAt = time.Now().UTC()
+			ops = append(slices.Clip(also), clientv3.OpPut(key, etcdschema.MustEncode(&s)))
+		}
+		if len(ops) == 0 {
+			return nil // nothing to write
 		}
 		t, err := a.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", read.rev)).Then(ops...).Commit()
 		if err != nil {
-			return fmt.Errorf("agent %s: write service record and alive key: %w", a.cfg.Host, err)
+			return fmt.Errorf("agent %s: write service: %w", a.cfg.Host, err)
 		}
 		if t.Succeeded {
 			return nil
@@ -143,45 +159,13 @@ func (a *Agent) goUp(ctx context.Context, lease clientv3.LeaseID) error {
 	return fmt.Errorf("agent %s: service record kept changing under us", a.cfg.Host)
 }
 
-// updateService read-modify-writes the service record with a compare on
-// its mod revision: the API writes the disabled fields of the same record.
-func (a *Agent) updateService(ctx context.Context, mutate func(s *etcdschema.Service)) error {
-	key := a.own.service
-	for try := 0; try < 20; try++ {
-		s, rev, err := a.readService(ctx)
-		if err != nil {
-			return err
-		}
-		before := s
-		mutate(&s)
-		if rev != 0 && s == before {
-			return nil // nothing to write
-		}
-		s.UpdatedAt = time.Now().UTC()
-		t, err := a.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-			Then(clientv3.OpPut(key, etcdschema.MustEncode(&s))).Commit()
-		if err != nil {
-			return fmt.Errorf("agent %s: write service: %w", a.cfg.Host, err)
-		}
-		if t.Succeeded {
-			return nil
-		}
-	}
-	return fmt.Errorf("agent %s: service record kept changing under us", a.cfg.Host)
-}
-
-// service reads the current service record.
+// service reads the current service record; none is an error.
 func (a *Agent) service(ctx context.Context) (etcdschema.Service, error) {
-	key := a.own.service
-	resp, err := a.cli.Get(ctx, key)
-	if err != nil {
-		return etcdschema.Service{}, fmt.Errorf("agent %s: read service: %w", a.cfg.Host, err)
+	s, rev, err := a.readService(ctx)
+	if err == nil && rev == 0 {
+		err = fmt.Errorf("agent %s: no service record", a.cfg.Host)
 	}
-	var s etcdschema.Service
-	if len(resp.Kvs) == 0 {
-		return s, fmt.Errorf("agent %s: no service record", a.cfg.Host)
-	}
-	return s, etcdschema.Decode(key, resp.Kvs[0].Value, &s)
+	return s, err
 }
 
 // inventories computes what the host reports, detecting sizes not set.
@@ -462,11 +446,18 @@ func (a *Agent) grantLease(ctx context.Context) (clientv3.LeaseID, error) {
 
 // putAlive writes the host's alive key, bound to lease.
 func (a *Agent) putAlive(ctx context.Context, lease clientv3.LeaseID) error {
-	alive := &etcdschema.Alive{Host: a.cfg.Host, LeaseID: int64(lease), Since: time.Now().UTC()}
-	if _, err := a.cli.Put(ctx, a.keys.Alive(a.cfg.Host), etcdschema.MustEncode(alive), clientv3.WithLease(lease)); err != nil {
+	key, val := a.alive(lease)
+	if _, err := a.cli.Put(ctx, key, val, clientv3.WithLease(lease)); err != nil {
 		return fmt.Errorf("agent %s: write alive key: %w", a.cfg.Host, err)
 	}
 	return nil
+}
+
+// alive is the host's alive key and its value under lease, alive since
+// now.
+func (a *Agent) alive(lease clientv3.LeaseID) (key, val string) {
+	rec := &etcdschema.Alive{Host: a.cfg.Host, LeaseID: int64(lease), Since: time.Now().UTC()}
+	return a.keys.Alive(a.cfg.Host), etcdschema.MustEncode(rec)
 }
 
 // syncInstances writes the periodic list the schedulers reconcile
