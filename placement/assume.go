@@ -110,6 +110,12 @@ func (ix *index) knownRevLocked(st *indexState, k recordKey) int64 {
 	if rev, ok := st.entryRev(k); ok {
 		return rev
 	}
+	return ix.assumedGoneRevLocked(k)
+}
+
+// assumedGoneRevLocked is the revision of this service's own delete of
+// consumer k that etcd has not shown the index yet; 0 for none.
+func (ix *index) assumedGoneRevLocked(k recordKey) int64 {
 	if a, ok := ix.assumed[k]; ok && a.goneConsumer != "" {
 		return a.rev
 	}

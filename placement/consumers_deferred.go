@@ -196,7 +196,7 @@ func (ix *index) putListedConsumerLocked(st *indexState, lc listedConsumer) {
 	case indexed:
 		st.unlinkConsumer(old.c)
 	default:
-		if a, ok := ix.assumed[recordKey{uuid: uuid}]; ok && a.goneConsumer != "" && a.rev >= lc.modRev {
+		if ix.assumedGoneRevLocked(recordKey{uuid: uuid}) >= lc.modRev {
 			return
 		}
 	}
