@@ -132,13 +132,31 @@ func TestProviderTickRoundTrips(t *testing.T) {
 
 // BenchmarkHostSyncs is one periodic run of a fleet host's provider sync
 // ("provider") and instance sync ("instances"), each against a host
-// with 4 instances over a networked client to an embedded etcd (both in
-// this process), idle (nothing to write but the instance sync's list).
-// cpu-us/op is the process's user+system CPU per run, client and etcd
-// together; requests/op the round trips to etcd.
+// with no instance (most of a large cloud's hosts) and with 4, over a
+// networked client to an embedded etcd (both in this process), idle
+// (nothing to write but the instance sync's list).
+// "others=100000" runs them with 100,000 other hosts' mappings and
+// service records in etcd (a 100,000-host cloud's index and backend
+// depth, where a read of a record from bolt costs most). cpu-us/op is
+// the process's user+system CPU per run, client and etcd together;
+// allocs/op and B/op count both sides too; requests/op the round trips
+// to etcd.
+//
+//	go test -run '^$' -bench HostSyncs -benchmem -count 5 ./agent
 func BenchmarkHostSyncs(b *testing.B) {
-	_, cli := etcdtest.NetClient(b)
-	a := syncedHost(b, cli, 4)
+	for _, others := range []int{0, 100_000} {
+		for _, instances := range []int{0, 4} {
+			b.Run(fmt.Sprintf("others=%d/instances=%d", others, instances), func(b *testing.B) {
+				_, cli := etcdtest.NetClient(b)
+				writeOtherHosts(b, cli, others)
+				benchHostSyncs(b, cli, instances)
+			})
+		}
+	}
+}
+
+func benchHostSyncs(b *testing.B, cli *clientv3.Client, instances int) {
+	a := syncedHost(b, cli, instances)
 	c := &requestCount{KV: cli.KV}
 	cli.KV = c
 	ctx := context.Background()
@@ -161,5 +179,25 @@ func BenchmarkHostSyncs(b *testing.B) {
 			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
 			b.ReportMetric(float64(c.n)/float64(b.N), "requests/op")
 		})
+	}
+}
+
+// writeOtherHosts writes n other hosts' mapping and service records
+// under the keys syncedHost's agent uses, 50 hosts a transaction.
+func writeOtherHosts(b *testing.B, cli *clientv3.Client, n int) {
+	b.Helper()
+	keys := etcdschema.New("/t")
+	ctx := context.Background()
+	for i := 0; i < n; i += 50 {
+		var ops []clientv3.Op
+		for j := i; j < min(i+50, n); j++ {
+			h := fmt.Sprintf("other%06d", j)
+			ops = append(ops,
+				clientv3.OpPut(keys.HostMapping(h), etcdschema.MustEncode(&etcdschema.HostMapping{Host: h, Cell: "cell1", CreatedAt: time.Now().UTC()})),
+				clientv3.OpPut(keys.Service(h), etcdschema.MustEncode(&etcdschema.Service{Host: h, Cell: "cell1", AgentVersion: "bench"})))
+		}
+		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
