@@ -23,6 +23,7 @@ import (
 
 	"github.com/berth-project/berth/agent"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdgrpc"
 	"github.com/berth-project/berth/internal/logging"
 	"github.com/berth-project/berth/internal/rawtxn"
 	"github.com/berth-project/berth/placement"
@@ -102,7 +103,8 @@ func FleetProcess(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	conf.Log.Level = *logLevel
 	log := logging.New(conf.Log, stderr).Named(fmt.Sprintf("fleet-%d", cfg.FirstHost))
 	// A client as the tool's own (startTarget): the etcd the tool started.
-	cc := clientv3.Config{Endpoints: strings.Split(*etcdEps, ","), DialTimeout: conf.Etcd.DialTimeout}
+	cc := clientv3.Config{Endpoints: strings.Split(*etcdEps, ","), DialTimeout: conf.Etcd.DialTimeout,
+		DialOptions: etcdgrpc.DialOptions()}
 	if err := runFleetProcess(cc, etcdschema.New(*prefix), cfg, *fromRev, *profile, stdin, stdout, log); err != nil {
 		fmt.Fprintf(stderr, "berth bench %s: %v\n", FleetProcessCmd, err)
 		return 1

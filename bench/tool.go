@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth-project/berth/configs"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdgrpc"
 	"github.com/berth-project/berth/internal/etcdtally"
 	"github.com/berth-project/berth/internal/freeport"
 	"github.com/berth-project/berth/internal/logging"
@@ -348,7 +349,8 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	// talks to etcd over the network as agents and a fresh scheduler
 	// would, and keeps its watches off the roles' client streams.
 	var own *clientv3.Client
-	ownCfg := clientv3.Config{Endpoints: []string{emb.ClientURL}, DialTimeout: cfg.Etcd.DialTimeout}
+	ownCfg := clientv3.Config{Endpoints: []string{emb.ClientURL}, DialTimeout: cfg.Etcd.DialTimeout,
+		DialOptions: etcdgrpc.DialOptions()}
 	rolelabel.Do(ctx, "bench etcd client", func(context.Context) { own, err = clientv3.New(ownCfg) })
 	if err != nil {
 		cleanup()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berth-project/berth/internal/embedetcd"
+	"github.com/berth-project/berth/internal/etcdgrpc"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -23,6 +24,7 @@ func (e *Etcd) ClientConfig() (clientv3.Config, error) {
 		DialTimeout: e.DialTimeout,
 		Username:    e.Username,
 		Password:    e.Password,
+		DialOptions: etcdgrpc.DialOptions(),
 	}
 	if len(cfg.Endpoints) == 0 && e.Embedded != nil {
 		cfg.Endpoints = []string{e.Embedded.ClientURL}

@@ -34,6 +34,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/berth-project/berth/internal/etcdcluster"
+	"github.com/berth-project/berth/internal/etcdgrpc"
 	"github.com/berth-project/berth/internal/rawtxn"
 )
 
@@ -214,6 +215,9 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	ec.LogOutputs = []string{"stderr"}
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 	ec.GRPCAdditionalServerOptions = append(ec.GRPCAdditionalServerOptions, grpc.NumStreamWorkers(grpcStreamWorkers))
+	// Static flow-control windows: no bandwidth-estimator PING per
+	// small message (package etcdgrpc; its clients dial with the same).
+	ec.GRPCAdditionalServerOptions = append(ec.GRPCAdditionalServerOptions, etcdgrpc.ServerOptions()...)
 
 	if cfg.tune != nil {
 		cfg.tune(ec)

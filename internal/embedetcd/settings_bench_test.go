@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/features"
 
+	"github.com/berth-project/berth/internal/etcdgrpc"
 	"github.com/berth-project/berth/internal/freeport"
 )
 
@@ -36,7 +37,7 @@ func BenchmarkMemberSettings(b *testing.B) {
 	}{
 		{name: "berth"},
 		{name: "grpc-client", grpc: true},
-		{name: "grpc-client-goroutine-per-stream", grpc: true, tune: func(c *embed.Config) { c.GRPCAdditionalServerOptions = nil }},
+		{name: "grpc-client-goroutine-per-stream", grpc: true, tune: func(c *embed.Config) { c.GRPCAdditionalServerOptions = etcdgrpc.ServerOptions() }},
 		{name: "metrics-extensive", tune: func(c *embed.Config) { c.Metrics = "extensive" }},
 		{name: "snapshot-count-100k", tune: func(c *embed.Config) { c.SnapshotCount = 100_000 }},
 		{name: "backend-batch-1s", tune: func(c *embed.Config) {
@@ -76,7 +77,8 @@ func benchMember(b *testing.B, tune func(*embed.Config), grpc bool) {
 	defer srv.Close()
 	cli := srv.Client()
 	if grpc {
-		if cli, err = clientv3.New(clientv3.Config{Endpoints: []string{srv.ClientURL()}, DialTimeout: 5 * time.Second}); err != nil {
+		if cli, err = clientv3.New(clientv3.Config{Endpoints: []string{srv.ClientURL()}, DialTimeout: 5 * time.Second,
+			DialOptions: etcdgrpc.DialOptions()}); err != nil {
 			b.Fatal(err)
 		}
 		defer cli.Close()

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/internal/embedetcd"
+	"github.com/berth-project/berth/internal/etcdgrpc"
 	"github.com/berth-project/berth/internal/freeport"
 	"github.com/berth-project/berth/internal/rawtxn"
 )
@@ -72,7 +73,7 @@ func Client(t testing.TB) *clientv3.Client {
 func NetClient(t testing.TB) (*embedetcd.Server, *clientv3.Client) {
 	t.Helper()
 	srv := Start(t)
-	cc := clientv3.Config{Endpoints: []string{srv.ClientURL()}}
+	cc := clientv3.Config{Endpoints: []string{srv.ClientURL()}, DialOptions: etcdgrpc.DialOptions()}
 	cli, err := clientv3.New(cc)
 	if err != nil {
 		t.Fatalf("etcd client: %v", err)
@@ -147,7 +148,7 @@ func (c *Cluster) Endpoints() []string {
 // Client is a gRPC client to every member, closed at cleanup.
 func (c *Cluster) Client() *clientv3.Client {
 	c.t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialOptions: etcdgrpc.DialOptions()})
 	if err != nil {
 		c.t.Fatalf("etcd client: %v", err)
 	}
