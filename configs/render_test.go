@@ -16,7 +16,8 @@ func labVars(name, addr, cell string) DeployVars {
 // the decoded config says what the machine's variables said.
 func TestRenderDeployEveryRole(t *testing.T) {
 	v := labVars("node2", "192.0.2.12", "cell1")
-	v.Vars = map[string]string{"service_down_time": "5s", "report_interval": "1s", "election_ttl": "3s", "driver": "fake", "build_time": "1s", "vcpus": "8"}
+	v.Vars = map[string]string{"service_down_time": "5s", "report_interval": "1s", "election_ttl": "3s", "driver": "fake", "build_time": "1s", "vcpus": "8",
+		"resource_provider_association_refresh": "10m"}
 	for _, role := range DeployRoles {
 		out, err := RenderDeploy(role, v)
 		if err != nil {
@@ -75,7 +76,8 @@ func TestRenderDeployEveryRole(t *testing.T) {
 		case RoleAgent:
 			a := cfg.Agent
 			if a.Host != "node2" || a.Cell != "cell1" || a.Driver != "fake" || a.ServiceDownTime.String() != "5s" ||
-				a.Fake.BuildTime.String() != "1s" || a.Inventory.VCPUs != 8 || a.Process.StateDir != "/var/lib/berth/process" {
+				a.Fake.BuildTime.String() != "1s" || a.Inventory.VCPUs != 8 || a.Process.StateDir != "/var/lib/berth/process" ||
+				a.ProviderRefresh.String() != "10m0s" {
 				t.Errorf("agent = %+v", a)
 			}
 		}
@@ -224,6 +226,7 @@ func TestRenderDeployDefaultsMatchConfigDefaults(t *testing.T) {
 		pair{"max_concurrent_builds", ag.MaxConcurrentBuilds, da.MaxConcurrentBuilds},
 		pair{"instance_sync_interval", ag.InstanceSyncInterval, da.InstanceSyncInterval},
 		pair{"provider_sync_interval", ag.ProviderSyncInterval, da.ProviderSyncInterval},
+		pair{"resource_provider_association_refresh", ag.ProviderRefresh, da.ProviderRefresh},
 		pair{"reserved_host_memory_mb", ag.Inventory.ReservedHostMemoryMB, da.Inventory.ReservedHostMemoryMB},
 		pair{"stop_grace", ag.Process.StopGrace, da.Process.StopGrace},
 		pair{"etcd auto_compaction_retention", parse(RoleEtcd).Etcd.Embedded.AutoCompactionRetention, def.Etcd.Embedded.AutoCompactionRetention},
