@@ -303,6 +303,7 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 		cleanup()
 		return nil, nil, err
 	}
+	cleanups = append(cleanups, func() { freeport.Release(ports...) }) // after the member stops
 	emb.ClientURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	emb.PeerURL = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	cfg.API.Bind = "127.0.0.1:0"

@@ -40,10 +40,7 @@ func startCLIStack(t *testing.T, auth string) *cliStack {
 // startCLIStackBuilding is startCLIStack whose builds take buildTime.
 func startCLIStackBuilding(t *testing.T, auth string, buildTime time.Duration) *cliStack {
 	t.Helper()
-	ports, err := freeport.Ports(3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ports := []int{freeport.Take(t), freeport.Take(t), freeport.Take(t)}
 	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
 	cfg := configs.Defaults()
 	cfg.EnableAllRoles()

@@ -19,11 +19,7 @@ import (
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	port, err := freeport.Port()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
+	return freeport.Take(t)
 }
 
 // TestCloseWhileReading closes the member while goroutines hammer it with

@@ -58,13 +58,7 @@ func BenchmarkMemberSettings(b *testing.B) {
 }
 
 func benchMember(b *testing.B, tune func(*embed.Config), grpc bool) {
-	port := func() int {
-		p, err := freeport.Port()
-		if err != nil {
-			b.Fatal(err)
-		}
-		return p
-	}
+	port := func() int { return freeport.Take(b) }
 	srv, err := Start(Config{
 		DataDir:   filepath.Join(b.TempDir(), "etcd"),
 		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", port()),

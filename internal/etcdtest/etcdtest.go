@@ -21,14 +21,11 @@ import (
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
 // for a process or member that must be told its port before it binds:
-// drawn below the kernel's ephemeral range (see package freeport).
+// drawn below the kernel's ephemeral range (see package freeport) and
+// released when the test ends.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	port, err := freeport.Port()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
+	return freeport.Take(t)
 }
 
 // Start runs a fresh member and returns it; it is closed at cleanup.

@@ -12,9 +12,19 @@
 // within a process a port is handed out once, and across processes (go
 // test runs packages in parallel, each drawing ports for its clusters)
 // each port drawn is reserved by an exclusive lock on a file named after
-// it in the temp directory, held until the process exits, so two test
-// binaries never get the same port however close their draws (a random
-// draw alone collided about once in a few CI runs).
+// it in the temp directory, held until the port is released or the
+// process exits, so two test binaries never get the same port however
+// close their draws (a random draw alone collided about once in a few CI
+// runs).
+//
+// Release (Take does it at the test's end) removes the lock file, so the
+// temp directory does not fill with one file per port ever drawn (there
+// were thousands). Removing a lock file races with a taker that opened it
+// just before: that taker would lock the removed file while a third
+// process creates and locks a new one under the same name, and both would
+// hold the port. So the holder unlinks the file before it unlocks it, and
+// a taker that got the lock keeps it only if the name still leads to the
+// file it locked.
 package freeport
 
 import (
@@ -49,12 +59,16 @@ func reserve(port int) bool {
 	if reserved.ports[port] != nil {
 		return false
 	}
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("berth-freeport-%d.lock", port)), os.O_CREATE|os.O_RDWR, 0o666)
+	f, err := os.OpenFile(lockPath(port), os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
 		return false
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
+		return false
+	}
+	if !stillNamed(f, lockPath(port)) {
+		f.Close() // its holder released it while we opened it: draw again
 		return false
 	}
 	if reserved.ports == nil {
@@ -64,9 +78,64 @@ func reserve(port int) bool {
 	return true
 }
 
+// lockPath is the file whose lock reserves port across processes.
+func lockPath(port int) string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("berth-freeport-%d.lock", port))
+}
+
+// stillNamed reports whether path still names the open file f: false once
+// its holder unlinked it (and perhaps another created a new file there).
+func stillNamed(f *os.File, path string) bool {
+	held, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	named, err := os.Stat(path)
+	return err == nil && os.SameFile(held, named)
+}
+
+// Release gives ports back: their lock files are removed and unlocked, in
+// that order (see the package doc), and this process may hand them out
+// again. Call it once nothing of the caller listens on them any more; a
+// port not reserved here is ignored.
+func Release(ports ...int) {
+	reserved.Lock()
+	defer reserved.Unlock()
+	for _, port := range ports {
+		f := reserved.ports[port]
+		if f == nil {
+			continue
+		}
+		_ = os.Remove(lockPath(port)) // best effort: a file left is only clutter
+		f.Close()
+		delete(reserved.ports, port)
+	}
+}
+
+// TB is the part of testing.TB that Take needs.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Cleanup(func())
+}
+
+// Take is Port for a test: it fails the test when no port is found and
+// releases the port at the test's end, after the cleanups registered
+// after it (they run last-registered first): what closes the port's
+// listener, registered when it is started on the port, runs before.
+func Take(t TB) int {
+	t.Helper()
+	port, err := Port()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Release(port) })
+	return port
+}
+
 // Port returns a port on 127.0.0.1 that was free a moment ago and that
-// no other caller of Port, in this process or another, is given while
-// this process lives.
+// no other caller of Port, in this process or another, is given until it
+// is released or this process exits.
 func Port() (int, error) {
 	high := ephemeralStart()
 	for try := 0; try < 100; try++ {

@@ -55,3 +55,56 @@ func TestPortIsReservedAgainstOtherProcesses(t *testing.T) {
 		t.Fatalf("another holder took the lock of port %d", p)
 	}
 }
+
+// TestTakeRemovesItsLockFileAtTheEnd: a port a test took is released
+// when the test is done, its lock file gone, and the port can be taken
+// again (here or by another process).
+func TestTakeRemovesItsLockFileAtTheEnd(t *testing.T) {
+	var p int
+	t.Run("taker", func(t *testing.T) {
+		p = Take(t)
+		if _, err := os.Stat(lockPath(p)); err != nil {
+			t.Fatalf("port %d taken without its lock file: %v", p, err)
+		}
+	})
+	if _, err := os.Stat(lockPath(p)); !os.IsNotExist(err) {
+		t.Fatalf("lock file of port %d after its test: %v, want it removed", p, err)
+	}
+	if !reserve(p) {
+		t.Fatalf("port %d released but cannot be reserved again", p)
+	}
+	Release(p)
+	if _, err := os.Stat(lockPath(p)); !os.IsNotExist(err) {
+		t.Fatalf("lock file of port %d after Release: %v, want it removed", p, err)
+	}
+}
+
+// TestReleaseRaceKeepsOneHolder: a taker that opened a lock file just
+// before its holder released it gets the lock of a removed file once the
+// holder closes it; it must not count that as the port, or a third taker
+// creating the file anew would hold the same port at once.
+func TestReleaseRaceKeepsOneHolder(t *testing.T) {
+	p, err := Port()
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := os.OpenFile(lockPath(p), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	Release(p)
+	if err := syscall.Flock(int(late.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("the released file stays locked: %v", err)
+	}
+	if stillNamed(late, lockPath(p)) {
+		t.Fatalf("a lock on the removed file of port %d counts as holding the port", p)
+	}
+	if !reserve(p) {
+		t.Fatalf("port %d refused to a new taker while only a removed file is locked", p)
+	}
+	defer Release(p)
+	if stillNamed(late, lockPath(p)) {
+		t.Fatalf("the removed file and the new lock file of port %d are one", p)
+	}
+}
