@@ -170,13 +170,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Like Nova's init_host, before the host reads up and before any cast
 	// is worked: the driver and etcd must agree on what runs here.
 	a.watchExits(ctx)
-	if err := a.reconcile(ctx); err != nil {
+	evacuations := map[string]int64{}
+	if err := a.reconcile(ctx, evacuations); err != nil {
 		return err
 	}
 	lease, err := a.startLiveness(ctx)
 	if err != nil {
 		return err
 	}
+	// A server evacuated while the reconcile ran or after it, the host
+	// still reading down, goes now, before any cast is worked; the host
+	// being up, no more can be (cleanEvacuated).
+	a.cleanEvacuated(ctx, evacuations)
 	go a.builds.Run(ctx)
 	dispatched := make(chan struct{})
 	go func() { a.dispatch(ctx); close(dispatched) }()

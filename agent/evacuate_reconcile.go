@@ -17,8 +17,9 @@ import (
 // The source's side of an evacuation (Nova's _destroy_evacuated_instances
 // at init_host). While this host was down its servers may have been
 // evacuated: their migrations (type evacuation, source this host) are the
-// tombstones. An agent that comes back, at start (reconcile) or when its
-// liveness lease is granted again after it was lost, destroys the local
+// tombstones. An agent that comes back, at start (reconcile, and once
+// more as soon as the host is up) or when its liveness lease is granted
+// again after it was lost, destroys the local
 // guest of every server evacuated from it whose evacuation is accepted,
 // pre-migrating or done, so no server runs twice, and removes this
 // host's instance info for it (the schedulers' view of this host). A
@@ -56,20 +57,29 @@ func (a *Agent) evacuatedFrom(ctx context.Context) (map[string]*etcdschema.Migra
 
 // destroyEvacuated destroys the stale copies of the servers evacuated
 // from this host (running is what the driver runs) and returns their
-// uuids, which the rest of the reconcile leaves alone.
-func (a *Agent) destroyEvacuated(ctx context.Context, running []string) (map[string]bool, error) {
+// uuids, which the rest of the reconcile leaves alone. handled, when not
+// nil, is the evacuation revisions by server already worked: one still
+// at that revision is skipped (its clean-up is done and the guest was
+// listed after it), and each worked now is added.
+func (a *Agent) destroyEvacuated(ctx context.Context, running []string, handled map[string]int64) (map[string]bool, error) {
 	migs, revs, err := a.evacuatedFrom(ctx)
 	if err != nil || len(migs) == 0 {
 		return nil, err
 	}
 	gone := map[string]bool{}
 	for uuid, m := range migs {
+		if rev, ok := handled[uuid]; ok && rev == revs[uuid] {
+			continue
+		}
 		left, err := a.cleanEvacuation(ctx, m, revs[uuid], slices.Contains(running, uuid), nil)
 		if err != nil {
 			return nil, err
 		}
 		if left {
 			gone[uuid] = true
+		}
+		if handled != nil {
+			handled[uuid] = revs[uuid]
 		}
 	}
 	return gone, nil
@@ -147,11 +157,27 @@ func (a *Agent) evacuateCleanup(ctx context.Context, ev informer.Event, b *etcds
 
 // cleanEvacuated is destroyEvacuated outside the start-up reconcile:
 // when the host's liveness lease was granted again after it was lost
-// (the host read down meanwhile and may have been evacuated).
-func (a *Agent) cleanEvacuated(ctx context.Context) {
+// (the host read down meanwhile and may have been evacuated), and right
+// after the start-up goUp (handled: what the reconcile worked).
+//
+// The second closes the start's window: from the reconcile's clean-up
+// to goUp the host still reads down, so an operator can evacuate one of
+// its servers then. Without it the copy here would run on, the server
+// twice (here and rebuilt on its destination), until the evacuation is
+// done and the cell conductor's clean-up cast reaches this host: the
+// copy of an evacuation accepted before the host is up goes before the
+// host works casts, as at start (Nova's init_host destroys accepted and
+// pre-migrating evacuations' guests, and its service joins its group,
+// reading up, only after; an evacuation accepted in between is left
+// running there until the next start). Once goUp has committed no
+// evacuation from this host can be accepted (the API compares the alive
+// key's absence and the service record's revision when it writes one),
+// so one read of the evacuations after it sees every one the window let
+// through.
+func (a *Agent) cleanEvacuated(ctx context.Context, handled map[string]int64) {
 	running, err := a.driver.List(ctx)
 	if err == nil {
-		_, err = a.destroyEvacuated(ctx, running)
+		_, err = a.destroyEvacuated(ctx, running, handled)
 	}
 	if err != nil && ctx.Err() == nil {
 		a.log.Error("could not clean up servers evacuated while this host was down", "error", err)

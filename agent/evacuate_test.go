@@ -40,7 +40,13 @@ func newEvacRig(t *testing.T) *evacRig {
 // start runs an agent until the returned stop is called (and returns).
 func (r *evacRig) start() (*Agent, func()) {
 	r.t.Helper()
-	a, err := New(r.cfg, r.cli, r.keys, r.p, r.drv, hclog.NewNullLogger())
+	return r.startOn(r.drv)
+}
+
+// startOn is start with the agent driving drv (r.drv, perhaps wrapped).
+func (r *evacRig) startOn(drv Driver) (*Agent, func()) {
+	r.t.Helper()
+	a, err := New(r.cfg, r.cli, r.keys, r.p, drv, hclog.NewNullLogger())
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -187,6 +193,86 @@ func TestAgentDestroysEvacuatedCopiesAtStart(t *testing.T) {
 	}
 	if !r.holds("stays") || !r.holds("failed") || !r.holds("back") {
 		t.Error("a server that was not evacuated lost its allocation")
+	}
+}
+
+// windowDriver is the fake driver whose Resume of server lost first runs
+// inWindow: the start-up reconcile resumes a lost ACTIVE server after
+// its clean-up of evacuated servers and before the host goes up, the
+// window in which the host still reads down.
+type windowDriver struct {
+	*FakeDriver
+	lost     string
+	inWindow func()
+}
+
+func (d *windowDriver) Resume(ctx context.Context, b *etcdschema.Build) error {
+	if b.InstanceUUID == d.lost {
+		d.inWindow()
+	}
+	return d.FakeDriver.Resume(ctx, b)
+}
+
+// TestAgentDestroysServersEvacuatedBeforeItIsUp: a server evacuated after
+// the start-up reconcile cleaned up, while the host still reads down
+// (its alive key not written yet), is destroyed here once the host is
+// up. After that no evacuation from this host can be accepted (the API
+// compares the alive key's absence), so nothing is left running twice.
+func TestAgentDestroysServersEvacuatedBeforeItIsUp(t *testing.T) {
+	r := newEvacRig(t)
+	_, stop := r.start() // registers h1 and its provider
+	stop()
+
+	r.server("late", "h1", etcdschema.StatusActive, "", "late")
+	r.server("lost", "h1", etcdschema.StatusActive, "", "lost")
+	if err := r.drv.Destroy(context.Background(), "lost"); err != nil { // the driver lost it
+		t.Fatal(err)
+	}
+	windowSeen := make(chan int64, 1)
+	drv := &windowDriver{FakeDriver: r.drv, lost: "lost", inWindow: func() {
+		// The operator evacuates "late" now: the host reads down.
+		ctx := context.Background()
+		alive, err := r.cli.Get(ctx, r.keys.Alive("h1"), clientv3.WithCountOnly())
+		if err != nil {
+			windowSeen <- -1
+			return
+		}
+		in := &etcdschema.Instance{UUID: "late", Name: "late", Status: etcdschema.StatusActive, TaskState: etcdschema.TaskRebuilding,
+			Host: "h1", Cell: "cell1", Flavor: etcdschema.Flavor{ID: "1", Name: "m1.tiny", VCPUs: 1}, MigrationUUID: "mig-late"}
+		m := &etcdschema.Migration{UUID: "mig-late", InstanceUUID: "late", Cell: "cell1", MigrationType: etcdschema.MigrationTypeEvacuation,
+			Status: etcdschema.MigrationAccepted, SourceHost: "h1", SourceNode: "h1", DestHost: "h2", DestNode: "h2", CreatedAt: time.Now().UTC()}
+		if _, err := r.cli.Txn(ctx).Then(
+			clientv3.OpPut(r.keys.CellInstance("cell1", "late"), etcdschema.MustEncode(in)),
+			clientv3.OpPut(r.keys.Migration("cell1", "mig-late"), etcdschema.MustEncode(m)),
+		).Commit(); err != nil {
+			windowSeen <- -1
+			return
+		}
+		windowSeen <- alive.Count
+	}}
+	r.startOn(drv)
+	select {
+	case n := <-windowSeen:
+		if n != 0 {
+			t.Fatalf("evacuation in the window: alive keys of h1 = %d (-1: etcd failed), want 0 (down)", n)
+		}
+	default:
+		t.Fatal("the start-up reconcile did not resume the lost server: no window to evacuate in")
+	}
+	if r.count(r.keys.Alive("h1")) != 1 {
+		t.Fatal("h1 is not up after its start")
+	}
+	if r.runs("late") {
+		t.Error("the server evacuated before h1 was up still runs on h1")
+	}
+	if r.count(r.keys.HostInstance("h1", "late")) != 0 {
+		t.Error("h1's instance info still has the server evacuated before it was up")
+	}
+	if !r.runs("lost") {
+		t.Error("the lost server was not resumed")
+	}
+	if m := r.migration("mig-late"); m.Status != etcdschema.MigrationAccepted || !r.holds("late") {
+		t.Errorf("the evacuation in flight touched: %s, allocation held %v", m.Status, r.holds("late"))
 	}
 }
 

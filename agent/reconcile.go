@@ -115,14 +115,17 @@ func (a *Agent) addInstance(out map[string]hostInstance, key string, val []byte,
 // source stops its guest before the destination starts one, so between
 // the two the server is ACTIVE here, with no cast here, and runs nowhere
 // (resuming it would run it twice, setting ERROR would break the move).
-func (a *Agent) reconcile(ctx context.Context) error {
+//
+// The evacuations it cleans up after are recorded in handled (see
+// destroyEvacuated).
+func (a *Agent) reconcile(ctx context.Context, handled map[string]int64) error {
 	running, err := a.driver.List(ctx)
 	if err != nil {
 		return fmt.Errorf("agent %s: list driver instances: %w", a.cfg.Host, err)
 	}
 	// Servers evacuated while this host was down first: their copies
 	// here go, and the checks below must not take them for lost.
-	evacuated, err := a.destroyEvacuated(ctx, running)
+	evacuated, err := a.destroyEvacuated(ctx, running, handled)
 	if err != nil {
 		return err
 	}

@@ -398,7 +398,7 @@ func (a *Agent) renewAlive(ctx context.Context, r *LeaseRenewer, lease clientv3.
 	}
 	// The host read down without its lease: its servers may have been
 	// evacuated meanwhile, and their copies here must go.
-	go a.cleanEvacuated(ctx)
+	go a.cleanEvacuated(ctx, nil)
 	return id, nil
 }
 
