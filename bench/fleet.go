@@ -13,7 +13,7 @@
 // (fleet_procs.go, -fleet-procs; -fleet-cpuprofile profiles them), so
 // that the tool's process is Berth's. Their periodic work (liveness
 // beats, provider and instance syncs) is a schedule per task worked by a
-// pool of workers (periodic.go, periodic_pool.go), not a ticker per host.
+// pool of workers (periodic.go, worker_pool.go), not a ticker per host.
 // With a profile of the measured phase the report takes the tool's own
 // roles out of the process CPU (profile_roles.go). cmd/berth only parses
 // the flags and prints the Result.
@@ -138,8 +138,9 @@ type Fleet struct {
 	// (under mu), so only a flip syncs its provider (serviceChanged).
 	disabled map[string]bool
 	wg       sync.WaitGroup
-	// workers run the casts (offer), counted in wg; Run closes them.
-	workers castWorkers
+	// workers run the casts (offer), counted in wg, each at once (no
+	// bound), under the submitter's role; Run closes them.
+	workers *workerPool[func()]
 
 	worked atomic.Int64
 
@@ -218,7 +219,7 @@ func NewFleet(cli *clientv3.Client, keys etcdschema.Keys, place agent.Placement,
 	f := &Fleet{cli: cli, keys: keys, place: place, cfg: cfg, log: log,
 		agents: make(map[string]*agent.Agent, cfg.Hosts), hosts: make([]*fleetHost, 0, cfg.Hosts),
 		casts: map[string]*castQueue{}, disabled: map[string]bool{}}
-	f.workers.wg = &f.wg
+	f.workers = newWorkerPool(context.Background(), "", 0, func(job func()) { job() }, &f.wg)
 	for i := cfg.FirstHost; i < cfg.FirstHost+cfg.Hosts; i++ {
 		host := f.HostName(i)
 		drv := agent.NewFakeDriver(host, agent.FakeConfig{BuildTime: cfg.BuildTime, FailureRate: cfg.FailureRate,
@@ -488,7 +489,7 @@ func (f *Fleet) offer(ctx context.Context, ag *agent.Agent, ev informer.Event) {
 	}
 	f.casts[id] = &castQueue{}
 	f.mu.Unlock()
-	f.workers.run(func() {
+	f.workers.submit(ctx, func() {
 		for {
 			ag.Work(ctx, ev)
 			f.worked.Add(1)

@@ -14,7 +14,7 @@ import (
 // is spread evenly over the period as a fleet of agents started at random
 // moments spreads it. One dispatcher per task walks this schedule lap by
 // lap (sorted by construction; see dispatch for a lap that runs long) and
-// hands due slots to a pool of workers (periodic_pool.go): no goroutine,
+// hands due slots to a pool of workers (worker_pool.go): no goroutine,
 // timer or watch per host. The schedule starts with the fleet, before the hosts register, so
 // the rates are a steady fleet's from the first host on rather than
 // nothing for a period and then a burst (a host's first slot may come
@@ -128,7 +128,7 @@ func (f *Fleet) startPeriodic(ctx, work context.Context) {
 			workers = max(workers, renewWorkers(len(f.hosts), t.every))
 		}
 		// The hosts' liveness and syncs, profiled apart from their builds.
-		pool := newTaskPool(ctx, workers, func(j periodicJob) { f.runJob(work, j) }, &f.bgWG)
+		pool := newWorkerPool(ctx, "agent fleet background", workers, func(j periodicJob) { f.runJob(work, j) }, &f.bgWG)
 		f.bgWG.Add(1)
 		go func() {
 			defer f.bgWG.Done()
@@ -183,7 +183,7 @@ func (f *Fleet) runJob(work context.Context, j periodicJob) {
 // moment it ended, not from its nominal start: the missed beats are not
 // made up in a burst (an agent's time.Ticker drops the ticks of a slow
 // receiver), so no host runs t twice within a period.
-func (f *Fleet) dispatch(ctx context.Context, t *periodicTask, pool *taskPool) {
+func (f *Fleet) dispatch(ctx context.Context, t *periodicTask, pool *workerPool[periodicJob]) {
 	n := int64(len(f.hosts))
 	every := int64(t.every)
 	lap := time.Now()
