@@ -135,17 +135,19 @@ func (s *Store) PlanServers(ctx context.Context, project, requestID string, reqs
 	}
 	p.Cmps = []*etcdserverpb.Compare{rawtxn.ModRevisionIs(s.keys.QuotaSet(project), st.setMod)}
 	p.next = fenceState{set: st.set, setMod: st.setMod}
-	fence := s.keys.QuotaFence(project)
+	// What guardRecorded or guardUnchecked would compare and write.
+	var fence fenceWrite
 	if limited {
-		// guardRecorded's comparison and write.
-		p.next.usage = record.plus(sum, st.usage.Basis)
-		p.Cmps = append(p.Cmps, rawtxn.ModRevisionIs(fence, st.fenceMod))
+		fence, p.next.usage = s.recordedFence(project, requestID, st, sum)
 		p.fenced, p.fenceMod = true, st.fenceMod
-		p.Ops = []*etcdserverpb.RequestOp{rawtxn.Put(fence, fenceValue(requestID, p.next.usage))}
 	} else {
-		// guardUnchecked's write.
-		p.Ops = []*etcdserverpb.RequestOp{rawtxn.Put(fence, fenceValue(requestID, nil))}
+		fence = s.uncheckedFence(project, requestID)
 	}
+	cmp, put := fence.messages()
+	if cmp != nil {
+		p.Cmps = append(p.Cmps, cmp)
+	}
+	p.Ops = []*etcdserverpb.RequestOp{put}
 	return p, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/etcdtest"
@@ -86,6 +87,73 @@ func TestPlanServersAdmits(t *testing.T) {
 					t.Fatalf("the share: %v, succeeded %v", err, resp != nil && resp.Succeeded)
 				}
 				s.PlanCommitted(p, resp.Header.Revision)
+			}
+		})
+	}
+}
+
+// TestPlanFencesAsGuards: a plan's share compares and writes the fence
+// as a create checked alone does (guardRecorded when a limit is checked
+// against the record, guardUnchecked when nothing is limited): the same
+// comparison on the wire and the same record written, only the times
+// differ.
+func TestPlanFencesAsGuards(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	keys := etcdschema.New("/fw")
+	for _, c := range []struct {
+		project string
+		limits  Limits
+		checked bool
+	}{
+		{project: "checked", limits: Limits{Instances: 10, Cores: Unlimited, RAM: Unlimited}, checked: true},
+		{project: "unlimited", limits: Limits{Instances: Unlimited, Cores: Unlimited, RAM: Unlimited}},
+	} {
+		t.Run(c.project, func(t *testing.T) {
+			project := c.project
+			s := New(cli, keys, c.limits, nil)
+			// A counted create leaves a record of 1 to check against.
+			_, g, err := s.ReserveServers(ctx, ServerRequest{Project: project, User: "u", Min: 1, Max: 1, VCPUs: 1, RAMMB: 512})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cli.Txn(ctx).If(g.Cmps...).Then(g.Ops...).Commit(); err != nil {
+				t.Fatal(err)
+			}
+			st, err := s.readState(ctx, project, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := s.PlanServers(ctx, project, "req", []ServerRequest{{Project: project, User: "u", Min: 2, Max: 2, VCPUs: 2, RAMMB: 256}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := s.guardUnchecked(project, "req")
+			if c.checked {
+				want = s.guardRecorded(project, "req", st, charge{instances: 2, cores: 4, ram: 512})
+			}
+			if len(p.Cmps) != 1+len(want.Cmps) || len(p.Ops) != 1 || len(want.Ops) != 1 {
+				t.Fatalf("plan: %d compares, %d ops; guard: %d compares, %d ops", len(p.Cmps), len(p.Ops), len(want.Cmps), len(want.Ops))
+			}
+			for i := range want.Cmps {
+				if got := p.Cmps[1+i]; !proto.Equal(got, want.Cmps[i].GetCompare()) {
+					t.Errorf("fence compare: plan %v, guard %v", got, want.Cmps[i].GetCompare())
+				}
+			}
+			put := p.Ops[0].GetRequestPut()
+			if put == nil || string(put.Key) != string(want.Ops[0].KeyBytes()) || !want.Ops[0].IsPut() {
+				t.Fatalf("fence write: plan %v, guard key %q", p.Ops[0], want.Ops[0].KeyBytes())
+			}
+			var got, exp etcdschema.QuotaFence
+			if err := etcdschema.Decode("plan", put.Value, &got); err != nil {
+				t.Fatal(err)
+			}
+			if err := etcdschema.Decode("guard", want.Ops[0].ValueBytes(), &exp); err != nil {
+				t.Fatal(err)
+			}
+			got.At = exp.At
+			if etcdschema.MustEncode(&got) != etcdschema.MustEncode(&exp) {
+				t.Errorf("fence written: plan %+v, guard %+v", got, exp)
 			}
 		})
 	}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/rawtxn"
 )
 
 // The usage record: a check that does not grow with the project.
@@ -138,14 +140,59 @@ func fenceValue(requestID string, usage *etcdschema.QuotaUsage) string {
 	return etcdschema.MustEncode(&etcdschema.QuotaFence{RequestID: requestID, At: time.Now().UTC(), Indexed: true, Usage: usage})
 }
 
-// guardRecorded is the Guard of a write checked against st's record: the
-// fence must be as read, and then holds the record plus c.
-func (s *Store) guardRecorded(project, requestID string, st fenceState, c charge) Guard {
+// fenceWrite is what a checked write does to project's fence: compare
+// its mod revision with fenceMod (when checked) and put value. The
+// Guards of single writes (guard) and the plans' shares (messages, as
+// etcd's messages: PlanServers) are built from it, so both compare and
+// write the fence alike.
+type fenceWrite struct {
+	key      string
+	checked  bool
+	fenceMod int64
+	value    string
+}
+
+// recordedFence is the fence write of a write checked against st's
+// record: the fence must be as read, and then holds the record plus c
+// (returned too).
+func (s *Store) recordedFence(project, requestID string, st fenceState, c charge) (fenceWrite, *etcdschema.QuotaUsage) {
 	u, _ := st.recorded()
-	return Guard{
-		Cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.keys.QuotaFence(project)), "=", st.fenceMod)},
-		Ops:  []clientv3.Op{s.fencePut(project, requestID, u.plus(c, st.usage.Basis))},
+	next := u.plus(c, st.usage.Basis)
+	return fenceWrite{key: s.keys.QuotaFence(project), checked: true, fenceMod: st.fenceMod, value: fenceValue(requestID, next)}, next
+}
+
+// uncheckedFence is the fence write of a write nothing limits: the fence
+// moves, so a check that counted before it counts again, and holds no
+// record (keeping one would need a comparison every such write waits
+// on); the next limited check counts.
+func (s *Store) uncheckedFence(project, requestID string) fenceWrite {
+	return fenceWrite{key: s.keys.QuotaFence(project), value: fenceValue(requestID, nil)}
+}
+
+// guard is f with clientv3's builders.
+func (f fenceWrite) guard() Guard {
+	g := Guard{Ops: []clientv3.Op{clientv3.OpPut(f.key, f.value)}}
+	if f.checked {
+		g.Cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(f.key), "=", f.fenceMod)}
 	}
+	return g
+}
+
+// messages is f as etcd's messages: its comparison (nil when not
+// checked) and its write.
+func (f fenceWrite) messages() (*pb.Compare, *pb.RequestOp) {
+	var cmp *pb.Compare
+	if f.checked {
+		cmp = rawtxn.ModRevisionIs(f.key, f.fenceMod)
+	}
+	return cmp, rawtxn.Put(f.key, f.value)
+}
+
+// guardRecorded is the Guard of a write checked against st's record
+// (recordedFence).
+func (s *Store) guardRecorded(project, requestID string, st fenceState, c charge) Guard {
+	f, _ := s.recordedFence(project, requestID, st, c)
+	return f.guard()
 }
 
 // guardCounted is the Guard of a write checked against u, counted at
@@ -157,10 +204,7 @@ func (s *Store) guardCounted(project, requestID string, u Usage, rev int64, c ch
 	}
 }
 
-// guardUnchecked is the Guard of a write nothing limits: the fence
-// moves, so a check that counted before it counts again, and holds no
-// record (keeping one would need a comparison every such write waits
-// on); the next limited check counts.
+// guardUnchecked is the Guard of a write nothing limits (uncheckedFence).
 func (s *Store) guardUnchecked(project, requestID string) Guard {
-	return Guard{Ops: []clientv3.Op{s.fencePut(project, requestID, nil)}}
+	return s.uncheckedFence(project, requestID).guard()
 }

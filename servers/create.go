@@ -156,17 +156,28 @@ func (s *Store) partTxn(req CreateRequest, brs []*etcdschema.BuildRequest, first
 		sub = append(sub, clientv3.OpTxn(nil, ops, nil))
 	}
 	var cmps []clientv3.Cmp
-	if group := req.Hints.Group; group != "" {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.ServerGroup(group)), ">", 0))
-	}
-	if first {
-		// The first part commits the request: its checks hold then.
-		// Later parts continue what was accepted, as quotas do.
-		for _, rec := range req.Checked {
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(rec.Key), "=", rec.ModRevision))
-		}
+	for _, c := range s.partCompares(req, first) {
+		cmps = append(cmps, clientv3.FromCompare(c))
 	}
 	return cmps, sub
+}
+
+// partCompares are the comparisons of a part storing req's build
+// requests: the group's existence, and for the first part (first) the
+// records req was checked against. The first part commits the request:
+// its checks hold then; later parts continue what was accepted, as
+// quotas do. partTxn and partRequests both compare these.
+func (s *Store) partCompares(req CreateRequest, first bool) []*pb.Compare {
+	cmps := make([]*pb.Compare, 0, 1+len(req.Checked))
+	if group := req.Hints.Group; group != "" {
+		cmps = append(cmps, rawtxn.Present(s.keys.ServerGroup(group)))
+	}
+	if first {
+		for _, rec := range req.Checked {
+			cmps = append(cmps, rawtxn.ModRevisionIs(rec.Key, rec.ModRevision))
+		}
+	}
+	return cmps
 }
 
 // partRequests is partTxn as etcd's messages (package rawtxn), for the
@@ -183,14 +194,7 @@ func (s *Store) partRequests(req CreateRequest, brs []*etcdschema.BuildRequest) 
 		}
 		sub = append(sub, rawtxn.Nested(&pb.TxnRequest{Success: ops}))
 	}
-	cmps := make([]*pb.Compare, 0, 1+len(req.Checked))
-	if group := req.Hints.Group; group != "" {
-		cmps = append(cmps, rawtxn.Present(s.keys.ServerGroup(group)))
-	}
-	for _, rec := range req.Checked {
-		cmps = append(cmps, rawtxn.ModRevisionIs(rec.Key, rec.ModRevision))
-	}
-	return cmps, sub
+	return s.partCompares(req, true), sub
 }
 
 // write is one key a create puts.
