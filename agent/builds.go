@@ -249,7 +249,7 @@ func (a *Agent) recordBuild(ctx context.Context, ev informer.Event, b *etcdschem
 	if spawnErr == nil {
 		inst.Status, inst.TaskState, inst.Fault, inst.UpdatedAt = etcdschema.StatusActive, "", nil, now
 		ops := make([]*pb.RequestOp, 0, 4)
-		ops = append(ops, rawtxn.Put(instKey, etcdschema.MustEncode(inst)))
+		ops = append(ops, rawtxn.PutBytes(instKey, etcdschema.MustEncodeBytes(inst)))
 		if len(b.Alternates) == 0 {
 			// A cast without its alternates: an older Berth stored them
 			// in a key of their own, which served its purpose now.
@@ -258,7 +258,7 @@ func (a *Agent) recordBuild(ctx context.Context, ev informer.Event, b *etcdschem
 		if a.cfg.TrackInstanceChanges {
 			info := &etcdschema.InstanceInfo{UUID: b.InstanceUUID, Host: a.cfg.Host, FlavorID: b.Flavor.ID,
 				Flavor: b.Flavor.Name, State: "active", UpdatedAt: now}
-			ops = append(ops, rawtxn.Put(k.HostInstance(a.cfg.Host, b.InstanceUUID), etcdschema.MustEncode(info)))
+			ops = append(ops, rawtxn.PutBytes(k.HostInstance(a.cfg.Host, b.InstanceUUID), etcdschema.MustEncodeBytes(info)))
 		}
 		out, err := a.endCastIf(ctx, ev, instKey, instRev, ops)
 		if err == nil && out.ok {
@@ -279,8 +279,8 @@ func (a *Agent) recordBuild(ctx context.Context, ev informer.Event, b *etcdschem
 		inst.Status, inst.TaskState, inst.Host, inst.Node, inst.UpdatedAt =
 			etcdschema.StatusBuild, etcdschema.TaskScheduling, "", "", now
 		out, err := a.endCastIf(ctx, ev, instKey, instRev, []*pb.RequestOp{
-			rawtxn.Put(instKey, etcdschema.MustEncode(inst)),
-			rawtxn.Put(k.Retry(b.Cell, b.InstanceUUID), etcdschema.MustEncode(retry)),
+			rawtxn.PutBytes(instKey, etcdschema.MustEncodeBytes(inst)),
+			rawtxn.PutBytes(k.Retry(b.Cell, b.InstanceUUID), etcdschema.MustEncodeBytes(retry)),
 		})
 		if err == nil && out.ok {
 			a.cfg.Metrics.Build(metrics.BuildRescheduled)
@@ -290,7 +290,7 @@ func (a *Agent) recordBuild(ctx context.Context, ev informer.Event, b *etcdschem
 	}
 	inst.Status, inst.TaskState, inst.UpdatedAt = etcdschema.StatusError, "", now
 	inst.Fault = &etcdschema.Fault{Code: 500, Message: be.Reason, Created: now}
-	out, err := a.endCastIf(ctx, ev, instKey, instRev, []*pb.RequestOp{rawtxn.Put(instKey, etcdschema.MustEncode(inst))})
+	out, err := a.endCastIf(ctx, ev, instKey, instRev, []*pb.RequestOp{rawtxn.PutBytes(instKey, etcdschema.MustEncodeBytes(inst))})
 	if err == nil && out.ok {
 		a.cfg.Metrics.Build(metrics.BuildFailed)
 		a.log.Warn("build failed, not reschedulable", "instance", b.InstanceUUID, "reason", be.Reason, "request_id", b.RequestID)

@@ -200,7 +200,7 @@ func TestCastRecordReadsTheEncodedInstance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := castRecord([]byte(inst)); got != tc.want {
+			if got := castRecord(inst); got != tc.want {
 				t.Errorf("encoded with its cast: castRecord = %v, want %v", got, tc.want)
 			}
 		})

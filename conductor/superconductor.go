@@ -417,9 +417,9 @@ func (s *Superconductor) handOffOps(ctx context.Context, g leasedRequest, sels [
 	}
 	mappingKey := k.InstanceMapping(br.InstanceUUID)
 	ops := []*pb.RequestOp{
-		rawtxn.Put(k.CellInstance(chosen.Cell, br.InstanceUUID), instJSON),
-		rawtxn.Put(mappingKey, etcdschema.MustEncode(mapping)),
-		rawtxn.Put(k.Build(chosen.ServiceHost, br.InstanceUUID), cast),
+		rawtxn.PutBytes(k.CellInstance(chosen.Cell, br.InstanceUUID), instJSON),
+		rawtxn.PutBytes(mappingKey, etcdschema.MustEncodeBytes(mapping)),
+		rawtxn.PutBytes(k.Build(chosen.ServiceHost, br.InstanceUUID), cast),
 	}
 	ops = append(ops, workqueue.FinishRequests(g.item)...)
 	testhook.Pause(ctx, "superconductor.before-handoff", br.InstanceUUID)

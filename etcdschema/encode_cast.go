@@ -1,14 +1,16 @@
 package etcdschema
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
 
 // EncodeCast encodes the build cast b carrying inst and alts (as its
 // Instance and Alternates), and returns with it inst's own encoding, the
-// cell's instance record the same hand-off puts: a substring of the
-// cast, so both values are one allocation.
+// cell's instance record the same hand-off puts: a slice of the cast, so
+// both values are one allocation, which the hand-off's puts take as they
+// are (rawtxn.PutBytes; neither may be changed).
 //
 // A hand-off used to encode the instance and the alternates each to a
 // string, copy both into json.RawMessages, and then check and copy them
@@ -19,9 +21,9 @@ import (
 // compact and HTML-escaped already, which is all json.Marshal does to a
 // RawMessage. b's own Instance and Alternates must be empty; it is
 // stamped with its version as Encode stamps it, and so are inst and alts.
-func EncodeCast(b *Build, inst *Instance, alts *Alternates) (cast, instance string, err error) {
+func EncodeCast(b *Build, inst *Instance, alts *Alternates) (cast, instance []byte, err error) {
 	if len(b.Instance) > 0 || len(b.Alternates) > 0 {
-		return "", "", fmt.Errorf("encode cast of %s: it carries records already", b.InstanceUUID)
+		return nil, nil, fmt.Errorf("encode cast of %s: it carries records already", b.InstanceUUID)
 	}
 	for _, v := range []Versioned{b, inst, alts} {
 		v.setVersion(v.SchemaVersion())
@@ -37,20 +39,20 @@ func EncodeCast(b *Build, inst *Instance, alts *Alternates) (cast, instance stri
 	out = append(out, `,"instance":`...)
 	from := len(out)
 	if out, err = appendEncoded(out, inst); err != nil {
-		return "", "", err
+		return nil, nil, err
 	}
 	to := len(out)
 	out = append(out, `,"alternates":`...)
 	if out, err = appendEncoded(out, alts); err != nil {
-		return "", "", err
+		return nil, nil, err
 	}
 	out = append(out, '}')
-	cast = string(out)
+	cast = bytes.Clone(out)
 	if cap(out) <= maxPooledEncodeBuf {
 		*bp = out[:0]
 		encodeBufs.Put(bp)
 	}
-	return cast, cast[from:to], nil
+	return cast, cast[from:to:to], nil
 }
 
 // appendEncoded appends v's encoding as Encode writes it (v's version
@@ -72,18 +74,18 @@ func appendEncoded(out []byte, v Versioned) ([]byte, error) {
 
 // encodeCastMarshal is EncodeCast the old way: each record encoded, then
 // carried as a RawMessage.
-func encodeCastMarshal(b *Build, inst *Instance, alts *Alternates) (cast, instance string, err error) {
-	if instance, err = EncodeString(inst); err != nil {
-		return "", "", err
+func encodeCastMarshal(b *Build, inst *Instance, alts *Alternates) (cast, instance []byte, err error) {
+	if instance, err = EncodeBytes(inst); err != nil {
+		return nil, nil, err
 	}
-	a, err := EncodeString(alts)
+	a, err := EncodeBytes(alts)
 	if err != nil {
-		return "", "", err
+		return nil, nil, err
 	}
 	carried := *b
 	carried.Instance, carried.Alternates = json.RawMessage(instance), json.RawMessage(a)
-	if cast, err = EncodeString(&carried); err != nil {
-		return "", "", err
+	if cast, err = EncodeBytes(&carried); err != nil {
+		return nil, nil, err
 	}
 	return cast, instance, nil
 }

@@ -1,6 +1,7 @@
 package etcdschema
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand"
 	"testing"
@@ -30,10 +31,10 @@ func TestEncodeCastMatchesCarriedRecords(t *testing.T) {
 		if err != nil {
 			continue // a time json.Marshal refuses: both refused it
 		}
-		if cast != want {
+		if !bytes.Equal(cast, want) {
 			t.Fatalf("case %d: cast differs\n got %s\nwant %s", i, cast, want)
 		}
-		if gotInst != wantInst {
+		if !bytes.Equal(gotInst, wantInst) {
 			t.Fatalf("case %d: instance differs\n got %s\nwant %s", i, gotInst, wantInst)
 		}
 		if _, ok := b.appendHead(nil); ok {

@@ -1,6 +1,7 @@
 package etcdschema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,25 +82,40 @@ func Encode(v Versioned) ([]byte, error) {
 // Encode's buffer (sized above the record) and the string made of it were
 // two allocations each.
 func EncodeString(v Versioned) (string, error) {
+	return encodeCopy(v, func(b []byte) string { return string(b) })
+}
+
+// EncodeBytes is EncodeString returning bytes, for a put built as an
+// etcd message (rawtxn.PutBytes), which takes them as they are: the
+// string and the put's copy of it were two allocations of every value.
+func EncodeBytes(v Versioned) ([]byte, error) {
+	return encodeCopy(v, bytes.Clone)
+}
+
+// encodeCopy encodes v into a pooled scratch buffer and returns copied's
+// copy of it (the one allocation the value costs), or of encoding/json's
+// bytes where v has no encoder of its own or it declines.
+func encodeCopy[T string | []byte](v Versioned, copied func([]byte) T) (T, error) {
 	v.setVersion(v.SchemaVersion())
 	if f, ok := v.(fastEncoder); ok {
 		bp := encodeBufs.Get().(*[]byte)
 		if b, ok := f.appendJSON((*bp)[:0]); ok {
-			s := string(b)
+			out := copied(b)
 			// A buffer grown for an unusually large record is not kept.
 			if cap(b) <= maxPooledEncodeBuf {
 				*bp = b[:0]
 				encodeBufs.Put(bp)
 			}
-			return s, nil
+			return out, nil
 		}
 		encodeBufs.Put(bp) // declined: appendJSON kept nothing of it
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return "", fmt.Errorf("encode %T: %w", v, err)
+		var zero T
+		return zero, fmt.Errorf("encode %T: %w", v, err)
 	}
-	return string(b), nil
+	return copied(b), nil
 }
 
 // encodeBufs holds EncodeString's scratch buffers; a buffer is used by
@@ -116,6 +132,15 @@ func MustEncode(v Versioned) string {
 		panic(err)
 	}
 	return s
+}
+
+// MustEncodeBytes is MustEncode returning bytes (EncodeBytes).
+func MustEncodeBytes(v Versioned) []byte {
+	b, err := EncodeBytes(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // Decode unmarshals the value stored at key into v and checks its version.

@@ -570,11 +570,11 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 			}
 			rec.Order.Providers = ps
 		}
-		val, err := etcdschema.EncodeString(rec)
+		val, err := etcdschema.EncodeBytes(rec)
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, rawtxn.Put(ck, val))
+		ops = append(ops, rawtxn.PutBytes(ck, val))
 		opKeys = append(opKeys, ck)
 		own = append(own, ownWrite{consumer: rec})
 	}
@@ -645,14 +645,14 @@ func (s *Service) planClaimWith(rd *claimRead, consumers []string, writes map[st
 				return nil, err
 			}
 		}
-		val, err := etcdschema.EncodeString(next)
+		val, err := etcdschema.EncodeBytes(next)
 		if err != nil {
 			return nil, err
 		}
 		pk := s.keys.Provider(rp)
 		cmps = append(cmps, rawtxn.ModRevisionIs(pk, sp.modRev))
 		cmpKeys = append(cmpKeys, pk)
-		ops = append(ops, rawtxn.Put(pk, val))
+		ops = append(ops, rawtxn.PutBytes(pk, val))
 		opKeys = append(opKeys, pk)
 		own = append(own, ownWrite{provider: next})
 	}

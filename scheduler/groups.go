@@ -262,7 +262,7 @@ func groupGuard(k etcdschema.Keys, g *GroupInfo, host, instance string) (cmps []
 	uuid := g.Group.UUID
 	// A moving member's claim adds the destination and keeps its source.
 	source := g.moveSource[instance]
-	ops = []*pb.RequestOp{rawtxn.Put(k.ServerGroupMember(uuid, instance), etcdschema.MustEncode(
+	ops = []*pb.RequestOp{rawtxn.PutBytes(k.ServerGroupMember(uuid, instance), etcdschema.MustEncodeBytes(
 		&etcdschema.ServerGroupMember{InstanceUUID: instance, Host: host, MoveSource: source}))}
 	committed = func(int64) {}
 	slot := &etcdschema.ServerGroupSlot{InstanceUUID: instance, Host: host}
@@ -279,7 +279,7 @@ func groupGuard(k etcdschema.Keys, g *GroupInfo, host, instance string) (cmps []
 			if _, taken := g.slots[host][n]; !taken {
 				key := k.ServerGroupSlot(uuid, host, n)
 				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
-				ops = append(ops, rawtxn.Put(key, etcdschema.MustEncode(slot)))
+				ops = append(ops, rawtxn.PutBytes(key, etcdschema.MustEncodeBytes(slot)))
 				taken := n
 				committed = func(int64) {
 					if g.slots[host] == nil {
@@ -310,7 +310,7 @@ func groupGuard(k etcdschema.Keys, g *GroupInfo, host, instance string) (cmps []
 		key := k.ServerGroupAffinityHost(uuid)
 		if g.AffinityHost == "" {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
-			ops = append(ops, rawtxn.Put(key, etcdschema.MustEncode(slot)))
+			ops = append(ops, rawtxn.PutBytes(key, etcdschema.MustEncodeBytes(slot)))
 			committed = func(rev int64) { g.AffinityHost, g.affinityRev = host, rev }
 		} else if host == g.AffinityHost {
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", g.affinityRev))
@@ -405,8 +405,8 @@ func GroupRetryGuard(ctx context.Context, cli *clientv3.Client, k etcdschema.Key
 			key := k.ServerGroupAffinityHost(group)
 			cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", g.affinityRev)}
 			ops := []*pb.RequestOp{
-				rawtxn.Put(key, etcdschema.MustEncode(&etcdschema.ServerGroupSlot{InstanceUUID: instance, Host: host})),
-				rawtxn.Put(k.ServerGroupMember(group, instance), etcdschema.MustEncode(
+				rawtxn.PutBytes(key, etcdschema.MustEncodeBytes(&etcdschema.ServerGroupSlot{InstanceUUID: instance, Host: host})),
+				rawtxn.PutBytes(k.ServerGroupMember(group, instance), etcdschema.MustEncodeBytes(
 					&etcdschema.ServerGroupMember{InstanceUUID: instance, Host: host})),
 			}
 			return cmps, ops, nil

@@ -151,7 +151,7 @@ func (s *Store) partTxn(req CreateRequest, brs []*etcdschema.BuildRequest, first
 	for _, writes := range s.partWrites(req, brs) {
 		ops := make([]clientv3.Op, len(writes))
 		for i, w := range writes {
-			ops[i] = clientv3.OpPut(w.key, w.value)
+			ops[i] = clientv3.OpPut(w.key, string(w.value))
 		}
 		sub = append(sub, clientv3.OpTxn(nil, ops, nil))
 	}
@@ -190,15 +190,20 @@ func (s *Store) partRequests(req CreateRequest, brs []*etcdschema.BuildRequest) 
 	for _, writes := range s.partWrites(req, brs) {
 		ops := make([]*pb.RequestOp, len(writes))
 		for i, w := range writes {
-			ops[i] = rawtxn.Put(w.key, w.value)
+			ops[i] = rawtxn.PutBytes(w.key, w.value)
 		}
 		sub = append(sub, rawtxn.Nested(&pb.TxnRequest{Success: ops}))
 	}
 	return s.partCompares(req, true), sub
 }
 
-// write is one key a create puts.
-type write struct{ key, value string }
+// write is one key a create puts. Its value is bytes, which the batched
+// create's messages take as they are (rawtxn.PutBytes): a string was
+// copied again into every put.
+type write struct {
+	key   string
+	value []byte
+}
 
 // partWrites are the keys that store build requests brs of req, a
 // sub-transaction's worth (perSub servers) each.
@@ -209,16 +214,16 @@ func (s *Store) partWrites(req CreateRequest, brs []*etcdschema.BuildRequest) []
 	for i, br := range brs {
 		m := &etcdschema.InstanceMapping{InstanceUUID: br.InstanceUUID, ProjectID: req.ProjectID, CreatedAt: br.CreatedAt}
 		writes = append(writes,
-			write{s.keys.InstanceMapping(br.InstanceUUID), etcdschema.MustEncode(m)},
+			write{s.keys.InstanceMapping(br.InstanceUUID), etcdschema.MustEncodeBytes(m)},
 			// The project's quota index, with the mapping (quotas).
 			write{s.keys.QuotaInstance(req.ProjectID, br.InstanceUUID),
-				etcdschema.MustEncode(&etcdschema.QuotaInstance{CreatedAt: br.CreatedAt})},
-			write{s.keys.BuildRequest(br.InstanceUUID), etcdschema.MustEncode(br)})
+				etcdschema.MustEncodeBytes(&etcdschema.QuotaInstance{CreatedAt: br.CreatedAt})},
+			write{s.keys.BuildRequest(br.InstanceUUID), etcdschema.MustEncodeBytes(br)})
 		if group != "" {
 			// Nova adds the instance to its group at create; the
 			// scheduler later records its host on the same key.
 			writes = append(writes, write{s.keys.ServerGroupMember(group, br.InstanceUUID),
-				etcdschema.MustEncode(&etcdschema.ServerGroupMember{InstanceUUID: br.InstanceUUID, CreatedAt: br.CreatedAt})})
+				etcdschema.MustEncodeBytes(&etcdschema.ServerGroupMember{InstanceUUID: br.InstanceUUID, CreatedAt: br.CreatedAt})})
 		}
 		if (i+1)%perSub == 0 || i+1 == len(brs) {
 			subs = append(subs, writes)

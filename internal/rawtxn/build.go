@@ -41,6 +41,13 @@ func Put(key, value string) *pb.RequestOp {
 		Key: []byte(key), Value: []byte(value)}}}
 }
 
+// PutBytes writes value at key, taking value as it is (Put copies its
+// string): the caller hands it over and does not change it after.
+func PutBytes(key string, value []byte) *pb.RequestOp {
+	return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{
+		Key: []byte(key), Value: value}}}
+}
+
 // PutWithLease writes value at key attached to lease.
 func PutWithLease(key, value string, lease int64) *pb.RequestOp {
 	return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{
