@@ -178,7 +178,7 @@ func matchesEtcd(t *testing.T, s *Service, providers, consumers []string) {
 			t.Fatalf("consumer %s: index has %+v at %d, etcd %+v at %d", c, e.c, e.modRev, want, resp.Kvs[0].ModRevision)
 		}
 		for rp := range e.c.Allocations {
-			if _, ok := st.rpConsumers[rp][c]; !ok {
+			if cs := st.rpConsumers[rp]; cs == nil || !cs.has(c) {
 				t.Fatalf("consumer %s: not listed under %s", c, rp)
 			}
 		}

@@ -120,7 +120,7 @@ func (s *Service) sizeConsumers(ctx context.Context, st *indexState, rev int64) 
 		return fmt.Errorf("count %s: %w", s.keys.Consumers(), err)
 	}
 	st.consumers = make(map[string]consumerEntry, resp.Count)
-	st.rpConsumers = make(map[string]map[string]struct{}, len(st.providers))
+	st.rpConsumers = make(map[string]*consumerSet, len(st.providers))
 	return nil
 }
 

@@ -86,3 +86,23 @@ func alloc(rp string, res map[string]int64) map[string]ProviderAllocation {
 }
 
 func gen(n int64) *int64 { return &n }
+
+// consumerLinks is st's provider-consumer links as sets, to compare two
+// states whatever order their links were made in.
+func consumerLinks(st *indexState) map[string]map[string]struct{} {
+	out := make(map[string]map[string]struct{}, len(st.rpConsumers))
+	for rp, cs := range st.rpConsumers {
+		m := map[string]struct{}{}
+		for u := range cs.all {
+			m[u] = struct{}{}
+		}
+		out[rp] = m
+	}
+	return out
+}
+
+// linked says whether st links consumer c to provider rp.
+func linked(st *indexState, rp, c string) bool {
+	cs := st.rpConsumers[rp]
+	return cs != nil && cs.has(c)
+}

@@ -349,7 +349,7 @@ type indexState struct {
 	sharing  bitset
 
 	consumers   map[string]consumerEntry
-	rpConsumers map[string]map[string]struct{}
+	rpConsumers map[string]*consumerSet
 
 	// indexSlots is, in a search's view (candidate_view.go), each slot's
 	// slot in the index it was copied from: the one Candidate.RootSlot
@@ -404,7 +404,7 @@ func newIndexState() *indexState {
 		trees:       map[string]map[int32]struct{}{},
 		children:    map[string]map[string]struct{}{},
 		consumers:   map[string]consumerEntry{},
-		rpConsumers: map[string]map[string]struct{}{},
+		rpConsumers: map[string]*consumerSet{},
 	}
 }
 
@@ -666,12 +666,12 @@ func (st *indexState) putConsumer(c *etcdschema.Consumer, modRev int64) {
 // linkConsumer records c under each provider it allocates from.
 func (st *indexState) linkConsumer(c *etcdschema.Consumer) {
 	for rp := range c.Allocations {
-		m := st.rpConsumers[rp]
-		if m == nil {
-			m = map[string]struct{}{}
-			st.rpConsumers[rp] = m
+		cs := st.rpConsumers[rp]
+		if cs == nil {
+			cs = &consumerSet{}
+			st.rpConsumers[rp] = cs
 		}
-		m[c.UUID] = struct{}{}
+		cs.add(c.UUID)
 	}
 }
 
@@ -688,9 +688,9 @@ func (st *indexState) removeConsumer(uuid string, rev int64) {
 
 func (st *indexState) unlinkConsumer(c *etcdschema.Consumer) {
 	for rp := range c.Allocations {
-		if m := st.rpConsumers[rp]; m != nil {
-			delete(m, c.UUID)
-			if len(m) == 0 {
+		if cs := st.rpConsumers[rp]; cs != nil {
+			cs.remove(c.UUID)
+			if cs.len() == 0 {
 				delete(st.rpConsumers, rp)
 			}
 		}

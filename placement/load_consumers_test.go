@@ -76,7 +76,7 @@ func TestColdLoadEqualsFollowedIndex(t *testing.T) {
 			}
 		}
 	}
-	if !reflect.DeepEqual(fresh.rpConsumers, followed.rpConsumers) {
+	if !reflect.DeepEqual(consumerLinks(fresh), consumerLinks(followed)) {
 		t.Errorf("provider-consumer links differ: loaded %d providers, followed %d", len(fresh.rpConsumers), len(followed.rpConsumers))
 	}
 	for uuid, fe := range fresh.providers {

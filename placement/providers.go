@@ -256,7 +256,7 @@ func (s *Service) DeleteProvider(ctx context.Context, id string) error {
 		}
 		s.idx.mu.RLock()
 		hasChildren := len(s.idx.st.children[id]) > 0
-		hasAllocs := len(s.idx.st.rpConsumers[id]) > 0
+		hasAllocs := s.idx.st.rpConsumers[id] != nil
 		s.idx.mu.RUnlock()
 		if hasChildren {
 			return fmt.Errorf("delete provider %s: %w", id, ErrProviderHasChildren)

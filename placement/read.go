@@ -34,7 +34,11 @@ func (s *Service) ProviderAllocations(ctx context.Context, uuid string) (map[str
 	out := map[string]ProviderConsumer{}
 	s.idx.mu.RLock()
 	defer s.idx.mu.RUnlock()
-	for cu := range s.idx.st.rpConsumers[uuid] {
+	cs := s.idx.st.rpConsumers[uuid]
+	if cs == nil {
+		return out, nil
+	}
+	for cu := range cs.all {
 		ce := s.idx.st.consumers[cu]
 		out[cu] = ProviderConsumer{Resources: ce.c.Allocations[uuid].Resources, Generation: ce.c.Generation}
 	}

@@ -176,8 +176,8 @@ func TestReshapeResult(t *testing.T) {
 		t.Errorf("VCPU 3 fits after the move: %+v", cands.AllocationRequests)
 	}
 	s.idx.mu.RLock()
-	_, onRoot := s.idx.st.rpConsumers["root"]["c2"]
-	_, onChild := s.idx.st.rpConsumers["child"]["c2"]
+	onRoot := linked(s.idx.st, "root", "c2")
+	onChild := linked(s.idx.st, "child", "c2")
 	s.idx.mu.RUnlock()
 	if onRoot || !onChild {
 		t.Errorf("index consumers of c2: on root %v, on child %v", onRoot, onChild)

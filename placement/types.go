@@ -3,7 +3,8 @@
 // watch-fed index that answers allocation-candidate queries (index.go,
 // candidates.go; bounded by their work, candidate_budget.go, and merged
 // off the index's lock when large, candidate_view.go; a scheduler's
-// loads its consumers after its providers, consumers_deferred.go), the claim
+// loads its consumers after its providers, consumers_deferred.go, and
+// links them to their providers in small sets, consumer_set.go), the claim
 // transactions and their group commit
 // (claims.go, claim_batch.go), and reshapes (reshape.go). The REST API is
 // placement/httpapi, which reaches the index only through the read API in
