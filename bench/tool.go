@@ -453,8 +453,9 @@ func startTarget(ctx context.Context, cfg *configs.Config, log hclog.Logger, o b
 	return t, cleanup, nil
 }
 
-// freePorts are ports for scheduler child processes, told before they
-// bind (package freeport: below the ephemeral range).
+// freePorts are ports for the etcd member the tool starts (its client and
+// peer URLs), named before it binds (package freeport: below the
+// ephemeral range).
 func freePorts(n int) ([]int, error) { return freeport.Ports(n) }
 
 // lockedWriter serialises writes to w.
