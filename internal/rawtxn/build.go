@@ -36,10 +36,7 @@ func LeaseIs(key string, lease int64) *pb.Compare {
 // Operations.
 
 // Put writes value at key.
-func Put(key, value string) *pb.RequestOp {
-	return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{
-		Key: []byte(key), Value: []byte(value)}}}
-}
+func Put(key, value string) *pb.RequestOp { return PutBytes(key, []byte(value)) }
 
 // PutBytes writes value at key, taking value as it is (Put copies its
 // string): the caller hands it over and does not change it after.
