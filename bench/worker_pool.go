@@ -13,7 +13,10 @@ import (
 // (max > 0: a periodic task's, periodic.go) runs at most max at once,
 // and a job waits for a worker to become idle; an unbounded one (max 0:
 // the fleet's casts) runs every job at once, with no queue, as a
-// goroutine per job would.
+// goroutine per job would. A bounded pool has one submitter at a time
+// (each periodic task's dispatcher): freed holds one wake-up, so a
+// second submitter waiting beside the first could miss a worker freed
+// while the first had not yet taken its wake-up.
 //
 // Why workers kept, handed jobs last-idle-first: a goroutine started per
 // job grows its stack again under the agent's etcd calls (gRPC's
