@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -141,14 +142,37 @@ type Informer struct {
 	// cli.RequestProgress (a test drops some).
 	watchCancel     context.CancelFunc
 	requestProgress func(context.Context) error
+	// stalled: the current watch was ended by a waiter (a stall); run
+	// watches again from the revision reached, whatever Resume says.
+	// stallStream: the gRPC stream key the informer watches on after its
+	// first stall (empty before), one no other watch shares.
+	stalled     bool
+	stallStream string
 }
 
-// stallAfter is how long a waiter lets a resuming informer's revision
-// stand still, progress asked for every 100 ms, before it has the watch
-// made again. A watch whose stream answers no progress request (seen
-// once in e2e: a placement index 4 revisions behind for a minute on an
-// idle dev, every read of the Placement API failing its sync) is taken
-// up again from the revision reached; a new watcher syncs and answers.
+// stallStreams numbers the streams stalled informers move to, so that no
+// two informers share one (two informers of one prefix on one client
+// would, keyed by the prefix).
+var stallStreams atomic.Int64
+
+// stallAfter is how long a waiter lets an informer's revision stand
+// still, progress asked for every 100 ms, before it has the watch made
+// again on a gRPC stream of its own, from the revision reached.
+//
+// Why a stream of its own: etcd answers a progress request only when
+// every watcher on the request's stream has caught up and none starts
+// after the store's revision (watchableStore.progressIfSync). Informers
+// without OwnStream share one stream per client, so one watch made "from
+// now" (a list's revision + 1) with nothing written after it holds back
+// every progress notification on the stream until the next write, which
+// on an idle system may not come: seen in e2e as a dev's placement index
+// 4 revisions behind for a minute, every Placement read failing its
+// sync, and watching again on the same stream did not help
+// (TestWaitForRevisionPastAWatcherFromTheFuture). Alone on its stream,
+// the informer's watcher starts at most at the revision a waiter wants,
+// which etcd has, so its progress requests are answered once it syncs.
+// Its stream costs etcd two goroutines and a buffer, only for informers
+// that stalled.
 const stallAfter = 3 * time.Second
 
 // Option changes how an informer follows its prefix.
@@ -240,9 +264,15 @@ func (in *Informer) WaitForRevision(ctx context.Context, rev int64) error {
 		in.revMu.Unlock()
 		if now := time.Now(); cur != seen || moved.IsZero() {
 			seen, moved = cur, now
-		} else if in.resume && cancelWatch != nil && now.Sub(moved) >= stallAfter {
+		} else if cancelWatch != nil && now.Sub(moved) >= stallAfter {
 			in.log.Warn("watch answered no progress request while a reader waited, watching again",
 				"prefix", in.prefix, "revision", cur, "want", rev, "waited", now.Sub(moved).Round(time.Millisecond))
+			in.revMu.Lock()
+			in.stalled = true
+			if in.stallStream == "" {
+				in.stallStream = fmt.Sprintf("%s#stalled-%d", in.prefix, stallStreams.Add(1))
+			}
+			in.revMu.Unlock()
 			cancelWatch()
 			moved = now
 		}
@@ -323,7 +353,17 @@ func (in *Informer) run(ctx context.Context, from int64) {
 		if ctx.Err() != nil {
 			return
 		}
-		if in.resume && !errors.Is(err, rpctypes.ErrCompacted) {
+		compacted := errors.Is(err, rpctypes.ErrCompacted)
+		if in.takeStalled() && !compacted {
+			// A waiter ended a stalled watch (WaitForRevision): the
+			// events up to the revision reached were applied, so the
+			// watch is made again from there at once, on its own stream.
+			rev = in.revision()
+			in.log.Debug("stalled watch ended, watching again on a stream of its own", "prefix", in.prefix,
+				"revision", rev)
+			continue
+		}
+		if in.resume && !compacted {
 			// The events up to the revision reached were applied; a new
 			// watch from there misses none.
 			if delivered {
@@ -338,6 +378,16 @@ func (in *Informer) run(ctx context.Context, from int64) {
 		in.log.Debug("watch ended, re-listing", "prefix", in.prefix, "error", err)
 		listed = false
 	}
+}
+
+// takeStalled says whether a waiter ended the last watch as stalled, and
+// clears it.
+func (in *Informer) takeStalled() bool {
+	in.revMu.Lock()
+	defer in.revMu.Unlock()
+	stalled := in.stalled
+	in.stalled = false
+	return stalled
 }
 
 // revision is the revision everything up to which the handler has seen.
@@ -421,9 +471,18 @@ const streamKey = "berth-watch-stream"
 // events (a tenth to a third of the superconductor queue's) at 3
 // schedulers. On streams of their own the busy ones each have the buffer
 // to themselves, and a burst on one prefix does not set the others aside.
+//
+// After a stall (stallAfter) the informer watches on a stream no other
+// watch shares, whatever OwnStream says.
 func (in *Informer) watchContext(ctx context.Context) context.Context {
 	ctx = clientv3.WithRequireLeader(ctx)
-	if in.ownStream {
+	in.revMu.Lock()
+	stream := in.stallStream
+	in.revMu.Unlock()
+	switch {
+	case stream != "":
+		ctx = metadata.AppendToOutgoingContext(ctx, streamKey, stream)
+	case in.ownStream:
 		ctx = metadata.AppendToOutgoingContext(ctx, streamKey, in.prefix)
 	}
 	return ctx

@@ -532,3 +532,50 @@ func TestPutsOnlyLeavesDeletesOut(t *testing.T) {
 		t.Errorf("informer without the option was handed deletes of %v, want /p/a and /p/b", got)
 	}
 }
+
+// TestWaitForRevisionPastAWatcherFromTheFuture: etcd answers a progress
+// request only when every watcher on the request's gRPC stream has
+// caught up and none starts after the store's revision
+// (watchableStore.progressIfSync). A watch made "from now" (its list's
+// revision + 1) on the informer's shared stream, with nothing written
+// after it, blocks every progress request on that stream until the next
+// write: seen in e2e as an idle dev's placement index 4 revisions behind
+// for a minute, every Placement read failing its sync, and watching again
+// on the same stream did not help. The waiter must still reach a revision
+// written outside its prefix, for a resuming informer and a listing one.
+func TestWaitForRevisionPastAWatcherFromTheFuture(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{{"resume", []Option{Resume()}}, {"relist", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cli := etcdtest.Client(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			in := New(cli, "/p/", &recorder{}, hclog.NewNullLogger(), tc.opts...)
+			go in.Run(ctx)
+			if err := in.WaitSynced(ctx); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := cli.Put(ctx, "/elsewhere", "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Another watch on the same stream (an informer's watch
+			// context, no stream of its own), from the revision after
+			// the last write; nothing is written after it.
+			wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+			defer wcancel()
+			wch := cli.Watch(wctx, "/other/", clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1),
+				clientv3.WithCreatedNotify())
+			if created := <-wch; !created.Created {
+				t.Fatalf("the other watch was not created: %v", created.Err())
+			}
+			wait, cancelWait := context.WithTimeout(ctx, 4*stallAfter)
+			defer cancelWait()
+			if err := in.WaitForRevision(wait, resp.Header.Revision); err != nil {
+				t.Fatalf("the waiter never reached a revision written outside its prefix: %v", err)
+			}
+		})
+	}
+}
