@@ -127,7 +127,13 @@ func New(cli *clientv3.Client, keys etcdschema.Keys, log hclog.Logger) *Service 
 	s.searchViewAbove.Store(lockedMergeSteps)
 	// Resume: a watch broken by an etcd election is taken up where it
 	// stopped; only a compaction costs a re-list of every record.
-	s.inf = informer.NewRaw(cli, keys.PlacementPrefix(), indexFeed{s}, s.log, informer.Resume())
+	// OwnStream: every read of the Placement API waits for the index to
+	// reach etcd's revision, through a progress request when the writes
+	// were elsewhere, and etcd answers none on a stream where another
+	// watch starts after its revision (an informer listed since the last
+	// write, common on an idle dev as its agents start): alone on its
+	// stream the index never waits out the informer's stall detection.
+	s.inf = informer.NewRaw(cli, keys.PlacementPrefix(), indexFeed{s}, s.log, informer.Resume(), informer.OwnStream())
 	s.revs = &revisionReads{timeout: revisionReadTimeout, read: func(ctx context.Context) (int64, error) {
 		resp, err := cli.Get(ctx, keys.PlacementPrefix(), clientv3.WithCountOnly())
 		if err != nil {
