@@ -142,6 +142,10 @@ type Informer struct {
 	// cli.RequestProgress (a test drops some).
 	watchCancel     context.CancelFunc
 	requestProgress func(context.Context) error
+	// watchSince is when the current watch was made: a waiter ends it as
+	// stalled only once it is stallAfter old, so that many waiters, each
+	// on its own clock, do not end a new watch before it syncs.
+	watchSince time.Time
 	// stalled: the current watch was ended by a waiter (a stall); run
 	// watches again from the revision reached, whatever Resume says.
 	// stallStream: the gRPC stream key the informer watches on after its
@@ -252,7 +256,7 @@ func (in *Informer) WaitForRevision(ctx context.Context, rev int64) error {
 	var moved time.Time
 	for {
 		in.revMu.Lock()
-		cur, pctx, cancelWatch := in.rev, in.progressCtx, in.watchCancel
+		cur, pctx, cancelWatch, since := in.rev, in.progressCtx, in.watchCancel, in.watchSince
 		if cur >= rev {
 			in.revMu.Unlock()
 			return nil
@@ -264,13 +268,15 @@ func (in *Informer) WaitForRevision(ctx context.Context, rev int64) error {
 		in.revMu.Unlock()
 		if now := time.Now(); cur != seen || moved.IsZero() {
 			seen, moved = cur, now
-		} else if cancelWatch != nil && now.Sub(moved) >= stallAfter {
+		} else if cancelWatch != nil && now.Sub(moved) >= stallAfter && now.Sub(since) >= stallAfter {
 			in.log.Warn("watch answered no progress request while a reader waited, watching again",
 				"prefix", in.prefix, "revision", cur, "want", rev, "waited", now.Sub(moved).Round(time.Millisecond))
 			in.revMu.Lock()
-			in.stalled = true
-			if in.stallStream == "" {
-				in.stallStream = fmt.Sprintf("%s#stalled-%d", in.prefix, stallStreams.Add(1))
+			if in.progressCtx == pctx { // not ended already by another waiter
+				in.stalled, in.watchCancel = true, nil
+				if in.stallStream == "" {
+					in.stallStream = fmt.Sprintf("%s#stalled-%d", in.prefix, stallStreams.Add(1))
+				}
 			}
 			in.revMu.Unlock()
 			cancelWatch()
@@ -495,7 +501,7 @@ func (in *Informer) watch(ctx context.Context, rev int64) (delivered bool, err e
 	wctx, cancel := context.WithCancel(in.watchContext(ctx))
 	defer cancel()
 	in.revMu.Lock()
-	in.progressCtx, in.watchCancel = wctx, cancel
+	in.progressCtx, in.watchCancel, in.watchSince = wctx, cancel, time.Now()
 	in.revMu.Unlock()
 	dec, _ := in.h.(Decoder)
 	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(rev + 1)}

@@ -579,3 +579,67 @@ func TestWaitForRevisionPastAWatcherFromTheFuture(t *testing.T) {
 		})
 	}
 }
+
+// TestStalledWatchIsMadeAgainOnce: waiters that began at different times
+// each see the revision stand still on their own clock; the first to see
+// stallAfter pass ends the watch, and the others leave the new one alone
+// until it is stallAfter old (ended every few hundred milliseconds, a
+// new watch might never sync). Here the first watch answers no progress
+// request, and a later one answers once it is a second old (a watcher
+// catching up on a busy member).
+func TestStalledWatchIsMadeAgainOnce(t *testing.T) {
+	cli := etcdtest.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in := New(cli, "/p/", &recorder{}, hclog.NewNullLogger(), Resume())
+	var mu sync.Mutex
+	var first context.Context
+	asked := map[context.Context]time.Time{} // each watch's first request
+	in.requestProgress = func(pctx context.Context) error {
+		mu.Lock()
+		if first == nil {
+			first = pctx
+		}
+		since, ok := asked[pctx]
+		if !ok {
+			since = time.Now()
+			asked[pctx] = since
+		}
+		stalled := pctx == first || time.Since(since) < time.Second
+		mu.Unlock()
+		if stalled {
+			return nil
+		}
+		return cli.RequestProgress(pctx)
+	}
+	go in.Run(ctx)
+	if err := in.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Put(ctx, "/elsewhere", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 12
+	errs := make(chan error, waiters)
+	for i := range waiters {
+		go func() {
+			wait, cancelWait := context.WithTimeout(ctx, 5*stallAfter)
+			defer cancelWait()
+			errs <- in.WaitForRevision(wait, resp.Header.Revision)
+		}()
+		if i < waiters-1 {
+			time.Sleep(stallAfter / waiters) // staggered starts, not a wait for state
+		}
+	}
+	for range waiters {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 2 {
+		t.Fatalf("progress was asked on %d watches, want 2: the stalled one and the one made again", len(asked))
+	}
+}
