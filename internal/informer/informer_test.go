@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -406,27 +407,66 @@ func TestWaitForRevisionRewatchesAStalledWatch(t *testing.T) {
 	cli := etcdtest.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	g := &progressGate{pass: func(watch int, _ time.Duration) bool { return watch > 0 }}
+	in, rev := g.start(ctx, t, cli)
+	wait, cancelWait := context.WithTimeout(ctx, 4*stallAfter)
+	defer cancelWait()
+	if err := in.WaitForRevision(wait, rev); err != nil {
+		t.Fatalf("a stalled watch was not watched again: %v", err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.dropped == 0 || g.passed == 0 {
+		t.Fatalf("progress requests dropped %d, passed %d: want the first watch's dropped and a new watch's answered", g.dropped, g.passed)
+	}
+}
+
+// progressGate stands between a resuming informer on /p/ and etcd's
+// progress requests: a request passes only if pass says so for its watch
+// (numbered from 0 in the order the watches first asked) and the watch's
+// age (since its first request). A dropped request is never answered, as
+// by a stream etcd will not answer.
+type progressGate struct {
+	pass func(watch int, age time.Duration) bool
+
+	mu              sync.Mutex
+	watches         []context.Context
+	since           []time.Time
+	dropped, passed int
+}
+
+// start runs the informer, waits for its list, writes outside its
+// prefix, and returns it with the write's revision.
+func (g *progressGate) start(ctx context.Context, t *testing.T, cli *clientv3.Client) (*Informer, int64) {
+	t.Helper()
 	in := New(cli, "/p/", &recorder{}, hclog.NewNullLogger(), Resume())
-	var mu sync.Mutex
-	var first context.Context
-	dropped, passed := 0, 0
 	in.requestProgress = func(pctx context.Context) error {
-		mu.Lock()
-		if first == nil {
-			first = pctx
+		g.mu.Lock()
+		w := slices.Index(g.watches, pctx)
+		if w < 0 {
+			w = len(g.watches)
+			g.watches, g.since = append(g.watches, pctx), append(g.since, time.Now())
 		}
-		stalled := pctx == first
-		if stalled {
-			dropped++
+		pass := g.pass(w, time.Since(g.since[w]))
+		if pass {
+			g.passed++
 		} else {
-			passed++
+			g.dropped++
 		}
-		mu.Unlock()
-		if stalled {
+		g.mu.Unlock()
+		if !pass {
 			return nil
 		}
 		return cli.RequestProgress(pctx)
 	}
+	return in, runBehind(ctx, t, cli, in)
+}
+
+// runBehind runs in, waits for its list, and writes outside its prefix:
+// the informer is then behind etcd by a revision none of its events
+// brings, which only a progress notification can.
+func runBehind(ctx context.Context, t *testing.T, cli *clientv3.Client, in *Informer) int64 {
+	t.Helper()
 	go in.Run(ctx)
 	if err := in.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
@@ -435,16 +475,7 @@ func TestWaitForRevisionRewatchesAStalledWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wait, cancelWait := context.WithTimeout(ctx, 4*stallAfter)
-	defer cancelWait()
-	if err := in.WaitForRevision(wait, resp.Header.Revision); err != nil {
-		t.Fatalf("a stalled watch was not watched again: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if dropped == 0 || passed == 0 {
-		t.Fatalf("progress requests dropped %d, passed %d: want the first watch's dropped and a new watch's answered", dropped, passed)
-	}
+	return resp.Header.Revision
 }
 
 // eventLog keeps every event the informer applied, deletes included.
@@ -553,27 +584,20 @@ func TestWaitForRevisionPastAWatcherFromTheFuture(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			in := New(cli, "/p/", &recorder{}, hclog.NewNullLogger(), tc.opts...)
-			go in.Run(ctx)
-			if err := in.WaitSynced(ctx); err != nil {
-				t.Fatal(err)
-			}
-			resp, err := cli.Put(ctx, "/elsewhere", "x")
-			if err != nil {
-				t.Fatal(err)
-			}
+			rev := runBehind(ctx, t, cli, in)
 			// Another watch on the same stream (an informer's watch
 			// context, no stream of its own), from the revision after
 			// the last write; nothing is written after it.
 			wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 			defer wcancel()
-			wch := cli.Watch(wctx, "/other/", clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1),
+			wch := cli.Watch(wctx, "/other/", clientv3.WithPrefix(), clientv3.WithRev(rev+1),
 				clientv3.WithCreatedNotify())
 			if created := <-wch; !created.Created {
 				t.Fatalf("the other watch was not created: %v", created.Err())
 			}
 			wait, cancelWait := context.WithTimeout(ctx, 4*stallAfter)
 			defer cancelWait()
-			if err := in.WaitForRevision(wait, resp.Header.Revision); err != nil {
+			if err := in.WaitForRevision(wait, rev); err != nil {
 				t.Fatalf("the waiter never reached a revision written outside its prefix: %v", err)
 			}
 		})
@@ -591,42 +615,15 @@ func TestStalledWatchIsMadeAgainOnce(t *testing.T) {
 	cli := etcdtest.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	in := New(cli, "/p/", &recorder{}, hclog.NewNullLogger(), Resume())
-	var mu sync.Mutex
-	var first context.Context
-	asked := map[context.Context]time.Time{} // each watch's first request
-	in.requestProgress = func(pctx context.Context) error {
-		mu.Lock()
-		if first == nil {
-			first = pctx
-		}
-		since, ok := asked[pctx]
-		if !ok {
-			since = time.Now()
-			asked[pctx] = since
-		}
-		stalled := pctx == first || time.Since(since) < time.Second
-		mu.Unlock()
-		if stalled {
-			return nil
-		}
-		return cli.RequestProgress(pctx)
-	}
-	go in.Run(ctx)
-	if err := in.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := cli.Put(ctx, "/elsewhere", "x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := &progressGate{pass: func(watch int, age time.Duration) bool { return watch > 0 && age >= time.Second }}
+	in, rev := g.start(ctx, t, cli)
 	const waiters = 12
 	errs := make(chan error, waiters)
 	for i := range waiters {
 		go func() {
 			wait, cancelWait := context.WithTimeout(ctx, 5*stallAfter)
 			defer cancelWait()
-			errs <- in.WaitForRevision(wait, resp.Header.Revision)
+			errs <- in.WaitForRevision(wait, rev)
 		}()
 		if i < waiters-1 {
 			time.Sleep(stallAfter / waiters) // staggered starts, not a wait for state
@@ -637,9 +634,9 @@ func TestStalledWatchIsMadeAgainOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(asked) != 2 {
-		t.Fatalf("progress was asked on %d watches, want 2: the stalled one and the one made again", len(asked))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.watches) != 2 {
+		t.Fatalf("progress was asked on %d watches, want 2: the stalled one and the one made again", len(g.watches))
 	}
 }
