@@ -43,6 +43,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"unsafe"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -90,9 +91,13 @@ type Batcher struct {
 }
 
 type member struct {
-	ctx    context.Context
-	cmps   []*pb.Compare
-	ops    []*pb.RequestOp
+	ctx  context.Context
+	cmps []*pb.Compare
+	ops  []*pb.RequestOp
+	// writes are the keys ops write, as strings over the ops' own key
+	// bytes (keyString): read only by takeLocked, while the member is
+	// queued and its caller still waits in Commit, which is as long as
+	// the caller promises not to change ops.
 	writes []string
 	bytes  int
 	taken  bool // sent, or being sent (under Batcher.mu)
@@ -124,13 +129,13 @@ func (b *Batcher) Commit(ctx context.Context, cmps []*pb.Compare, ops []*pb.Requ
 	for _, op := range ops {
 		switch v := op.GetRequest().(type) {
 		case *pb.RequestOp_RequestPut:
-			m.writes = append(m.writes, string(v.RequestPut.Key))
+			m.writes = append(m.writes, keyString(v.RequestPut.Key))
 			m.bytes += len(v.RequestPut.Key) + len(v.RequestPut.Value) + 16
 		case *pb.RequestOp_RequestDeleteRange:
 			if len(v.RequestDeleteRange.RangeEnd) > 0 {
 				return Outcome{}, errors.New("txnbatch: a range write cannot be batched")
 			}
-			m.writes = append(m.writes, string(v.RequestDeleteRange.Key))
+			m.writes = append(m.writes, keyString(v.RequestDeleteRange.Key))
 			m.bytes += len(v.RequestDeleteRange.Key) + 16
 		case *pb.RequestOp_RequestRange:
 			m.bytes += len(v.RequestRange.Key) + len(v.RequestRange.RangeEnd) + 16
@@ -251,6 +256,17 @@ func (b *Batcher) takeLocked() []*member {
 	b.batches++
 	b.members += int64(len(batch))
 	return batch
+}
+
+// keyString is key as a string without a copy. A copy per written key
+// was most of what batching a member allocated of its own (five keys of a
+// hand-off, about 0.4 kB per server booted); the bytes cannot change
+// while the string is used (see member.writes).
+func keyString(key []byte) string {
+	if len(key) == 0 {
+		return ""
+	}
+	return unsafe.String(&key[0], len(key))
 }
 
 func writesAny(m *member, written map[string]bool) bool {
