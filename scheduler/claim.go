@@ -36,10 +36,12 @@ func (s *Scheduler) claimFirst(ctx context.Context, sorted *ranking, c *Cycle) (
 		if c.Group != nil {
 			opts.Guards, opts.GuardOps, committed = groupGuard(s.hosts.keys, c.Group, h.Host, uuid)
 		}
-		rev, err = s.placement.PutAllocationsWithOptions(ctx, map[string]placement.AllocationWrite{uuid: write}, opts)
+		writes := c.joinScratch().claimWrites(uuid, write)
+		rev, err = s.placement.PutAllocationsWithOptions(ctx, writes, opts)
 		for c.fallback.on && s.waitForProvider(ctx, c, h, err) {
-			rev, err = s.placement.PutAllocationsWithOptions(ctx, map[string]placement.AllocationWrite{uuid: write}, opts)
+			rev, err = s.placement.PutAllocationsWithOptions(ctx, writes, opts)
 		}
+		clear(writes)
 		switch {
 		case err == nil:
 			committed(rev)

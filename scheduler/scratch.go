@@ -35,12 +35,30 @@ type joinScratch struct {
 	// compact is what placement builds the request's candidates in
 	// (candidates in select.go).
 	compact placement.CompactBuffers
+	// claim is the one-entry writes map each claim hands placement
+	// (claimWrites).
+	claim map[string]placement.AllocationWrite
 }
 
 var joinScratchPool = sync.Pool{New: func() any { return &joinScratch{pos: map[string]int{}} }}
 
 // getJoinScratch takes a scratch from the pool.
 func getJoinScratch() *joinScratch { return joinScratchPool.Get().(*joinScratch) }
+
+// claimWrites is the scratch's claim map holding only uuid's write. A
+// map of one entry still takes a whole group of eight slots (about 0.9
+// kB with AllocationWrite's 88 bytes), made afresh for every claim
+// before; placement keeps nothing of the map (Placement's contract), so
+// one per scratch serves every claim. The caller clears it after the
+// claim, so that the pool does not keep a candidate's allocations alive.
+func (j *joinScratch) claimWrites(uuid string, w placement.AllocationWrite) map[string]placement.AllocationWrite {
+	if j.claim == nil {
+		j.claim = make(map[string]placement.AllocationWrite, 1)
+	}
+	clear(j.claim)
+	j.claim[uuid] = w
+	return j.claim
+}
 
 // release gives the scratch back. Its arrays are not cleared: clearing
 // arrays of pointers costs a write barrier per word while the GC marks

@@ -29,6 +29,8 @@ type Placement interface {
 	CompactCandidates(ctx context.Context, q placement.CandidateQuery) ([]placement.Candidate, error)
 	// PutAllocationsWithOptions returns the etcd revision of the claim, so
 	// a rollback can free exactly that claim and nothing written since.
+	// It keeps nothing of writes once it returns: the scheduler reuses
+	// the map for its next claim (joinScratch.claimWrites).
 	PutAllocationsWithOptions(ctx context.Context, writes map[string]placement.AllocationWrite, opts placement.ClaimOptions) (int64, error)
 	DeleteAllocationsGuarded(ctx context.Context, consumer string, guards ...clientv3.Cmp) error
 }
