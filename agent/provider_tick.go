@@ -59,11 +59,18 @@ type tickReads struct {
 }
 
 // readTick reads a provider sync's inputs in one read-only transaction:
-// its compare is ensureHostMapping's look, and both branches read the
-// service record and (with track_instance_changes) the host's instance
-// info keys. It is built as etcd's messages (package rawtxn): clientv3's
-// builders cloned each compare three times by reflection, most of a
-// tick's client-side CPU.
+// its compare is ensureHostMapping's look, and its success branch reads
+// the service record and (with track_instance_changes) the host's
+// instance info keys. It is built as etcd's messages (package rawtxn):
+// clientv3's builders cloned each compare three times by reflection,
+// most of a tick's client-side CPU.
+//
+// Why the failure branch is empty: with the same reads in both branches
+// every tick of every host sent them twice and the member decoded them
+// twice, for the rare tick of an unmapped host (a new host whose cell
+// came later, a mapping an operator removed). That tick reads again
+// without the compare: one round trip more, once, before mapHost maps
+// the host.
 func (a *Agent) readTick(ctx context.Context) (tickReads, error) {
 	svcKey := a.own.service
 	reads := []*pb.RequestOp{rawtxn.Get(svcKey)}
@@ -71,11 +78,16 @@ func (a *Agent) readTick(ctx context.Context) (tickReads, error) {
 		reads = append(reads, rawtxn.Range(&pb.RangeRequest{Key: []byte(a.own.instances),
 			RangeEnd: rawtxn.PrefixEnd(a.own.instances), KeysOnly: true}))
 	}
-	resp, err := rawtxn.Commit(ctx, a.cli.KV, &pb.TxnRequest{Compare: a.own.hostMapped(), Success: reads, Failure: reads})
+	resp, err := rawtxn.Commit(ctx, a.cli.KV, &pb.TxnRequest{Compare: a.own.hostMapped(), Success: reads})
 	if err != nil {
 		return tickReads{}, fmt.Errorf("agent %s: read service, host mapping and instance info: %w", a.cfg.Host, err)
 	}
 	r := tickReads{mapped: resp.Succeeded}
+	if !r.mapped {
+		if resp, err = rawtxn.Commit(ctx, a.cli.KV, &pb.TxnRequest{Success: reads}); err != nil {
+			return tickReads{}, fmt.Errorf("agent %s: read service and instance info of an unmapped host: %w", a.cfg.Host, err)
+		}
+	}
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 {
 		r.svcErr = fmt.Errorf("agent %s: no service record", a.cfg.Host)
 	} else {
