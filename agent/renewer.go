@@ -355,6 +355,14 @@ type renewWaiter struct {
 	next *renewWaiter
 }
 
+// renewWaiters are waiters no beat holds, their channels empty. A fleet
+// beats ~10,000 times a second at 100,000 hosts, and a waiter with its
+// channel was two allocations of every beat. A beat gives its waiter back
+// only once no one can reach it: unlinked from the stream's waiting list
+// (by recvLoop or fail, which read next before they answer, or by
+// forget) and its one answer received or never to be sent.
+var renewWaiters = sync.Pool{New: func() any { return &renewWaiter{ch: make(chan renewResult, 1)} }}
+
 type renewResult struct {
 	ttl int64
 	err error
@@ -381,13 +389,15 @@ func (s *renewStream) brokenBy() error {
 // stallAfter or longer, without any answer on the stream meanwhile,
 // fails the stream.
 func (s *renewStream) renew(ctx context.Context, limit *beatLimit, id int64, stallAfter time.Duration) (int64, error) {
-	w := &renewWaiter{ch: make(chan renewResult, 1)}
+	w := renewWaiters.Get().(*renewWaiter)
+	defer renewWaiters.Put(w)
 	sent := time.Now().UnixNano()
 	s.mu.Lock()
 	if s.err != nil {
 		s.mu.Unlock()
 		return 0, errStreamBroken
 	}
+	w.next = nil // linked under the lock: fail may still walk its last chain
 	if head := s.waiting[id]; head == nil {
 		s.waiting[id] = w
 	} else {
@@ -520,8 +530,11 @@ func (s *renewStream) fail(err error) {
 	s.err = err
 	s.cancel()
 	for id, w := range s.waiting {
-		for ; w != nil; w = w.next {
+		for w != nil {
+			// next before the answer: once answered, w may be reused.
+			next := w.next
 			w.ch <- renewResult{err: fmt.Errorf("%w: %w", errStreamBroken, err)}
+			w = next
 		}
 		delete(s.waiting, id)
 	}
