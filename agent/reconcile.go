@@ -49,9 +49,10 @@ func (a *Agent) instancesOf(ctx context.Context, uuids []string) (map[string]hos
 	return out, nil
 }
 
-// infoUUIDs lists the instances this host's instance info keys name.
-func (a *Agent) infoUUIDs(ctx context.Context) ([]string, error) {
-	resp, err := a.cli.Get(ctx, a.own.instances, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+// infoUUIDs lists the instances this host's instance info keys name
+// (opts: the instance sync's clientv3.WithSerializable).
+func (a *Agent) infoUUIDs(ctx context.Context, opts ...clientv3.OpOption) ([]string, error) {
+	resp, err := a.cli.Get(ctx, a.own.instances, append(opts, clientv3.WithPrefix(), clientv3.WithKeysOnly())...)
 	if err != nil {
 		return nil, fmt.Errorf("list instance info of %s: %w", a.cfg.Host, err)
 	}
