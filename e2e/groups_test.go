@@ -33,6 +33,8 @@ func TestServerGroupsAndZonesThroughTheCLI(t *testing.T) {
 		"-etcd", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
 		"-etcd-peer", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
 		"-api", apiAddr, "-placement", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
+		"-identity", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
+		"-image", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
 		"-hosts", "4", "-cells", "2")
 	waitHTTP(t, apiURL+"/healthz")
 	waitHostsUp(t, apiURL, 4)

@@ -310,7 +310,7 @@ func startDevStack(t *testing.T, hosts, cells int) devStack {
 	apiAddr, placeAddr := free(), free()
 	startProc(t, "dev", "dev", "-data-dir", t.TempDir(),
 		"-etcd", free(), "-etcd-peer", free(),
-		"-api", apiAddr, "-placement", placeAddr,
+		"-api", apiAddr, "-placement", placeAddr, "-identity", free(), "-image", free(),
 		"-hosts", fmt.Sprint(hosts), "-cells", fmt.Sprint(cells))
 	apiURL := "http://" + apiAddr
 	waitHTTP(t, apiURL+"/healthz")

@@ -629,7 +629,8 @@ placement {
 		"-etcd", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
 		"-etcd-peer", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
 		"-api", strings.TrimPrefix(apiURL, "http://"),
-		"-placement", placeAddr, "-hosts", "1", "-cells", "1")
+		"-placement", placeAddr, "-identity", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
+		"-image", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)), "-hosts", "1", "-cells", "1")
 	endpoint := "http://" + placeAddr
 	waitHTTP(t, endpoint+"/")
 
