@@ -16,6 +16,8 @@ func devArgs(t *testing.T, dataDir, apiAddr string) []string {
 		"-etcd", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
 		"-etcd-peer", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
 		"-api", apiAddr, "-placement", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
+		"-identity", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
+		"-image", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
 		"-hosts", "4", "-cells", "2", "-build-time", "1500ms", "-fail-hosts", "compute-1"}
 }
 
