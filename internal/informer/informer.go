@@ -146,11 +146,8 @@ type Informer struct {
 	// stalled only once it is stallAfter old, so that many waiters, each
 	// on its own clock, do not end a new watch before it syncs.
 	watchSince time.Time
-	// stalled: the current watch was ended by a waiter (a stall); run
-	// watches again from the revision reached, whatever Resume says.
-	// stallStream: the gRPC stream key the informer watches on after its
-	// first stall (empty before), one no other watch shares.
-	stalled     bool
+	// stallStream is the gRPC stream key the informer watches on after
+	// its first stall (empty before), one no other watch shares.
 	stallStream string
 }
 
@@ -268,15 +265,14 @@ func (in *Informer) WaitForRevision(ctx context.Context, rev int64) error {
 		in.revMu.Unlock()
 		if now := time.Now(); cur != seen || moved.IsZero() {
 			seen, moved = cur, now
-		} else if cancelWatch != nil && now.Sub(moved) >= stallAfter && now.Sub(since) >= stallAfter {
+		} else if pctx != nil && pctx.Err() == nil && now.Sub(moved) >= stallAfter && now.Sub(since) >= stallAfter {
+			// pctx is the watch's own context: ended already, another
+			// waiter has had the watch made again.
 			in.log.Warn("watch answered no progress request while a reader waited, watching again",
 				"prefix", in.prefix, "revision", cur, "want", rev, "waited", now.Sub(moved).Round(time.Millisecond))
 			in.revMu.Lock()
-			if in.progressCtx == pctx { // not ended already by another waiter
-				in.stalled, in.watchCancel = true, nil
-				if in.stallStream == "" {
-					in.stallStream = fmt.Sprintf("%s#stalled-%d", in.prefix, stallStreams.Add(1))
-				}
+			if in.stallStream == "" {
+				in.stallStream = fmt.Sprintf("%s#stalled-%d", in.prefix, stallStreams.Add(1))
 			}
 			in.revMu.Unlock()
 			cancelWatch()
@@ -359,17 +355,16 @@ func (in *Informer) run(ctx context.Context, from int64) {
 		if ctx.Err() != nil {
 			return
 		}
-		compacted := errors.Is(err, rpctypes.ErrCompacted)
-		if in.takeStalled() && !compacted {
-			// A waiter ended a stalled watch (WaitForRevision): the
-			// events up to the revision reached were applied, so the
-			// watch is made again from there at once, on its own stream.
+		if errors.Is(err, errStalled) {
+			// The events up to the revision reached were applied, so the
+			// watch is made again from there at once, on its own stream,
+			// whatever Resume says.
 			rev = in.revision()
 			in.log.Debug("stalled watch ended, watching again on a stream of its own", "prefix", in.prefix,
 				"revision", rev)
 			continue
 		}
-		if in.resume && !compacted {
+		if in.resume && !errors.Is(err, rpctypes.ErrCompacted) {
 			// The events up to the revision reached were applied; a new
 			// watch from there misses none.
 			if delivered {
@@ -384,16 +379,6 @@ func (in *Informer) run(ctx context.Context, from int64) {
 		in.log.Debug("watch ended, re-listing", "prefix", in.prefix, "error", err)
 		listed = false
 	}
-}
-
-// takeStalled says whether a waiter ended the last watch as stalled, and
-// clears it.
-func (in *Informer) takeStalled() bool {
-	in.revMu.Lock()
-	defer in.revMu.Unlock()
-	stalled := in.stalled
-	in.stalled = false
-	return stalled
 }
 
 // revision is the revision everything up to which the handler has seen.
@@ -494,9 +479,13 @@ func (in *Informer) watchContext(ctx context.Context) context.Context {
 	return ctx
 }
 
+// errStalled ends a watch a waiter ended as stalled (WaitForRevision).
+var errStalled = errors.New("watch ended as stalled by a waiter")
+
 // watch applies the events after rev until the watch breaks or ctx ends.
 // delivered says whether any response came (Resume's back-off starts
-// over after one).
+// over after one). Ended by a waiter (its context ended, ctx not), it
+// returns errStalled.
 func (in *Informer) watch(ctx context.Context, rev int64) (delivered bool, err error) {
 	wctx, cancel := context.WithCancel(in.watchContext(ctx))
 	defer cancel()
@@ -513,6 +502,9 @@ func (in *Informer) watch(ctx context.Context, rev int64) (delivered bool, err e
 		if err := resp.Err(); err != nil {
 			if errors.Is(err, rpctypes.ErrCompacted) {
 				return delivered, fmt.Errorf("watch %s compacted at %d: %w", in.prefix, resp.CompactRevision, err)
+			}
+			if wctx.Err() != nil && ctx.Err() == nil {
+				return delivered, errStalled
 			}
 			return delivered, fmt.Errorf("watch %s: %w", in.prefix, err)
 		}
@@ -551,6 +543,9 @@ func (in *Informer) watch(ctx context.Context, rev int64) (delivered bool, err e
 		}
 		in.h.Apply(evs)
 		in.setRev(evs[len(evs)-1].Revision)
+	}
+	if wctx.Err() != nil && ctx.Err() == nil {
+		return delivered, errStalled
 	}
 	return delivered, ctx.Err()
 }
