@@ -157,8 +157,8 @@ func TestBackupRestoreIntoNewCluster(t *testing.T) {
 	}
 	old := startEtcdProcs(t, oldDir, "")
 	c := &cluster{t: t, etcdURL: old.clients[0], keys: etcdschema.New("/berth"), dir: oldDir,
-		apiAddr:   fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		placeAddr: fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))}
+		apiAddr:   freeAddr(t),
+		placeAddr: freeAddr(t)}
 	c.apiURL = "http://" + c.apiAddr
 	c.api = api.NewClient(c.apiURL)
 	c.cli = etcdClient(t, old.clients)

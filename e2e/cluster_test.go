@@ -47,8 +47,8 @@ func newCluster(t *testing.T) *cluster {
 	}
 	etcd := etcdtest.Start(t)
 	c := &cluster{t: t, etcd: etcd, etcdURL: etcd.ClientURL(), cli: etcd.Client(), keys: etcdschema.New("/berth"), dir: t.TempDir(),
-		apiAddr:   fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		placeAddr: fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))}
+		apiAddr:   freeAddr(t),
+		placeAddr: freeAddr(t)}
 	c.apiURL = "http://" + c.apiAddr
 	c.api = api.NewClient(c.apiURL)
 	return c

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/berth-project/berth/internal/etcdtest"
 )
 
 // serverHosts parses `berth server list` into name -> host for ACTIVE servers.
@@ -27,14 +25,14 @@ func TestServerGroupsAndZonesThroughTheCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts real processes")
 	}
-	apiAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	apiAddr := freeAddr(t)
 	apiURL := "http://" + apiAddr
 	startProc(t, "dev", "dev", "-data-dir", t.TempDir(),
-		"-etcd", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-etcd-peer", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-api", apiAddr, "-placement", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-identity", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-image", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
+		"-etcd", freeAddr(t),
+		"-etcd-peer", freeAddr(t),
+		"-api", apiAddr, "-placement", freeAddr(t),
+		"-identity", freeAddr(t),
+		"-image", freeAddr(t),
 		"-hosts", "4", "-cells", "2")
 	waitHTTP(t, apiURL+"/healthz")
 	waitHostsUp(t, apiURL, 4)

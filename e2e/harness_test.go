@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth-project/berth/api"
 	"github.com/berth-project/berth/etcdschema"
+	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/testbin"
 	"github.com/berth-project/berth/internal/testwait"
 )
@@ -35,6 +36,10 @@ type proc struct {
 	log  string
 	done chan error
 }
+
+// freeAddr is a loopback address on a port no other test holds (below
+// the ephemeral range; etcdtest.FreePort), for a process the test starts.
+func freeAddr(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)) }
 
 func startProc(t *testing.T, name string, args ...string) *proc {
 	t.Helper()

@@ -246,7 +246,7 @@ func names(rows []map[string]string, col string) []string {
 func startBerthPlacement(t *testing.T, extra string) string {
 	t.Helper()
 	dir := t.TempDir()
-	addr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	addr := freeAddr(t)
 	cfg := writeFile(t, dir, "placement.hcl", fmt.Sprintf(`
 etcd {
   embedded {
@@ -306,11 +306,10 @@ type devStack struct {
 // cells, every port drawn free, and waits until its hosts are up.
 func startDevStack(t *testing.T, hosts, cells int) devStack {
 	t.Helper()
-	free := func() string { return fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)) }
-	apiAddr, placeAddr := free(), free()
+	apiAddr, placeAddr := freeAddr(t), freeAddr(t)
 	startProc(t, "dev", "dev", "-data-dir", t.TempDir(),
-		"-etcd", free(), "-etcd-peer", free(),
-		"-api", apiAddr, "-placement", placeAddr, "-identity", free(), "-image", free(),
+		"-etcd", freeAddr(t), "-etcd-peer", freeAddr(t),
+		"-api", apiAddr, "-placement", placeAddr, "-identity", freeAddr(t), "-image", freeAddr(t),
 		"-hosts", fmt.Sprint(hosts), "-cells", fmt.Sprint(cells))
 	apiURL := "http://" + apiAddr
 	waitHTTP(t, apiURL+"/healthz")

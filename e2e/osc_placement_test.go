@@ -623,14 +623,14 @@ placement {
   }
 }
 `)
-	placeAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	placeAddr := freeAddr(t)
 	apiURL := fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))
 	startProc(t, "dev", "dev", "-config", cfg, "-data-dir", filepath.Join(dir, "etcd"),
-		"-etcd", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-etcd-peer", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
+		"-etcd", freeAddr(t),
+		"-etcd-peer", freeAddr(t),
 		"-api", strings.TrimPrefix(apiURL, "http://"),
-		"-placement", placeAddr, "-identity", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-image", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)), "-hosts", "1", "-cells", "1")
+		"-placement", placeAddr, "-identity", freeAddr(t),
+		"-image", freeAddr(t), "-hosts", "1", "-cells", "1")
 	endpoint := "http://" + placeAddr
 	waitHTTP(t, endpoint+"/")
 

@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/berth-project/berth/internal/etcdtest"
 )
 
 // tourNotRun lists, verbatim, the tour's commands this test does not run,
@@ -85,11 +82,10 @@ func TestReadmeTour(t *testing.T) {
 	if len(cmds) < 20 {
 		t.Fatalf("found %d tour commands, want the whole tour: %q", len(cmds), cmds)
 	}
-	free := func() string { return fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)) }
-	apiAddr, etcdAddr := free(), free()
+	apiAddr, etcdAddr := freeAddr(t), freeAddr(t)
 	startProc(t, "dev", "dev", "-data-dir", t.TempDir(),
-		"-etcd", etcdAddr, "-etcd-peer", free(),
-		"-api", apiAddr, "-placement", free(), "-image", free(), "-identity", free())
+		"-etcd", etcdAddr, "-etcd-peer", freeAddr(t),
+		"-api", apiAddr, "-placement", freeAddr(t), "-image", freeAddr(t), "-identity", freeAddr(t))
 	apiURL := "http://" + apiAddr
 	waitHTTP(t, apiURL+"/healthz")
 	waitHostsUp(t, apiURL, 8)

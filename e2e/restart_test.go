@@ -1,23 +1,21 @@
 package e2e
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/testwait"
 )
 
 func devArgs(t *testing.T, dataDir, apiAddr string) []string {
 	return []string{"dev", "-data-dir", dataDir,
-		"-etcd", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-etcd-peer", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-api", apiAddr, "-placement", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-identity", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
-		"-image", fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)),
+		"-etcd", freeAddr(t),
+		"-etcd-peer", freeAddr(t),
+		"-api", apiAddr, "-placement", freeAddr(t),
+		"-identity", freeAddr(t),
+		"-image", freeAddr(t),
 		"-hosts", "4", "-cells", "2", "-build-time", "1500ms", "-fail-hosts", "compute-1"}
 }
 
@@ -29,7 +27,7 @@ func TestDevSurvivesSIGTERMDuringBuilds(t *testing.T) {
 		t.Skip("e2e: starts real processes")
 	}
 	dataDir := filepath.Join(t.TempDir(), "etcd")
-	apiAddr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	apiAddr := freeAddr(t)
 	apiURL := "http://" + apiAddr
 
 	first := startProc(t, "dev-1", devArgs(t, dataDir, apiAddr)...)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/berth-project/berth/configs"
-	"github.com/berth-project/berth/internal/etcdtest"
 )
 
 // sdkDev is a running `berth dev` whose identity, compute and image APIs
@@ -21,11 +20,10 @@ type sdkDev struct {
 // drawn free, and waits until its hosts are up and identity answers.
 func startSDKDev(t *testing.T, hosts int) sdkDev {
 	t.Helper()
-	free := func() string { return fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)) }
-	apiAddr, identAddr := free(), free()
+	apiAddr, identAddr := freeAddr(t), freeAddr(t)
 	startProc(t, "dev", "dev", "-data-dir", t.TempDir(),
-		"-etcd", free(), "-etcd-peer", free(),
-		"-api", apiAddr, "-placement", free(), "-image", free(), "-identity", identAddr,
+		"-etcd", freeAddr(t), "-etcd-peer", freeAddr(t),
+		"-api", apiAddr, "-placement", freeAddr(t), "-image", freeAddr(t), "-identity", identAddr,
 		"-hosts", fmt.Sprint(hosts), "-cells", "1")
 	apiURL := "http://" + apiAddr
 	waitHTTP(t, apiURL+"/healthz")

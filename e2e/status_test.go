@@ -11,7 +11,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/testwait"
 )
 
@@ -24,8 +23,8 @@ import (
 func TestStatusEndpointsAndGracefulStop(t *testing.T) {
 	c := newCluster(t)
 	ctx := context.Background()
-	condStatus := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	agentStatus := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	condStatus := freeAddr(t)
+	agentStatus := freeAddr(t)
 	startProc(t, "conductor", "run", "conductor", "-config", writeFile(t, c.dir, "conductor.hcl",
 		etcdBlock(c.etcd.ClientURL())+fmt.Sprintf("status {\n  bind = %q\n}\nconductor {\n  cell = \"cell1\"\n}\n", condStatus)))
 	server := c.startServer("server", allRoles, nil)
