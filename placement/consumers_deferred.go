@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/berth-project/berth/internal/backoff"
@@ -44,6 +46,18 @@ import (
 // did; and Consumers (the leader's orphaned-allocation sweep, whose
 // deletes are guarded by the consumer's mod revision) sees those listed
 // so far.
+//
+// Consumers on demand: in a scheduler without the Placement API those
+// hint readers are all there is, and only the leader's sweep needs every
+// consumer. StartOnDemand lists them when first wanted (WaitConsumers,
+// Consumers), so a scheduler that never leads never lists nor holds a
+// million consumers (at 100,000 hosts about 300 MB of its heap); its
+// watch still indexes the consumers written since it started, which keeps
+// the claim's hint good for every server it placed. Deletes are
+// remembered (gone) only from the moment the list is about to be read,
+// and that list is read at the current revision, which is at or above
+// every delete applied before: gone holds what one list's run deletes,
+// not every delete of a process that never lists.
 
 // pendingConsumers is what an installed index state still lacks: its
 // consumers are being listed into it.
@@ -53,18 +67,38 @@ type pendingConsumers struct {
 	// state), or given up (err is set first).
 	done chan struct{}
 	err  error
+	// wanted is closed by the first reader that needs the consumers
+	// (want): a list on demand waits for it.
+	wanted   chan struct{}
+	wantOnce sync.Once
+	// listing is set, under the index's lock, once the list is about to
+	// be read: deletes applied before are at or below its revision.
+	listing bool
 	// gone is, by consumer uuid, the revision of the last delete applied
-	// while the list runs.
+	// while the list runs (nil until listing).
 	gone map[string]int64
 }
 
 func newPendingConsumers() *pendingConsumers {
-	return &pendingConsumers{done: make(chan struct{}), gone: map[string]int64{}}
+	return &pendingConsumers{done: make(chan struct{}), wanted: make(chan struct{})}
 }
 
-// deleted records that consumer uuid was deleted at revision rev.
+// want says a reader needs every consumer: a list on demand starts.
+func (p *pendingConsumers) want() { p.wantOnce.Do(func() { close(p.wanted) }) }
+
+// startListing makes p remember deletes from now on; under the index's
+// lock.
+func (p *pendingConsumers) startListing() {
+	p.listing = true
+	if p.gone == nil {
+		p.gone = map[string]int64{}
+	}
+}
+
+// deleted records that consumer uuid was deleted at revision rev, once
+// the list is being read (before, the list's revision covers it).
 func (p *pendingConsumers) deleted(uuid string, rev int64) {
-	if rev > p.gone[uuid] {
+	if p.listing && rev > p.gone[uuid] {
 		p.gone[uuid] = rev
 	}
 }
@@ -81,30 +115,56 @@ var errReplaced = errors.New("placement index re-listed")
 // in. An error of after (ctx ending) leaves the consumers unlisted, and
 // WaitConsumers answers it.
 func (s *Service) StartDeferred(ctx context.Context, after func(context.Context) error) error {
-	st, rev, err := s.loadProvidersOnly(ctx)
+	return s.startDeferred(ctx, after, false)
+}
+
+// StartOnDemand is StartDeferred for a process whose readers of every
+// consumer may never come (a scheduler without the Placement API: only
+// its leader's sweep reads them): the consumers are listed once after
+// returns and a reader wants them (WaitConsumers, Consumers), not before.
+func (s *Service) StartOnDemand(ctx context.Context, after func(context.Context) error) error {
+	return s.startDeferred(ctx, after, true)
+}
+
+func (s *Service) startDeferred(ctx context.Context, after func(context.Context) error, onDemand bool) error {
+	st, rev, err := s.loadProvidersOnly(ctx, onDemand)
 	if err != nil {
 		return fmt.Errorf("placement start: %w", err)
 	}
-	// The uuid strings the listed consumers share with the providers,
-	// copied now: the live state's providers change under the index's
-	// lock while the consumers are decoded.
-	uuids := make(map[string]string, len(st.providers))
-	for k, e := range st.providers {
-		uuids[k] = e.p.UUID
-	}
 	st.pending = newPendingConsumers()
+	var uuids map[string]string
+	if !onDemand {
+		// Listed at rev, the providers' revision: every delete the
+		// watch applies from rev on counts.
+		st.pending.startListing()
+		st.pending.want()
+		uuids = providerUUIDs(st)
+	}
 	st.rev = rev
 	s.idx.install(st)
-	s.log.Debug("index loaded without consumers", "revision", rev, "providers", len(uuids))
+	s.log.Debug("index loaded without consumers", "revision", rev, "providers", len(st.providers), "on_demand", onDemand)
 	go s.follow(ctx, rev)
 	go s.loadPending(ctx, st, rev, uuids, after)
 	return nil
 }
 
-// loadProvidersOnly is loadAt's providers and the consumer maps sized,
-// at the current revision.
-func (s *Service) loadProvidersOnly(ctx context.Context) (*indexState, int64, error) {
-	st, rev, err := s.listIndex(ctx, 0, false)
+// providerUUIDs is, by uuid, the uuid strings the listed consumers share
+// with st's providers: a copy, since the live state's providers change
+// under the index's lock while the consumers are decoded (a provider made
+// since is not shared, only copied). Before st is installed, or under the
+// index's lock.
+func providerUUIDs(st *indexState) map[string]string {
+	uuids := make(map[string]string, len(st.providers))
+	for k, e := range st.providers {
+		uuids[k] = e.p.UUID
+	}
+	return uuids
+}
+
+// loadProvidersOnly is loadAt's providers and the consumer maps (sized
+// unless unsized), at the current revision.
+func (s *Service) loadProvidersOnly(ctx context.Context, unsized bool) (*indexState, int64, error) {
+	st, rev, err := s.listIndex(ctx, 0, false, unsized)
 	if err != nil {
 		return nil, 0, fmt.Errorf("load placement providers: %w", err)
 	}
@@ -112,8 +172,10 @@ func (s *Service) loadProvidersOnly(ctx context.Context) (*indexState, int64, er
 }
 
 // loadPending lists the consumers into st, installed at rev, once after
-// returns; an attempt that fails is retried at the current revision
-// (the merge rule makes any revision from rev on right).
+// returns and a reader wants them (at once unless on demand: then read
+// at the current revision); an attempt that fails is retried at the
+// current revision (the merge rule makes any revision from rev on
+// right).
 func (s *Service) loadPending(ctx context.Context, st *indexState, rev int64, uuids map[string]string,
 	after func(context.Context) error) {
 	p := st.pending
@@ -123,12 +185,49 @@ func (s *Service) loadPending(ctx context.Context, st *indexState, rev int64, uu
 			return
 		}
 	}
-	s.idx.mu.RLock()
+	select {
+	case <-p.wanted:
+	case <-ctx.Done():
+		s.endPending(st, fmt.Errorf("placement consumers not listed: %w", ctx.Err()))
+		return
+	}
+	onDemand := !p.listing
+	var sized map[string]consumerEntry
+	if onDemand {
+		// Its map was left unsized (a scheduler that never lists has no
+		// use for a million-entry table): sized now from a count, made
+		// outside the index's lock (0.35 s at a million).
+		n, err := s.countConsumers(ctx, 0)
+		if err != nil {
+			s.log.Warn("counting placement consumers failed; listing them into an unsized map", "error", err)
+		}
+		if n > 0 {
+			sized = make(map[string]consumerEntry, n)
+		}
+	}
+	s.idx.mu.Lock()
 	replaced := s.idx.st != st
-	s.idx.mu.RUnlock()
+	if onDemand && !replaced {
+		// Read at the current revision, at or above every delete the
+		// watch applied before now.
+		p.startListing()
+		rev = 0
+		if sized != nil {
+			maps.Copy(sized, st.consumers) // those followed since the start
+			st.consumers = sized
+		}
+	}
+	s.idx.mu.Unlock()
 	if replaced {
 		s.endPending(st, nil)
 		return
+	}
+	if uuids == nil {
+		// On demand: the providers as they are now, maybe long after
+		// the start (one copy under the read lock).
+		s.idx.mu.RLock()
+		uuids = providerUUIDs(st)
+		s.idx.mu.RUnlock()
 	}
 	start := time.Now()
 	// As the stack does for the loads it starts (the list allocates what
@@ -225,6 +324,7 @@ func (s *Service) WaitConsumers(ctx context.Context) error {
 		if p == nil {
 			return nil
 		}
+		p.want()
 		select {
 		case <-p.done:
 		case <-ctx.Done():

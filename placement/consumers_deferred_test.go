@@ -239,3 +239,145 @@ func TestDeferredConsumersReplacedByRelist(t *testing.T) {
 		t.Fatalf("the re-listed index holds %d consumers on the provider, want %d", len(got), consumers)
 	}
 }
+
+// TestOnDemandConsumersListedWhenWanted: a service started with its
+// consumers on demand lists none until a reader wants them; meanwhile its
+// watch indexes the consumers written since, and deletes leave nothing
+// behind (no gone entry: the list, read later at the current revision,
+// has them already deleted). The first Consumers call starts the list,
+// and the end state equals that of a service that followed every write.
+func TestOnDemandConsumersListedWhenWanted(t *testing.T) {
+	s, cli := newStarted(t)
+	ctx := testCtx(t)
+	at := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
+	const hosts, perHost = 8, 80 // 640 consumers: decoded in parallel chunks
+	uuidOf := func(h, j int) string {
+		return fmt.Sprintf("%08x-0000-4000-8000-%012d", (j*7919+h*104729)%1000003, h*perHost+j)
+	}
+	flavor := map[string]int64{VCPU: 1, MemoryMB: 512}
+	for h := 0; h < hosts; h++ {
+		p := bootProvider(h, perHost, 1, at)
+		ops := []clientv3.Op{opPut(s.keys.Provider(p.UUID), etcdschema.MustEncode(p))}
+		for j := 0; j < perHost; j++ {
+			c := &etcdschema.Consumer{UUID: uuidOf(h, j), Generation: 1, ProjectID: "project", UserID: "user",
+				Allocations: map[string]etcdschema.ConsumerAllocation{p.UUID: {Resources: flavor}},
+				CreatedAt:   at, UpdatedAt: at}
+			ops = append(ops, opPut(s.keys.Consumer(c.UUID), etcdschema.MustEncode(c)))
+		}
+		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
+	d := New(cli, etcdschema.New("/test"), log)
+	dctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := d.StartOnDemand(dctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	host0 := bootProvider(0, 0, 1, at).UUID
+	host1 := bootProvider(1, 0, 1, at).UUID
+	deleted, changed, remade := uuidOf(0, 1), uuidOf(0, 2), uuidOf(1, 3)
+	created := "feedface-0000-4000-8000-000000000002"
+	if err := s.DeleteAllocations(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutAllocations(ctx, changed, AllocationWrite{ProjectID: "project", UserID: "user", ConsumerGeneration: gen(1),
+		Allocations: alloc(host0, map[string]int64{VCPU: 2, MemoryMB: 512})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutAllocations(ctx, created, AllocationWrite{ProjectID: "project", UserID: "user",
+		Allocations: alloc(host0, map[string]int64{VCPU: 1})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteAllocations(ctx, remade); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutAllocations(ctx, remade, AllocationWrite{ProjectID: "other", UserID: "user",
+		Allocations: alloc(host1, map[string]int64{VCPU: 3})}); err != nil {
+		t.Fatal(err)
+	}
+	// A claim through d of a consumer it has not listed: found in etcd.
+	if err := d.DeleteAllocations(ctx, uuidOf(2, 5)); err != nil {
+		t.Fatalf("delete of an existing consumer not listed: %v", err)
+	}
+	syncIdx(t, d)
+	d.idx.mu.RLock()
+	st := d.idx.st
+	var followed []string
+	for u := range st.consumers {
+		followed = append(followed, u)
+	}
+	gone, listing := len(st.pending.gone), st.pending.listing
+	d.idx.mu.RUnlock()
+	if len(followed) != 3 {
+		t.Errorf("before any reader the index holds %v, want the 3 consumers written since it started", followed)
+	}
+	if listing || gone != 0 {
+		t.Errorf("before any reader: listing %v, %d deletes remembered; want none", listing, gone)
+	}
+
+	// The sweep's call starts the list; WaitConsumers waits for it.
+	if n := len(d.Consumers()); n < 3 {
+		t.Errorf("the first Consumers call saw %d consumers, want at least the 3 followed", n)
+	}
+	if err := d.WaitConsumers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	syncIdx(t, s)
+	syncIdx(t, d)
+	d.idx.mu.RLock()
+	s.idx.mu.RLock()
+	got, exp := d.idx.st, s.idx.st
+	if len(got.consumers) != len(exp.consumers) {
+		t.Errorf("on-demand index holds %d consumers, the followed one %d", len(got.consumers), len(exp.consumers))
+	}
+	for u, we := range exp.consumers {
+		ge, ok := got.consumers[u]
+		if !ok {
+			t.Errorf("consumer %s: in the followed index, not in the on-demand one", u)
+			continue
+		}
+		if !reflect.DeepEqual(ge.c, we.c) || ge.modRev != we.modRev {
+			t.Errorf("consumer %s: on demand %+v (rev %d), followed %+v (rev %d)", u, ge.c, ge.modRev, we.c, we.modRev)
+		}
+	}
+	if !reflect.DeepEqual(consumerLinks(got), consumerLinks(exp)) {
+		t.Errorf("provider-consumer links differ from the followed index")
+	}
+	if got.pending != nil {
+		t.Errorf("the on-demand index still has a pending list")
+	}
+	s.idx.mu.RUnlock()
+	d.idx.mu.RUnlock()
+}
+
+// TestOnDemandConsumersWaitForAfter: a reader's demand does not start
+// the list before after returns (the host manager's load first), and
+// an after that fails is what WaitConsumers answers.
+func TestOnDemandConsumersWaitForAfter(t *testing.T) {
+	_, cli := newStarted(t)
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
+	d := New(cli, etcdschema.New("/test"), log)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	release := make(chan struct{})
+	failed := errors.New("host manager never synced")
+	if err := d.StartOnDemand(ctx, func(ctx context.Context) error {
+		<-release
+		return failed
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d.Consumers() // wants them: the list still waits for after
+	d.idx.mu.RLock()
+	listing := d.idx.st.pending.listing
+	d.idx.mu.RUnlock()
+	if listing {
+		t.Fatal("the on-demand list started before after returned")
+	}
+	close(release)
+	if err := d.WaitConsumers(testCtx(t)); !errors.Is(err, failed) {
+		t.Fatalf("WaitConsumers = %v, want %v", err, failed)
+	}
+}

@@ -27,7 +27,7 @@ func (s *Service) load(ctx context.Context) (int64, error) {
 // install a list older than this service's last claim, as a re-list
 // racing a claim does.
 func (s *Service) loadAt(ctx context.Context, at int64) (int64, error) {
-	st, rev, err := s.listIndex(ctx, at, true)
+	st, rev, err := s.listIndex(ctx, at, true, false)
 	if err != nil {
 		return 0, fmt.Errorf("load placement index: %w", err)
 	}
@@ -41,13 +41,14 @@ func (s *Service) loadAt(ctx context.Context, at int64) (int64, error) {
 }
 
 // listIndex reads the providers at revision at (0: the current one)
-// into a fresh index state with its consumer maps sized, and with
+// into a fresh index state with its consumer maps sized (unless
+// unsized: a list on demand sizes them when it starts), and with
 // consumers the consumers too, starting over (up to 5 times) when that
 // revision is compacted mid-list.
-func (s *Service) listIndex(ctx context.Context, at int64, consumers bool) (*indexState, int64, error) {
+func (s *Service) listIndex(ctx context.Context, at int64, consumers, unsized bool) (*indexState, int64, error) {
 	for attempt := 0; ; attempt++ {
 		st, rev, err := s.listProviders(ctx, at)
-		if err == nil {
+		if err == nil && !unsized {
 			err = s.sizeConsumers(ctx, st, rev)
 		}
 		if err == nil && consumers {
@@ -115,13 +116,26 @@ func (s *Service) loaded(ev informer.Event) bool {
 // without reading values): a million-entry map grown by doubling rehashes
 // every entry several times over and leaves the old tables to the GC.
 func (s *Service) sizeConsumers(ctx context.Context, st *indexState, rev int64) error {
-	resp, err := s.cli.Get(ctx, s.keys.Consumers(), clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithRev(rev))
+	n, err := s.countConsumers(ctx, rev)
 	if err != nil {
-		return fmt.Errorf("count %s: %w", s.keys.Consumers(), err)
+		return err
 	}
-	st.consumers = make(map[string]consumerEntry, resp.Count)
+	st.consumers = make(map[string]consumerEntry, n)
 	st.rpConsumers = make(map[string]*consumerSet, len(st.providers))
 	return nil
+}
+
+// countConsumers counts the consumers at rev (0: the current revision).
+func (s *Service) countConsumers(ctx context.Context, rev int64) (int, error) {
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}
+	if rev > 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	resp, err := s.cli.Get(ctx, s.keys.Consumers(), opts...)
+	if err != nil {
+		return 0, fmt.Errorf("count %s: %w", s.keys.Consumers(), err)
+	}
+	return int(resp.Count), nil
 }
 
 // indexFeed is the index as its informer's RawHandler (NewRaw): the

@@ -194,10 +194,15 @@ type ConsumerRecord struct {
 // Consumers returns every consumer the index holds, for sweeps (the
 // leader's orphaned-allocation clean-up) that must not re-read etcd.
 // While a deferred list runs (StartDeferred) those are the ones listed
-// so far: a sweep sees fewer, and guards what it deletes.
+// so far: a sweep sees fewer, and guards what it deletes. A list on
+// demand (StartOnDemand) starts at the first call, which sees the
+// consumers written since the index started.
 func (s *Service) Consumers() []ConsumerRecord {
 	s.idx.mu.RLock()
 	defer s.idx.mu.RUnlock()
+	if p := s.idx.st.pending; p != nil {
+		p.want()
+	}
 	out := make([]ConsumerRecord, 0, len(s.idx.st.consumers))
 	for _, e := range s.idx.st.consumers {
 		out = append(out, ConsumerRecord{Consumer: e.c, ModRev: e.modRev})

@@ -232,7 +232,15 @@ func (s *Stack) startPlacement(ctx context.Context) error {
 	s.status.Ready("placement index", indexReady, "the placement index has not loaded the providers yet")
 	s.run("placement", func(ctx context.Context) error {
 		start := s.placement.Start
-		if s.hosts != nil {
+		switch {
+		case s.hosts != nil && s.cfg.Placement == nil:
+			// A scheduler's without the Placement API: only its
+			// leader's orphaned-allocation sweep reads every consumer,
+			// so they are listed when that sweep first asks, once the
+			// host manager has synced; a scheduler that never leads
+			// never holds them (placement.StartOnDemand).
+			start = func(ctx context.Context) error { return s.placement.StartOnDemand(ctx, s.hosts.WaitSynced) }
+		case s.hosts != nil:
 			// A scheduler's: the consumers are listed once the host
 			// manager has synced, so the scheduler serves from the
 			// providers and hosts first (placement.StartDeferred).
