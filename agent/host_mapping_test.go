@@ -104,9 +104,9 @@ func TestEnsureHostMappingWritesOnlyWhenUnmapped(t *testing.T) {
 }
 
 // TestProviderTickMapsAnUnmappedHost: the provider sync reads whether the
-// cell and the host's mapping exist (counts in its one read) and maps the
-// host only when the cell exists and the mapping does not: again after
-// the mapping is deleted, and never with a write while it is mapped.
+// host's mapping exists (the compare of its one read) and maps the host
+// only when the cell exists and the mapping does not: again after the
+// mapping is deleted, and never with a write while it is mapped.
 func TestProviderTickMapsAnUnmappedHost(t *testing.T) {
 	cli, keys, a, w := mappingAgent(t)
 	ctx := context.Background()

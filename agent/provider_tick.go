@@ -51,7 +51,7 @@ func (a *Agent) providerTick(ctx context.Context) (syncErr, mapErr error) {
 type tickReads struct {
 	svc    etcdschema.Service
 	svcErr error // no service record, or an unreadable one
-	// mapped: the host's cell exists and the host is mapped (to it).
+	// mapped: the host is mapped (so its cell exists: hostMapped).
 	mapped bool
 	// uuids are the host's instance info uuids (track_instance_changes;
 	// nil otherwise, and reportCapacityOf lists the cell).
@@ -59,9 +59,9 @@ type tickReads struct {
 }
 
 // readTick reads a provider sync's inputs in one read-only transaction:
-// its compare is ensureHostMapping's look, and its success branch reads
-// the service record and (with track_instance_changes) the host's
-// instance info keys. It is built as etcd's messages (package rawtxn):
+// its compare is ensureHostMapping's look (hostMapped), and its success
+// branch reads the service record and (with track_instance_changes) the
+// host's instance info keys. It is built as etcd's messages (package rawtxn):
 // clientv3's builders cloned each compare three times by reflection,
 // most of a tick's client-side CPU.
 //
