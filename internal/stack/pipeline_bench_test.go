@@ -38,7 +38,16 @@ import (
 //
 // BERTH_BENCH_HOSTS (default 1000), BERTH_BENCH_CLIENTS (default 32) and
 // BERTH_BENCH_COUNT (servers per API request, default 1) change the load;
-// BERTH_BENCH_TALLY=1 prints every write transaction's shape and count.
+// BERTH_BENCH_TALLY=1 prints every write transaction's shape and count,
+// and the bytes each kind of key put carries per server.
+//
+// put-B/server is the key and value bytes of every put, per server: each
+// of them is proposed through raft, written to the WAL, applied to the
+// backend and sent to every watcher of its prefix, and etcd allocates
+// about ten bytes for each on the way (the protobuf encodings of the
+// request, the WAL entry and the stored KeyValue, the watchers' copies).
+// It does not depend on the machine's load, so a change to a record's
+// size shows here when CPU figures are too noisy to.
 func BenchmarkBootPipeline(b *testing.B) {
 	for _, scheds := range []int{1, 3} {
 		b.Run(fmt.Sprintf("schedulers=%d", scheds), func(b *testing.B) {
@@ -195,13 +204,14 @@ type writeTally struct {
 	mu     sync.Mutex
 	keys   map[string]int // "put hosts/*/builds" → count
 	txns   map[int64][]string
+	sizes  map[int64][]int // a put's key and value bytes, as txns lists it (0 for a delete)
 	active map[string]time.Time
 	failed map[string]string
 	notify chan struct{}
 }
 
 func (p *pipeline) follow(ctx context.Context, tb testing.TB, from int64) *writeTally {
-	t := &writeTally{keys: map[string]int{}, txns: map[int64][]string{}, active: map[string]time.Time{},
+	t := &writeTally{keys: map[string]int{}, txns: map[int64][]string{}, sizes: map[int64][]int{}, active: map[string]time.Time{},
 		failed: map[string]string{}, notify: make(chan struct{}, 1)}
 	wch := p.cli.Watch(ctx, p.keys.All(), clientv3.WithPrefix(), clientv3.WithRev(from))
 	go func() {
@@ -215,12 +225,13 @@ func (p *pipeline) follow(ctx context.Context, tb testing.TB, from int64) *write
 			for _, ev := range resp.Events {
 				key := string(ev.Kv.Key)
 				kind := keyKind(p.keys.Prefix(), key)
-				op := "put "
+				op, size := "put ", len(ev.Kv.Key)+len(ev.Kv.Value)
 				if ev.Type == clientv3.EventTypeDelete {
-					op = "del "
+					op, size = "del ", 0
 				}
 				t.keys[op+kind]++
 				t.txns[ev.Kv.ModRevision] = append(t.txns[ev.Kv.ModRevision], op+kind)
+				t.sizes[ev.Kv.ModRevision] = append(t.sizes[ev.Kv.ModRevision], size)
 				if ev.Type == clientv3.EventTypePut && kind == "cells/*/instances" {
 					var inst etcdschema.Instance
 					if etcdschema.Decode(key, ev.Kv.Value, &inst) == nil {
@@ -343,13 +354,18 @@ func benchBoot(b *testing.B, nScheds, hosts, clients, count int) {
 	// Only the transactions up to the last ACTIVE belong to the boots.
 	txns := 0
 	shapes := map[string]int{}
-	keys := 0
+	keys, putBytes := 0, 0
+	putBytesOf := map[string]int{} // "hosts/*/builds" → bytes
 	for rev, ops := range tally.txns {
 		if rev > end.Header.Revision {
 			continue
 		}
 		txns++
 		keys += len(ops)
+		for i, size := range tally.sizes[rev] {
+			putBytes += size
+			putBytesOf[strings.TrimPrefix(ops[i], "put ")] += size
+		}
 		sort.Strings(ops)
 		shapes[strings.Join(ops, ", ")]++
 	}
@@ -359,6 +375,7 @@ func benchBoot(b *testing.B, nScheds, hosts, clients, count int) {
 	b.ReportMetric(float64(end.Header.Revision-start.Header.Revision)/n, "revs/server")
 	b.ReportMetric(float64(txns)/n, "txns/server")
 	b.ReportMetric(float64(keys)/n, "keys/server")
+	b.ReportMetric(float64(putBytes)/n, "put-B/server")
 	// CPU per server is the figure to compare on a shared machine: it
 	// does not count the time spent waiting for a core.
 	b.ReportMetric(float64(cpu.Microseconds())/1000/n, "cpu-ms/server")
@@ -375,6 +392,16 @@ func benchBoot(b *testing.B, nScheds, hosts, clients, count int) {
 			all = append(all, shape{s, c})
 		}
 		sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n })
+		kinds := make([]string, 0, len(putBytesOf))
+		for k, v := range putBytesOf {
+			if v > 0 {
+				kinds = append(kinds, k)
+			}
+		}
+		sort.Slice(kinds, func(i, j int) bool { return putBytesOf[kinds[i]] > putBytesOf[kinds[j]] })
+		for _, k := range kinds {
+			b.Logf("%8.1f put bytes/server  [%s]", float64(putBytesOf[k])/n, k)
+		}
 		for _, s := range all {
 			b.Logf("%8.3f txns/server  %6d  [%s]", float64(s.n)/n, s.n, s.ops)
 		}
