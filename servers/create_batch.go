@@ -108,7 +108,8 @@ type queuedCreate struct {
 	quota quotas.ServerRequest
 	cmps  []*etcdserverpb.Compare
 	ops   []*etcdserverpb.RequestOp
-	// checked and group are what cmps compare (sameChecks).
+	// checked and group are what cmps compare (hoistChecks): the group's
+	// presence first when there is a group, then checked in order.
 	checked []CheckedRecord
 	group   string
 	bytes   int
@@ -254,21 +255,69 @@ func (b *createBatcher) takeLocked() []*queuedCreate {
 type share struct {
 	plan    *quotas.BatchPlan
 	members []*queuedCreate
-	cmps    []*etcdserverpb.Compare // the plan's, and the members' when hoisted
-	// hoisted says the members' own comparisons, the same for all, are
-	// the share's.
+	cmps    []*etcdserverpb.Compare // the plan's, and those every member makes (hoistChecks)
+	// hoisted says some of the members' comparisons, made by every
+	// member, are the share's: its compares failing with the plan's
+	// holding means one of those records changed.
 	hoisted bool
 }
 
-// sameChecks reports whether every create of qs was checked against the
-// same records at the same revisions, in the same group.
-func sameChecks(qs []*queuedCreate) bool {
+// hoistChecks splits the comparisons of a share's creates qs: those every
+// create makes (the same record at the same revision, the same group)
+// are common, compared once for the share; own[i] are the rest of qs[i]'s
+// (nil when none). A create still fails exactly when a record it was
+// checked against changed: a common one failing fails the share, every
+// create of which was checked against it.
+//
+// The load tool's creates ask for four flavors and one image: hoisting
+// only when every create was checked against the same records, each
+// create of a mixed batch compared its flavor and the image itself, two
+// full reads of a record per server in etcd's apply; now the image is
+// compared once per share.
+func hoistChecks(qs []*queuedCreate) (common []*etcdserverpb.Compare, own [][]*etcdserverpb.Compare) {
+	first := qs[0]
+	sameGroup := true
+	everywhere := make([]bool, len(first.checked)) // first.checked[j] is checked by every create
+	for j := range everywhere {
+		everywhere[j] = true
+	}
 	for _, q := range qs[1:] {
-		if q.group != qs[0].group || !slices.Equal(q.checked, qs[0].checked) {
-			return false
+		sameGroup = sameGroup && q.group == first.group
+		for j, rec := range first.checked {
+			everywhere[j] = everywhere[j] && slices.Contains(q.checked, rec)
 		}
 	}
-	return true
+	hoistGroup := sameGroup && first.group != ""
+	if hoistGroup {
+		common = append(common, first.cmps[0])
+	}
+	var commonRecs []CheckedRecord
+	for j, rec := range first.checked {
+		if everywhere[j] {
+			common = append(common, first.cmps[len(first.cmps)-len(first.checked)+j])
+			commonRecs = append(commonRecs, rec)
+		}
+	}
+	own = make([][]*etcdserverpb.Compare, len(qs))
+	if len(common) == 0 {
+		for i, q := range qs {
+			own[i] = q.cmps
+		}
+		return nil, own
+	}
+	for i, q := range qs {
+		var mine []*etcdserverpb.Compare
+		if q.group != "" && !hoistGroup {
+			mine = append(mine, q.cmps[0])
+		}
+		for j, rec := range q.checked {
+			if !slices.Contains(commonRecs, rec) {
+				mine = append(mine, q.cmps[len(q.cmps)-len(q.checked)+j])
+			}
+		}
+		own[i] = mine
+	}
+	return common, own
 }
 
 // send plans, sends and answers batch, then sends the next batch from
@@ -351,20 +400,17 @@ func (b *createBatcher) sendBatch(ctx context.Context, s *Store, batch []*queued
 			continue
 		}
 		sh.plan, sh.members, sh.cmps = plan, admitted, plan.Cmps
-		// Creates checked against the same records (one flavor, one
-		// image, one group: the usual batch) would all fail one of those
-		// comparisons together: the share compares them once.
-		sh.hoisted = sameChecks(admitted)
+		// A record every create was checked against (the image, the
+		// flavor and group of the usual batch) would fail them all
+		// together: the share compares it once.
+		common, own := hoistChecks(admitted)
+		sh.hoisted = len(common) > 0
 		if sh.hoisted {
-			sh.cmps = append(slices.Clip(plan.Cmps), admitted[0].cmps...)
+			sh.cmps = append(slices.Clip(plan.Cmps), common...)
 		}
 		txns := slices.Clip(plan.Ops)
-		for _, q := range admitted {
-			cmps := q.cmps
-			if sh.hoisted {
-				cmps = nil
-			}
-			txns = append(txns, rawtxn.Nested(&etcdserverpb.TxnRequest{Compare: cmps, Success: q.ops}))
+		for i, q := range admitted {
+			txns = append(txns, rawtxn.Nested(&etcdserverpb.TxnRequest{Compare: own[i], Success: q.ops}))
 		}
 		sent = append(sent, sh)
 		shareTxns = append(shareTxns, &etcdserverpb.TxnRequest{Compare: sh.cmps, Success: txns, Failure: plan.Refresh})
