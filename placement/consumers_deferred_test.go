@@ -51,23 +51,7 @@ func TestDeferredConsumersEndAsFollowed(t *testing.T) {
 	ctx := testCtx(t)
 	at := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
 	const hosts, perHost = 24, 25 // 600 consumers: decoded in parallel chunks
-	uuidOf := func(h, j int) string {
-		return fmt.Sprintf("%08x-0000-4000-8000-%012d", (j*7919+h*104729)%1000003, h*perHost+j)
-	}
-	flavor := map[string]int64{VCPU: 1, MemoryMB: 512}
-	for h := 0; h < hosts; h++ {
-		p := bootProvider(h, perHost, 1, at)
-		ops := []clientv3.Op{opPut(s.keys.Provider(p.UUID), etcdschema.MustEncode(p))}
-		for j := 0; j < perHost; j++ {
-			c := &etcdschema.Consumer{UUID: uuidOf(h, j), Generation: 1, ProjectID: "project", UserID: "user",
-				Allocations: map[string]etcdschema.ConsumerAllocation{p.UUID: {Resources: flavor}},
-				CreatedAt:   at, UpdatedAt: at}
-			ops = append(ops, opPut(s.keys.Consumer(c.UUID), etcdschema.MustEncode(c)))
-		}
-		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	uuidOf := seedConsumers(t, s, cli, hosts, perHost, at)
 	release := make(chan struct{})
 	d := startDeferredOn(t, cli, release)
 	if n := d.ProviderCount(); n != hosts {
@@ -93,26 +77,7 @@ func TestDeferredConsumersEndAsFollowed(t *testing.T) {
 
 	// Changes while the list waits: deleted, changed, created, deleted
 	// and made again, and changed through the deferred service.
-	deleted, changed, remade, viaDeferred := uuidOf(0, 1), uuidOf(0, 2), uuidOf(1, 3), uuidOf(1, 4)
-	created := "feedface-0000-4000-8000-000000000001"
-	if err := s.DeleteAllocations(ctx, deleted); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutAllocations(ctx, changed, AllocationWrite{ProjectID: "project", UserID: "user", ConsumerGeneration: gen(1),
-		Allocations: alloc(host0, map[string]int64{VCPU: 2, MemoryMB: 512})}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutAllocations(ctx, created, AllocationWrite{ProjectID: "project", UserID: "user",
-		Allocations: alloc(host0, map[string]int64{VCPU: 1})}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.DeleteAllocations(ctx, remade); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutAllocations(ctx, remade, AllocationWrite{ProjectID: "other", UserID: "user",
-		Allocations: alloc(host1, map[string]int64{VCPU: 3})}); err != nil {
-		t.Fatal(err)
-	}
+	deleted, viaDeferred := churnConsumers(t, s, uuidOf, host0, host1, "feedface-0000-4000-8000-000000000001"), uuidOf(1, 4)
 	// The deferred index does not have this consumer yet: the claim
 	// must still find it at generation 1 (as etcd has it), not new.
 	if err := d.PutAllocations(ctx, viaDeferred, AllocationWrite{ProjectID: "project", UserID: "user", ConsumerGeneration: gen(1),
@@ -148,30 +113,7 @@ func TestDeferredConsumersEndAsFollowed(t *testing.T) {
 		name string
 		svc  *Service
 	}{{"followed", s}, {"loaded whole", fresh}} {
-		d.idx.mu.RLock()
-		want.svc.idx.mu.RLock()
-		got, exp := d.idx.st, want.svc.idx.st
-		if len(got.consumers) != len(exp.consumers) {
-			t.Errorf("deferred index holds %d consumers, the %s one %d", len(got.consumers), want.name, len(exp.consumers))
-		}
-		for u, we := range exp.consumers {
-			ge, ok := got.consumers[u]
-			if !ok {
-				t.Errorf("consumer %s: in the %s index, not in the deferred one", u, want.name)
-				continue
-			}
-			if !reflect.DeepEqual(ge.c, we.c) || ge.modRev != we.modRev {
-				t.Errorf("consumer %s: deferred %+v (rev %d), %s %+v (rev %d)", u, ge.c, ge.modRev, want.name, we.c, we.modRev)
-			}
-		}
-		if !reflect.DeepEqual(consumerLinks(got), consumerLinks(exp)) {
-			t.Errorf("provider-consumer links differ from the %s index", want.name)
-		}
-		if got.pending != nil {
-			t.Errorf("the deferred index still has a pending list")
-		}
-		want.svc.idx.mu.RUnlock()
-		d.idx.mu.RUnlock()
+		sameConsumers(t, "deferred", d, want.name, want.svc)
 	}
 }
 
@@ -251,23 +193,7 @@ func TestOnDemandConsumersListedWhenWanted(t *testing.T) {
 	ctx := testCtx(t)
 	at := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
 	const hosts, perHost = 8, 80 // 640 consumers: decoded in parallel chunks
-	uuidOf := func(h, j int) string {
-		return fmt.Sprintf("%08x-0000-4000-8000-%012d", (j*7919+h*104729)%1000003, h*perHost+j)
-	}
-	flavor := map[string]int64{VCPU: 1, MemoryMB: 512}
-	for h := 0; h < hosts; h++ {
-		p := bootProvider(h, perHost, 1, at)
-		ops := []clientv3.Op{opPut(s.keys.Provider(p.UUID), etcdschema.MustEncode(p))}
-		for j := 0; j < perHost; j++ {
-			c := &etcdschema.Consumer{UUID: uuidOf(h, j), Generation: 1, ProjectID: "project", UserID: "user",
-				Allocations: map[string]etcdschema.ConsumerAllocation{p.UUID: {Resources: flavor}},
-				CreatedAt:   at, UpdatedAt: at}
-			ops = append(ops, opPut(s.keys.Consumer(c.UUID), etcdschema.MustEncode(c)))
-		}
-		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	uuidOf := seedConsumers(t, s, cli, hosts, perHost, at)
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
 	d := New(cli, etcdschema.New("/test"), log)
 	dctx, cancel := context.WithCancel(context.Background())
@@ -277,26 +203,7 @@ func TestOnDemandConsumersListedWhenWanted(t *testing.T) {
 	}
 	host0 := bootProvider(0, 0, 1, at).UUID
 	host1 := bootProvider(1, 0, 1, at).UUID
-	deleted, changed, remade := uuidOf(0, 1), uuidOf(0, 2), uuidOf(1, 3)
-	created := "feedface-0000-4000-8000-000000000002"
-	if err := s.DeleteAllocations(ctx, deleted); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutAllocations(ctx, changed, AllocationWrite{ProjectID: "project", UserID: "user", ConsumerGeneration: gen(1),
-		Allocations: alloc(host0, map[string]int64{VCPU: 2, MemoryMB: 512})}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutAllocations(ctx, created, AllocationWrite{ProjectID: "project", UserID: "user",
-		Allocations: alloc(host0, map[string]int64{VCPU: 1})}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.DeleteAllocations(ctx, remade); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutAllocations(ctx, remade, AllocationWrite{ProjectID: "other", UserID: "user",
-		Allocations: alloc(host1, map[string]int64{VCPU: 3})}); err != nil {
-		t.Fatal(err)
-	}
+	churnConsumers(t, s, uuidOf, host0, host1, "feedface-0000-4000-8000-000000000002")
 	// A claim through d of a consumer it has not listed: found in etcd.
 	if err := d.DeleteAllocations(ctx, uuidOf(2, 5)); err != nil {
 		t.Fatalf("delete of an existing consumer not listed: %v", err)
@@ -326,30 +233,7 @@ func TestOnDemandConsumersListedWhenWanted(t *testing.T) {
 	}
 	syncIdx(t, s)
 	syncIdx(t, d)
-	d.idx.mu.RLock()
-	s.idx.mu.RLock()
-	got, exp := d.idx.st, s.idx.st
-	if len(got.consumers) != len(exp.consumers) {
-		t.Errorf("on-demand index holds %d consumers, the followed one %d", len(got.consumers), len(exp.consumers))
-	}
-	for u, we := range exp.consumers {
-		ge, ok := got.consumers[u]
-		if !ok {
-			t.Errorf("consumer %s: in the followed index, not in the on-demand one", u)
-			continue
-		}
-		if !reflect.DeepEqual(ge.c, we.c) || ge.modRev != we.modRev {
-			t.Errorf("consumer %s: on demand %+v (rev %d), followed %+v (rev %d)", u, ge.c, ge.modRev, we.c, we.modRev)
-		}
-	}
-	if !reflect.DeepEqual(consumerLinks(got), consumerLinks(exp)) {
-		t.Errorf("provider-consumer links differ from the followed index")
-	}
-	if got.pending != nil {
-		t.Errorf("the on-demand index still has a pending list")
-	}
-	s.idx.mu.RUnlock()
-	d.idx.mu.RUnlock()
+	sameConsumers(t, "on-demand", d, "followed", s)
 }
 
 // TestOnDemandConsumersWaitForAfter: a reader's demand does not start
@@ -379,5 +263,91 @@ func TestOnDemandConsumersWaitForAfter(t *testing.T) {
 	close(release)
 	if err := d.WaitConsumers(testCtx(t)); !errors.Is(err, failed) {
 		t.Fatalf("WaitConsumers = %v, want %v", err, failed)
+	}
+}
+
+// seedConsumers writes hosts boot providers with perHost consumers each
+// (one VCPU and 512 MB on their host, generation 1, written at at), a
+// transaction a host, and returns the uuid of host h's consumer j.
+func seedConsumers(t *testing.T, s *Service, cli *clientv3.Client, hosts, perHost int, at time.Time) func(h, j int) string {
+	t.Helper()
+	ctx := testCtx(t)
+	uuidOf := func(h, j int) string {
+		return fmt.Sprintf("%08x-0000-4000-8000-%012d", (j*7919+h*104729)%1000003, h*perHost+j)
+	}
+	flavor := map[string]int64{VCPU: 1, MemoryMB: 512}
+	for h := 0; h < hosts; h++ {
+		p := bootProvider(h, perHost, 1, at)
+		ops := []clientv3.Op{opPut(s.keys.Provider(p.UUID), etcdschema.MustEncode(p))}
+		for j := 0; j < perHost; j++ {
+			c := &etcdschema.Consumer{UUID: uuidOf(h, j), Generation: 1, ProjectID: "project", UserID: "user",
+				Allocations: map[string]etcdschema.ConsumerAllocation{p.UUID: {Resources: flavor}},
+				CreatedAt:   at, UpdatedAt: at}
+			ops = append(ops, opPut(s.keys.Consumer(c.UUID), etcdschema.MustEncode(c)))
+		}
+		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return uuidOf
+}
+
+// churnConsumers changes seeded consumers through s while another index
+// has not listed them: host 0's consumer 1 deleted (returned), its
+// consumer 2 changed, created made new on host 0, and host 1's consumer
+// 3 deleted and made again for another project on host 1.
+func churnConsumers(t *testing.T, s *Service, uuidOf func(h, j int) string, host0, host1, created string) (deleted string) {
+	t.Helper()
+	ctx := testCtx(t)
+	deleted, changed, remade := uuidOf(0, 1), uuidOf(0, 2), uuidOf(1, 3)
+	if err := s.DeleteAllocations(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutAllocations(ctx, changed, AllocationWrite{ProjectID: "project", UserID: "user", ConsumerGeneration: gen(1),
+		Allocations: alloc(host0, map[string]int64{VCPU: 2, MemoryMB: 512})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutAllocations(ctx, created, AllocationWrite{ProjectID: "project", UserID: "user",
+		Allocations: alloc(host0, map[string]int64{VCPU: 1})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteAllocations(ctx, remade); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutAllocations(ctx, remade, AllocationWrite{ProjectID: "other", UserID: "user",
+		Allocations: alloc(host1, map[string]int64{VCPU: 3})}); err != nil {
+		t.Fatal(err)
+	}
+	return deleted
+}
+
+// sameConsumers checks that index got (named gotName) holds exactly the
+// consumers of index want (wantName), at the same mod revisions and
+// linked to the same providers, and no pending list.
+func sameConsumers(t *testing.T, gotName string, got *Service, wantName string, want *Service) {
+	t.Helper()
+	got.idx.mu.RLock()
+	defer got.idx.mu.RUnlock()
+	want.idx.mu.RLock()
+	defer want.idx.mu.RUnlock()
+	g, w := got.idx.st, want.idx.st
+	if len(g.consumers) != len(w.consumers) {
+		t.Errorf("%s index holds %d consumers, the %s one %d", gotName, len(g.consumers), wantName, len(w.consumers))
+	}
+	for u, we := range w.consumers {
+		ge, ok := g.consumers[u]
+		if !ok {
+			t.Errorf("consumer %s: in the %s index, not in the %s one", u, wantName, gotName)
+			continue
+		}
+		if !reflect.DeepEqual(ge.c, we.c) || ge.modRev != we.modRev {
+			t.Errorf("consumer %s: %s %+v (rev %d), %s %+v (rev %d)", u, gotName, ge.c, ge.modRev, wantName, we.c, we.modRev)
+		}
+	}
+	if !reflect.DeepEqual(consumerLinks(g), consumerLinks(w)) {
+		t.Errorf("provider-consumer links differ from the %s index", wantName)
+	}
+	if g.pending != nil {
+		t.Errorf("the %s index still has a pending list", gotName)
 	}
 }

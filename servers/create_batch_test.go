@@ -43,9 +43,7 @@ func TestBatchedCreatesHoldTheLimit(t *testing.T) {
 	const limit, perProcess = 60, 24
 	var stores []*Store
 	for range 2 {
-		s := New(cli, keys, noAllocations{}, nil)
-		s.SetQuotas(quotas.New(cli, keys, quotas.Limits{quotas.Instances: limit, quotas.Cores: quotas.Unlimited,
-			quotas.RAM: quotas.Unlimited}, nil))
+		s := storeWithInstanceLimit(cli, keys, limit)
 		stores = append(stores, s)
 	}
 	var wg sync.WaitGroup
@@ -120,9 +118,7 @@ func TestBatchShareCommitsEachCreateAlone(t *testing.T) {
 	ctx := context.Background()
 	cli := etcdtest.Client(t)
 	keys := etcdschema.New("/share")
-	s := New(cli, keys, noAllocations{}, nil)
-	s.SetQuotas(quotas.New(cli, keys, quotas.Limits{quotas.Instances: 10, quotas.Cores: quotas.Unlimited,
-		quotas.RAM: quotas.Unlimited}, nil))
+	s := storeWithInstanceLimit(cli, keys, 10)
 	// The project's first create counts and leaves a record of 1.
 	if _, err := s.Create(ctx, CreateRequest{Name: "first", Count: 1, ProjectID: "p", UserID: "u", Flavor: tinyFlavor}); err != nil {
 		t.Fatal(err)
@@ -269,9 +265,7 @@ func TestBatchWithALostAnswerStoresOnce(t *testing.T) {
 	for _, committed := range []bool{true, false} {
 		t.Run(fmt.Sprintf("committed %v", committed), func(t *testing.T) {
 			keys := etcdschema.New(fmt.Sprintf("/lost-%v", committed))
-			s := New(cli, keys, noAllocations{}, nil)
-			s.SetQuotas(quotas.New(cli, keys, quotas.Limits{quotas.Instances: 10, quotas.Cores: quotas.Unlimited,
-				quotas.RAM: quotas.Unlimited}, nil))
+			s := storeWithInstanceLimit(cli, keys, 10)
 			// The first create counts, alone; the second is a share.
 			if _, err := s.Create(ctx, CreateRequest{Name: "first", Count: 1, ProjectID: "p", UserID: "u", Flavor: tinyFlavor}); err != nil {
 				t.Fatal(err)
@@ -307,9 +301,7 @@ func TestBatchShareComparesSharedChecksOnce(t *testing.T) {
 	ctx := context.Background()
 	cli := etcdtest.Client(t)
 	keys := etcdschema.New("/hoist")
-	s := New(cli, keys, noAllocations{}, nil)
-	s.SetQuotas(quotas.New(cli, keys, quotas.Limits{quotas.Instances: quotas.Unlimited, quotas.Cores: quotas.Unlimited,
-		quotas.RAM: quotas.Unlimited}, nil))
+	s := storeWithInstanceLimit(cli, keys, quotas.Unlimited)
 	flavorKey := keys.Flavor("m1.tiny")
 	put, err := cli.Put(ctx, flavorKey, "{}")
 	if err != nil {
@@ -435,9 +427,7 @@ func TestBatchShareHoistsTheChecksEveryCreateMakes(t *testing.T) {
 	ctx := context.Background()
 	cli := etcdtest.Client(t)
 	keys := etcdschema.New("/hoistsome")
-	s := New(cli, keys, noAllocations{}, nil)
-	s.SetQuotas(quotas.New(cli, keys, quotas.Limits{quotas.Instances: quotas.Unlimited, quotas.Cores: quotas.Unlimited,
-		quotas.RAM: quotas.Unlimited}, nil))
+	s := storeWithInstanceLimit(cli, keys, quotas.Unlimited)
 	var revs []int64
 	for _, k := range []string{keys.Flavor("m1.tiny"), keys.Flavor("m1.small"), keys.Image("img")} {
 		put, err := cli.Put(ctx, k, "{}")
@@ -558,9 +548,7 @@ func BenchmarkBatchedCreatesMixedFlavors(b *testing.B) {
 	ctx := context.Background()
 	cli := etcdtest.Client(b)
 	keys := etcdschema.New("/mixed")
-	s := New(cli, keys, noAllocations{}, nil)
-	s.SetQuotas(quotas.New(cli, keys, quotas.Limits{quotas.Instances: quotas.Unlimited, quotas.Cores: quotas.Unlimited,
-		quotas.RAM: quotas.Unlimited}, nil))
+	s := storeWithInstanceLimit(cli, keys, quotas.Unlimited)
 	var checked [][]CheckedRecord
 	image, err := cli.Put(ctx, keys.Image("img"), `{"name":"bench-image","disk_format":"raw","min_disk":0}`)
 	if err != nil {
@@ -594,4 +582,13 @@ func BenchmarkBatchedCreatesMixedFlavors(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perBatch), "ns/create")
+}
+
+// storeWithInstanceLimit is a store whose quotas limit only the number
+// of instances (limit may be quotas.Unlimited).
+func storeWithInstanceLimit(cli *clientv3.Client, keys etcdschema.Keys, limit int64) *Store {
+	s := New(cli, keys, noAllocations{}, nil)
+	s.SetQuotas(quotas.New(cli, keys, quotas.Limits{quotas.Instances: limit, quotas.Cores: quotas.Unlimited,
+		quotas.RAM: quotas.Unlimited}, nil))
+	return s
 }
