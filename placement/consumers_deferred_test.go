@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-project/berth/etcdschema"
@@ -18,10 +17,6 @@ import (
 // consumers listed once release is closed.
 func startDeferredOn(t *testing.T, cli *clientv3.Client, release <-chan struct{}) *Service {
 	t.Helper()
-	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
-	s := New(cli, etcdschema.New("/test"), log)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	after := func(ctx context.Context) error {
 		select {
 		case <-release:
@@ -30,10 +25,7 @@ func startDeferredOn(t *testing.T, cli *clientv3.Client, release <-chan struct{}
 			return ctx.Err()
 		}
 	}
-	if err := s.StartDeferred(ctx, after); err != nil {
-		t.Fatalf("start deferred: %v", err)
-	}
-	return s
+	return startWith(t, cli, func(s *Service, ctx context.Context) error { return s.StartDeferred(ctx, after) })
 }
 
 // TestDeferredConsumersEndAsFollowed: a service started with its
@@ -122,14 +114,10 @@ func TestDeferredConsumersEndAsFollowed(t *testing.T) {
 // and not nil.
 func TestDeferredConsumersNotListed(t *testing.T) {
 	_, cli := newStarted(t)
-	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
-	d := New(cli, etcdschema.New("/test"), log)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	failed := errors.New("host manager never synced")
-	if err := d.StartDeferred(ctx, func(context.Context) error { return failed }); err != nil {
-		t.Fatal(err)
-	}
+	d := startWith(t, cli, func(d *Service, ctx context.Context) error {
+		return d.StartDeferred(ctx, func(context.Context) error { return failed })
+	})
 	if err := d.WaitConsumers(testCtx(t)); !errors.Is(err, failed) {
 		t.Fatalf("WaitConsumers = %v, want %v", err, failed)
 	}
@@ -194,13 +182,7 @@ func TestOnDemandConsumersListedWhenWanted(t *testing.T) {
 	at := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
 	const hosts, perHost = 8, 80 // 640 consumers: decoded in parallel chunks
 	uuidOf := seedConsumers(t, s, cli, hosts, perHost, at)
-	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
-	d := New(cli, etcdschema.New("/test"), log)
-	dctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	if err := d.StartOnDemand(dctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	d := startWith(t, cli, func(d *Service, ctx context.Context) error { return d.StartOnDemand(ctx, nil) })
 	host0 := bootProvider(0, 0, 1, at).UUID
 	host1 := bootProvider(1, 0, 1, at).UUID
 	churnConsumers(t, s, uuidOf, host0, host1, "feedface-0000-4000-8000-000000000002")
@@ -241,18 +223,14 @@ func TestOnDemandConsumersListedWhenWanted(t *testing.T) {
 // an after that fails is what WaitConsumers answers.
 func TestOnDemandConsumersWaitForAfter(t *testing.T) {
 	_, cli := newStarted(t)
-	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
-	d := New(cli, etcdschema.New("/test"), log)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	release := make(chan struct{})
 	failed := errors.New("host manager never synced")
-	if err := d.StartOnDemand(ctx, func(ctx context.Context) error {
-		<-release
-		return failed
-	}); err != nil {
-		t.Fatal(err)
-	}
+	d := startWith(t, cli, func(d *Service, ctx context.Context) error {
+		return d.StartOnDemand(ctx, func(context.Context) error {
+			<-release
+			return failed
+		})
+	})
 	d.Consumers() // wants them: the list still waits for after
 	d.idx.mu.RLock()
 	listing := d.idx.st.pending.listing

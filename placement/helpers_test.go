@@ -30,11 +30,19 @@ func newStarted(t testing.TB) (*Service, *clientv3.Client) {
 
 func startOn(t testing.TB, cli *clientv3.Client) *Service {
 	t.Helper()
+	return startWith(t, cli, (*Service).Start)
+}
+
+// startWith is a service on cli (prefix /test, warnings to the test's
+// log) started by start (Start, StartDeferred or StartOnDemand with
+// their after), its context ended when the test ends.
+func startWith(t testing.TB, cli *clientv3.Client, start func(*Service, context.Context) error) *Service {
+	t.Helper()
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})
 	s := New(cli, etcdschema.New("/test"), log)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := s.Start(ctx); err != nil {
+	if err := start(s, ctx); err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	return s
