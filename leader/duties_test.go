@@ -35,7 +35,7 @@ type fixedCount int
 func (n fixedCount) Count() int { return int(n) }
 
 func (c *cloud) duties(now time.Time, sups int) *duties {
-	return &duties{DutyConfig{Client: c.cli, Keys: c.keys, Placement: c.place, Hosts: c.hosts,
+	return &duties{DutyConfig: DutyConfig{Client: c.cli, Keys: c.keys, Placement: c.place, Hosts: c.hosts,
 		Superconductors: fixedCount(sups), ID: "test", Interval: time.Second, DownHostGrace: time.Minute,
 		OrphanGrace: 10 * time.Minute, StuckBuildRequestTimeout: 10 * time.Minute,
 		Log: hclog.NewNullLogger(), Now: func() time.Time { return now }}}
@@ -191,20 +191,71 @@ func TestDutyOrphanedAllocations(t *testing.T) {
 	if _, err := c.cli.Revoke(c.ctx, sess.Lease()); err != nil {
 		t.Fatal(err)
 	}
-	testwait.Until(t, "orphan2 in the index", func() bool {
-		for _, cr := range c.place.Consumers() {
-			if cr.Consumer.UUID == "orphan2" {
-				return true
-			}
-		}
-		return false
-	})
 	err := c.duties(later, 1).orphanedAllocations(c.ctx, f)
 	if !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("deposed leader: want ErrNotLeader, got %v", err)
 	}
 	if _, err := c.place.GetAllocations(c.ctx, "orphan2"); err != nil {
 		t.Fatalf("a deposed leader's free went through: %v", err)
+	}
+}
+
+// TestDutyOrphanedAllocationsPaged: each run reads one page of consumers
+// from where the last stopped, and a walk over all of them frees every
+// orphan, and only orphans, as one run over all did; at the end it wraps
+// around to the first consumer.
+func TestDutyOrphanedAllocationsPaged(t *testing.T) {
+	c := newCloud(t)
+	c.addHost("a", "cell1", 16, 8192)
+	f, _ := c.lead()
+	orphans := []string{"o1", "o2", "o3", "o4", "o5"}
+	owned := []string{"w1", "w2", "w3"}
+	for _, u := range orphans {
+		c.claim(u, "a")
+	}
+	for _, u := range owned {
+		c.claim(u, "a")
+		c.put(c.keys.InstanceMapping(u), &etcdschema.InstanceMapping{InstanceUUID: u, Cell: "cell1"})
+	}
+	held := func(u string) bool {
+		_, err := c.place.GetAllocations(c.ctx, u)
+		if err != nil && !errors.Is(err, placement.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	d := c.duties(time.Now().Add(time.Hour), 1)
+	d.OrphanSweepPage = 2
+	// Key order: o1 o2 | o3 o4 | o5 w1 | w2 w3.
+	if err := d.orphanedAllocations(c.ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if held("o1") || held("o2") || !held("o3") || !held("o5") {
+		t.Fatalf("first run of pages of 2: o1 o2 o3 o5 held = %v %v %v %v, want false false true true",
+			held("o1"), held("o2"), held("o3"), held("o5"))
+	}
+	for range 3 {
+		if err := d.orphanedAllocations(c.ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range orphans {
+		if held(u) {
+			t.Errorf("orphan %s not freed by a walk over every page", u)
+		}
+	}
+	for _, u := range owned {
+		if !held(u) {
+			t.Errorf("an instance's allocation %s was freed", u)
+		}
+	}
+	// The walk ended: the next run starts from the first consumer again.
+	c.claim("o0", "a")
+	if err := d.orphanedAllocations(c.ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if held("o0") {
+		t.Error("the sweep did not wrap around to the first consumer")
 	}
 }
 

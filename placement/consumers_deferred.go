@@ -43,15 +43,16 @@ import (
 // planned from the index compares the mod revision of every consumer it
 // planned from, so an existing consumer the index does not have yet costs
 // a lost compare and the claim's read from etcd, as a stale index always
-// did; and Consumers (the leader's orphaned-allocation sweep, whose
-// deletes are guarded by the consumer's mod revision) sees those listed
-// so far.
+// did; and Consumers (a sweep whose deletes are guarded by the
+// consumer's mod revision) sees those listed so far.
 //
 // Consumers on demand: in a scheduler without the Placement API those
-// hint readers are all there is, and only the leader's sweep needs every
-// consumer. StartOnDemand lists them when first wanted (WaitConsumers,
-// Consumers), so a scheduler that never leads never lists nor holds a
-// million consumers (at 100,000 hosts about 300 MB of its heap); its
+// hint readers are all there is, and nothing routine needs every
+// consumer (the leader's orphaned-allocation sweep reads them from etcd a
+// page per run, ConsumerPage). StartOnDemand lists them when first
+// wanted (WaitConsumers, Consumers: a provider's allocations, say), so a
+// scheduler, leader or not, does not list nor hold a million consumers
+// (at 100,000 hosts about 300 MB of its heap); its
 // watch still indexes the consumers written since it started, which keeps
 // the claim's hint good for every server it placed. Deletes are
 // remembered (gone) only from the moment the list is about to be read,
@@ -119,8 +120,8 @@ func (s *Service) StartDeferred(ctx context.Context, after func(context.Context)
 }
 
 // StartOnDemand is StartDeferred for a process whose readers of every
-// consumer may never come (a scheduler without the Placement API: only
-// its leader's sweep reads them): the consumers are listed once after
+// consumer may never come (a scheduler without the Placement API): the
+// consumers are listed once after
 // returns and a reader wants them (WaitConsumers, Consumers), not before.
 func (s *Service) StartOnDemand(ctx context.Context, after func(context.Context) error) error {
 	return s.startDeferred(ctx, after, true)

@@ -191,8 +191,9 @@ type ConsumerRecord struct {
 	ModRev   int64
 }
 
-// Consumers returns every consumer the index holds, for sweeps (the
-// leader's orphaned-allocation clean-up) that must not re-read etcd.
+// Consumers returns every consumer the index holds, for a sweep that
+// must not re-read etcd (the leader's orphaned-allocation sweep reads
+// etcd a page at a time instead: ConsumerPage).
 // While a deferred list runs (StartDeferred) those are the ones listed
 // so far: a sweep sees fewer, and guards what it deletes. A list on
 // demand (StartOnDemand) starts at the first call, which sees the
