@@ -159,31 +159,33 @@ func TestHostManagerListPageByPage(t *testing.T) {
 	})
 }
 
-// TestHostManagerSyncSharesInstanceStrings: the flavors a host manager
-// keeps from each host's sync, listed at its start or followed after,
-// are keyed by the uuid strings of the instances it holds and give the
-// flavor ids of its table: a scheduler keeps one sync's flavors per host.
+// TestHostManagerSyncSharesInstanceStrings: a host manager keeps no
+// flavors of a sync that agrees with its cache, listed at its start or
+// followed after; the flavors it keeps of a sync that differs (for the
+// host's re-read) are keyed by the uuid strings of the instances it holds
+// and give the flavor ids of its table.
 func TestHostManagerSyncSharesInstanceStrings(t *testing.T) {
 	c := newCloud(t)
 	c.addHost("a", "cell1", 8, 8192, false)
-	put := func(uuid string) {
-		c.put(c.keys.HostInstance("a", uuid), &etcdschema.InstanceInfo{UUID: uuid, Host: "a", FlavorID: "2", Flavor: "m1.small", State: "active"})
+	put := func(uuid, flavorID string) {
+		c.put(c.keys.HostInstance("a", uuid), &etcdschema.InstanceInfo{UUID: uuid, Host: "a", FlavorID: flavorID, Flavor: "m1", State: "active"})
 	}
-	sync := func(uuids ...string) {
-		c.put(c.keys.HostSync("a"), &etcdschema.HostSync{Host: "a", UUIDs: uuids, FlavorIDs: slices.Repeat([]string{"2"}, len(uuids))})
+	sync := func(flavorIDs ...string) int64 {
+		uuids := []string{"i1", "i2", "i3"}[:len(flavorIDs)]
+		return c.put(c.keys.HostSync("a"), &etcdschema.HostSync{Host: "a", UUIDs: uuids, FlavorIDs: flavorIDs})
 	}
-	put("i1")
-	put("i2")
-	sync("i1", "i2")
+	put("i1", "2")
+	put("i2", "2")
+	sync("2", "2")
 
 	hm := syncedHostManager(t, c)
-	shared := func(when string, want int) {
+	kept := func(when string, want int) {
 		t.Helper()
 		hm.mu.RLock()
 		defer hm.mu.RUnlock()
 		r := hm.hosts["a"]
-		if !hm.track || !r.synced || r.stale || len(r.syncFlavors.uuids) != want || len(r.syncFlavors.ids) != want {
-			t.Fatalf("%s: synced %v, stale %v, flavors %v; want %d trusted", when, r.synced, r.stale, r.syncFlavors, want)
+		if !hm.track || !r.synced || len(r.syncFlavors.uuids) != want || len(r.syncFlavors.ids) != want {
+			t.Fatalf("%s: synced %v, flavors %v; want %d kept", when, r.synced, r.syncFlavors, want)
 		}
 		for i, u := range r.syncFlavors.uuids {
 			f := r.syncFlavors.ids[i]
@@ -193,16 +195,27 @@ func TestHostManagerSyncSharesInstanceStrings(t *testing.T) {
 			}
 		}
 	}
-	shared("listed", 2)
-	put("i3") // followed, not listed
+	kept("listed, agreeing", 0)
+	put("i3", "2") // followed, not listed
 	testwait.Until(t, "i3 followed", func() bool { v, _ := hm.view("a"); return v.Instances["i3"] != nil })
-	sync("i1", "i2", "i3")
-	testwait.Until(t, "the new sync followed", func() bool {
-		hm.mu.RLock()
-		defer hm.mu.RUnlock()
-		return len(hm.hosts["a"].syncFlavors.asMap()) == 3
-	})
-	shared("followed", 3)
+	// A sync whose flavor of i1 differs from the cache's (no instance
+	// record to correct it from): kept for the re-read.
+	if err := hm.WaitForRevision(c.ctx, sync("3", "2", "2")); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "a re-read", func() bool { v, _ := hm.view("a"); return v.Updated })
+	hm.mu.RLock()
+	got := hm.hosts["a"].syncFlavors.asMap()
+	hm.mu.RUnlock()
+	if !maps.Equal(got, map[string]string{"i1": "3", "i2": "2", "i3": "2"}) {
+		t.Fatalf("a differing sync's flavors kept = %v", got)
+	}
+	put("i1", "3")
+	testwait.Until(t, "i1's new flavor followed", func() bool { v, _ := hm.view("a"); return v.Instances["i1"].FlavorID == "3" })
+	if err := hm.WaitForRevision(c.ctx, sync("3", "2", "2")); err != nil {
+		t.Fatal(err)
+	}
+	kept("followed, agreeing", 0)
 }
 
 // TestHostManagerListKeepsNoBorrowedBytes: a host manager's list hands
@@ -256,15 +269,15 @@ func TestHostManagerListKeepsNoBorrowedBytes(t *testing.T) {
 		if r == nil || r.name != h || !r.alive || r.service == nil || hm.byProvider["rp-"+h] != r {
 			t.Fatalf("%s: record %+v", h, r)
 		}
-		if !r.synced || r.stale || len(r.instances) != perHost || len(r.syncFlavors.asMap()) != perHost || !r.builds["build-"+h] || len(r.builds) != 1 {
+		if !r.synced || r.stale || len(r.instances) != perHost || len(r.syncFlavors.uuids) != 0 || !r.builds["build-"+h] || len(r.builds) != 1 {
 			t.Fatalf("%s: synced %v stale %v, instances %v, sync flavors %v, builds %v", h, r.synced, r.stale,
 				slices.Sorted(maps.Keys(r.instances)), r.syncFlavors, r.builds)
 		}
 		for j := range perHost {
 			u := uuid(i, j)
 			info := r.instances[u]
-			if info == nil || info.UUID != u || info.Host != h || info.FlavorID != fmt.Sprint(j) || r.syncFlavors.asMap()[u] != fmt.Sprint(j) {
-				t.Fatalf("%s: instance %s is %+v, its sync flavor %q", h, u, info, r.syncFlavors.asMap()[u])
+			if info == nil || info.UUID != u || info.Host != h || info.FlavorID != fmt.Sprint(j) {
+				t.Fatalf("%s: instance %s is %+v", h, u, info)
 			}
 		}
 	}

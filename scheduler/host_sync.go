@@ -25,10 +25,11 @@ import (
 // sync's own uuid and flavor id slices, paired by index (their strings
 // are those of the instances and names the host manager holds), a ""
 // flavor id unknown; empty for an older agent's uuid-only list or ids
-// that do not pair (etcdschema.HostSync.Flavors's rule). Every host keeps
-// its last sync's: as a map by uuid they were 64 MB of the heap at a cold
-// start of 100,000 hosts of ten instances (a ten-entry map is about 640
-// bytes), the two slices are 320 bytes a host.
+// that do not pair (etcdschema.HostSync.Flavors's rule). A host keeps
+// its last sync's only while a re-read may read them (applySyncLocked):
+// as a map by uuid they were 64 MB of the heap at a cold start of 100,000
+// hosts of ten instances (a ten-entry map is about 640 bytes), the two
+// slices 320 bytes a host, 32 MB when every host kept them.
 type syncedFlavors struct {
 	uuids, ids []string
 }
