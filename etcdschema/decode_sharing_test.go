@@ -86,7 +86,9 @@ func BenchmarkDecodeInstanceInfoSharing(b *testing.B) {
 }
 
 // syncSharingMatchesDecode: DecodeHostSyncSharing gives Decode's value
-// and success for data, with sharers and without.
+// and success for data, with sharers and without, and so does
+// DecodeHostSyncReusing into a HostSync that held another sync, its
+// arrays shorter or longer than data's.
 func syncSharingMatchesDecode(t *testing.T, data []byte) {
 	t.Helper()
 	var want HostSync
@@ -103,6 +105,19 @@ func syncSharingMatchesDecode(t *testing.T, data []byte) {
 		}
 		if err == nil && !reflect.DeepEqual(*got, want) {
 			t.Fatalf("%q sharing %v:\nsharing %+v\nDecode  %+v", data, share, *got, want)
+		}
+		for _, held := range []int{0, 1, 40} {
+			reused := HostSync{Host: "old", UUIDs: make([]string, held, held+1), FlavorIDs: make([]string, held)}
+			for i := range held {
+				reused.UUIDs[i], reused.FlavorIDs[i] = "old-uuid", "old-flavor"
+			}
+			err := DecodeHostSyncReusing("k", data, &reused, uuid, flavors)
+			if (err == nil) != (wantErr == nil) {
+				t.Fatalf("%q reusing %d, sharing %v: error %v, Decode's %v", data, held, share, err, wantErr)
+			}
+			if err == nil && !reflect.DeepEqual(reused, want) {
+				t.Fatalf("%q reusing %d, sharing %v:\nreusing %+v\nDecode  %+v", data, held, share, reused, want)
+			}
 		}
 	}
 }

@@ -67,6 +67,12 @@ func (h *HostSync) decodeFastSharing(data []byte, uuid func(b []byte) string, fl
 	if h.UUIDs != nil || h.FlavorIDs != nil {
 		return false // encoding/json would reuse its arrays
 	}
+	return h.decodeFastInto(data, uuid, flavors, nil, nil)
+}
+
+// decodeFastInto is decodeFastSharing with the uuids and flavor ids
+// decoded into the arrays of uuids and ids (nil: new ones).
+func (h *HostSync) decodeFastInto(data []byte, uuid func(b []byte) string, flavors StringSharer, uuids, ids []string) bool {
 	var flavor func(b []byte) string
 	if flavors != nil {
 		flavor = flavors.Share
@@ -83,13 +89,13 @@ func (h *HostSync) decodeFastSharing(data []byte, uuid func(b []byte) string, fl
 			q.Host, ok = r.string()
 			bit = 2
 		case "uuids":
-			q.UUIDs, ok = r.stringsFrom(uuid)
+			q.UUIDs, ok = r.stringsInto(uuids, uuid)
 			bit = 4
 		case "at":
 			q.At, ok = r.time()
 			bit = 8
 		case "flavor_ids":
-			q.FlavorIDs, ok = r.stringsFrom(flavor)
+			q.FlavorIDs, ok = r.stringsInto(ids, flavor)
 			bit = 16
 		}
 		return

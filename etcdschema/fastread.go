@@ -106,6 +106,39 @@ func (r *jsonReader) strings() ([]string, bool) { return r.stringsFrom(nil) }
 
 // stringsFrom is strings taking each element from str (nil: a copy of
 // its bytes), which must not keep the bytes.
+// stringsInto is stringsFrom into dst's array (from its start, grown
+// if short) when dst is not nil: a reader that keeps none of the
+// decoded slices reuses one array for every record.
+func (r *jsonReader) stringsInto(dst []string, str func(b []byte) string) ([]string, bool) {
+	if dst == nil {
+		return r.stringsFrom(str)
+	}
+	if str == nil {
+		str = func(b []byte) string { return string(b) }
+	}
+	if r.null() {
+		return nil, true
+	}
+	if !r.next('[') {
+		return nil, false
+	}
+	out := dst[:0]
+	if r.next(']') {
+		return out, true
+	}
+	for {
+		s, ok := r.str()
+		if !ok {
+			return nil, false
+		}
+		out = append(out, str(s))
+		if r.next(',') {
+			continue
+		}
+		return out, r.next(']')
+	}
+}
+
 func (r *jsonReader) stringsFrom(str func(b []byte) string) ([]string, bool) {
 	if str == nil {
 		str = func(b []byte) string { return string(b) }

@@ -84,6 +84,10 @@ type HostManager struct {
 	// reread holds hosts whose HostSync differed, for the reconciler.
 	reread   map[string]bool
 	rereadCh chan struct{}
+	// sync is where applySyncLocked decodes each HostSync, under mu (or
+	// in the state a list builds): its arrays serve every sync, and a
+	// host that keeps a sync's flavors keeps copies.
+	sync etcdschema.HostSync
 
 	hostsInf, mapsInf *informer.Informer
 	// mapsPrefix is keys.HostMappings(), built once: every scheduler
@@ -610,8 +614,10 @@ func (hm *HostManager) applySyncLocked(host string, ev informer.Event) {
 	}
 	// Decoded here, not by Decode: its uuids are the strings of the
 	// instances r holds (one lookup each, no copy), and so are the keys of
-	// the flavors r keeps.
-	hs, err := etcdschema.DecodeHostSyncSharing(ev.Key, ev.Value, func(uuid []byte) string {
+	// the flavors r keeps; into hm.sync's arrays, since most syncs agree
+	// and nothing of them is kept.
+	hs := &hm.sync
+	err := etcdschema.DecodeHostSyncReusing(ev.Key, ev.Value, hs, func(uuid []byte) string {
 		if info, ok := r.instances[string(uuid)]; ok && info.UUID == string(uuid) {
 			return info.UUID
 		}
@@ -633,7 +639,7 @@ func (hm *HostManager) applySyncLocked(host string, ev informer.Event) {
 		r.syncFlavors = syncedFlavors{}
 		return
 	}
-	r.syncFlavors = flavors
+	r.syncFlavors = flavors.clone() // hm.sync's arrays serve the next sync
 	if diff == "" {
 		return
 	}

@@ -42,6 +42,11 @@ func syncedFlavorsOf(hs *etcdschema.HostSync) syncedFlavors {
 	return syncedFlavors{uuids: hs.UUIDs, ids: hs.FlavorIDs}
 }
 
+// clone is sf with arrays of its own.
+func (sf syncedFlavors) clone() syncedFlavors {
+	return syncedFlavors{uuids: slices.Clone(sf.uuids), ids: slices.Clone(sf.ids)}
+}
+
 // each calls fn with every synced instance whose flavor id is known.
 func (sf syncedFlavors) each(fn func(uuid, flavorID string)) {
 	for i, u := range sf.uuids {
