@@ -8,9 +8,8 @@ import "strconv"
 // carries in the build cast. These write them as fastencode_server.go
 // writes the hand-off's records: in the structs' field order with their
 // tags' names, omitempty members left out as json.Marshal leaves them,
-// compared byte for byte with json.Marshal by a test. A selection with
-// limits (a map of any value, written by no scheduler today) is left to
-// json.Marshal.
+// compared byte for byte with json.Marshal by a test. The Alternates'
+// own encoder (its compact version 2 form) is in alternates_compact.go.
 
 func (br *BuildRequest) sizeHint() int {
 	n := 512 + len(br.InstanceUUID) + len(br.Name) + len(br.ReservationID) + len(br.ProjectID) + len(br.UserID) +
@@ -116,59 +115,7 @@ func (l *Lease) appendJSON(b []byte) ([]byte, bool) {
 }
 
 func (a *Alternates) sizeHint() int {
-	return 160 + len(a.InstanceUUID) + len(a.Cell) + len(a.Group) + 256*len(a.Remaining) + 96*len(a.Attempts)
-}
-
-func (a *Alternates) appendJSON(b []byte) ([]byte, bool) {
-	var ok bool
-	b = append(b, `{"version":`...)
-	b = strconv.AppendInt(b, int64(a.Version), 10)
-	b = append(b, `,"instance_uuid":`...)
-	b = appendJSONString(b, a.InstanceUUID)
-	b = append(b, `,"cell":`...)
-	b = appendJSONString(b, a.Cell)
-	b = append(b, `,"max_attempts":`...)
-	b = strconv.AppendInt(b, int64(a.MaxAttempts), 10)
-	b = append(b, `,"remaining":`...)
-	if a.Remaining == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range a.Remaining {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, ok = appendSelection(b, &a.Remaining[i]); !ok {
-				return nil, false
-			}
-		}
-		b = append(b, ']')
-	}
-	b = append(b, `,"attempts":`...)
-	if b, ok = appendAttempts(b, a.Attempts); !ok {
-		return nil, false
-	}
-	b = appendOptString(b, `,"group":`, a.Group)
-	return append(b, '}'), true
-}
-
-// appendSelection appends a Selection, declining one with limits.
-func appendSelection(b []byte, s *Selection) ([]byte, bool) {
-	if len(s.Limits) > 0 {
-		return nil, false // values of any type: json.Marshal's
-	}
-	b = append(b, `{"compute_node_uuid":`...)
-	b = appendJSONString(b, s.ComputeNodeUUID)
-	b = append(b, `,"service_host":`...)
-	b = appendJSONString(b, s.ServiceHost)
-	b = append(b, `,"nodename":`...)
-	b = appendJSONString(b, s.Nodename)
-	b = append(b, `,"cell_uuid":`...)
-	b = appendJSONString(b, s.Cell)
-	b = appendOptString(b, `,"allocation_request":`, s.AllocationRequest)
-	b = appendOptString(b, `,"allocation_request_version":`, s.AllocationRequestVersion)
-	b = appendOptString(b, `,"availability_zone":`, s.AvailabilityZone)
-	return append(b, '}'), true
+	return 192 + len(a.InstanceUUID) + len(a.Cell) + len(a.Group) + 192*len(a.Remaining) + 96*len(a.Attempts)
 }
 
 // appendAttempts appends a []Attempt: null when nil, as json.Marshal.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand"
+	"strconv"
 	"testing"
 )
 
@@ -21,6 +22,30 @@ func (g genPlacement) alternates() *Alternates {
 			s := Selection{ComputeNodeUUID: g.str(), ServiceHost: g.str(), Nodename: g.str(), Cell: g.str()}
 			if g.rng.Intn(2) == 0 {
 				s.AllocationRequest, s.AllocationRequestVersion, s.AvailabilityZone = g.str(), g.str(), g.str()
+			}
+			// What version 2 writes compactly: the node named as the
+			// host, the record's cell, a shared request version, a
+			// single-provider request (or one nearly of that form).
+			if g.rng.Intn(2) == 0 {
+				s.Nodename = s.ServiceHost
+			}
+			if g.rng.Intn(2) == 0 {
+				s.Cell = a.Cell
+			}
+			if g.rng.Intn(2) == 0 {
+				s.AllocationRequestVersion = "1.36"
+			}
+			if g.rng.Intn(2) == 0 {
+				s.AvailabilityZone = "nova"
+			}
+			switch g.rng.Intn(6) {
+			case 0:
+				s.AllocationRequest = `{"allocations":{"` + s.ComputeNodeUUID + `":{"resources":{"DISK_GB":20,"VCPU":` +
+					strconv.Itoa(g.rng.Intn(64)) + `}}}}`
+			case 1:
+				s.AllocationRequest = `{"allocations":{"` + s.ComputeNodeUUID + `":{"resources":` + g.str() + `}}}`
+			case 2:
+				s.AllocationRequest = `{"allocations":{"` + s.ComputeNodeUUID + `":{"resources":{}},"x":{"resources":{"A":1}}}}`
 			}
 			if g.rng.Intn(8) == 0 {
 				s.Limits = map[string]any{"vcpu": 16.0} // json.Marshal's

@@ -26,7 +26,7 @@ const (
 	InstanceVersion        = 1
 	CellVersion            = 1
 	HostMappingVersion     = 1
-	AlternatesVersion      = 1
+	AlternatesVersion      = 2 // 2: compact selections (alternates_compact.go)
 	RetryVersion           = 1
 	LeaseVersion           = 1
 	MemberVersion          = 1
