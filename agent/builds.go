@@ -411,11 +411,24 @@ type castOutcome struct {
 //
 // It is one per build (W5), so it is built as etcd's messages (package
 // rawtxn), without clientv3's per-compare cloning.
+//
+// When the instance's revision is the cast's (the hand-off or retry wrote
+// both in one transaction: every build cast carrying its instance), the
+// instance's compare alone stands for both: every writer that replaces
+// or deletes a build cast writes the instance in the same transaction
+// (delete: TaskDeleting with the delete cast; the leader's take-back: the
+// instance unplaced with the Retry; a retry taken: the instance on its
+// new host with the next cast; a gone instance: its delete), the move,
+// shelve and unshelve casts are written only for instances out of BUILD
+// (which only this transaction ends), and decommission refuses a host
+// with casts. So the cast is unchanged whenever the instance is, and
+// etcd need not read and decode the whole cast (~1.5 kB) for a compare.
 func (a *Agent) endCastIf(ctx context.Context, ev informer.Event, instKey string, instRev int64, ops []*pb.RequestOp) (castOutcome, error) {
-	r := &pb.TxnRequest{
-		Compare: []*pb.Compare{rawtxn.ModRevisionIs(ev.Key, ev.Revision), rawtxn.ModRevisionIs(instKey, instRev)},
-		Success: append(ops, rawtxn.Delete(ev.Key)),
+	cmps := []*pb.Compare{rawtxn.ModRevisionIs(instKey, instRev)}
+	if instRev != ev.Revision {
+		cmps = append(cmps, rawtxn.ModRevisionIs(ev.Key, ev.Revision))
 	}
+	r := &pb.TxnRequest{Compare: cmps, Success: append(ops, rawtxn.Delete(ev.Key))}
 	ctx = context.WithoutCancel(ctx)
 	resp, err := rawtxn.Commit(ctx, a.cli.KV, r)
 	if err != nil {
