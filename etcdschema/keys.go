@@ -139,6 +139,14 @@ func (k Keys) HostInstance(host, uuid string) string {
 // HostInstances is the prefix of one host's instance info.
 func (k Keys) HostInstances(host string) string { return k.join("hosts", host, "instances") + "/" }
 
+// HostInstancesToService is the key range [from, end) of one host's
+// instance info and its service record, which sort next to each other
+// under the host's prefix (alive < builds/ < capacity < down <
+// instances/ < service < sync): what an agent follows on one watcher.
+func (k Keys) HostInstancesToService(host string) (from, end string) {
+	return k.HostInstances(host), k.Service(host) + "\x00"
+}
+
 // HostSync is the agent's periodic list of its instance uuids.
 func (k Keys) HostSync(host string) string { return k.join("hosts", host, "sync") }
 

@@ -126,6 +126,9 @@ type Informer struct {
 	resume bool
 	// putsOnly: the watch leaves deletes out (PutsOnly).
 	putsOnly bool
+	// end, when set, is where the followed keys end (Until): they are
+	// [prefix, end) instead of those under prefix.
+	end string
 
 	// revMu guards the applied revision, the channel closed when it moves,
 	// and the current watch's context (for progress requests). revCh is
@@ -203,6 +206,26 @@ func Resume() Option { return func(in *Informer) { in.resume = true } }
 // that only deleted, through a progress notification. A handler that
 // forgets a key on its delete (a queue, a cache) must not use it.
 func PutsOnly() Option { return func(in *Informer) { in.putsOnly = true } }
+
+// Until has the informer follow the keys from its prefix up to end
+// (exclusive) instead of the keys under the prefix: for a consumer of a
+// few neighbouring keys and prefixes (an agent's service record and its
+// instance info, which sort next to each other under the host's prefix)
+// that would otherwise watch each on a watcher of its own. Every
+// watcher is memory in etcd for as long as the consumer runs, and a
+// fleet of 100,000 agents holds 100,000 per key it follows. The range is
+// listed with plain paged reads (not List's stream): it is meant to be
+// small. Not for a PagedResetter or a raw handler.
+func Until(end string) Option { return func(in *Informer) { in.end = end } }
+
+// rangeOpt is the clientv3 option that makes a read or watch of
+// in.prefix cover what the informer follows.
+func (in *Informer) rangeOpt() clientv3.OpOption {
+	if in.end != "" {
+		return clientv3.WithRange(in.end)
+	}
+	return clientv3.WithPrefix()
+}
 
 // New returns an informer for prefix that feeds h.
 func New(cli *clientv3.Client, prefix string, h Handler, log hclog.Logger, opts ...Option) *Informer {
@@ -411,7 +434,7 @@ func (in *Informer) list(ctx context.Context) (int64, error) {
 		decode = d.Decode
 	}
 	pr, paged := in.h.(PagedResetter)
-	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}
+	opts := []clientv3.OpOption{in.rangeOpt(), clientv3.WithCountOnly()}
 	if paged {
 		opts = nil // only the revision: a read of the prefix's own key costs nothing
 	}
@@ -434,10 +457,16 @@ func (in *Informer) list(ctx context.Context) (int64, error) {
 		return rev, nil
 	}
 	all := make([]Event, 0, resp.Count)
-	if _, err := List(ctx, in.cli, in.prefix, rev, decode, func(page []Event) error {
+	add := func(page []Event) error {
 		all = append(all, page...)
 		return nil
-	}); err != nil {
+	}
+	if in.end != "" {
+		err = listRange(ctx, in.cli, in.prefix, in.end, rev, decode, add)
+	} else {
+		_, err = List(ctx, in.cli, in.prefix, rev, decode, add)
+	}
+	if err != nil {
 		return 0, err
 	}
 	in.h.Reset(all, rev)
@@ -493,7 +522,7 @@ func (in *Informer) watch(ctx context.Context, rev int64) (delivered bool, err e
 	in.progressCtx, in.watchCancel, in.watchSince = wctx, cancel, time.Now()
 	in.revMu.Unlock()
 	dec, _ := in.h.(Decoder)
-	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(rev + 1)}
+	opts := []clientv3.OpOption{in.rangeOpt(), clientv3.WithRev(rev + 1)}
 	if in.putsOnly {
 		opts = append(opts, clientv3.WithFilterDelete())
 	}

@@ -98,7 +98,23 @@ func ListRaw(ctx context.Context, cli *clientv3.Client, prefix string, rev int64
 	if streamed || !isUnimplemented(err) {
 		return rev, err
 	}
-	return rev, listPaged(ctx, cli, prefix, rev, fn)
+	return rev, listPaged(ctx, cli, prefix, clientv3.GetPrefixRangeEnd(prefix), rev, fn)
+}
+
+// listRange is List for the keys [from, end) (an informer's Until), in
+// plain pages: the ranges followed that way are a few keys.
+func listRange(ctx context.Context, cli *clientv3.Client, from, end string, rev int64, decode DecodeFunc,
+	fn func(page []Event) error) error {
+	return listPaged(ctx, cli, from, end, rev, func(page []*mvccpb.KeyValue) error {
+		kvs := make([]KV, len(page))
+		for i, kv := range page {
+			kvs[i] = KV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision,
+				ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease}
+		}
+		evs := make([]Event, len(kvs))
+		toEvents(evs, kvs, decode, false)
+		return fn(evs)
+	})
 }
 
 // isUnimplemented says whether err is a server's (or the in-process
@@ -144,9 +160,9 @@ func listStream(ctx context.Context, cli *clientv3.Client, prefix string, rev in
 	return true, nil
 }
 
-// listPaged reads the prefix at rev in pages of pageSize, the next page
-// fetched while fn works on the current one.
-func listPaged(ctx context.Context, cli *clientv3.Client, prefix string, rev int64,
+// listPaged reads [prefix, end) at rev in pages of pageSize, the next
+// page fetched while fn works on the current one.
+func listPaged(ctx context.Context, cli *clientv3.Client, prefix, end string, rev int64,
 	fn func(kvs []*mvccpb.KeyValue) error) error {
 	type page struct {
 		resp *clientv3.GetResponse
@@ -155,7 +171,6 @@ func listPaged(ctx context.Context, cli *clientv3.Client, prefix string, rev int
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pages := make(chan page, 1)
-	end := clientv3.GetPrefixRangeEnd(prefix)
 	go func() {
 		defer close(pages)
 		from := prefix
