@@ -88,6 +88,11 @@ type Agent struct {
 	wg       sync.WaitGroup
 	wake     chan struct{}
 	syncNow  chan struct{} // the service's disabled flag changed
+	// follow is the host's service record and instance info as the
+	// agent's watch (followInf, run by Run) or a fleet's delivers them
+	// (host_follow.go).
+	follow    hostFollow
+	followInf *informer.Informer
 
 	// failedBuilds is the failed_builds this agent last read or wrote
 	// (-1: not known yet), registration's read included. The agent is the
@@ -152,6 +157,10 @@ func New(cfg Config, cli *clientv3.Client, keys etcdschema.Keys, p Placement, d 
 	// outcome, or a take-back its outcome's compare finds): etcd leaves
 	// the deletes out, one event per build fewer.
 	a.builds = informer.New(cli, a.own.builds, buildsHandler{a}, a.log, informer.PutsOnly())
+	// The follow needs deletes (instance info goes), so its watch is not
+	// puts only.
+	from, end := keys.HostInstancesToService(cfg.Host)
+	a.followInf = informer.New(cli, from, followHandler{a}, a.log, informer.Until(end))
 	return a, nil
 }
 

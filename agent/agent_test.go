@@ -37,6 +37,22 @@ func startAgentOn(t *testing.T, cli *clientv3.Client, fake FakeConfig) (*clientv
 	return cli, keys, p, a
 }
 
+// waitFollowed waits until the agent's follow of its service record and
+// instance info (host_follow.go) has seen every write made so far: its
+// periodic syncs answer from it, as of what its watch delivered.
+func waitFollowed(t *testing.T, cli *clientv3.Client, a *Agent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.followInf.WaitForRevision(ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // cast does what the superconductor's hand-off does: claim, instance
 // record, build cast.
 func cast(t *testing.T, cli *clientv3.Client, keys etcdschema.Keys, p *placement.Service, a *Agent, uuid string) {
@@ -268,6 +284,7 @@ func TestAgentProviderSyncWritesOnlyOnChange(t *testing.T) {
 	if err := a.updateService(ctx, func(s *etcdschema.Service) { s.Disabled = true }); err != nil {
 		t.Fatal(err)
 	}
+	waitFollowed(t, cli, a)
 	if err := a.SyncProvider(ctx); err != nil {
 		t.Fatal(err)
 	}

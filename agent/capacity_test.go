@@ -45,6 +45,7 @@ func TestAgentReportsCapacityAndRecreatesItsProvider(t *testing.T) {
 		UUID: "i1", Host: "h1", FlavorID: f.ID, Flavor: f.Name})); err != nil {
 		t.Fatal(err)
 	}
+	waitFollowed(t, cli, a)
 	// Placement emptied behind the agent's back (its delete waits for
 	// the index, which startAgent's placement does not run otherwise).
 	pctx, stop := context.WithCancel(ctx)

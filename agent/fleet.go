@@ -90,3 +90,21 @@ func (a *Agent) SyncInstances(ctx context.Context) (wrote bool, err error) {
 // dispatcher does: build or destroy through the driver and the outcome
 // transaction. The caller must not work two casts of one instance at once.
 func (a *Agent) Work(ctx context.Context, ev informer.Event) { a.work1(ctx, ev) }
+
+// Follow hands the agent a change of its own host's service record or
+// instance info (Keys.HostInstancesToService) from a watch the caller
+// runs for many hosts, as a fleet watches its hosts' keys on one watch
+// where each real agent watches its own: the agent's follow
+// (host_follow.go), which its periodic syncs answer from. Other keys are
+// ignored. The caller's watch must have started before the host
+// registered (FollowWatched).
+func (a *Agent) Follow(key string, value []byte, deleted bool) {
+	// An unreadable record is kept as the syncs' error, and logged there.
+	_, _ = a.follow.apply(a.own, informer.Event{Key: key, Value: value, Deleted: deleted})
+}
+
+// FollowWatched marks the agent's follow as known: the caller feeds it
+// (Follow) from a watch that started before the host registered, so it
+// sees every change of the followed keys. Until the host's service
+// record arrives the syncs still read etcd.
+func (a *Agent) FollowWatched() { a.follow.setSynced() }

@@ -28,6 +28,7 @@ func TestHostSyncCarriesFlavors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitFollowed(t, cli, a)
 	if _, err := a.SyncInstances(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +100,7 @@ func TestHostSyncWrittenWhenChanged(t *testing.T) {
 		UUID: "new", Host: "h1", FlavorID: flavor.ID, Flavor: flavor.Name})); err != nil {
 		t.Fatal(err)
 	}
+	waitFollowed(t, cli, a)
 	sync()
 	if got := modRev(); got == written {
 		t.Fatal("a changed list was not written")

@@ -58,7 +58,9 @@ type tickReads struct {
 	uuids []string
 }
 
-// readTick reads a provider sync's inputs in one read-only transaction:
+// readTick reads a provider sync's inputs. The host's own keys come from
+// its follow when that knows them; otherwise (and for the mapping) one
+// read-only transaction:
 // its compare is ensureHostMapping's look (hostMapped), and its success
 // branch reads the service record and (with track_instance_changes) the
 // host's instance info keys. It is built as etcd's messages (package rawtxn):
@@ -72,6 +74,19 @@ type tickReads struct {
 // without the compare: one round trip more, once, before mapHost maps
 // the host.
 func (a *Agent) readTick(ctx context.Context) (tickReads, error) {
+	if r, ok := a.follow.tickReads(a.cfg.Host, a.cfg.TrackInstanceChanges); ok {
+		// The service record and the instance info from the follow
+		// (host_follow.go): only the mapping is read, the same compare
+		// with nothing in either branch. That transaction cost the member
+		// and client ~100 allocations and ~9 kB less than one with the
+		// two reads (BenchmarkHostSyncs).
+		resp, err := rawtxn.Commit(ctx, a.cli.KV, &pb.TxnRequest{Compare: a.own.hostMapped()})
+		if err != nil {
+			return tickReads{}, fmt.Errorf("agent %s: read host mapping: %w", a.cfg.Host, err)
+		}
+		r.mapped = resp.Succeeded
+		return r, nil
+	}
 	svcKey := a.own.service
 	reads := []*pb.RequestOp{rawtxn.Get(svcKey)}
 	if a.cfg.TrackInstanceChanges {

@@ -3,60 +3,53 @@ package agent
 import (
 	"context"
 
-	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/informer"
 )
 
-// serviceHandler follows the host's own service record. When the API flips
-// its disabled flag the agent syncs its provider at once, which sets or
-// clears COMPUTE_STATUS_DISABLED: Nova's set_host_enabled, with the record
-// change in etcd in place of the RPC. The periodic provider sync stays the
-// backstop for a change made while the agent was down.
-type serviceHandler struct {
-	a       *Agent
-	known   bool
-	disable bool
+// followHandler feeds the agent's follow of its own service record and
+// instance info (host_follow.go). When the API flips the service's
+// disabled flag the agent syncs its provider at once, which sets or
+// clears COMPUTE_STATUS_DISABLED: Nova's set_host_enabled, with the
+// record change in etcd in place of the RPC. The periodic provider sync
+// stays the backstop for a change made while the agent was down (the
+// follow lists at start).
+type followHandler struct{ a *Agent }
+
+func (h followHandler) Reset(kvs []informer.Event, _ int64) {
+	h.a.follow.reset()
+	h.Apply(kvs)
+	h.a.follow.setSynced()
 }
 
-func (h *serviceHandler) Reset(kvs []informer.Event, _ int64) {
-	for _, kv := range kvs {
-		h.note(kv)
-	}
-}
-
-func (h *serviceHandler) Apply(evs []informer.Event) {
+func (h followHandler) Apply(evs []informer.Event) {
 	for _, ev := range evs {
-		h.note(ev)
+		h.a.noteFollowed(ev)
 	}
 }
 
-func (h *serviceHandler) note(ev informer.Event) {
-	if ev.Key != h.a.keys.Service(h.a.cfg.Host) || ev.Deleted {
+// noteFollowed applies one change of the followed keys and, when the
+// disabled flag changed, asks for a provider sync. Only a change of the
+// flag needs one; the agent's own writes (failed_builds) must not cost a
+// provider read each.
+func (a *Agent) noteFollowed(ev informer.Event) {
+	changed, err := a.follow.apply(a.own, ev)
+	if err != nil {
+		a.log.Warn("unreadable service record", "error", err)
+	}
+	if !changed {
 		return
 	}
-	var s etcdschema.Service
-	if err := etcdschema.Decode(ev.Key, ev.Value, &s); err != nil {
-		h.a.log.Warn("unreadable service record", "error", err)
-		return
-	}
-	// Only a change of the disabled flag needs a sync; the agent's own
-	// writes (failed_builds) must not cost a provider read each.
-	if h.known && s.Disabled == h.disable {
-		return
-	}
-	h.known, h.disable = true, s.Disabled
 	select {
-	case h.a.syncNow <- struct{}{}:
+	case a.syncNow <- struct{}{}:
 	default:
 	}
 }
 
-// runServiceWatch syncs the provider whenever the service's disabled flag
-// changes, until ctx ends.
+// runServiceWatch follows the host's service record and instance info,
+// and syncs the provider whenever the service's disabled flag changes,
+// until ctx ends. A deleted service record syncs nothing.
 func (a *Agent) runServiceWatch(ctx context.Context) {
-	// note reads puts only: a deleted service record syncs nothing.
-	inf := informer.New(a.cli, a.own.service, &serviceHandler{a: a}, a.log, informer.PutsOnly())
-	go inf.Run(ctx)
+	go a.followInf.Run(ctx)
 	for {
 		select {
 		case <-ctx.Done():

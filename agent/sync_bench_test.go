@@ -132,7 +132,8 @@ func TestProviderTickRoundTrips(t *testing.T) {
 
 // BenchmarkHostSyncs is one periodic run of a fleet host's provider sync
 // ("provider") and instance sync ("instances"), each against a host
-// with no instance (most of a large cloud's hosts) and with 4, over a
+// with no instance (most of a large cloud's hosts) and with 4, read from
+// etcd or ("-followed") answered from the agent's follow, over a
 // networked client to an embedded etcd (both in this process), idle
 // (nothing to write but the instance sync's list).
 // "others=100000" runs them with 100,000 other hosts' mappings and
@@ -157,15 +158,25 @@ func BenchmarkHostSyncs(b *testing.B) {
 
 func benchHostSyncs(b *testing.B, cli *clientv3.Client, instances int) {
 	a := syncedHost(b, cli, instances)
+	// A second agent of the same host whose follow (host_follow.go) runs,
+	// as a running agent's does: its syncs answer from it.
+	followed := syncedHost(b, cli, instances)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go followed.followInf.Run(ctx)
+	if err := followed.followInf.WaitSynced(ctx); err != nil {
+		b.Fatal(err)
+	}
 	c := &requestCount{KV: cli.KV}
 	cli.KV = c
-	ctx := context.Background()
 	for _, bc := range []struct {
 		name string
 		run  func() error
 	}{
 		{"provider", func() error { return a.SyncProvider(ctx) }},
 		{"instances", func() error { _, err := a.SyncInstances(ctx); return err }},
+		{"provider-followed", func() error { return followed.SyncProvider(ctx) }},
+		{"instances-followed", func() error { _, err := followed.SyncInstances(ctx); return err }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

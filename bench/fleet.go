@@ -391,17 +391,24 @@ func (f *Fleet) syncInstances(ctx context.Context, h *fleetHost) error {
 }
 
 // Run works every cast to its hosts
-// until ctx ends, then waits for the casts being worked. Watching starts
-// at fromRev (the revision before the fleet registered), so no cast is
-// missed. A broken watch (compaction) is an error: the run is invalid.
+// until ctx ends, then waits for the casts being worked, and feeds each
+// host's agent the changes of its service record and instance info that
+// a real agent's own watch follows (agent.Follow). Watching starts
+// at fromRev (the revision before the fleet registered), so no cast and
+// no change is missed. A broken watch (compaction) is an error: the run is invalid.
 // (That is why this is a raw watch and not internal/informer, which would
 // re-list and hide the gap the run must fail on.)
 func (f *Fleet) Run(ctx context.Context, fromRev int64) error {
 	defer f.wg.Wait()
 	defer f.workers.close()
 	from, end := f.watchedRange()
+	// Deletes too: an instance info's delete is a change the agents'
+	// follow must see (a cast's delete is dropped below).
 	wch := f.cli.Watch(clientv3.WithRequireLeader(ctx), from, clientv3.WithRange(end),
-		clientv3.WithRev(fromRev), clientv3.WithFilterDelete())
+		clientv3.WithRev(fromRev))
+	for _, ag := range f.agents {
+		ag.FollowWatched()
+	}
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
 			return fmt.Errorf("fleet: watch [%s, %s): %w", from, end, err)
@@ -409,18 +416,29 @@ func (f *Fleet) Run(ctx context.Context, fromRev int64) error {
 		for _, ev := range resp.Events {
 			key := string(ev.Kv.Key)
 			host, rest, err := f.keys.ParseHostKey(key)
-			if err != nil || (rest != "service" && !strings.HasPrefix(rest, "builds/")) {
+			if err != nil {
+				continue
+			}
+			followed := rest == "service" || strings.HasPrefix(rest, "instances/")
+			if !followed && !strings.HasPrefix(rest, "builds/") {
 				continue
 			}
 			ag := f.agents[host]
 			if ag == nil {
 				continue // not one of ours (an existing Berth's real hosts)
 			}
-			if rest == "service" {
-				f.serviceChanged(ctx, host, ag, key, ev.Kv.Value)
-				continue
+			deleted := ev.Type == clientv3.EventTypeDelete
+			if followed {
+				// What the agent's own watch of its service record and
+				// instance info would deliver (agent.Follow).
+				ag.Follow(key, ev.Kv.Value, deleted)
 			}
-			f.offer(ctx, ag, informer.Event{Key: key, Value: ev.Kv.Value, Revision: ev.Kv.ModRevision})
+			switch {
+			case rest == "service" && !deleted:
+				f.serviceChanged(ctx, host, ag, key, ev.Kv.Value)
+			case !followed && !deleted:
+				f.offer(ctx, ag, informer.Event{Key: key, Value: ev.Kv.Value, Revision: ev.Kv.ModRevision})
+			}
 		}
 	}
 	if ctx.Err() != nil {
