@@ -74,15 +74,22 @@ func cast(t *testing.T, cli *clientv3.Client, keys etcdschema.Keys, p *placement
 
 func instance(t *testing.T, cli *clientv3.Client, keys etcdschema.Keys, uuid string) etcdschema.Instance {
 	t.Helper()
-	resp, err := cli.Get(context.Background(), keys.CellInstance("cell1", uuid))
-	if err != nil || len(resp.Kvs) != 1 {
-		t.Fatalf("read instance: %v", err)
-	}
 	var in etcdschema.Instance
-	if err := etcdschema.Decode("i", resp.Kvs[0].Value, &in); err != nil {
+	readRecord(t, cli, keys.CellInstance("cell1", uuid), &in)
+	return in
+}
+
+// readRecord reads the record at key into v; the test fails if it is
+// missing or unreadable.
+func readRecord(t *testing.T, cli *clientv3.Client, key string, v etcdschema.Versioned) {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("no record at %s: %v", key, err)
+	}
+	if err := etcdschema.Decode(key, resp.Kvs[0].Value, v); err != nil {
 		t.Fatal(err)
 	}
-	return in
 }
 
 func TestAgentRegistersAndBuilds(t *testing.T) {

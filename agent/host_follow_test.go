@@ -79,14 +79,8 @@ func TestFollowAnswersThePeriodicSyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The API's disable, read-modify-write of the record.
-	resp, err := cli.Get(ctx, keys.Service("h1"))
-	if err != nil || len(resp.Kvs) != 1 {
-		t.Fatalf("service record: %v", err)
-	}
 	var svc etcdschema.Service
-	if err := etcdschema.Decode(keys.Service("h1"), resp.Kvs[0].Value, &svc); err != nil {
-		t.Fatal(err)
-	}
+	readRecord(t, cli, keys.Service("h1"), &svc)
 	svc.Disabled = true
 	if _, err := cli.Put(ctx, keys.Service("h1"), etcdschema.MustEncode(&svc)); err != nil {
 		t.Fatal(err)
@@ -114,25 +108,13 @@ func TestFollowAnswersThePeriodicSyncs(t *testing.T) {
 	if !slices.Contains(prov.Traits, placement.TraitComputeStatusDisabled) {
 		t.Errorf("provider traits %v after a sync of a disabled service", prov.Traits)
 	}
-	resp, err = cli.Get(ctx, keys.HostSync("h1"))
-	if err != nil || len(resp.Kvs) != 1 {
-		t.Fatalf("no sync record: %v", err)
-	}
 	var hs etcdschema.HostSync
-	if err := etcdschema.Decode(keys.HostSync("h1"), resp.Kvs[0].Value, &hs); err != nil {
-		t.Fatal(err)
-	}
+	readRecord(t, cli, keys.HostSync("h1"), &hs)
 	if !slices.Equal(hs.UUIDs, []string{"kept"}) {
 		t.Errorf("instance sync listed %v, want [kept]", hs.UUIDs)
 	}
-	resp, err = cli.Get(ctx, keys.HostCapacity("h1"))
-	if err != nil || len(resp.Kvs) != 1 {
-		t.Fatalf("no capacity record: %v", err)
-	}
 	var hc etcdschema.HostCapacity
-	if err := etcdschema.Decode(keys.HostCapacity("h1"), resp.Kvs[0].Value, &hc); err != nil {
-		t.Fatal(err)
-	}
+	readRecord(t, cli, keys.HostCapacity("h1"), &hc)
 	if hc.Used[placement.VCPU] != 2 {
 		t.Errorf("capacity used %v, want the kept instance's 2 VCPU", hc.Used)
 	}

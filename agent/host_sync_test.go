@@ -32,14 +32,8 @@ func TestHostSyncCarriesFlavors(t *testing.T) {
 	if _, err := a.SyncInstances(ctx); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := cli.Get(ctx, keys.HostSync("h1"))
-	if err != nil || len(resp.Kvs) != 1 {
-		t.Fatalf("no sync record: %v", err)
-	}
 	var hs etcdschema.HostSync
-	if err := etcdschema.Decode(keys.HostSync("h1"), resp.Kvs[0].Value, &hs); err != nil {
-		t.Fatal(err)
-	}
+	readRecord(t, cli, keys.HostSync("h1"), &hs)
 	if !slices.Equal(hs.UUIDs, []string{"here", "moved"}) || !slices.Equal(hs.FlavorIDs, []string{"2", ""}) {
 		t.Fatalf("sync uuids %v flavors %v, want [here moved] [2 \"\"]", hs.UUIDs, hs.FlavorIDs)
 	}
