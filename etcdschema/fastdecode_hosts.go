@@ -139,6 +139,23 @@ func (m *HostMapping) decodeFast(data []byte) bool {
 // Every scheduler's host manager follows every host's capacity record,
 // rewritten as the host's instances come and go.
 func (c *HostCapacity) decodeFast(data []byte) bool {
+	return c.decodeFastShared(data, false)
+}
+
+// DecodeHostCapacityShared is Decode of a host's capacity record whose
+// inventories are the shared map of equal inventories decoded before
+// (inventory_table.go), which no caller may mutate: every scheduler's
+// host manager holds every host's, re-decoded at each capacity report.
+func DecodeHostCapacityShared(key string, data []byte) (*HostCapacity, error) {
+	c := &HostCapacity{}
+	if c.decodeFastShared(data, true) && versionReadable(c) {
+		return c, nil
+	}
+	c = &HostCapacity{}
+	return c, Decode(key, data, c)
+}
+
+func (c *HostCapacity) decodeFastShared(data []byte, shared bool) bool {
 	if c.Inventories != nil || c.Used != nil {
 		return false // encoding/json would merge into the existing maps
 	}
@@ -154,7 +171,11 @@ func (c *HostCapacity) decodeFast(data []byte) bool {
 			q.Host, ok = r.string()
 			bit = 2
 		case "inventories":
-			q.Inventories, ok = r.inventories()
+			if shared {
+				q.Inventories, ok = r.inventoriesShared(nil)
+			} else {
+				q.Inventories, ok = r.inventories()
+			}
 			bit = 4
 		case "used":
 			q.Used, ok = r.int64Map()

@@ -1,7 +1,5 @@
 package etcdschema
 
-import "math"
-
 // Provider and Consumer records are decoded by every placement index on
 // every claim (each claim rewrites one of each) and a million consumers at
 // a scheduler's cold start; encoding/json's reflection was the largest
@@ -60,18 +58,20 @@ func (r *jsonReader) members(member func(name []byte) (bit uint32, ok bool)) boo
 }
 
 func (p *Provider) decodeFast(data []byte) bool {
-	return p.decodeFastAfter(data, nil)
+	return p.decodeFastAfter(data, nil, false)
 }
 
 // DecodeProviderAfter is Decode of a provider record into a new Provider
-// that shares with prev (the record it replaces, which neither may
-// mutate) every part it reads equal to prev's: strings, inventories,
-// traits, aggregates. Every scheduler decodes the provider of every
-// claim, and a claim changes only its usages and generation. The value
-// and the error are exactly Decode's.
+// that shares with prev (the record it replaces, may be nil; which
+// neither may mutate) every part it reads equal to prev's: strings,
+// inventories, traits, aggregates. Every scheduler decodes the provider
+// of every claim, and a claim changes only its usages and generation.
+// Its inventories are otherwise the shared map of equal inventories
+// decoded before (inventory_table.go): read-only too. The value and the
+// error are exactly Decode's.
 func DecodeProviderAfter(key string, data []byte, prev *Provider) (*Provider, error) {
 	p := &Provider{}
-	if prev != nil && p.decodeFastAfter(data, prev) {
+	if p.decodeFastAfter(data, prev, true) {
 		return p, checkVersion(key, p)
 	}
 	return p, Decode(key, data, p)
@@ -83,7 +83,7 @@ func DecodeProviderAfter(key string, data []byte, prev *Provider) (*Provider, er
 // index follows every claim's provider put this way.
 func DecodeProviderAfterKey(key, data []byte, prev *Provider) (*Provider, error) {
 	p := &Provider{}
-	if prev != nil && p.decodeFastAfter(data, prev) && versionReadable(p) {
+	if p.decodeFastAfter(data, prev, true) && versionReadable(p) {
 		return p, nil
 	}
 	return DecodeProviderAfter(string(key), data, prev)
@@ -114,7 +114,9 @@ func versionReadable(v Versioned) bool {
 	return got >= 1 && got <= v.SchemaVersion()
 }
 
-func (p *Provider) decodeFastAfter(data []byte, prev *Provider) bool {
+// decodeFastAfter decodes into p sharing prev's equal parts, and with
+// shared the table's inventories (see DecodeProviderAfter).
+func (p *Provider) decodeFastAfter(data []byte, prev *Provider, shared bool) bool {
 	if p.Inventories != nil || p.Traits != nil || p.Aggregates != nil || p.Usages != nil {
 		return false
 	}
@@ -149,7 +151,11 @@ func (p *Provider) decodeFastAfter(data []byte, prev *Provider) bool {
 			q.RootProviderUUID, ok = r.stringAs(was.RootProviderUUID)
 			return ok && once(&seen, seenRoot)
 		case "inventories":
-			q.Inventories, ok = r.inventoriesAs(was.Inventories)
+			if shared {
+				q.Inventories, ok = r.inventoriesShared(was.Inventories)
+			} else {
+				q.Inventories, ok = r.inventories()
+			}
 			return ok && once(&seen, seenInventories)
 		case "traits":
 			q.Traits, ok = r.stringsAs(was.Traits)
@@ -310,54 +316,6 @@ func (r *jsonReader) inventories() (map[string]Inventory, bool) {
 		return true
 	})
 	return m, ok
-}
-
-// inventoriesAs reads a provider's inventories as inventories does,
-// returning was itself when they are exactly was's (allocation ratios
-// compared bit for bit: -0 is not 0 here).
-func (r *jsonReader) inventoriesAs(was map[string]Inventory) (map[string]Inventory, bool) {
-	if r.null() {
-		return nil, true
-	}
-	if was == nil {
-		return r.inventories()
-	}
-	type entry struct {
-		rc  []byte
-		inv Inventory
-	}
-	var buf [8]entry
-	entries := buf[:0]
-	ok := r.object(func(rc []byte) bool {
-		inv, ok := r.inventory()
-		entries = append(entries, entry{rc, inv})
-		return ok
-	})
-	if !ok {
-		return nil, false
-	}
-	same := len(entries) == len(was) && len(entries) <= len(buf)
-	for i := 0; same && i < len(entries); i++ {
-		e := entries[i]
-		old, found := was[string(e.rc)]
-		same = found && old.Total == e.inv.Total && old.Reserved == e.inv.Reserved && old.MinUnit == e.inv.MinUnit &&
-			old.MaxUnit == e.inv.MaxUnit && old.StepSize == e.inv.StepSize &&
-			math.Float64bits(old.AllocationRatio) == math.Float64bits(e.inv.AllocationRatio)
-		for j := 0; same && j < i; j++ {
-			same = string(entries[j].rc) != string(e.rc) // a repeated class is declined below
-		}
-	}
-	if same {
-		return was, true
-	}
-	m := make(map[string]Inventory, len(entries))
-	for _, e := range entries {
-		if _, dup := m[string(e.rc)]; dup {
-			return nil, false
-		}
-		m[internName(e.rc)] = e.inv
-	}
-	return m, true
 }
 
 // inventory reads one Inventory object.

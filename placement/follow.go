@@ -85,12 +85,10 @@ func (s *Service) listProviders(ctx context.Context, at int64) (*indexState, int
 	}
 	st := newIndexState()
 	st.reserve(int(resp.Count))
-	var inventories sharedInventories
 	rev, err := informer.List(ctx, s.cli, s.keys.Providers(), at, decodeProvider, func(page []informer.Event) error {
 		for _, ev := range page {
 			if s.loaded(ev) {
 				p := ev.Decoded.(*etcdschema.Provider)
-				p.Inventories = inventories.share(p.Inventories)
 				st.putProvider(p, ev.Revision)
 				st.noteCreated(p.UUID, ev.CreateRevision)
 			}

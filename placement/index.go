@@ -451,7 +451,9 @@ func (st *indexState) aggID(a string, create bool) (int32, bool) {
 }
 
 // decodeProvider reads a provider record; it touches no index state, so
-// a load runs it on several goroutines (informer.List).
+// a load runs it on several goroutines (informer.List). Its inventories
+// map is every equal provider's (etcdschema.DecodeProviderAfter): an
+// indexed record's maps are read-only, and a write changes a Clone.
 func decodeProvider(key string, val []byte) (any, error) {
 	return decodeProviderAfter(key, val, nil)
 }

@@ -2,7 +2,6 @@ package placement
 
 import (
 	"context"
-	"maps"
 	"runtime"
 	"sync"
 
@@ -101,37 +100,3 @@ func (s *Service) listConsumerPages(ctx context.Context, rev int64, provider fun
 // minParallelDecode is the smallest page worth decoding on more than one
 // goroutine (as informer.List's).
 const minParallelDecode = 512
-
-// sharedInventoriesKept is how many distinct inventories a load keeps to
-// share: a cloud's hosts come in a few hardware shapes.
-const sharedInventoriesKept = 8
-
-// sharedInventories lets the providers a load lists share their
-// inventories maps where equal (about 0.5 KB per provider: 50 MB at
-// 100,000 hosts). Indexed records are never mutated (an update clones
-// the record first), as the watch path's sharing of a provider's
-// inventories with its previous record already relies on.
-type sharedInventories struct {
-	// recent are the last distinct maps, the most recent first.
-	recent []map[string]etcdschema.Inventory
-}
-
-// share returns the kept map equal to inv, or inv, which is then kept.
-func (si *sharedInventories) share(inv map[string]etcdschema.Inventory) map[string]etcdschema.Inventory {
-	if inv == nil {
-		return nil
-	}
-	for i, m := range si.recent {
-		if maps.Equal(m, inv) {
-			copy(si.recent[1:i+1], si.recent[:i])
-			si.recent[0] = m
-			return m
-		}
-	}
-	if len(si.recent) < sharedInventoriesKept {
-		si.recent = append(si.recent, nil)
-	}
-	copy(si.recent[1:], si.recent[:len(si.recent)-1])
-	si.recent[0] = inv
-	return inv
-}

@@ -259,8 +259,8 @@ func (h hostsHandler) Decode(key string, value []byte) (any, error) {
 		s := &etcdschema.Service{}
 		return s, etcdschema.Decode(key, value, s)
 	case rest == "capacity":
-		hc := &etcdschema.HostCapacity{}
-		return hc, etcdschema.Decode(key, value, hc)
+		// Its inventories are shared with every equal host's: read-only.
+		return etcdschema.DecodeHostCapacityShared(key, value)
 	case strings.HasPrefix(rest, "instances/") && h.hm.track:
 		// Straight into shared strings: applyLocked swaps the key's host
 		// (the key's bytes, during a list) for the host record's name.

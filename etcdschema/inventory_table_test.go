@@ -1,0 +1,102 @@
+package etcdschema
+
+import (
+	"reflect"
+	"testing"
+)
+
+func mapID(m map[string]Inventory) uintptr { return reflect.ValueOf(m).Pointer() }
+
+// TestSharedInventories: the indexes' decoders give equal inventories one
+// map (of the value Decode gives), unequal ones their own, and the plain
+// Decode a fresh map its caller may mutate.
+func TestSharedInventories(t *testing.T) {
+	invs := func(vcpu int64) map[string]Inventory {
+		return map[string]Inventory{
+			"VCPU":      {Total: vcpu, MinUnit: 1, MaxUnit: vcpu, StepSize: 1, AllocationRatio: 16},
+			"MEMORY_MB": {Total: 65536, Reserved: 512, MinUnit: 1, MaxUnit: 65536, StepSize: 1, AllocationRatio: 1.5},
+			"DISK_GB":   {Total: 1000, MinUnit: 1, MaxUnit: 1000, StepSize: 1, AllocationRatio: 1},
+		}
+	}
+	provider := func(uuid string, vcpu int64) []byte {
+		return []byte(MustEncode(&Provider{UUID: uuid, Name: "n-" + uuid, RootProviderUUID: uuid, Generation: 3,
+			Inventories: invs(vcpu), Usages: map[string]int64{"VCPU": 2}}))
+	}
+	a, err := DecodeProviderAfter("/a", provider("a", 48), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := DecodeProviderAfterKey([]byte("/b"), provider("b", 48), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := DecodeProviderAfter("/c", provider("c", 96), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a.Inventories, invs(48)) || !reflect.DeepEqual(c.Inventories, invs(96)) {
+		t.Fatalf("decoded %v and %v", a.Inventories, c.Inventories)
+	}
+	if mapID(a.Inventories) != mapID(b.Inventories) {
+		t.Error("two providers' equal inventories were decoded into two maps")
+	}
+	if mapID(a.Inventories) == mapID(c.Inventories) {
+		t.Error("unequal inventories share a map")
+	}
+	// A provider's next record with other inventories gets the table's.
+	a2, err := DecodeProviderAfter("/a", provider("a", 96), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mapID(a2.Inventories) != mapID(c.Inventories) {
+		t.Error("a provider's new inventories did not share the equal ones decoded before")
+	}
+	hc := []byte(MustEncode(&HostCapacity{Host: "h1", Inventories: invs(48), Used: map[string]int64{"VCPU": 2}}))
+	h1, err := DecodeHostCapacityShared("/h1", hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := DecodeHostCapacityShared("/h2", hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(h1.Inventories, invs(48)) || mapID(h1.Inventories) != mapID(h2.Inventories) {
+		t.Errorf("host capacities' equal inventories: %v, shared %v", h1.Inventories, mapID(h1.Inventories) == mapID(h2.Inventories))
+	}
+	var fresh Provider
+	if err := Decode("/a", provider("a", 48), &fresh); err != nil {
+		t.Fatal(err)
+	}
+	if mapID(fresh.Inventories) == mapID(a.Inventories) {
+		t.Error("Decode returned the shared map, which its caller may mutate")
+	}
+	var freshCap HostCapacity
+	if err := Decode("/h1", hc, &freshCap); err != nil {
+		t.Fatal(err)
+	}
+	if mapID(freshCap.Inventories) == mapID(h1.Inventories) {
+		t.Error("Decode returned a host capacity's shared map")
+	}
+}
+
+// TestSharedInventoriesBounded: past maxSharedInventories distinct
+// values the table holds no more, and decoding still gives each its own.
+func TestSharedInventoriesBounded(t *testing.T) {
+	for i := range maxSharedInventories + 100 {
+		total := int64(1_000_000 + i)
+		in := []byte(MustEncode(&HostCapacity{Host: "h", Inventories: map[string]Inventory{"VCPU": {Total: total, MinUnit: 1, MaxUnit: 1, StepSize: 1, AllocationRatio: 1}}}))
+		got, err := DecodeHostCapacityShared("/h", in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Inventories["VCPU"].Total != total {
+			t.Fatalf("value %d decoded as %v", total, got.Inventories)
+		}
+	}
+	sharedInventories.mu.RLock()
+	n := len(sharedInventories.m)
+	sharedInventories.mu.RUnlock()
+	if n > maxSharedInventories {
+		t.Errorf("the table holds %d values, bound %d", n, maxSharedInventories)
+	}
+}
