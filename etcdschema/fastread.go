@@ -106,6 +106,18 @@ func (r *jsonReader) strings() ([]string, bool) { return r.stringsFrom(nil) }
 
 // stringsFrom is strings taking each element from str (nil: a copy of
 // its bytes), which must not keep the bytes.
+func (r *jsonReader) stringsFrom(str func(b []byte) string) ([]string, bool) {
+	// Gathered on the stack and copied once into a slice of their
+	// number: a host's sync lists its instances (ten or so), and growing
+	// the slice by appends left four smaller ones to the GC per sync.
+	var buf [16]string
+	out, ok := r.appendStrings(buf[:0], str)
+	if !ok || out == nil {
+		return nil, ok
+	}
+	return append(make([]string, 0, len(out)), out...), true
+}
+
 // stringsInto is stringsFrom into dst's array (from its start, grown
 // if short) when dst is not nil: a reader that keeps none of the
 // decoded slices reuses one array for every record.
@@ -113,6 +125,13 @@ func (r *jsonReader) stringsInto(dst []string, str func(b []byte) string) ([]str
 	if dst == nil {
 		return r.stringsFrom(str)
 	}
+	return r.appendStrings(dst[:0], str)
+}
+
+// appendStrings reads an array of strings onto out (not nil, so that an
+// empty array gives an empty, non-nil slice), each element taken from
+// str (nil: a copy of its bytes); null gives nil.
+func (r *jsonReader) appendStrings(out []string, str func(b []byte) string) ([]string, bool) {
 	if str == nil {
 		str = func(b []byte) string { return string(b) }
 	}
@@ -122,7 +141,6 @@ func (r *jsonReader) stringsInto(dst []string, str func(b []byte) string) ([]str
 	if !r.next('[') {
 		return nil, false
 	}
-	out := dst[:0]
 	if r.next(']') {
 		return out, true
 	}
@@ -136,37 +154,6 @@ func (r *jsonReader) stringsInto(dst []string, str func(b []byte) string) ([]str
 			continue
 		}
 		return out, r.next(']')
-	}
-}
-
-func (r *jsonReader) stringsFrom(str func(b []byte) string) ([]string, bool) {
-	if str == nil {
-		str = func(b []byte) string { return string(b) }
-	}
-	if r.null() {
-		return nil, true
-	}
-	if !r.next('[') {
-		return nil, false
-	}
-	if r.next(']') {
-		return []string{}, true
-	}
-	// Gathered on the stack and copied once into a slice of their
-	// number: a host's sync lists its instances (ten or so), and growing
-	// the slice by appends left four smaller ones to the GC per sync.
-	var buf [16]string
-	out := buf[:0]
-	for {
-		s, ok := r.str()
-		if !ok {
-			return nil, false
-		}
-		out = append(out, str(s))
-		if r.next(',') {
-			continue
-		}
-		return append(make([]string, 0, len(out)), out...), r.next(']')
 	}
 }
 
