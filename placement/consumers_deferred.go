@@ -39,18 +39,17 @@ import (
 //
 // Until the list is in, what reads consumers from the index waits for it
 // (waitConsumers: the allocations of a provider, usages, a provider's
-// delete), except two readers for which the index is only a hint: a claim
+// delete), except the claim, for which the index is only a hint: a claim
 // planned from the index compares the mod revision of every consumer it
 // planned from, so an existing consumer the index does not have yet costs
 // a lost compare and the claim's read from etcd, as a stale index always
-// did; and Consumers (a sweep whose deletes are guarded by the
-// consumer's mod revision) sees those listed so far.
+// did.
 //
-// Consumers on demand: in a scheduler without the Placement API those
-// hint readers are all there is, and nothing routine needs every
+// Consumers on demand: in a scheduler without the Placement API that
+// hint reader is all there is, and nothing routine needs every
 // consumer (the leader's orphaned-allocation sweep reads them from etcd a
 // page per run, ConsumerPage). StartOnDemand lists them when first
-// wanted (WaitConsumers, Consumers: a provider's allocations, say), so a
+// wanted (WaitConsumers: a provider's allocations, say), so a
 // scheduler, leader or not, does not list nor hold a million consumers
 // (at 100,000 hosts about 300 MB of its heap); its
 // watch still indexes the consumers written since it started, which keeps
@@ -122,7 +121,7 @@ func (s *Service) StartDeferred(ctx context.Context, after func(context.Context)
 // StartOnDemand is StartDeferred for a process whose readers of every
 // consumer may never come (a scheduler without the Placement API): the
 // consumers are listed once after
-// returns and a reader wants them (WaitConsumers, Consumers), not before.
+// returns and a reader wants them (WaitConsumers), not before.
 func (s *Service) StartOnDemand(ctx context.Context, after func(context.Context) error) error {
 	return s.startDeferred(ctx, after, true)
 }

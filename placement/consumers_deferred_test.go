@@ -174,8 +174,9 @@ func TestDeferredConsumersReplacedByRelist(t *testing.T) {
 // consumers on demand lists none until a reader wants them; meanwhile its
 // watch indexes the consumers written since, and deletes leave nothing
 // behind (no gone entry: the list, read later at the current revision,
-// has them already deleted). The first Consumers call starts the list,
-// and the end state equals that of a service that followed every write.
+// has them already deleted). The first WaitConsumers call starts the
+// list, and the end state equals that of a service that followed every
+// write.
 func TestOnDemandConsumersListedWhenWanted(t *testing.T) {
 	s, cli := newStarted(t)
 	ctx := testCtx(t)
@@ -206,10 +207,7 @@ func TestOnDemandConsumersListedWhenWanted(t *testing.T) {
 		t.Errorf("before any reader: listing %v, %d deletes remembered; want none", listing, gone)
 	}
 
-	// The sweep's call starts the list; WaitConsumers waits for it.
-	if n := len(d.Consumers()); n < 3 {
-		t.Errorf("the first Consumers call saw %d consumers, want at least the 3 followed", n)
-	}
+	// A reader's WaitConsumers starts the list and waits for it.
 	if err := d.WaitConsumers(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +229,13 @@ func TestOnDemandConsumersWaitForAfter(t *testing.T) {
 			return failed
 		})
 	})
-	d.Consumers() // wants them: the list still waits for after
+	// A reader that wants them and stops waiting at once: the list still
+	// waits for after.
+	gaveUp, cancel := context.WithCancel(testCtx(t))
+	cancel()
+	if err := d.WaitConsumers(gaveUp); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitConsumers with a cancelled context = %v, want context.Canceled", err)
+	}
 	d.idx.mu.RLock()
 	listing := d.idx.st.pending.listing
 	d.idx.mu.RUnlock()

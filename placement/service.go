@@ -184,29 +184,10 @@ func (s *Service) syncIndex(ctx context.Context) error {
 // IndexRevision is the etcd revision the index has applied.
 func (s *Service) IndexRevision() int64 { return s.idx.revision() }
 
-// ConsumerRecord is one consumer as the index holds it, with the mod
-// revision of its record (a guard for a write that must see it unchanged).
+// ConsumerRecord is one consumer as read from etcd (ConsumerPage), with
+// the mod revision of its record (a guard for a write that must see it
+// unchanged).
 type ConsumerRecord struct {
-	Consumer *etcdschema.Consumer // shared with the index: do not mutate
+	Consumer *etcdschema.Consumer
 	ModRev   int64
-}
-
-// Consumers returns every consumer the index holds, for a sweep that
-// must not re-read etcd (the leader's orphaned-allocation sweep reads
-// etcd a page at a time instead: ConsumerPage).
-// While a deferred list runs (StartDeferred) those are the ones listed
-// so far: a sweep sees fewer, and guards what it deletes. A list on
-// demand (StartOnDemand) starts at the first call, which sees the
-// consumers written since the index started.
-func (s *Service) Consumers() []ConsumerRecord {
-	s.idx.mu.RLock()
-	defer s.idx.mu.RUnlock()
-	if p := s.idx.st.pending; p != nil {
-		p.want()
-	}
-	out := make([]ConsumerRecord, 0, len(s.idx.st.consumers))
-	for _, e := range s.idx.st.consumers {
-		out = append(out, ConsumerRecord{Consumer: e.c, ModRev: e.modRev})
-	}
-	return out
 }
