@@ -44,10 +44,14 @@ func (p *Provider) appendJSON(b []byte) ([]byte, bool) {
 	if b, ok = appendInventories(b, p.Inventories); !ok {
 		return nil, false
 	}
-	b = append(b, `,"traits":`...)
-	b = appendJSONStrings(b, p.Traits)
-	b = append(b, `,"aggregates":`...)
-	b = appendJSONStrings(b, p.Aggregates)
+	if len(p.Traits) > 0 {
+		b = append(b, `,"traits":`...)
+		b = appendJSONStrings(b, p.Traits)
+	}
+	if len(p.Aggregates) > 0 {
+		b = append(b, `,"aggregates":`...)
+		b = appendJSONStrings(b, p.Aggregates)
+	}
 	b = append(b, `,"usages":`...)
 	b = appendJSONInt64Map(b, p.Usages)
 	return appendTimes(b, p.CreatedAt, p.UpdatedAt)
@@ -152,8 +156,10 @@ func appendInventories(b []byte, invs map[string]Inventory) ([]byte, bool) {
 		b = appendJSONString(b, rc)
 		b = append(b, `:{"total":`...)
 		b = strconv.AppendInt(b, inv.Total, 10)
-		b = append(b, `,"reserved":`...)
-		b = strconv.AppendInt(b, inv.Reserved, 10)
+		if inv.Reserved != 0 {
+			b = append(b, `,"reserved":`...)
+			b = strconv.AppendInt(b, inv.Reserved, 10)
+		}
 		b = append(b, `,"min_unit":`...)
 		b = strconv.AppendInt(b, inv.MinUnit, 10)
 		b = append(b, `,"max_unit":`...)

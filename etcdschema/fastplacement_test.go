@@ -798,3 +798,99 @@ func deepCopyProvider(p *Provider) Provider {
 	c.Aggregates = slices.Clone(p.Aggregates)
 	return c
 }
+
+// TestProviderRecordLeavesOutEmptyMembers: a compute node's provider
+// record (no traits, no aggregates, reserved 0 in some classes) is
+// written without those members, and reads back the same through this
+// build's decoders and through an older Berth's reader (its struct with
+// the members it always wrote, read by encoding/json as its fallback
+// does): nil lists and 0 reserved, as the nulls and zeros it wrote meant.
+// A provider with traits, aggregates and a reserve still writes them.
+func TestProviderRecordLeavesOutEmptyMembers(t *testing.T) {
+	type olderInventory struct {
+		Total           int64   `json:"total"`
+		Reserved        int64   `json:"reserved"`
+		MinUnit         int64   `json:"min_unit"`
+		MaxUnit         int64   `json:"max_unit"`
+		StepSize        int64   `json:"step_size"`
+		AllocationRatio float64 `json:"allocation_ratio"`
+	}
+	type olderProvider struct {
+		Version          int                       `json:"version"`
+		UUID             string                    `json:"uuid"`
+		Generation       int64                     `json:"generation"`
+		RootProviderUUID string                    `json:"root_provider_uuid"`
+		Inventories      map[string]olderInventory `json:"inventories"`
+		Traits           []string                  `json:"traits"`
+		Aggregates       []string                  `json:"aggregates"`
+		Usages           map[string]int64          `json:"usages"`
+	}
+	at := time.Date(2026, 11, 28, 2, 45, 10, 39955663, time.UTC)
+	inv := map[string]Inventory{
+		"DISK_GB":   {Total: 1000, MinUnit: 1, MaxUnit: 1000, StepSize: 1, AllocationRatio: 1},
+		"MEMORY_MB": {Total: 65536, Reserved: 512, MinUnit: 1, MaxUnit: 65536, StepSize: 1, AllocationRatio: 1},
+	}
+	for _, tc := range []struct {
+		name        string
+		p           Provider
+		has, hasNot []string
+	}{
+		{"compute node", Provider{UUID: "rp1", Name: "compute-1", Generation: 2, RootProviderUUID: "rp1",
+			Inventories: inv, Usages: map[string]int64{"DISK_GB": 20}, CreatedAt: at, UpdatedAt: at},
+			[]string{`"MEMORY_MB":{"total":65536,"reserved":512,`}, []string{`"traits"`, `"aggregates"`, `"reserved":0`}},
+		{"empty lists", Provider{UUID: "rp1", Name: "compute-1", RootProviderUUID: "rp1", Traits: []string{}, Aggregates: []string{},
+			CreatedAt: at, UpdatedAt: at}, nil, []string{`"traits"`, `"aggregates"`}},
+		{"traits and aggregates", Provider{UUID: "rp1", Name: "compute-1", RootProviderUUID: "rp1", Inventories: inv,
+			Traits: []string{"COMPUTE_STATUS_DISABLED"}, Aggregates: []string{"agg1"}, CreatedAt: at, UpdatedAt: at},
+			[]string{`"traits":["COMPUTE_STATUS_DISABLED"]`, `"aggregates":["agg1"]`}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := EncodeBytes(&tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.has {
+				if !bytes.Contains(data, []byte(s)) {
+					t.Errorf("record %s lacks %s", data, s)
+				}
+			}
+			for _, s := range tc.hasNot {
+				if bytes.Contains(data, []byte(s)) {
+					t.Errorf("record %s has %s", data, s)
+				}
+			}
+			var got Provider
+			if err := Decode("k", data, &got); err != nil {
+				t.Fatal(err)
+			}
+			var old olderProvider
+			if err := json.Unmarshal(data, &old); err != nil {
+				t.Fatal(err)
+			}
+			for _, traits := range [][]string{got.Traits, old.Traits} {
+				if !slices.Equal(traits, tc.p.Traits) {
+					t.Errorf("traits read back %q, want %q", traits, tc.p.Traits)
+				}
+			}
+			for _, aggs := range [][]string{got.Aggregates, old.Aggregates} {
+				if !slices.Equal(aggs, tc.p.Aggregates) {
+					t.Errorf("aggregates read back %q, want %q", aggs, tc.p.Aggregates)
+				}
+			}
+			if !maps.Equal(got.Inventories, tc.p.Inventories) {
+				t.Errorf("inventories read back %v, want %v", got.Inventories, tc.p.Inventories)
+			}
+			if len(old.Inventories) != len(tc.p.Inventories) {
+				t.Errorf("an older reader read %d inventories, want %d", len(old.Inventories), len(tc.p.Inventories))
+			}
+			for rc, o := range old.Inventories {
+				if Inventory(o) != tc.p.Inventories[rc] {
+					t.Errorf("an older reader read %s as %+v, want %+v", rc, o, tc.p.Inventories[rc])
+				}
+			}
+			if old.Version != ProviderVersion || old.UUID != tc.p.UUID || old.RootProviderUUID != tc.p.RootProviderUUID {
+				t.Errorf("an older reader read %+v", old)
+			}
+		})
+	}
+}

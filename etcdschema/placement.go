@@ -16,10 +16,16 @@ const (
 )
 
 // Inventory is one resource class of a provider's inventory, with the
-// Placement API's field names so the HTTP layer can reuse it.
+// Placement API's field names so the HTTP layer can reuse it. A reserved
+// of 0 is left out of the record (omitempty): every reader, an older
+// Berth's included, decodes a missing member as 0, so the record needs
+// no new version; the Placement API writes its own "reserved"
+// (placement/httpapi serializeInventory). The other members stay even
+// at their usual values (1): an older reader would take a missing one
+// for 0.
 type Inventory struct {
 	Total           int64   `json:"total"`
-	Reserved        int64   `json:"reserved"`
+	Reserved        int64   `json:"reserved,omitempty"`
 	MinUnit         int64   `json:"min_unit"`
 	MaxUnit         int64   `json:"max_unit"`
 	StepSize        int64   `json:"step_size"`
@@ -44,6 +50,14 @@ func (i Inventory) Capacity() int64 {
 // usages live here, not under the consumers, so that a claim is one
 // transaction comparing each touched provider's mod revision; Generation is
 // bumped by every write so it doubles as Placement's provider generation.
+//
+// Traits and Aggregates are left out of the record when empty
+// (omitempty): a reader, an older Berth's included, decodes a missing
+// member as nil, as it decoded the null every provider without them
+// carried, and the readers that index them take nil as none
+// (normalizeProvider in package placement makes it an empty list). With
+// Inventory's reserved 0, that is ~60 of a compute node's ~710 bytes,
+// and the provider is put by every claim (docs/flows.md, W3).
 type Provider struct {
 	header
 	UUID               string               `json:"uuid"`
@@ -52,8 +66,8 @@ type Provider struct {
 	ParentProviderUUID string               `json:"parent_provider_uuid,omitempty"`
 	RootProviderUUID   string               `json:"root_provider_uuid"`
 	Inventories        map[string]Inventory `json:"inventories"`
-	Traits             []string             `json:"traits"`
-	Aggregates         []string             `json:"aggregates"`
+	Traits             []string             `json:"traits,omitempty"`
+	Aggregates         []string             `json:"aggregates,omitempty"`
 	Usages             map[string]int64     `json:"usages"`
 	CreatedAt          time.Time            `json:"created_at"`
 	UpdatedAt          time.Time            `json:"updated_at"`
