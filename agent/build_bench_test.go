@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -33,15 +32,20 @@ func BenchmarkWorkBuild(b *testing.B) {
 		i++
 		uuid := fmt.Sprintf("6a0c9b1e-0000-4000-8000-%012d", i)
 		now := time.Now().UTC()
-		inst := etcdschema.MustEncode(&etcdschema.Instance{UUID: uuid, Name: "bench-1", Status: etcdschema.StatusBuild,
-			TaskState: etcdschema.TaskSpawning, Host: "h1", Node: "h1", Cell: "cell1", Flavor: f, ProjectID: "p", UserID: "u",
-			Image: &etcdschema.BootImage{ID: "img"}, CreatedAt: now, UpdatedAt: now})
-		alts := etcdschema.MustEncode(&etcdschema.Alternates{InstanceUUID: uuid, Cell: "cell1", MaxAttempts: 3,
-			Attempts:  []etcdschema.Attempt{{Host: "h1", At: now}},
-			Remaining: []etcdschema.Selection{{ServiceHost: "h2", Nodename: "h2", Cell: "cell1"}}})
-		cast := etcdschema.MustEncode(&etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: uuid, Name: "bench-1",
+		// As the hand-off writes them (EncodeCast).
+		castBytes, instBytes, err := etcdschema.EncodeCast(&etcdschema.Build{Op: etcdschema.OpBuild, InstanceUUID: uuid, Name: "bench-1",
 			Cell: "cell1", Flavor: f, ProjectID: "p", UserID: "u", Attempt: 1, RequestID: "req-" + uuid, CastAt: now,
-			Image: &etcdschema.BootImage{ID: "img"}, Instance: json.RawMessage(inst), Alternates: json.RawMessage(alts)})
+			Image: &etcdschema.BootImage{ID: "img"}},
+			&etcdschema.Instance{UUID: uuid, Name: "bench-1", Status: etcdschema.StatusBuild,
+				TaskState: etcdschema.TaskSpawning, Host: "h1", Node: "h1", Cell: "cell1", Flavor: f, ProjectID: "p", UserID: "u",
+				Image: &etcdschema.BootImage{ID: "img"}, CreatedAt: now, UpdatedAt: now, RequestID: "req-" + uuid},
+			&etcdschema.Alternates{InstanceUUID: uuid, Cell: "cell1", MaxAttempts: 3,
+				Attempts:  []etcdschema.Attempt{{Host: "h1", At: now}},
+				Remaining: []etcdschema.Selection{{ServiceHost: "h2", Nodename: "h2", Cell: "cell1"}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		inst, cast := string(instBytes), string(castBytes)
 		key := k.Build("h1", uuid)
 		resp, err := cli.Txn(ctx).Then(clientv3.OpPut(k.CellInstance("cell1", uuid), inst), clientv3.OpPut(key, cast)).Commit()
 		if err != nil {

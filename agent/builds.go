@@ -202,11 +202,11 @@ func (a *Agent) castInstance(ctx context.Context, ev informer.Event, b *etcdsche
 	if !b.CarriesInstance() {
 		return a.readInstance(ctx, instKey)
 	}
-	var inst etcdschema.Instance
-	if err := etcdschema.Decode(instKey, b.Instance, &inst); err != nil {
+	inst, err := b.CarriedInstance(instKey)
+	if err != nil {
 		return nil, 0, fmt.Errorf("instance carried in %s: %w", ev.Key, err)
 	}
-	return &inst, ev.Revision, nil
+	return inst, ev.Revision, nil
 }
 
 // builtHere reports whether inst is ACTIVE on host: built before.

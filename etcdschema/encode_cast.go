@@ -28,12 +28,20 @@ func EncodeCast(b *Build, inst *Instance, alts *Alternates) (cast, instance []by
 	for _, v := range []Versioned{b, inst, alts} {
 		v.setVersion(v.SchemaVersion())
 	}
+	// Version 2 leaves out the members the instance holds
+	// (cast_compact.go).
+	compact := castCarriesMembersOf(b, inst)
+	if compact {
+		b.Version = castCompactVersion
+	}
 	bp := encodeBufs.Get().(*[]byte)
-	out, ok := b.appendHead((*bp)[:0])
+	out, ok := b.appendHead((*bp)[:0], compact)
 	if !ok {
 		// A cast the fast encoder leaves to json.Marshal (a move step, an
-		// unusual flavor or time): the records as RawMessages, as before.
+		// unusual flavor or time): the records as RawMessages, as before,
+		// in the full form.
 		encodeBufs.Put(bp)
+		b.Version = castFullVersion
 		return encodeCastMarshal(b, inst, alts)
 	}
 	out = append(out, `,"instance":`...)

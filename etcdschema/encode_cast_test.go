@@ -3,8 +3,12 @@ package etcdschema
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math/rand"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestEncodeCastMatchesCarriedRecords: EncodeCast writes the bytes the
@@ -37,7 +41,7 @@ func TestEncodeCastMatchesCarriedRecords(t *testing.T) {
 		if !bytes.Equal(gotInst, wantInst) {
 			t.Fatalf("case %d: instance differs\n got %s\nwant %s", i, gotInst, wantInst)
 		}
-		if _, ok := b.appendHead(nil); ok {
+		if _, ok := b.appendHead(nil, false); ok {
 			fast++
 		}
 	}
@@ -88,4 +92,93 @@ func BenchmarkEncodeCast(b *testing.B) {
 			}
 		}
 	})
+}
+
+// olderBuild reads casts as a Berth before version 2 did.
+type olderBuild struct{ Build }
+
+func (*olderBuild) SchemaVersion() int { return 1 }
+
+// TestEncodeCastLeavesOutWhatItsInstanceHolds: a hand-off's cast whose
+// members are its instance's is written as version 2 without them, and
+// reads back (as a Build and as a BuildOp) exactly as the full form; a
+// cast whose members differ is written in full; an older reader refuses
+// version 2 by its version, naming the key; a version 2 cast without
+// its instance fails as a Build and as a BuildOp alike.
+func TestEncodeCastLeavesOutWhatItsInstanceHolds(t *testing.T) {
+	desc := "d"
+	f := Flavor{header: header{Version: 1}, ID: "2", Name: "m1.small", VCPUs: 1, RAMMB: 2048, DiskGB: 20,
+		ExtraSpecs: map[string]string{"k": "v"}, Description: &desc}
+	at := time.Date(2026, 11, 28, 3, 0, 0, 123, time.UTC)
+	inst := &Instance{UUID: "6a0c9b1e-0000-4000-8000-000000000002", Name: "server-1", Status: StatusBuild,
+		Host: "compute-1", Node: "compute-1", Cell: "cell1", Flavor: f, ProjectID: "p", UserID: "u",
+		CreatedAt: at, UpdatedAt: at, RequestID: "req-1"}
+	newCast := func() *Build {
+		return &Build{Op: OpBuild, InstanceUUID: inst.UUID, Name: inst.Name, Cell: inst.Cell, Flavor: f,
+			ProjectID: "p", UserID: "u", Attempt: 1, RequestID: "req-1", CastAt: at}
+	}
+	alts := &Alternates{InstanceUUID: inst.UUID, Cell: "cell1", MaxAttempts: 3}
+	cast, _, err := EncodeCast(newCast(), inst, alts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := newCast()
+	full.Version = castFullVersion
+	instJSON, _ := EncodeBytes(inst)
+	altsJSON, _ := EncodeBytes(alts)
+	full.Instance, full.Alternates = instJSON, altsJSON
+	fullJSON, err := json.Marshal(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(cast, []byte(`{"version":2,"op":"build","attempt":1,"cast_at":`)) {
+		t.Fatalf("compact cast %s", cast)
+	}
+	t.Logf("cast %d bytes, full form %d", len(cast), len(fullJSON))
+	for _, data := range [][]byte{cast, fullJSON} {
+		var got Build
+		if err := Decode("/k", data, &got); err != nil {
+			t.Fatal(err)
+		}
+		want := *full
+		want.Version = got.Version
+		if got.Version == castCompactVersion {
+			carried, err := got.CarriedInstance("/k")
+			if err != nil || got.carried != nil || !reflect.DeepEqual(carried.Flavor, inst.Flavor) || carried.UUID != inst.UUID {
+				t.Errorf("carried instance %+v, %v", carried, err)
+			}
+		}
+		if !reflect.DeepEqual(&got, &want) {
+			t.Errorf("%s read back as\n%+v, want\n%+v", data, got, want)
+		}
+		var viaJSON Build // encoding/json's path, as for a cast the fast one declines
+		if err := json.Unmarshal(data, &viaJSON); err != nil {
+			t.Fatal(err)
+		}
+		err = viaJSON.complete("/k")
+		viaJSON.carried = nil
+		if err != nil || !reflect.DeepEqual(&viaJSON, &got) {
+			t.Errorf("encoding/json's path read %s as %+v (%v)", data, viaJSON, err)
+		}
+		var op BuildOp
+		if err := Decode("/k", data, &op); err != nil || op.Op != OpBuild || op.Version != got.Version || op.instance != nil {
+			t.Errorf("BuildOp of %s: %+v, %v", data, op, err)
+		}
+	}
+	var old olderBuild
+	if err := Decode("/k", cast, &old); !errors.Is(err, ErrUnsupportedVersion) || !strings.Contains(err.Error(), "/k") {
+		t.Errorf("an older reader decoded a version 2 cast: %v", err)
+	}
+	renamed := newCast()
+	renamed.Name = "other"
+	if c, _, err := EncodeCast(renamed, inst, alts); err != nil || !bytes.HasPrefix(c, []byte(`{"version":1,`)) {
+		t.Errorf("a cast whose name is not its instance's: %s, %v", c, err)
+	}
+	noInst := []byte(`{"version":2,"op":"build","attempt":1,"cast_at":"2026-11-28T03:00:00Z"}`)
+	var b Build
+	var op BuildOp
+	errB, errO := Decode("/k", noInst, &b), Decode("/k", noInst, &op)
+	if errB == nil || errO == nil || errB.Error() != errO.Error() {
+		t.Errorf("a version 2 cast without its instance: as a Build %v, as a BuildOp %v", errB, errO)
+	}
 }

@@ -71,7 +71,9 @@ func (b *Build) read(data []byte, keep bool) bool {
 			b.Image, ok = r.image(keep)
 			bit = 2048
 		case "instance":
-			b.Instance, ok = r.rawIf(keep)
+			// Without keep, the bytes themselves (no copy), which
+			// BuildOp checks for a version 2 cast and then drops.
+			b.Instance, ok = r.rawSpan(keep)
 			bit = 4096
 		case "alternates":
 			b.Alternates, ok = r.rawIf(keep)
@@ -90,6 +92,9 @@ func (b *Build) read(data []byte, keep bool) bool {
 type BuildOp struct {
 	header
 	Op string
+	// instance is the carried instance's bytes while Decode checks a
+	// version 2 cast (complete); nil after.
+	instance []byte
 }
 
 func (*BuildOp) SchemaVersion() int { return BuildVersion }
@@ -102,7 +107,7 @@ func (o *BuildOp) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &b); err != nil {
 		return err
 	}
-	o.Version, o.Op = b.Version, b.Op
+	o.Version, o.Op, o.instance = b.Version, b.Op, b.Instance
 	return nil
 }
 
@@ -111,7 +116,7 @@ func (o *BuildOp) decodeFast(data []byte) bool {
 	if !b.read(data, false) {
 		return false
 	}
-	o.Version, o.Op = b.Version, b.Op
+	o.Version, o.Op, o.instance = b.Version, b.Op, b.Instance
 	return true
 }
 
@@ -280,6 +285,20 @@ func (r *jsonReader) rawIf(keep bool) (json.RawMessage, bool) {
 		return nil, true
 	}
 	return append(json.RawMessage(nil), r.data[start:r.i]...), true
+}
+
+// rawSpan is rawIf returning, without keep, the value's bytes in the
+// reader's data (not a copy; the caller must not keep them).
+func (r *jsonReader) rawSpan(keep bool) (json.RawMessage, bool) {
+	if keep {
+		return r.rawIf(true)
+	}
+	r.i = skipWS(r.data, r.i)
+	start := r.i
+	if !r.skipValue(0) {
+		return nil, false
+	}
+	return r.data[start:r.i:r.i], true
 }
 
 // maxSkipDepth bounds skipValue's recursion (encoding/json's own limit

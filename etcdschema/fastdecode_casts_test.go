@@ -219,7 +219,7 @@ func TestBuildOpDecodesAsBuild(t *testing.T) {
 		t.Errorf("only %d of %d values took the fast path", fast, len(inputs))
 	}
 	var o BuildOp
-	if !o.decodeFast([]byte(buildJSON)) || o.Op != OpBuild || o.Version != BuildVersion {
+	if !o.decodeFast([]byte(buildJSON)) || o.Op != OpBuild || o.Version != castFullVersion {
 		t.Errorf("the fast path refused a cast as Berth writes it, or read it as %+v", o)
 	}
 }

@@ -23,7 +23,7 @@ func (b *Build) sizeHint() int {
 }
 
 func (b *Build) appendJSON(out []byte) ([]byte, bool) {
-	out, ok := b.appendHead(out)
+	out, ok := b.appendHead(out, false)
 	if !ok {
 		return nil, false
 	}
@@ -44,8 +44,10 @@ func (b *Build) appendJSON(out []byte) ([]byte, bool) {
 
 // appendHead is the cast's object up to its carried records (instance,
 // alternates) and the closing brace: every field json.Marshal writes
-// before them. EncodeCast appends the carried records itself.
-func (b *Build) appendHead(out []byte) ([]byte, bool) {
+// before them. EncodeCast appends the carried records itself. With
+// compact (a version 2 cast, cast_compact.go) the members its instance
+// holds are left out.
+func (b *Build) appendHead(out []byte, compact bool) ([]byte, bool) {
 	if b.Move != nil {
 		return nil, false // a move step, written rarely: json.Marshal's
 	}
@@ -53,24 +55,26 @@ func (b *Build) appendHead(out []byte) ([]byte, bool) {
 	out = strconv.AppendInt(out, int64(b.Version), 10)
 	out = append(out, `,"op":`...)
 	out = appendJSONString(out, b.Op)
-	out = append(out, `,"instance_uuid":`...)
-	out = appendJSONString(out, b.InstanceUUID)
-	out = append(out, `,"name":`...)
-	out = appendJSONString(out, b.Name)
-	out = append(out, `,"cell":`...)
-	out = appendJSONString(out, b.Cell)
-	out = append(out, `,"flavor":`...)
 	var ok bool
-	if out, ok = appendFlavor(out, &b.Flavor); !ok {
-		return nil, false
+	if !compact {
+		out = append(out, `,"instance_uuid":`...)
+		out = appendJSONString(out, b.InstanceUUID)
+		out = append(out, `,"name":`...)
+		out = appendJSONString(out, b.Name)
+		out = append(out, `,"cell":`...)
+		out = appendJSONString(out, b.Cell)
+		out = append(out, `,"flavor":`...)
+		if out, ok = appendFlavor(out, &b.Flavor); !ok {
+			return nil, false
+		}
+		out = append(out, `,"project_id":`...)
+		out = appendJSONString(out, b.ProjectID)
+		out = append(out, `,"user_id":`...)
+		out = appendJSONString(out, b.UserID)
 	}
-	out = append(out, `,"project_id":`...)
-	out = appendJSONString(out, b.ProjectID)
-	out = append(out, `,"user_id":`...)
-	out = appendJSONString(out, b.UserID)
 	out = append(out, `,"attempt":`...)
 	out = strconv.AppendInt(out, int64(b.Attempt), 10)
-	if b.RequestID != "" {
+	if b.RequestID != "" && !compact {
 		out = append(out, `,"request_id":`...)
 		out = appendJSONString(out, b.RequestID)
 	}

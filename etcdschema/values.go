@@ -19,7 +19,7 @@ const (
 	AliveVersion           = 1
 	InstanceInfoVersion    = 1
 	HostSyncVersion        = 1
-	BuildVersion           = 1
+	BuildVersion           = 2 // 2: a build cast leaves out what its instance holds (cast_compact.go)
 	FlavorVersion          = 1
 	BuildRequestVersion    = 1
 	InstanceMappingVersion = 1
@@ -150,7 +150,21 @@ func Decode(key string, data []byte, v Versioned) error {
 			return fmt.Errorf("decode %s: %w", key, err)
 		}
 	}
-	return checkVersion(key, v)
+	if err := checkVersion(key, v); err != nil {
+		return err
+	}
+	if c, ok := v.(completer); ok {
+		return c.complete(key)
+	}
+	return nil
+}
+
+// completer is a value whose stored form leaves out members it takes from
+// another part of the record (a compact build cast, cast_compact.go):
+// complete fills them in after either decoder, so both give one value
+// and one error.
+type completer interface {
+	complete(key string) error
 }
 
 // checkVersion refuses a decoded value whose version this build does not
@@ -323,6 +337,9 @@ type Build struct {
 	// a key, written by an older Berth, is still read and wins over the
 	// cast (CarriedAlternates). Bytes for the same reason as Instance.
 	Alternates json.RawMessage `json:"alternates,omitempty"`
+	// carried is Instance decoded, by complete (a version 2 cast), until
+	// CarriedInstance hands it over.
+	carried *Instance
 }
 
 // CarriesInstance reports whether the cast carries its instance record,
