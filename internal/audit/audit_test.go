@@ -82,3 +82,29 @@ func TestHandlerLogsEachMutationOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestHandlerAboveInfoServesUntouched: with the logger's level above Info
+// a mutation is served as it is (its answer whole, no audit record in its
+// context) and nothing is logged; the level set back to Info at run time
+// logs the next one.
+func TestHandlerAboveInfoServesUntouched(t *testing.T) {
+	var sawRecord bool
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sawRecord = recordOf(r.Context()) != nil
+		Identify(r.Context(), "alice", "demo") // a no-op without a record
+		w.WriteHeader(http.StatusAccepted)
+	})
+	var logs logtest.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Warn})
+	h := Handler("compute", log, inner)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v2.1/servers", nil))
+	if rec.Code != http.StatusAccepted || sawRecord || logs.String() != "" {
+		t.Fatalf("at Warn: status %d, record in context %v, logged %q; want 202, false, nothing", rec.Code, sawRecord, logs.String())
+	}
+	log.SetLevel(hclog.Info)
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/v2.1/servers", nil))
+	if !sawRecord || !strings.Contains(logs.String(), `"user":"alice"`) {
+		t.Fatalf("at Info: record in context %v, logged %q; want the line with the caller", sawRecord, logs.String())
+	}
+}
