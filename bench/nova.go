@@ -40,36 +40,66 @@ type Credentials struct {
 type novaClient struct {
 	base string // the compute API, without /v2.1
 	http *http.Client
+	// lean sends the API's requests when base is plain HTTP reached
+	// without a proxy (leanhttp.go); nil: http sends them. Logins always
+	// go through http.
+	lean *leanHTTP
 	// creds log in (nil: noauth, and token is noauth2's "user:project").
 	creds *Credentials
 
-	mu     sync.Mutex
-	token  string
-	logins atomic.Int64 // successful logins, the first included
+	mu      sync.Mutex
+	token   string
+	headers *requestHeaders // token's; nil when token is ""
+	logins  atomic.Int64    // successful logins, the first included
+}
+
+// requestHeaders are the headers of every request sent with one token,
+// built once and shared read-only by the requests in flight (neither
+// http.Client nor its Transport writes a request's Header): a boot sends
+// tens of thousands, each of which built the same map before.
+type requestHeaders struct {
+	withBody, noBody http.Header
+}
+
+func newRequestHeaders(tok string) *requestHeaders {
+	h := &requestHeaders{withBody: http.Header{}, noBody: http.Header{}}
+	for _, m := range []http.Header{h.withBody, h.noBody} {
+		m.Set("X-Auth-Token", tok)
+		m.Set("OpenStack-API-Version", novaMicroversion)
+	}
+	h.withBody.Set("Content-Type", "application/json")
+	return h
 }
 
 func newNovaClient(base string, hc *http.Client, creds *Credentials) *novaClient {
 	c := &novaClient{base: strings.TrimRight(base, "/"), http: hc, creds: creds}
+	c.lean = newLeanHTTP(c.base, hc)
 	if creds == nil {
-		c.token = "bench:bench"
+		c.setToken("bench:bench")
 	}
 	return c
 }
 
-// currentToken is the token to send, logging in if there is none yet.
-func (c *novaClient) currentToken(ctx context.Context) (string, error) {
+// setToken makes tok the token to send (c.mu held, or c not shared yet).
+func (c *novaClient) setToken(tok string) {
+	c.token, c.headers = tok, newRequestHeaders(tok)
+}
+
+// currentToken is the token to send and its headers, logging in if there
+// is none yet.
+func (c *novaClient) currentToken(ctx context.Context) (string, *requestHeaders, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.token != "" {
-		return c.token, nil
+		return c.token, c.headers, nil
 	}
 	tok, err := identity.Login(ctx, c.http, c.creds.AuthURL, c.creds.User, c.creds.Password, c.creds.Project)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	c.token = tok
+	c.setToken(tok)
 	c.logins.Add(1)
-	return tok, nil
+	return tok, c.headers, nil
 }
 
 // forget drops tok after a 401, so the next request logs in again (once,
@@ -78,7 +108,7 @@ func (c *novaClient) forget(tok string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.creds != nil && c.token == tok {
-		c.token = ""
+		c.token, c.headers = "", nil
 	}
 }
 
@@ -98,25 +128,16 @@ func (c *novaClient) doAt(ctx context.Context, method, path string, in, out any)
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		tok, err := c.currentToken(ctx)
+		tok, headers, err := c.currentToken(ctx)
 		if err != nil {
 			return err
 		}
-		req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("X-Auth-Token", tok)
-		req.Header.Set("OpenStack-API-Version", novaMicroversion)
+		header := headers.noBody
 		if in != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := c.http.Do(req)
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", method, path, err)
+			header = headers.withBody
 		}
 		buf := answerBufs.Get().(*bytes.Buffer)
-		err = c.answer(resp, buf, method, path, attempt, tok, out)
+		err = c.send(ctx, method, path, header, body, buf, attempt, tok, out)
 		buf.Reset()
 		answerBufs.Put(buf)
 		if errors.Is(err, errLoginAgain) {
@@ -124,6 +145,28 @@ func (c *novaClient) doAt(ctx context.Context, method, path string, in, out any)
 		}
 		return err
 	}
+}
+
+// send sends one request and reads its answer into buf (see answer).
+func (c *novaClient) send(ctx context.Context, method, path string, header http.Header, body []byte, buf *bytes.Buffer,
+	attempt int, tok string, out any) error {
+	if c.lean != nil {
+		status, err := c.lean.do(ctx, method, path, header, body, buf)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		return c.answerRead(status, buf.Bytes(), method, path, attempt, tok, out)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header = header
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	return c.answer(resp, buf, method, path, attempt, tok, out)
 }
 
 // errLoginAgain is answer's word that a 401 dropped the token and the
@@ -138,13 +181,19 @@ func (c *novaClient) answer(resp *http.Response, buf *bytes.Buffer, method, path
 	if err != nil {
 		return fmt.Errorf("%s %s: read the answer: %w", method, path, err)
 	}
-	data := buf.Bytes()
-	if resp.StatusCode == http.StatusUnauthorized && c.creds != nil && attempt == 0 {
+	return c.answerRead(resp.StatusCode, buf.Bytes(), method, path, attempt, tok, out)
+}
+
+// answerRead is answer's verdict on an answer read whole: a 401 drops
+// the token (errLoginAgain), another status of 300 or more is an
+// *api.APIError, and a 2xx body is decoded into out.
+func (c *novaClient) answerRead(status int, data []byte, method, path string, attempt int, tok string, out any) error {
+	if status == http.StatusUnauthorized && c.creds != nil && attempt == 0 {
 		c.forget(tok)
 		return errLoginAgain
 	}
-	if resp.StatusCode >= 300 {
-		return &api.APIError{Status: resp.StatusCode, Message: novaFaultMessage(data)}
+	if status >= 300 {
+		return &api.APIError{Status: status, Message: novaFaultMessage(data)}
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {

@@ -64,7 +64,7 @@ func TestNovaClientTokens(t *testing.T) {
 	} {
 		c := newNovaClient(url, http.DefaultClient, tc.creds)
 		if tc.stale != "" {
-			c.token = tc.stale
+			c.setToken(tc.stale)
 		}
 		var err error
 		for i := 0; i < 3 && err == nil; i++ {

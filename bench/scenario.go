@@ -288,7 +288,7 @@ func (r *runner) withFleet(ctx context.Context) (err error) {
 	}
 	r.nova = newNovaClient(t.API, &http.Client{Transport: newTransport(cfg.Clients), Timeout: 30 * time.Second}, t.Auth)
 	if cfg.Scenario == "drain" && t.Auth == nil {
-		r.nova.token = "admin:bench" // noauth2's admin: drains are an admin's
+		r.nova.setToken("admin:bench") // noauth2's admin: drains are an admin's
 	}
 	r.res.Auth = "noauth"
 	if t.Auth != nil {
