@@ -356,8 +356,13 @@ func (s *Scheduler) pickAndClaim(ctx context.Context, c *Cycle, filtered []*Host
 			return nil, nil, 0, s.failNoValidHost(ctx, c, filtered,
 				fmt.Sprintf("There are not enough hosts available (placed %d of %d).", i, n), log)
 		}
-		p.host.consume(p.req)
-		p.host.addInstance(c.Instance, c.Spec.Flavor)
+		// Only a later pick reads what a pick consumed: the last pick's
+		// host is left as it is (copying its resources and instance maps
+		// was the single-server request's largest garbage after the claim).
+		if i < n-1 {
+			p.host.consume(p.req)
+			p.host.addInstance(c.Instance, c.Spec.Flavor)
+		}
 		picks = append(picks, p)
 	}
 	return picks, last, len(filtered), nil
@@ -425,8 +430,14 @@ func (s *Scheduler) alternates(c *Cycle, picks []pick, last *ranking) [][]etcdsc
 	}
 	siblings := c.Group == nil || c.Group.Policy() != etcdschema.PolicyAntiAffinity
 	out := make([][]etcdschema.Selection, len(picks))
+	// Each instance's list in a window of one array, each as long as it
+	// can grow (max_attempts, or fewer when fewer hosts ranked): grown
+	// by append from nil, a list of three was three allocations of 1, 2
+	// and 4 Selections.
+	per := min(s.cfg.MaxAttempts, 1+last.len())
+	backing := make([]etcdschema.Selection, 0, len(picks)*per)
 	for i, p := range picks {
-		out[i] = append(out[i], s.selection(p.host, p.req))
+		out[i] = append(backing[i*per:i*per:(i+1)*per], s.selection(p.host, p.req))
 		out[i] = s.appendAlternates(out[i], p, last, func(h string) bool { return !taken[h] })
 		if siblings {
 			out[i] = s.appendAlternates(out[i], p, last, func(h string) bool { return taken[h] && h != p.host.Host })
