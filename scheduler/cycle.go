@@ -28,10 +28,15 @@ type Cycle struct {
 	// Spec.InstanceUUIDs.
 	Instance string
 	Index    int
+	// log is the request's logger (selectOnce's log).
+	log requestLog
 
 	// claims are this request's claims so far, in instance order, each
 	// with the etcd revision it wrote, so abort frees exactly those.
 	claims []claim
+	// claimBuf holds the usual request's one claim without an
+	// allocation of its own (newCycle points claims at it).
+	claimBuf [1]claim
 	// placed maps each instance whose claim took a server group place to
 	// its host, so abort gives the places back.
 	placed map[string]string
@@ -99,6 +104,7 @@ func newCycle(spec *RequestSpec) *Cycle {
 	// removed is made by the first rejection: most requests' filters
 	// reject no host.
 	c := &Cycle{Spec: spec}
+	c.claims = c.claimBuf[:0]
 	if len(spec.InstanceUUIDs) > 0 {
 		c.Instance = spec.InstanceUUIDs[0]
 	}

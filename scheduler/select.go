@@ -167,7 +167,8 @@ func (s *Scheduler) selectOnce(ctx context.Context, spec *RequestSpec, maySample
 	// The host states live in the cycle's pooled scratch: nothing of them
 	// is read once this call has answered.
 	defer c.release()
-	log := s.log.With("request_id", spec.RequestID)
+	c.log = requestLog{Logger: s.log, id: spec.RequestID}
+	log := hclog.Logger(&c.log) // s.log.With("request_id", ...) when it logs (request_log.go)
 	if spec.MinRevision > 0 {
 		s.catchUp(ctx, spec.MinRevision, log)
 	}
