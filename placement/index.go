@@ -336,6 +336,10 @@ type indexState struct {
 
 	classIDs map[string]int32
 	cols     []*classCol
+	// classNamesByID is classIDs inverted (classNames), appended to as
+	// classes are made: every answer names its classes, and inverting
+	// the map per answer was an allocation and a map walk apiece.
+	classNamesByID []string
 
 	traitIDs  map[string]int32
 	traitBits []bitset
@@ -417,6 +421,7 @@ func (st *indexState) classID(rc string, create bool) (int32, bool) {
 	}
 	id := int32(len(st.cols))
 	st.classIDs[rc] = id
+	st.classNamesByID = append(st.classNamesByID, rc)
 	c := &classCol{}
 	c.reserve(max(st.slotsHint, len(st.slots)))
 	c.grow(len(st.slots))

@@ -160,13 +160,11 @@ func (st *indexState) summaryOf(e *rpEntry) *ProviderSummary {
 	return ps
 }
 
-// classNames maps class ids back to names.
+// classNames maps class ids back to names. The slice is the index's:
+// read-only, and valid while the caller holds the index's lock (a class
+// made later is appended past its length, never written into it).
 func (st *indexState) classNames() []string {
-	out := make([]string, len(st.cols))
-	for name, id := range st.classIDs {
-		out[id] = name
-	}
-	return out
+	return st.classNamesByID[:len(st.classNamesByID):len(st.classNamesByID)]
 }
 
 // singleProviderRes says whether every amount of res comes from one
