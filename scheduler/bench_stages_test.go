@@ -152,6 +152,31 @@ func BenchmarkSelectStages(b *testing.B) {
 		}
 		cpu.report()
 	})
+	// join-cold is join with the caches emptied before it (untimed), as
+	// all-cold does for every stage.
+	b.Run("join-cold", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := startThreadCPU(b)
+		for i := 0; i < b.N; i++ {
+			cpu.stop()
+			c, q, aggs := newRequest(i)
+			cands, err := s.candidates(ctx, c, q, log)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for j := 0; j < len(evict); j += 64 {
+				evict[j]++
+			}
+			cpu.start()
+			if _, err := s.hostStates(ctx, c, cands, aggs); err != nil {
+				b.Fatal(err)
+			}
+			cpu.stop()
+			c.release()
+			cpu.start()
+		}
+		cpu.report()
+	})
 	b.Run("filter+weigh", func(b *testing.B) {
 		b.ReportAllocs()
 		cpu := startThreadCPU(b)
