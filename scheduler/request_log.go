@@ -13,7 +13,8 @@ import (
 // allocations with a plain hclog logger and about eight per request (of
 // about ninety) in the 10k boot's heap profile, for lines a request at
 // the default level never writes. The level questions go to the scheduler's
-// logger, whose level a With'd logger shares.
+// logger, whose level a With'd logger shares, so a line below the
+// level makes nothing either.
 type requestLog struct {
 	hclog.Logger
 	id string
@@ -24,10 +25,26 @@ func (l *requestLog) with() hclog.Logger { return l.Logger.With("request_id", l.
 func (l *requestLog) Log(level hclog.Level, msg string, args ...any) {
 	l.with().Log(level, msg, args...)
 }
-func (l *requestLog) Trace(msg string, args ...any)  { l.with().Trace(msg, args...) }
-func (l *requestLog) Debug(msg string, args ...any)  { l.with().Debug(msg, args...) }
-func (l *requestLog) Info(msg string, args ...any)   { l.with().Info(msg, args...) }
-func (l *requestLog) Warn(msg string, args ...any)   { l.with().Warn(msg, args...) }
+func (l *requestLog) Trace(msg string, args ...any) {
+	if l.IsTrace() {
+		l.with().Trace(msg, args...)
+	}
+}
+func (l *requestLog) Debug(msg string, args ...any) {
+	if l.IsDebug() {
+		l.with().Debug(msg, args...)
+	}
+}
+func (l *requestLog) Info(msg string, args ...any) {
+	if l.IsInfo() {
+		l.with().Info(msg, args...)
+	}
+}
+func (l *requestLog) Warn(msg string, args ...any) {
+	if l.IsWarn() {
+		l.with().Warn(msg, args...)
+	}
+}
 func (l *requestLog) Error(msg string, args ...any)  { l.with().Error(msg, args...) }
 func (l *requestLog) ImpliedArgs() []any             { return l.with().ImpliedArgs() }
 func (l *requestLog) With(args ...any) hclog.Logger  { return l.with().With(args...) }

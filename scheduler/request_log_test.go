@@ -61,6 +61,7 @@ func TestRequestLogAllocatesNothingUnwritten(t *testing.T) {
 		if l.IsDebug() {
 			l.Debug("never")
 		}
+		l.Debug("below the level, unguarded") // the level is checked before the With
 	})
 	if lazy != 0 {
 		t.Fatalf("the request logger allocated %v times per request, With %v", lazy, eager)
