@@ -88,11 +88,12 @@ type Agent struct {
 	wg       sync.WaitGroup
 	wake     chan struct{}
 	syncNow  chan struct{} // the service's disabled flag changed
-	// follow is the host's service record and instance info as the
-	// agent's watch (followInf, run by Run) or a fleet's delivers them
-	// (host_follow.go).
-	follow    hostFollow
-	followInf *informer.Informer
+	// follow is the host's service record and instance info, and its
+	// host mapping, as the agent's watches (followInf and mappingInf,
+	// run by Run) or a fleet's deliver them (host_follow.go).
+	follow     hostFollow
+	followInf  *informer.Informer
+	mappingInf *informer.Informer
 
 	// failedBuilds is the failed_builds this agent last read or wrote
 	// (-1: not known yet), registration's read included. The agent is the
@@ -161,6 +162,9 @@ func New(cfg Config, cli *clientv3.Client, keys etcdschema.Keys, p Placement, d 
 	// puts only.
 	from, end := keys.HostInstancesToService(cfg.Host)
 	a.followInf = informer.New(cli, from, followHandler{a}, a.log, informer.Until(end))
+	// The mapping is outside that range: a watcher of its own, on the
+	// one key (see hostFollow).
+	a.mappingInf = informer.New(cli, a.own.mapping, mappingFollowHandler{a}, a.log, informer.Key())
 	return a, nil
 }
 

@@ -92,12 +92,13 @@ func (a *Agent) SyncInstances(ctx context.Context) (wrote bool, err error) {
 func (a *Agent) Work(ctx context.Context, ev informer.Event) { a.work1(ctx, ev) }
 
 // Follow hands the agent a change of its own host's service record or
-// instance info (Keys.HostInstancesToService) from a watch the caller
-// runs for many hosts, as a fleet watches its hosts' keys on one watch
-// where each real agent watches its own: the agent's follow
-// (host_follow.go), which its periodic syncs answer from. Other keys are
-// ignored. The caller's watch must have started before the host
-// registered (FollowWatched).
+// instance info (Keys.HostInstancesToService), or of its host mapping
+// (Keys.HostMapping), from a watch the caller runs for many hosts, as a
+// fleet watches its hosts' keys on one watch where each real agent
+// watches its own: the agent's follow (host_follow.go), which its
+// periodic syncs answer from. Other keys are ignored. The caller's watch
+// must have started before the host registered, and the host's mapping
+// as it was then must have been handed over first (FollowWatched).
 func (a *Agent) Follow(key string, value []byte, deleted bool) {
 	// An unreadable record is kept as the syncs' error, and logged there.
 	_, _ = a.follow.apply(a.own, informer.Event{Key: key, Value: value, Deleted: deleted})
@@ -105,6 +106,11 @@ func (a *Agent) Follow(key string, value []byte, deleted bool) {
 
 // FollowWatched marks the agent's follow as known: the caller feeds it
 // (Follow) from a watch that started before the host registered, so it
-// sees every change of the followed keys. Until the host's service
-// record arrives the syncs still read etcd.
-func (a *Agent) FollowWatched() { a.follow.setSynced() }
+// sees every change of the followed keys, and has handed it the host's
+// mapping if one existed when the watch started (a host registered
+// before: its registration writes no mapping again). Until the host's
+// service record arrives the syncs still read etcd.
+func (a *Agent) FollowWatched() {
+	a.follow.setSynced()
+	a.follow.setMappingSynced()
+}

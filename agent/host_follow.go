@@ -29,12 +29,25 @@ import (
 // and the leader's down-host cleanup delete a host's). Until the follow
 // has listed, or while it knows no service record (a fleet's shared
 // watch not yet caught up with the host's registration, or the record
-// deleted), the syncs read etcd as before. The host mapping is not in the
-// host's keys: the provider tick still compares it (an operator's
-// removal is repaired at the next tick).
+// deleted), the syncs read etcd as before.
+//
+// The host mapping is not in the host's keys, so it has a watcher of its
+// own (Agent.mappingInf, on that one key; a fleet's second shared watch):
+// the provider tick compared it in a read-only transaction every period,
+// the one round trip left of an idle host's tick (~1,770 a second at
+// 100,000 hosts, each a gRPC call on both sides and a bolt read of the
+// mapping in the member). An operator's removal is still repaired at the
+// next tick, now from the watch's delete. Until the mapping's watch has
+// listed, the tick compares it as before. What it costs: one more
+// watcher per real agent in etcd, an exact-key one (a map entry in the
+// member's synced watcher group, no interval tree), for a record that
+// changes once in a host's life.
 type hostFollow struct {
 	mu     sync.Mutex
 	synced bool // listed (or fed from a watch that saw every change)
+	// mappingSynced: the mapping's watch has listed (or the fleet's saw
+	// every change), so mapped is the host mapping's presence.
+	mappingSynced, mapped bool
 	// hasSvc: a service record is known; svcErr is set when it is
 	// unreadable, disabled is its flag otherwise. known: a readable
 	// record was ever seen (kept across a re-list, so that a re-list
@@ -55,6 +68,10 @@ type hostFollow struct {
 func (f *hostFollow) apply(own ownKeys, ev informer.Event) (disabledChanged bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if ev.Key == own.mapping {
+		f.mapped = !ev.Deleted
+		return false, nil
+	}
 	if u, ok := strings.CutPrefix(ev.Key, own.instances); ok {
 		i, found := slices.BinarySearch(f.uuids, u)
 		switch {
@@ -98,16 +115,34 @@ func (f *hostFollow) setSynced() {
 	f.synced = true
 }
 
+// resetMapping forgets the mapping's presence before a list of it.
+func (f *hostFollow) resetMapping() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mapped = false
+}
+
+// setMappingSynced marks what apply was handed of the host mapping as all
+// of it (after a list of the key, or from the start of a watch that saw
+// every change of it).
+func (f *hostFollow) setMappingSynced() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mappingSynced = true
+}
+
 // tickReads is what a provider sync reads of the host's own keys, if the
 // follow knows it (ok): the service record (its disabled flag, all a
 // provider sync reads of it) and, with withUUIDs, the instance info
-// uuids. The caller still checks the host mapping.
-func (f *hostFollow) tickReads(host string, withUUIDs bool) (r tickReads, ok bool) {
+// uuids; and the host mapping's presence if the follow knows that too
+// (mappingKnown), otherwise the caller checks it.
+func (f *hostFollow) tickReads(host string, withUUIDs bool) (r tickReads, mappingKnown, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.synced || !f.hasSvc {
-		return tickReads{}, false
+		return tickReads{}, false, false
 	}
+	mappingKnown, r.mapped = f.mappingSynced, f.mapped
 	if f.svcErr != nil {
 		r.svcErr = fmt.Errorf("agent %s: %w", host, f.svcErr)
 	} else {
@@ -119,7 +154,7 @@ func (f *hostFollow) tickReads(host string, withUUIDs bool) (r tickReads, ok boo
 			r.uuids = []string{}
 		}
 	}
-	return r, true
+	return r, mappingKnown, true
 }
 
 // instanceUUIDs are the host's instance info uuids, if the follow has

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -117,5 +118,72 @@ func TestFollowAnswersThePeriodicSyncs(t *testing.T) {
 	readRecord(t, cli, keys.HostCapacity("h1"), &hc)
 	if hc.Used[placement.VCPU] != 2 {
 		t.Errorf("capacity used %v, want the kept instance's 2 VCPU", hc.Used)
+	}
+}
+
+// TestFollowedMappingAnswersTheTick: with the host's keys and its mapping
+// followed, an idle host's provider tick makes no request to etcd; an
+// operator's removal of the mapping reaches the follow, and the next
+// tick maps the host again.
+func TestFollowedMappingAnswersTheTick(t *testing.T) {
+	cli := etcdtest.Client(t)
+	a := syncedHost(t, cli, 0)
+	keys := a.keys
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go a.followInf.Run(ctx)
+	go a.mappingInf.Run(ctx)
+	waitFollowed(t, cli, a)
+	waitMappingFollowed(t, cli, a)
+	// The first tick may still write (the provider's first sync, the
+	// first capacity report); the next is an idle host's.
+	if syncErr, mapErr := a.providerTick(ctx); syncErr != nil || mapErr != nil {
+		t.Fatal(syncErr, mapErr)
+	}
+	c := &requestCount{KV: cli.KV}
+	cli.KV = c
+	if syncErr, mapErr := a.providerTick(ctx); syncErr != nil || mapErr != nil {
+		t.Fatal(syncErr, mapErr)
+	}
+	cli.KV = c.KV
+	if c.n != 0 {
+		t.Errorf("an idle followed host's provider tick made %d requests to etcd, want 0", c.n)
+	}
+
+	// An operator removes the mapping: the follow sees it gone, and the
+	// tick maps the host again.
+	if _, err := cli.Delete(ctx, keys.HostMapping("h1")); err != nil {
+		t.Fatal(err)
+	}
+	waitMappingFollowed(t, cli, a)
+	if _, mappingKnown, ok := a.follow.tickReads("h1", true); !ok || !mappingKnown {
+		t.Fatalf("follow: known %v, mapping known %v after its watch caught up", ok, mappingKnown)
+	}
+	if syncErr, mapErr := a.providerTick(ctx); syncErr != nil || mapErr != nil {
+		t.Fatal(syncErr, mapErr)
+	}
+	var m etcdschema.HostMapping
+	readRecord(t, cli, keys.HostMapping("h1"), &m)
+	if m.Cell != "cell1" {
+		t.Errorf("host mapped again to %q, want cell1", m.Cell)
+	}
+	waitMappingFollowed(t, cli, a)
+	if r, _, _ := a.follow.tickReads("h1", true); !r.mapped {
+		t.Error("the follow missed the host's new mapping")
+	}
+}
+
+// waitMappingFollowed waits until a's mapping watch has seen every write
+// so far.
+func waitMappingFollowed(t *testing.T, cli *clientv3.Client, a *Agent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.mappingInf.WaitForRevision(ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
 	}
 }

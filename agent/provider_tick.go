@@ -58,8 +58,8 @@ type tickReads struct {
 	uuids []string
 }
 
-// readTick reads a provider sync's inputs. The host's own keys come from
-// its follow when that knows them; otherwise (and for the mapping) one
+// readTick reads a provider sync's inputs. The host's own keys and its
+// mapping come from its follow when that knows them; otherwise one
 // read-only transaction:
 // its compare is ensureHostMapping's look (hostMapped), and its success
 // branch reads the service record and (with track_instance_changes) the
@@ -74,7 +74,12 @@ type tickReads struct {
 // without the compare: one round trip more, once, before mapHost maps
 // the host.
 func (a *Agent) readTick(ctx context.Context) (tickReads, error) {
-	if r, ok := a.follow.tickReads(a.cfg.Host, a.cfg.TrackInstanceChanges); ok {
+	if r, mappingKnown, ok := a.follow.tickReads(a.cfg.Host, a.cfg.TrackInstanceChanges); ok {
+		if mappingKnown {
+			// All of it from the follow (host_follow.go): an idle
+			// host's tick makes no round trip to etcd.
+			return r, nil
+		}
 		// The service record and the instance info from the follow
 		// (host_follow.go): only the mapping is read, the same compare
 		// with nothing in either branch. That transaction cost the member

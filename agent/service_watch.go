@@ -27,6 +27,23 @@ func (h followHandler) Apply(evs []informer.Event) {
 	}
 }
 
+// mappingFollowHandler feeds the follow's host mapping (hostFollow):
+// whether the host is mapped, which the provider tick otherwise compares
+// in etcd every period.
+type mappingFollowHandler struct{ a *Agent }
+
+func (h mappingFollowHandler) Reset(kvs []informer.Event, _ int64) {
+	h.a.follow.resetMapping()
+	h.Apply(kvs)
+	h.a.follow.setMappingSynced()
+}
+
+func (h mappingFollowHandler) Apply(evs []informer.Event) {
+	for _, ev := range evs {
+		_, _ = h.a.follow.apply(h.a.own, ev) // a mapping's presence: nothing to decode
+	}
+}
+
 // noteFollowed applies one change of the followed keys and, when the
 // disabled flag changed, asks for a provider sync. Only a change of the
 // flag needs one; the agent's own writes (failed_builds) must not cost a
@@ -45,11 +62,12 @@ func (a *Agent) noteFollowed(ev informer.Event) {
 	}
 }
 
-// runServiceWatch follows the host's service record and instance info,
-// and syncs the provider whenever the service's disabled flag changes,
-// until ctx ends. A deleted service record syncs nothing.
+// runServiceWatch follows the host's service record, instance info and
+// mapping, and syncs the provider whenever the service's disabled flag
+// changes, until ctx ends. A deleted service record syncs nothing.
 func (a *Agent) runServiceWatch(ctx context.Context) {
 	go a.followInf.Run(ctx)
+	go a.mappingInf.Run(ctx)
 	for {
 		select {
 		case <-ctx.Done():

@@ -133,7 +133,8 @@ func TestProviderTickRoundTrips(t *testing.T) {
 // BenchmarkHostSyncs is one periodic run of a fleet host's provider sync
 // ("provider") and instance sync ("instances"), each against a host
 // with no instance (most of a large cloud's hosts) and with 4, read from
-// etcd or ("-followed") answered from the agent's follow, over a
+// etcd or ("-followed") answered from the agent's follow (its mapping
+// too: an idle host's provider sync then makes no request), over a
 // networked client to an embedded etcd (both in this process), idle
 // (nothing to write but the instance sync's list).
 // "others=100000" runs them with 100,000 other hosts' mappings and
@@ -164,7 +165,11 @@ func benchHostSyncs(b *testing.B, cli *clientv3.Client, instances int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go followed.followInf.Run(ctx)
+	go followed.mappingInf.Run(ctx)
 	if err := followed.followInf.WaitSynced(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := followed.mappingInf.WaitSynced(ctx); err != nil {
 		b.Fatal(err)
 	}
 	c := &requestCount{KV: cli.KV}

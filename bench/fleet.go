@@ -392,8 +392,9 @@ func (f *Fleet) syncInstances(ctx context.Context, h *fleetHost) error {
 
 // Run works every cast to its hosts
 // until ctx ends, then waits for the casts being worked, and feeds each
-// host's agent the changes of its service record and instance info that
-// a real agent's own watch follows (agent.Follow). Watching starts
+// host's agent the changes of its service record, instance info and
+// host mapping that a real agent's own watches follow (agent.Follow; the
+// mappings on a second watch, as they sort apart). Watching starts
 // at fromRev (the revision before the fleet registered), so no cast and
 // no change is missed. A broken watch (compaction) is an error: the run is invalid.
 // (That is why this is a raw watch and not internal/informer, which would
@@ -406,45 +407,124 @@ func (f *Fleet) Run(ctx context.Context, fromRev int64) error {
 	// follow must see (a cast's delete is dropped below).
 	wch := f.cli.Watch(clientv3.WithRequireLeader(ctx), from, clientv3.WithRange(end),
 		clientv3.WithRev(fromRev))
+	// The hosts' mappings, which each real agent follows on a watcher of
+	// its own (agent.hostFollow): what existed before fromRev, then every
+	// change from it on.
+	mfrom, mend := f.mappingRange()
+	if err := f.followMappingsBefore(ctx, mfrom, mend, fromRev); err != nil {
+		return err
+	}
+	mch := f.cli.Watch(clientv3.WithRequireLeader(ctx), mfrom, clientv3.WithRange(mend),
+		clientv3.WithRev(fromRev))
 	for _, ag := range f.agents {
 		ag.FollowWatched()
 	}
-	for resp := range wch {
-		if err := resp.Err(); err != nil {
-			return fmt.Errorf("fleet: watch [%s, %s): %w", from, end, err)
-		}
-		for _, ev := range resp.Events {
-			key := string(ev.Kv.Key)
-			host, rest, err := f.keys.ParseHostKey(key)
-			if err != nil {
-				continue
+	for {
+		select {
+		case resp, ok := <-mch:
+			if !ok {
+				return f.watchClosed(ctx, mfrom, mend)
 			}
-			followed := rest == "service" || strings.HasPrefix(rest, "instances/")
-			if !followed && !strings.HasPrefix(rest, "builds/") {
-				continue
+			if err := resp.Err(); err != nil {
+				return fmt.Errorf("fleet: watch [%s, %s): %w", mfrom, mend, err)
 			}
-			ag := f.agents[host]
-			if ag == nil {
-				continue // not one of ours (an existing Berth's real hosts)
+			for _, ev := range resp.Events {
+				key := string(ev.Kv.Key)
+				if ag := f.agents[strings.TrimPrefix(key, f.keys.HostMappings())]; ag != nil {
+					ag.Follow(key, ev.Kv.Value, ev.Type == clientv3.EventTypeDelete)
+				}
 			}
-			deleted := ev.Type == clientv3.EventTypeDelete
-			if followed {
-				// What the agent's own watch of its service record and
-				// instance info would deliver (agent.Follow).
-				ag.Follow(key, ev.Kv.Value, deleted)
+		case resp, ok := <-wch:
+			if !ok {
+				return f.watchClosed(ctx, from, end)
 			}
-			switch {
-			case rest == "service" && !deleted:
-				f.serviceChanged(ctx, host, ag, key, ev.Kv.Value)
-			case !followed && !deleted:
-				f.offer(ctx, ag, informer.Event{Key: key, Value: ev.Kv.Value, Revision: ev.Kv.ModRevision})
+			if err := resp.Err(); err != nil {
+				return fmt.Errorf("fleet: watch [%s, %s): %w", from, end, err)
 			}
+			f.hostEvents(ctx, resp.Events)
 		}
 	}
+}
+
+// watchClosed is Run's answer when a watch's channel closes: nil once
+// ctx has ended, otherwise an error.
+func (f *Fleet) watchClosed(ctx context.Context, from, end string) error {
 	if ctx.Err() != nil {
 		return nil
 	}
 	return fmt.Errorf("fleet: watch [%s, %s) closed", from, end)
+}
+
+// hostEvents hands each change of the fleet's hosts' keys to its agent:
+// casts to work, and the service record and instance info to its follow.
+func (f *Fleet) hostEvents(ctx context.Context, evs []*clientv3.Event) {
+	for _, ev := range evs {
+		key := string(ev.Kv.Key)
+		host, rest, err := f.keys.ParseHostKey(key)
+		if err != nil {
+			continue
+		}
+		followed := rest == "service" || strings.HasPrefix(rest, "instances/")
+		if !followed && !strings.HasPrefix(rest, "builds/") {
+			continue
+		}
+		ag := f.agents[host]
+		if ag == nil {
+			continue // not one of ours (an existing Berth's real hosts)
+		}
+		deleted := ev.Type == clientv3.EventTypeDelete
+		if followed {
+			// What the agent's own watch of its service record and
+			// instance info would deliver (agent.Follow).
+			ag.Follow(key, ev.Kv.Value, deleted)
+		}
+		switch {
+		case rest == "service" && !deleted:
+			f.serviceChanged(ctx, host, ag, key, ev.Kv.Value)
+		case !followed && !deleted:
+			f.offer(ctx, ag, informer.Event{Key: key, Value: ev.Kv.Value, Revision: ev.Kv.ModRevision})
+		}
+	}
+}
+
+// followMappingsBefore hands the agents the mappings in [from, end) as
+// they were just before fromRev (the hosts of an earlier run, already
+// mapped, whose registration writes no mapping), keys only, a page at a
+// time. In a fresh etcd there are none.
+func (f *Fleet) followMappingsBefore(ctx context.Context, from, end string, fromRev int64) error {
+	rev := fromRev - 1
+	if rev < 1 {
+		return nil // nothing was written before
+	}
+	const page = 10_000
+	for key := from; ; {
+		resp, err := f.cli.Get(ctx, key, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithKeysOnly(),
+			clientv3.WithLimit(page))
+		if err != nil {
+			return fmt.Errorf("fleet: list host mappings [%s, %s) at revision %d: %w", from, end, rev, err)
+		}
+		for _, kv := range resp.Kvs {
+			k := string(kv.Key)
+			if ag := f.agents[strings.TrimPrefix(k, f.keys.HostMappings())]; ag != nil {
+				ag.Follow(k, nil, false)
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// mappingRange is the key range of the fleet's hosts' mappings, as
+// watchedRange is of their keys.
+func (f *Fleet) mappingRange() (from, end string) {
+	first := hostName(f.cfg.HostPrefix, f.cfg.FirstHost)
+	last := hostName(f.cfg.HostPrefix, f.cfg.FirstHost+f.cfg.Hosts-1)
+	if len(first) != len(last) {
+		return f.keys.HostMappings(), clientv3.GetPrefixRangeEnd(f.keys.HostMappings())
+	}
+	return f.keys.HostMapping(first), f.keys.HostMapping(last) + "\x00"
 }
 
 // watchedRange is the key range Run watches: the keys of the fleet's own

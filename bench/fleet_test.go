@@ -592,6 +592,7 @@ func TestFleetWatchesItsOwnHostsKeys(t *testing.T) {
 	inRange := func(from, end, key string) bool { return key >= from && key < end }
 	f := &Fleet{keys: keys, cfg: FleetConfig{FirstHost: 9, Hosts: 3, HostPrefix: "bench-"}}
 	from, end := f.watchedRange()
+	mfrom, mend := f.mappingRange()
 	for i := 8; i <= 12; i++ {
 		h := hostName("bench-", i)
 		own := i >= 9 && i <= 11
@@ -600,10 +601,16 @@ func TestFleetWatchesItsOwnHostsKeys(t *testing.T) {
 				t.Errorf("key %s in the watch [%s, %s): %v, want %v", k, from, end, got, own)
 			}
 		}
+		if k := keys.HostMapping(h); inRange(mfrom, mend, k) != own {
+			t.Errorf("key %s in the mappings' watch [%s, %s): %v, want %v", k, mfrom, mend, !own, own)
+		}
 	}
 	f.cfg.FirstHost, f.cfg.Hosts = 999_999, 2 // bench-999999 and bench-1000000
 	from, end = f.watchedRange()
 	if from != keys.HostsPrefix() || end != clientv3.GetPrefixRangeEnd(keys.HostsPrefix()) {
 		t.Errorf("names of two widths: watch [%s, %s), want the hosts prefix %s", from, end, keys.HostsPrefix())
+	}
+	if mfrom, mend = f.mappingRange(); mfrom != keys.HostMappings() || mend != clientv3.GetPrefixRangeEnd(keys.HostMappings()) {
+		t.Errorf("names of two widths: mappings' watch [%s, %s), want the mappings prefix %s", mfrom, mend, keys.HostMappings())
 	}
 }

@@ -129,6 +129,8 @@ type Informer struct {
 	// end, when set, is where the followed keys end (Until): they are
 	// [prefix, end) instead of those under prefix.
 	end string
+	// oneKey: prefix is the one key followed (Key), watched exactly.
+	oneKey bool
 
 	// revMu guards the applied revision, the channel closed when it moves,
 	// and the current watch's context (for progress requests). revCh is
@@ -218,9 +220,22 @@ func PutsOnly() Option { return func(in *Informer) { in.putsOnly = true } }
 // small. Not for a PagedResetter or a raw handler.
 func Until(end string) Option { return func(in *Informer) { in.end = end } }
 
+// Key has the informer follow the one key its prefix names, on an
+// exact-key watcher: for a consumer of a single record outside its other
+// keys' range (an agent's host mapping). etcd keeps an exact key's
+// watchers in a map by key; a range's, even one of a single key, in an
+// interval tree that every write of any key is looked up in. Not for a
+// PagedResetter or a raw handler.
+func Key() Option {
+	return func(in *Informer) { in.oneKey, in.end = true, in.prefix+"\x00" }
+}
+
 // rangeOpt is the clientv3 option that makes a read or watch of
 // in.prefix cover what the informer follows.
 func (in *Informer) rangeOpt() clientv3.OpOption {
+	if in.oneKey {
+		return func(*clientv3.Op) {} // the key alone
+	}
 	if in.end != "" {
 		return clientv3.WithRange(in.end)
 	}

@@ -83,3 +83,46 @@ func TestUntilFollowsARange(t *testing.T) {
 		t.Errorf("handed %v, want %v", l.events, want)
 	}
 }
+
+// TestKeyFollowsOneKey: an informer with Key lists and watches its one
+// key, its puts and its delete, and not the keys it is a prefix of.
+func TestKeyFollowsOneKey(t *testing.T) {
+	cli := etcdtest.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, k := range []string{"/m/h1", "/m/h10", "/m/h1/x"} {
+		if _, err := cli.Put(ctx, k, "0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := &keyLog{}
+	in := New(cli, "/m/h1", l, hclog.NewNullLogger(), Key())
+	go in.Run(ctx)
+	if err := in.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var rev int64
+	for _, op := range []clientv3.Op{clientv3.OpPut("/m/h10", "1"), clientv3.OpPut("/m/h1", "1"),
+		clientv3.OpPut("/m/h1/x", "1"), clientv3.OpPut("/m/h1\x00", "1"), clientv3.OpDelete("/m/h1"), clientv3.OpPut("/m/h0", "1")} {
+		resp, err := cli.Do(ctx, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Put() != nil {
+			rev = resp.Put().Header.Revision
+		} else {
+			rev = resp.Del().Header.Revision
+		}
+	}
+	if err := in.WaitForRevision(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if want := []string{"/m/h1=0"}; !slices.Equal(l.listed, want) {
+		t.Errorf("listed %v, want %v", l.listed, want)
+	}
+	if want := []string{"/m/h1=1", "-/m/h1"}; !slices.Equal(l.events, want) {
+		t.Errorf("handed %v, want %v", l.events, want)
+	}
+}
