@@ -194,5 +194,6 @@ func (hm *HostManager) applyCapacityLocked(host string, ev informer.Event) {
 		hm.log.Warn("ignoring unreadable capacity report", "host", host, "error", err)
 		return
 	}
+	holdName(&hc.Host, r.name)
 	r.capacity = hc
 }

@@ -257,10 +257,20 @@ func (h hostsHandler) Decode(key string, value []byte) (any, error) {
 	switch {
 	case rest == "service":
 		s := &etcdschema.Service{}
-		return s, etcdschema.Decode(key, value, s)
+		if err := etcdschema.Decode(key, value, s); err != nil {
+			return s, err
+		}
+		h.hm.shareServiceStrings(s)
+		return s, nil
 	case rest == "capacity":
 		// Its inventories are shared with every equal host's: read-only.
-		return etcdschema.DecodeHostCapacityShared(key, value)
+		c, err := etcdschema.DecodeHostCapacityShared(key, value)
+		if err == nil && len(c.Used) == 0 {
+			// An idle host's empty usage is no map at all (read as
+			// zero): two objects a host the collector need not mark.
+			c.Used = nil
+		}
+		return c, err
 	case strings.HasPrefix(rest, "instances/") && h.hm.track:
 		// Straight into shared strings: applyLocked swaps the key's host
 		// (the key's bytes, during a list) for the host record's name.
@@ -453,6 +463,7 @@ func (hm *HostManager) applyParsedLocked(host, rest string, ev informer.Event, f
 			return
 		}
 		r := hm.record(host)
+		holdName(&s.Host, r.name)
 		if r.service != nil && r.service.ProviderUUID != s.ProviderUUID {
 			hm.unmapProviderLocked(r.service.ProviderUUID)
 		}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"sync"
+	"unsafe"
 
 	"github.com/berth-project/berth/etcdschema"
 )
@@ -52,6 +53,54 @@ func (t *internTable) Share(b []byte) string {
 		t.m[s] = s
 	}
 	return s
+}
+
+// ShareString returns the table's string equal to s, adding s itself (a
+// string the caller owns, not a slice of a larger one) when the table
+// has room.
+func (t *internTable) ShareString(s string) string {
+	if s == "" {
+		return ""
+	}
+	t.mu.RLock()
+	held, ok := t.m[s]
+	t.mu.RUnlock()
+	if ok {
+		return held
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if held, ok := t.m[s]; ok {
+		return held
+	}
+	if t.m == nil {
+		t.m = make(map[string]string)
+	}
+	if len(t.m) < maxInterned {
+		t.m[s] = s
+	}
+	return s
+}
+
+// shareServiceStrings makes a freshly decoded service record (Decode's,
+// not yet shared with anyone) hold the table's cell and agent version:
+// every host's record repeats them, and each string is an object the
+// collector marks for as long as the host is up (with the host's name,
+// shareName, ~300,000 objects at 100,000 hosts). The provider uuid is
+// the host's own.
+func (hm *HostManager) shareServiceStrings(s *etcdschema.Service) {
+	s.Cell = hm.names.ShareString(s.Cell)
+	s.AgentVersion = hm.names.ShareString(s.AgentVersion)
+}
+
+// holdName makes *s the host record's name when they are equal: a
+// decoded record's host held as one more copy of the name. It writes
+// only when *s is a copy, so a record applied again (a test's reused
+// event) is not written while request views read it.
+func holdName(s *string, name string) {
+	if *s == name && unsafe.StringData(*s) != unsafe.StringData(name) {
+		*s = name
+	}
 }
 
 // shareInfoStrings makes a freshly decoded info (not yet shared with
