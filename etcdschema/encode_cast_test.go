@@ -182,3 +182,40 @@ func TestEncodeCastLeavesOutWhatItsInstanceHolds(t *testing.T) {
 		t.Errorf("a version 2 cast without its instance: as a Build %v, as a BuildOp %v", errB, errO)
 	}
 }
+
+// sameFlavor decides whether a version 2 cast may leave the flavor out,
+// so it must compare every member a reader sees: a member added to Flavor
+// and not compared there would be dropped from a cast whose flavor
+// differs from its instance's in it.
+func TestSameFlavorComparesEveryMember(t *testing.T) {
+	const compared = 13 // header and the twelve members sameFlavor reads
+	if n := reflect.TypeFor[Flavor]().NumField(); n != compared {
+		t.Fatalf("Flavor has %d fields, sameFlavor compares %d: compare the new member in sameFlavor (cast_compact.go) and update this count", n, compared)
+	}
+	base := Flavor{ID: "1", Name: "m1", VCPUs: 1, RAMMB: 512, DiskGB: 1}
+	differ := []func(f *Flavor){
+		func(f *Flavor) { f.Version = 9 },
+		func(f *Flavor) { f.ID = "2" },
+		func(f *Flavor) { f.Name = "m2" },
+		func(f *Flavor) { f.VCPUs = 2 },
+		func(f *Flavor) { f.RAMMB = 1024 },
+		func(f *Flavor) { f.DiskGB = 2 },
+		func(f *Flavor) { f.EphemeralGB = 1 },
+		func(f *Flavor) { f.SwapMB = 1 },
+		func(f *Flavor) { f.ExtraSpecs = map[string]string{"k": "v"} },
+		func(f *Flavor) { d := "d"; f.Description = &d },
+		func(f *Flavor) { f.RXTXFactor = 2 },
+		func(f *Flavor) { f.Private = true },
+		func(f *Flavor) { f.Projects = []string{"p"} },
+	}
+	for i, change := range differ {
+		f := base
+		change(&f)
+		if sameFlavor(&base, &f) {
+			t.Errorf("change %d: sameFlavor called two different flavors the same", i)
+		}
+	}
+	if b := base; !sameFlavor(&base, &b) {
+		t.Error("sameFlavor called a flavor different from its copy")
+	}
+}
