@@ -40,7 +40,13 @@ func (t *internTable) Share(b []byte) string {
 	if ok {
 		return held
 	}
-	s := string(b)
+	return t.add(string(b))
+}
+
+// add returns the table's string equal to s, adding s itself when the
+// table has room: the write-locked half of Share and ShareString, once
+// a read lock found nothing.
+func (t *internTable) add(s string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if held, ok := t.m[s]; ok {
@@ -68,18 +74,7 @@ func (t *internTable) ShareString(s string) string {
 	if ok {
 		return held
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if held, ok := t.m[s]; ok {
-		return held
-	}
-	if t.m == nil {
-		t.m = make(map[string]string)
-	}
-	if len(t.m) < maxInterned {
-		t.m[s] = s
-	}
-	return s
+	return t.add(s)
 }
 
 // shareServiceStrings makes a freshly decoded service record (Decode's,
