@@ -422,7 +422,7 @@ func (hm *HostManager) decodedInstance(r *hostRecord, uuid string, ev informer.E
 		hm.log.Warn("ignoring unreadable instance info", "host", r.name, "instance", uuid, "error", err)
 		return "", nil, false
 	}
-	hm.shareInfoStrings(r, info)
+	holdName(&info.Host, r.name)
 	return keyOf(uuid, info), info, true
 }
 

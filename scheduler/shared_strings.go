@@ -81,7 +81,7 @@ func (t *internTable) ShareString(s string) string {
 // not yet shared with anyone) hold the table's cell and agent version:
 // every host's record repeats them, and each string is an object the
 // collector marks for as long as the host is up (with the host's name,
-// shareName, ~300,000 objects at 100,000 hosts). The provider uuid is
+// holdName, ~300,000 objects at 100,000 hosts). The provider uuid is
 // the host's own.
 func (hm *HostManager) shareServiceStrings(s *etcdschema.Service) {
 	s.Cell = hm.names.ShareString(s.Cell)
@@ -89,20 +89,13 @@ func (hm *HostManager) shareServiceStrings(s *etcdschema.Service) {
 }
 
 // holdName makes *s the host record's name when they are equal: a
-// decoded record's host held as one more copy of the name. It writes
-// only when *s is a copy, so a record applied again (a test's reused
-// event) is not written while request views read it.
+// decoded record's host is otherwise one more copy of the name (a
+// service record's or capacity report's) or a substring of its key that
+// keeps the whole key alive (an instance info's). It writes only when
+// *s is a copy, so a record applied again (a test's reused event) is not
+// written while request views read it.
 func holdName(s *string, name string) {
 	if *s == name && unsafe.StringData(*s) != unsafe.StringData(name) {
 		*s = name
-	}
-}
-
-// shareInfoStrings makes a freshly decoded info (not yet shared with
-// anyone) hold r's name where equal: the decoder gave it the host its key
-// names, a substring that would keep the whole key alive.
-func (hm *HostManager) shareInfoStrings(r *hostRecord, info *etcdschema.InstanceInfo) {
-	if info.Host == r.name {
-		info.Host = r.name
 	}
 }
