@@ -194,11 +194,7 @@ func (l *leanHTTP) conn(ctx context.Context) (*leanConn, bool, error) {
 			continue
 		}
 		// The oldest are at the front: every one left is older still.
-		for _, old := range l.idle {
-			old.Close()
-		}
-		clear(l.idle)
-		l.idle = l.idle[:0]
+		l.closeIdleLocked()
 		c.Close()
 	}
 	l.mu.Unlock()
@@ -269,6 +265,11 @@ func (l *leanHTTP) wrap(ctx context.Context, err error) error {
 func (l *leanHTTP) closeIdle() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closeIdleLocked()
+}
+
+// closeIdleLocked closes and forgets every idle connection (l.mu held).
+func (l *leanHTTP) closeIdleLocked() {
 	for _, c := range l.idle {
 		c.Close()
 	}
