@@ -18,7 +18,8 @@ import (
 )
 
 // trace is one server's way through the pipeline, each stage the time the
-// recorder's watch delivered the event that marks it.
+// recorder's watch delivered the event that marks it, or one of a later
+// revision if that came first (arrivalLocked).
 type trace struct {
 	postStart, postEnd time.Time // the client's POST /v2.1/servers
 	buildRequest       time.Time // /build_requests/<uuid> put (API)
@@ -74,6 +75,9 @@ type Recorder struct {
 	lastRev int64
 	// reordered counts events delivered after one of a later revision.
 	reordered int64
+	// advances are the revisions that were the latest yet when they
+	// arrived, with their arrival, in the order of both (arrivalLocked).
+	advances  []revArrival
 	counting  bool
 	firstRev  int64
 	finished  int
@@ -169,14 +173,13 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 			}
 		}
 	}
-	if ev.Kv.ModRevision > r.lastRev {
-		r.lastRev = ev.Kv.ModRevision
-	} else if ev.Kv.ModRevision < r.lastRev {
+	if ev.Kv.ModRevision < r.lastRev {
 		// Only the member's stream, several watches on it, can do this:
 		// one watch caught up after falling behind (etcd's victims and
 		// unsynced watchers), behind another.
 		r.reordered++
 	}
+	now = r.arrivalLocked(now, ev.Kv.ModRevision)
 	// Every key the recorder times ends in the server's uuid; it is looked
 	// up as bytes (no string is made) and decoded only for a server it
 	// follows that has not finished: the decoding is the tool's own cost.
@@ -259,6 +262,52 @@ func (r *Recorder) applyLocked(now time.Time, ev *clientv3.Event) {
 			}
 		}
 	}
+}
+
+// revArrival is a revision and when the recorder first received it or a
+// later one.
+type revArrival struct {
+	rev int64
+	at  time.Time
+}
+
+// maxAdvances bounds the advances kept: some 13,000 servers' boots, far
+// more than a watch of the member falls behind by.
+const maxAdvances = 1 << 16
+
+// arrivalLocked is the time of revision rev, delivered now: the first
+// arrival of it or of any later revision. A server's stages are so timed
+// in the order etcd made them, whichever of the member's watches delivered
+// them: an event a lagging watch delivers late (a claim after its cast,
+// on another watch) takes the time the recorder first knew of a later
+// revision, not its own arrival, which would put the claim after the
+// cast and lose the stage. A single watch delivers in order, and every
+// event keeps its own arrival.
+//
+// The first event of each revision later than all before it is kept
+// (advances): both its revision and its arrival grow along the slice,
+// and the earliest arrival of a revision at rev or later is the first
+// advance at rev or later, since no event before it was past rev.
+func (r *Recorder) arrivalLocked(now time.Time, rev int64) time.Time {
+	if rev > r.lastRev {
+		r.lastRev = rev
+		if len(r.advances) == maxAdvances {
+			r.advances = append(r.advances[:0], r.advances[maxAdvances/2:]...)
+		}
+		r.advances = append(r.advances, revArrival{rev: rev, at: now})
+		return now
+	}
+	n := len(r.advances)
+	if n == 0 {
+		return now
+	}
+	if last := r.advances[n-1]; rev == last.rev {
+		return last.at // the common case: a revision's other events
+	}
+	// Past the kept advances (a watch behind by more than they span),
+	// the oldest kept is the best bound known.
+	i := sort.Search(n, func(i int) bool { return r.advances[i].rev >= rev })
+	return r.advances[i].at
 }
 
 // castRecord says whether value, an instance record in its cell, is the

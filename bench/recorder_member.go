@@ -27,8 +27,12 @@ import (
 // revisions, counted outside the measured phase's CPU. The figures mean
 // what they meant:
 //   - each stage is still the arrival of the event that marks it, on one
-//     stream in the order the member sent them (one watch before, several
-//     on one stream now: embedetcd.Server.WatchClient);
+//     stream (one watch before, several on one stream now:
+//     embedetcd.Server.WatchClient). The member may deliver one watch's
+//     events after a later revision of another's (a watch that fell behind
+//     and caught up), so an event's time is the first arrival of its
+//     revision or a later one (arrivalLocked): the stages stay in the
+//     order etcd made them, as the one watch delivered them;
 //   - the write table counts every put and delete under the prefix, and
 //     the distinct revisions that made them, in the phase's revisions
 //     (the header revision when it started, and when it ended: the range

@@ -247,26 +247,83 @@ func TestRecorderCountsCastsFromTheRecords(t *testing.T) {
 }
 
 // An event delivered after one of a later revision (a watch of the
-// member's stream that fell behind another) is counted late.
+// member's stream that fell behind another) is counted late, and timed
+// as the later revision's first arrival: a claim delivered after its cast
+// still comes before it, and the hand-off is sampled.
 func TestRecorderCountsALateEvent(t *testing.T) {
 	k := etcdschema.New("/berth")
 	r := NewRecorder(nil, k)
 	r.Expect([]string{"u1"}, time.Now(), time.Now())
-	put := func(key, value string, rev int64) {
+	t0 := time.Now()
+	put := func(at time.Duration, key, value string, rev int64) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		r.applyLocked(time.Now(), &clientv3.Event{Type: clientv3.EventTypePut,
+		r.applyLocked(t0.Add(at), &clientv3.Event{Type: clientv3.EventTypePut,
 			Kv: &mvccpb.KeyValue{Key: []byte(key), Value: []byte(value), ModRevision: rev}})
 	}
-	put(k.CellInstance("cell1", "u1"), etcdschema.MustEncode(&etcdschema.Instance{UUID: "u1", Status: etcdschema.StatusBuild,
-		TaskState: etcdschema.TaskSpawning}), 4)
-	put(k.Consumer("u1"), "{}", 3) // the claim, late
+	put(0, k.BuildRequests()+"u1", "{}", 2)
+	put(time.Millisecond, k.BuildRequestLeases()+"u1", "{}", 3)
+	put(3*time.Millisecond, k.CellInstance("cell1", "u1"), etcdschema.MustEncode(&etcdschema.Instance{UUID: "u1", Status: etcdschema.StatusBuild,
+		TaskState: etcdschema.TaskSpawning}), 6)
+	put(5*time.Millisecond, k.Consumer("u1"), "{}", 4) // the claim, late
+	put(7*time.Millisecond, k.CellInstance("cell1", "u1"), etcdschema.MustEncode(&etcdschema.Instance{UUID: "u1", Status: etcdschema.StatusActive}), 8)
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if tr := r.traces["u1"]; tr.claim.IsZero() || tr.casts != 1 {
-		t.Errorf("claim at %v, %d casts; want the late claim timed and the one cast", tr.claim, tr.casts)
+	tr := r.traces["u1"]
+	if !tr.claim.Equal(t0.Add(3*time.Millisecond)) || tr.casts != 1 {
+		t.Errorf("claim at +%v, %d casts; want the late claim timed at the cast's arrival (+3ms) and the one cast", tr.claim.Sub(t0), tr.casts)
 	}
 	if r.reordered != 1 {
 		t.Errorf("%d events counted late, want 1", r.reordered)
+	}
+	r.mu.Unlock()
+	samples, o := r.stageSamples([]string{"u1"})
+	if o.Active != 1 {
+		t.Errorf("%+v, want 1 active", o)
+	}
+	for stage, want := range map[string]time.Duration{"queue": time.Millisecond, "schedule": 2 * time.Millisecond,
+		"handoff": 0, "build": 4 * time.Millisecond} {
+		if got := samples[stage]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s samples %v, want [%v]", stage, got, want)
+		}
+	}
+}
+
+// The time of a revision is the first arrival of it or a later one, also
+// once the kept advances have been trimmed.
+func TestRecorderArrivalIsTheFirstOfALaterRevision(t *testing.T) {
+	r := NewRecorder(nil, etcdschema.New("/berth"))
+	t0 := time.Now()
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Millisecond) }
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range []struct {
+		rev     int64
+		arrived int
+		want    int
+	}{
+		{rev: 10, arrived: 0, want: 0},
+		{rev: 10, arrived: 1, want: 0}, // the revision's other event
+		{rev: 12, arrived: 2, want: 2}, // an advance
+		{rev: 11, arrived: 3, want: 2}, // late: 12 came first
+		{rev: 9, arrived: 4, want: 0},  // late: 10 came first
+		{rev: 20, arrived: 5, want: 5}, // an advance
+		{rev: 13, arrived: 6, want: 5}, // late, between advances
+		{rev: 12, arrived: 7, want: 2}, // late, an advance's own revision
+		{rev: 21, arrived: 8, want: 8}, // an advance
+		{rev: 21, arrived: 9, want: 8}, // the same revision again
+	} {
+		if got := r.arrivalLocked(at(c.arrived), c.rev); !got.Equal(at(c.want)) {
+			t.Errorf("revision %d arriving at +%dms: timed +%v, want +%dms", c.rev, c.arrived, got.Sub(t0), c.want)
+		}
+	}
+	for i := range maxAdvances + 1 {
+		r.arrivalLocked(at(100+i), int64(100+i))
+	}
+	if n := len(r.advances); n > maxAdvances {
+		t.Fatalf("%d advances kept, want at most %d", n, maxAdvances)
+	}
+	oldest := r.advances[0]
+	if got := r.arrivalLocked(at(1<<20), 1); !got.Equal(oldest.at) {
+		t.Errorf("a revision older than every kept advance: timed +%v, want the oldest kept's +%v", got.Sub(t0), oldest.at.Sub(t0))
 	}
 }
