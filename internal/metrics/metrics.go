@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Outcome label values. They are part of the metrics' contract with
@@ -245,32 +246,36 @@ func (m *Metrics) QueueLease(queue, turn, outcome string) {
 
 // QueueLeaseCounts reads berth_queue_lease_attempts_total of one queue,
 // by turn then outcome (for the load tool's summary and tests).
+//
+// It collects that one counter vector, not the registry: a Gather runs
+// every collector, and the capacity collector walks every host (0.26 CPU
+// s at 100,000 hosts, twice a boot in the load tool's profile).
 func (m *Metrics) QueueLeaseCounts(queue string) map[string]map[string]float64 {
 	out := map[string]map[string]float64{}
 	if m == nil {
 		return out
 	}
-	mfs, err := m.reg.Gather()
-	if err != nil {
-		return out
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "berth_queue_lease_attempts_total" {
+	ch := make(chan prometheus.Metric)
+	go func() {
+		m.queueLeases.Collect(ch)
+		close(ch)
+	}()
+	for metric := range ch {
+		var mt dto.Metric
+		if metric.Write(&mt) != nil {
 			continue
 		}
-		for _, mt := range mf.GetMetric() {
-			l := map[string]string{}
-			for _, lp := range mt.GetLabel() {
-				l[lp.GetName()] = lp.GetValue()
-			}
-			if l["queue"] != queue {
-				continue
-			}
-			if out[l["turn"]] == nil {
-				out[l["turn"]] = map[string]float64{}
-			}
-			out[l["turn"]][l["outcome"]] = mt.GetCounter().GetValue()
+		l := map[string]string{}
+		for _, lp := range mt.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
 		}
+		if l["queue"] != queue {
+			continue
+		}
+		if out[l["turn"]] == nil {
+			out[l["turn"]] = map[string]float64{}
+		}
+		out[l["turn"]][l["outcome"]] = mt.GetCounter().GetValue()
 	}
 	return out
 }
