@@ -164,8 +164,11 @@ type Result struct {
 	Writes          *Writes `json:"writes,omitempty"`
 	// RecorderLate counts the events the recorder's watches delivered
 	// after one of a later revision: several watches on the member's
-	// stream, one of which fell behind. Those servers' stage times are
-	// late (a negative one is left out). Zero on a run that kept up.
+	// stream, one of which fell behind. Each is timed as the first
+	// arrival of a later revision (Recorder.arrivalLocked): the stages
+	// keep etcd's order, and its time is a bound (etcd made it before the
+	// later one arrived), not its own delivery. Zero on a run that kept
+	// up.
 	RecorderLate int64 `json:"recorder_late_events,omitempty"`
 	// EtcdRequests are the measured phase's etcd requests by role and
 	// kind (-etcd-tally): the in-process clients' and the tool's own,
@@ -342,7 +345,7 @@ func (r *Result) WriteTable(w io.Writer) {
 		}
 	}
 	if r.RecorderLate > 0 {
-		row("recorder fell behind", "%d events delivered after a later revision's: those servers' stage times are late, and a stage that came out negative is not counted",
+		row("recorder fell behind", "%d events delivered after a later revision's, each timed as a later revision's first arrival (a bound: etcd made it before that one arrived)",
 			r.RecorderLate)
 	}
 	r.etcdRequestRows(tw)
