@@ -1,6 +1,10 @@
 package placement
 
-import "context"
+import (
+	"context"
+
+	"github.com/berth-project/berth/etcdschema"
+)
 
 // The compact answer is for a caller in the same process (the scheduler):
 // the same search and the same candidates, in the same order, as
@@ -9,7 +13,8 @@ import "context"
 // most of its garbage) building 1,000 allocation requests and a provider
 // summary map it then read one entry of per candidate. Here each candidate
 // is a few words in one array per answer that name the provider, the
-// shared resources map and the root's cached summary; the contract's
+// shared resources map and the root's record (its summary rendered on
+// demand: LazySummary); the contract's
 // AllocationRequest is built only for the few the caller claims or
 // offers as alternates. The HTTP API keeps rendering through render, so
 // its answers do not change.
@@ -35,11 +40,31 @@ type Candidate struct {
 	// checked against Root.
 	RootSlot int32
 	// RootSummary is Root's provider summary (capacity and usage per
-	// class), shared with the index and every other answer: read-only.
-	// nil only when the root is not indexed (a half-applied tree move).
-	RootSummary *ProviderSummary
+	// class) as the search saw it, rendered when Get asks: a scheduler
+	// reads the standard classes (CompactBuffers.RootStandard) and
+	// seldom the summary, and rendering it after every claim on a
+	// provider was about 650 B and 5 allocations per server booted.
+	RootSummary LazySummary
 	// Parts are the providers the request takes resources from.
 	Parts []CandidatePart
+}
+
+// LazySummary is a provider's summary, rendered when Get asks, from the
+// provider record an answer read (records are never mutated once
+// indexed, so a later claim does not change it). The zero value is no
+// summary.
+type LazySummary struct {
+	p *etcdschema.Provider
+}
+
+// Get renders the summary afresh on each call (the caller's to keep;
+// no Memo): nil only when the root is not indexed (a half-applied tree
+// move) or the candidate was made elsewhere.
+func (l LazySummary) Get() *ProviderSummary {
+	if l.p == nil {
+		return nil
+	}
+	return summarize(l.p)
 }
 
 // standardCols are the index's VCPU, MEMORY_MB and DISK_GB columns (nil
@@ -136,7 +161,7 @@ type CompactBuffers struct {
 	std [][3]ResourceSummary
 }
 
-// RootStandard is cands[i].RootSummary.Standard(), the root's VCPU,
+// RootStandard is cands[i].RootSummary.Get().Standard(), the root's VCPU,
 // MEMORY_MB and DISK_GB, as the search read them from the index's class
 // columns when it built cands in b: a scheduler weighs every candidate on
 // these, and reading them from the summary was a cache miss per candidate
@@ -197,7 +222,7 @@ func (st *indexState) compact(areqs []*areq, buf *CompactBuffers) []Candidate {
 	var lastMap map[string]int64
 	for i, a := range areqs {
 		root := st.slots[a.anchor]
-		out[i] = Candidate{Root: root.uuid, RootSlot: st.indexSlot(a.anchor) + 1, RootSummary: st.summaryOf(root)}
+		out[i] = Candidate{Root: root.uuid, RootSlot: st.indexSlot(a.anchor) + 1, RootSummary: LazySummary{root.p}}
 		if buf != nil {
 			buf.std = append(buf.std, std.of(a.anchor))
 		}

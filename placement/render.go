@@ -1,6 +1,10 @@
 package placement
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/berth-project/berth/etcdschema"
+)
 
 // render turns allocation requests into the contract's Candidates, with a
 // summary of every provider in the trees they draw from (only the providers
@@ -144,19 +148,26 @@ func (st *indexState) summaryOf(e *rpEntry) *ProviderSummary {
 	if ps := e.summary.Load(); ps != nil {
 		return ps
 	}
+	ps := summarize(e.p)
+	ps.memo = &summaryMemo{}
+	e.summary.Store(ps)
+	return ps
+}
+
+// summarize renders p's provider summary (no memo: the caller adds one
+// when it shares the summary).
+func summarize(p *etcdschema.Provider) *ProviderSummary {
 	ps := &ProviderSummary{
-		Resources:          make(map[string]ResourceSummary, len(e.p.Inventories)),
-		Traits:             e.p.Traits,
-		ParentProviderUUID: e.p.ParentProviderUUID,
-		RootProviderUUID:   e.p.RootProviderUUID,
-		memo:               &summaryMemo{},
+		Resources:          make(map[string]ResourceSummary, len(p.Inventories)),
+		Traits:             p.Traits,
+		ParentProviderUUID: p.ParentProviderUUID,
+		RootProviderUUID:   p.RootProviderUUID,
 	}
-	for rc, inv := range e.p.Inventories {
-		ps.Resources[rc] = ResourceSummary{Capacity: inv.Capacity(), Used: e.p.Usages[rc]}
+	for rc, inv := range p.Inventories {
+		ps.Resources[rc] = ResourceSummary{Capacity: inv.Capacity(), Used: p.Usages[rc]}
 	}
 	ps.std = [3]ResourceSummary{ps.Resources[VCPU], ps.Resources[MemoryMB], ps.Resources[DiskGB]}
 	ps.hasStd = true
-	e.summary.Store(ps)
 	return ps
 }
 

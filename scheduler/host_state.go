@@ -51,10 +51,9 @@ type HostState struct {
 	std   [3]placement.ResourceSummary
 	stdOK bool
 	// summary is placement's summary of the root, whose Resources stand
-	// for Resources while that is nil: the join takes the pointer
-	// without reading the summary (a cache miss per candidate), since
-	// std is all most requests read.
-	summary *placement.ProviderSummary
+	// for Resources while that is nil: rendered only when read
+	// (resourceMap), since std is all most requests read.
+	summary placement.LazySummary
 
 	// nameHash is hostNameHash(Host), from the host record (0: not
 	// known, worked out when needed).
@@ -98,10 +97,14 @@ func (h *HostState) resource(rc string) placement.ResourceSummary {
 	return h.resourceMap()[rc]
 }
 
-// resourceMap is Resources, or the summary's when a join left it nil.
+// resourceMap is Resources, rendered from the summary when a join left
+// it nil (the rendering is this state's own, so it is kept as Resources).
 func (h *HostState) resourceMap() map[string]placement.ResourceSummary {
-	if h.Resources == nil && h.summary != nil {
-		return h.summary.Resources
+	if h.Resources == nil {
+		if ps := h.summary.Get(); ps != nil {
+			h.Resources = ps.Resources
+		}
+		h.summary = placement.LazySummary{}
 	}
 	return h.Resources
 }

@@ -73,12 +73,16 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 		}
 		first := backing[perRoot[j]]
 		// The summary's standard classes as the search read them, when it
-		// built cands in the scratch: the summary itself is not read (a
-		// cache miss per candidate); HostState.resourceMap reads it if a
-		// filter or weigher wants another class.
+		// built cands in the scratch: the summary itself is not rendered;
+		// HostState.resourceMap renders it if a filter or weigher wants
+		// another class.
 		std, stdOK := sc.compact.RootStandard(cands, firstIdx[j])
-		if !stdOK && first.RootSummary != nil {
-			std, stdOK = first.RootSummary.Standard()
+		var resources map[string]placement.ResourceSummary
+		if !stdOK {
+			if ps := first.RootSummary.Get(); ps != nil {
+				std, stdOK = ps.Standard()
+				resources = ps.Resources
+			}
 		}
 		hostAggs := aggs.byHost[v.Host]
 		hs := &all[j]
@@ -86,9 +90,9 @@ func (s *Scheduler) joinHosts(c *Cycle, cands []placement.Candidate, aggs *aggre
 			Host: v.Host, Cell: v.Cell, ProviderUUID: root, Service: v.Service, Up: v.Up,
 			Instances: v.Instances, NumInstances: v.NumInstances,
 			FailedBuilds: v.FailedBuilds,
-			summary:      first.RootSummary,
-			Candidates:   backing[perRoot[j]:perRoot[j+1]:perRoot[j+1]],
-			NumIOOps:     v.IOOps, Aggregates: hostAggs,
+			Resources:    resources, summary: first.RootSummary,
+			Candidates: backing[perRoot[j]:perRoot[j+1]:perRoot[j+1]],
+			NumIOOps:   v.IOOps, Aggregates: hostAggs,
 			AvailabilityZone: hostAvailabilityZone(hostAggs, s.cfg.DefaultAvailabilityZone),
 			std:              std, stdOK: stdOK,
 			nameHash: v.NameHash,
