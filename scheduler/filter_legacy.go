@@ -22,8 +22,10 @@ type legacyFilter interface {
 // total times ratio, since it is what the claim is checked against.
 func legacyFits(h *HostState, c *Cycle, rc, limitKey string) Status {
 	want := c.requestedAmount(rc)
-	r, ok := h.resourceMap()[rc]
-	if want == 0 || !ok || r.Capacity == 0 {
+	// The standard classes' columns (resource) render no summary: a
+	// class the host has no inventory of reads as zero capacity.
+	r := h.resource(rc)
+	if want == 0 || r.Capacity == 0 {
 		return pass
 	}
 	if r.Capacity-r.Used < want {
