@@ -67,8 +67,9 @@ func (p *Provider) decodeFast(data []byte) bool {
 // inventories, traits, aggregates. Every scheduler decodes the provider
 // of every claim, and a claim changes only its usages and generation.
 // Its inventories are otherwise the shared map of equal inventories
-// decoded before (inventory_table.go): read-only too. The value and the
-// error are exactly Decode's.
+// decoded before (inventory_table.go), and so are its usages, traits and
+// aggregates when not prev's: read-only too. The value and the error are
+// exactly Decode's.
 func DecodeProviderAfter(key string, data []byte, prev *Provider) (*Provider, error) {
 	p := &Provider{}
 	if p.decodeFastAfter(data, prev, true) {
@@ -158,13 +159,25 @@ func (p *Provider) decodeFastAfter(data []byte, prev *Provider, shared bool) boo
 			}
 			return ok && once(&seen, seenInventories)
 		case "traits":
-			q.Traits, ok = r.stringsAs(was.Traits)
+			if shared {
+				q.Traits, ok = r.stringsShared(was.Traits)
+			} else {
+				q.Traits, ok = r.stringsAs(was.Traits)
+			}
 			return ok && once(&seen, seenTraits)
 		case "aggregates":
-			q.Aggregates, ok = r.stringsAs(was.Aggregates)
+			if shared {
+				q.Aggregates, ok = r.stringsShared(was.Aggregates)
+			} else {
+				q.Aggregates, ok = r.stringsAs(was.Aggregates)
+			}
 			return ok && once(&seen, seenAggregates)
 		case "usages":
-			q.Usages, ok = r.int64Map()
+			if shared {
+				q.Usages, ok = r.usagesShared()
+			} else {
+				q.Usages, ok = r.int64Map()
+			}
 			return ok && once(&seen, seenUsages)
 		case "created_at":
 			q.CreatedAt, ok = r.time()

@@ -100,3 +100,63 @@ func TestSharedInventoriesBounded(t *testing.T) {
 		t.Errorf("the table holds %d values, bound %d", n, maxSharedInventories)
 	}
 }
+
+// TestSharedProviderParts: an index's decoder gives providers' equal
+// usages, traits and aggregates one map or slice (of Decode's value),
+// and the plain Decode fresh ones its caller may mutate.
+func TestSharedProviderParts(t *testing.T) {
+	provider := func(uuid string, vcpu int64, traits ...string) []byte {
+		return []byte(MustEncode(&Provider{UUID: uuid, Name: "host-" + uuid, RootProviderUUID: uuid, Generation: 3,
+			Inventories: map[string]Inventory{"VCPU": {Total: 8, MinUnit: 1, MaxUnit: 8, StepSize: 1, AllocationRatio: 1}},
+			Traits:      traits, Aggregates: []string{"agg-1"}, Usages: map[string]int64{"VCPU": vcpu}}))
+	}
+	decode := func(uuid string, vcpu int64, traits ...string) *Provider {
+		t.Helper()
+		p, err := DecodeProviderAfter("/"+uuid, provider(uuid, vcpu, traits...), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want Provider
+		if err := Decode("/"+uuid, provider(uuid, vcpu, traits...), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(*p, want) {
+			t.Fatalf("shared decode %+v, Decode %+v", *p, want)
+		}
+		return p
+	}
+	sliceID := func(s []string) uintptr { return reflect.ValueOf(s).Pointer() }
+	usageID := func(m map[string]int64) uintptr { return reflect.ValueOf(m).Pointer() }
+	a := decode("a", 2, "COMPUTE_X", "HW_CPU_Y")
+	b := decode("b", 2, "COMPUTE_X", "HW_CPU_Y")
+	c := decode("c", 3, "COMPUTE_X")
+	if usageID(a.Usages) != usageID(b.Usages) || usageID(a.Usages) == usageID(c.Usages) {
+		t.Errorf("usages: equal ones shared %v, unequal ones shared %v",
+			usageID(a.Usages) == usageID(b.Usages), usageID(a.Usages) == usageID(c.Usages))
+	}
+	if sliceID(a.Traits) != sliceID(b.Traits) || sliceID(a.Aggregates) != sliceID(c.Aggregates) {
+		t.Error("equal traits or aggregates were decoded into slices of their own")
+	}
+	if sliceID(a.Traits) == sliceID(c.Traits) {
+		t.Error("unequal traits share a slice")
+	}
+	if cap(a.Traits) != len(a.Traits) {
+		t.Errorf("a shared slice has room to append in place: len %d cap %d", len(a.Traits), cap(a.Traits))
+	}
+	var fresh Provider
+	if err := Decode("/a", provider("a", 2, "COMPUTE_X", "HW_CPU_Y"), &fresh); err != nil {
+		t.Fatal(err)
+	}
+	if usageID(fresh.Usages) == usageID(a.Usages) || sliceID(fresh.Traits) == sliceID(a.Traits) {
+		t.Error("Decode returned a shared map or slice, which its caller may mutate")
+	}
+	// A field the record leaves out keeps the destination's value, as
+	// encoding/json leaves it.
+	kept := Provider{Name: "kept", ParentProviderUUID: "parent"}
+	if err := Decode("/x", []byte(`{"version":1,"uuid":"x","root_provider_uuid":"x"}`), &kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept.Name != "kept" || kept.ParentProviderUUID != "parent" || kept.UUID != "x" || kept.RootProviderUUID != "x" {
+		t.Errorf("decoded over a set value: %+v", kept)
+	}
+}
