@@ -3,6 +3,7 @@ package etcdschema
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 )
 
 func mapID(m map[string]Inventory) uintptr { return reflect.ValueOf(m).Pointer() }
@@ -103,7 +104,8 @@ func TestSharedInventoriesBounded(t *testing.T) {
 
 // TestSharedProviderParts: an index's decoder gives providers' equal
 // usages, traits and aggregates one map or slice (of Decode's value),
-// and the plain Decode fresh ones its caller may mutate.
+// a root equal to the uuid the uuid's string, and the plain Decode
+// fresh ones its caller may mutate.
 func TestSharedProviderParts(t *testing.T) {
 	provider := func(uuid string, vcpu int64, traits ...string) []byte {
 		return []byte(MustEncode(&Provider{UUID: uuid, Name: "host-" + uuid, RootProviderUUID: uuid, Generation: 3,
@@ -142,6 +144,12 @@ func TestSharedProviderParts(t *testing.T) {
 	}
 	if cap(a.Traits) != len(a.Traits) {
 		t.Errorf("a shared slice has room to append in place: len %d cap %d", len(a.Traits), cap(a.Traits))
+	}
+	if unsafe.StringData(a.RootProviderUUID) != unsafe.StringData(a.UUID) {
+		t.Error("a root provider's root uuid is a string of its own")
+	}
+	if unsafe.StringData(a.Name) != (*byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(a.UUID)), len(a.UUID))) {
+		t.Error("a new provider's uuid and name are two strings")
 	}
 	var fresh Provider
 	if err := Decode("/a", provider("a", 2, "COMPUTE_X", "HW_CPU_Y"), &fresh); err != nil {
