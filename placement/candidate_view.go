@@ -109,8 +109,10 @@ func (st *indexState) viewFor(plan *mergePlan) (*indexState, map[int32]int32) {
 	for _, anchor := range plan.anchors {
 		want[anchor] = struct{}{}
 		if e := st.slots[anchor]; e != nil {
-			for slot := range st.trees[e.p.RootProviderUUID] {
-				want[slot] = struct{}{}
+			if tree, ok := st.trees[e.p.RootProviderUUID]; ok {
+				for slot := range tree.all() {
+					want[slot] = struct{}{}
+				}
 			}
 		}
 		for _, list := range plan.byAnchor[anchor] {

@@ -572,7 +572,7 @@ func (s *search) multiProvider(g *groupCtx, emit func(*areq) bool) {
 			continue
 		}
 		var members []int32
-		if tree := st.trees[re.p.UUID]; len(tree) == 1 {
+		if tree, ok := st.trees[re.p.UUID]; ok && tree.len() == 1 {
 			members = []int32{root}
 		} else {
 			members = st.treeSlots(re.p.UUID)

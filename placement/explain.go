@@ -175,7 +175,7 @@ func (st *indexState) firstMiss(q CandidateQuery, rcs [][]string, root *rpEntry,
 		}
 	}
 	members := []int32{root.slot}
-	if len(st.trees[root.p.UUID]) > 1 {
+	if tree, ok := st.trees[root.p.UUID]; ok && tree.len() > 1 {
 		members = st.treeSlots(root.p.UUID)
 	}
 	for i, g := range q.Groups {

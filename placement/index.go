@@ -347,7 +347,7 @@ type indexState struct {
 	aggBits   []bitset
 
 	// trees maps a root uuid to the slots in its tree.
-	trees map[string]map[int32]struct{}
+	trees map[string]treeSet
 	// children maps a parent uuid to its direct children's uuids.
 	children map[string]map[string]struct{}
 	sharing  bitset
@@ -376,7 +376,7 @@ type indexState struct {
 // garbage of a scheduler's cold start).
 func (st *indexState) reserve(n int) {
 	st.providers = make(map[string]*rpEntry, n)
-	st.trees = make(map[string]map[int32]struct{}, n)
+	st.trees = make(map[string]treeSet, n)
 	st.slots = make([]*rpEntry, 0, n)
 	st.slotsHint = n
 }
@@ -405,7 +405,7 @@ func newIndexState() *indexState {
 		classIDs:    map[string]int32{},
 		traitIDs:    map[string]int32{},
 		aggIDs:      map[string]int32{},
-		trees:       map[string]map[int32]struct{}{},
+		trees:       map[string]treeSet{},
 		children:    map[string]map[string]struct{}{},
 		consumers:   map[string]consumerEntry{},
 		rpConsumers: map[string]*consumerSet{},
@@ -594,12 +594,11 @@ func (st *indexState) link(e *rpEntry) {
 		st.aggBits[id].set(e.slot)
 		e.aggs = append(e.aggs, id)
 	}
-	tree := st.trees[p.RootProviderUUID]
-	if tree == nil {
-		tree = map[int32]struct{}{}
-		st.trees[p.RootProviderUUID] = tree
+	if tree, ok := st.trees[p.RootProviderUUID]; ok {
+		st.trees[p.RootProviderUUID] = tree.with(e.slot)
+	} else {
+		st.trees[p.RootProviderUUID] = singleTree(e.slot)
 	}
-	tree[e.slot] = struct{}{}
 	if p.ParentProviderUUID != "" {
 		ch := st.children[p.ParentProviderUUID]
 		if ch == nil {
@@ -635,10 +634,11 @@ func (st *indexState) unlink(e *rpEntry) {
 	for _, id := range e.aggs {
 		st.aggBits[id].clear(e.slot)
 	}
-	if tree := st.trees[p.RootProviderUUID]; tree != nil {
-		delete(tree, e.slot)
-		if len(tree) == 0 {
+	if tree, ok := st.trees[p.RootProviderUUID]; ok {
+		if rest, empty := tree.without(e.slot); empty {
 			delete(st.trees, p.RootProviderUUID)
+		} else {
+			st.trees[p.RootProviderUUID] = rest
 		}
 	}
 	if p.ParentProviderUUID != "" {
@@ -713,9 +713,12 @@ func (st *indexState) hasTrait(slot int32, t string) bool {
 // treeSlots returns the slots of a tree in slot order, so answers are
 // deterministic.
 func (st *indexState) treeSlots(root string) []int32 {
-	t := st.trees[root]
-	out := make([]int32, 0, len(t))
-	for s := range t {
+	t, ok := st.trees[root]
+	if !ok {
+		return make([]int32, 0)
+	}
+	out := make([]int32, 0, t.len())
+	for s := range t.all() {
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })

@@ -132,8 +132,8 @@ func (st *indexState) summarise(roots, used *slotSet, onlyUsed bool, add func(e 
 			addSlot(root)
 			continue
 		}
-		if tree := st.trees[re.p.RootProviderUUID]; len(tree) > 1 {
-			for slot := range tree {
+		if tree, ok := st.trees[re.p.RootProviderUUID]; ok && tree.len() > 1 {
+			for slot := range tree.all() {
 				addSlot(slot)
 			}
 		} else {
