@@ -143,9 +143,10 @@ func (c *HostCapacity) decodeFast(data []byte) bool {
 }
 
 // DecodeHostCapacityShared is Decode of a host's capacity record whose
-// inventories are the shared map of equal inventories decoded before
-// (inventory_table.go), which no caller may mutate: every scheduler's
-// host manager holds every host's, re-decoded at each capacity report.
+// inventories and usage are the shared maps of equal values decoded
+// before (inventory_table.go), which no caller may mutate: every
+// scheduler's host manager holds every host's, re-decoded at each
+// capacity report.
 func DecodeHostCapacityShared(key string, data []byte) (*HostCapacity, error) {
 	c := &HostCapacity{}
 	if c.decodeFastShared(data, true) && versionReadable(c) {
@@ -178,7 +179,11 @@ func (c *HostCapacity) decodeFastShared(data []byte, shared bool) bool {
 			}
 			bit = 4
 		case "used":
-			q.Used, ok = r.int64Map()
+			if shared {
+				q.Used, ok = r.usagesShared()
+			} else {
+				q.Used, ok = r.int64Map()
+			}
 			bit = 8
 		case "at":
 			q.At, ok = r.time()

@@ -3,6 +3,7 @@ package etcdschema
 import (
 	"encoding/json"
 	"math/rand"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,14 @@ func TestHostCapacityFastDecodeMatchesEncodingJSON(t *testing.T) {
 		decodeBoth(t, in, HostCapacity{Host: "old", At: time.Unix(5, 0).UTC()})
 		decodeBoth(t, in, HostCapacity{Inventories: map[string]Inventory{"OLD": {Total: 1}}})
 		decodeBoth(t, in, HostCapacity{Used: map[string]int64{"OLD": 1}})
+		// The host manager's decoder (shared inventories and usage) reads
+		// the same value, or fails as Decode does.
+		var want HostCapacity
+		wantErr := Decode("/k", in, &want)
+		got, err := DecodeHostCapacityShared("/k", in)
+		if (err != nil) != (wantErr != nil) || (err == nil && !reflect.DeepEqual(*got, want)) {
+			t.Errorf("DecodeHostCapacityShared(%s) = %+v, %v; Decode %+v, %v", in, got, err, want, wantErr)
+		}
 	}
 	t.Logf("%d of %d values took the fast path", fast, len(caps))
 	if fast < 700 {

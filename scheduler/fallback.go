@@ -98,7 +98,7 @@ func (s *Scheduler) fallbackHosts(ctx context.Context, c *Cycle, aggs *aggregate
 	unreported := 0
 	for _, fv := range views {
 		v := fv.view
-		if fv.capacity == nil {
+		if !fv.capacity.reported {
 			unreported++
 			continue
 		}
@@ -106,9 +106,9 @@ func (s *Scheduler) fallbackHosts(ctx context.Context, c *Cycle, aggs *aggregate
 			continue
 		}
 		provider := v.Service.ProviderUUID
-		res := make(map[string]placement.ResourceSummary, len(fv.capacity.Inventories))
-		for rc, inv := range fv.capacity.Inventories {
-			res[rc] = placement.ResourceSummary{Capacity: inv.Capacity(), Used: fv.capacity.Used[rc]}
+		res := make(map[string]placement.ResourceSummary, len(fv.capacity.inventories))
+		for rc, inv := range fv.capacity.inventories {
+			res[rc] = placement.ResourceSummary{Capacity: inv.Capacity(), Used: fv.capacity.used[rc]}
 		}
 		hostAggs := aggs.byHost[v.Host]
 		hosts = append(hosts, &HostState{
@@ -165,11 +165,25 @@ func (s *Scheduler) waitForProvider(ctx context.Context, c *Cycle, h *HostState,
 // fallbackView is a host's view and its capacity report.
 type fallbackView struct {
 	view     hostView
-	capacity *etcdschema.HostCapacity
+	capacity hostCapacity
+}
+
+// hostCapacity is what a host record keeps of the host's HostCapacity
+// report: its two maps, read-only (the inventories are every equal
+// host's, etcdschema.DecodeHostCapacityShared, and so is the usage). Kept
+// in the record by value, not as the decoded record: at 100,000 hosts
+// that was one more live object a host that every collection marks.
+type hostCapacity struct {
+	inventories map[string]etcdschema.Inventory
+	// used is nil for an idle host (read as zero).
+	used map[string]int64
+	// reported is false until the host's first report (and after its
+	// report's delete).
+	reported bool
 }
 
 // fallbackViews lists every host with a service record, with its
-// capacity report (nil: none yet), under one lock.
+// capacity report (not reported: none yet), under one lock.
 func (hm *HostManager) fallbackViews() []fallbackView {
 	hm.mu.RLock()
 	defer hm.mu.RUnlock()
@@ -186,7 +200,7 @@ func (hm *HostManager) fallbackViews() []fallbackView {
 func (hm *HostManager) applyCapacityLocked(host string, ev informer.Event) {
 	r := hm.record(host)
 	if ev.Deleted {
-		r.capacity = nil
+		r.capacity = hostCapacity{}
 		return
 	}
 	hc, err := decoded[*etcdschema.HostCapacity](ev)
@@ -194,6 +208,10 @@ func (hm *HostManager) applyCapacityLocked(host string, ev informer.Event) {
 		hm.log.Warn("ignoring unreadable capacity report", "host", host, "error", err)
 		return
 	}
-	holdName(&hc.Host, r.name)
-	r.capacity = hc
+	used := hc.Used
+	if len(used) == 0 {
+		// An idle host's empty usage is no map at all (read as zero).
+		used = nil
+	}
+	r.capacity = hostCapacity{inventories: hc.Inventories, used: used, reported: true}
 }

@@ -54,7 +54,7 @@ func emptyPlacement(t *testing.T) *cloud {
 	testwait.Until(t, "both capacity reports seen", func() bool {
 		n := 0
 		for _, fv := range c.hosts.fallbackViews() {
-			if fv.capacity != nil {
+			if fv.capacity.reported {
 				n++
 			}
 		}

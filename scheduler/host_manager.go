@@ -50,9 +50,9 @@ type hostRecord struct {
 	// sync that differed from the cache, or came while a re-read was
 	// pending; empty otherwise, and for an older agent's uuid-only list.
 	syncFlavors syncedFlavors
-	// capacity is the agent's HostCapacity report, what the
-	// empty-Placement fallback filters on (fallback.go); nil until one.
-	capacity *etcdschema.HostCapacity
+	// capacity is what the empty-Placement fallback filters on of the
+	// agent's HostCapacity report (fallback.go); not reported until one.
+	capacity hostCapacity
 	// instRev is the revision of the last re-read of the host's instance
 	// info; watch events at or below it are already in instances.
 	instRev int64
@@ -263,14 +263,9 @@ func (h hostsHandler) Decode(key string, value []byte) (any, error) {
 		h.hm.shareServiceStrings(s)
 		return s, nil
 	case rest == "capacity":
-		// Its inventories are shared with every equal host's: read-only.
-		c, err := etcdschema.DecodeHostCapacityShared(key, value)
-		if err == nil && len(c.Used) == 0 {
-			// An idle host's empty usage is no map at all (read as
-			// zero): two objects a host the collector need not mark.
-			c.Used = nil
-		}
-		return c, err
+		// Its inventories and usage are shared with every equal host's:
+		// read-only. The record keeps only its maps (hostCapacity).
+		return etcdschema.DecodeHostCapacityShared(key, value)
 	case strings.HasPrefix(rest, "instances/") && h.hm.track:
 		// Straight into shared strings: applyLocked swaps the key's host
 		// (the key's bytes, during a list) for the host record's name.

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -41,30 +42,37 @@ func TestServiceRecordsShareStrings(t *testing.T) {
 	}
 }
 
-// TestCapacityReportsHoldNoEmptyUsage: an idle host's capacity report is
-// held without a usage map (read as zero) and with the record's name; a
-// busy host's usage is kept as reported.
+// TestCapacityReportsHoldNoEmptyUsage: a host record keeps its capacity
+// report's maps only: an idle host's usage is no map (read as zero),
+// equal hosts' inventories and usages are one map each, and a busy
+// host's usage reads as reported.
 func TestCapacityReportsHoldNoEmptyUsage(t *testing.T) {
 	keys := etcdschema.New("/t")
 	hm := NewHostManager(nil, keys, hclog.NewNullLogger())
 	h := hostsHandler{hm}
 	inv := map[string]etcdschema.Inventory{"VCPU": {Total: 8, AllocationRatio: 1}}
 	var evs []informer.Event
-	for host, used := range map[string]map[string]int64{"idle": {}, "busy": {"VCPU": 2}} {
+	for host, used := range map[string]map[string]int64{"idle": {}, "busy": {"VCPU": 2}, "busy2": {"VCPU": 2}} {
 		key, value := keys.HostCapacity(host), []byte(etcdschema.MustEncode(&etcdschema.HostCapacity{Host: host, Inventories: inv, Used: used}))
 		ev := informer.Event{Key: key, Value: value}
 		ev.Decoded, ev.DecodeErr = h.Decode(key, value)
 		evs = append(evs, ev)
 	}
 	h.Apply(evs)
-	idle, busy := hm.hosts["idle"], hm.hosts["busy"]
-	if idle.capacity.Used != nil || idle.capacity.Used["VCPU"] != 0 {
-		t.Errorf("idle host's usage held as %v, want no map", idle.capacity.Used)
+	idle, busy, busy2 := hm.hosts["idle"].capacity, hm.hosts["busy"].capacity, hm.hosts["busy2"].capacity
+	if !idle.reported || idle.used != nil || idle.used["VCPU"] != 0 {
+		t.Errorf("idle host's capacity %+v, want reported with no usage map", idle)
 	}
-	if busy.capacity.Used["VCPU"] != 2 || busy.capacity.Inventories["VCPU"].Total != 8 {
-		t.Errorf("busy host's capacity %+v", busy.capacity)
+	if !busy.reported || busy.used["VCPU"] != 2 || busy.inventories["VCPU"].Total != 8 {
+		t.Errorf("busy host's capacity %+v", busy)
 	}
-	if unsafe.StringData(idle.capacity.Host) != unsafe.StringData(idle.name) {
-		t.Error("a capacity report's host is not its host record's name")
+	mapID := func(m any) uintptr { return reflect.ValueOf(m).Pointer() }
+	if mapID(busy.used) != mapID(busy2.used) || mapID(busy.inventories) != mapID(idle.inventories) {
+		t.Error("equal hosts' usages or inventories are maps of their own")
+	}
+	del := informer.Event{Key: keys.HostCapacity("busy"), Deleted: true}
+	h.Apply([]informer.Event{del})
+	if hm.hosts["busy"].capacity.reported {
+		t.Error("a deleted capacity report still reads as reported")
 	}
 }
