@@ -15,13 +15,17 @@ import (
 
 // TestMain lets the test binary stand in for berth as the child of
 // `berth bench -scheduler-procs`, which runs os.Executable() with
-// "bench scheduler-process".
+// "bench scheduler-process" (and of its own benchmarks' etcd member,
+// benchMemberCmd).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == SchedulerProcessCmd {
 		os.Exit(SchedulerProcess(os.Args[3:], os.Stdout, os.Stderr))
 	}
 	if len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == FleetProcessCmd {
 		os.Exit(FleetProcess(os.Args[3:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == benchMemberCmd {
+		os.Exit(benchMember(os.Args[3:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	leakcheck.Main(m)
 }
