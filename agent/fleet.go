@@ -42,6 +42,17 @@ func (a *Agent) RenewAlive(ctx context.Context, r *LeaseRenewer, lease clientv3.
 	return a.renewAlive(ctx, r, lease)
 }
 
+// RenewedAlive is the rest of RenewAlive for a beat whose renewal the
+// caller sent itself with r.RenewAsync (a fleet beating thousands of
+// times a second holds no goroutine per beat): given the renewal's error,
+// it grants a new lease and writes the alive key again when the lease was
+// lost, and returns the lease in use afterwards, as RenewAlive does. It
+// calls etcd only when the lease was lost: the caller runs it off the
+// renewer's goroutine then.
+func (a *Agent) RenewedAlive(ctx context.Context, lease clientv3.LeaseID, renewErr error) (clientv3.LeaseID, error) {
+	return a.renewedAlive(ctx, lease, renewErr)
+}
+
 // SyncProvider is one run of the periodic provider sync (inventory, the
 // disabled trait, the host's cell mapping). Failures are logged as Run
 // logs them and returned.

@@ -391,6 +391,12 @@ func (a *Agent) startLiveness(ctx context.Context) (*liveness, error) {
 // returns the lease in use afterwards.
 func (a *Agent) renewAlive(ctx context.Context, r *LeaseRenewer, lease clientv3.LeaseID) (clientv3.LeaseID, error) {
 	_, err := r.Renew(ctx, lease)
+	return a.renewedAlive(ctx, lease, err)
+}
+
+// renewedAlive is the rest of a liveness beat once its renewal of lease
+// has been answered with err (renewAlive).
+func (a *Agent) renewedAlive(ctx context.Context, lease clientv3.LeaseID, err error) (clientv3.LeaseID, error) {
 	switch {
 	case err == nil || ctx.Err() != nil:
 		return lease, nil

@@ -70,6 +70,12 @@ type renewLane struct {
 	mu    sync.Mutex
 	cur   *renewStream  // nil while (re)opening
 	ready chan struct{} // closed once cur is set
+	// pending are asynchronous beats (RenewAsync) waiting for the next
+	// stream: sent while none was open, or carried over from one that
+	// broke before their answer. closed: the lane has stopped; a beat
+	// is answered ErrRenewerClosed at once.
+	pending []*renewWaiter
+	closed  bool
 }
 
 // ErrLeaseLost is a renewal's answer for a lease etcd does not have (it
@@ -122,10 +128,14 @@ func newLeaseRenewer(lc pb.LeaseClient, timeout time.Duration, streams int, log 
 	for i := range r.lanes {
 		l := &renewLane{lc: lc, timeout: timeout, log: log, opened: &r.opened, ctx: ctx, ready: make(chan struct{})}
 		r.lanes[i] = l
-		r.wg.Add(1)
+		r.wg.Add(2)
 		go func() {
 			defer r.wg.Done()
 			l.run()
+		}()
+		go func() {
+			defer r.wg.Done()
+			l.sweep()
 		}()
 	}
 	return r, nil
@@ -182,6 +192,128 @@ func (r *LeaseRenewer) Renew(ctx context.Context, lease clientv3.LeaseID) (int64
 		default:
 			return 0, fmt.Errorf("renew lease %x: %w", int64(lease), err)
 		}
+	}
+}
+
+// RenewAsync sends one renewal of lease and returns at once; done is
+// called once with what Renew would have returned: the lease's TTL, or
+// an error wrapping ErrLeaseLost (etcd no longer has the lease), a
+// timeout (no answer within the renewer's timeout), or ErrRenewerClosed.
+// As with Renew, a beat whose stream breaks before its answer is sent
+// again on the next stream while its time lasts, and a beat that times
+// out on a stream silent since it was sent fails the stream.
+//
+// done runs on the renewer's own goroutines (the one reading the
+// answers, or the lane's sweeper for a timeout), never on the caller's:
+// it must not block, and must hand anything slow (granting a lost
+// lease again) to a goroutine of its own.
+//
+// Why: a fleet of simulated hosts beats 5,000 times a second a process,
+// and a synchronous beat was a worker goroutine waiting per beat (woken
+// by the dispatcher, then by its answer), a timer, and a channel: most of
+// the fleet's CPU per beat went to the Go scheduler's hand-offs and the
+// threads they woke. Here a beat is a queued ID and a callback, its
+// timeout the lane's sweep.
+func (r *LeaseRenewer) RenewAsync(lease clientv3.LeaseID, done func(ttl int64, err error)) {
+	l := r.lane(lease)
+	w := asyncWaiters.Get().(*renewWaiter)
+	w.done, w.id, w.next = done, int64(lease), nil
+	w.deadline = time.Now().Add(l.timeout).UnixNano()
+	l.sendAsync(w)
+}
+
+// asyncWaiters are RenewAsync's waiters, as renewWaiters are Renew's
+// (without a channel): one is given back once its done has been called,
+// when nothing links to it any more.
+var asyncWaiters = sync.Pool{New: func() any { return &renewWaiter{} }}
+
+// finish answers an asynchronous beat and gives its waiter back: it must
+// be unlinked from every stream and list first.
+func (w *renewWaiter) finish(ttl int64, err error) {
+	done, id := w.done, w.id
+	w.done, w.next = nil, nil
+	asyncWaiters.Put(w)
+	switch {
+	case err == nil && ttl <= 0:
+		done(0, fmt.Errorf("renew lease %x: %w", id, ErrLeaseLost))
+	case err != nil:
+		done(0, fmt.Errorf("renew lease %x: %w", id, err))
+	default:
+		done(ttl, nil)
+	}
+}
+
+// sendAsync queues w on the lane's open stream, or keeps it for the next
+// one while none is open.
+func (r *renewLane) sendAsync(w *renewWaiter) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		w.finish(0, ErrRenewerClosed)
+		return
+	}
+	s := r.cur
+	if s == nil || !s.enqueue(w, time.Now().UnixNano()) {
+		r.pending = append(r.pending, w)
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	s.wakeSender()
+}
+
+// sweepEvery is how often a lane looks for asynchronous beats past their
+// time: a tenth of the timeout, within [10ms, 1s]. A beat fails up to
+// that much after its limit.
+func sweepEvery(timeout time.Duration) time.Duration {
+	return min(max(timeout/10, 10*time.Millisecond), time.Second)
+}
+
+// sweep fails the lane's asynchronous beats that run out of time, until
+// the renewer closes: those waiting for a stream, and those sent on the
+// open one. A beat that ran out on a stream that has answered nothing
+// since it was sent, after waiting half the timeout or more (as Renew's
+// stallAfter), fails the stream: it is stuck, not busy.
+func (r *renewLane) sweep() {
+	t := time.NewTicker(sweepEvery(r.timeout))
+	defer t.Stop()
+	var expired []*renewWaiter
+	for {
+		select {
+		case <-t.C:
+		case <-r.ctx.Done():
+			return
+		}
+		now := time.Now().UnixNano()
+		r.mu.Lock()
+		kept := r.pending[:0]
+		for _, w := range r.pending {
+			if w.deadline <= now {
+				expired = append(expired, w)
+			} else {
+				kept = append(kept, w)
+			}
+		}
+		clear(r.pending[len(kept):])
+		r.pending = kept
+		s := r.cur
+		r.mu.Unlock()
+		waiting := len(expired)
+		var stalled error
+		if s != nil {
+			expired, stalled = s.expire(expired, now, int64(r.timeout/2))
+		}
+		for _, w := range expired {
+			w.finish(0, fmt.Errorf("no answer: %w", context.DeadlineExceeded))
+		}
+		if stalled != nil {
+			s.fail(stalled)
+		}
+		if n := len(expired); n > 0 && r.ctx.Err() == nil {
+			r.log.Debug("beats got no answer in time", "waiting_for_stream", waiting, "sent", n-waiting)
+		}
+		clear(expired)
+		expired = expired[:0]
 	}
 }
 
@@ -292,7 +424,19 @@ func (r *renewLane) run() {
 			r.mu.Lock()
 			r.cur = s
 			close(r.ready)
+			// The asynchronous beats that waited for a stream go on this
+			// one (the sweep fails those past their time).
+			now := time.Now().UnixNano()
+			for _, w := range r.pending {
+				s.enqueue(w, now)
+			}
+			queued := len(r.pending)
+			clear(r.pending)
+			r.pending = r.pending[:0]
 			r.mu.Unlock()
+			if queued > 0 {
+				s.wakeSender()
+			}
 			opened := time.Now()
 			s.wg.Add(1)
 			go s.sendLoop()
@@ -305,6 +449,8 @@ func (r *renewLane) run() {
 			s.wg.Wait()
 			r.mu.Lock()
 			r.cur, r.ready = nil, make(chan struct{})
+			// The asynchronous beats it broke under wait for the next.
+			r.pending = append(r.pending, s.takeOrphans()...)
 			r.mu.Unlock()
 			close(s.done)
 			if r.ctx.Err() != nil {
@@ -321,7 +467,16 @@ func (r *renewLane) run() {
 		}
 		wait = min(2*wait, reopenMaxWait)
 	}
-	// Whoever still waits for a stream sees r.ctx end.
+	// Whoever still waits for a stream sees r.ctx end; the asynchronous
+	// beats are told here.
+	r.mu.Lock()
+	r.closed = true
+	left := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	for _, w := range left {
+		w.finish(0, ErrRenewerClosed)
+	}
 }
 
 // renewStream is one open LeaseKeepAlive stream: a queue of lease IDs to
@@ -341,6 +496,11 @@ type renewStream struct {
 	queue   []int64 // IDs to send
 	spare   []int64 // the sender's last batch, reused
 	waiting map[int64]*renewWaiter
+	// async counts the asynchronous beats in waiting (the sweep skips a
+	// stream with none); orphans are those fail unlinked, for the lane
+	// to send again on its next stream.
+	async   int
+	orphans []*renewWaiter
 	// lastAnswer is when the stream last answered anything (unix ns),
 	// to tell a stalled stream from a busy one.
 	lastAnswer atomic.Int64
@@ -353,6 +513,12 @@ type renewStream struct {
 type renewWaiter struct {
 	ch   chan renewResult // 1-buffered: the answer is never blocked on
 	next *renewWaiter
+	// An asynchronous beat (RenewAsync) has done instead of ch, its
+	// lease, when it was last sent and when its time runs out (unix
+	// ns).
+	done           func(ttl int64, err error)
+	id             int64
+	sent, deadline int64
 }
 
 // renewWaiters are waiters no beat holds, their channels empty. A fleet
@@ -439,6 +605,82 @@ func (s *renewStream) renew(ctx context.Context, limit *beatLimit, id int64, sta
 	return 0, fmt.Errorf("no answer: %w", why)
 }
 
+// enqueue links the asynchronous beat w behind its lease's waiters and
+// queues its request; false if the stream is broken (w not taken).
+func (s *renewStream) enqueue(w *renewWaiter, now int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return false
+	}
+	w.next, w.sent = nil, now
+	if head := s.waiting[w.id]; head == nil {
+		s.waiting[w.id] = w
+	} else {
+		for head.next != nil {
+			head = head.next
+		}
+		head.next = w
+	}
+	s.async++
+	s.queue = append(s.queue, w.id)
+	return true
+}
+
+// wakeSender tells sendLoop there is something queued.
+func (s *renewStream) wakeSender() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// expire unlinks the asynchronous beats whose deadline has passed by now
+// and appends them to out. stalled is why the stream is stuck, if one of
+// them waited stallAfter ns or more with no answer on the stream since it
+// was sent.
+func (s *renewStream) expire(out []*renewWaiter, now, stallAfter int64) (_ []*renewWaiter, stalled error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.async == 0 {
+		return out, nil
+	}
+	last := s.lastAnswer.Load()
+	for id, head := range s.waiting {
+		var prev *renewWaiter
+		for w := head; w != nil; {
+			next := w.next
+			if w.done == nil || w.deadline > now {
+				prev, w = w, next
+				continue
+			}
+			if prev != nil {
+				prev.next = next
+			} else if next != nil {
+				s.waiting[id] = next
+			} else {
+				delete(s.waiting, id)
+			}
+			s.async--
+			if waited := now - w.sent; stalled == nil && waited >= stallAfter && last < w.sent {
+				stalled = fmt.Errorf("no answer on the keepalive stream for %s", time.Duration(waited))
+			}
+			out = append(out, w)
+			w = next
+		}
+	}
+	return out, stalled
+}
+
+// takeOrphans returns the asynchronous beats fail unlinked.
+func (s *renewStream) takeOrphans() []*renewWaiter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.orphans
+	s.orphans = nil
+	return o
+}
+
 // forget unlinks w from id's waiters; false if it was answered already.
 // A late answer to a forgotten beat goes to the lease's next beat, if
 // any: it is still an answer about that lease (renewed a little earlier,
@@ -504,15 +746,24 @@ func (s *renewStream) recvLoop() error {
 		}
 		s.lastAnswer.Store(time.Now().UnixNano())
 		s.mu.Lock()
-		if w := s.waiting[resp.ID]; w != nil {
+		w := s.waiting[resp.ID]
+		if w != nil {
 			if w.next != nil {
 				s.waiting[resp.ID] = w.next
 			} else {
 				delete(s.waiting, resp.ID)
 			}
-			w.ch <- renewResult{ttl: resp.TTL}
+			if w.done == nil {
+				w.ch <- renewResult{ttl: resp.TTL}
+				w = nil
+			} else {
+				s.async--
+			}
 		}
 		s.mu.Unlock()
+		if w != nil {
+			w.finish(resp.TTL, nil) // unlinked: its done runs outside the lock
+		}
 	}
 }
 
@@ -533,10 +784,16 @@ func (s *renewStream) fail(err error) {
 		for w != nil {
 			// next before the answer: once answered, w may be reused.
 			next := w.next
-			w.ch <- renewResult{err: fmt.Errorf("%w: %w", errStreamBroken, err)}
+			if w.done != nil {
+				w.next = nil
+				s.orphans = append(s.orphans, w) // sent again on the next stream
+			} else {
+				w.ch <- renewResult{err: fmt.Errorf("%w: %w", errStreamBroken, err)}
+			}
 			w = next
 		}
 		delete(s.waiting, id)
 	}
+	s.async = 0
 	s.queue = nil
 }

@@ -86,14 +86,14 @@ type FleetConfig struct {
 	// RegisterWorkers is how many hosts register at once.
 	RegisterWorkers int
 	// BackgroundWorkers is how many goroutines do each of the hosts'
-	// periodic tasks (0: one per 20 hosts, at least 64, at most 1,024):
-	// renewals, provider syncs and instance syncs each have a pool of
-	// their own, as an agent's liveness beat has its own goroutine and
-	// never waits for a sync; renewals get at least one worker per beat
-	// due in a second (renewWorkers). A real fleet has as many calls in flight
-	// as etcd's latency makes it (1,000 renewals/s at 100 ms each are
-	// 100 at once); too few workers would queue the calls in the tool
-	// instead and make them late.
+	// periodic syncs (0: one per 20 hosts, at least 64, at most 1,024):
+	// provider syncs and instance syncs each have a pool of their own.
+	// The liveness beats have none: a beat is sent by the schedule's
+	// dispatcher and its answer calls back (Fleet.beat), so a beat never
+	// waits for a sync, as an agent's has its own goroutine. A real
+	// fleet has as many calls in flight as etcd's latency makes it (100
+	// syncs/s at 100 ms each are 10 at once); too few workers would queue
+	// the calls in the tool instead and make them late.
 	BackgroundWorkers int
 }
 
@@ -619,6 +619,11 @@ func (f *Fleet) Close() {
 		case <-done:
 		case <-time.After(5 * time.Second):
 			f.workCancel()
+			if f.renewer != nil {
+				// Beats still waiting for an answer end now
+				// (ErrRenewerClosed), not at their timeout.
+				f.renewer.Close()
+			}
 			<-done
 		}
 		f.workCancel()

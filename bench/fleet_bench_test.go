@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -44,9 +45,11 @@ import (
 // cpu-us/op is this process's user+system CPU (getrusage) per op: the
 // fleet's alone, the member's being its child's. allocs/op and B/op
 // are this process's allocation per op (runtime/metrics), collections
-// included. live-objs/host is the heap objects after a collection,
+// included; vcsw/op the voluntary context switches (a thread going to
+// sleep until a hand-off wakes it) per op. live-objs/host is the heap objects after a collection,
 // less those before the fleet was built, per host; failed/op the runs
-// that returned an error. The process runs Berth's GC policy as a
+// that returned an error. BERTH_BENCH_FLEET_CPUPROFILE=PREFIX writes
+// a CPU profile of each sub-benchmark's timed part to PREFIX.NAME. The process runs Berth's GC policy as a
 // fleet child does (gctune's defaults); run it with the child's GODEBUG:
 //
 //	GODEBUG=gcshrinkstackoff=1 go test -run '^$' -bench FleetBackground -benchtime 10000x -count 5 ./bench
@@ -115,7 +118,7 @@ func BenchmarkFleetBackground(b *testing.B) {
 				for _, t := range kinds {
 					if t.kind == k {
 						// A task of its own: its counts start at zero.
-						f.tasks = append(f.tasks, &periodicTask{kind: t.kind, every: t.every, run: t.run})
+						f.tasks = append(f.tasks, &periodicTask{kind: t.kind, every: t.every, run: t.run, start: t.start})
 					}
 				}
 			}
@@ -129,7 +132,8 @@ func BenchmarkFleetBackground(b *testing.B) {
 				return done, failed
 			}
 			b.ReportAllocs()
-			cpu0, alloc0 := selfCPU(b), readAllocs()
+			cpu0, alloc0, sw0 := selfCPU(b), readAllocs(), selfSwitches(b)
+			stopProfile := profileTo(b, os.Getenv("BERTH_BENCH_FLEET_CPUPROFILE"), sub.name)
 			b.ResetTimer()
 			f.startPeriodic(runCtx, runCtx)
 			tick := time.NewTicker(20 * time.Millisecond)
@@ -140,18 +144,41 @@ func BenchmarkFleetBackground(b *testing.B) {
 				}
 				<-tick.C
 			}
-			cpu, alloc := selfCPU(b)-cpu0, readAllocs().minus(alloc0)
+			cpu, alloc, sw := selfCPU(b)-cpu0, readAllocs().minus(alloc0), selfSwitches(b)-sw0
 			done, failed := ops()
 			b.StopTimer()
+			stopProfile()
 			stop()
 			f.bgWG.Wait()
 			n := float64(done + failed)
 			b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-us/op")
 			b.ReportMetric(float64(alloc.objects)/n, "allocs/op")
 			b.ReportMetric(float64(alloc.bytes)/n, "B/op")
+			b.ReportMetric(float64(sw)/n, "vcsw/op")
 			b.ReportMetric(float64(failed)/n, "failed/op")
 			b.ReportMetric(float64(liveObjects()-objects0)/float64(hosts), "live-objs/host")
 		})
+	}
+}
+
+// profileTo starts a CPU profile of the timed part of a sub-benchmark,
+// to prefix.name (the last run of it wins), when prefix is set; it
+// returns its stop.
+func profileTo(b *testing.B, prefix, name string) (stop func()) {
+	if prefix == "" {
+		return func() {}
+	}
+	out, err := os.Create(prefix + "." + name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		out.Close()
 	}
 }
 
@@ -182,6 +209,18 @@ func selfCPU(tb testing.TB) time.Duration {
 		tb.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// selfSwitches is how many times the process's threads have given up
+// their CPU waiting (voluntary context switches): a thread that sleeps
+// until the next hand-off wakes it, which a loaded machine's figures of
+// CPU per op mix with other processes' load, counted apart from it.
+func selfSwitches(tb testing.TB) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return ru.Nvcsw
 }
 
 // benchMemberCmd is the hidden verb that makes the test binary an etcd

@@ -2,10 +2,14 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-project/berth/agent"
+	"github.com/berth-project/berth/internal/rolelabel"
 )
 
 // The hosts' periodic work, as a real agent's tickers would do it: each
@@ -19,7 +23,8 @@ import (
 // the rates are a steady fleet's from the first host on rather than
 // nothing for a period and then a burst (a host's first slot may come
 // soon after its registration: a renewal or sync early, which only a
-// fleet started all at once would not do).
+// fleet started all at once would not do). The renewals have no workers:
+// the dispatcher sends each beat and its answer calls back (Fleet.beat).
 
 const (
 	taskRenew = iota
@@ -36,6 +41,12 @@ type periodicTask struct {
 	kind  int
 	every time.Duration
 	run   func(ctx context.Context, h *fleetHost) error
+	// start, when set instead of run, runs a slot with no worker: it
+	// starts the run and returns, and the run calls end once with its
+	// outcome (from any goroutine). The renewals: a beat is a request on
+	// the renewer's stream whose answer calls back
+	// (agent.LeaseRenewer.RenewAsync), so no goroutine waits per beat.
+	start func(ctx context.Context, h *fleetHost, end func(error))
 	// done and failed count runs; overlapped counts slots passed over
 	// because the host's previous run of the task had not finished,
 	// periodLate runs that started a whole period or more after their
@@ -52,7 +63,7 @@ type periodicJob struct {
 func (f *Fleet) periodicTasks() []*periodicTask {
 	var ts []*periodicTask
 	if f.cfg.Liveness == LivenessPerHost {
-		ts = append(ts, &periodicTask{kind: taskRenew, every: f.every.ReportInterval, run: f.renew})
+		ts = append(ts, &periodicTask{kind: taskRenew, every: f.every.ReportInterval, start: f.beat})
 	}
 	if !f.cfg.SkipSyncs {
 		ts = append(ts,
@@ -70,16 +81,39 @@ func (f *Fleet) periodicTasks() []*periodicTask {
 	return ts
 }
 
-// renew is one beat of the host's liveness ticker: the agent's own beat,
-// one renewal on the fleet's shared keepalive stream, which re-grants the
+// beat is one beat of the host's liveness ticker, the agent's own
+// (agent.RenewAlive) in two halves: one renewal sent on the fleet's
+// keepalive streams, and once answered the rest, which re-grants the
 // lease and writes the alive key again when etcd answers that the lease
-// is gone.
-func (f *Fleet) renew(ctx context.Context, h *fleetHost) error {
+// is gone. No goroutine waits for the answer: the renewer calls back on
+// its own (the re-grant, two calls to etcd, on a goroutine of its own).
+//
+// Why: with a worker waiting on each beat a beat was the dispatcher
+// waking a worker, the worker queueing the request and parking on a
+// channel and a timer, and the answer waking it again: at 5,000 beats a
+// second a fleet child's threads slept and woke for each, and the Go
+// scheduler's hand-offs (findRunnable, futex, epoll) were the largest
+// part of its CPU per beat (BenchmarkFleetBackground).
+func (f *Fleet) beat(work context.Context, h *fleetHost, end func(error)) {
 	old := clientv3.LeaseID(h.lease.Load())
 	start := time.Now()
 	since := start.Sub(time.Unix(0, h.lastAnswer.Load()))
 	f.trace.since.add(since)
-	id, err := h.ag.RenewAlive(ctx, f.renewer, old)
+	f.renewer.RenewAsync(old, func(_ int64, err error) {
+		if errors.Is(err, agent.ErrLeaseLost) && work.Err() == nil {
+			go func() { end(f.renewed(work, h, old, start, since, err)) }()
+			return
+		}
+		end(f.renewed(work, h, old, start, since, err))
+	})
+}
+
+// renewed is the rest of h's beat once its renewal of old, started at
+// start, since after the lease's last answer, is answered with renewErr:
+// the agent's (a new lease if it was lost), and the fleet's records.
+func (f *Fleet) renewed(ctx context.Context, h *fleetHost, old clientv3.LeaseID, start time.Time, since time.Duration,
+	renewErr error) error {
+	id, err := h.ag.RenewedAlive(ctx, old, renewErr)
 	now := time.Now()
 	switch {
 	case id != old:
@@ -123,6 +157,18 @@ func (f *Fleet) startPeriodic(ctx, work context.Context) {
 		return
 	}
 	for _, t := range f.tasks {
+		if t.start != nil {
+			// Dispatched without workers: the slots start their runs.
+			f.bgWG.Add(1)
+			rolelabel.Go(ctx, "agent fleet background", func(context.Context) {
+				defer f.bgWG.Done()
+				f.dispatch(ctx, t, func(j periodicJob) bool {
+					f.startJob(work, j)
+					return true
+				})
+			})
+			continue
+		}
 		workers := f.cfg.BackgroundWorkers
 		if t.kind == taskRenew {
 			workers = max(workers, renewWorkers(len(f.hosts), t.every))
@@ -133,7 +179,7 @@ func (f *Fleet) startPeriodic(ctx, work context.Context) {
 		go func() {
 			defer f.bgWG.Done()
 			defer pool.close() // the task's workers end once their runs are done
-			f.dispatch(ctx, t, pool)
+			f.dispatch(ctx, t, func(j periodicJob) bool { return pool.submit(ctx, j) })
 		}()
 	}
 }
@@ -154,6 +200,23 @@ func renewWorkers(hosts int, period time.Duration) int {
 
 // runJob runs one slot of a task, counting it.
 func (f *Fleet) runJob(work context.Context, j periodicJob) {
+	f.slotStarted(j)
+	f.slotEnded(work, j, j.t.run(work, j.h))
+}
+
+// startJob starts one slot of a task run without a worker (start); it
+// is counted when it ends. The run is counted in bgWG until then.
+func (f *Fleet) startJob(work context.Context, j periodicJob) {
+	f.slotStarted(j)
+	f.bgWG.Add(1)
+	j.t.start(work, j.h, func(err error) {
+		f.slotEnded(work, j, err)
+		f.bgWG.Done()
+	})
+}
+
+// slotStarted notes how late a slot's run started.
+func (f *Fleet) slotStarted(j periodicJob) {
 	late := time.Since(j.due)
 	f.noteLate(late)
 	if j.t.kind == taskRenew {
@@ -162,7 +225,11 @@ func (f *Fleet) runJob(work context.Context, j periodicJob) {
 	if late > j.t.every {
 		j.t.periodLate.Add(1)
 	}
-	err := j.t.run(work, j.h)
+}
+
+// slotEnded counts a slot's run by its outcome and frees its host for
+// the task's next slot.
+func (f *Fleet) slotEnded(work context.Context, j periodicJob, err error) {
 	switch {
 	case work.Err() != nil:
 	case err != nil:
@@ -183,7 +250,7 @@ func (f *Fleet) runJob(work context.Context, j periodicJob) {
 // moment it ended, not from its nominal start: the missed beats are not
 // made up in a burst (an agent's time.Ticker drops the ticks of a slow
 // receiver), so no host runs t twice within a period.
-func (f *Fleet) dispatch(ctx context.Context, t *periodicTask, pool *workerPool[periodicJob]) {
+func (f *Fleet) dispatch(ctx context.Context, t *periodicTask, submit func(periodicJob) bool) {
 	n := int64(len(f.hosts))
 	every := int64(t.every)
 	lap := time.Now()
@@ -214,7 +281,7 @@ func (f *Fleet) dispatch(ctx context.Context, t *periodicTask, pool *workerPool[
 			t.overlapped.Add(1)
 			continue
 		}
-		if !pool.submit(ctx, periodicJob{t: t, h: h, due: due}) {
+		if !submit(periodicJob{t: t, h: h, due: due}) {
 			h.busy[t.kind].Store(false)
 			return
 		}
