@@ -49,7 +49,9 @@ import (
 // sleep until a hand-off wakes it) per op. live-objs/host is the heap objects after a collection,
 // less those before the fleet was built, per host; failed/op the runs
 // that returned an error. BERTH_BENCH_FLEET_CPUPROFILE=PREFIX writes
-// a CPU profile of each sub-benchmark's timed part to PREFIX.NAME. The process runs Berth's GC policy as a
+// a CPU profile of each sub-benchmark's timed part to PREFIX.NAME,
+// BERTH_BENCH_FLEET_HEAPPROFILE=FILE the heap's once the hosts have
+// registered. The process runs Berth's GC policy as a
 // fleet child does (gctune's defaults); run it with the child's GODEBUG:
 //
 //	GODEBUG=gcshrinkstackoff=1 go test -run '^$' -bench FleetBackground -benchtime 10000x -count 5 ./bench
@@ -102,6 +104,9 @@ func BenchmarkFleetBackground(b *testing.B) {
 	}()
 	if err := f.Register(ctx, nil); err != nil {
 		b.Fatal(err)
+	}
+	if path := os.Getenv("BERTH_BENCH_FLEET_HEAPPROFILE"); path != "" {
+		writeFleetHeap(b, path)
 	}
 	for _, sub := range []struct {
 		name  string
@@ -179,6 +184,21 @@ func profileTo(b *testing.B, prefix, name string) (stop func()) {
 	return func() {
 		pprof.StopCPUProfile()
 		out.Close()
+	}
+}
+
+// writeFleetHeap writes the heap's profile after a collection to
+// path: what the registered fleet keeps (go tool pprof
+// -sample_index=inuse_objects).
+func writeFleetHeap(b *testing.B, path string) {
+	runtime.GC()
+	out, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	if err := pprof.Lookup("heap").WriteTo(out, 0); err != nil {
+		b.Fatal(err)
 	}
 }
 
