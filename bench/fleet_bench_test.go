@@ -25,6 +25,7 @@ import (
 	"github.com/berth-project/berth/etcdschema"
 	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/etcdgrpc"
+	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/freeport"
 	"github.com/berth-project/berth/internal/gctune"
 	"github.com/berth-project/berth/internal/rawtxn"
@@ -58,6 +59,18 @@ import (
 //
 // ns/op is the schedule's pace (the ops come at their rate), not a cost.
 func BenchmarkFleetBackground(b *testing.B) {
+	benchFleetBackground(b, benchMemberClient)
+}
+
+// BenchmarkFleetBackgroundInProcess is BenchmarkFleetBackground with the
+// fleet on an etcd member's in-process client, as `berth bench` without
+// -fleet-procs runs it (the 10,000-host boot's "agent fleet background"
+// role): cpu-us/op is then the fleet's and the member's together.
+func BenchmarkFleetBackgroundInProcess(b *testing.B) {
+	benchFleetBackground(b, func(b *testing.B) *clientv3.Client { return etcdtest.Client(b) })
+}
+
+func benchFleetBackground(b *testing.B, client func(*testing.B) *clientv3.Client) {
 	hosts := 10_000
 	if s := os.Getenv("BERTH_BENCH_FLEET_HOSTS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -69,7 +82,7 @@ func BenchmarkFleetBackground(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	defer gctune.Apply(configs.Defaults().Runtime, hclog.NewNullLogger()).Restore()
-	cli := benchMemberClient(b)
+	cli := client(b)
 	keys := etcdschema.New("/fb")
 	log := hclog.NewNullLogger()
 	if _, err := cli.Put(ctx, keys.Cell(CellName(1)),
