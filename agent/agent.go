@@ -67,6 +67,14 @@ type Config struct {
 	DataDir string
 	// Metrics counts finished builds by outcome (nil: not counted).
 	Metrics *metrics.Metrics
+	// Fed says the caller drives the agent through the methods a
+	// simulated fleet uses (fleet.go: Register, Work, Follow, the syncs)
+	// and never calls Run: New builds none of Run's three watches (the
+	// builds informer and the follow's two), which such an agent never
+	// starts. A fleet keeps 100,000s of agents alive, and the watches
+	// were 7 of a host's 39 live heap objects, which every collection
+	// of a fleet process scans (BenchmarkFleetBackground's heap profile).
+	Fed bool
 }
 
 // Agent is one host's compute service.
@@ -157,6 +165,9 @@ func New(cfg Config, cli *clientv3.Client, keys etcdschema.Keys, p Placement, d 
 	// The handler works puts only (a cast's delete is the agent's own
 	// outcome, or a take-back its outcome's compare finds): etcd leaves
 	// the deletes out, one event per build fewer.
+	if cfg.Fed {
+		return a, nil
+	}
 	a.builds = informer.New(cli, a.own.builds, buildsHandler{a}, a.log, informer.PutsOnly())
 	// The follow needs deletes (instance info goes), so its watch is not
 	// puts only.
@@ -177,6 +188,9 @@ func (a *Agent) ProviderUUID() string { return a.provider }
 // taking work, lets running builds finish, and revokes its liveness lease
 // so the host reads down at once instead of after service_down_time.
 func (a *Agent) Run(ctx context.Context) error {
+	if a.cfg.Fed {
+		return fmt.Errorf("agent %s: built to be fed by its caller (Config.Fed), not run", a.cfg.Host)
+	}
 	if err := a.register(ctx); err != nil {
 		return err
 	}
@@ -214,7 +228,12 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // WaitSynced blocks until the agent has read its pending builds once.
-func (a *Agent) WaitSynced(ctx context.Context) error { return a.builds.WaitSynced(ctx) }
+func (a *Agent) WaitSynced(ctx context.Context) error {
+	if a.builds == nil {
+		return fmt.Errorf("agent %s: built to be fed by its caller (Config.Fed): no builds watch to wait for", a.cfg.Host)
+	}
+	return a.builds.WaitSynced(ctx)
+}
 
 // periodic runs the provider sync (update_available_resource) and the
 // instance uuid sync for the schedulers.

@@ -20,7 +20,8 @@ import (
 // cast it sees under the host's builds prefix; and on the agent's own
 // schedule (Intervals) RenewAlive, SyncProvider and SyncInstances, the
 // bodies of Run's liveness ticker and periodic tasks. Start-up
-// reconciliation and the service watch are not run.
+// reconciliation and the service watch are not run. An agent built with
+// Config.Fed has none of Run's watches, and cannot Run.
 
 // Register creates the compute node provider with its inventory and the
 // host mapping, and reads the service record, as Run does first. The host

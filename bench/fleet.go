@@ -227,7 +227,7 @@ func NewFleet(cli *clientv3.Client, keys etcdschema.Keys, place agent.Placement,
 		ag, err := agent.New(agent.Config{Host: host, Cell: CellName((i-1)%cfg.Cells + 1),
 			ReportInterval: cfg.ReportInterval, ServiceDownTime: cfg.ServiceDownTime,
 			ProviderSyncInterval: cfg.ProviderSyncInterval, InstanceSyncInterval: cfg.InstanceSyncInterval,
-			TrackInstanceChanges: true, Inventory: cfg.Inventory},
+			TrackInstanceChanges: true, Inventory: cfg.Inventory, Fed: true},
 			cli, keys, place, drv, log)
 		if err != nil {
 			return nil, err
