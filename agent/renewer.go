@@ -76,6 +76,12 @@ type renewLane struct {
 	// is answered ErrRenewerClosed at once.
 	pending []*renewWaiter
 	closed  bool
+	// sweeping: the lane's sweep (of asynchronous beats past their time)
+	// has started. It starts with the first asynchronous beat, so an
+	// agent that only beats with Renew runs no ticker for it. wg is the
+	// renewer's, which Close waits on.
+	sweeping bool
+	wg       *sync.WaitGroup
 }
 
 // ErrLeaseLost is a renewal's answer for a lease etcd does not have (it
@@ -126,16 +132,12 @@ func newLeaseRenewer(lc pb.LeaseClient, timeout time.Duration, streams int, log 
 	r := &LeaseRenewer{ctx: ctx, cancel: cancel, lanes: make([]*renewLane, streams)}
 	log = log.Named("renewer")
 	for i := range r.lanes {
-		l := &renewLane{lc: lc, timeout: timeout, log: log, opened: &r.opened, ctx: ctx, ready: make(chan struct{})}
+		l := &renewLane{lc: lc, timeout: timeout, log: log, opened: &r.opened, ctx: ctx, ready: make(chan struct{}), wg: &r.wg}
 		r.lanes[i] = l
-		r.wg.Add(2)
+		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
 			l.run()
-		}()
-		go func() {
-			defer r.wg.Done()
-			l.sweep()
 		}()
 	}
 	return r, nil
@@ -251,6 +253,16 @@ func (r *renewLane) sendAsync(w *renewWaiter) {
 		r.mu.Unlock()
 		w.finish(0, ErrRenewerClosed)
 		return
+	}
+	if !r.sweeping {
+		// Under the lock and before closed: run has not ended, so the
+		// renewer's wait group is not at zero and Close waits for this.
+		r.sweeping = true
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.sweep()
+		}()
 	}
 	s := r.cur
 	if s == nil || !s.enqueue(w, time.Now().UnixNano()) {
