@@ -1,30 +1,24 @@
 package scheduler
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "sync"
 
 // A host's cell is its host mapping's (hm.cells), else its service's. The
-// mapping was a lookup in a 10,000-entry map keyed by the host's name for
-// every candidate of every request: a few cache misses each, the largest
-// part of the join once the provider lookup led straight to the record
-// (0.44 s of the superconductor's 5.5 s in a 10,000-host boot). Mappings
-// change only as hosts register or move cells, so each record remembers
-// its mapping's cell for the current mappingsGen.
+// mapping was a lookup in a map keyed by the host's name for every
+// candidate of every request; then a per-record memo of that lookup,
+// valid for one generation of the mappings. But every mapping written
+// (each host registering) moved the generation on, so in a boot every
+// record's memo was stale when the requests began, and with requests
+// spread over the cloud (100 candidates from a random start) a host is a
+// candidate only a few times per 100,000-host boot: a third of the
+// candidates paid the lookup, a few cache misses each (0.12 s of the
+// superconductor's 1.17 s over 3,000 servers). So each record holds its
+// mapping's cell itself (hostRecord.mappedCell), written under the write
+// lock wherever a mapping or a record changes: a mapping's event sets its
+// host's record, a new record reads the mappings, and a list of either
+// sets every record (setMappedCellsLocked). A view reads the record only.
 
-// cellMemo is a record's remembered mapping cell. It is written under the
-// host manager's read lock, by any request that finds it out of date: all
-// writers of one read-locked period store the same values (the mappings
-// change only under the write lock), and cell is stored before gen, so a
-// reader that sees the current gen reads that period's cell.
-type cellMemo struct {
-	gen  atomic.Uint64 // mappingsGen+1 when cell was read (0: never)
-	cell atomic.Pointer[string]
-}
-
-// cellNames interns the cells' names, which are few, so that the memo of
-// every host points at one string per cell (hot in the cache).
+// cellNames interns the cells' names, which are few, so that every host's
+// mapping shares one string per cell (hot in the cache).
 var cellNames sync.Map // string -> *string
 
 func internCell(cell string) *string {
@@ -36,17 +30,11 @@ func internCell(cell string) *string {
 	return p.(*string)
 }
 
-// mappedCellLocked is r's host mapping's cell ("" if none); the caller
-// holds the read lock.
-func (hm *HostManager) mappedCellLocked(r *hostRecord) string {
-	g := hm.mappingsGen.Load() + 1
-	if r.cell.gen.Load() == g {
-		if p := r.cell.cell.Load(); p != nil {
-			return *p
-		}
+// setMappedCellsLocked sets every record's mapped cell from the mappings;
+// the caller holds the write lock (or has the records to itself and the
+// read lock).
+func setMappedCellsLocked(hosts map[string]*hostRecord, cells map[string]string) {
+	for name, r := range hosts {
+		r.mappedCell = cells[name]
 	}
-	cell := hm.cells[r.name]
-	r.cell.cell.Store(internCell(cell))
-	r.cell.gen.Store(g)
-	return cell
 }

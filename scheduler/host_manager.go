@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -25,17 +24,17 @@ type hostRecord struct {
 	nameHash uint64
 	// ready is what a request's view reads of the record besides name,
 	// service and instances, kept current by refreshLocked (host_view.go).
-	// name, ready, service, instances and cell are all a request's
-	// view reads: kept together, they are a cache line or two.
+	// name, ready, service, instances and mappedCell are all a
+	// request's view reads: kept together, they are a cache line or two.
 	ready   readyFields
 	service *etcdschema.Service
 	// instances is the agent-reported instance info (seed
 	// isolate-scheduler-db), replaced (never mutated) on change so request
 	// views can share it without the lock.
 	instances map[string]*etcdschema.InstanceInfo
-	// cell remembers the host mapping's cell (host_cell.go).
-	cell  cellMemo
-	alive bool
+	// mappedCell is the host mapping's cell, "" if none (host_cell.go).
+	mappedCell string
+	alive      bool
 	// down is the leader's /hosts/<h>/down record being present.
 	down bool
 	// synced turns true once the agent's periodic uuid list (HostSync) was
@@ -78,8 +77,9 @@ type HostManager struct {
 	// answer changes.
 	slots providerSlots
 	cells map[string]string // host -> cell (host mappings)
-	// mappingsGen counts changes to cells (host_cell.go).
-	mappingsGen atomic.Uint64
+	// mappingsGen counts changes to cells, under mu: a hosts list that
+	// read them under the read lock knows whether to read them again.
+	mappingsGen uint64
 
 	// reread holds hosts whose HostSync differed, for the reconciler.
 	reread   map[string]bool
@@ -337,7 +337,17 @@ func (h hostsHandler) ResetPaged(rev int64, list func(page func([]informer.Event
 		r.instRev = rev
 		r.refreshLocked(hm.track)
 	}
+	// The listed records' mapped cells, read under the read lock (a
+	// 100,000-host list's lookups would hold requests off), and read
+	// again under the write lock only if a mapping changed meanwhile.
+	hm.mu.RLock()
+	setMappedCellsLocked(next.hosts, hm.cells)
+	gen := hm.mappingsGen
+	hm.mu.RUnlock()
 	hm.mu.Lock()
+	if hm.mappingsGen != gen {
+		setMappedCellsLocked(next.hosts, hm.cells)
+	}
 	hm.hosts, hm.byProvider = next.hosts, next.byProvider
 	hm.slots.forget()
 	for host := range next.reread {
@@ -371,7 +381,7 @@ func (hm *HostManager) record(host string) *hostRecord {
 		// host's first instance replaced one.
 		// host is a substring of an etcd key: a copy does not keep the
 		// whole key alive.
-		r = &hostRecord{name: strings.Clone(host), nameHash: hostNameHash(host)}
+		r = &hostRecord{name: strings.Clone(host), nameHash: hostNameHash(host), mappedCell: hm.cells[host]}
 		hm.hosts[r.name] = r
 	}
 	return r
@@ -567,7 +577,8 @@ func (h mappingsHandler) ResetPaged(_ int64, list func(page func([]informer.Even
 	hm.mu.Lock()
 	defer hm.mu.Unlock()
 	hm.cells = cells
-	hm.mappingsGen.Add(1)
+	hm.mappingsGen++
+	setMappedCellsLocked(hm.hosts, cells)
 	return nil
 }
 
@@ -601,12 +612,15 @@ func (hm *HostManager) applyMappingLocked(ev informer.Event) {
 	if !ok {
 		return
 	}
-	hm.mappingsGen.Add(1)
+	hm.mappingsGen++
 	if ev.Deleted {
 		delete(hm.cells, host)
-		return
+	} else {
+		hm.cells[host] = cell
 	}
-	hm.cells[host] = cell
+	if r, ok := hm.hosts[host]; ok {
+		r.mappedCell = cell
+	}
 }
 
 // applySyncLocked compares an agent's periodic uuid list with the cache

@@ -12,7 +12,7 @@ import "github.com/berth-project/berth/etcdschema"
 // after every change to the record, all of which happen under the host
 // manager's write lock (applyLocked, rereadHost) or before anyone reads
 // the record (a list, which refreshes every record at its end). A view
-// then reads one record and the cell memo (host_cell.go).
+// then reads one record, its mapped cell included (host_cell.go).
 
 // hostView is a consistent copy of one host's record for a request.
 type hostView struct {
@@ -60,7 +60,7 @@ func (hm *HostManager) viewOf(r *hostRecord) (hostView, bool) {
 	if r.service == nil {
 		return hostView{}, false
 	}
-	cell := hm.mappedCellLocked(r)
+	cell := r.mappedCell
 	if cell == "" {
 		cell = r.service.Cell
 	}
