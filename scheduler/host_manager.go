@@ -214,6 +214,7 @@ func (hm *HostManager) ReportsInstance(provider, instance string) (compute, repo
 func (hm *HostManager) viewsForProviders(uuids []string, slots []int32, views []hostView, oks []bool) ([]hostView, []bool) {
 	hm.mu.RLock()
 	defer hm.mu.RUnlock()
+	var spare slotEntries
 	for i, uuid := range uuids {
 		var slot int32
 		if slots != nil {
@@ -225,7 +226,7 @@ func (hm *HostManager) viewsForProviders(uuids []string, slots []int32, views []
 			if r, ok = hm.byProvider[uuid]; !ok {
 				continue
 			}
-			hm.slots.remember(slot, uuid, r)
+			hm.slots.remember(slot, uuid, r, &spare)
 		}
 		views[i], oks[i] = hm.viewOf(r)
 	}

@@ -212,3 +212,29 @@ func TestViewsBySlotConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestSlotEntriesDistinct: the entries one request stores come from
+// shared allocations, and each keeps what it was given however many
+// more are handed out after it.
+func TestSlotEntriesDistinct(t *testing.T) {
+	var spare slotEntries
+	const n = 3*slotEntryBatchMax + 5
+	recs := make([]hostRecord, n)
+	got := make([]*slotEntry, n)
+	for i := range got {
+		got[i] = spare.next(fmt.Sprintf("rp-%d", i), &recs[i])
+	}
+	seen := map[*slotEntry]bool{}
+	for i, e := range got {
+		if seen[e] {
+			t.Fatalf("entry %d handed out twice", i)
+		}
+		seen[e] = true
+		if want := fmt.Sprintf("rp-%d", i); e.root != want || e.rec != &recs[i] {
+			t.Fatalf("entry %d: root %q rec %p, want %q %p", i, e.root, e.rec, want, &recs[i])
+		}
+	}
+	if spare.made < n || spare.made > 2*n {
+		t.Fatalf("%d entries allocated for %d", spare.made, n)
+	}
+}
