@@ -226,7 +226,7 @@ func (hm *HostManager) viewsForProviders(uuids []string, slots []int32, views []
 			if r, ok = hm.byProvider[uuid]; !ok {
 				continue
 			}
-			hm.slots.remember(slot, uuid, r, &spare)
+			hm.slots.remember(slot, uuid, r, &spare, len(uuids)-i)
 		}
 		views[i], oks[i] = hm.viewOf(r)
 	}

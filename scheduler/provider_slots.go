@@ -76,7 +76,8 @@ func (t *providerSlots) lookup(slot int32, root string) *hostRecord {
 // candidate ~3 times, so a third of a request's candidates miss the
 // table and store an entry, and one object per entry was ~31 objects per
 // request for the collector; a request that misses once (a warm table)
-// still allocates one entry. An entry is written once, before it is
+// still allocates one entry, and no allocation is larger than the
+// request's candidates left to look up. An entry is written once, before it is
 // published, and never again; an allocation lives while any of its
 // entries is in the table.
 type slotEntries struct {
@@ -86,9 +87,11 @@ type slotEntries struct {
 
 const slotEntryBatchMax = 32
 
-func (b *slotEntries) next(root string, rec *hostRecord) *slotEntry {
+// next is an entry for root's record rec; at most left entries (this one
+// included) are still to be asked for, so an allocation is no larger.
+func (b *slotEntries) next(root string, rec *hostRecord, left int) *slotEntry {
 	if len(b.free) == 0 {
-		n := min(max(b.made, 1), slotEntryBatchMax)
+		n := max(min(b.made, slotEntryBatchMax, left), 1)
 		b.free = make([]slotEntry, n)
 		b.made += n
 	}
@@ -99,9 +102,9 @@ func (b *slotEntries) next(root string, rec *hostRecord) *slotEntry {
 }
 
 // remember stores that slot leads to rec, provider root's record, in an
-// entry from spare; the caller holds the host manager's lock (read or
-// write).
-func (t *providerSlots) remember(slot int32, root string, rec *hostRecord, spare *slotEntries) {
+// entry from spare, which is asked for at most left more (this one
+// included); the caller holds the host manager's lock (read or write).
+func (t *providerSlots) remember(slot int32, root string, rec *hostRecord, spare *slotEntries, left int) {
 	if slot <= 0 {
 		return
 	}
@@ -110,7 +113,7 @@ func (t *providerSlots) remember(slot int32, root string, rec *hostRecord, spare
 	if d == nil || i>>slotChunkBits >= len(*d) {
 		d = t.grown(i >> slotChunkBits)
 	}
-	(*d)[i>>slotChunkBits][i&(slotChunkSize-1)].Store(spare.next(root, rec))
+	(*d)[i>>slotChunkBits][i&(slotChunkSize-1)].Store(spare.next(root, rec, left))
 }
 
 // grown returns a directory with chunk c, making it if no one has.
