@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -127,6 +128,45 @@ func BenchmarkSelectStages(b *testing.B) {
 			c.release()
 		}
 		cpu.report()
+	})
+	// join-fresh is join on a host manager of its own, listed afresh for
+	// each run, as a boot's is when its requests begin: its slot table is
+	// empty. Requests spread over the cloud as a boot's do (100
+	// candidates from a random start), so how often a host is a candidate
+	// is -benchtime's requests times 100 over the hosts: ~3 in a
+	// 100,000-host boot of 3,000 servers (BERTH_BENCH_HOSTS=30000
+	// -benchtime 900x is the same), ~100 at 10,000 hosts and 10,000
+	// servers. slot-misses/op is the candidates per request that missed
+	// the slot table (provider_slots.go) and looked the host up by uuid.
+	b.Run("join-fresh", func(b *testing.B) {
+		hctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		fresh := NewHostManager(hm.cli, hm.keys, log)
+		go fresh.Run(hctx)
+		if err := fresh.WaitSynced(hctx); err != nil {
+			b.Fatal(err)
+		}
+		sf, err := New(cfg, ps, fresh, log)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		cpu := startThreadCPU(b)
+		for i := 0; i < b.N; i++ {
+			cpu.stop()
+			c, q, aggs := newRequest(i)
+			cands, err := sf.candidates(ctx, c, q, log)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cpu.start()
+			if _, err := sf.hostStates(ctx, c, cands, aggs); err != nil {
+				b.Fatal(err)
+			}
+			c.release()
+		}
+		cpu.report()
+		b.ReportMetric(float64(fresh.slots.entries())/float64(b.N), "slot-misses/op")
 	})
 	// all-cold is all with the caches emptied before each request (a
 	// write through 16 MB, untimed): in a boot the other roles evict the
