@@ -269,25 +269,8 @@ func (r *jsonReader) int64MapAs(was []map[string]int64) (map[string]int64, bool)
 	if r.null() {
 		return nil, true
 	}
-	type entry struct {
-		name []byte
-		n    int64
-	}
-	var buf [8]entry
-	entries := buf[:0]
-	ok := r.object(func(name []byte) bool {
-		n, ok := r.int64()
-		if !ok {
-			return false
-		}
-		for _, e := range entries {
-			if string(e.name) == string(name) {
-				return false // repeated, as int64Map declines it
-			}
-		}
-		entries = append(entries, entry{name, n})
-		return true
-	})
+	var buf [8]int64Entry
+	entries, ok := r.int64Entries(buf[:0])
 	if !ok {
 		return nil, false
 	}
@@ -306,6 +289,34 @@ func (r *jsonReader) int64MapAs(was []map[string]int64) (map[string]int64, bool)
 		m[internName(e.name)] = e.n
 	}
 	return m, true
+}
+
+// int64Entry is one member of an object of integers, its name still the
+// record's bytes: what int64MapAs and usagesShared compare and look up
+// before they make a map, if they make one.
+type int64Entry struct {
+	name []byte
+	n    int64
+}
+
+// int64Entries reads an object of integers into entries (appended to
+// buf), declining a repeated name as int64Map does.
+func (r *jsonReader) int64Entries(buf []int64Entry) ([]int64Entry, bool) {
+	entries := buf
+	ok := r.object(func(name []byte) bool {
+		n, ok := r.int64()
+		if !ok {
+			return false
+		}
+		for _, e := range entries {
+			if string(e.name) == string(name) {
+				return false // repeated, as int64Map declines it
+			}
+		}
+		entries = append(entries, int64Entry{name, n})
+		return true
+	})
+	return entries, ok
 }
 
 // stringIn is b as a string: the one of known equal to it, else a copy.

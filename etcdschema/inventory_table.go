@@ -145,25 +145,8 @@ func (r *jsonReader) usagesShared() (map[string]int64, bool) {
 	}
 	r.i = skipWS(r.data, r.i)
 	start := r.i
-	type entry struct {
-		name []byte
-		n    int64
-	}
-	var buf [8]entry
-	entries := buf[:0]
-	ok := r.object(func(name []byte) bool {
-		n, ok := r.int64()
-		if !ok {
-			return false
-		}
-		for _, e := range entries {
-			if string(e.name) == string(name) {
-				return false // repeated, as int64Map declines it
-			}
-		}
-		entries = append(entries, entry{name, n})
-		return true
-	})
+	var buf [8]int64Entry
+	entries, ok := r.int64Entries(buf[:0])
 	if !ok {
 		return nil, false
 	}
