@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/berth-project/berth/internal/embedetcd"
 	"github.com/berth-project/berth/internal/etcdtest"
 	"github.com/berth-project/berth/internal/testwait"
 )
@@ -118,35 +117,22 @@ func TestLeaseRenewerAsyncBeatOnAStalledStream(t *testing.T) {
 // answered on it once etcd is back within the beat's time; one whose time
 // passes first fails by its timeout.
 func TestLeaseRenewerAsyncBeatWaitsForTheNextStream(t *testing.T) {
-	cfg := embedetcd.Config{DataDir: t.TempDir(),
-		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t)),
-		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))}
-	srv, err := embedetcd.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.ClientURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	member := startRestartable(t)
+	cli := member.cli
 	const timeout = 30 * time.Second
 	r := newRenewer(t, cli, timeout)
 	id := grant(t, cli, 60)
 	if a := answer(t, renewAsync(r, id), 10*time.Second); a.err != nil {
 		t.Fatalf("beat before the restart: %v", a.err)
 	}
-	srv.Close()
+	member.stop()
 	testwait.Until(t, "the stream broken by the stop", func() bool {
 		r.lanes[0].mu.Lock()
 		defer r.lanes[0].mu.Unlock()
 		return r.lanes[0].cur == nil
 	})
 	ch := renewAsync(r, id)
-	if srv, err = embedetcd.Start(cfg); err != nil {
-		t.Fatalf("restart etcd: %v", err)
-	}
+	member.start(t)
 	if a := answer(t, ch, timeout); a.err != nil || a.ttl != 60 {
 		t.Fatalf("beat sent while etcd was down: %d, %v; want it answered after the restart", a.ttl, a.err)
 	}

@@ -210,19 +210,8 @@ func TestAgentLivenessRegrantsARevokedLease(t *testing.T) {
 // once etcd is back beats are answered again on a new stream, the lease
 // kept.
 func TestLeaseRenewerSurvivesEtcdRestart(t *testing.T) {
-	cfg := embedetcd.Config{DataDir: t.TempDir(),
-		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t)),
-		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))}
-	srv, err := embedetcd.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.ClientURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	member := startRestartable(t)
+	cli := member.cli
 	const timeout = time.Second
 	r := newRenewer(t, cli, timeout)
 	ctx := context.Background()
@@ -230,7 +219,7 @@ func TestLeaseRenewerSurvivesEtcdRestart(t *testing.T) {
 	if _, err := r.Renew(ctx, id); err != nil {
 		t.Fatalf("renew before the restart: %v", err)
 	}
-	srv.Close()
+	member.stop()
 	start := time.Now()
 	if _, err := r.Renew(ctx, id); err == nil {
 		t.Fatal("a beat was answered with etcd stopped")
@@ -238,10 +227,7 @@ func TestLeaseRenewerSurvivesEtcdRestart(t *testing.T) {
 	if took := time.Since(start); took > timeout+500*time.Millisecond {
 		t.Fatalf("a beat with etcd down took %s, past its %s timeout", took, timeout)
 	}
-	srv, err = embedetcd.Start(cfg)
-	if err != nil {
-		t.Fatalf("restart etcd: %v", err)
-	}
+	member.start(t)
 	testwait.Poll(t, 30*time.Second, "a beat answered after the restart", func() (bool, string) {
 		ttl, err := r.Renew(ctx, id)
 		if errors.Is(err, ErrLeaseLost) {
@@ -637,4 +623,47 @@ func (s *stalledRecv) Recv() (*pb.LeaseKeepAliveResponse, error) {
 		return nil, s.Context().Err()
 	}
 	return s.Lease_LeaseKeepAliveClient.Recv()
+}
+
+// restartableEtcd is a member on loopback ports of its own, which a test
+// stops and starts again from its data, and a networked client to it (as
+// a real agent's); both are closed when the test ends.
+type restartableEtcd struct {
+	cfg embedetcd.Config
+	srv *embedetcd.Server
+	cli *clientv3.Client
+}
+
+func startRestartable(t *testing.T) *restartableEtcd {
+	t.Helper()
+	e := &restartableEtcd{cfg: embedetcd.Config{DataDir: t.TempDir(),
+		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t)),
+		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))}}
+	e.start(t)
+	t.Cleanup(func() { e.stop() })
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.cfg.ClientURL}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	e.cli = cli
+	return e
+}
+
+// start starts the member (again) from its data.
+func (e *restartableEtcd) start(t *testing.T) {
+	t.Helper()
+	srv, err := embedetcd.Start(e.cfg)
+	if err != nil {
+		t.Fatalf("start etcd: %v", err)
+	}
+	e.srv = srv
+}
+
+// stop stops the member; a second stop does nothing.
+func (e *restartableEtcd) stop() {
+	if e.srv != nil {
+		e.srv.Close()
+		e.srv = nil
+	}
 }
