@@ -407,10 +407,10 @@ func TestFleetGoroutinesBounded(t *testing.T) {
 		return n >= hosts, fmt.Sprintf("%d renewals", n)
 	})
 	stopSampling()
-	// The pools (one per task), the dispatchers and the calls in flight
-	// (a few gRPC goroutines each); a goroutine per host would be 2,000
-	// more.
-	pools := renewWorkers(hosts, 5*time.Second) + (numTasks-1)*workers
+	// The syncs' pools (one per task; the beats have none, their answers
+	// call back), the dispatchers and the calls in flight (a few gRPC
+	// goroutines each); a goroutine per host would be 2,000 more.
+	pools := (numTasks - 1) * workers
 	if limit := base + 4*(pools+regWorkers) + 50; most > limit {
 		t.Fatalf("%d goroutines with %d hosts (%d before the fleet; limit %d)", most, hosts, base, limit)
 	}
@@ -526,18 +526,6 @@ func TestHistCountsQuantile(t *testing.T) {
 	}
 	if got := (HistCounts{}).String(); got != "-" {
 		t.Errorf("empty: %q", got)
-	}
-}
-
-func TestRenewWorkersCoverASecondOfBeats(t *testing.T) {
-	for _, c := range []struct {
-		hosts  int
-		period time.Duration
-		want   int
-	}{{50000, 10 * time.Second, 5000}, {10000, 2 * time.Second, 5000}, {1, 10 * time.Second, 1}, {3, 0, 1}} {
-		if got := renewWorkers(c.hosts, c.period); got != c.want {
-			t.Errorf("renewWorkers(%d, %s) = %d, want %d", c.hosts, c.period, got, c.want)
-		}
 	}
 }
 

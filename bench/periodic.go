@@ -187,12 +187,8 @@ func (f *Fleet) startPeriodic(ctx, work context.Context) {
 			})
 			continue
 		}
-		workers := f.cfg.BackgroundWorkers
-		if t.kind == taskRenew {
-			workers = max(workers, renewWorkers(len(f.hosts), t.every))
-		}
-		// The hosts' liveness and syncs, profiled apart from their builds.
-		pool := newWorkerPool(ctx, "agent fleet background", workers, func(j periodicJob) { f.runJob(work, j) }, &f.bgWG)
+		// The hosts' syncs, profiled apart from their builds.
+		pool := newWorkerPool(ctx, "agent fleet background", f.cfg.BackgroundWorkers, func(j periodicJob) { f.runJob(work, j) }, &f.bgWG)
 		f.bgWG.Add(1)
 		go func() {
 			defer f.bgWG.Done()
@@ -200,20 +196,6 @@ func (f *Fleet) startPeriodic(ctx, work context.Context) {
 			f.dispatch(ctx, t, func(j periodicJob) bool { return pool.submit(ctx, j) })
 		}()
 	}
-}
-
-// renewWorkers is how many workers the renewals of hosts beating every
-// period need at least: enough for every beat due in a second, so
-// beats are not queued in the tool until etcd takes a second on
-// average to answer them. A worker waiting on an answer is a parked
-// goroutine; queued beats were what lost leases (a 100,000-host run
-// with 512 renewal workers a child: beats started p50 0.5 s, p99 16 s
-// after their slots at 75,000 hosts, while answered p50 64 ms).
-func renewWorkers(hosts int, period time.Duration) int {
-	if period <= 0 {
-		return 1
-	}
-	return int((int64(hosts)*int64(time.Second) + int64(period) - 1) / int64(period))
 }
 
 // runJob runs one slot of a task, counting it.
