@@ -22,11 +22,7 @@ func (hm *HostManager) CapacitySource(p CapacityVisitor, defaultAZ string) metri
 		hm.mu.RLock()
 		at := make(map[string]where, len(hm.byProvider))
 		for uuid, r := range hm.byProvider {
-			cell := hm.cells[r.name]
-			if cell == "" && r.service != nil {
-				cell = r.service.Cell
-			}
-			at[uuid] = where{host: r.name, cell: cell}
+			at[uuid] = where{host: r.name, cell: cellOf(r)}
 		}
 		hm.mu.RUnlock()
 		aggs := hm.aggregates()

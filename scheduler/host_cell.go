@@ -30,6 +30,15 @@ func internCell(cell string) *string {
 	return p.(*string)
 }
 
+// cellOf is r's cell: its host mapping's, else its service's ("" with
+// neither); the caller holds the host manager's lock (read or write).
+func cellOf(r *hostRecord) string {
+	if r.mappedCell == "" && r.service != nil {
+		return r.service.Cell
+	}
+	return r.mappedCell
+}
+
 // setMappedCellsLocked sets every record's mapped cell from the mappings;
 // the caller holds the write lock (or has the records to itself and the
 // read lock).

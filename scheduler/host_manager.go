@@ -709,12 +709,10 @@ func (hm *HostManager) rereadHost(ctx context.Context, host string) error {
 	prefix := hm.keys.HostInstances(host)
 	var synced syncedFlavors
 	hm.mu.RLock()
-	cell := hm.cells[host]
+	cell := hm.cells[host] // the mapping's, when the host has no record
 	if r, ok := hm.hosts[host]; ok {
 		synced = r.syncFlavors
-		if cell == "" && r.service != nil {
-			cell = r.service.Cell
-		}
+		cell = cellOf(r)
 	}
 	hm.mu.RUnlock()
 	resp, err := hm.cli.Get(ctx, prefix, clientv3.WithPrefix())

@@ -60,10 +60,7 @@ func (hm *HostManager) viewOf(r *hostRecord) (hostView, bool) {
 	if r.service == nil {
 		return hostView{}, false
 	}
-	cell := r.mappedCell
-	if cell == "" {
-		cell = r.service.Cell
-	}
+	cell := cellOf(r)
 	f := &r.ready
 	return hostView{Host: r.name, NameHash: r.nameHash, Cell: cell, Service: r.service, Up: f.up, Updated: f.updated,
 		Instances: r.instances, NumInstances: int(f.numInstances), FailedBuilds: int(f.failedBuilds),
