@@ -19,21 +19,21 @@ import (
 // (Provider.Clone, placement's reshape, the agent's reports); the plain
 // Decode still gives a fresh map to a caller that wants one to mutate.
 
-// maxSharedInventories bounds each table: past it, new values are decoded
+// maxSharedValues bounds each table: past it, new values are decoded
 // into maps (or slices) of their own, so a varied (or hostile) cloud
 // cannot grow it without end. Each entry costs its key's bytes (~300 for
 // inventories, less for the others) and one map or slice.
-const maxSharedInventories = 4096
+const maxSharedValues = 4096
 
 // valueTable holds one decoded value per distinct JSON value (its
-// bytes), up to maxSharedInventories. Safe for concurrent use (an index
+// bytes), up to maxSharedValues. Safe for concurrent use (an index
 // load decodes on several goroutines); lookups take only the read lock.
 // The inventories, usages and name lists of the records an index keeps
 // each have one.
 type valueTable[V any] struct {
 	mu sync.RWMutex
 	m  map[string]V
-	// full is set once m holds maxSharedInventories values: a miss then
+	// full is set once m holds maxSharedValues values: a miss then
 	// skips the write lock (a cloud past the bound misses on most
 	// decodes, from several indexes' goroutines at once).
 	full atomic.Bool
@@ -63,10 +63,10 @@ func (t *valueTable[V]) share(raw []byte, v V) V {
 	if t.m == nil {
 		t.m = make(map[string]V)
 	}
-	if len(t.m) < maxSharedInventories {
+	if len(t.m) < maxSharedValues {
 		t.m[string(raw)] = v
 	}
-	if len(t.m) >= maxSharedInventories {
+	if len(t.m) >= maxSharedValues {
 		t.full.Store(true)
 	}
 	return v

@@ -80,10 +80,10 @@ func TestSharedInventories(t *testing.T) {
 	}
 }
 
-// TestSharedInventoriesBounded: past maxSharedInventories distinct
+// TestSharedInventoriesBounded: past maxSharedValues distinct
 // values the table holds no more, and decoding still gives each its own.
 func TestSharedInventoriesBounded(t *testing.T) {
-	for i := range maxSharedInventories + 100 {
+	for i := range maxSharedValues + 100 {
 		total := int64(1_000_000 + i)
 		in := []byte(MustEncode(&HostCapacity{Host: "h", Inventories: map[string]Inventory{"VCPU": {Total: total, MinUnit: 1, MaxUnit: 1, StepSize: 1, AllocationRatio: 1}}}))
 		got, err := DecodeHostCapacityShared("/h", in)
@@ -97,8 +97,8 @@ func TestSharedInventoriesBounded(t *testing.T) {
 	sharedInventories.mu.RLock()
 	n := len(sharedInventories.m)
 	sharedInventories.mu.RUnlock()
-	if n > maxSharedInventories {
-		t.Errorf("the table holds %d values, bound %d", n, maxSharedInventories)
+	if n > maxSharedValues {
+		t.Errorf("the table holds %d values, bound %d", n, maxSharedValues)
 	}
 }
 
