@@ -31,6 +31,7 @@
 # twice). BERTH is a berth binary (default: built from this tree).
 # Run it on a quiet machine: anything else running moves the figures.
 set -euo pipefail
+caller_dir=$PWD
 cd "$(dirname "$0")/.."
 
 berth=""
@@ -70,26 +71,14 @@ for w in "${what[@]}"; do
     esac
 done
 
-if [ -z "$berth" ]; then
-    tmp=$(mktemp -d)
-    trap 'rm -rf "$tmp"' EXIT
-    berth=$tmp/berth
-    echo "== building berth into $berth"
-    go build -o "$berth" ./cmd/berth
-fi
-# Relative to where the caller stands, resolved before any cd.
-out=$(realpath -m "$out")
+# shellcheck disable=SC1091
+. scripts/bench-lib.sh
+berth_binary "$caller_dir"
 
 common=(-clients 64 -register-workers 128 -json "$out")
 shown='^(throughput|moves|one move|process  |fleet processes|outcome|load average|populate  |candidates limit|claim cycles|hot-provider race|race check)'
 
-bench() {
-    echo "== $(date -u +%T) berth bench $*" >&2
-    "$berth" bench "$@" 2>&1 | grep -E "$shown" || {
-        echo "bench-issue20: berth bench $* failed" >&2
-        return 1
-    }
-}
+bench() { bench_shown "$berth" "$shown" "$@"; }
 
 gotest() {
     echo "== $(date -u +%T) go test $*" >&2

@@ -18,6 +18,7 @@
 # BERTH is a berth binary (default: built from this tree into a temp dir).
 # Run it on a quiet machine: anything else running moves the figures.
 set -euo pipefail
+caller_dir=$PWD
 cd "$(dirname "$0")/.."
 
 berth=""
@@ -47,26 +48,14 @@ for w in "${what[@]}"; do
     esac
 done
 
-if [ -z "$berth" ]; then
-    tmp=$(mktemp -d)
-    trap 'rm -rf "$tmp"' EXIT
-    berth=$tmp/berth
-    echo "== building berth into $berth"
-    go build -o "$berth" ./cmd/berth
-fi
-# Relative to where the caller stands, resolved before any cd.
-out=$(realpath -m "$out")
+# shellcheck disable=SC1091
+. scripts/bench-lib.sh
+berth_binary "$caller_dir"
 
 common=(-clients 64 -register-workers 128 -json "$out")
 
-bench() {
-    echo "== berth bench $*" >&2
-    # The table goes to stdout; only the lines that matter are shown.
-    "$berth" bench "$@" 2>&1 | grep -E '^(throughput|claims|etcd CAS|claim baseline|scheduler procs|process|load average|outcome)' || {
-        echo "bench-issue7: berth bench $* failed" >&2
-        return 1
-    }
-}
+# Only the lines of the table that matter are shown.
+bench() { bench_shown "$berth" '^(throughput|claims|etcd CAS|claim baseline|scheduler procs|process|load average|outcome)' "$@"; }
 
 for w in "${what[@]}"; do
     for ((i = 1; i <= runs; i++)); do

@@ -9,8 +9,9 @@ last per host count, and draws two panels: servers/s to ACTIVE and claims/s
 total stages. Needs Debian's python3-matplotlib (hence /usr/bin/python3).
 """
 import argparse
-import json
 import sys
+
+from jsonlines import records
 
 import matplotlib
 
@@ -33,20 +34,12 @@ def main():
     a = ap.parse_args()
 
     by_hosts = {}
-    with open(a.jsonl) as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError as e:
-                sys.exit(f"{a.jsonl}:{n}: not JSON: {e}")
-            if r.get("scenario") == a.scenario and r.get("schedulers") == a.schedulers and r.get("stages") and not r.get("error") \
-                    and not (a.command_lacks and a.command_lacks in r.get("command", "")) \
-                    and not (a.until and r.get("at", "") >= a.until) \
-                    and not (a.liveness and r.get("liveness", "shared") != a.liveness):
-                by_hosts[r["hosts"]] = r  # the last run per host count wins
+    for _, r in records(a.jsonl):
+        if r.get("scenario") == a.scenario and r.get("schedulers") == a.schedulers and r.get("stages") and not r.get("error") \
+                and not (a.command_lacks and a.command_lacks in r.get("command", "")) \
+                and not (a.until and r.get("at", "") >= a.until) \
+                and not (a.liveness and r.get("liveness", "shared") != a.liveness):
+            by_hosts[r["hosts"]] = r  # the last run per host count wins
     if not by_hosts:
         sys.exit(f"{a.jsonl}: no {a.scenario} result with {a.schedulers} scheduler(s)")
     hosts = sorted(by_hosts)

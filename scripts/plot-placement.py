@@ -14,8 +14,9 @@ each provider count. Needs Debian's python3-matplotlib (hence
 /usr/bin/python3).
 """
 import argparse
-import json
 import sys
+
+from jsonlines import records
 
 import matplotlib
 
@@ -26,20 +27,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 def load(path):
     """The last result per (url, providers), in file order of first sight."""
     kept = {}
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError as e:
-                sys.exit(f"{path}:{n}: not a JSON line: {e}")
-            for field in ("url", "providers", "candidates", "claim_cycles", "claim_ns",
-                          "populate_requests", "populate_ns"):
-                if field not in r:
-                    sys.exit(f"{path}:{n}: no {field!r}: not a `berth bench placement -json` line")
-            kept[(r["url"], r["providers"])] = r
+    for n, r in records(path):
+        for field in ("url", "providers", "candidates", "claim_cycles", "claim_ns",
+                      "populate_requests", "populate_ns"):
+            if field not in r:
+                sys.exit(f"{path}:{n}: no {field!r}: not a `berth bench placement -json` line")
+        kept[(r["url"], r["providers"])] = r
     return kept
 
 
