@@ -575,21 +575,9 @@ func (s *renewStream) renew(ctx context.Context, limit *beatLimit, id int64, sta
 		s.mu.Unlock()
 		return 0, errStreamBroken
 	}
-	w.next = nil // linked under the lock: fail may still walk its last chain
-	if head := s.waiting[id]; head == nil {
-		s.waiting[id] = w
-	} else {
-		for head.next != nil {
-			head = head.next
-		}
-		head.next = w
-	}
-	s.queue = append(s.queue, id)
+	s.linkLocked(w, id) // under the lock: fail may still walk its last chain
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.wakeSender()
 	var why error
 	select {
 	case res := <-w.ch:
@@ -625,18 +613,25 @@ func (s *renewStream) enqueue(w *renewWaiter, now int64) bool {
 	if s.err != nil {
 		return false
 	}
-	w.next, w.sent = nil, now
-	if head := s.waiting[w.id]; head == nil {
-		s.waiting[w.id] = w
+	w.sent = now
+	s.linkLocked(w, w.id)
+	s.async++
+	return true
+}
+
+// linkLocked links w behind id's waiters, in the order their requests
+// go out, and queues id's request; s.mu is held.
+func (s *renewStream) linkLocked(w *renewWaiter, id int64) {
+	w.next = nil
+	if head := s.waiting[id]; head == nil {
+		s.waiting[id] = w
 	} else {
 		for head.next != nil {
 			head = head.next
 		}
 		head.next = w
 	}
-	s.async++
-	s.queue = append(s.queue, w.id)
-	return true
+	s.queue = append(s.queue, id)
 }
 
 // wakeSender tells sendLoop there is something queued.
